@@ -1,0 +1,3 @@
+from abeval.cli import main
+
+main()

@@ -1,0 +1,63 @@
+"""The Typer application and the error boundary shared by every command.
+
+Commands parse their options, call one library function and print its result.
+A :class:`~abeval.errors.AbevalError` becomes ``Error: <one line>`` on stderr and
+exit code 1; usage mistakes are Typer's (exit code 2).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Annotated, Any, TypeVar
+
+import typer
+
+from abeval.errors import AbevalError
+
+app = typer.Typer(
+    name="abeval",
+    help="A/B test and offline ranking evaluation for recommender systems, from event logs.",
+    rich_markup_mode=None,
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+DbOption = Annotated[
+    str | None,
+    typer.Option(
+        "--db",
+        help="Store: a DuckDB file path or a SQLAlchemy URL "
+        "(default: $ABEVAL_DB, else ./abeval.duckdb).",
+        show_default=False,
+    ),
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print the result as JSON on stdout.")]
+
+
+def fail(message: str, details: list[str] | None = None, code: int = 1) -> typer.Exit:
+    """Print ``Error: message`` (and detail lines) on stderr; return the Exit to raise."""
+    typer.echo(f"Error: {message}", err=True)
+    for line in details or []:
+        typer.echo(line, err=True)
+    return typer.Exit(code)
+
+
+def command(*args: Any, **kwargs: Any) -> Callable[[F], F]:
+    """``app.command`` that turns AbevalError into one line on stderr and exit 1."""
+
+    def decorate(fn: F) -> F:
+        @functools.wraps(fn)
+        def wrapper(*a: Any, **k: Any) -> Any:
+            try:
+                return fn(*a, **k)
+            except AbevalError as exc:
+                raise fail(exc.message, exc.details, exc.exit_code) from None
+
+        app.command(*args, **kwargs)(wrapper)
+        return fn
+
+    return decorate

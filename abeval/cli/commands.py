@@ -1,0 +1,3 @@
+"""Registers every command module with the application."""
+
+from abeval.cli import store_commands  # noqa: F401

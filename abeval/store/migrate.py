@@ -1,0 +1,120 @@
+"""Schema migrations: numbered SQL files in ``migrations/``, applied in order.
+
+Each file ``NNNN_name.sql`` is one step. A step runs in one transaction together
+with the row that records it in ``schema_migrations``; a step that fails leaves
+the store exactly as it was before that step.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from abeval.errors import StoreError
+from abeval.resources import data_dir
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Connection
+
+    from abeval.store.engine import Store
+
+_NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
+
+
+@dataclass(frozen=True)
+class Migration:
+    version: int
+    name: str
+    path: Path
+
+    def statements(self) -> list[str]:
+        """The step's statements: split on ``;`` at the end of a line, comments dropped."""
+        lines = [
+            line for line in self.path.read_text().splitlines() if not line.strip().startswith("--")
+        ]
+        parts = re.split(r";\s*$", "\n".join(lines), flags=re.M)
+        return [p.strip() for p in parts if p.strip()]
+
+
+def available(folder: Path | None = None) -> list[Migration]:
+    """All migrations in ``folder`` (default: the shipped ``migrations/``), in order."""
+    folder = folder or data_dir("migrations")
+    steps = []
+    for path in sorted(folder.iterdir()):
+        match = _NAME.match(path.name)
+        if match:
+            steps.append(Migration(int(match.group(1)), match.group(2), path))
+    versions = [s.version for s in steps]
+    if len(set(versions)) != len(versions):
+        raise StoreError(f"two migrations share a number in {folder}")
+    return steps
+
+
+def _ensure_table(conn: Connection) -> None:
+    from sqlalchemy import text
+
+    conn.execute(
+        text(
+            "CREATE TABLE IF NOT EXISTS schema_migrations ("
+            "version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TIMESTAMP NOT NULL)"
+        )
+    )
+
+
+def applied_versions(conn: Connection) -> set[int]:
+    """Versions recorded in the store; empty when the store is new."""
+    from sqlalchemy import inspect, text
+
+    if not inspect(conn).has_table("schema_migrations"):
+        return set()
+    return {int(v) for v in conn.execute(text("SELECT version FROM schema_migrations")).scalars()}
+
+
+def pending(store: Store, folder: Path | None = None) -> list[Migration]:
+    with store.connect() as conn:
+        done = applied_versions(conn)
+    return [m for m in available(folder) if m.version not in done]
+
+
+def apply(store: Store, folder: Path | None = None) -> list[Migration]:
+    """Apply every pending step, each in its own transaction. Returns the steps applied."""
+    from sqlalchemy import text
+
+    with store.begin() as conn:
+        _ensure_table(conn)
+    done_steps = []
+    for step in pending(store, folder):
+        try:
+            with store.begin() as conn:
+                for statement in step.statements():
+                    conn.execute(text(statement))
+                conn.execute(
+                    text(
+                        "INSERT INTO schema_migrations (version, name, applied_at) "
+                        "VALUES (:v, :n, CURRENT_TIMESTAMP)"
+                    ),
+                    {"v": step.version, "n": step.name},
+                )
+        except Exception as exc:  # noqa: BLE001 - report which step failed, keep the store
+            first = str(exc).strip().splitlines()[0]
+            raise StoreError(
+                f"migration {step.version:04d}_{step.name} failed and was rolled back: {first}"
+            ) from exc
+        done_steps.append(step)
+    return done_steps
+
+
+def ensure_current(store: Store, folder: Path | None = None) -> None:
+    """Upgrade a writable store; for a read-only one, say which command upgrades it."""
+    if store.read_only:
+        missing = pending(store, folder)
+        if missing:
+            names = ", ".join(f"{m.version:04d}_{m.name}" for m in missing)
+            raise StoreError(
+                f"the store {store.display} needs schema upgrades ({names}); "
+                f"run `abeval migrate --db {store.display}`"
+            )
+        return
+    apply(store, folder)
