@@ -1,5 +1,7 @@
 -- abeval schema, step 1: events, ingests, experiments, rejected rows.
 -- Portable SQL: runs unchanged on DuckDB and PostgreSQL.
+-- events.row_key: digest of the whole row when event_id is empty; a row is
+-- identified by COALESCE(event_id, row_key) within its experiment.
 
 CREATE SEQUENCE ingest_id_seq START 1;
 
@@ -31,7 +33,7 @@ CREATE TABLE events (
     event_id TEXT,
     propensity DOUBLE PRECISION,
     attributes TEXT,
-    row_key TEXT NOT NULL,
+    row_key TEXT,
     ingest_id BIGINT NOT NULL
 );
 

@@ -88,11 +88,16 @@ def _create_engine(url: str, read_only: bool) -> Engine:
     if url.startswith("duckdb"):
         # One connection per process: DuckDB serialises writers anyway, and a
         # single connection lets ingest reuse it through ``driver_connection``.
-        return create_engine(
-            url,
-            poolclass=StaticPool,
-            connect_args={"read_only": read_only, "config": {"TimeZone": "UTC"}},
-        )
+        from sqlalchemy import event
+
+        engine = create_engine(url, poolclass=StaticPool, connect_args={"read_only": read_only})
+
+        @event.listens_for(engine, "connect")
+        def _utc(dbapi_connection: Any, _record: Any) -> None:
+            # Timestamps without a zone are UTC whatever the machine's zone is.
+            dbapi_connection.execute("SET TimeZone = 'UTC'")
+
+        return engine
     return create_engine(url, pool_pre_ping=True)
 
 

@@ -1,0 +1,38 @@
+# Two commands a newcomer needs: `make demo` and `make test`. Both build the
+# virtual environment from scratch when it is missing or pyproject.toml changed.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+DEPS := $(VENV)/.deps-installed
+
+.PHONY: demo test lint typecheck unit package-check bench clean
+
+$(DEPS): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $(DEPS)
+
+demo: $(DEPS)
+	$(BIN)/abeval demo
+
+test: lint typecheck unit package-check
+
+lint: $(DEPS)
+	$(BIN)/ruff check abeval tests benchmarks
+	$(BIN)/ruff format --check abeval tests benchmarks
+
+typecheck: $(DEPS)
+	$(BIN)/mypy
+
+unit: $(DEPS)
+	$(BIN)/python -m pytest -q
+
+package-check: $(DEPS)
+	bash scripts/package_check.sh $(BIN)/python
+
+bench: $(DEPS)
+	$(BIN)/python benchmarks/bench_ingest.py
+
+clean:
+	rm -rf $(VENV) dist build demo .pytest_cache .mypy_cache .ruff_cache

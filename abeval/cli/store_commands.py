@@ -1,0 +1,186 @@
+"""Commands that fill and describe the store: ``ingest``, ``migrate``, ``experiments``,
+``experiment set``."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from abeval.cli.app import DbOption, JsonOption, app, command, fail
+
+experiment_app = typer.Typer(help="Record settings of one experiment.", no_args_is_help=True)
+app.add_typer(experiment_app, name="experiment")
+
+
+def _progress(enabled: bool) -> object:
+    if not enabled or not sys.stderr.isatty():
+        return None
+
+    def say(message: str) -> None:
+        typer.echo(f"  {message}...", err=True)
+
+    return say
+
+
+@command("ingest")
+def ingest(
+    files: Annotated[list[Path], typer.Argument(help="Event files: .csv, .csv.gz, .parquet, .jsonl.")],
+    db: DbOption = None,
+    fmt: Annotated[
+        str | None, typer.Option("--format", help="csv, parquet or jsonl (default: by extension).")
+    ] = None,
+    on_error: Annotated[
+        str,
+        typer.Option(
+            "--on-error",
+            help="abort: a file with a bad row loads nothing (default). "
+            "skip: load the good rows, keep the bad ones in rejected_rows.",
+        ),
+    ] = "abort",
+    as_json: JsonOption = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print nothing on success.")] = False,
+) -> None:
+    """Load event files into the store. Each file is all or nothing; re-loading adds nothing."""
+    if on_error not in ("abort", "skip"):
+        raise typer.BadParameter("use abort or skip", param_hint="--on-error")
+    from abeval.store import open_store
+    from abeval.store.ingest import ingest_file
+
+    store = open_store(db)
+    summaries = []
+    try:
+        for path in files:
+            summary = ingest_file(
+                store,
+                path,
+                fmt=fmt,
+                on_error=on_error,  # type: ignore[arg-type]
+                progress=_progress(not quiet and not as_json),  # type: ignore[arg-type]
+            )
+            summaries.append(summary)
+            if not as_json and not quiet:
+                typer.echo(
+                    f"{summary.file}: {summary.rows_read:,} rows read, {summary.inserted:,} inserted, "
+                    f"{summary.duplicates:,} already in the store, {summary.rejected:,} rejected "
+                    f"({summary.seconds:.2f} s, {summary.rows_per_second:,.0f} rows/s)"
+                )
+                if summary.rejected:
+                    typer.echo(
+                        f"  {summary.rejected:,} bad rows kept in rejected_rows "
+                        f"(ingest {summary.ingest_id}); list them with "
+                        f"`abeval rejects --ingest {summary.ingest_id}`"
+                    )
+    finally:
+        store.close()
+    if as_json:
+        typer.echo(json.dumps({"files": [s.to_dict() for s in summaries]}, indent=2))
+
+
+@command("rejects")
+def rejects(
+    ingest_id: Annotated[int | None, typer.Option("--ingest", help="Only this ingest.")] = None,
+    limit: Annotated[int, typer.Option(help="At most this many rows.")] = 50,
+    db: DbOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """List rows rejected by `abeval ingest --on-error skip`."""
+    from sqlalchemy import text
+
+    from abeval.store import open_store
+
+    store = open_store(db, read_only=True)
+    try:
+        with store.connect() as conn:
+            where = "WHERE ingest_id = :i" if ingest_id is not None else ""
+            rows = conn.execute(
+                text(
+                    "SELECT ingest_id, file, line, column_name, reason, raw FROM rejected_rows "
+                    f"{where} ORDER BY ingest_id, line LIMIT :n"
+                ),
+                {"i": ingest_id, "n": limit},
+            ).fetchall()
+    finally:
+        store.close()
+    keys = ("ingest_id", "file", "line", "column", "reason", "raw")
+    if as_json:
+        typer.echo(json.dumps([dict(zip(keys, r, strict=True)) for r in rows], indent=2))
+        return
+    for r in rows:
+        typer.echo(f"{r[1]}:{r[2]}:{r[3] or ''}: {r[4]}")
+
+
+@command("migrate")
+def migrate(db: DbOption = None) -> None:
+    """Create the store or upgrade its schema to this version of abeval."""
+    from abeval.store import open_store
+    from abeval.store.migrate import apply
+
+    store = open_store(db, migrate=False)
+    try:
+        done = apply(store)
+    finally:
+        store.close()
+    if done:
+        for step in done:
+            typer.echo(f"applied {step.version:04d}_{step.name}")
+    else:
+        typer.echo(f"{store.display} is up to date")
+
+
+@command("experiments")
+def experiments(db: DbOption = None, as_json: JsonOption = False) -> None:
+    """List the experiments in the store: arms, users, events by type, time range."""
+    from abeval.store import open_store
+    from abeval.store.experiments import list_experiments
+
+    store = open_store(db, read_only=True)
+    try:
+        found = list_experiments(store)
+    finally:
+        store.close()
+    if as_json:
+        typer.echo(json.dumps([e.to_dict() for e in found], indent=2))
+        return
+    if not found:
+        typer.echo("no experiments; load events with `abeval ingest FILE`")
+        return
+    for e in found:
+        control = f", control {e.control_arm}" if e.control_arm else ""
+        typer.echo(f"{e.experiment}  {e.first_ts} .. {e.last_ts}{control}")
+        for a in e.arms:
+            events = ", ".join(f"{k} {v:,}" for k, v in a.events.items())
+            typer.echo(f"  {a.arm}: {a.users:,} users; {events}")
+        if e.users_in_several_arms:
+            typer.echo(f"  {e.users_in_several_arms:,} users seen in several arms (left out)")
+
+
+@experiment_app.command("set")
+def experiment_set(
+    experiment: Annotated[str, typer.Argument(help="Experiment key.")],
+    control: Annotated[str | None, typer.Option(help="The control arm.")] = None,
+    split: Annotated[
+        str | None, typer.Option(help="Expected split, e.g. control=50,treatment=50.")
+    ] = None,
+    db: DbOption = None,
+) -> None:
+    """Record an experiment's control arm and expected traffic split."""
+    from abeval.errors import AbevalError
+    from abeval.store import open_store
+    from abeval.store.experiments import set_settings
+
+    if control is None and split is None:
+        raise typer.BadParameter("give --control, --split or both")
+    try:
+        store = open_store(db)
+        try:
+            s = set_settings(store, experiment, control, split)
+        finally:
+            store.close()
+    except AbevalError as exc:
+        raise fail(exc.message) from None
+    shares = ", ".join(f"{k}={v:.0%}" for k, v in (s.split or {}).items()) or "equal"
+    typer.echo(f"{experiment}: control {s.control_arm or '(first arm)'}; split {shares}")

@@ -1,0 +1,161 @@
+"""Multiple testing across metrics × treatment arms: adjusted p-values and intervals.
+
+With m p-values sorted p₍₁₎ ≤ … ≤ p₍ₘ₎:
+
+* Holm (1979), the default, controls the family-wise error rate::
+
+      p̃₍ᵢ₎ = min(1, max_{j ≤ i} (m − j + 1)·p₍ⱼ₎)
+
+* Benjamini–Hochberg (1995) controls the false discovery rate::
+
+      p̃₍ᵢ₎ = min(1, min_{j ≥ i} m·p₍ⱼ₎ / j)
+
+Matching intervals, so that an adjusted interval excludes 0 exactly when the
+adjusted p-value is below α:
+
+* Holm, ``holm_intervals="stepwise"`` (default): the hypothesis of rank i gets
+  level 1 − α/(m − i + 1) (the Bonferroni level of its Holm step) while the
+  step-down procedure is still rejecting; from the first rank s that Holm does
+  not reject on, every remaining hypothesis gets the level where it stopped,
+  1 − α/(m − s + 1). These intervals agree with Holm's decisions but are not
+  simultaneous intervals (compatible simultaneous intervals for Holm exist,
+  Strassburger and Bretz 2008, but only bound a rejected effect by 0 on one
+  side, which is of little use in a report).
+* Holm, ``holm_intervals="bonferroni"``: the simple conservative choice, every
+  interval at 1 − α/m. These cover all m effects at once with probability
+  ≥ 1 − α, but may include 0 for a result Holm declares significant.
+* Benjamini–Hochberg: the false-coverage-rate intervals of Benjamini and
+  Yekutieli (2005), every interval at 1 − R·α/m where R is the number of BH
+  rejections (R = 1 when there are none, so that every interval still includes
+  0). The expected share of selected intervals that miss their effect is ≤ α.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Literal
+
+from abeval.stats.frequentist import confidence_interval
+from abeval.stats.results import Adjustment, Comparison, Lift
+from abeval.stats.sequential import DEFAULT_TUNING_N, sequential_rho
+
+HolmIntervals = Literal["stepwise", "bonferroni"]
+
+
+def _order(p_values: Sequence[float]) -> list[int]:
+    return sorted(range(len(p_values)), key=lambda i: p_values[i])
+
+
+def _check(p_values: Sequence[float], method: str) -> None:
+    if method not in ("holm", "bh"):
+        raise ValueError(f"unknown adjustment {method!r}: use 'holm' or 'bh'")
+    if any(not 0 <= p <= 1 for p in p_values):
+        raise ValueError("p-values must be in [0, 1]")
+
+
+def adjust_pvalues(p_values: Sequence[float], method: Adjustment = "holm") -> list[float]:
+    """Holm or Benjamini–Hochberg adjusted p-values, in the order given."""
+    _check(p_values, method)
+    m = len(p_values)
+    order = _order(p_values)
+    adjusted = [0.0] * m
+    if method == "holm":
+        running = 0.0
+        for rank, i in enumerate(order):
+            running = max(running, (m - rank) * p_values[i])
+            adjusted[i] = min(1.0, running)
+    else:
+        running = 1.0
+        for rank in range(m - 1, -1, -1):
+            i = order[rank]
+            running = min(running, m * p_values[i] / (rank + 1))
+            adjusted[i] = running
+    return adjusted
+
+
+def adjusted_alphas(
+    p_values: Sequence[float],
+    alpha: float = 0.05,
+    method: Adjustment = "holm",
+    *,
+    holm_intervals: HolmIntervals = "stepwise",
+) -> list[float]:
+    """Per-hypothesis α of the interval that matches the adjustment (module doc)."""
+    _check(p_values, method)
+    m = len(p_values)
+    if m == 0:
+        return []
+    order = _order(p_values)
+    if method == "bh":
+        rejections = max(
+            (rank + 1 for rank, i in enumerate(order) if p_values[i] <= (rank + 1) * alpha / m),
+            default=0,
+        )
+        return [alpha * max(rejections, 1) / m] * m
+    if holm_intervals == "bonferroni":
+        return [alpha / m] * m
+    levels = [0.0] * m
+    stopped: float | None = None
+    for rank, i in enumerate(order):
+        step = alpha / (m - rank)
+        if stopped is None and p_values[i] > step:
+            stopped = step
+        levels[i] = step if stopped is None else stopped
+    return levels
+
+
+def _adjust_lifts(
+    results: Sequence[Comparison],
+    scale: Literal["absolute", "relative"],
+    method: Adjustment,
+    holm_intervals: HolmIntervals,
+) -> list[Lift]:
+    lifts = [getattr(r, scale) for r in results]
+    family = [i for i, lift in enumerate(lifts) if lift.p_value is not None]
+    p = [lifts[i].p_value for i in family]
+    adjusted = adjust_pvalues(p, method)
+    levels = adjusted_alphas(p, results[0].alpha, method, holm_intervals=holm_intervals)
+    out = list(lifts)
+    for i, p_adj, level in zip(family, adjusted, levels, strict=True):
+        lift, r = lifts[i], results[i]
+        assert lift.effect is not None and lift.se is not None
+        tuning_n = r.tuning_n or DEFAULT_TUNING_N
+        ci = confidence_interval(
+            lift.effect,
+            lift.se,
+            level,
+            dof=lift.dof,
+            method=r.method,
+            n=r.control_n + r.treatment_n,
+            tuning_n=tuning_n,
+            # keep the mixture of the raw p-value, so the interval matches p_adjusted
+            rho=sequential_rho(r.alpha, tuning_n) if r.method == "sequential" else None,
+        )
+        out[i] = replace(lift, p_adjusted=p_adj, ci_adjusted=ci, alpha_adjusted=level)
+    return out
+
+
+def adjust_comparisons(
+    results: Sequence[Comparison],
+    method: Adjustment = "holm",
+    *,
+    holm_intervals: HolmIntervals = "stepwise",
+) -> list[Comparison]:
+    """The ``results`` with adjusted p-values and matching intervals filled in.
+
+    Absolute and relative lifts are two separate families. Results without a
+    p-value (a degenerate status) are left out of the family (m counts only
+    tested hypotheses) and come back with the adjusted fields None. All results
+    must share one α.
+    """
+    if not results:
+        return []
+    if len({r.alpha for r in results}) != 1:
+        raise ValueError("results to adjust together must share one alpha")
+    absolute = _adjust_lifts(results, "absolute", method, holm_intervals)
+    relative = _adjust_lifts(results, "relative", method, holm_intervals)
+    return [
+        replace(r, absolute=a, relative=rel, adjustment=method)
+        for r, a, rel in zip(results, absolute, relative, strict=True)
+    ]

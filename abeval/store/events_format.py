@@ -1,0 +1,144 @@
+"""The event format (DESIGN.md section 2) as data: column names, types and the
+row checks that ingest applies, each with the reason a user sees.
+
+Staging is three layers of one SELECT so that each conversion runs once per row:
+
+1. :func:`text_layer`: every known column as trimmed text ``t_<col>`` (NULL when
+   absent or empty), extra columns untouched;
+2. :func:`typed_layer`: the events table's types (``ts`` ... ``propensity``) and the
+   numeric parse ``n_<col>`` of the numeric columns, from layer 1;
+3. :func:`checks`: predicates over layers 1 and 2, each naming the column and
+   giving the reason as a SQL expression (which may quote the bad value).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+REQUIRED = ("experiment", "arm", "user_id", "ts", "event_type")
+OPTIONAL = ("request_id", "item_id", "position", "value", "event_id", "propensity")
+KNOWN = REQUIRED + OPTIONAL
+EVENT_TYPES = ("exposure", "impression", "click", "purchase", "rating")
+NUMERIC = ("position", "value", "propensity")
+
+
+def q(name: str) -> str:
+    """Quote an identifier for DuckDB/PostgreSQL."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+def text_layer(columns: list[str]) -> str:
+    """Layer 1: ``t_<col>`` for every known column, then the extra columns as they are."""
+    present = set(columns)
+    parts = [
+        f"NULLIF(TRIM(CAST({q(c)} AS VARCHAR)), '') AS t_{c}"
+        if c in present
+        else f"CAST(NULL AS VARCHAR) AS t_{c}"
+        for c in KNOWN
+    ]
+    parts += [q(c) for c in columns if c not in KNOWN]
+    return ", ".join(parts)
+
+
+def typed_layer() -> str:
+    """Layer 2 (over layer 1): typed event columns plus ``n_<col>`` numeric parses."""
+    return ", ".join(
+        [
+            "*",
+            *(f"TRY_CAST(t_{c} AS DOUBLE) AS n_{c}" for c in NUMERIC),
+            "t_experiment AS experiment",
+            "t_arm AS arm",
+            "t_user_id AS user_id",
+            "(TRY_CAST(t_ts AS TIMESTAMPTZ) AT TIME ZONE 'UTC') AS ts",
+            "LOWER(t_event_type) AS event_type",
+            "t_request_id AS request_id",
+            "t_item_id AS item_id",
+            "CAST(TRY_CAST(t_position AS DOUBLE) AS INTEGER) AS position",
+            "TRY_CAST(t_value AS DOUBLE) AS value",
+            "t_event_id AS event_id",
+            "TRY_CAST(t_propensity AS DOUBLE) AS propensity",
+        ]
+    )
+
+
+@dataclass(frozen=True)
+class Check:
+    """One rule over layers 1-2: the row is bad when ``predicate`` is true."""
+
+    column: str
+    predicate: str
+    reason: str  # a SQL expression giving the message
+
+
+def _quoted(col: str) -> str:
+    return f"'''' || COALESCE(t_{col}, '') || ''''"
+
+
+def checks() -> list[Check]:
+    """The row checks, in the order a user would fix them."""
+    types = ", ".join(f"'{e}'" for e in EVENT_TYPES)
+    out = [
+        Check(c, f"t_{c} IS NULL", f"'{c} is empty; every event needs one'") for c in REQUIRED
+    ]
+    out += [
+        Check(
+            "ts",
+            "t_ts IS NOT NULL AND ts IS NULL",
+            f"'cannot read ' || {_quoted('ts')} || ' as a timestamp; "
+            "use ISO 8601 such as 2024-05-01T12:30:00Z'",
+        ),
+        Check(
+            "event_type",
+            f"t_event_type IS NOT NULL AND event_type NOT IN ({types})",
+            f"'unknown event_type ' || {_quoted('event_type')} || '; expected one of "
+            + ", ".join(EVENT_TYPES)
+            + "'",
+        ),
+        Check(
+            "position",
+            "t_position IS NOT NULL AND (n_position IS NULL OR n_position < 1 "
+            "OR n_position <> FLOOR(n_position) OR n_position > 2147483647)",
+            f"'position must be a whole number >= 1 (1 = top of the list), got ' "
+            f"|| {_quoted('position')}",
+        ),
+        Check(
+            "value",
+            "t_value IS NOT NULL AND (n_value IS NULL OR NOT isfinite(n_value))",
+            f"'value must be a number, got ' || {_quoted('value')}",
+        ),
+        Check(
+            "propensity",
+            "t_propensity IS NOT NULL AND (n_propensity IS NULL "
+            "OR NOT (n_propensity > 0 AND n_propensity <= 1))",
+            f"'propensity must be a probability in (0, 1], got ' || {_quoted('propensity')}",
+        ),
+    ]
+    out += [
+        Check(
+            col,
+            f"event_type = 'impression' AND t_{col} IS NULL",
+            f"'an impression needs {col}; add it or drop the row'",
+        )
+        for col in ("request_id", "item_id", "position")
+    ]
+    out += [
+        Check("item_id", "event_type = 'click' AND t_item_id IS NULL",
+              "'a click needs the item_id it was on'"),
+        Check("value", "event_type = 'purchase' AND t_value IS NULL",
+              "'a purchase needs its revenue in value (0 if unknown)'"),
+        Check("value", "event_type = 'purchase' AND n_value < 0",
+              f"'purchase value must be >= 0, got ' || {_quoted('value')}"),
+        Check("value", "event_type = 'rating' AND t_value IS NULL",
+              "'a rating needs the rating in value'"),
+    ]
+    return out
+
+
+def bad_expression() -> str:
+    """True when any check fails."""
+    return " OR ".join(f"COALESCE({c.predicate}, false)" for c in checks())
+
+
+def layered(source: str, columns: list[str]) -> str:
+    """``SELECT`` of layers 1 and 2 over ``source`` (a table or table function)."""
+    return f"SELECT {typed_layer()} FROM (SELECT {text_layer(columns)} FROM {source}) abeval_t"

@@ -1,0 +1,190 @@
+"""What is in the store: experiments, their arms, users and events, and the
+settings a user records for them (control arm, expected split)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from abeval.errors import AbevalError, NotFoundError
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Connection
+
+    from abeval.store.engine import Store
+
+
+@dataclass(frozen=True)
+class ArmSummary:
+    arm: str
+    users: int
+    events: dict[str, int]
+
+
+@dataclass(frozen=True)
+class ExperimentSummary:
+    experiment: str
+    arms: list[ArmSummary]
+    first_ts: str | None
+    last_ts: str | None
+    users_in_several_arms: int
+    control_arm: str | None
+    split: dict[str, float] | None = field(default=None)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class ExperimentSettings:
+    """What the user recorded for an experiment; defaults when nothing was."""
+
+    experiment: str
+    arms: list[str]
+    control_arm: str | None
+    split: dict[str, float] | None
+
+
+def _iso(value: Any) -> str | None:
+    return value.isoformat(sep="T") if value is not None else None
+
+
+def list_experiments(store: Store, only: str | None = None) -> list[ExperimentSummary]:
+    from sqlalchemy import text
+
+    where = "WHERE experiment = :e" if only else ""
+    params = {"e": only} if only else {}
+    with store.connect() as conn:
+        settings = {
+            r[0]: r[1:]
+            for r in conn.execute(
+                text(f"SELECT experiment, control_arm, split, first_ts, last_ts FROM experiments {where}"),
+                params,
+            )
+        }
+        users = conn.execute(
+            text(f"SELECT experiment, arm, COUNT(DISTINCT user_id) FROM events {where} GROUP BY experiment, arm"),
+            params,
+        ).fetchall()
+        counts = conn.execute(
+            text(
+                f"SELECT experiment, arm, event_type, COUNT(*) FROM events {where} "
+                "GROUP BY experiment, arm, event_type"
+            ),
+            params,
+        ).fetchall()
+        several = dict(
+            conn.execute(
+                text(
+                    "SELECT experiment, COUNT(*) FROM (SELECT experiment, user_id FROM events "
+                    f"{where} GROUP BY experiment, user_id HAVING COUNT(DISTINCT arm) > 1) x "
+                    "GROUP BY experiment"
+                ),
+                params,
+            ).fetchall()
+        )
+    by_arm: dict[tuple[str, str], dict[str, int]] = {}
+    for exp, arm, etype, n in counts:
+        by_arm.setdefault((exp, arm), {})[etype] = int(n)
+    out = []
+    for exp in sorted(settings):
+        control, split, first, last = settings[exp]
+        arms = [
+            ArmSummary(arm=arm, users=int(n), events=dict(sorted(by_arm.get((exp, arm), {}).items())))
+            for e, arm, n in sorted(users)
+            if e == exp
+        ]
+        out.append(
+            ExperimentSummary(
+                experiment=exp,
+                arms=arms,
+                first_ts=_iso(first),
+                last_ts=_iso(last),
+                users_in_several_arms=int(several.get(exp, 0)),
+                control_arm=control,
+                split=json.loads(split) if split else None,
+            )
+        )
+    return out
+
+
+def get_settings(conn: Connection, experiment: str) -> ExperimentSettings:
+    """The experiment's arms and recorded settings; a clear error when it is unknown."""
+    from sqlalchemy import text
+
+    row = conn.execute(
+        text("SELECT arms, control_arm, split FROM experiments WHERE experiment = :e"),
+        {"e": experiment},
+    ).fetchone()
+    if row is None:
+        known = [r[0] for r in conn.execute(text("SELECT experiment FROM experiments ORDER BY 1"))]
+        raise NotFoundError(unknown_experiment_message(experiment, known))
+    arms = [a for a in str(row[0]).split(",") if a]
+    return ExperimentSettings(
+        experiment=experiment,
+        arms=arms,
+        control_arm=row[1],
+        split=json.loads(row[2]) if row[2] else None,
+    )
+
+
+def unknown_experiment_message(experiment: str, known: list[str]) -> str:
+    import difflib
+
+    if not known:
+        return f"no experiment {experiment!r}: the store is empty; load events with `abeval ingest FILE`"
+    close = difflib.get_close_matches(experiment, known, n=3)
+    hint = f"did you mean {', '.join(close)}?" if close else f"known: {', '.join(known[:10])}"
+    return f"no experiment {experiment!r} in the store; {hint} (list them with `abeval experiments`)"
+
+
+def parse_split(text_value: str, arms: list[str]) -> dict[str, float]:
+    """``control=50,treatment=50`` → {arm: share}, checked against the arms."""
+    split: dict[str, float] = {}
+    for part in text_value.split(","):
+        name, sep, weight = part.partition("=")
+        name = name.strip()
+        try:
+            value = float(weight)
+        except ValueError:
+            value = -1.0
+        if not sep or not name or value <= 0:
+            raise AbevalError(
+                f"cannot read split {text_value!r}; write it as ARM=WEIGHT,... "
+                "such as control=50,treatment=50"
+            )
+        split[name] = value
+    unknown = sorted(set(split) - set(arms))
+    missing = sorted(set(arms) - set(split))
+    if unknown or missing:
+        raise AbevalError(
+            f"split {text_value!r} does not match the arms {', '.join(arms)}"
+            + (f" (unknown: {', '.join(unknown)})" if unknown else "")
+            + (f" (missing: {', '.join(missing)})" if missing else "")
+        )
+    total = sum(split.values())
+    return {k: v / total for k, v in split.items()}
+
+
+def set_settings(
+    store: Store, experiment: str, control: str | None, split: str | None
+) -> ExperimentSettings:
+    from sqlalchemy import text
+
+    with store.begin() as conn:
+        current = get_settings(conn, experiment)
+        if control is not None and control not in current.arms:
+            raise AbevalError(
+                f"experiment {experiment!r} has no arm {control!r}; its arms are "
+                f"{', '.join(current.arms)}"
+            )
+        parsed = parse_split(split, current.arms) if split is not None else None
+        conn.execute(
+            text(
+                "UPDATE experiments SET control_arm = COALESCE(:c, control_arm), "
+                "split = COALESCE(:s, split) WHERE experiment = :e"
+            ),
+            {"c": control, "s": json.dumps(parsed) if parsed else None, "e": experiment},
+        )
+        return get_settings(conn, experiment)

@@ -1,0 +1,15 @@
+"""Shared fixtures."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> str:
+    """A path for a fresh DuckDB store."""
+    return str(tmp_path / "store.duckdb")
