@@ -1,0 +1,122 @@
+"""The online metrics (METRICS.md, "Online metrics"): one definition each, in terms
+of the per-user variables that the store aggregates.
+
+A metric is a mean of a per-user value, a proportion of users, or a ratio of two
+per-user sums (delta method). :func:`arm_stats` turns an arm's moments into the
+statistics layer's sufficient statistics, with the same metric over the
+pre-period as CUPED covariate when asked.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+from typing import Literal
+
+from abeval.errors import AbevalError
+from abeval.stats import CupedStats, MeanStats, ProportionStats, RatioCupedStats, RatioStats
+from abeval.stats.sufficient import ArmStats
+from abeval.store.online_sql import Moments
+
+Kind = Literal["mean", "proportion", "ratio"]
+
+
+@dataclass(frozen=True)
+class OnlineMetric:
+    name: str
+    kind: Kind
+    numerator: str
+    denominator: str | None
+    label: str
+    description: str
+    lower_is_better: bool = False
+
+
+METRICS: dict[str, OnlineMetric] = {
+    m.name: m
+    for m in (
+        OnlineMetric(
+            "ctr", "ratio", "clicks", "impressions", "CTR",
+            "Σ clicks / Σ impressions over users (delta method)",
+        ),
+        OnlineMetric(
+            "conversion", "proportion", "converted", None, "Conversion",
+            "share of users with a purchase",
+        ),
+        OnlineMetric(
+            "revenue_per_user", "mean", "revenue", None, "Revenue per user",
+            "mean revenue per user",
+        ),
+        OnlineMetric(
+            "clicks_per_user", "mean", "clicks", None, "Clicks per user",
+            "mean clicks per user",
+        ),
+        OnlineMetric(
+            "purchases_per_user", "mean", "purchases", None, "Purchases per user",
+            "mean purchases per user",
+        ),
+        OnlineMetric(
+            "impressions_per_user", "mean", "impressions", None, "Impressions per user",
+            "mean impressions per user",
+        ),
+        OnlineMetric(
+            "aov", "ratio", "revenue", "purchases", "Average order value",
+            "Σ revenue / Σ purchases over users (delta method)",
+        ),
+    )
+}
+
+DEFAULT_PRIMARY = ("ctr", "conversion")
+DEFAULT_GUARDRAILS = ("impressions_per_user",)
+
+
+def parse_metrics(text: str | None, default: tuple[str, ...], option: str) -> tuple[str, ...]:
+    """``ctr,conversion`` → names, with a suggestion for a misspelt one."""
+    if text is None:
+        return default
+    names = tuple(n.strip() for n in text.split(",") if n.strip())
+    for name in names:
+        if name not in METRICS:
+            close = difflib.get_close_matches(name, list(METRICS), n=2)
+            hint = f"did you mean {' or '.join(close)}? " if close else ""
+            raise AbevalError(
+                f"unknown metric {name!r} in {option}; {hint}known: {', '.join(METRICS)}"
+            )
+    return names
+
+
+def arm_stats(metric: OnlineMetric, m: Moments, cuped: bool) -> ArmStats:
+    """Sufficient statistics of ``metric`` in one arm; CUPED-ready when ``cuped``."""
+    num = metric.numerator
+    if metric.kind == "ratio":
+        den = metric.denominator or ""
+        post = RatioStats(
+            n=m.n, m_sum=m.sums[num], m_ss=m.ss(num), d_sum=m.sums[den], d_ss=m.ss(den),
+            cross=m.cp(num, den),
+        )
+        if not cuped:
+            return post
+        pn, pd = f"pre_{num}", f"pre_{den}"
+        pre = RatioStats(
+            n=m.n, m_sum=m.sums[pn], m_ss=m.ss(pn), d_sum=m.sums[pd], d_ss=m.ss(pd),
+            cross=m.cp(pn, pd),
+        )
+        return RatioCupedStats(
+            post=post, pre=pre, m_pm=m.cp(num, pn), m_pd=m.cp(num, pd), d_pm=m.cp(den, pn),
+            d_pd=m.cp(den, pd),
+        )
+    cls = ProportionStats if metric.kind == "proportion" else MeanStats
+    post_mean = cls(n=m.n, sum=m.sums[num], ss=m.ss(num))
+    if not cuped:
+        return post_mean
+    pre_name = f"pre_{num}"
+    pre_mean = MeanStats(n=m.n, sum=m.sums[pre_name], ss=m.ss(pre_name))
+    return CupedStats(post=post_mean, pre=pre_mean, cross=m.cp(num, pre_name))
+
+
+def has_pre_period(m: Moments, metric: OnlineMetric) -> bool:
+    """True when the pre-period covariate varies in this arm (CUPED can help)."""
+    names = [f"pre_{metric.numerator}"]
+    if metric.denominator:
+        names.append(f"pre_{metric.denominator}")
+    return all(m.ss(n) > 0 for n in names)

@@ -1,0 +1,180 @@
+"""The experiment report as frozen dataclasses: the one thing every presenter
+(JSON, text, HTML) reads. Nothing here computes statistics; ``to_dict()`` gives
+the public JSON document described by ``reports/report.schema.json``.
+
+Numbers are finite floats or ``None``; where a value is undefined the object
+carries a ``status`` and a ``message``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from abeval.stats.results import BayesianResult, Comparison, JsonResult, PowerResult, SrmResult
+
+SCHEMA_VERSION = "1.0"
+
+Role = Literal["primary", "secondary", "guardrail"]
+Verdict = Literal["ship", "roll_back", "no_effect", "keep_running", "invalid"]
+
+
+@dataclass(frozen=True)
+class Settings(JsonResult):
+    """How the report was computed."""
+
+    control: str
+    alpha: float
+    correction: str
+    method: str  # "fixed" or "sequential"
+    tuning_n: float | None
+    cuped_days: int
+    primary: tuple[str, ...]
+    guardrails: tuple[str, ...]
+    segment: str | None
+    target_mde: float
+    power: float
+    unit: str = "user"
+
+
+@dataclass(frozen=True)
+class ArmInfo(JsonResult):
+    arm: str
+    users: int
+    is_control: bool
+    expected_share: float
+
+
+@dataclass(frozen=True)
+class ArmValue(JsonResult):
+    """One arm's value of a metric with its raw numerator and denominator."""
+
+    value: float | None
+    numerator: float
+    denominator: float
+    users: int
+
+
+@dataclass(frozen=True)
+class MetricResult(JsonResult):
+    """One metric, one treatment arm against control."""
+
+    metric: str
+    label: str
+    kind: str
+    role: Role
+    arm: str
+    control: ArmValue
+    treatment: ArmValue
+    comparison: Comparison
+    unadjusted: Comparison | None
+    bayesian: BayesianResult
+    significant: bool
+    status: str
+    message: str
+
+
+@dataclass(frozen=True)
+class VerdictResult(JsonResult):
+    metric: str
+    arm: str
+    verdict: Verdict
+    reason: str
+
+
+@dataclass(frozen=True)
+class Health(JsonResult):
+    srm: SrmResult
+    users_seen: int
+    users_analysed: int
+    users_in_several_arms: int
+    clicks_without_impression: int
+    purchases_without_click: int
+    duplicate_impressions: int
+    events_outside_population: int
+    events_before_exposure: int
+    events: int
+    first_ts: str | None
+    last_ts: str | None
+    problems: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class DailyPoint(JsonResult):
+    day: str
+    metric: str
+    arm: str
+    control_users: int
+    treatment_users: int
+    relative_lift: float | None
+    ci: tuple[float, float] | None
+    status: str
+
+
+@dataclass(frozen=True)
+class SegmentResult(JsonResult):
+    segment: str
+    value: str
+    metric: str
+    arm: str
+    control_users: int
+    treatment_users: int
+    comparison: Comparison
+
+
+@dataclass(frozen=True)
+class PowerInfo(JsonResult):
+    """What this test could detect and what a target effect would need."""
+
+    metric: str
+    arm: str
+    detectable: PowerResult
+    needed_for_target: PowerResult
+    users_per_day: float | None
+    more_days_needed: float | None
+
+
+@dataclass(frozen=True)
+class OfflineResult(JsonResult):
+    """An offline metric replayed from the logs, per arm, compared with control."""
+
+    metric: str
+    convention: dict[str, Any]
+    arm: str
+    control_value: float | None
+    treatment_value: float | None
+    control_users: int
+    treatment_users: int
+    comparison: Comparison
+    agrees_with: str | None
+    agreement: str | None  # "agree", "disagree", "inconclusive"
+    lists_left_out: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Methodology(JsonResult):
+    sql: str
+    sufficient_statistics: dict[str, Any]
+    ingests: tuple[dict[str, Any], ...]
+    notes: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ExperimentReport(JsonResult):
+    schema_version: str
+    abeval_version: str
+    generated_at: str
+    experiment: str
+    store: str
+    settings: Settings
+    arms: tuple[ArmInfo, ...]
+    health: Health
+    verdicts: tuple[VerdictResult, ...]
+    metrics: tuple[MetricResult, ...]
+    daily: tuple[DailyPoint, ...]
+    segments: tuple[SegmentResult, ...]
+    segment_warning: str | None
+    power: tuple[PowerInfo, ...]
+    offline: tuple[OfflineResult, ...]
+    offline_status: str
+    methodology: Methodology

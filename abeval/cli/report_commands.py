@@ -1,0 +1,117 @@
+"""``abeval report`` and ``abeval power``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from abeval.cli.app import DbOption, command
+
+Format = Annotated[str, typer.Option("--format", "-f", help="html (default), json or text.")]
+
+
+def _write(text: str, out: Path | None) -> None:
+    if out is None:
+        typer.echo(text, nl=False)
+        return
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(out.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(out)
+
+
+@command("report")
+def report(
+    experiment: Annotated[str, typer.Option("--experiment", "-e", help="Experiment key.")],
+    fmt: Format = "html",
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out",
+            "-o",
+            help="Where to write (html default: reports/<experiment>.html; json and text "
+            "default: stdout).",
+        ),
+    ] = None,
+    control: Annotated[str | None, typer.Option(help="Control arm (default: recorded, "
+                                                    "else 'control').")] = None,
+    alpha: Annotated[float, typer.Option(help="Two-sided significance level.")] = 0.05,
+    correction: Annotated[str, typer.Option(help="holm or bh (Benjamini-Hochberg).")] = "holm",
+    sequential: Annotated[
+        bool, typer.Option("--sequential", help="Always-valid confidence sequences.")
+    ] = False,
+    tuning_n: Annotated[
+        float, typer.Option("--tuning-n", help="Sequential: users at which the bound is tightest.")
+    ] = 5000.0,
+    cuped_days: Annotated[
+        int, typer.Option("--cuped-days", help="CUPED pre-period in days (0 turns CUPED off).")
+    ] = 14,
+    segment: Annotated[
+        str | None, typer.Option(help="Break down by this event attribute (e.g. device).")
+    ] = None,
+    primary: Annotated[
+        str | None, typer.Option(help="Primary metrics, comma-separated (default ctr,conversion).")
+    ] = None,
+    guardrails: Annotated[
+        str | None, typer.Option(help="Guardrail metrics (default impressions_per_user).")
+    ] = None,
+    target_mde: Annotated[
+        float, typer.Option("--target-mde", help="Relative lift the test should detect.")
+    ] = 0.02,
+    k: Annotated[str, typer.Option("--k", help="Cutoffs of the replayed offline metrics.")] = "5,10",
+    offline: Annotated[bool, typer.Option(help="Replay offline metrics from the logs.")] = True,
+    db: DbOption = None,
+) -> None:
+    """Analyse one experiment: online lifts, health checks, offline metrics, power."""
+    from abeval.analysis.online import ReportOptions, build_report
+    from abeval.analysis.online_metrics import DEFAULT_GUARDRAILS, DEFAULT_PRIMARY, parse_metrics
+    from abeval.store import open_store
+
+    if fmt not in ("html", "json", "text"):
+        raise typer.BadParameter("use html, json or text", param_hint="--format")
+    if correction not in ("holm", "bh"):
+        raise typer.BadParameter("use holm or bh", param_hint="--correction")
+    if not 0 < alpha < 1:
+        raise typer.BadParameter("alpha must be between 0 and 1", param_hint="--alpha")
+    if cuped_days < 0:
+        raise typer.BadParameter("must be 0 or more", param_hint="--cuped-days")
+    try:
+        ks = tuple(sorted({int(x) for x in k.split(",") if x.strip()}))
+    except ValueError:
+        raise typer.BadParameter("write cutoffs as 5,10", param_hint="--k") from None
+    if not ks or min(ks) < 1:
+        raise typer.BadParameter("cutoffs must be whole numbers >= 1", param_hint="--k")
+    options = ReportOptions(
+        control=control,
+        alpha=alpha,
+        correction=correction,
+        sequential=sequential,
+        tuning_n=tuning_n,
+        cuped_days=cuped_days,
+        segment=segment,
+        primary=parse_metrics(primary, DEFAULT_PRIMARY, "--primary"),
+        guardrails=parse_metrics(guardrails, DEFAULT_GUARDRAILS, "--guardrails"),
+        target_mde=target_mde,
+        offline_ks=ks,
+        offline=offline,
+    )
+    store = open_store(db, read_only=True)
+    try:
+        result = build_report(store, experiment, options)
+    finally:
+        store.close()
+    if fmt == "json":
+        _write(json.dumps(result.to_dict(), indent=2, allow_nan=False) + "\n", out)
+    elif fmt == "text":
+        from abeval.report.text import render_text
+
+        _write(render_text(result), out)
+    else:
+        from abeval.report.html import default_path, render_html
+
+        path = out or default_path(experiment)
+        _write(render_html(result), path)
+        typer.echo(f"wrote {path}")

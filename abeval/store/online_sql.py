@@ -1,0 +1,263 @@
+"""Per-arm sufficient statistics of the online metrics, computed inside the engine.
+
+One query per breakdown. Per analysed user it computes the post-exposure
+counts (impressions, clicks, purchases, revenue, converted) and the same counts
+over a pre-period (the ``cuped_days`` before the user's first exposure; never
+after it). Per arm (and segment or day) it returns only n, the sum of each
+variable, and the centred cross-product matrix ``(n − 1)·covar_samp`` of all
+variables, using the engine's numerically stable variance aggregates. Nothing
+row-level leaves the engine.
+
+The SQL is portable (DuckDB, PostgreSQL, Spark SQL): CTEs, CASE, window sums,
+``VAR_SAMP``/``COVAR_SAMP``, ``CAST(ts AS DATE)``, and ``CAST(x AS JSON) ->> key``
+for segments, which is the one spelling DuckDB and PostgreSQL share.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import Decimal
+from itertools import combinations
+from typing import TYPE_CHECKING, Any
+
+from abeval.store.population import population_ctes
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Connection
+
+# Per-user variables: name -> (event type, what to add per event).
+POST_VARIABLES: dict[str, tuple[str, str]] = {
+    "impressions": ("impression", "1"),
+    "clicks": ("click", "1"),
+    "purchases": ("purchase", "1"),
+    "revenue": ("purchase", "COALESCE(e.value, 0)"),
+}
+VARIABLES = (*POST_VARIABLES, "converted")
+PRE_VARIABLES = tuple(f"pre_{v}" for v in VARIABLES)
+ALL_VARIABLES = VARIABLES + PRE_VARIABLES
+
+
+@dataclass(frozen=True)
+class Moments:
+    """n users, Σ of each variable, and centred cross-products Σ(a − ā)(b − b̄)."""
+
+    n: int
+    sums: dict[str, float]
+    cross: dict[tuple[str, str], float]
+
+    def ss(self, a: str) -> float:
+        return self.cross.get((a, a), 0.0)
+
+    def cp(self, a: str, b: str) -> float:
+        if (a, b) in self.cross:
+            return self.cross[(a, b)]
+        return self.cross.get((b, a), 0.0)
+
+
+def _num(value: Any) -> float:
+    if value is None:
+        return 0.0
+    if isinstance(value, Decimal):
+        return float(value)
+    return float(value)
+
+
+def user_metrics_cte(cuped_days: int, segment: bool = False) -> str:
+    """CTE ``user_metrics``: one row per analysed user (user_id, arm, first_ts,
+    [segment], the post variables and the pre-period variables)."""
+    days = int(cuped_days)
+    post = "e.ts >= p.first_ts"
+    pre = f"e.ts < p.first_ts AND e.ts >= p.first_ts - INTERVAL '{days} days'"
+    cols = []
+    for name, (etype, amount) in POST_VARIABLES.items():
+        cols.append(
+            f"SUM(CASE WHEN e.event_type = '{etype}' AND {post} THEN {amount} ELSE 0 END) AS {name}"
+        )
+        cols.append(
+            f"SUM(CASE WHEN e.event_type = '{etype}' AND {pre} THEN {amount} ELSE 0 END) "
+            f"AS pre_{name}"
+        )
+    seg_col = ", p.segment" if segment else ""
+    return (
+        f"user_sums AS (SELECT p.user_id, p.arm, p.first_ts{seg_col}, {', '.join(cols)} "
+        "FROM population p LEFT JOIN exp_events e ON e.user_id = p.user_id "
+        f"GROUP BY p.user_id, p.arm, p.first_ts{seg_col}),\n"
+        "user_metrics AS (SELECT *, "
+        "CASE WHEN purchases > 0 THEN 1 ELSE 0 END AS converted, "
+        "CASE WHEN pre_purchases > 0 THEN 1 ELSE 0 END AS pre_converted FROM user_sums)"
+    )
+
+
+def _segment_population() -> str:
+    """Replace ``population`` by one that carries the segment value of the user's
+    first qualifying event (bind ``:segment``)."""
+    return (
+        "seg_first AS (SELECT e.user_id, MIN(CAST(e.attributes AS JSON) ->> :segment) AS segment "
+        "FROM exp_events e JOIN population p ON p.user_id = e.user_id AND e.ts = p.first_ts "
+        "GROUP BY e.user_id),\n"
+        "population_seg AS (SELECT p.user_id, p.arm, p.first_ts, "
+        "COALESCE(s.segment, '(none)') AS segment "
+        "FROM population p LEFT JOIN seg_first s ON s.user_id = p.user_id)"
+    )
+
+
+def _moment_columns(variables: tuple[str, ...], prefix: str = "") -> list[str]:
+    cols = ["COUNT(*) AS n"]
+    cols += [f"SUM(CAST({prefix}{v} AS DOUBLE PRECISION)) AS s_{v}" for v in variables]
+    cols += [f"VAR_SAMP(CAST({prefix}{v} AS DOUBLE PRECISION)) AS v_{v}" for v in variables]
+    cols += [
+        f"COVAR_SAMP(CAST({prefix}{a} AS DOUBLE PRECISION), CAST({prefix}{b} AS DOUBLE PRECISION))"
+        f" AS c_{a}__{b}"
+        for a, b in combinations(variables, 2)
+    ]
+    return cols
+
+
+def _moments_from_row(row: Any, variables: tuple[str, ...]) -> Moments:
+    m = row._mapping
+    n = int(m["n"])
+    sums = {v: _num(m[f"s_{v}"]) for v in variables}
+    cross: dict[tuple[str, str], float] = {}
+    for v in variables:
+        cross[(v, v)] = _num(m[f"v_{v}"]) * (n - 1) if n > 1 else 0.0
+    for a, b in combinations(variables, 2):
+        cross[(a, b)] = _num(m[f"c_{a}__{b}"]) * (n - 1) if n > 1 else 0.0
+    return Moments(n=n, sums=sums, cross=cross)
+
+
+def arm_moments_sql(cuped_days: int) -> str:
+    return (
+        f"WITH {population_ctes()},\n{user_metrics_cte(cuped_days)}\n"
+        f"SELECT arm, {', '.join(_moment_columns(ALL_VARIABLES))} "
+        "FROM user_metrics GROUP BY arm ORDER BY arm"
+    )
+
+
+def arm_moments(conn: Connection, experiment: str, cuped_days: int) -> dict[str, Moments]:
+    """Per arm: the moments of every per-user variable (post and pre-period)."""
+    from sqlalchemy import text
+
+    rows = conn.execute(text(arm_moments_sql(cuped_days)), {"experiment": experiment})
+    return {str(r.arm): _moments_from_row(r, ALL_VARIABLES) for r in rows}
+
+
+def segment_moments_sql(cuped_days: int) -> str:
+    ctes = population_ctes() + ",\n" + _segment_population()
+    body = user_metrics_cte(cuped_days, segment=True).replace(
+        "FROM population p LEFT JOIN", "FROM population_seg p LEFT JOIN"
+    )
+    return (
+        f"WITH {ctes},\n{body}\n"
+        f"SELECT segment, arm, {', '.join(_moment_columns(ALL_VARIABLES))} "
+        "FROM user_metrics GROUP BY segment, arm ORDER BY segment, arm"
+    )
+
+
+def segment_moments(
+    conn: Connection, experiment: str, segment: str, cuped_days: int
+) -> dict[str, dict[str, Moments]]:
+    """Per segment value, per arm: moments (the segment is the attribute on the
+    user's first qualifying event, so it is fixed before treatment)."""
+    from sqlalchemy import text
+
+    out: dict[str, dict[str, Moments]] = {}
+    rows = conn.execute(
+        text(segment_moments_sql(cuped_days)), {"experiment": experiment, "segment": segment}
+    )
+    for r in rows:
+        out.setdefault(str(r.segment), {})[str(r.arm)] = _moments_from_row(r, ALL_VARIABLES)
+    return out
+
+
+def daily_moments_sql() -> str:
+    """Cumulative per-user values at the end of each day, users counted from the
+    day of their first exposure."""
+    post_cols = ", ".join(
+        f"SUM(CASE WHEN e.event_type = '{etype}' THEN {amount} ELSE 0 END) AS {name}"
+        for name, (etype, amount) in POST_VARIABLES.items()
+    )
+    cum = ", ".join(
+        f"SUM(COALESCE(d.{v}, 0)) OVER (PARTITION BY u.user_id ORDER BY u.day "
+        f"ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS {v}"
+        for v in POST_VARIABLES
+    )
+    return (
+        f"WITH {population_ctes()},\n"
+        "daily AS (SELECT p.user_id, CAST(e.ts AS DATE) AS day, "
+        f"{post_cols} FROM population p JOIN exp_events e ON e.user_id = p.user_id "
+        "AND e.ts >= p.first_ts GROUP BY p.user_id, CAST(e.ts AS DATE)),\n"
+        "days AS (SELECT DISTINCT CAST(ts AS DATE) AS day FROM exp_events e "
+        "WHERE e.ts >= (SELECT MIN(first_ts) FROM population)),\n"
+        "user_days AS (SELECT p.user_id, p.arm, d.day FROM population p "
+        "JOIN days d ON d.day >= CAST(p.first_ts AS DATE)),\n"
+        "cumulative AS (SELECT u.arm, u.day, "
+        f"{cum} FROM user_days u LEFT JOIN daily d ON d.user_id = u.user_id AND d.day = u.day),\n"
+        "user_metrics AS (SELECT *, CASE WHEN purchases > 0 THEN 1 ELSE 0 END AS converted "
+        "FROM cumulative)\n"
+        f"SELECT day, arm, {', '.join(_moment_columns(VARIABLES))} "
+        "FROM user_metrics GROUP BY day, arm ORDER BY day, arm"
+    )
+
+
+def daily_moments(conn: Connection, experiment: str) -> list[tuple[str, dict[str, Moments]]]:
+    from sqlalchemy import text
+
+    out: dict[str, dict[str, Moments]] = {}
+    for r in conn.execute(text(daily_moments_sql()), {"experiment": experiment}):
+        day = r.day.isoformat() if hasattr(r.day, "isoformat") else str(r.day)
+        out.setdefault(day, {})[str(r.arm)] = _moments_from_row(r, VARIABLES)
+    return sorted(out.items())
+
+
+HEALTH_SQL = f"""WITH {population_ctes()},
+impressions AS (
+    SELECT request_id, item_id, COUNT(*) AS k FROM exp_events
+    WHERE event_type = 'impression' GROUP BY request_id, item_id
+),
+clicks AS (
+    SELECT DISTINCT request_id, item_id FROM exp_events WHERE event_type = 'click'
+)
+SELECT
+    (SELECT COUNT(*) FROM user_arms WHERE n_arms > 1) AS users_in_several_arms,
+    (SELECT COUNT(*) FROM user_arms) AS users_seen,
+    (SELECT COUNT(*) FROM population) AS users_analysed,
+    (SELECT COUNT(*) FROM exp_events WHERE event_type = 'click' AND NOT EXISTS (
+        SELECT 1 FROM impressions i WHERE i.request_id = exp_events.request_id
+        AND i.item_id = exp_events.item_id)) AS clicks_without_impression,
+    (SELECT COUNT(*) FROM exp_events WHERE event_type = 'purchase'
+        AND request_id IS NOT NULL AND NOT EXISTS (
+        SELECT 1 FROM clicks c WHERE c.request_id = exp_events.request_id
+        AND c.item_id = exp_events.item_id)) AS purchases_without_click,
+    (SELECT COALESCE(SUM(k - 1), 0) FROM impressions WHERE k > 1) AS duplicate_impressions,
+    (SELECT COUNT(*) FROM exp_events e WHERE NOT EXISTS (
+        SELECT 1 FROM population p WHERE p.user_id = e.user_id)) AS events_outside_population,
+    (SELECT COUNT(*) FROM exp_events e JOIN population p ON p.user_id = e.user_id
+        WHERE e.ts < p.first_ts) AS events_before_exposure,
+    (SELECT COUNT(*) FROM exp_events) AS events,
+    (SELECT MIN(ts) FROM exp_events) AS first_ts,
+    (SELECT MAX(ts) FROM exp_events) AS last_ts
+"""
+
+
+def health(conn: Connection, experiment: str) -> dict[str, Any]:
+    """Population and data-quality counts for one experiment."""
+    from sqlalchemy import text
+
+    row = conn.execute(text(HEALTH_SQL), {"experiment": experiment}).one()
+    out: dict[str, Any] = {}
+    for key, value in row._mapping.items():
+        if key in ("first_ts", "last_ts"):
+            out[key] = value.isoformat(sep="T") if value is not None else None
+        else:
+            out[key] = int(value or 0)
+    return out
+
+
+def users_per_arm(conn: Connection, experiment: str) -> dict[str, int]:
+    from sqlalchemy import text
+
+    rows = conn.execute(
+        text(f"WITH {population_ctes()} SELECT arm, COUNT(*) FROM population GROUP BY arm"),
+        {"experiment": experiment},
+    )
+    return {str(a): int(n) for a, n in rows}
