@@ -77,6 +77,7 @@ Column ``propensity`` is present only with ``with_propensities`` and
 
 from __future__ import annotations
 
+import gzip
 import itertools
 import math
 from collections.abc import Iterator, Mapping
@@ -84,7 +85,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import cached_property
 from pathlib import Path
-from typing import Literal
+from typing import IO, Literal
 
 import numpy as np
 import pyarrow as pa
@@ -104,6 +105,8 @@ EVENT_COLUMNS: tuple[str, ...] = (
     "propensity",
 )
 EVENT_TYPES: tuple[str, ...] = ("exposure", "impression", "click", "purchase")
+DEFAULT_CTR_LIFT = 0.05
+DEFAULT_CONVERSION_LIFT = 0.03
 FORMATS: tuple[str, ...] = ("csv", "csv.gz", "parquet", "jsonl")
 EventFormat = Literal["csv", "csv.gz", "parquet", "jsonl"]
 
@@ -141,12 +144,13 @@ class SimulationConfig:
     item_popularity_exponent: float = 1.0
     #: Expected clicks per impression in the control arm.
     base_ctr: float = 0.05
-    #: Relative CTR lift per non-control arm (missing arms: 0).
-    true_ctr_lift: Mapping[str, float] = field(default_factory=lambda: {"treatment": 0.05})
+    #: Relative CTR lift per non-control arm (arms not named: 0); None: +5% for each.
+    true_ctr_lift: Mapping[str, float] | None = None
     #: P(purchase | click) in the control arm.
     base_purchase_rate: float = 0.08
-    #: Relative lift of P(purchase | click) per non-control arm (missing arms: 0).
-    true_conversion_lift: Mapping[str, float] = field(default_factory=lambda: {"treatment": 0.03})
+    #: Relative lift of P(purchase | click) per non-control arm (arms not named: 0);
+    #: None: +3% for each.
+    true_conversion_lift: Mapping[str, float] | None = None
     revenue_mean: float = 40.0
     revenue_sigma: float = 0.8
     #: Examination probability per position: "log2" (1/log2(k+1)), "reciprocal"
@@ -169,6 +173,20 @@ class SimulationConfig:
     @property
     def control(self) -> str:
         return self.arms[0]
+
+    def ctr_lift(self, arm: str) -> float:
+        """The configured relative CTR lift of ``arm`` (0 for the control)."""
+        if arm == self.control:
+            return 0.0
+        lifts = self.true_ctr_lift
+        return DEFAULT_CTR_LIFT if lifts is None else float(lifts.get(arm, 0.0))
+
+    def conversion_lift(self, arm: str) -> float:
+        """The configured relative lift of P(purchase | click) of ``arm`` (0 for the control)."""
+        if arm == self.control:
+            return 0.0
+        lifts = self.true_conversion_lift
+        return DEFAULT_CONVERSION_LIFT if lifts is None else float(lifts.get(arm, 0.0))
 
     @property
     def shares(self) -> tuple[float, ...]:
@@ -215,12 +233,12 @@ def _validate(c: SimulationConfig) -> None:
         ("true_ctr_lift", c.true_ctr_lift),
         ("true_conversion_lift", c.true_conversion_lift),
     ):
-        unknown = set(lifts) - set(c.arms[1:])
+        unknown = set(lifts or {}) - set(c.arms[1:])
         need(not unknown, f"{name} names arms that are not treatment arms: {sorted(unknown)}")
-        need(all(v > -1 for v in lifts.values()), f"{name} values must be > -1")
-    for arm, lift in c.true_conversion_lift.items():
+        need(all(v > -1 for v in (lifts or {}).values()), f"{name} values must be > -1")
+    for arm in c.arms[1:]:
         need(
-            c.base_purchase_rate * (1 + lift) <= 1,
+            c.base_purchase_rate * (1 + c.conversion_lift(arm)) <= 1,
             f"purchase rate of arm {arm!r} exceeds 1: lower base_purchase_rate or the lift",
         )
     need(c.revenue_mean > 0 and c.revenue_sigma >= 0, "revenue_mean > 0, revenue_sigma >= 0")
@@ -298,18 +316,29 @@ def _solve_weight(config: SimulationConfig, lift: float, arm: str) -> float:
         raise ValueError(
             f"true_ctr_lift {lift:+.4g} for arm {arm!r} is not reachable by re-ranking: "
             f"with these settings the lift must lie in [{g_lo / base - 1:+.4g}, "
-            f"{g_hi / base - 1:+.4g}] (raise relevant_share's contrast via "
-            "irrelevant_attractiveness, or lower control_relevance_weight)"
+            f"{g_hi / base - 1:+.4g}] (a lower irrelevant_attractiveness or "
+            "control_relevance_weight widens it)"
         )
+    # Illinois (regula falsi) on f(x) = g(e^x) - target, which increases in x
+    f_lo, f_hi = g_lo - target, g_hi - target
+    x = lo
+    side = 0
     for _ in range(200):
-        mid = (lo + hi) / 2
-        if _click_weight(config, math.exp(mid)) < target:
-            lo = mid
-        else:
-            hi = mid
-        if hi - lo < 1e-13:
+        x = (lo * f_hi - hi * f_lo) / (f_hi - f_lo)
+        f_x = _click_weight(config, math.exp(x)) - target
+        if abs(f_x) <= 1e-15 * target or hi - lo < 1e-12:
             break
-    return math.exp((lo + hi) / 2)
+        if f_x < 0:
+            lo, f_lo = x, f_x
+            if side == -1:
+                f_hi /= 2
+            side = -1
+        else:
+            hi, f_hi = x, f_x
+            if side == 1:
+                f_lo /= 2
+            side = 1
+    return math.exp(x)
 
 
 @dataclass(frozen=True)
@@ -361,8 +390,7 @@ class _Model:
         self.config = c
         self.exam = c.examination
         self.weights = np.array(
-            [c.control_relevance_weight]
-            + [_solve_weight(c, c.true_ctr_lift.get(a, 0.0), a) for a in c.arms[1:]]
+            [c.control_relevance_weight] + [_solve_weight(c, c.ctr_lift(a), a) for a in c.arms[1:]]
         )
         g_control = _click_weight(c, self.weights[0])
         self.theta_mean = c.base_ctr / g_control
@@ -373,7 +401,7 @@ class _Model:
             )
         self.purchase_rates = np.array(
             [c.base_purchase_rate]
-            + [c.base_purchase_rate * (1 + c.true_conversion_lift.get(a, 0.0)) for a in c.arms[1:]]
+            + [c.base_purchase_rate * (1 + c.conversion_lift(a)) for a in c.arms[1:]]
         )
         # propensity[arm, R, k, relevant]
         n = c.list_length
@@ -432,9 +460,23 @@ class _Model:
         )
 
 
+_MODELS: dict[str, _Model] = {}
+
+
+def _model(config: SimulationConfig) -> _Model:
+    """The (cached) model of a configuration."""
+    key = repr(config)
+    model = _MODELS.get(key)
+    if model is None:
+        model = _MODELS[key] = _Model(config)
+        while len(_MODELS) > 16:
+            del _MODELS[next(iter(_MODELS))]
+    return model
+
+
 def expected_effects(config: SimulationConfig) -> ExpectedEffects:
     """The true per-arm expectations and lifts of a simulation (see module docstring)."""
-    return _Model(config).effects
+    return _model(config).effects
 
 
 def expected_rows_per_user(config: SimulationConfig) -> float:
@@ -506,7 +548,7 @@ def _block_sizes(config: SimulationConfig) -> list[int]:
 def iter_event_batches(config: SimulationConfig) -> Iterator[pa.Table]:
     """The simulation as a sequence of tables (blocks of users, about a million
     rows each, each sorted by time). Their concatenation is :func:`simulate`."""
-    model = _Model(config)
+    model = _model(config)
     user_offset = request_offset = row_offset = 0
     for block, n_users in enumerate(_block_sizes(config)):
         table, n_requests = _simulate_block(
@@ -742,25 +784,50 @@ def write_events(
         return _write_parquet(_batches(source), path)
     if fmt == "jsonl":
         return _write_jsonl(_batches(source), path)
-    return _write_csv(_batches(source), path, compress=fmt == "csv.gz")
+    # Strings are quoted only when needed: the generator's own ids never need it, so
+    # a simulation is written unquoted unless one of the configured labels needs quotes.
+    plain = isinstance(source, SimulationConfig) and not any(
+        set(label) & set(',"\r\n') for label in _labels_of(source)
+    )
+    return _write_csv(_batches(source), path, compress=fmt == "csv.gz", quote=not plain)
 
 
-def _write_csv(batches: Iterator[pa.Table], path: Path, compress: bool) -> int:
+def _labels_of(config: SimulationConfig) -> list[str]:
+    labels = [config.experiment, *config.arms, *config.segments]
+    for values in config.segments.values():
+        labels += list(values)
+    return labels
+
+
+def _write_csv(batches: Iterator[pa.Table], path: Path, compress: bool, quote: bool) -> int:
+    with path.open("wb") as raw:
+        if not compress:
+            return _write_csv_to(batches, raw, quote)
+        # Python's gzip at level 6 (gzip's default) is twice as fast as Arrow's level 9;
+        # mtime 0 and no name keep the output byte-for-byte reproducible
+        with gzip.GzipFile(filename="", mode="wb", fileobj=raw, compresslevel=6, mtime=0) as gz:
+            return _write_csv_to(batches, gz, quote)
+
+
+def _write_csv_to(batches: Iterator[pa.Table], sink: IO[bytes] | gzip.GzipFile, quote: bool) -> int:
+    """CSV with a plain header; strings quoted (``quote``) or never quoted (Arrow then
+    refuses a value that would need quotes rather than write a broken file)."""
     import pyarrow.csv as csv
 
     rows = 0
-    options = csv.WriteOptions(quoting_style="needed")
-    sink = pa.CompressedOutputStream(str(path), "gzip") if compress else pa.OSFile(str(path), "wb")
-    with sink:
-        writer: csv.CSVWriter | None = None
-        for batch in batches:
-            table = _iso_timestamps(batch)
-            if writer is None:
-                writer = csv.CSVWriter(sink, table.schema, write_options=options)
-            writer.write_table(table)
-            rows += table.num_rows
-        if writer is not None:
-            writer.close()
+    style = "needed" if quote else "none"
+    options = csv.WriteOptions(quoting_style=style, include_header=False)
+    writer: csv.CSVWriter | None = None
+    for batch in batches:
+        table = _iso_timestamps(batch)
+        if writer is None:
+            # Arrow quotes every header name; write a plain header (the names are simple)
+            sink.write((",".join(table.column_names) + "\n").encode())
+            writer = csv.CSVWriter(sink, table.schema, write_options=options)
+        writer.write_table(table)
+        rows += table.num_rows
+    if writer is not None:
+        writer.close()
     return rows
 
 

@@ -1,3 +1,3 @@
 """Registers every command module with the application."""
 
-from abeval.cli import report_commands, store_commands  # noqa: F401
+from abeval.cli import misc_commands, report_commands, store_commands  # noqa: F401

@@ -154,9 +154,9 @@ def _theta(control: ArmStats, treatment: ArmStats) -> tuple[float | None, str]:
     if not isinstance(control, CupedStats | RatioCupedStats):
         return None, ""
     assert isinstance(treatment, CupedStats | RatioCupedStats)
-    if isinstance(control, RatioCupedStats) and isinstance(treatment, RatioCupedStats):
-        if control.pre.d_sum == 0 or treatment.pre.d_sum == 0:
-            return None, "CUPED not applied: the pre-period denominator sums to 0 in an arm"
+    pre_denominators = [s.pre.d_sum for s in (control, treatment) if isinstance(s, RatioCupedStats)]
+    if 0 in pre_denominators:
+        return None, "CUPED not applied: the pre-period denominator sums to 0 in an arm"
     theta = cuped_theta(control, treatment)
     if theta is None:
         return None, "CUPED not applied: the pre-period covariate has no variance"
@@ -209,6 +209,8 @@ def effect_moments(control: ArmStats, treatment: ArmStats) -> EffectMoments:
         theta=theta,
         variance_reduction=reduction,
     )
+    if not math.isfinite(abs_var):
+        return replace(base, status="invalid_input", message="the variance is out of range")
     if not abs_var > 0:
         return replace(
             base,
@@ -216,7 +218,8 @@ def effect_moments(control: ArmStats, treatment: ArmStats) -> EffectMoments:
             message=_join(note, "both arms are constant: the lift has no variance"),
             relative=abs_effect / abs(c.mean) if c.mean != 0 else None,
         )
-    dof = abs_var**2 / ((v_t / n_t) ** 2 / (n_t - 1) + (v_c / n_c) ** 2 / (n_c - 1))
+    share_t, share_c = v_t / n_t / abs_var, v_c / n_c / abs_var  # scaled: no overflow
+    dof = 1.0 / (share_t * share_t / (n_t - 1) + share_c * share_c / (n_c - 1))
     base = replace(base, absolute_variance=abs_var, dof=dof)
     if c.mean == 0:
         return replace(
@@ -226,7 +229,7 @@ def effect_moments(control: ArmStats, treatment: ArmStats) -> EffectMoments:
     control_part = (
         c.variance * ratio * ratio - 2 * th * c.covariance * ratio + th * th * c.covariate_variance
     )
-    rel_var = (v_t / n_t + max(control_part, 0.0) / n_c) / (c.mean * c.mean)
+    rel_var = (v_t / n_t + max(control_part, 0.0) / n_c) / abs(c.mean) / abs(c.mean)
     rel_effect = abs_effect / abs(c.mean)
     if not rel_var > 0 or not math.isfinite(rel_var):
         return replace(

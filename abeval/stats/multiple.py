@@ -70,7 +70,7 @@ def adjust_pvalues(p_values: Sequence[float], method: Adjustment = "holm") -> li
         for rank in range(m - 1, -1, -1):
             i = order[rank]
             running = min(running, m * p_values[i] / (rank + 1))
-            adjusted[i] = running
+            adjusted[i] = max(running, p_values[i])  # never below p (rounding of m·p/m)
     return adjusted
 
 

@@ -32,7 +32,7 @@ Status = Literal[
 
 SrmStatus = Literal["ok", "no_users", "single_arm", "invalid_input"]
 
-PowerStatus = Literal["ok", "invalid_input", "zero_baseline", "zero_variance", "unreachable"]
+PowerStatus = Status | Literal["unreachable"]
 
 Method = Literal["welch", "sequential"]
 
@@ -73,7 +73,7 @@ def _plain(value: Any) -> JsonValue:
         return [_plain(v) for v in value]
     if isinstance(value, float):
         return finite(value)
-    return value  # type: ignore[no-any-return]
+    return value
 
 
 class JsonResult:

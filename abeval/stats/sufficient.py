@@ -221,16 +221,17 @@ class RatioStats:
 
         With μm, μd the per-user means, σm², σd², σmd the sample (co)variances:
         ``σm²/μd² − 2·σmd·μm/μd³ + μm²·σd²/μd⁴``, which is the sample variance of
-        the linearised values ``(m − R·d)/μd`` with R = Σm/Σd. Never negative.
+        the linearised values ``(m − R·d)/μd`` with R = Σm/Σd = μm/μd, computed
+        in that form: (Σ(m−m̄)² − 2R·Σ(m−m̄)(d−d̄) + R²·Σ(d−d̄)²)/((n − 1)·μd²).
+        Never negative.
         """
         if self.n < 2 or self.d_sum == 0:
             return 0.0
-        mu_m = self.m_sum / self.n
+        ratio = self.m_sum / self.d_sum
         mu_d = self.d_sum / self.n
-        v_m = self.m_ss / (self.n - 1)
-        v_d = self.d_ss / (self.n - 1)
-        value = v_m / mu_d**2 - 2 * self.covariance * mu_m / mu_d**3 + mu_m**2 * v_d / mu_d**4
-        return max(value, 0.0)
+        centred = self.m_ss - 2 * ratio * self.cross + ratio * ratio * self.d_ss
+        # divide step by step: μd² can underflow where the result does not
+        return max(centred / (self.n - 1) / mu_d / mu_d, 0.0)
 
     def __add__(self, other: RatioStats) -> RatioStats:
         if not isinstance(other, RatioStats):
@@ -408,7 +409,7 @@ class RatioCupedStats:
         r, r_pre = self.post.mean, self.pre.mean
         mu_d, mu_pd = self.post.d_sum / self.n, self.pre.d_sum / self.n
         centred = self.m_pm - r_pre * self.m_pd - r * self.d_pm + r * r_pre * self.d_pd
-        return centred / (self.n - 1) / (mu_d * mu_pd)
+        return centred / (self.n - 1) / mu_d / mu_pd
 
     def __add__(self, other: RatioCupedStats) -> RatioCupedStats:
         if not isinstance(other, RatioCupedStats):
@@ -442,8 +443,10 @@ ArmStats = MeanStats | RatioStats | CupedStats | RatioCupedStats
 def is_finite_stats(stats: ArmStats) -> bool:
     """True when every number in ``stats`` is finite (no NaN or inf from upstream)."""
     if isinstance(stats, CupedStats):
-        return is_finite_stats(stats.post) and is_finite_stats(stats.pre) and math.isfinite(
-            stats.cross
+        return (
+            is_finite_stats(stats.post)
+            and is_finite_stats(stats.pre)
+            and math.isfinite(stats.cross)
         )
     if isinstance(stats, RatioCupedStats):
         crosses = (stats.m_pm, stats.m_pd, stats.d_pm, stats.d_pd)
@@ -452,6 +455,7 @@ def is_finite_stats(stats: ArmStats) -> bool:
             and is_finite_stats(stats.pre)
             and all(math.isfinite(c) for c in crosses)
         )
+    values: tuple[float, ...]
     if isinstance(stats, RatioStats):
         values = (stats.m_sum, stats.m_ss, stats.d_sum, stats.d_ss, stats.cross)
     else:

@@ -96,6 +96,8 @@ def _create_engine(url: str, read_only: bool) -> Engine:
         def _utc(dbapi_connection: Any, _record: Any) -> None:
             # Timestamps without a zone are UTC whatever the machine's zone is.
             dbapi_connection.execute("SET TimeZone = 'UTC'")
+            # abeval reports its own progress; DuckDB's bar would garble stdout.
+            dbapi_connection.execute("SET enable_progress_bar = false")
 
         return engine
     return create_engine(url, pool_pre_ping=True)

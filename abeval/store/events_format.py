@@ -4,7 +4,7 @@ row checks that ingest applies, each with the reason a user sees.
 Staging is three layers of one SELECT so that each conversion runs once per row:
 
 1. :func:`text_layer`: every known column as trimmed text ``t_<col>`` (NULL when
-   absent or empty), extra columns untouched;
+   absent or empty), extra columns renamed ``abeval_x<i>`` (see :func:`extras`);
 2. :func:`typed_layer`: the events table's types (``ts`` ... ``propensity``) and the
    numeric parse ``n_<col>`` of the numeric columns, from layer 1;
 3. :func:`checks`: predicates over layers 1 and 2, each naming the column and
@@ -27,8 +27,21 @@ def q(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
+def extras(columns: list[str]) -> list[str]:
+    """The columns kept as attributes, sorted by name (so that the attributes of
+    the same row read from files with another column order are the same text)."""
+    return sorted(c for c in columns if c not in KNOWN)
+
+
+def extra_alias(i: int) -> str:
+    """Layer 1 renames attribute columns so that no user column name (``bad``,
+    ``attributes``, ``t_arm`` ...) can collide with the names abeval uses."""
+    return f"abeval_x{i}"
+
+
 def text_layer(columns: list[str]) -> str:
-    """Layer 1: ``t_<col>`` for every known column, then the extra columns as they are."""
+    """Layer 1: ``t_<col>`` for every known column, then the extra columns as
+    :func:`extra_alias` in the order of :func:`extras`."""
     present = set(columns)
     parts = [
         f"NULLIF(TRIM(CAST({q(c)} AS VARCHAR)), '') AS t_{c}"
@@ -36,7 +49,7 @@ def text_layer(columns: list[str]) -> str:
         else f"CAST(NULL AS VARCHAR) AS t_{c}"
         for c in KNOWN
     ]
-    parts += [q(c) for c in columns if c not in KNOWN]
+    parts += [f"{q(c)} AS {extra_alias(i)}" for i, c in enumerate(extras(columns))]
     return ", ".join(parts)
 
 
@@ -49,11 +62,14 @@ def typed_layer() -> str:
             "t_experiment AS experiment",
             "t_arm AS arm",
             "t_user_id AS user_id",
-            "(TRY_CAST(t_ts AS TIMESTAMPTZ) AT TIME ZONE 'UTC') AS ts",
+            # 'infinity' parses as a timestamp: keep only finite instants.
+            "CASE WHEN isfinite(TRY_CAST(t_ts AS TIMESTAMPTZ)) "
+            "THEN TRY_CAST(t_ts AS TIMESTAMPTZ) AT TIME ZONE 'UTC' END AS ts",
             "LOWER(t_event_type) AS event_type",
             "t_request_id AS request_id",
             "t_item_id AS item_id",
-            "CAST(TRY_CAST(t_position AS DOUBLE) AS INTEGER) AS position",
+            # TRY_CAST twice: 'inf', 'nan' or 3e9 must flag the row, not abort the load.
+            "TRY_CAST(TRY_CAST(t_position AS DOUBLE) AS INTEGER) AS position",
             "TRY_CAST(t_value AS DOUBLE) AS value",
             "t_event_id AS event_id",
             "TRY_CAST(t_propensity AS DOUBLE) AS propensity",
@@ -77,9 +93,7 @@ def _quoted(col: str) -> str:
 def checks() -> list[Check]:
     """The row checks, in the order a user would fix them."""
     types = ", ".join(f"'{e}'" for e in EVENT_TYPES)
-    out = [
-        Check(c, f"t_{c} IS NULL", f"'{c} is empty; every event needs one'") for c in REQUIRED
-    ]
+    out = [Check(c, f"t_{c} IS NULL", f"'{c} is empty; every event needs one'") for c in REQUIRED]
     out += [
         Check(
             "ts",
@@ -122,16 +136,38 @@ def checks() -> list[Check]:
         for col in ("request_id", "item_id", "position")
     ]
     out += [
-        Check("item_id", "event_type = 'click' AND t_item_id IS NULL",
-              "'a click needs the item_id it was on'"),
-        Check("value", "event_type = 'purchase' AND t_value IS NULL",
-              "'a purchase needs its revenue in value (0 if unknown)'"),
-        Check("value", "event_type = 'purchase' AND n_value < 0",
-              f"'purchase value must be >= 0, got ' || {_quoted('value')}"),
-        Check("value", "event_type = 'rating' AND t_value IS NULL",
-              "'a rating needs the rating in value'"),
+        Check(
+            "item_id",
+            "event_type = 'click' AND t_item_id IS NULL",
+            "'a click needs the item_id it was on'",
+        ),
+        Check(
+            "value",
+            "event_type = 'purchase' AND t_value IS NULL",
+            "'a purchase needs its revenue in value (0 if unknown)'",
+        ),
+        Check(
+            "value",
+            "event_type = 'purchase' AND n_value < 0",
+            f"'purchase value must be >= 0, got ' || {_quoted('value')}",
+        ),
+        Check(
+            "value",
+            "event_type = 'rating' AND t_value IS NULL",
+            "'a rating needs the rating in value'",
+        ),
     ]
     return out
+
+
+def failure_column() -> str:
+    """SQL giving the column of the first failing check (NULL for a good row)."""
+    return "CASE " + " ".join(f"WHEN {c.predicate} THEN '{c.column}'" for c in checks()) + " END"
+
+
+def failure_reason() -> str:
+    """SQL giving the reason of the first failing check (NULL for a good row)."""
+    return "CASE " + " ".join(f"WHEN {c.predicate} THEN {c.reason}" for c in checks()) + " END"
 
 
 def bad_expression() -> str:

@@ -210,32 +210,35 @@ def daily_moments(conn: Connection, experiment: str) -> list[tuple[str, dict[str
 
 
 HEALTH_SQL = f"""WITH {population_ctes()},
-impressions AS (
-    SELECT request_id, item_id, COUNT(*) AS k FROM exp_events
-    WHERE event_type = 'impression' GROUP BY request_id, item_id
+pairs AS (
+    SELECT request_id, item_id,
+        SUM(CASE WHEN event_type = 'impression' THEN 1 ELSE 0 END) AS impressions,
+        SUM(CASE WHEN event_type = 'click' THEN 1 ELSE 0 END) AS clicks,
+        SUM(CASE WHEN event_type = 'purchase' THEN 1 ELSE 0 END) AS purchases
+    FROM exp_events WHERE request_id IS NOT NULL AND item_id IS NOT NULL
+    GROUP BY request_id, item_id
 ),
-clicks AS (
-    SELECT DISTINCT request_id, item_id FROM exp_events WHERE event_type = 'click'
+user_events AS (
+    SELECT e.user_id, COUNT(*) AS events,
+        SUM(CASE WHEN p.user_id IS NOT NULL AND e.ts < p.first_ts THEN 1 ELSE 0 END) AS before,
+        MAX(CASE WHEN p.user_id IS NULL THEN 1 ELSE 0 END) AS outside,
+        MIN(e.ts) AS first_ts, MAX(e.ts) AS last_ts
+    FROM exp_events e LEFT JOIN population p ON p.user_id = e.user_id
+    GROUP BY e.user_id
 )
 SELECT
     (SELECT COUNT(*) FROM user_arms WHERE n_arms > 1) AS users_in_several_arms,
     (SELECT COUNT(*) FROM user_arms) AS users_seen,
     (SELECT COUNT(*) FROM population) AS users_analysed,
-    (SELECT COUNT(*) FROM exp_events WHERE event_type = 'click' AND NOT EXISTS (
-        SELECT 1 FROM impressions i WHERE i.request_id = exp_events.request_id
-        AND i.item_id = exp_events.item_id)) AS clicks_without_impression,
-    (SELECT COUNT(*) FROM exp_events WHERE event_type = 'purchase'
-        AND request_id IS NOT NULL AND NOT EXISTS (
-        SELECT 1 FROM clicks c WHERE c.request_id = exp_events.request_id
-        AND c.item_id = exp_events.item_id)) AS purchases_without_click,
-    (SELECT COALESCE(SUM(k - 1), 0) FROM impressions WHERE k > 1) AS duplicate_impressions,
-    (SELECT COUNT(*) FROM exp_events e WHERE NOT EXISTS (
-        SELECT 1 FROM population p WHERE p.user_id = e.user_id)) AS events_outside_population,
-    (SELECT COUNT(*) FROM exp_events e JOIN population p ON p.user_id = e.user_id
-        WHERE e.ts < p.first_ts) AS events_before_exposure,
-    (SELECT COUNT(*) FROM exp_events) AS events,
-    (SELECT MIN(ts) FROM exp_events) AS first_ts,
-    (SELECT MAX(ts) FROM exp_events) AS last_ts
+    (SELECT COALESCE(SUM(clicks), 0) FROM pairs WHERE impressions = 0) AS clicks_without_impression,
+    (SELECT COALESCE(SUM(purchases), 0) FROM pairs WHERE clicks = 0) AS purchases_without_click,
+    (SELECT COALESCE(SUM(impressions - 1), 0) FROM pairs WHERE impressions > 1)
+        AS duplicate_impressions,
+    (SELECT COALESCE(SUM(events * outside), 0) FROM user_events) AS events_outside_population,
+    (SELECT COALESCE(SUM(before), 0) FROM user_events) AS events_before_exposure,
+    (SELECT COALESCE(SUM(events), 0) FROM user_events) AS events,
+    (SELECT MIN(first_ts) FROM user_events) AS first_ts,
+    (SELECT MAX(last_ts) FROM user_events) AS last_ts
 """
 
 

@@ -1,0 +1,139 @@
+"""``abeval power`` (planning) and ``abeval demo`` (the whole job on simulated data)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from abeval.cli.app import JsonOption, command
+
+
+@command("power")
+def power(
+    baseline: Annotated[
+        float, typer.Option(help="Control value: a rate (e.g. 0.05) or a mean per user.")
+    ],
+    sd: Annotated[
+        float | None,
+        typer.Option(help="Standard deviation per user, for a mean (omit for a proportion)."),
+    ] = None,
+    mde: Annotated[
+        float | None, typer.Option(help="Relative lift to detect, e.g. 0.02 for +2%.")
+    ] = None,
+    users: Annotated[
+        int | None, typer.Option(help="Users per arm you will have: gives the MDE instead.")
+    ] = None,
+    users_per_day: Annotated[
+        float | None, typer.Option("--users-per-day", help="Traffic, all arms: gives days.")
+    ] = None,
+    arms: Annotated[int, typer.Option(help="Number of arms, control included.")] = 2,
+    alpha: Annotated[float, typer.Option(help="Two-sided significance level.")] = 0.05,
+    power_: Annotated[float, typer.Option("--power", help="Chance to detect the MDE.")] = 0.8,
+    sequential: Annotated[
+        bool, typer.Option("--sequential", help="Plan for always-valid sequential testing.")
+    ] = False,
+    tuning_n: Annotated[float, typer.Option("--tuning-n", help="Sequential tuning users.")] = 5000,
+    as_json: JsonOption = False,
+) -> None:
+    """Users needed for a target lift (--mde), or the lift detectable with --users."""
+    from abeval.stats import minimum_detectable_effect, required_users
+
+    if (mde is None) == (users is None):
+        raise typer.BadParameter("give exactly one of --mde or --users")
+    if sd is None:
+        if not 0 < baseline < 1:
+            raise typer.BadParameter(
+                "a proportion must be between 0 and 1; for a mean also give --sd",
+                param_hint="--baseline",
+            )
+        variance = baseline * (1 - baseline)
+        kind = "proportion"
+    else:
+        variance = sd * sd
+        kind = "mean"
+    if mde is not None:
+        result = required_users(
+            baseline, variance, mde, alpha=alpha, power=power_, n_arms=arms,
+            sequential=sequential, tuning_n=tuning_n,
+        )
+    else:
+        assert users is not None
+        result = minimum_detectable_effect(
+            users, baseline, variance, alpha=alpha, power=power_, sequential=sequential,
+            tuning_n=tuning_n,
+        )
+    days = None
+    if users_per_day and result.total_users:
+        days = result.total_users / users_per_day
+    if as_json:
+        out = result.to_dict() | {"metric_kind": kind, "days": days}
+        typer.echo(json.dumps(out, indent=2))
+        return
+    if result.status != "ok":
+        typer.echo(f"{result.status}: {result.message}")
+        raise typer.Exit(1)
+    design = "sequential" if sequential else "fixed-horizon"
+    per_arm = result.users_by_arm[0] if result.users_by_arm else 0
+    typer.echo(
+        f"{kind} with baseline {baseline:g}: a {design} test at alpha {alpha:g} and "
+        f"{power_:.0%} power"
+    )
+    typer.echo(
+        f"  detects a relative lift of {(result.mde_relative or 0):+.2%} "
+        f"({(result.mde_absolute or 0):+.4g} absolute)"
+    )
+    typer.echo(f"  with {per_arm:,} users per arm, {result.total_users or 0:,} in all")
+    if days is not None:
+        typer.echo(f"  about {days:.1f} days at {users_per_day:,.0f} users per day")
+
+
+@command("demo")
+def demo(
+    out_dir: Annotated[Path, typer.Option("--out-dir", help="Where the demo files go.")] = Path(
+        "demo"
+    ),
+    users: Annotated[int, typer.Option(help="Simulated users.")] = 40_000,
+    seed: Annotated[int, typer.Option(help="Random seed.")] = 7,
+) -> None:
+    """Simulate an experiment, ingest it into a fresh store and write its report."""
+    from abeval.analysis.online import ReportOptions, build_report
+    from abeval.report.html import render_html
+    from abeval.report.text import render_text
+    from abeval.simulate import SimulationConfig, write_events
+    from abeval.store import open_store
+    from abeval.store.experiments import set_settings
+    from abeval.store.ingest import ingest_file
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    events = out_dir / "events.csv"
+    db = out_dir / "demo.duckdb"
+    for stale in (db, db.with_name(db.name + ".wal")):
+        stale.unlink(missing_ok=True)
+    config = SimulationConfig(users=users, seed=seed)
+    typer.echo(f"simulating {users:,} users into {events}", err=True)
+    write_events(config, events)
+    store = open_store(str(db))
+    try:
+        summary = ingest_file(store, events)
+        typer.echo(
+            f"ingested {summary.inserted:,} events in {summary.seconds:.1f} s into {db}", err=True
+        )
+        set_settings(store, config.experiment, config.arms[0], None)
+        report = build_report(store, config.experiment, ReportOptions(segment="device"))
+    finally:
+        store.close()
+    html_path = out_dir / f"{config.experiment}.html"
+    html_path.write_text(render_html(report), encoding="utf-8")
+    json_path = out_dir / f"{config.experiment}.json"
+    json_path.write_text(json.dumps(report.to_dict(), indent=2, allow_nan=False), encoding="utf-8")
+    width = shutil.get_terminal_size((100, 20)).columns
+    typer.echo(render_text(report) if width >= 80 else "")
+    typer.echo(f"report: {html_path}")
+    typer.echo(f"json:   {json_path}")
+    typer.echo(
+        f"explore: abeval report --experiment {config.experiment} --db {db} --format text"
+    )

@@ -1,0 +1,186 @@
+"""What a metric definition is, and the per-list aggregates its SQL formula may use.
+
+Each metric module defines one :class:`MetricDefinition`. A ranking metric gives
+its per-list formula as a SQL expression over per-list aggregates (hits@K, the
+sum of precisions at relevant ranks, DCG@K, IDCG@K, R, the first relevant rank,
+AUC pair counts); :class:`ListAggregates` hands out the column names and records
+which aggregates the kernel (:mod:`abeval.metrics.kernel`) must compute, so one
+pass over the lists computes every requested metric at every cutoff.
+
+SQL written here must be portable (DuckDB, PostgreSQL 15): ``LN(x) / LN(2)``, not
+``log2``; explicit ``CAST(... AS DOUBLE PRECISION)`` before division.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from abeval.metrics.spec import MetricSpec
+
+Kind = Literal["ranking", "beyond", "rating"]
+Cutoff = Literal["required", "optional", "none"]
+
+DOUBLE = "DOUBLE PRECISION"
+
+
+def as_double(expr: str) -> str:
+    return f"CAST({expr} AS {DOUBLE})"
+
+
+def log2(expr: str) -> str:
+    """Portable base-2 logarithm (PostgreSQL has no ``log2``)."""
+    return f"(LN({as_double(expr)}) / LN({as_double('2')}))"
+
+
+def gain_sql(gain: str, rel: str) -> str:
+    """The NDCG gain g(rel) as SQL: ``linear`` r, ``exp2`` 2^r − 1, ``binary`` 1 for r > 0."""
+    if gain == "linear":
+        return f"(CASE WHEN {rel} > 0 THEN {as_double(rel)} ELSE 0 END)"
+    if gain == "exp2":
+        return f"(CASE WHEN {rel} > 0 THEN POWER({as_double('2')}, {as_double(rel)}) - 1 ELSE 0 END)"
+    if gain == "binary":
+        return f"(CASE WHEN {rel} > 0 THEN {as_double('1')} ELSE 0 END)"
+    raise ValueError(f"unknown gain {gain!r}")
+
+
+def cutoff_name(k: int | None) -> str:
+    return "all" if k is None else str(int(k))
+
+
+@dataclass(frozen=True)
+class Aggregate:
+    """One per-list aggregate: ``kind`` at cutoff ``k`` (None = whole list) with ``gain``."""
+
+    kind: str
+    k: int | None = None
+    gain: str | None = None
+
+    @property
+    def column(self) -> str:
+        parts = [self.kind]
+        if self.gain is not None:
+            parts.append(self.gain)
+        if self.kind in ("hits", "ap_sum", "dcg", "idcg"):
+            parts.append(cutoff_name(self.k))
+        return "_".join(parts)
+
+
+class ListAggregates:
+    """Column names of the per-list aggregates, recording which are needed.
+
+    All columns are DOUBLE PRECISION and never NULL, except ``first_relevant``,
+    which is NULL when no relevant item is in the list.
+    """
+
+    def __init__(self) -> None:
+        self.needed: set[Aggregate] = set()
+
+    def _use(self, agg: Aggregate) -> str:
+        self.needed.add(agg)
+        return agg.column
+
+    def relevant(self) -> str:
+        """R: the number of relevant items for the list (gain > 0 in ``judged``)."""
+        return self._use(Aggregate("r"))
+
+    def hits(self, k: int | None) -> str:
+        """hits@K: relevant items at ranks 1..K of the list."""
+        return self._use(Aggregate("hits", k))
+
+    def ap_sum(self, k: int | None) -> str:
+        """Σ over relevant ranks i ≤ K of precision@i (hits@i / i)."""
+        return self._use(Aggregate("ap_sum", k))
+
+    def dcg(self, k: int | None, gain: str) -> str:
+        """DCG@K = Σ_{i ≤ K} g(rel(i)) / log2(i + 1)."""
+        return self._use(Aggregate("dcg", k, gain))
+
+    def idcg(self, k: int | None, gain: str) -> str:
+        """IDCG@K: DCG@K of the list's judged gains sorted descending."""
+        return self._use(Aggregate("idcg", k, gain))
+
+    def first_relevant(self) -> str:
+        """Rank of the first relevant item in the list, NULL when there is none."""
+        return self._use(Aggregate("first_relevant"))
+
+    def auc_pairs(self) -> str:
+        """(relevant, non-relevant) pairs within the list."""
+        return self._use(Aggregate("auc_pairs"))
+
+    def auc_correct(self) -> str:
+        """Pairs with the relevant item ranked above the non-relevant one (ties count half)."""
+        return self._use(Aggregate("auc_correct"))
+
+
+PerList = Callable[["MetricSpec", ListAggregates], str]
+Undefined = Callable[["MetricSpec", ListAggregates], "tuple[str, str] | None"]
+GroupSql = Callable[["MetricSpec", "BeyondInputs", str], "tuple[list[str], str]"]
+
+
+@dataclass(frozen=True)
+class BeyondInputs:
+    """Relations a beyond-accuracy metric reads, by name (tables or CTEs).
+
+    - ``ranked(grp, user_id, list_id, item_id, rank, gain)``: as for the ranking kernel.
+    - ``catalogue(item_id)``: distinct catalogue items (coverage, Gini).
+    - ``popularity(item_id, share)``: share of reference users who interacted
+      with the item (novelty).
+    - ``interactions(user_id, item_id)``: distinct reference interactions, for
+      co-occurrence similarity.
+    - ``items(item_id, category)`` or ``items(item_id, features)``: item
+      features, for ``similarity`` ``category`` or ``features`` (``features`` is a
+      DuckDB list of numbers: ``evaluate`` only).
+    - ``history(user_id, item_id)``: what each user interacted with before
+      (serendipity); None when there is no history.
+    """
+
+    ranked: str = "ranked"
+    catalogue: str = "catalogue"
+    popularity: str = "popularity"
+    interactions: str = "interactions"
+    items: str | None = None
+    similarity: str = "cooccurrence"
+    history: str | None = None
+
+
+@dataclass(frozen=True)
+class MetricDefinition:
+    """The one definition of a metric.
+
+    - ``kind``: ``ranking`` (a value per list, averaged per user then per group),
+      ``beyond`` (a value per group over the top K of its lists) or ``rating``.
+    - ``cutoff``: whether the name takes ``@K``.
+    - ``options``: the :class:`~abeval.metrics.spec.Conventions` fields that apply.
+    - ``skips_empty``: left out of the averages for lists with R = 0 under
+      ``empty=skip`` (METRICS.md: recall, AP, NDCG, MRR, AUC).
+    - ``per_list``: the per-list SQL expression (ranking metrics).
+    - ``undefined``: an extra SQL condition under which a list has no value, and
+      the reason counted in the output (AUC without a pair).
+    - ``group_sql``: for beyond-accuracy metrics, ``(spec, inputs, prefix)`` →
+      (CTE definitions, a SELECT of ``grp, value, counted, left_out, n, s, ss``);
+      ``counted`` and ``left_out_reason`` name those two counts; ``per_user`` says
+      that ``n, s, ss`` are per-user sufficient statistics.
+    - ``rating_sql``: for rating metrics, an aggregate over ``prediction`` and ``rating``.
+    - ``doc``: the module docstring (formula and reference).
+    """
+
+    name: str
+    kind: Kind
+    cutoff: Cutoff
+    title: str
+    formula: str
+    reference: str
+    doc: str = ""
+    options: tuple[str, ...] = ()
+    skips_empty: bool = False
+    per_list: PerList | None = None
+    undefined: Undefined | None = None
+    group_sql: GroupSql | None = None
+    counted: str = ""
+    left_out_reason: str = ""
+    per_user: bool = False
+    rating_sql: str = ""
+    aliases: tuple[str, ...] = ()

@@ -1,0 +1,114 @@
+"""The SQL kernel of the beyond-accuracy metrics: one value per group over top K.
+
+Each metric module gives CTEs and a SELECT of
+``grp, value, counted, left_out, n, s, ss, extra`` (see
+:class:`~abeval.metrics.base.MetricDefinition`); this module joins them with
+``UNION ALL`` into one statement, so one round trip computes them all, and
+turns the rows into :class:`~abeval.metrics.results.MetricResult`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from abeval.metrics.base import BeyondInputs
+from abeval.metrics.results import MetricResult
+from abeval.metrics.spec import MetricSpec
+from abeval.stats.sufficient import MeanStats
+
+_EXTRA = {
+    "coverage": "catalogue_items",
+    "gini": "slots",
+    "entropy": "distinct_items",
+    "novelty": "slots",
+}
+
+
+@dataclass(frozen=True)
+class BeyondQuery:
+    specs: tuple[MetricSpec, ...]
+    ctes: str
+    select: str
+
+    def sql(self, prefix_ctes: str = "") -> str:
+        """The full statement; ``prefix_ctes`` are the caller's CTEs that define the inputs."""
+        ctes = ",\n".join(c for c in (prefix_ctes, self.ctes) if c)
+        return (f"WITH {ctes}\n" if ctes else "") + self.select
+
+    def results(
+        self,
+        rows: Sequence[Mapping[str, Any]],
+        groups: Mapping[str, tuple[int, int]],
+        *,
+        extra_convention: Mapping[str, str] | None = None,
+    ) -> list[MetricResult]:
+        """Results per metric per group; ``groups`` maps each group to (users, lists)."""
+        by_key = {(int(r["metric_index"]), str(r["grp"])): r for r in rows}
+        out: list[MetricResult] = []
+        for grp in sorted(groups):
+            users, lists = groups[grp]
+            for i, spec in enumerate(self.specs):
+                d = spec.definition
+                convention = dict(spec.convention)
+                convention["cutoff"] = str(spec.k)
+                convention.update(extra_convention or {})
+                row = by_key.get((i, grp))
+                counts: dict[str, int] = {}
+                left_out: dict[str, int] = {}
+                value: float | None = None
+                stats: MeanStats | None = None
+                if row is not None:
+                    counts[d.counted] = int(row["counted"] or 0)
+                    if d.name in _EXTRA:
+                        counts[_EXTRA[d.name]] = int(row["extra"] or 0)
+                    if d.left_out_reason:
+                        left_out[d.left_out_reason] = int(row["left_out"] or 0)
+                    value = None if row["value"] is None else float(row["value"])
+                    if d.per_user:
+                        stats = MeanStats(int(row["n"] or 0), float(row["s"] or 0), float(row["ss"] or 0))
+                n_users = stats.n if stats is not None else users
+                status, message = "ok", ""
+                if value is None:
+                    status, message = "undefined", _undefined_message(d.name)
+                out.append(
+                    MetricResult(
+                        metric=spec.label,
+                        group=grp,
+                        value=value,
+                        stats=stats,
+                        users=n_users,
+                        lists=lists,
+                        left_out=left_out,
+                        counts=counts,
+                        convention=convention,
+                        status=status,
+                        message=message,
+                    )
+                )
+        return out
+
+
+def _undefined_message(name: str) -> str:
+    return {
+        "coverage": "the catalogue is empty",
+        "gini": "no catalogue item is shown",
+        "novelty": "no shown item has a popularity in the reference data",
+        "diversity": "no list has two items in the top K",
+        "serendipity": "no relevant shown item belongs to a user with history",
+    }.get(name, "nothing to measure")
+
+
+def beyond_query(specs: Sequence[MetricSpec], inputs: BeyondInputs) -> BeyondQuery:
+    """Build one statement computing every beyond-accuracy metric in ``specs``."""
+    ctes: list[str] = []
+    selects: list[str] = []
+    for i, spec in enumerate(specs):
+        d = spec.definition
+        if d.kind != "beyond" or d.group_sql is None:
+            raise ValueError(f"{spec.label} is not a beyond-accuracy metric")
+        more, select = d.group_sql(spec, inputs, f"b{i}")
+        ctes += more
+        selects.append(f"SELECT {i} AS metric_index, q{i}.* FROM ({select}) q{i}")
+    return BeyondQuery(specs=tuple(specs), ctes=",\n".join(ctes), select="\nUNION ALL\n".join(selects))

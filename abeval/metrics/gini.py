@@ -1,0 +1,61 @@
+"""Gini index of exposure at K.
+
+With x_1 ≤ … ≤ x_n the number of top-K slots of the group's lists taken by
+each of the n catalogue items (0 for items never shown),
+
+    gini@K = Σ_i (2i − n − 1) · x_i / (n · Σ_i x_i)
+
+0 means every catalogue item is shown equally often; (n − 1)/n that one item
+takes every slot. Slots taken by items outside the catalogue are not counted
+(``items_outside_catalogue`` counts those items).
+
+Reference: Fleder and Hosanagar, "Blockbuster culture's next rise or fall",
+Management Science 55(5), 2009; Castells, Hurley and Vargas, "Novelty and
+diversity in recommender systems", Recommender Systems Handbook, 2015.
+"""
+
+from __future__ import annotations
+
+from abeval.metrics.base import DOUBLE, BeyondInputs, MetricDefinition, as_double
+from abeval.metrics.spec import MetricSpec
+
+
+def group_sql(spec: MetricSpec, inp: BeyondInputs, p: str) -> tuple[list[str], str]:
+    k = int(spec.k or 0)
+    ctes = [
+        f"{p}_size AS (SELECT COUNT(*) AS n FROM {inp.catalogue})",
+        f"{p}_slots AS (SELECT t.grp, t.item_id, CASE WHEN c.item_id IS NULL THEN 0 ELSE 1 END "
+        f"AS inside FROM {inp.ranked} t LEFT JOIN {inp.catalogue} c ON c.item_id = t.item_id "
+        f"WHERE t.rank <= {k})",
+        f"{p}_counts AS (SELECT grp, item_id, COUNT(*) AS cnt FROM {p}_slots WHERE inside = 1 "
+        "GROUP BY grp, item_id)",
+        f"{p}_ord AS (SELECT grp, cnt, ROW_NUMBER() OVER (PARTITION BY grp ORDER BY cnt, item_id) "
+        f"AS j, COUNT(*) OVER (PARTITION BY grp) AS m FROM {p}_counts)",
+        f"{p}_num AS (SELECT o.grp, SUM({as_double('2 * (z.n - o.m + o.j) - z.n - 1')} * o.cnt) "
+        f"AS num, SUM(o.cnt) AS total FROM {p}_ord o CROSS JOIN {p}_size z GROUP BY o.grp)",
+        f"{p}_out AS (SELECT grp, COUNT(DISTINCT CASE WHEN inside = 0 THEN item_id END) AS outside "
+        f"FROM {p}_slots GROUP BY grp)",
+    ]
+    select = (
+        f"SELECT o.grp, g.num / NULLIF({as_double('z.n')} * g.total, 0) AS value, "
+        "z.n AS counted, o.outside AS left_out, "
+        f"CAST(NULL AS BIGINT) AS n, CAST(NULL AS {DOUBLE}) AS s, CAST(NULL AS {DOUBLE}) AS ss, "
+        f"COALESCE(g.total, 0) AS extra FROM {p}_out o LEFT JOIN {p}_num g ON g.grp = o.grp "
+        f"CROSS JOIN {p}_size z"
+    )
+    return ctes, select
+
+
+DEFINITION = MetricDefinition(
+    name="gini",
+    kind="beyond",
+    cutoff="required",
+    title="Gini index of exposure",
+    formula="Σ_i (2i − n − 1) x_i / (n Σ x_i) over catalogue items sorted by top-K slots x",
+    reference="Fleder & Hosanagar 2009; Castells, Hurley & Vargas 2015",
+    doc=__doc__ or "",
+    group_sql=group_sql,
+    counted="catalogue_items",
+    left_out_reason="items_outside_catalogue",
+    aliases=("gini_index",),
+)

@@ -1,0 +1,250 @@
+"""The SQL kernel of the ranking metrics: lists in, per-user and per-group sums out.
+
+Input relations (defined by the caller as tables or CTEs):
+
+- ``ranked(grp, user_id, list_id, item_id, rank, gain)``: every item of every
+  list, ``rank`` an integer 1..n after tie-breaking (log replay: the logged
+  position, where ties count together), ``gain`` the relevance grade (0 = not
+  relevant). ``grp`` is the arm (replay) or the model (``evaluate``).
+- ``judged(list_id, gain)``: all relevant items of each list (gain > 0): in
+  replay the relevant items among those shown, in ``evaluate`` the user's
+  relevant held-out items. R and IDCG come from here.
+
+The kernel computes per-list aggregates in one pass (relevant rows only, plus a
+pass over all rows when AUC is asked for), applies each metric's per-list
+formula (:class:`~abeval.metrics.base.MetricDefinition.per_list`), averages per
+user, and, in :meth:`RankingQuery.group_query`, returns per group the number of
+users, Σ and the centred Σ(x − x̄)² of the per-user values: the sufficient
+statistics of :class:`~abeval.stats.sufficient.MeanStats`.
+
+The SQL is portable (DuckDB and PostgreSQL 15): CTEs, window functions with
+``RANGE`` frames, ``CASE``, ``LN``; no dialect-only syntax.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from abeval.metrics.base import DOUBLE, Aggregate, ListAggregates, as_double, gain_sql, log2
+from abeval.metrics.spec import MetricSpec
+from abeval.metrics.results import MetricResult
+from abeval.stats.sufficient import MeanStats
+
+
+def _within(k: int | None, rank: str = "rank") -> str:
+    return "1 = 1" if k is None else f"{rank} <= {int(k)}"
+
+
+def _hits_sql(agg: Aggregate) -> str:
+    if agg.kind == "hits":
+        return f"SUM(CASE WHEN {_within(agg.k)} THEN 1 ELSE 0 END)"
+    if agg.kind == "ap_sum":
+        return f"SUM(CASE WHEN {_within(agg.k)} THEN {as_double('cum_hits')} / rank ELSE 0 END)"
+    if agg.kind == "dcg":
+        assert agg.gain is not None
+        return (
+            f"SUM(CASE WHEN {_within(agg.k)} THEN {gain_sql(agg.gain, 'gain')} "
+            f"/ {log2('rank + 1')} ELSE 0 END)"
+        )
+    if agg.kind == "first_relevant":
+        return "MIN(rank)"
+    raise ValueError(agg.kind)
+
+
+def _idcg_sql(agg: Aggregate) -> str:
+    assert agg.gain is not None
+    return (
+        f"SUM(CASE WHEN {_within(agg.k, 'irank')} THEN {gain_sql(agg.gain, 'gain')} "
+        f"/ {log2('irank + 1')} ELSE 0 END)"
+    )
+
+
+@dataclass(frozen=True)
+class MetricColumn:
+    spec: MetricSpec
+    column: str  # per-user mean in the user relation; ``<column>_lists`` counts its lists
+    left_out: tuple[str, ...]  # reasons that apply: lists_without_relevant, lists_without_pairs
+
+
+@dataclass(frozen=True)
+class RankingQuery:
+    """The kernel's SQL for a set of ranking metrics.
+
+    ``ctes`` are CTE definitions (no leading ``WITH``) that read ``ranked`` and
+    ``judged`` and end in the per-user relation ``user_relation`` with columns
+    ``grp, user_id, n_lists, n_lists_without_relevant, n_lists_without_pairs``
+    and, per metric, ``<column>`` (the user's mean over the lists that count)
+    and ``<column>_lists``.
+    """
+
+    columns: tuple[MetricColumn, ...]
+    ctes: str
+    user_relation: str = "k_user_values"
+
+    def group_query(self, source: str | None = None) -> str:
+        """SELECT the per-group sums from the per-user relation ``source``."""
+        src = source or self.user_relation
+        parts = [
+            "grp",
+            "COUNT(*) AS users",
+            "SUM(n_lists) AS lists",
+            "SUM(n_lists_without_relevant) AS lists_without_relevant",
+            "SUM(n_lists_without_pairs) AS lists_without_pairs",
+        ]
+        for mc in self.columns:
+            c = mc.column
+            parts += [
+                f"COUNT({c}) AS {c}__n",
+                f"COALESCE(SUM({c}), 0) AS {c}__sum",
+                f"COALESCE(VAR_POP({c}), 0) * COUNT({c}) AS {c}__ss",
+                f"COALESCE(SUM({c}_lists), 0) AS {c}__lists",
+            ]
+        return f"SELECT {', '.join(parts)} FROM {src} GROUP BY grp"
+
+    def results(
+        self,
+        rows: Sequence[Mapping[str, Any]],
+        *,
+        extra_convention: Mapping[str, str] | None = None,
+    ) -> list[MetricResult]:
+        """Turn the rows of :meth:`group_query` into one result per metric per group."""
+        out: list[MetricResult] = []
+        for row in sorted(rows, key=lambda r: str(r["grp"])):
+            users_total = int(row["users"])
+            for mc in self.columns:
+                c = mc.column
+                stats = MeanStats(
+                    n=int(row[f"{c}__n"]), sum=float(row[f"{c}__sum"]), ss=float(row[f"{c}__ss"])
+                )
+                left_out = {reason: int(row[reason] or 0) for reason in mc.left_out}
+                left_out["users_without_value"] = users_total - stats.n
+                convention = dict(mc.spec.convention)
+                convention.update(extra_convention or {})
+                out.append(
+                    MetricResult.of_stats(
+                        metric=mc.spec.label,
+                        group=str(row["grp"]),
+                        stats=stats,
+                        lists=int(row[f"{c}__lists"] or 0),
+                        left_out=left_out,
+                        convention=convention,
+                    )
+                )
+        return out
+
+
+def ranking_query(
+    specs: Sequence[MetricSpec], *, ranked: str = "ranked", judged: str = "judged"
+) -> RankingQuery:
+    """Build the kernel for ``specs`` (ranking metrics only) over ``ranked`` and ``judged``."""
+    aggs = ListAggregates()
+    r_col = aggs.relevant()
+    columns: list[MetricColumn] = []
+    exprs: list[str] = []
+    seen: set[str] = set()
+    for spec in specs:
+        d = spec.definition
+        if d.kind != "ranking" or d.per_list is None:
+            raise ValueError(f"{spec.label} is not a ranking metric")
+        column = "m_" + spec.column
+        if column in seen:
+            continue
+        seen.add(column)
+        value = d.per_list(spec, aggs)
+        reasons: list[str] = []
+        cases: list[str] = []
+        if d.skips_empty:
+            if spec.conventions.empty == "skip":
+                cases.append(f"WHEN {r_col} = 0 THEN NULL")
+                reasons.append("lists_without_relevant")
+            else:
+                cases.append(f"WHEN {r_col} = 0 THEN 0")
+        if d.undefined is not None:
+            cond_reason = d.undefined(spec, aggs)
+            if cond_reason is not None:
+                cond, reason = cond_reason
+                cases.append(f"WHEN {cond} THEN NULL")
+                reasons.append(reason)
+        expr = f"CASE {' '.join(cases)} ELSE {value} END" if cases else value
+        exprs.append(f"CAST({expr} AS {DOUBLE}) AS {column}")
+        columns.append(MetricColumn(spec=spec, column=column, left_out=tuple(reasons)))
+
+    needed = sorted(aggs.needed, key=lambda a: a.column)
+    hit_aggs = [a for a in needed if a.kind in ("hits", "ap_sum", "dcg", "first_relevant")]
+    idcg_aggs = [a for a in needed if a.kind == "idcg"]
+    want_auc = any(a.kind in ("auc_pairs", "auc_correct") for a in needed)
+
+    ctes: list[str] = [
+        f"k_lists AS (SELECT grp, user_id, list_id FROM {ranked} GROUP BY grp, user_id, list_id)"
+    ]
+    per_list_cols = [
+        "l.grp",
+        "l.user_id",
+        "l.list_id",
+        f"{as_double('COALESCE(j.r, 0)')} AS r",
+    ]
+    joins = ["k_lists l", "LEFT JOIN k_judged j ON j.list_id = l.list_id"]
+    if hit_aggs:
+        ctes.append(
+            "k_rel AS (SELECT grp, list_id, rank, gain, COUNT(*) OVER (PARTITION BY grp, list_id "
+            "ORDER BY rank RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS cum_hits "
+            f"FROM {ranked} WHERE gain > 0)"
+        )
+        cols = ", ".join(f"{_hits_sql(a)} AS {a.column}" for a in hit_aggs)
+        ctes.append(f"k_hits AS (SELECT grp, list_id, {cols} FROM k_rel GROUP BY grp, list_id)")
+        joins.append("LEFT JOIN k_hits h ON h.grp = l.grp AND h.list_id = l.list_id")
+        for a in hit_aggs:
+            if a.kind == "first_relevant":
+                per_list_cols.append(f"{as_double('h.first_relevant')} AS first_relevant")
+            else:
+                per_list_cols.append(f"{as_double(f'COALESCE(h.{a.column}, 0)')} AS {a.column}")
+    ctes.append(
+        "k_ideal AS (SELECT list_id, gain, ROW_NUMBER() OVER (PARTITION BY list_id "
+        f"ORDER BY gain DESC) AS irank FROM {judged} WHERE gain > 0)"
+    )
+    idcg_cols = "".join(f", {_idcg_sql(a)} AS {a.column}" for a in idcg_aggs)
+    ctes.append(f"k_judged AS (SELECT list_id, COUNT(*) AS r{idcg_cols} FROM k_ideal GROUP BY list_id)")
+    for a in idcg_aggs:
+        per_list_cols.append(f"{as_double(f'COALESCE(j.{a.column}, 0)')} AS {a.column}")
+    if want_auc:
+        nonrel = "CASE WHEN gain > 0 THEN 0 ELSE 1 END"
+        window = "PARTITION BY grp, list_id ORDER BY rank RANGE BETWEEN UNBOUNDED PRECEDING"
+        ctes.append(
+            "k_auc_rows AS (SELECT grp, list_id, gain, "
+            f"SUM({nonrel}) OVER ({window} AND CURRENT ROW) AS nonrel_le, "
+            f"SUM({nonrel}) OVER ({window} AND 1 PRECEDING) AS nonrel_lt, "
+            f"SUM({nonrel}) OVER (PARTITION BY grp, list_id) AS nonrel_all FROM {ranked})"
+        )
+        ctes.append(
+            "k_auc AS (SELECT grp, list_id, "
+            "SUM(CASE WHEN gain > 0 THEN 1 ELSE 0 END) * MAX(nonrel_all) AS auc_pairs, "
+            "SUM(CASE WHEN gain > 0 THEN (nonrel_all - nonrel_le) "
+            f"+ 0.5 * {as_double('nonrel_le - COALESCE(nonrel_lt, 0)')} ELSE 0 END) AS auc_correct "
+            "FROM k_auc_rows GROUP BY grp, list_id)"
+        )
+        joins.append("LEFT JOIN k_auc a ON a.grp = l.grp AND a.list_id = l.list_id")
+        per_list_cols.append(f"{as_double('COALESCE(a.auc_pairs, 0)')} AS auc_pairs")
+        per_list_cols.append(f"{as_double('COALESCE(a.auc_correct, 0)')} AS auc_correct")
+    ctes.append(f"k_per_list AS (SELECT {', '.join(per_list_cols)} FROM {' '.join(joins)})")
+
+    pairs_flag = "CASE WHEN r > 0 AND auc_pairs = 0 THEN 1 ELSE 0 END" if want_auc else "0"
+    ctes.append(
+        "k_list_values AS (SELECT grp, user_id, list_id, r, "
+        f"{pairs_flag} AS without_pairs, {', '.join(exprs)} FROM k_per_list)"
+    )
+    user_cols = [
+        "grp",
+        "user_id",
+        "COUNT(*) AS n_lists",
+        "SUM(CASE WHEN r = 0 THEN 1 ELSE 0 END) AS n_lists_without_relevant",
+        "SUM(without_pairs) AS n_lists_without_pairs",
+    ]
+    for mc in columns:
+        user_cols.append(f"AVG({mc.column}) AS {mc.column}")
+        user_cols.append(f"COUNT({mc.column}) AS {mc.column}_lists")
+    ctes.append(
+        f"k_user_values AS (SELECT {', '.join(user_cols)} FROM k_list_values GROUP BY grp, user_id)"
+    )
+    return RankingQuery(columns=tuple(columns), ctes=",\n".join(ctes))

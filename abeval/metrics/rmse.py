@@ -1,0 +1,29 @@
+"""Root mean squared error of rating predictions.
+
+    rmse = sqrt( mean over (user, item) pairs in both files of (prediction − rating)² )
+
+Pairs of the truth without a prediction are not imputed: the result reports
+how many truth pairs were predicted (``pairs_predicted`` of ``truth_pairs``).
+
+Reference: Herlocker et al., "Evaluating collaborative filtering recommender
+systems", ACM TOIS 22(1), 2004, §3.2.
+"""
+
+from __future__ import annotations
+
+from abeval.metrics.base import MetricDefinition
+
+SQL = "SQRT(AVG((prediction - rating) * (prediction - rating)))"
+
+DEFINITION = MetricDefinition(
+    name="rmse",
+    kind="rating",
+    cutoff="none",
+    title="RMSE",
+    formula="sqrt(mean (prediction − rating)²) over pairs in both files",
+    reference="Herlocker et al. 2004 (ACM TOIS 22(1)), §3.2",
+    doc=__doc__ or "",
+    counted="pairs_predicted",
+    rating_sql=SQL,
+    aliases=("root_mean_squared_error",),
+)

@@ -1,0 +1,60 @@
+"""Item-to-item similarity for diversity and serendipity, as SQL.
+
+- ``category``: 1 when both items have the same (non-null) category, else 0;
+- ``features``: cosine of the items' feature vectors (DuckDB
+  ``list_cosine_similarity``; ``evaluate`` only), 0 when either is missing;
+- ``cooccurrence`` (no items file): cosine of the items' user sets in the
+  reference interactions, |U_i ∩ U_j| / sqrt(|U_i| · |U_j|), 0 when either item
+  has no interaction.
+
+An item is always similar to itself (1).
+
+Reference: Ziegler et al., "Improving recommendation lists through topic
+diversification", WWW 2005 (intra-list similarity); Kaminskas and Bridge,
+"Diversity, serendipity, novelty, and coverage", ACM TiiS 7(1), 2016.
+"""
+
+from __future__ import annotations
+
+from abeval.metrics.base import DOUBLE, BeyondInputs, as_double
+
+SIMILARITIES: tuple[str, ...] = ("category", "features", "cooccurrence")
+
+
+def similarity_ctes(inp: BeyondInputs, pairs: str, prefix: str) -> list[str]:
+    """CTEs ending in ``{prefix}_sim(item_lo, item_hi, sim)`` for the distinct
+    (item_lo, item_hi) pairs of the relation ``pairs``."""
+    p = prefix
+    ctes = [f"{p}_dp AS (SELECT DISTINCT item_lo, item_hi FROM {pairs})"]
+    if inp.similarity in ("category", "features"):
+        if inp.items is None:
+            raise ValueError(f"similarity {inp.similarity} needs an items relation")
+        if inp.similarity == "category":
+            same = "a.category IS NOT NULL AND a.category = b.category"
+            sim = f"CASE WHEN {same} THEN 1.0 ELSE 0.0 END"
+        else:
+            sim = "COALESCE(list_cosine_similarity(a.features, b.features), 0.0)"
+        ctes.append(
+            f"{p}_sim AS (SELECT d.item_lo, d.item_hi, CAST(CASE WHEN d.item_lo = d.item_hi "
+            f"THEN 1.0 ELSE {sim} END AS {DOUBLE}) AS sim FROM {p}_dp d "
+            f"LEFT JOIN {inp.items} a ON a.item_id = d.item_lo "
+            f"LEFT JOIN {inp.items} b ON b.item_id = d.item_hi)"
+        )
+        return ctes
+    if inp.similarity != "cooccurrence":
+        raise ValueError(f"unknown similarity {inp.similarity!r}")
+    x = inp.interactions
+    ctes += [
+        f"{p}_n AS (SELECT item_id, COUNT(*) AS n FROM {x} GROUP BY item_id)",
+        f"{p}_co AS (SELECT ia.item_id AS item_lo, ib.item_id AS item_hi, COUNT(*) AS c "
+        f"FROM {x} ia JOIN {x} ib ON ib.user_id = ia.user_id AND ia.item_id < ib.item_id "
+        f"JOIN {p}_dp d ON d.item_lo = ia.item_id AND d.item_hi = ib.item_id "
+        "GROUP BY ia.item_id, ib.item_id)",
+        f"{p}_sim AS (SELECT d.item_lo, d.item_hi, CAST(CASE WHEN d.item_lo = d.item_hi THEN 1.0 "
+        f"WHEN co.c IS NULL THEN 0.0 ELSE co.c / SQRT({as_double('na.n')} * nb.n) END "
+        f"AS {DOUBLE}) AS sim FROM {p}_dp d "
+        f"LEFT JOIN {p}_co co ON co.item_lo = d.item_lo AND co.item_hi = d.item_hi "
+        f"LEFT JOIN {p}_n na ON na.item_id = d.item_lo "
+        f"LEFT JOIN {p}_n nb ON nb.item_id = d.item_hi)",
+    ]
+    return ctes
