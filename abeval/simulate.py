@@ -60,8 +60,10 @@ weight *w* is ``E[θ] · (1/L) Σ_k e_k E_w[a_k]``, and ``q_k(R)`` is computed
 exactly by dynamic programming over the Plackett–Luce draws. Hence, per arm and
 exactly (up to the float precision of the solver):
 
-* CTR (Σ clicks / Σ impressions): ``base_ctr · (1 + true_ctr_lift[arm])``;
-* purchase per click: ``base_purchase_rate · (1 + true_conversion_lift[arm])``;
+* CTR (Σ clicks / Σ impressions): ``base_ctr · (1 + true_ctr_lift[arm])``
+  (by default +5% for every treatment arm);
+* purchase per click: ``base_purchase_rate · (1 + true_conversion_lift[arm])``
+  (by default +3%);
 * clicks, purchases and revenue per user: ``requests_per_user · L`` times the
   per-impression rates, so their lifts are ``(1 + ctr lift)`` and ``(1 + ctr
   lift)(1 + conversion lift)`` minus 1; average order value has no effect.
@@ -73,6 +75,11 @@ purchases-per-user lift). In the pre-period every arm has the control's truth.
 Column ``propensity`` is present only with ``with_propensities`` and
 ``event_id`` only with ``with_event_ids``; ``position`` is set on impressions,
 ``value`` on purchases, ``request_id`` and ``item_id`` on all but exposures.
+Ids: users ``u<n>``, requests ``r<n>``, items ``i<n>``, events
+``<experiment>-<seed>-<row>`` (unique per row, and across simulations that differ
+in experiment or seed). Rows are in time order within blocks of about a million
+rows (blocks of users), not across them. ``ts`` is ``timestamp[ms, UTC]``; text
+files carry it as ``2025-03-03T08:00:00.000Z``.
 """
 
 from __future__ import annotations
@@ -80,12 +87,14 @@ from __future__ import annotations
 import gzip
 import itertools
 import math
+import queue
+import threading
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import cached_property
 from pathlib import Path
-from typing import IO, Literal
+from typing import IO, Any, Literal, TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -108,6 +117,7 @@ EVENT_TYPES: tuple[str, ...] = ("exposure", "impression", "click", "purchase")
 DEFAULT_CTR_LIFT = 0.05
 DEFAULT_CONVERSION_LIFT = 0.03
 FORMATS: tuple[str, ...] = ("csv", "csv.gz", "parquet", "jsonl")
+T = TypeVar("T")
 EventFormat = Literal["csv", "csv.gz", "parquet", "jsonl"]
 
 _MS_PER_DAY = 86_400_000
@@ -719,7 +729,9 @@ def _simulate_block(
         prop = model.propensity[
             policy[row_req], n_relevant[row_req], row_slot, rel[row_req, row_slot].astype(np.int64)
         ]
-        columns["propensity"] = pa.array(np.round(prop, 6), mask=~is_imp)
+        # 6 decimals keep text files short; tiny propensities keep full precision (never 0)
+        prop = np.where(prop >= 1e-3, np.round(prop, 6), prop)
+        columns["propensity"] = pa.array(prop, mask=~is_imp)
     for column, index in segment_index.items():
         columns[column] = _labels(list(c.segments[column]), index[row_user])
     table = pa.Table.from_pydict(columns, schema=event_schema(c))
@@ -766,6 +778,45 @@ def _batches(source: SimulationConfig | pa.Table) -> Iterator[pa.Table]:
             yield pa.Table.from_batches([batch], schema=source.schema)
 
 
+def _prefetch(items: Iterator[T], depth: int = 1) -> Iterator[T]:
+    """``items``, produced in a background thread up to ``depth`` ahead: numpy and
+    Arrow release the GIL, so simulating the next block overlaps writing this one."""
+    channel: queue.Queue[tuple[str, Any]] = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+
+    def put(message: tuple[str, Any]) -> bool:
+        while not stop.is_set():
+            try:
+                channel.put(message, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def produce() -> None:
+        try:
+            for item in items:
+                if not put(("item", item)):
+                    return
+            put(("end", None))
+        except BaseException as exc:
+            put(("error", exc))
+
+    worker = threading.Thread(target=produce, name="abeval-simulate", daemon=True)
+    worker.start()
+    try:
+        while True:
+            kind, value = channel.get()
+            if kind == "end":
+                return
+            if kind == "error":
+                raise value
+            yield value
+    finally:
+        stop.set()
+        worker.join()
+
+
 def write_events(
     source: SimulationConfig | pa.Table,
     path: str | Path,
@@ -781,15 +832,16 @@ def write_events(
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     if fmt == "parquet":
-        return _write_parquet(_batches(source), path)
+        return _write_parquet(_prefetch(_batches(source)), path)
+    text = _prefetch(_iso_timestamps(batch) for batch in _batches(source))
     if fmt == "jsonl":
-        return _write_jsonl(_batches(source), path)
+        return _write_jsonl(text, path)
     # Strings are quoted only when needed: the generator's own ids never need it, so
     # a simulation is written unquoted unless one of the configured labels needs quotes.
     plain = isinstance(source, SimulationConfig) and not any(
         set(label) & set(',"\r\n') for label in _labels_of(source)
     )
-    return _write_csv(_batches(source), path, compress=fmt == "csv.gz", quote=not plain)
+    return _write_csv(text, path, compress=fmt == "csv.gz", quote=not plain)
 
 
 def _labels_of(config: SimulationConfig) -> list[str]:
@@ -818,8 +870,7 @@ def _write_csv_to(batches: Iterator[pa.Table], sink: IO[bytes] | gzip.GzipFile, 
     style = "needed" if quote else "none"
     options = csv.WriteOptions(quoting_style=style, include_header=False)
     writer: csv.CSVWriter | None = None
-    for batch in batches:
-        table = _iso_timestamps(batch)
+    for table in batches:
         if writer is None:
             # Arrow quotes every header name; write a plain header (the names are simple)
             sink.write((",".join(table.column_names) + "\n").encode())
@@ -849,10 +900,11 @@ def _write_parquet(batches: Iterator[pa.Table], path: Path) -> int:
 
 
 def _write_jsonl(batches: Iterator[pa.Table], path: Path) -> int:
-    """JSON Lines through DuckDB's writer, streaming the batches (one object a line)."""
+    """JSON Lines through DuckDB's writer, streaming the batches (one object a line).
+    The batches' timestamps are already text."""
     import duckdb
 
-    texts = (_iso_timestamps(table) for table in batches)
+    texts = iter(batches)
     first = next(texts, None)
     if first is None:
         path.write_bytes(b"")

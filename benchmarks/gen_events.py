@@ -5,12 +5,14 @@
 
 Row counts are approximate (the simulator is sized by users: within about 1%); the
 exact count, the seed and the timings go to a ``.json`` file beside each data file.
-Files that already exist with the same parameters are kept unless ``--force``.
+Files that already exist with the same parameters (and simulator source) are kept
+unless ``--force``.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import re
 import sys
@@ -22,12 +24,6 @@ HERE = Path(__file__).resolve().parent
 DATA_DIR = HERE / "data"
 DEFAULT_SIZES = "1M,10M"
 _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kKmM]?)\s*$")
-
-try:
-    from abeval.simulate import SimulationConfig, users_for_rows, write_events
-except ImportError:  # run from a checkout without an installed package
-    sys.path.insert(0, str(HERE.parent))
-    from abeval.simulate import SimulationConfig, users_for_rows, write_events
 
 
 def parse_size(text: str) -> int:
@@ -72,13 +68,22 @@ def generate(
     rows: int, fmt: str = "csv", data_dir: Path = DATA_DIR, seed: int = 0, force: bool = False
 ) -> Generated:
     """Write about ``rows`` simulated events to ``data_dir`` (kept if already there)."""
+    try:
+        import abeval.simulate as simulate_module
+    except ImportError:  # run from a checkout without an installed package
+        sys.path.insert(0, str(HERE.parent))
+        import abeval.simulate as simulate_module
+    from abeval.simulate import SimulationConfig, users_for_rows, write_events
+
     path = data_path(rows, fmt, data_dir)
     meta_path = path.with_name(path.name + ".json")
     base = SimulationConfig(seed=seed)
     users = users_for_rows(rows, base)
+    simulator = hashlib.sha256(Path(simulate_module.__file__ or "").read_bytes()).hexdigest()[:12]
     if path.exists() and meta_path.exists() and not force:
         meta = json.loads(meta_path.read_text())
-        if meta.get("users") == users and meta.get("seed") == seed:
+        same = (meta.get("users"), meta.get("seed"), meta.get("simulator"))
+        if same == (users, seed, simulator):
             return Generated(
                 path, rows, meta["rows"], users, seed, meta["seconds"], path.stat().st_size, True
             )
@@ -98,6 +103,7 @@ def generate(
         "seconds": round(seconds, 3),
         "experiment": config.experiment,
         "arms": list(config.arms),
+        "simulator": simulator,  # files from another version of the simulator are remade
     }
     meta_path.write_text(json.dumps(meta, indent=2) + "\n")
     return Generated(path, rows, written, users, seed, seconds, path.stat().st_size, False)

@@ -5,14 +5,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pgserver
 import pytest
+from pgserver import PostgresServer, require_bindir
 
-pytest.register_assert_rewrite("pgserver")
-pytest_plugins = ["pgserver"]  # the fixtures (conftest.py may register them too)
-
-import pgserver  # noqa: E402
-from pgserver import PostgresServer, require_bindir  # noqa: E402
-
+# The fixtures (postgres_url, postgres_server, postgres_database) come from
+# pgserver.py through tests/conftest.py.
 pytestmark = pytest.mark.postgres
 
 

@@ -34,8 +34,18 @@ from abeval.store.ingest import ingest_file
 from abeval.store.online_sql import arm_moments
 
 EXP = "hand"
-HEADER = ["experiment", "arm", "user_id", "ts", "event_type", "request_id", "item_id",
-          "position", "value", "device"]
+HEADER = [
+    "experiment",
+    "arm",
+    "user_id",
+    "ts",
+    "event_type",
+    "request_id",
+    "item_id",
+    "position",
+    "value",
+    "device",
+]
 USERS = {
     # user: (arm, impressions, clicks, purchases revenue list, pre clicks, device)
     "c1": ("control", 2, 1, [], 1, "mobile"),
@@ -50,26 +60,87 @@ USERS = {
 def hand_rows(experiment: str = EXP) -> list[list[str]]:
     rows: list[list[str]] = []
     for user, (arm, imps, clicks, revenue, pre_clicks, device) in USERS.items():
-        rows.append([experiment, arm, user, "2024-03-01T10:00:00", "exposure", "", "", "", "",
-                     device])
+        rows.append(
+            [experiment, arm, user, "2024-03-01T10:00:00", "exposure", "", "", "", "", device]
+        )
         # pre-period: a request of two items a day before exposure, with its clicks
         for pos in (1, 2):
-            rows.append([experiment, arm, user, "2024-02-29T10:00:00", "impression",
-                         f"{user}-pre", f"i{pos}", str(pos), "", device])
+            rows.append(
+                [
+                    experiment,
+                    arm,
+                    user,
+                    "2024-02-29T10:00:00",
+                    "impression",
+                    f"{user}-pre",
+                    f"i{pos}",
+                    str(pos),
+                    "",
+                    device,
+                ]
+            )
         for pos in range(1, pre_clicks + 1):
-            rows.append([experiment, arm, user, "2024-02-29T10:00:05", "click", f"{user}-pre",
-                         f"i{pos}", "", "", device])
+            rows.append(
+                [
+                    experiment,
+                    arm,
+                    user,
+                    "2024-02-29T10:00:05",
+                    "click",
+                    f"{user}-pre",
+                    f"i{pos}",
+                    "",
+                    "",
+                    device,
+                ]
+            )
         for pos in range(1, imps + 1):
             req = f"{user}-r{(pos - 1) // 2}"
-            rows.append([experiment, arm, user, "2024-03-01T11:00:00", "impression", req,
-                         f"i{pos}", str((pos - 1) % 2 + 1), "", device])
+            rows.append(
+                [
+                    experiment,
+                    arm,
+                    user,
+                    "2024-03-01T11:00:00",
+                    "impression",
+                    req,
+                    f"i{pos}",
+                    str((pos - 1) % 2 + 1),
+                    "",
+                    device,
+                ]
+            )
         for c in range(clicks):
             req = f"{user}-r{c // 2}"
-            rows.append([experiment, arm, user, "2024-03-01T11:00:05", "click", req,
-                         f"i{c + 1}", "", "", device])
+            rows.append(
+                [
+                    experiment,
+                    arm,
+                    user,
+                    "2024-03-01T11:00:05",
+                    "click",
+                    req,
+                    f"i{c + 1}",
+                    "",
+                    "",
+                    device,
+                ]
+            )
         for j, value in enumerate(revenue):
-            rows.append([experiment, arm, user, "2024-03-01T11:01:00", "purchase", f"{user}-r0",
-                         f"i{j + 1}", "", str(value), device])
+            rows.append(
+                [
+                    experiment,
+                    arm,
+                    user,
+                    "2024-03-01T11:01:00",
+                    "purchase",
+                    f"{user}-r0",
+                    f"i{j + 1}",
+                    "",
+                    str(value),
+                    device,
+                ]
+            )
     return rows
 
 
@@ -113,7 +184,7 @@ def test_sufficient_statistics_match_per_user_values(hand_store: str) -> None:
         for name in ("impressions", "clicks", "purchases", "revenue", "pre_clicks"):
             assert m.sums[name] == pytest.approx(u[name].sum())
             assert m.ss(name) == pytest.approx(((u[name] - u[name].mean()) ** 2).sum())
-        cross = ((u["clicks"] - u["clicks"].mean()) * (u["impressions"] - u["impressions"].mean()))
+        cross = (u["clicks"] - u["clicks"].mean()) * (u["impressions"] - u["impressions"].mean())
         assert m.cp("clicks", "impressions") == pytest.approx(cross.sum())
         assert m.sums["pre_impressions"] == 6  # two pre-period impressions per user
 
@@ -179,8 +250,9 @@ def test_health_counts(hand_store: str) -> None:
 
 def test_contaminated_users_are_left_out(tmp_path: Path) -> None:
     rows = hand_rows()
-    rows.append([EXP, "treatment", "c1", "2024-03-01T12:00:00", "impression", "x", "i9", "1",
-                 "", "mobile"])
+    rows.append(
+        [EXP, "treatment", "c1", "2024-03-01T12:00:00", "impression", "x", "i9", "1", "", "mobile"]
+    )
     db = str(tmp_path / "c.duckdb")
     store = open_store(db)
     ingest_file(store, write_csv(tmp_path / "c.csv", rows))
@@ -192,11 +264,24 @@ def test_contaminated_users_are_left_out(tmp_path: Path) -> None:
 
 def test_text_report_shows_hand_checked_values(hand_store: str) -> None:
     result = CliRunner().invoke(
-        app, ["report", "-e", EXP, "--db", hand_store, "--format", "text", "--cuped-days", "0",
-              "--no-offline"]
+        app,
+        [
+            "report",
+            "-e",
+            EXP,
+            "--db",
+            hand_store,
+            "--format",
+            "text",
+            "--cuped-days",
+            "0",
+            "--no-offline",
+        ],
     )
     assert result.exit_code == 0, result.output
-    ctr_line = next(line for line in result.stdout.splitlines() if line.lstrip("* ").startswith("CTR "))
+    ctr_line = next(
+        line for line in result.stdout.splitlines() if line.lstrip("* ").startswith("CTR ")
+    )
     assert "0.3750" in ctr_line and "0.5000" in ctr_line and "+33.33%" in ctr_line
     assert "arms: control 3 users, treatment 3 users" in result.stdout
 
@@ -229,8 +314,12 @@ def test_segment_breakdown(hand_store: str) -> None:
     report = build_report(store, EXP, ReportOptions(segment="device", offline=False))
     store.close()
     values = {(s.value, s.metric) for s in report.segments}
-    assert values == {("desktop", "ctr"), ("desktop", "conversion"), ("mobile", "ctr"),
-                      ("mobile", "conversion")}
+    assert values == {
+        ("desktop", "ctr"),
+        ("desktop", "conversion"),
+        ("mobile", "ctr"),
+        ("mobile", "conversion"),
+    }
     mobile_ctr = next(s for s in report.segments if s.value == "mobile" and s.metric == "ctr")
     assert (mobile_ctr.control_users, mobile_ctr.treatment_users) == (2, 2)
     # mobile: control c1, c3 = 3 clicks / 4 impressions; treatment t1, t3 = 2 / 6
@@ -241,16 +330,26 @@ def test_segment_breakdown(hand_store: str) -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["-e", "nope"], "Error: no experiment 'nope' in the store; known: hand "
-                         "(list them with `abeval experiments`)"),
-        (["-e", "hnad"], "Error: no experiment 'hnad' in the store; did you mean hand? "
-                         "(list them with `abeval experiments`)"),
-        (["-e", EXP, "--control", "ctrl"],
-         "Error: experiment 'hand' has no arm 'ctrl'; its arms are control, treatment"),
-        (["-e", EXP, "--primary", "ctr,convrsion"],
-         "Error: unknown metric 'convrsion' in --primary; did you mean conversion? known: "
-         "ctr, conversion, revenue_per_user, clicks_per_user, purchases_per_user, "
-         "impressions_per_user, aov"),
+        (
+            ["-e", "nope"],
+            "Error: no experiment 'nope' in the store; known: hand "
+            "(list them with `abeval experiments`)",
+        ),
+        (
+            ["-e", "hnad"],
+            "Error: no experiment 'hnad' in the store; did you mean hand? "
+            "(list them with `abeval experiments`)",
+        ),
+        (
+            ["-e", EXP, "--control", "ctrl"],
+            "Error: experiment 'hand' has no arm 'ctrl'; its arms are control, treatment",
+        ),
+        (
+            ["-e", EXP, "--primary", "ctr,convrsion"],
+            "Error: unknown metric 'convrsion' in --primary; did you mean conversion? known: "
+            "ctr, conversion, revenue_per_user, clicks_per_user, purchases_per_user, "
+            "impressions_per_user, aov",
+        ),
     ],
 )
 def test_report_errors(hand_store: str, args: list[str], message: str) -> None:

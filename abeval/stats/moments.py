@@ -85,17 +85,9 @@ class EffectMoments:
     variance_reduction: float | None = None
 
 
-def _arm(stats: ArmStats) -> ArmMoments:
-    if isinstance(stats, CupedStats):
-        return ArmMoments(
-            n=stats.n,
-            mean=stats.post.mean,
-            variance=stats.post.variance,
-            covariate_mean=stats.pre.mean,
-            covariate_variance=stats.pre.variance,
-            covariance=stats.covariance,
-        )
-    if isinstance(stats, RatioCupedStats):
+def arm_moments(stats: ArmStats) -> ArmMoments:
+    """n, mean and per-user variance of one arm (with the covariate's for CUPED)."""
+    if isinstance(stats, CupedStats | RatioCupedStats):
         return ArmMoments(
             n=stats.n,
             mean=stats.post.mean,
@@ -188,7 +180,7 @@ def effect_moments(control: ArmStats, treatment: ArmStats) -> EffectMoments:
             control_mean=_post(control).mean if means_defined else None,
             treatment_mean=_post(treatment).mean if means_defined else None,
         )
-    c, t = _arm(control), _arm(treatment)
+    c, t = arm_moments(control), arm_moments(treatment)
     theta, note = _theta(control, treatment)
     th = theta if theta is not None else 0.0
     v_c, v_t = c.adjusted_variance(th), t.adjusted_variance(th)

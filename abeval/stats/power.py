@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from scipy import optimize
 from scipy import stats as sps
 
-from abeval.stats.moments import effect_moments
+from abeval.stats.moments import arm_moments, effect_moments
 from abeval.stats.results import PowerResult, PowerStatus
 from abeval.stats.sequential import DEFAULT_TUNING_N, sequential_critical_value
 from abeval.stats.sufficient import ArmStats
@@ -113,7 +113,7 @@ class _Design:
 
 def _users(x: float) -> int:
     """Users needed, rounding up but not over float noise."""
-    return math.ceil(x * (1 - 1e-12))
+    return math.ceil(x * (1 - 1e-14))
 
 
 def _input_problem(
@@ -236,27 +236,25 @@ def detectable_effect(
 ) -> PowerResult:
     """Post hoc: the lift this experiment could detect with probability ``power``.
 
-    Uses the experiment's own standard error of the absolute lift (both arms'
-    variances, the delta method for ratios, CUPED when given) and the control
-    mean as baseline. ``baseline_variance`` in the result is the per-user
-    variance that, equal in both arms, would give that standard error. This is
-    the design's sensitivity, not the "observed power" at the observed effect
-    (which is a function of the p-value and says nothing new; Hoenig and
-    Heisey 2001).
+    :func:`minimum_detectable_effect` with the experiment's own arm sizes and
+    the control arm's mean and per-user variance (delta-method variance for a
+    ratio; CUPED-adjusted with the pooled θ when CUPED applies). This is the
+    design's sensitivity, not the "observed power" at the observed effect, which
+    is a function of the p-value and says nothing new (Hoenig and Heisey 2001).
     """
     design = _Design(alpha, power, sequential, tuning_n)
     m = effect_moments(control, treatment)
     users = (m.control_n, m.treatment_n)
-    if m.absolute_variance is None or m.control_mean is None:
+    if m.control_mean is None or m.status in ("too_few_users", "zero_denominator"):
         return design.result(m.status, m.message, m.control_mean, None, users=users)
-    delta, rel, critical = design.mde(math.sqrt(m.absolute_variance), sum(users), m.control_mean)
-    return design.result(
-        "ok" if rel is not None else "zero_baseline",
-        "" if rel is not None else "the control mean is 0: no relative MDE",
+    variance = arm_moments(control).adjusted_variance(m.theta or 0.0)
+    return minimum_detectable_effect(
+        users[0],
         m.control_mean,
-        m.absolute_variance / (1.0 / users[0] + 1.0 / users[1]),
-        mde_relative=rel,
-        mde_absolute=delta,
-        users=users,
-        critical_value=critical,
+        variance,
+        alpha=alpha,
+        power=power,
+        n_treatment=users[1],
+        sequential=sequential,
+        tuning_n=tuning_n,
     )

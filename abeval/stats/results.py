@@ -62,7 +62,9 @@ def _clean(value: Any) -> Any:
         return finite(float(value))
     if isinstance(value, tuple):
         items = tuple(_clean(v) for v in value)
-        return None if any(v is None for v in items) else items
+        # an interval (or any tuple) with a non-finite number is undefined as a whole
+        lost = any(v is not None and c is None for v, c in zip(value, items, strict=True))
+        return None if lost else items
     return value
 
 
@@ -71,9 +73,9 @@ def _plain(value: Any) -> JsonValue:
         return {f.name: _plain(getattr(value, f.name)) for f in fields(value)}
     if isinstance(value, tuple | list):
         return [_plain(v) for v in value]
-    if isinstance(value, float):
-        return finite(value)
-    return value
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    return _clean(value)
 
 
 class JsonResult:

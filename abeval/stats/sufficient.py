@@ -10,6 +10,10 @@ centred sum that comes out below the rounding error of the raw sums is taken as 
 (a constant metric), so a constant arm reads as zero variance and not as a tiny
 spurious one.
 
+:class:`MeanStats` (and :class:`ProportionStats`) and :class:`RatioStats` hold one
+period; :class:`CupedStats` and :class:`RatioCupedStats` add the same metric over
+the pre-period and the cross-products needed by CUPED (:mod:`abeval.stats.cuped`).
+
 Inputs may be ``int``, ``float``, ``numpy`` scalars or ``Decimal`` (PostgreSQL
 returns ``Decimal`` for integer sums): everything is converted to ``float``.
 """

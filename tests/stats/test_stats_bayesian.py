@@ -56,7 +56,8 @@ def test_normal_prior_matches_a_grid_posterior() -> None:
     above = weights[grid > 0].sum() + weights[grid == 0].sum() / 2  # half the cell at 0
     assert result.relative.chance_to_win == pytest.approx(above, abs=1e-6)
     # shrunk toward 0 and narrower than the flat posterior
-    assert 0 < result.relative.mean < effect and (result.relative.sd or 1) < sd
+    assert result.relative.mean is not None and result.relative.sd is not None
+    assert 0 < result.relative.mean < effect and result.relative.sd < sd
 
 
 def test_prior_is_carried_to_the_other_scale_through_the_control_mean() -> None:

@@ -17,6 +17,7 @@ from statsmodels.stats.weightstats import CompareMeans, DescrStatsW
 from abeval.stats import (
     Comparison,
     CupedStats,
+    Lift,
     MeanStats,
     ProportionStats,
     RatioCupedStats,
@@ -201,6 +202,11 @@ def _assert_degenerate(result: Comparison, status: str) -> None:
         (MeanStats(3, 1.0, math.inf), MeanStats.from_values([1.0, 2.0]), "invalid_input"),
         (MeanStats(3, 1.0, -1.0), MeanStats.from_values([1.0, 2.0]), "invalid_input"),
         (
+            ProportionStats.from_counts(10, 12),  # more successes than users
+            ProportionStats.from_counts(10, 3),
+            "invalid_input",
+        ),
+        (
             CupedStats.from_values([], []),
             CupedStats.from_values([1.0, 2.0], [1.0, 1.0]),
             "empty_arm",
@@ -260,5 +266,18 @@ def test_to_dict_is_json_ready() -> None:
     result = compare(MeanStats.from_values([1.0, 2.0, 4.0]), MeanStats.from_values([2.0, 5.0]))
     plain = result.to_dict()
     assert_json_clean(plain)
-    assert plain["absolute"]["ci"] == list(result.absolute.ci or ())  # type: ignore[index]
+    absolute = plain["absolute"]
+    assert isinstance(absolute, dict) and absolute["ci"] == list(result.absolute.ci or ())
     assert json.loads(json.dumps(plain, allow_nan=False)) == plain
+
+
+def test_results_sanitise_numbers_when_built() -> None:
+    quarter: float = np.float32(0.25)  # type: ignore[assignment]
+    lift = Lift(effect=np.float64(0.5), se=math.nan, ci=(1.0, math.inf), p_value=quarter)
+    assert lift.se is None and lift.ci is None
+    assert type(lift.effect) is float and lift.p_value == 0.25
+    one, two = np.int64(1), np.int64(2)
+    plain = Lift(effect=None, ci=(one, two)).to_dict()  # type: ignore[arg-type]
+    ci = plain["ci"]
+    assert isinstance(ci, list) and ci == [1, 2] and all(type(v) is int for v in ci)
+    assert_json_clean(plain)

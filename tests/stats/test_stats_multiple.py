@@ -100,10 +100,10 @@ def test_sequential_intervals_agree_with_adjusted_always_valid_p_values() -> Non
     adjusted = adjust_comparisons(results, "holm")
     decisions = []
     for result in adjusted:
-        lift = result.absolute
-        assert lift.ci_adjusted is not None and lift.p_adjusted is not None
-        excludes_zero = lift.ci_adjusted[0] > 0 or lift.ci_adjusted[1] < 0
-        assert excludes_zero == (lift.p_adjusted < 0.05)
+        absolute = result.absolute
+        assert absolute.ci_adjusted is not None and absolute.p_adjusted is not None
+        excludes_zero = absolute.ci_adjusted[0] > 0 or absolute.ci_adjusted[1] < 0
+        assert excludes_zero == (absolute.p_adjusted < 0.05)
         decisions.append(excludes_zero)
     assert any(decisions) and not all(decisions)  # the check is not vacuous
 

@@ -133,7 +133,7 @@ def test_continuous_monitoring_keeps_the_error_rate() -> None:
     diff = mean[:, 1] - mean[:, 0]
     se = np.sqrt((var[:, 0] + var[:, 1]) / n)
     naive = (np.abs(diff / se) > sps.norm.isf(0.025)).any(axis=1).mean()
-    crit = np.array([sequential_critical_value(2 * k, 0.05, 5000) for k in n])
+    crit = np.array([sequential_critical_value(2 * float(k), 0.05, 5000) for k in n])
     sequential = (np.abs(diff / se) > crit).any(axis=1).mean()
     bound = 0.05 + 3 * math.sqrt(0.05 * 0.95 / reps)
     assert naive > 0.15

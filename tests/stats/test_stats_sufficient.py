@@ -164,7 +164,7 @@ def test_shapes_and_kinds_are_checked() -> None:
     with pytest.raises(ValueError):
         CupedStats(MeanStats.from_values([1, 2]), MeanStats.from_values([1]), 0.0)
     with pytest.raises(TypeError):
-        MeanStats.from_values([1.0]) + ProportionStats.from_counts(1, 1)  # type: ignore[operator]
+        MeanStats.from_values([1.0]) + ProportionStats.from_counts(1, 1)
     with pytest.raises(TypeError):
         MeanStats.from_values([1.0]) + RatioStats.from_values([1.0], [1.0])  # type: ignore[operator]
 

@@ -1,0 +1,358 @@
+"""Ingest benchmark: ``abeval ingest`` against DuckDB's own CSV reader, same files, same run.
+
+For each event file (default ``benchmarks/data/events_1M.csv`` and ``_10M.csv``,
+generated with ``gen_events.py`` when missing) and each of ``--runs`` rounds, two
+subprocesses load the file into a fresh DuckDB *file*, in alternating order:
+
+* ``abeval``: ``python -m abeval ingest FILE --db fresh.duckdb --json --quiet``
+  (validation, deduplication, bookkeeping: the whole command);
+* ``duckdb``: ``CREATE TABLE t AS SELECT * FROM read_csv('FILE')`` in a new
+  Python process: the floor the ingest is compared with.
+
+Reported per file: median (and min) wall time of each, the ratio abeval / duckdb,
+the median peak RSS of each process (from ``wait4``), and rows per second. The
+table is printed as Markdown; ``--record`` appends it, with a description of
+the machine, to ``benchmarks/RESULTS.md``. The file is read once before timing
+so that both sides see a warm page cache.
+
+    python benchmarks/bench_ingest.py                       # 1M and 10M, 3 runs
+    python benchmarks/bench_ingest.py --sizes 1M --runs 5 --record
+    python benchmarks/bench_ingest.py --files my.csv --only duckdb
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+RESULTS = HERE / "RESULTS.md"
+IS_MAC = sys.platform == "darwin"
+sys.path.insert(0, str(HERE))
+
+# gen_events imports the simulator only when it generates: this process stays small,
+# which matters because a child's peak RSS (from wait4) counts the process it was
+# forked from. Missing files are generated in a subprocess for the same reason.
+from gen_events import DATA_DIR, DEFAULT_SIZES, data_path, parse_size  # noqa: E402
+
+METHODS = ("abeval", "duckdb")
+
+# The floor: DuckDB's reader into a table of a fresh database file, in its own process.
+RAW_DUCKDB = """
+import sys, time, json, duckdb
+path, db = sys.argv[1], sys.argv[2]
+t0 = time.perf_counter()
+con = duckdb.connect(db)
+con.execute("CREATE TABLE t AS SELECT * FROM read_csv(?)", [path])
+rows = con.execute("SELECT count(*) FROM t").fetchone()[0]
+con.close()
+print(json.dumps({"rows": rows, "seconds": time.perf_counter() - t0}))
+"""
+
+
+@dataclass
+class Run:
+    method: str
+    seconds: float
+    peak_rss_mib: float
+    rows: int | None
+    ok: bool
+    message: str = ""
+
+
+@dataclass
+class FileResult:
+    path: Path
+    rows: int | None
+    size_bytes: int
+    runs: list[Run] = field(default_factory=list)
+
+    def of(self, method: str) -> list[Run]:
+        return [r for r in self.runs if r.method == method and r.ok]
+
+    def median(self, method: str) -> float | None:
+        runs = self.of(method)
+        return statistics.median(r.seconds for r in runs) if runs else None
+
+    def minimum(self, method: str) -> float | None:
+        runs = self.of(method)
+        return min(r.seconds for r in runs) if runs else None
+
+    def rss(self, method: str) -> float | None:
+        runs = self.of(method)
+        return statistics.median(r.peak_rss_mib for r in runs) if runs else None
+
+    def failures(self, method: str) -> list[Run]:
+        return [r for r in self.runs if r.method == method and not r.ok]
+
+
+def run_measured(argv: list[str], cwd: Path, timeout: float) -> tuple[int, float, float, str, str]:
+    """Run a command; return (exit code, wall seconds, peak RSS MiB, stdout, stderr).
+    The peak RSS is the child's own, from ``wait4`` (Linux reports KiB)."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(argv, cwd=cwd, stdout=out, stderr=err)
+        deadline = t0 + timeout
+        while True:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.perf_counter() > deadline:
+                proc.kill()
+                pid, status, usage = os.wait4(proc.pid, 0)
+                break
+            time.sleep(0.005)
+        seconds = time.perf_counter() - t0
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        scale = 1 if IS_MAC else 1024  # ru_maxrss: KiB on Linux, bytes on macOS
+        rss_mib = usage.ru_maxrss * scale / 2**20
+        return (
+            proc.returncode,
+            seconds,
+            rss_mib,
+            out.read().decode(errors="replace"),
+            err.read().decode(errors="replace"),
+        )
+
+
+def _find_rows(doc: Any) -> int | None:
+    """Rows inserted, from ``abeval ingest --json`` output (tolerant of its shape)."""
+    if isinstance(doc, dict):
+        for key in ("inserted", "rows_inserted"):
+            if isinstance(doc.get(key), int):
+                return int(doc[key])
+        if isinstance(doc.get("files"), list):
+            counts = [_find_rows(f) for f in doc["files"]]
+            if counts and all(c is not None for c in counts):
+                return sum(c for c in counts if c is not None)
+    if isinstance(doc, list):
+        counts = [_find_rows(f) for f in doc]
+        if counts and all(c is not None for c in counts):
+            return sum(c for c in counts if c is not None)
+    return None
+
+
+class Bench:
+    def __init__(self, python: str, timeout: float, work_dir: Path) -> None:
+        self.python = python
+        self.timeout = timeout
+        self.work_dir = work_dir
+        self.abeval_flags = ["--json", "--quiet"]
+
+    def once(self, method: str, path: Path) -> Run:
+        tmp = Path(tempfile.mkdtemp(prefix="bench-", dir=self.work_dir))
+        db = tmp / "fresh.duckdb"
+        try:
+            if method == "duckdb":
+                argv = [self.python, "-c", RAW_DUCKDB, str(path), str(db)]
+            else:
+                argv = [self.python, "-m", "abeval", "ingest", str(path), "--db", str(db)]
+                argv += self.abeval_flags
+            env_cwd = REPO  # `-m abeval` finds the checkout even without an install
+            code, seconds, rss, out, err = run_measured(argv, env_cwd, self.timeout)
+            if method == "abeval" and code == 2 and "--quiet" in err and self.abeval_flags:
+                self.abeval_flags = ["--json"]  # an older ingest without --quiet
+                return self.once(method, path)
+            if code != 0:
+                lines = (err or out).strip().splitlines()
+                why = lines[-1] if lines else f"exit code {code}"
+                return Run(method, seconds, rss, None, False, f"exit {code}: {why[:200]}")
+            try:
+                rows = (
+                    _find_rows(json.loads(out)) if method == "abeval" else json.loads(out)["rows"]
+                )
+            except (ValueError, KeyError, TypeError):
+                rows = None
+            return Run(method, seconds, rss, rows, True)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def warm(path: Path) -> None:
+    with path.open("rb") as f:
+        while f.read(1 << 24):
+            pass
+
+
+def bench_file(bench: Bench, path: Path, runs: int, methods: tuple[str, ...]) -> FileResult:
+    meta_path = path.with_name(path.name + ".json")
+    rows = json.loads(meta_path.read_text()).get("rows") if meta_path.exists() else None
+    result = FileResult(path, rows, path.stat().st_size)
+    warm(path)
+    for i in range(runs):
+        order = methods if i % 2 == 0 else tuple(reversed(methods))
+        for method in order:
+            run = bench.once(method, path)
+            result.runs.append(run)
+            status = f"{run.seconds:7.2f} s  {run.peak_rss_mib:7.0f} MiB" if run.ok else run.message
+            print(f"  run {i + 1}/{runs} {method:<7} {status}", file=sys.stderr, flush=True)
+            if run.ok and rows is not None and run.rows is not None and run.rows != rows:
+                print(
+                    f"  warning: {method} loaded {run.rows:,} rows, file has {rows:,}",
+                    file=sys.stderr,
+                )
+    return result
+
+
+def _fmt(x: float | None, spec: str = ".2f", unit: str = "") -> str:
+    return "failed" if x is None else f"{x:{spec}}{unit}"
+
+
+def markdown(results: list[FileResult], runs: int) -> str:
+    head = (
+        "| file | rows | size | abeval ingest (median / min) | duckdb read_csv (median / min) "
+        "| ratio | abeval peak RSS | duckdb peak RSS | abeval rows/s |\n"
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|\n"
+    )
+    lines = []
+    for r in results:
+        a, d = r.median("abeval"), r.median("duckdb")
+        ratio = f"{a / d:.2f}x" if a and d else "n/a"
+        rate = f"{r.rows / a:,.0f}" if a and r.rows else "n/a"
+        rows = f"{r.rows:,}" if r.rows else "?"
+        cells = [
+            r.path.name,
+            rows,
+            f"{r.size_bytes / 2**20:,.0f} MiB",
+            f"{_fmt(a, '.2f', ' s')} / {_fmt(r.minimum('abeval'), '.2f', ' s')}",
+            f"{_fmt(d, '.2f', ' s')} / {_fmt(r.minimum('duckdb'), '.2f', ' s')}",
+            ratio,
+            _fmt(r.rss("abeval"), ",.0f", " MiB"),
+            _fmt(r.rss("duckdb"), ",.0f", " MiB"),
+            rate,
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    notes = []
+    for r in results:
+        for method in METHODS:
+            for run in r.failures(method)[:1]:
+                notes.append(f"- {r.path.name}, {method}: {run.message}")
+    text = head + "\n".join(lines) + "\n"
+    text += f"\n{runs} runs per file and method, interleaved; wall time of the whole subprocess.\n"
+    if notes:
+        text += "\nFailures:\n" + "\n".join(notes) + "\n"
+    return text
+
+
+def machine() -> dict[str, str]:
+    import duckdb
+
+    cpu = platform.processor() or platform.machine()
+    ram = "?"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal"):
+                ram = f"{int(line.split()[1]) / 2**20:.1f} GiB"
+                break
+    except OSError:
+        pass
+    try:
+        commit = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        commit = "?"
+    return {
+        "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "cpu": cpu,
+        "cores": str(os.cpu_count()),
+        "ram": ram,
+        "os": platform.platform(),
+        "python": platform.python_version(),
+        "duckdb": duckdb.__version__,
+        "commit": commit,
+    }
+
+
+def record(text: str, info: dict[str, str], results: Path = RESULTS) -> None:
+    header = (
+        ""
+        if results.exists()
+        else "# Benchmark results\n\nAppended by `bench_ingest.py --record`.\n"
+    )
+    described = ", ".join(f"{k} {v}" for k, v in info.items() if k != "date")
+    with results.open("a", encoding="utf-8") as f:
+        f.write(f"{header}\n## Ingest, {info['date']}\n\n{described}\n\n{text}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", default=DEFAULT_SIZES, help="generated files to use (1M,10M)")
+    parser.add_argument("--files", nargs="*", type=Path, help="benchmark these CSV files instead")
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--only", choices=METHODS, help="time one side only")
+    parser.add_argument("--data-dir", type=Path, default=DATA_DIR)
+    parser.add_argument("--no-generate", action="store_true", help="do not create missing files")
+    parser.add_argument("--timeout", type=float, default=1800, help="seconds per load")
+    parser.add_argument("--python", default=sys.executable, help="interpreter for both sides")
+    parser.add_argument("--record", action="store_true", help="append the table to --results")
+    parser.add_argument("--results", type=Path, default=RESULTS, help="default: %(default)s")
+    args = parser.parse_args(argv)
+    if args.runs < 1:
+        parser.error("--runs must be >= 1")
+
+    paths: list[Path] = []
+    if args.files:
+        paths = [p.resolve() for p in args.files]
+    else:
+        for rows in (parse_size(s) for s in args.sizes.split(",") if s.strip()):
+            path = data_path(rows, "csv", args.data_dir)
+            if not path.exists():
+                if args.no_generate:
+                    parser.error(f"{path} is missing: run benchmarks/gen_events.py")
+                print(f"generating {path.name} ...", file=sys.stderr, flush=True)
+                generator = [args.python, str(HERE / "gen_events.py")]
+                subprocess.run(
+                    [*generator, "--sizes", str(rows), "--data-dir", str(args.data_dir)], check=True
+                )
+            paths.append(path)
+    missing = [p for p in paths if not p.exists()]
+    if missing:
+        parser.error(f"missing: {', '.join(map(str, missing))}")
+
+    methods = (args.only,) if args.only else METHODS
+    work_dir = args.data_dir if args.data_dir.exists() else Path(tempfile.gettempdir())
+    bench = Bench(args.python, args.timeout, work_dir)
+    results = []
+    for path in paths:
+        print(f"{path.name}:", file=sys.stderr, flush=True)
+        results.append(bench_file(bench, path, args.runs, methods))
+    text = markdown(results, args.runs)
+    floor = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * (1 if IS_MAC else 1024) / 2**20
+    text += (
+        f"Peak RSS counts from the launcher's own ({floor:.0f} MiB), which a child forks from.\n"
+    )
+    print(text)
+    if args.record:
+        record(text, machine(), args.results)
+        print(f"appended to {args.results}", file=sys.stderr)
+    ok = all(r.of(m) for r in results for m in methods)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
