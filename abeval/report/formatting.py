@@ -1,0 +1,146 @@
+"""Number and date formatting for the HTML report, registered as Jinja filters.
+
+Formatting only: every function turns one value that the report model already
+holds into text. ``None`` (an undefined number, see
+:mod:`abeval.stats.results`) always prints as ``n/a``. The tests format values
+from ``ExperimentReport.to_dict()`` with these same functions and look for the
+results in the page.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+NA = "n/a"
+
+
+def pct(x: float | None, digits: int = 2) -> str:
+    """A signed percentage of a share: ``0.0132`` → ``+1.32%``."""
+    if x is None:
+        return NA
+    return f"{x * 100:+.{digits}f}%"
+
+
+def share(x: float | None, digits: int = 1) -> str:
+    """An unsigned percentage: ``0.882`` → ``88.2%``."""
+    if x is None:
+        return NA
+    return f"{x * 100:.{digits}f}%"
+
+
+def interval(ci: Sequence[float] | None, digits: int = 2) -> str:
+    """A relative interval: ``(-0.0117, 0.038)`` → ``[-1.17%, +3.80%]``."""
+    if ci is None:
+        return NA
+    return f"[{pct(ci[0], digits)}, {pct(ci[1], digits)}]"
+
+
+def pvalue(p: float | None) -> str:
+    """A p-value with four decimals, ``<0.0001`` below that."""
+    if p is None:
+        return NA
+    return "<0.0001" if p < 1e-4 else f"{p:.4f}"
+
+
+def count(x: float | None) -> str:
+    """A count or a sum with thousands separators: ``30357.0`` → ``30,357``,
+    ``100054.34000000008`` → ``100,054.34``."""
+    if x is None:
+        return NA
+    if float(x).is_integer():
+        return f"{int(x):,}"
+    return f"{x:,.2f}"
+
+
+def number(x: float | None) -> str:
+    """A metric value in its own units, with about four significant digits."""
+    if x is None:
+        return NA
+    if abs(x) >= 1000:
+        return f"{x:,.0f}"
+    if abs(x) >= 100:
+        return f"{x:,.1f}"
+    if abs(x) >= 1:
+        return f"{x:.3f}"
+    return f"{x:.4f}"
+
+
+def metric_value(x: float | None, as_percent: bool) -> str:
+    """A metric value: a rate as a percentage (``5.06%``), anything else as a number."""
+    if as_percent:
+        return share(x, 2)
+    return number(x)
+
+
+def exact(x: float | int | None) -> str:
+    """A sufficient statistic with twelve significant digits, for recomputing by hand."""
+    if x is None:
+        return NA
+    if isinstance(x, int) or float(x).is_integer():
+        return f"{int(x):,}"
+    return format(x, ",.12g")
+
+
+def fixed(x: float | None, digits: int = 1) -> str:
+    """A plain number with ``digits`` decimals and thousands separators."""
+    if x is None:
+        return NA
+    return f"{x:,.{digits}f}"
+
+
+def parse_time(value: str | None) -> datetime | None:
+    """An ISO 8601 timestamp from the store; naive ones are UTC."""
+    if not value:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def when(value: str | None) -> str:
+    """``2025-03-16T23:40:28.952`` → ``2025-03-16 23:40 UTC``; unparseable text as is."""
+    parsed = parse_time(value)
+    if parsed is None:
+        return value or NA
+    return parsed.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def short_day(value: str) -> str:
+    """``2025-03-16`` → ``Mar 16`` (axis labels)."""
+    try:
+        day = datetime.strptime(value[:10], "%Y-%m-%d")
+    except ValueError:
+        return value
+    return f"{day:%b} {day.day}"
+
+
+def words(value: str) -> str:
+    """``keep_running`` → ``Keep running``."""
+    text = value.replace("_", " ")
+    return text[:1].upper() + text[1:]
+
+
+def convention(value: dict[str, Any]) -> str:
+    """An offline metric's convention dict as ``k=10 · gain=binary``."""
+    return " · ".join(f"{k}={v}" for k, v in value.items())
+
+
+FILTERS: dict[str, Callable[..., str]] = {
+    "pct": pct,
+    "share": share,
+    "interval": interval,
+    "pvalue": pvalue,
+    "count": count,
+    "number": number,
+    "metric_value": metric_value,
+    "exact": exact,
+    "fixed": fixed,
+    "when": when,
+    "short_day": short_day,
+    "words": words,
+    "convention": convention,
+}
