@@ -6,11 +6,14 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from abeval.cli.app import DbOption, JsonOption, app, command, fail
+
+if TYPE_CHECKING:
+    from abeval.store.ingest import IngestSummary
 
 experiment_app = typer.Typer(help="Record settings of one experiment.", no_args_is_help=True)
 app.add_typer(experiment_app, name="experiment")
@@ -28,7 +31,9 @@ def _progress(enabled: bool) -> object:
 
 @command("ingest")
 def ingest(
-    files: Annotated[list[Path], typer.Argument(help="Event files: .csv, .csv.gz, .parquet, .jsonl.")],
+    files: Annotated[
+        list[Path], typer.Argument(help="Event files: .csv, .csv.gz, .parquet, .jsonl.")
+    ],
     db: DbOption = None,
     fmt: Annotated[
         str | None, typer.Option("--format", help="csv, parquet or jsonl (default: by extension).")
@@ -47,25 +52,33 @@ def ingest(
     """Load event files into the store. Each file is all or nothing; re-loading adds nothing."""
     if on_error not in ("abort", "skip"):
         raise typer.BadParameter("use abort or skip", param_hint="--on-error")
+    if fmt is not None and fmt not in ("csv", "parquet", "jsonl"):
+        raise typer.BadParameter("use csv, parquet or jsonl", param_hint="--format")
+    from abeval.errors import AbevalError
     from abeval.store import open_store
     from abeval.store.ingest import ingest_file
 
     store = open_store(db)
-    summaries = []
+    summaries: list[IngestSummary] = []
     try:
-        for path in files:
-            summary = ingest_file(
-                store,
-                path,
-                fmt=fmt,
-                on_error=on_error,  # type: ignore[arg-type]
-                progress=_progress(not quiet and not as_json),  # type: ignore[arg-type]
-            )
+        for i, path in enumerate(files):
+            try:
+                summary = ingest_file(
+                    store,
+                    path,
+                    fmt=fmt,
+                    on_error=on_error,  # type: ignore[arg-type]
+                    progress=_progress(not quiet and not as_json),  # type: ignore[arg-type]
+                )
+            except AbevalError as exc:
+                exc.details.extend(_not_loaded(files, summaries, i))
+                raise
             summaries.append(summary)
             if not as_json and not quiet:
                 typer.echo(
-                    f"{summary.file}: {summary.rows_read:,} rows read, {summary.inserted:,} inserted, "
-                    f"{summary.duplicates:,} already in the store, {summary.rejected:,} rejected "
+                    f"{summary.file}: {summary.rows_read:,} rows read, "
+                    f"{summary.inserted:,} inserted, {summary.duplicates:,} already in the "
+                    f"store, {summary.rejected:,} rejected "
                     f"({summary.seconds:.2f} s, {summary.rows_per_second:,.0f} rows/s)"
                 )
                 if summary.rejected:
@@ -78,6 +91,21 @@ def ingest(
         store.close()
     if as_json:
         typer.echo(json.dumps({"files": [s.to_dict() for s in summaries]}, indent=2))
+
+
+def _not_loaded(files: list[Path], summaries: list[IngestSummary], failed: int) -> list[str]:
+    """Detail lines after a file failed: which files are in the store, which were not read.
+    Each file is its own transaction, and re-loading a loaded file adds nothing."""
+    if len(files) == 1:
+        return []
+    lines = []
+    if summaries:
+        lines.append("loaded before the error: " + ", ".join(s.file for s in summaries))
+    rest = [str(f) for f in files[failed + 1 :]]
+    if rest:
+        lines.append("not read: " + ", ".join(rest))
+    lines.append("after fixing it, run the same command again: files already loaded add nothing")
+    return lines
 
 
 @command("rejects")
@@ -95,11 +123,13 @@ def rejects(
     store = open_store(db, read_only=True)
     try:
         with store.connect() as conn:
-            where = "WHERE ingest_id = :i" if ingest_id is not None else ""
+            where = "WHERE r.ingest_id = :i" if ingest_id is not None else ""
             rows = conn.execute(
                 text(
-                    "SELECT ingest_id, file, line, column_name, reason, raw FROM rejected_rows "
-                    f"{where} ORDER BY ingest_id, line LIMIT :n"
+                    "SELECT r.ingest_id, r.file, r.line, r.column_name, r.reason, r.raw, "
+                    "i.format FROM rejected_rows r LEFT JOIN ingests i "
+                    f"ON i.ingest_id = r.ingest_id {where} "
+                    "ORDER BY r.ingest_id, r.line LIMIT :n"
                 ),
                 {"i": ingest_id, "n": limit},
             ).fetchall()
@@ -107,10 +137,19 @@ def rejects(
         store.close()
     keys = ("ingest_id", "file", "line", "column", "reason", "raw")
     if as_json:
-        typer.echo(json.dumps([dict(zip(keys, r, strict=True)) for r in rows], indent=2))
+        typer.echo(json.dumps([dict(zip(keys, r[:6], strict=True)) for r in rows], indent=2))
+        return
+    if not rows:
+        typer.echo(
+            "no rejected rows" + (f" in ingest {ingest_id}" if ingest_id is not None else "")
+        )
         return
     for r in rows:
-        typer.echo(f"{r[1]}:{r[2]}:{r[3] or ''}: {r[4]}")
+        line = f"row {r[2]}" if r[6] == "parquet" else str(r[2])
+        column = f":{r[3]}" if r[3] else ""
+        typer.echo(f"{r[1]}:{line}{column}: {r[4]}")
+        if r[5]:
+            typer.echo("    " + str(r[5]).replace("\n", "\n    "))
 
 
 @command("migrate")
@@ -153,9 +192,14 @@ def experiments(db: DbOption = None, as_json: JsonOption = False) -> None:
         typer.echo(f"{e.experiment}  {e.first_ts} .. {e.last_ts}{control}")
         for a in e.arms:
             events = ", ".join(f"{k} {v:,}" for k, v in a.events.items())
-            typer.echo(f"  {a.arm}: {a.users:,} users; {events}")
+            typer.echo(f"  {a.arm}: {_count(a.users, 'user')}; {events or 'no events'}")
         if e.users_in_several_arms:
-            typer.echo(f"  {e.users_in_several_arms:,} users seen in several arms (left out)")
+            several = _count(e.users_in_several_arms, "user")
+            typer.echo(f"  {several} seen in several arms (left out of the analysis)")
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
 
 
 @experiment_app.command("set")
@@ -175,12 +219,12 @@ def experiment_set(
     if control is None and split is None:
         raise typer.BadParameter("give --control, --split or both")
     try:
-        store = open_store(db)
+        store = open_store(db, create=False)
         try:
             s = set_settings(store, experiment, control, split)
         finally:
             store.close()
     except AbevalError as exc:
-        raise fail(exc.message) from None
+        raise fail(exc.message, exc.details, exc.exit_code) from None
     shares = ", ".join(f"{k}={v:.0%}" for k, v in (s.split or {}).items()) or "equal"
     typer.echo(f"{experiment}: control {s.control_arm or '(first arm)'}; split {shares}")

@@ -22,7 +22,8 @@ if TYPE_CHECKING:
     from sqlalchemy.engine import Connection, Engine
 
 DEFAULT_DB = "abeval.duckdb"
-_LOCK_RE = re.compile(r"Could not set lock on file.*?(PID \d+)?\)?", re.S)
+# user:password@ in a URL that SQLAlchemy cannot parse.
+_CREDENTIALS = re.compile(r"(://[^/:@]*:)([^/]*)@")
 
 
 def resolve_url(db: str | None) -> str:
@@ -38,11 +39,30 @@ def display_url(url: str) -> str:
     """The URL as it may be shown to a user: the password is masked, and a
     DuckDB URL is shown as its file path."""
     from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
 
-    parsed = make_url(url)
+    try:
+        parsed = make_url(url)
+    except (ArgumentError, ValueError):
+        return _CREDENTIALS.sub(r"\1***@", url)
     if parsed.drivername.startswith("duckdb"):
         return parsed.database or ":memory:"
     return parsed.render_as_string(hide_password=True)
+
+
+def _without_password(text: str, url: str) -> str:
+    """``text`` (a driver's message) with the URL's password masked wherever it appears."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        password = make_url(url).password
+    except (ArgumentError, ValueError):
+        match = _CREDENTIALS.search(url)
+        password = match.group(2) if match else None
+    if password:
+        text = text.replace(str(password), "***")
+    return text
 
 
 @dataclass
@@ -103,6 +123,53 @@ def _create_engine(url: str, read_only: bool) -> Engine:
     return create_engine(url, pool_pre_ping=True)
 
 
+# Names of event files: `--db events.csv` is a slip for `abeval ingest events.csv`.
+_EVENT_SUFFIXES = (".csv", ".tsv", ".parquet", ".pq", ".jsonl", ".ndjson", ".json", ".gz")
+
+
+def _check_duckdb_file(url: str, shown: str, must_exist: bool) -> None:
+    """Refuse a ``--db`` that is not a DuckDB store before DuckDB opens it: DuckDB
+    opens an existing file of another kind (a CSV, a Parquet file) as an empty
+    in-memory database, so an ingest into it would be lost without a word."""
+    from sqlalchemy.engine import make_url
+
+    path = make_url(url).database
+    if not path or path.startswith(":memory:"):
+        return
+    file = Path(path)
+    if file.name.lower().endswith(_EVENT_SUFFIXES):
+        raise StoreError(
+            f"--db {shown} names an event file, not a store; the store is a DuckDB file "
+            f"such as {DEFAULT_DB} (load events with `abeval ingest {shown} --db {DEFAULT_DB}`)"
+        )
+    if not file.exists():
+        if must_exist:
+            raise StoreError(
+                f"no store at {shown}; load events first with `abeval ingest FILE --db {shown}`"
+            )
+        return
+    if file.is_dir():
+        raise StoreError(f"--db {shown} is a directory; name a file such as {DEFAULT_DB} in it")
+    try:
+        with file.open("rb") as f:
+            head = f.read(12)
+    except OSError as exc:
+        raise StoreError(f"cannot open the store {shown}: {exc.strerror}") from None
+    if head and head[8:12] != b"DUCK":
+        raise StoreError(f"{shown} is not a DuckDB file, so not an abeval store; pass another --db")
+
+
+def _env_lock_timeout() -> float:
+    value = os.environ.get("ABEVAL_LOCK_TIMEOUT", "10")
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = -1.0
+    if not seconds >= 0:  # also NaN
+        raise StoreError(f"ABEVAL_LOCK_TIMEOUT must be a number of seconds >= 0, got {value!r}")
+    return seconds
+
+
 def _lock_holder(message: str) -> str:
     match = re.search(r"PID (\d+)", message)
     return f"process {match.group(1)}" if match else "another process"
@@ -114,33 +181,30 @@ def open_store(
     read_only: bool = False,
     migrate: bool = True,
     lock_timeout: float | None = None,
+    create: bool = True,
 ) -> Store:
     """Open (and, when writable, create or upgrade) the store.
 
     A read-only open of a store that lacks migrations raises a
-    :class:`StoreError` naming the command that upgrades it.
+    :class:`StoreError` naming the command that upgrades it. A DuckDB file that
+    does not exist is created unless ``read_only`` or ``create=False``.
     """
     url = resolve_url(db)
     shown = display_url(url)
-    if url.startswith("duckdb") and read_only:
-        path = url.split("duckdb:///", 1)[-1]
-        if path and path != ":memory:" and not Path(path).exists():
-            raise StoreError(
-                f"no store at {shown}; load events first with `abeval ingest FILE --db {shown}`"
-            )
-    timeout = (
-        lock_timeout
-        if lock_timeout is not None
-        else float(os.environ.get("ABEVAL_LOCK_TIMEOUT", "10"))
-    )
+    if url.startswith("duckdb"):
+        _check_duckdb_file(url, shown, must_exist=read_only or not create)
+    timeout = lock_timeout if lock_timeout is not None else _env_lock_timeout()
     deadline = time.monotonic() + timeout
     while True:
-        engine = _create_engine(url, read_only)
+        try:
+            engine = _create_engine(url, read_only)
+        except Exception as exc:  # unknown dialect, missing driver, bad URL
+            raise StoreError(_engine_error(shown, url, exc)) from None
         try:
             with engine.connect():
                 pass
             break
-        except Exception as exc:  # noqa: BLE001 - classify driver errors for the user
+        except Exception as exc:  # classify driver errors for the user
             engine.dispose()
             text = str(exc)
             if "Could not set lock" in text or "Conflicting lock" in text:
@@ -152,13 +216,42 @@ def open_store(
                     f"wait for it to finish (waited {timeout:g} s, set ABEVAL_LOCK_TIMEOUT "
                     "to wait longer) or use another --db"
                 ) from None
-            raise StoreError(f"cannot open the store {shown}: {_first_line(text)}") from None
+            raise StoreError(
+                f"cannot open the store {shown}: {_first_line(_without_password(text, url))}"
+            ) from None
     store = Store(engine=engine, url=url, read_only=read_only)
     if migrate:
         from abeval.store.migrate import ensure_current
 
-        ensure_current(store)
+        try:
+            ensure_current(store)
+        except BaseException:
+            # Close the connection: in this process a DuckDB file open read-only
+            # cannot be opened again for writing (`abeval migrate`) until it is.
+            store.close()
+            raise
     return store
+
+
+def _engine_error(shown: str, url: str, exc: Exception) -> str:
+    """One line for a store URL that SQLAlchemy cannot turn into an engine."""
+    from sqlalchemy.exc import ArgumentError, NoSuchModuleError
+
+    if isinstance(exc, NoSuchModuleError):
+        scheme = url.split("://", 1)[0]
+        return (
+            f"cannot open the store {shown}: SQLAlchemy has no dialect {scheme!r}; "
+            "use a DuckDB file path or a URL such as postgresql+psycopg://USER@HOST/DB"
+        )
+    if isinstance(exc, ModuleNotFoundError):
+        return (
+            f"cannot open the store {shown}: its driver {exc.name!r} is not installed; "
+            "install it, or name an installed driver in the URL (postgresql+psycopg://...)"
+        )
+    if isinstance(exc, ArgumentError | ValueError):
+        reason = _without_password(str(exc), url)
+        return f"cannot open the store {shown}: not a valid SQLAlchemy URL ({reason})"
+    return f"cannot open the store {shown}: {_first_line(_without_password(str(exc), url))}"
 
 
 def _first_line(text: str) -> str:

@@ -4,6 +4,7 @@ settings a user records for them (control arm, expected split)."""
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -59,12 +60,18 @@ def list_experiments(store: Store, only: str | None = None) -> list[ExperimentSu
         settings = {
             r[0]: r[1:]
             for r in conn.execute(
-                text(f"SELECT experiment, control_arm, split, first_ts, last_ts FROM experiments {where}"),
+                text(
+                    "SELECT experiment, control_arm, split, first_ts, last_ts "
+                    f"FROM experiments {where}"
+                ),
                 params,
             )
         }
         users = conn.execute(
-            text(f"SELECT experiment, arm, COUNT(DISTINCT user_id) FROM events {where} GROUP BY experiment, arm"),
+            text(
+                "SELECT experiment, arm, COUNT(DISTINCT user_id) "
+                f"FROM events {where} GROUP BY experiment, arm"
+            ),
             params,
         ).fetchall()
         counts = conn.execute(
@@ -74,16 +81,17 @@ def list_experiments(store: Store, only: str | None = None) -> list[ExperimentSu
             ),
             params,
         ).fetchall()
-        several = dict(
-            conn.execute(
+        several = {
+            str(exp): int(n)
+            for exp, n in conn.execute(
                 text(
                     "SELECT experiment, COUNT(*) FROM (SELECT experiment, user_id FROM events "
                     f"{where} GROUP BY experiment, user_id HAVING COUNT(DISTINCT arm) > 1) x "
                     "GROUP BY experiment"
                 ),
                 params,
-            ).fetchall()
-        )
+            )
+        }
     by_arm: dict[tuple[str, str], dict[str, int]] = {}
     for exp, arm, etype, n in counts:
         by_arm.setdefault((exp, arm), {})[etype] = int(n)
@@ -91,7 +99,9 @@ def list_experiments(store: Store, only: str | None = None) -> list[ExperimentSu
     for exp in sorted(settings):
         control, split, first, last = settings[exp]
         arms = [
-            ArmSummary(arm=arm, users=int(n), events=dict(sorted(by_arm.get((exp, arm), {}).items())))
+            ArmSummary(
+                arm=arm, users=int(n), events=dict(sorted(by_arm.get((exp, arm), {}).items()))
+            )
             for e, arm, n in sorted(users)
             if e == exp
         ]
@@ -133,10 +143,15 @@ def unknown_experiment_message(experiment: str, known: list[str]) -> str:
     import difflib
 
     if not known:
-        return f"no experiment {experiment!r}: the store is empty; load events with `abeval ingest FILE`"
+        return (
+            f"no experiment {experiment!r}: the store is empty; "
+            "load events with `abeval ingest FILE`"
+        )
     close = difflib.get_close_matches(experiment, known, n=3)
     hint = f"did you mean {', '.join(close)}?" if close else f"known: {', '.join(known[:10])}"
-    return f"no experiment {experiment!r} in the store; {hint} (list them with `abeval experiments`)"
+    return (
+        f"no experiment {experiment!r} in the store; {hint} (list them with `abeval experiments`)"
+    )
 
 
 def parse_split(text_value: str, arms: list[str]) -> dict[str, float]:
@@ -149,11 +164,13 @@ def parse_split(text_value: str, arms: list[str]) -> dict[str, float]:
             value = float(weight)
         except ValueError:
             value = -1.0
-        if not sep or not name or value <= 0:
+        if not sep or not name or not math.isfinite(value) or value <= 0:
             raise AbevalError(
                 f"cannot read split {text_value!r}; write it as ARM=WEIGHT,... "
-                "such as control=50,treatment=50"
+                "with positive weights, such as control=50,treatment=50"
             )
+        if name in split:
+            raise AbevalError(f"split {text_value!r} names the arm {name!r} twice")
         split[name] = value
     unknown = sorted(set(split) - set(arms))
     missing = sorted(set(arms) - set(split))
@@ -175,8 +192,12 @@ def set_settings(
     with store.begin() as conn:
         current = get_settings(conn, experiment)
         if control is not None and control not in current.arms:
-            raise AbevalError(
-                f"experiment {experiment!r} has no arm {control!r}; its arms are "
+            import difflib
+
+            close = difflib.get_close_matches(control, current.arms, n=1)
+            hint = f"did you mean {close[0]}? " if close else ""
+            raise NotFoundError(
+                f"experiment {experiment!r} has no arm {control!r}; {hint}its arms are "
                 f"{', '.join(current.arms)}"
             )
         parsed = parse_split(split, current.arms) if split is not None else None

@@ -3,12 +3,16 @@
 How a file is loaded (DuckDB store):
 
 1. DuckDB's own reader (``read_csv`` with every column as text, ``read_parquet``,
-   ``read_json``) streams the file into a temporary staging table, converting
-   types and flagging bad rows in the same pass. Malformed CSV lines (too many or
-   too few fields) are caught by the reader's reject tables.
-2. If any row is bad and ``on_error="abort"``, the file is read once more to name
-   the first bad rows as ``FILE:LINE:COLUMN: reason`` and nothing is written.
-   With ``on_error="skip"`` the bad rows go to ``rejected_rows`` instead.
+   ``read_json`` with every key as text) streams the file into a temporary staging
+   table, converting types and flagging bad rows, with the column and reason of
+   the first failed check, in the same pass. Malformed CSV lines (too many or too
+   few fields, an unclosed quote) are caught by the reader's reject tables;
+   malformed JSON lines are read as empty rows and flagged like any bad row.
+2. If any row is bad, the file's lines are indexed (one more read, on this path
+   only) to give every bad row its physical line number and raw text. With
+   ``on_error="abort"`` the first bad rows are reported as
+   ``FILE:LINE:COLUMN: reason`` and nothing is written; with ``on_error="skip"``
+   the bad rows go to ``rejected_rows``.
 3. Good rows are inserted with one set-based ``INSERT ... SELECT`` that drops rows
    already in the store (same ``event_id``, or the same full row when there is no
    ``event_id``), then ``experiments`` and ``ingests`` are updated, all in one
@@ -17,13 +21,17 @@ How a file is loaded (DuckDB store):
 For another engine (PostgreSQL), steps 1-2 run in an in-memory DuckDB and the
 good rows reach the store through the engine's bulk path (``COPY``).
 
-Line numbers count records from the header (line 1); a quoted field that spans
-several physical lines counts once, as DuckDB's reader counts. Parquet rows are
-numbered from 1.
+Line numbers are the physical lines of the file, as an editor shows them: the
+CSV header is line 1, blank lines count, and a quoted field that spans several
+lines is reported at the line where its row starts. Parquet rows are numbered
+from 1 (``FILE:row N``). In JSON Lines files, the keys found in the first
+20,480 non-blank lines (plus every column of the event format) are read; an
+attribute key that first appears later is not kept.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import tempfile
@@ -35,7 +43,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from abeval.errors import InputError
-from abeval.store.events_format import KNOWN, REQUIRED, bad_expression, checks, layered, q
+from abeval.store.events_format import (
+    KNOWN,
+    REQUIRED,
+    bad_expression,
+    extra_alias,
+    extras,
+    failure_column,
+    failure_reason,
+    layered,
+)
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
@@ -45,7 +62,22 @@ if TYPE_CHECKING:
 Format = Literal["csv", "parquet", "jsonl"]
 OnError = Literal["abort", "skip"]
 MAX_SHOWN = 5
+JSON_SAMPLE_LINES = 20_480
 EVENT_COLUMNS = (*KNOWN, "attributes", "row_key")
+# A delimiter no event file contains, to read a file as one text column per line.
+_LINE_DELIM = "chr(28) || chr(29) || chr(30) || chr(31)"
+_TEMP_TABLES = (
+    "abeval_stage",
+    "abeval_check",
+    "abeval_lines0",
+    "abeval_lines1",
+    "abeval_spans",
+    "abeval_lines",
+    "abeval_rejects",
+    "abeval_errors",
+    "abeval_reject_errors",
+    "abeval_reject_scans",
+)
 
 
 @dataclass(frozen=True)
@@ -98,6 +130,59 @@ def _sql_str(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
 
 
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+@dataclass(frozen=True)
+class _Source:
+    """One input file: its format, the columns found in it and how to read it."""
+
+    path: Path
+    fmt: Format
+    columns: list[str]  # as found: CSV header, JSON keys, Parquet schema
+    delim: str = ","
+
+    @property
+    def read_columns(self) -> list[str]:
+        """The columns the reader yields: for JSON Lines every known column is
+        read whether or not the sampled lines had it."""
+        if self.fmt != "jsonl":
+            return self.columns
+        return [*self.columns, *(c for c in KNOWN if c not in self.columns)]
+
+    def reader(self) -> str:
+        """The table function that reads the rows, every CSV/JSON field as text."""
+        p = _sql_str(str(self.path))
+        if self.fmt == "csv":
+            cols = ", ".join(f"{_sql_str(n)}: 'VARCHAR'" for n in self.columns)
+            return (
+                f"read_csv({p}, header = true, auto_detect = false, "
+                f"delim = {_sql_str(self.delim)}, quote = '\"', escape = '\"', "
+                f"columns = {{{cols}}}, store_rejects = true, ignore_errors = true, "
+                "rejects_table = 'abeval_reject_errors', rejects_scan = 'abeval_reject_scans')"
+            )
+        if self.fmt == "parquet":
+            return f"read_parquet({p})"
+        # Text columns: a key that holds numbers on some lines and strings on others
+        # reads the same either way. A malformed line becomes a row of NULLs (flagged
+        # bad below), so rows keep their order.
+        cols = ", ".join(f"{_sql_str(n)}: 'VARCHAR'" for n in self.read_columns)
+        return (
+            f"read_json({p}, format = 'newline_delimited', columns = {{{cols}}}, "
+            "ignore_errors = true)"
+        )
+
+    def lines_reader(self) -> str:
+        """The file as one text column, one row per physical line (blank: NULL)."""
+        return (
+            f"read_csv({_sql_str(str(self.path))}, columns = {{'l': 'VARCHAR'}}, "
+            f"header = false, auto_detect = false, delim = {_LINE_DELIM}, quote = '', "
+            "escape = '', strict_mode = false)"
+        )
+
+
 def _csv_header(path: Path) -> tuple[list[str], str]:
     """Column names and delimiter from the first line (gzip-aware).
 
@@ -110,9 +195,9 @@ def _csv_header(path: Path) -> tuple[list[str], str]:
 
     opener = gzip.open if path.name.lower().endswith(".gz") else open
     try:
-        with opener(path, "rt", encoding="utf-8-sig", newline="") as f:  # type: ignore[operator]
+        with opener(path, "rt", encoding="utf-8-sig", newline="") as f:
             first = f.readline()
-    except (OSError, UnicodeDecodeError) as exc:
+    except (OSError, UnicodeDecodeError, EOFError) as exc:
         raise InputError(f"{path}: cannot read the header line: {exc}; is it a text CSV?") from None
     if not first.strip():
         raise InputError(f"{path}:1: the header line is empty; expected {', '.join(REQUIRED)}")
@@ -121,24 +206,285 @@ def _csv_header(path: Path) -> tuple[list[str], str]:
     return [n.strip() for n in names], delim
 
 
-def _reader(path: Path, fmt: Format, rejects: bool, csv_dialect: tuple[list[str], str] | None = None) -> str:
-    p = _sql_str(str(path))
+def _open_source(duck: Any, path: Path, fmt: Format) -> _Source:
+    """Find the file's columns (and CSV delimiter) and check their names."""
+    import duckdb
+
     if fmt == "csv":
-        names, delim = csv_dialect or _csv_header(path)
-        cols = ", ".join(f"{_sql_str(n)}: 'VARCHAR'" for n in names)
-        extra = (
-            ", store_rejects = true, ignore_errors = true, "
-            "rejects_table = 'abeval_reject_errors', rejects_scan = 'abeval_reject_scans'"
-            if rejects
-            else ""
+        names, delim = _csv_header(path)
+        src = _Source(path, fmt, names, delim)
+        where = f"{path}:1"
+        for i, name in enumerate(names, start=1):
+            if not name:
+                raise InputError(
+                    f"{where}: column {i} of the header has no name; name it or remove it"
+                )
+    else:
+        src = _Source(path, fmt, [])
+        where = str(path)
+        try:
+            if fmt == "parquet":
+                rows = duck.execute(f"DESCRIBE SELECT * FROM {src.reader()}").fetchall()
+                names = [r[0] for r in rows]
+            else:
+                names = _json_keys(duck, src)
+        except duckdb.Error as exc:
+            raise InputError(f"{path}: cannot read as {fmt}: {_first_line(exc)}") from None
+        src = _Source(path, fmt, names)
+    seen: dict[str, str] = {}
+    for name in src.columns:
+        other = seen.get(name.lower())
+        if other is not None:
+            what = "appears twice" if other == name else f"and {other!r} differ only in case"
+            raise InputError(f"{where}: column {name!r} {what}; rename one")
+        seen[name.lower()] = name
+    return src
+
+
+def _json_keys(duck: Any, src: _Source) -> list[str]:
+    """The top-level keys of the JSON objects in the first lines, sorted."""
+    sample = (
+        f"SELECT l FROM {src.lines_reader()} "
+        f"WHERE l IS NOT NULL AND trim(l) <> '' LIMIT {JSON_SAMPLE_LINES}"
+    )
+    rows = duck.execute(
+        "SELECT DISTINCT unnest(json_keys(l)) AS k FROM "
+        f"(SELECT l FROM ({sample}) s "
+        "WHERE CASE WHEN json_valid(l) THEN json_type(l) = 'OBJECT' ELSE false END) o "
+        "ORDER BY k"
+    ).fetchall()
+    if not rows:
+        raise InputError(
+            f"{src.path}: no line holds a JSON object; expected JSON Lines, one object per "
+            f"line with keys {', '.join(REQUIRED)}"
         )
-        return (
-            f"read_csv({p}, header = true, auto_detect = false, delim = {_sql_str(delim)}, "
-            f"quote = '\"', escape = '\"', columns = {{{cols}}}{extra})"
+    return [str(r[0]) for r in rows]
+
+
+def _check_header(src: _Source) -> None:
+    present = set(src.columns)
+    missing = [c for c in REQUIRED if c not in present]
+    if not missing:
+        return
+    lower = {c.lower(): c for c in src.columns}
+    hints = [f"found {lower[m]!r}" for m in missing if m in lower]
+    where = f"{src.path}:1" if src.fmt == "csv" else str(src.path)
+    hint = f" ({'; '.join(hints)}: names are exact and lower case)" if hints else ""
+    raise InputError(
+        f"{where}: missing required column{'s' if len(missing) > 1 else ''} "
+        f"{', '.join(missing)}{hint}; expected {', '.join(REQUIRED)} "
+        f"and optionally {', '.join(c for c in KNOWN if c not in REQUIRED)}"
+    )
+
+
+def _stage_sql(src: _Source) -> str:
+    """One pass over the file: typed columns, attributes, the bad-row flag and,
+    for rows without ``event_id``, a digest of the whole row for deduplication."""
+    columns = src.read_columns
+    names = extras(columns)
+    if names:
+        pairs = ", ".join(
+            f"{_sql_str(c)}, CAST({extra_alias(i)} AS VARCHAR)" for i, c in enumerate(names)
         )
-    if fmt == "parquet":
-        return f"read_parquet({p})"
-    return f"read_json({p}, format = 'newline_delimited')"
+        attributes = f"CAST(json_object({pairs}) AS VARCHAR)"
+    else:
+        attributes = "CAST(NULL AS VARCHAR)"
+    key_parts = ", ".join(
+        f"COALESCE(CAST({c} AS VARCHAR), '')" for c in (*KNOWN, "attributes") if c != "event_id"
+    )
+    return (
+        "CREATE OR REPLACE TEMP TABLE abeval_stage AS "
+        f"SELECT {', '.join(KNOWN)}, attributes, bad, CASE WHEN event_id IS NULL "
+        f"THEN 'h:' || md5(concat_ws(chr(31), {key_parts})) END AS row_key "
+        f"FROM (SELECT *, {attributes} AS attributes, ({bad_expression()}) AS bad "
+        f"FROM ({layered(src.reader(), columns)}) abeval_l) abeval_s"
+    )
+
+
+def _check_sql(src: _Source) -> str:
+    """``abeval_check``: one narrow row per row read, in file order when run on one
+    thread, with the column and reason of the first failed check of a bad row."""
+    columns = src.read_columns
+    if src.fmt == "parquet":
+        # No text line to show: the row as a JSON object stands for it.
+        fields = [f"{_sql_str(c)}, t_{c}" for c in KNOWN if c in src.columns]
+        fields += [f"{_sql_str(c)}, {extra_alias(i)}" for i, c in enumerate(extras(columns))]
+        raw = f"CAST(json_object({', '.join(fields)}) AS VARCHAR)"
+    else:
+        raw = "CAST(NULL AS VARCHAR)"
+    return (
+        "CREATE OR REPLACE TEMP TABLE abeval_check AS SELECT bad, "
+        f"CASE WHEN bad THEN {failure_column()} END AS bad_column, "
+        f"CASE WHEN bad THEN {failure_reason()} END AS bad_reason, "
+        f"CASE WHEN bad THEN {raw} END AS bad_raw "
+        f"FROM (SELECT *, ({bad_expression()}) AS bad "
+        f"FROM ({layered(src.reader(), columns)}) abeval_l) abeval_s"
+    )
+
+
+def _index_lines(duck: Any, src: _Source) -> None:
+    """``abeval_lines``: one row per record start with its physical line ``n``,
+    the reader's line number ``dline`` (DuckDB counts blank lines but not the
+    line breaks inside quoted fields), whether it is blank, and its raw text
+    (all its lines, for a record with a quoted field that spans several)."""
+    duck.execute(
+        f"CREATE OR REPLACE TEMP TABLE abeval_lines0 AS SELECT l FROM {src.lines_reader()}"
+    )
+    duck.execute(
+        "CREATE OR REPLACE TEMP TABLE abeval_lines1 AS SELECT "
+        "rowid - (SELECT MIN(rowid) FROM abeval_lines0) + 1 AS n, l FROM abeval_lines0"
+    )
+    duck.execute("CREATE OR REPLACE TEMP TABLE abeval_spans (first BIGINT, last BIGINT)")
+    if src.fmt == "csv":
+        spans = _continuation_spans(duck, src.delim)
+        for i in range(0, len(spans), 1000):
+            values = ", ".join(f"({int(a)}, {int(b)})" for a, b in spans[i : i + 1000])
+            duck.execute(f"INSERT INTO abeval_spans VALUES {values}")
+        blank = "l IS NULL"
+    else:  # JSON Lines: strings cannot span lines; whitespace-only lines are skipped
+        blank = "(l IS NULL OR trim(l, ' ' || chr(9) || chr(13)) = '')"
+    duck.execute(
+        "CREATE OR REPLACE TEMP TABLE abeval_lines AS "
+        "SELECT dline, MIN(n) AS n, bool_and(blank) AS blank, "
+        "string_agg(COALESCE(l, ''), chr(10) ORDER BY n) AS raw FROM ("
+        "SELECT n, l, blank AND NOT cont AS blank, SUM(CASE WHEN cont THEN 0 ELSE 1 END) "
+        "OVER (ORDER BY n ROWS UNBOUNDED PRECEDING) AS dline FROM ("
+        f"SELECT n, l, {blank} AS blank, EXISTS (SELECT 1 FROM abeval_spans s "
+        "WHERE a.n BETWEEN s.first AND s.last) AS cont FROM abeval_lines1 a) b) c "
+        "GROUP BY dline"
+    )
+
+
+def _continuation_spans(duck: Any, delim: str) -> list[tuple[int, int]]:
+    """Ranges of physical lines that continue a record: the lines after one that
+    leaves a quoted field open, through the line that closes it.
+
+    A quote opens a field only at the field's start (elsewhere it is a literal
+    character); inside an open field the parity of the quotes on a line tells
+    whether it closes (``""`` is an escaped quote). Only the few lines that can
+    change the state are read into Python, and only when some line opens a field.
+    """
+    d = "\\" + delim if delim in "|" else delim
+    opens = f"regexp_matches(regexp_replace(l, '\"([^\"]|\"\")*\"', '', 'g'), '(^|{d})\"')"
+    odd = "(length(l) - length(replace(l, '\"', ''))) % 2 = 1"
+    first = duck.execute(
+        f"SELECT MIN(n) FROM abeval_lines1 WHERE l IS NOT NULL AND {opens}"
+    ).fetchone()[0]
+    if first is None:
+        return []
+    rows = duck.execute(
+        f"SELECT n, {opens}, {odd} FROM abeval_lines1 "
+        f"WHERE n >= {int(first)} AND l IS NOT NULL AND ({opens} OR {odd}) ORDER BY n"
+    ).fetchall()
+    spans: list[tuple[int, int]] = []
+    start = None  # the line that opened the field we are in
+    for n, opened, odd_count in rows:
+        if start is None and opened:
+            start = n
+        elif start is not None and odd_count:
+            spans.append((start + 1, n))
+            start = None
+    if start is not None:
+        spans.append((start + 1, 2**62))
+    return spans
+
+
+# DuckDB's reject types, as a user would put them.
+_REJECT_REASON = """CASE
+ WHEN etype IN ('TOO MANY COLUMNS', 'MISSING COLUMNS') AND regexp_matches(msg, 'Found: [0-9]+')
+ THEN regexp_extract(msg, 'Found: ([0-9]+)', 1) || ' fields where the header has '
+   || regexp_extract(msg, 'Columns: ([0-9]+)', 1) || '; check the delimiter and quoting'
+ WHEN etype = 'UNQUOTED VALUE'
+ THEN 'a quoted field is not closed, or text follows its closing quote; check the quoting'
+ WHEN etype = 'INVALID UNICODE' THEN 'the line is not valid UTF-8; save the file as UTF-8'
+ WHEN etype = 'LINE SIZE OVER MAXIMUM'
+ THEN 'the line is longer than the reader accepts; check the quoting'
+ ELSE lower(etype) || ' (' || msg || ')'
+END"""
+
+
+def _collect_errors(duck: Any, src: _Source, limit: int | None) -> None:
+    """``abeval_errors(line, column_name, reason, raw)``: the bad rows in file order
+    (the first ``limit`` rows flagged by checks, and the malformed lines).
+
+    The file is read again on one thread: DuckDB's parallel readers do not always
+    keep the file's row order in a table (a whole batch can land out of place), and
+    rows are matched to lines by their rank. On one thread a new table's ``rowid``
+    follows the file (from an offset: rows of a table created in the current
+    transaction do not start at 0).
+    """
+    threads = duck.execute("SELECT current_setting('threads')").fetchone()[0]
+    duck.execute("SET threads = 1")
+    try:
+        _locate_errors(duck, src, limit)
+    finally:
+        # After a failed statement the transaction is aborted and SET fails too:
+        # the first error is the one to report.
+        with contextlib.suppress(Exception):
+            duck.execute(f"SET threads = {int(threads)}")
+
+
+def _locate_errors(duck: Any, src: _Source, limit: int | None) -> None:
+    lim = f"LIMIT {int(limit)}" if limit is not None else ""
+    for t in ("abeval_reject_errors", "abeval_reject_scans"):
+        duck.execute(f"DROP TABLE IF EXISTS {t}")
+    duck.execute(_check_sql(src))
+    flagged = (
+        "(SELECT rowid - (SELECT MIN(rowid) FROM abeval_check) AS k, bad_column, bad_reason, "
+        f"bad_raw FROM abeval_check WHERE bad ORDER BY k {lim})"
+    )
+    if src.fmt == "parquet":
+        duck.execute(
+            "CREATE OR REPLACE TEMP TABLE abeval_errors AS SELECT k + 1 AS line, "
+            "bad_column AS column_name, bad_reason AS reason, bad_raw AS raw "
+            f"FROM {flagged} e ORDER BY line"
+        )
+        return
+    _index_lines(duck, src)
+    if src.fmt == "csv":
+        # A row with too few fields gets one reject per missing column: keep the first.
+        duck.execute(
+            "CREATE OR REPLACE TEMP TABLE abeval_rejects AS SELECT line AS dline, "
+            "arg_min(column_name, column_idx) AS column_name, "
+            "arg_min(error_type, column_idx) AS etype, "
+            "arg_min(error_message, column_idx) AS msg, "
+            "arg_min(csv_line, column_idx) AS raw "
+            f"FROM abeval_reject_errors GROUP BY line ORDER BY line {lim}"
+        )
+        column, reason = "e.bad_column", "e.bad_reason"
+        header = "AND n > 1"
+        rejects = (
+            f" UNION ALL SELECT COALESCE(l.n, r.dline), r.column_name, {_REJECT_REASON}, "
+            "COALESCE(l.raw, r.raw) FROM abeval_rejects r LEFT JOIN abeval_lines l "
+            "ON l.dline = r.dline"
+        )
+        # Every malformed line, also those past the limit, is missing from the rows.
+        not_rejected = "AND dline NOT IN (SELECT line FROM abeval_reject_errors)"
+    else:
+        is_object = "CASE WHEN json_valid(m.raw) THEN json_type(m.raw) = 'OBJECT' ELSE false END"
+        column = f"CASE WHEN {is_object} THEN e.bad_column ELSE '' END"
+        reason = (
+            f"CASE WHEN {is_object} THEN e.bad_reason "
+            "ELSE 'malformed JSON; each line must be one JSON object' END"
+        )
+        header = rejects = not_rejected = ""
+    # If a row cannot be matched to a line, its rank gives an estimate.
+    first_row = 2 if src.fmt == "csv" else 1
+    kept = (
+        "SELECT n, raw, row_number() OVER (ORDER BY n) - 1 AS k FROM abeval_lines "
+        f"WHERE NOT blank {header} {not_rejected}"
+    )
+    duck.execute(
+        "CREATE OR REPLACE TEMP TABLE abeval_errors AS SELECT * FROM ("
+        f"SELECT COALESCE(m.n, e.k + {first_row}) AS line, {column} AS column_name, "
+        f"{reason} AS reason, m.raw AS raw "
+        f"FROM {flagged} e LEFT JOIN ({kept}) m ON m.k = e.k{rejects}) x ORDER BY line"
+    )
+
+
+def _format_error(path: Path, fmt: Format, line: int, column: str | None, reason: str) -> str:
+    where = f"{path}:{line}" if fmt != "parquet" else f"{path}:row {line}"
+    return f"{where}:{column}: {reason}" if column else f"{where}: {reason}"
 
 
 class _Checksum(threading.Thread):
@@ -157,128 +503,31 @@ class _Checksum(threading.Thread):
         self.digest = h.hexdigest()
 
 
-def _columns(duck: Any, path: Path, fmt: Format) -> list[str]:
-    if fmt == "csv":
-        names = _csv_header(path)[0]
-        dupes = sorted({n for n in names if names.count(n) > 1})
-        if dupes:
-            raise InputError(f"{path}:1: column {dupes[0]!r} appears twice in the header; rename one")
-        return names
-    try:
-        rel = duck.execute(f"DESCRIBE SELECT * FROM {_reader(path, fmt, False)}").fetchall()
-    except Exception as exc:  # noqa: BLE001 - DuckDB reader errors become one line
-        raise InputError(f"{path}: cannot read as {fmt}: {_first_line(exc)}") from None
-    return [r[0] for r in rel]
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
-
-
-def _check_header(path: Path, fmt: Format, columns: list[str]) -> None:
-    present = set(columns)
-    missing = [c for c in REQUIRED if c not in present]
-    if not missing:
-        return
-    lower = {c.lower(): c for c in columns}
-    hints = [f"found {lower[m]!r}" for m in missing if m in lower]
-    where = f"{path}:1" if fmt == "csv" else str(path)
-    hint = f" ({'; '.join(hints)}: names are exact and lower case)" if hints else ""
-    raise InputError(
-        f"{where}: missing required column{'s' if len(missing) > 1 else ''} "
-        f"{', '.join(missing)}{hint}; expected {', '.join(REQUIRED)} "
-        f"and optionally {', '.join(c for c in KNOWN if c not in REQUIRED)}"
-    )
-
-
-def _stage_sql(path: Path, fmt: Format, columns: list[str]) -> str:
-    """One pass over the file: typed columns, attributes, the bad-row flag and,
-    for rows without ``event_id``, a digest of the whole row for deduplication."""
-    extra = [c for c in columns if c not in KNOWN]
-    if extra:
-        pairs = ", ".join(f"{_sql_str(c)}, CAST({q(c)} AS VARCHAR)" for c in extra)
-        attributes = f"CAST(json_object({pairs}) AS VARCHAR)"
-    else:
-        attributes = "CAST(NULL AS VARCHAR)"
-    key_parts = ", ".join(
-        f"COALESCE(CAST({c} AS VARCHAR), '')" for c in (*KNOWN, "attributes") if c != "event_id"
-    )
-    reader = _reader(path, fmt, fmt == "csv")
-    return (
-        "CREATE OR REPLACE TEMP TABLE abeval_stage AS "
-        f"SELECT {', '.join(KNOWN)}, attributes, bad, CASE WHEN event_id IS NULL "
-        f"THEN 'h:' || md5(concat_ws(chr(31), {key_parts})) END AS row_key "
-        f"FROM (SELECT *, {attributes} AS attributes, ({bad_expression()}) AS bad "
-        f"FROM ({layered(reader, columns)}) abeval_l) abeval_s"
-    )
-
-
-def _reject_lines(duck: Any, fmt: Format) -> list[tuple[int, str, str, str]]:
-    """Structural CSV errors: (line, column, reason, raw line)."""
-    if fmt != "csv":
-        return []
-    rows = duck.execute(
-        "SELECT line, column_name, error_type, error_message, csv_line "
-        "FROM abeval_reject_errors ORDER BY line"
-    ).fetchall()
-    out = []
-    for line, column, etype, message, raw in rows:
-        reason = f"{str(etype).lower()} ({message}); check the delimiter and quoting"
-        out.append((int(line), column or "", reason, raw or ""))
-    return out
-
-
-def _row_errors(
-    duck: Any,
-    path: Path,
-    fmt: Format,
-    columns: list[str],
-    rejects: list[tuple[int, str, str, str]],
-    limit: int | None,
-) -> list[tuple[int, str, str, str]]:
-    """Bad rows as (line, column, reason, raw text), in file order."""
-    reader = _reader(path, fmt, False)
-    if fmt == "csv":
-        # Same reject handling as the staging read, so the kept rows line up.
-        duck.execute("DROP TABLE IF EXISTS abeval_reject_errors")
-        duck.execute("DROP TABLE IF EXISTS abeval_reject_scans")
-        reader = _reader(path, fmt, True)
-    # A temporary table keeps the reader's row order: rowid numbers the kept rows.
-    duck.execute(f"CREATE OR REPLACE TEMP TABLE abeval_raw AS SELECT * FROM {reader}")
-    base = duck.execute("SELECT MIN(rowid) FROM abeval_raw").fetchone()[0] or 0
-    raw_text = " || ',' || ".join(f"COALESCE(CAST({q(c)} AS VARCHAR), '')" for c in columns)
-    source = f"(SELECT *, rowid AS abeval_row, {raw_text} AS abeval_text FROM abeval_raw)"
-    cases = " ".join(f"WHEN {c.predicate} THEN '{c.column}'" for c in checks())
-    reasons = " ".join(f"WHEN {c.predicate} THEN {c.reason}" for c in checks())
-    lim = f"LIMIT {int(limit)}" if limit is not None else ""
-    rows = duck.execute(
-        f"SELECT abeval_row, CASE {cases} END, CASE {reasons} END, abeval_text "
-        f"FROM ({layered(source, [*columns, 'abeval_row', 'abeval_text'])}) abeval_l "
-        f"WHERE {bad_expression()} ORDER BY abeval_row {lim}"
-    ).fetchall()
-    first = 2 if fmt == "csv" else 1
-    skipped = sorted(r[0] for r in rejects)
-    out = []
-    for row, column, reason, raw in rows:
-        line = int(row) - int(base) + first
-        # Lines the reader rejected shift the numbering of the rows after them.
-        for s in skipped:
-            if s <= line:
-                line += 1
-        out.append((line, str(column), str(reason), str(raw)))
-    return out
-
-
-def _format_error(path: Path, fmt: Format, line: int, column: str, reason: str) -> str:
-    where = f"{path}:{line}" if fmt != "parquet" else f"{path}:row {line}"
-    return f"{where}:{column}: {reason}" if column else f"{where}: {reason}"
-
-
 def _next_ingest_id(conn: Connection) -> int:
     from sqlalchemy import text
 
     return int(conn.execute(text("SELECT nextval('ingest_id_seq')")).scalar_one())
+
+
+def _drop_temp(duck: Any) -> None:
+    """Drop the staging tables; after a failed statement the transaction is
+    aborted and its rollback drops them instead."""
+    import duckdb
+
+    try:
+        for t in _TEMP_TABLES:
+            duck.execute(f"DROP TABLE IF EXISTS {t}")
+    except duckdb.Error:
+        pass
+
+
+def _empty_file_message(shown: str, fmt: Format) -> str:
+    expected = {
+        "csv": f"expected a header line with {', '.join(REQUIRED)}",
+        "jsonl": "expected JSON Lines, one event object per line",
+        "parquet": "expected a Parquet file",
+    }[fmt]
+    return f"{shown}: the file is empty (0 bytes); {expected}"
 
 
 def ingest_file(
@@ -296,14 +545,14 @@ def ingest_file(
     t0 = time.perf_counter()
     path = Path(path)
     shown = str(path)
+    if path.is_dir():
+        raise InputError(f"{shown}: is a directory; name the event files in it")
     if not path.is_file():
         raise InputError(f"{shown}: no such file; check the path")
+    kind = detect_format(path, fmt)
     size = path.stat().st_size
     if size == 0:
-        raise InputError(
-            f"{shown}: the file is empty; expected a header line with {', '.join(REQUIRED)}"
-        )
-    kind = detect_format(path, fmt)
+        raise InputError(_empty_file_message(shown, kind))
     checksum = _Checksum(path)
     checksum.start()
     say = progress or (lambda _msg: None)
@@ -316,36 +565,41 @@ def ingest_file(
             local = duckdb.connect()
             local.execute("SET TimeZone = 'UTC'")
             duck = local
+        assert duck is not None
         try:
-            columns = _columns(duck, path, kind)
-            _check_header(path, kind, columns)
+            src = _open_source(duck, path, kind)
+            _check_header(src)
             say(f"reading {shown}")
             for t in ("abeval_reject_errors", "abeval_reject_scans"):
                 duck.execute(f"DROP TABLE IF EXISTS {t}")
             try:
-                duck.execute(_stage_sql(path, kind, columns))
+                duck.execute(_stage_sql(src))
             except duckdb.Error as exc:
                 raise InputError(f"{shown}: cannot read as {kind}: {_first_line(exc)}") from None
             n_good, n_bad = duck.execute(
                 "SELECT count(*) FILTER (WHERE NOT bad), count(*) FILTER (WHERE bad) "
                 "FROM abeval_stage"
             ).fetchone()
-            rejects = _reject_lines(duck, kind)
-            rows_read = int(n_good) + int(n_bad) + len(rejects)
-            n_rejected = int(n_bad) + len(rejects)
-            errors: list[tuple[int, str, str, str]] = []
+            n_malformed = 0
+            if kind == "csv":
+                n_malformed = duck.execute(
+                    "SELECT count(DISTINCT line) FROM abeval_reject_errors"
+                ).fetchone()[0]
+            rows_read = int(n_good) + int(n_bad) + int(n_malformed)
+            n_rejected = int(n_bad) + int(n_malformed)
+            shown_errors: list[str] = []
             if n_rejected:
                 say("locating bad rows")
-                limit = MAX_SHOWN if on_error == "abort" else None
-                errors = sorted(rejects + _row_errors(duck, path, kind, columns, rejects, limit))
-                if limit is not None:
-                    errors = errors[:limit]
+                _collect_errors(duck, src, MAX_SHOWN if on_error == "abort" else None)
+                first = duck.execute(
+                    f"SELECT line, column_name, reason FROM abeval_errors LIMIT {MAX_SHOWN}"
+                ).fetchall()
+                shown_errors = [
+                    _format_error(path, kind, int(r[0]), r[1], str(r[2])) for r in first
+                ]
             if n_rejected and on_error == "abort":
-                shown_errors = [_format_error(path, kind, *e[:3]) for e in errors]
                 more = n_rejected - len(shown_errors)
-                details = shown_errors[1:] + (
-                    [f"... and {more} more bad rows"] if more > 0 else []
-                )
+                details = shown_errors[1:] + ([f"... and {more} more bad rows"] if more > 0 else [])
                 raise InputError(
                     f"{shown_errors[0]} ({n_rejected} bad row{'s' if n_rejected > 1 else ''}; "
                     "nothing was loaded from this file; fix the rows or pass --on-error skip "
@@ -355,11 +609,11 @@ def ingest_file(
             say("inserting")
             ingest_id = _next_ingest_id(conn)
             inserted = _insert(store, conn, duck, ingest_id)
-            if errors:
-                _store_rejects(conn, duck, ingest_id, shown, errors)
-            _refresh_experiments(conn)
+            if n_rejected:
+                _store_rejects(store, conn, duck, ingest_id, shown)
+            if inserted:
+                _refresh_experiments(conn, ingest_id)
             checksum.join()
-            seconds = time.perf_counter() - t0
             summary = IngestSummary(
                 file=shown,
                 format=kind,
@@ -368,14 +622,13 @@ def ingest_file(
                 inserted=inserted,
                 duplicates=int(n_good) - inserted,
                 rejected=n_rejected,
-                seconds=seconds,
+                seconds=time.perf_counter() - t0,
                 ingest_id=ingest_id,
-                errors=[_format_error(path, kind, *e[:3]) for e in errors[:MAX_SHOWN]],
+                errors=shown_errors,
             )
             _record_ingest(conn, summary, size, checksum.digest, started)
         finally:
-            for t in ("abeval_stage", "abeval_raw"):
-                duck.execute(f"DROP TABLE IF EXISTS {t}")
+            _drop_temp(duck)
             if local is not None:
                 local.close()
     return summary
@@ -413,14 +666,19 @@ def _insert_via_copy(conn: Connection, duck: Any, fresh: str, ingest_id: int) ->
         )
         conn.execute(
             text(
-                "CREATE TEMP TABLE abeval_stage (LIKE events INCLUDING DEFAULTS) ON COMMIT DROP"
+                f"CREATE TEMP TABLE abeval_stage ON COMMIT DROP AS SELECT {cols} FROM events "
+                "WITH NO DATA"
             )
         )
         raw = conn.connection.driver_connection
-        with raw.cursor() as cur, open(out, "rb") as f:
-            with cur.copy(f"COPY abeval_stage ({cols}) FROM STDIN (FORMAT csv)") as copy:
-                while chunk := f.read(1 << 20):
-                    copy.write(chunk)
+        assert raw is not None
+        with (
+            raw.cursor() as cur,
+            open(out, "rb") as f,
+            cur.copy(f"COPY abeval_stage ({cols}) FROM STDIN (FORMAT csv)") as copy,
+        ):
+            while chunk := f.read(1 << 20):
+                copy.write(chunk)
     result = conn.execute(
         text(
             f"INSERT INTO events ({cols}, ingest_id) SELECT {cols}, :ingest_id "
@@ -433,11 +691,18 @@ def _insert_via_copy(conn: Connection, duck: Any, fresh: str, ingest_id: int) ->
     return int(result.rowcount)
 
 
-def _store_rejects(
-    conn: Connection, duck: Any, ingest_id: int, file: str, errors: list[tuple[int, str, str, str]]
-) -> None:
+def _store_rejects(store: Store, conn: Connection, duck: Any, ingest_id: int, file: str) -> None:
+    """Copy ``abeval_errors`` to ``rejected_rows``: set-based on DuckDB."""
     from sqlalchemy import text
 
+    if store.is_duckdb:
+        duck.execute(
+            "INSERT INTO rejected_rows (ingest_id, file, line, column_name, reason, raw) "
+            f"SELECT {int(ingest_id)}, {_sql_str(file)}, line, NULLIF(column_name, ''), "
+            "reason, raw FROM abeval_errors"
+        )
+        return
+    rows = duck.execute("SELECT line, column_name, reason, raw FROM abeval_errors").fetchall()
     conn.execute(
         text(
             "INSERT INTO rejected_rows (ingest_id, file, line, column_name, reason, raw) "
@@ -445,24 +710,27 @@ def _store_rejects(
         ),
         [
             {"i": ingest_id, "f": file, "l": line, "c": col or None, "r": reason, "w": raw}
-            for line, col, reason, raw in errors
+            for line, col, reason, raw in rows
         ],
     )
 
 
-def _refresh_experiments(conn: Connection) -> None:
-    """Recompute arms and time range of every experiment, keeping user settings."""
+def _refresh_experiments(conn: Connection, ingest_id: int) -> None:
+    """Recompute arms and time range of the experiments this ingest added to,
+    keeping user settings."""
     from sqlalchemy import text
 
     conn.execute(
         text(
             "INSERT INTO experiments (experiment, arms, first_ts, last_ts, updated_at) "
             "SELECT experiment, STRING_AGG(DISTINCT arm, ',' ORDER BY arm), MIN(ts), MAX(ts), "
-            "CURRENT_TIMESTAMP FROM events GROUP BY experiment "
+            "CURRENT_TIMESTAMP FROM events WHERE experiment IN "
+            "(SELECT DISTINCT experiment FROM events WHERE ingest_id = :i) GROUP BY experiment "
             "ON CONFLICT (experiment) DO UPDATE SET arms = excluded.arms, "
             "first_ts = excluded.first_ts, last_ts = excluded.last_ts, "
             "updated_at = excluded.updated_at"
-        )
+        ),
+        {"i": ingest_id},
     )
 
 

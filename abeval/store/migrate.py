@@ -97,7 +97,7 @@ def apply(store: Store, folder: Path | None = None) -> list[Migration]:
                     ),
                     {"v": step.version, "n": step.name},
                 )
-        except Exception as exc:  # noqa: BLE001 - report which step failed, keep the store
+        except Exception as exc:
             first = str(exc).strip().splitlines()[0]
             raise StoreError(
                 f"migration {step.version:04d}_{step.name} failed and was rolled back: {first}"

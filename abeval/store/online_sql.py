@@ -220,7 +220,7 @@ pairs AS (
 ),
 user_events AS (
     SELECT e.user_id, COUNT(*) AS events,
-        SUM(CASE WHEN p.user_id IS NOT NULL AND e.ts < p.first_ts THEN 1 ELSE 0 END) AS before,
+        SUM(CASE WHEN p.user_id IS NOT NULL AND e.ts < p.first_ts THEN 1 ELSE 0 END) AS n_before,
         MAX(CASE WHEN p.user_id IS NULL THEN 1 ELSE 0 END) AS outside,
         MIN(e.ts) AS first_ts, MAX(e.ts) AS last_ts
     FROM exp_events e LEFT JOIN population p ON p.user_id = e.user_id
@@ -235,7 +235,7 @@ SELECT
     (SELECT COALESCE(SUM(impressions - 1), 0) FROM pairs WHERE impressions > 1)
         AS duplicate_impressions,
     (SELECT COALESCE(SUM(events * outside), 0) FROM user_events) AS events_outside_population,
-    (SELECT COALESCE(SUM(before), 0) FROM user_events) AS events_before_exposure,
+    (SELECT COALESCE(SUM(n_before), 0) FROM user_events) AS events_before_exposure,
     (SELECT COALESCE(SUM(events), 0) FROM user_events) AS events,
     (SELECT MIN(first_ts) FROM user_events) AS first_ts,
     (SELECT MAX(last_ts) FROM user_events) AS last_ts

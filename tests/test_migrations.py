@@ -1,0 +1,240 @@
+"""Schema migrations: every step recorded, older stores upgraded with their data,
+a failing step rolled back entirely, read-only opens of outdated stores refused with
+the command that upgrades them."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import inspect, text
+from typer.testing import CliRunner
+
+from abeval.cli import app
+from abeval.errors import StoreError
+from abeval.resources import data_dir
+from abeval.store import Store, open_store
+from abeval.store.ingest import ingest_file
+from abeval.store.migrate import apply, available, ensure_current, pending
+
+runner = CliRunner()
+SHIPPED = data_dir("migrations")
+EVENTS = (
+    "experiment,arm,user_id,ts,event_type\n"
+    "e1,A,u1,2024-05-01,exposure\n"
+    "e1,B,u2,2024-05-01,exposure\n"
+)
+
+
+def recorded(store: Store) -> list[tuple[int, str]]:
+    with store.connect() as conn:
+        return [
+            (int(v), str(n))
+            for v, n in conn.execute(
+                text("SELECT version, name FROM schema_migrations ORDER BY version")
+            )
+        ]
+
+
+def tables(store: Store) -> set[str]:
+    with store.connect() as conn:
+        return set(inspect(conn).get_table_names())
+
+
+def folder(tmp_path: Path, name: str, steps: dict[str, str]) -> Path:
+    """A migrations folder: the shipped step 1 plus ``steps`` {file name: SQL}."""
+    out = tmp_path / name
+    out.mkdir()
+    shutil.copy(SHIPPED / "0001_initial.sql", out)
+    for file, sql in steps.items():
+        (out / file).write_text(sql)
+    return out
+
+
+@pytest.fixture
+def old_store(tmp_path: Path) -> Iterator[tuple[Path, Store]]:
+    """A store at schema step 1 only, holding two events."""
+    db = tmp_path / "old.duckdb"
+    store = open_store(str(db), migrate=False)
+    assert [m.version for m in apply(store, folder(tmp_path, "v1", {}))] == [1]
+    csv = tmp_path / "e.csv"
+    csv.write_text(EVENTS)
+    assert ingest_file(store, csv).inserted == 2
+    yield db, store
+    store.close()
+
+
+def test_a_fresh_store_records_every_step(tmp_path: Path) -> None:
+    store = open_store(str(tmp_path / "new.duckdb"))
+    try:
+        assert recorded(store) == [(m.version, m.name) for m in available()]
+        assert recorded(store)[0] == (1, "initial")
+        assert {"events", "ingests", "rejected_rows", "experiments", "schema_migrations"} <= tables(
+            store
+        )
+        assert pending(store) == []
+        with store.connect() as conn:
+            applied_at = conn.execute(text("SELECT applied_at FROM schema_migrations")).scalar()
+        assert applied_at is not None
+    finally:
+        store.close()
+
+
+def test_an_older_store_is_upgraded_and_keeps_its_data(
+    tmp_path: Path, old_store: tuple[Path, Store]
+) -> None:
+    _, store = old_store
+    v2 = folder(
+        tmp_path,
+        "v2",
+        {
+            "0002_notes.sql": "-- step 2: notes on experiments\n"
+            "ALTER TABLE experiments ADD COLUMN notes TEXT;\n"
+            "CREATE TABLE notes_log (experiment TEXT NOT NULL, note TEXT);\n"
+            "INSERT INTO notes_log SELECT experiment, 'upgraded' FROM experiments;\n",
+        },
+    )
+    assert [m.name for m in pending(store, v2)] == ["notes"]
+    assert [m.version for m in apply(store, v2)] == [2]
+    assert recorded(store) == [(1, "initial"), (2, "notes")]
+    with store.connect() as conn:
+        assert conn.execute(text("SELECT count(*) FROM events")).scalar() == 2
+        assert conn.execute(text("SELECT experiment, note FROM notes_log")).fetchall() == [
+            ("e1", "upgraded")
+        ]
+        assert conn.execute(text("SELECT notes FROM experiments")).fetchall() == [(None,)]
+    # Applying again does nothing.
+    assert apply(store, v2) == []
+
+
+def test_a_failing_step_is_rolled_back_entirely(
+    tmp_path: Path, old_store: tuple[Path, Store]
+) -> None:
+    _, store = old_store
+    broken = folder(
+        tmp_path,
+        "broken",
+        {
+            "0002_fine.sql": "CREATE TABLE fine (x INTEGER);\n",
+            "0003_broken.sql": "CREATE TABLE half_done (x INTEGER);\n"
+            "INSERT INTO half_done VALUES (1);\n"
+            "ALTER TABLE events ADD COLUMN extra TEXT;\n"
+            "INSERT INTO no_such_table VALUES (1);\n",
+        },
+    )
+    with pytest.raises(StoreError) as caught:
+        apply(store, broken)
+    message = caught.value.message
+    assert message.startswith("migration 0003_broken failed and was rolled back: ")
+    assert "no_such_table" in message
+    # Step 2 stays applied; nothing of step 3 is left, and it is not recorded.
+    assert recorded(store) == [(1, "initial"), (2, "fine")]
+    assert "fine" in tables(store)
+    assert "half_done" not in tables(store)
+    with store.connect() as conn:
+        columns = [c["name"] for c in inspect(conn).get_columns("events")]
+        assert "extra" not in columns
+        assert conn.execute(text("SELECT count(*) FROM events")).scalar() == 2
+    assert [m.name for m in pending(store, broken)] == ["broken"]
+
+
+def test_two_steps_with_one_number_are_refused(tmp_path: Path) -> None:
+    clash = folder(tmp_path, "clash", {"0001_again.sql": "SELECT 1;\n"})
+    with pytest.raises(StoreError, match="two migrations share a number"):
+        available(clash)
+
+
+def test_read_only_open_of_an_outdated_store_names_the_command(
+    tmp_path: Path, old_store: tuple[Path, Store]
+) -> None:
+    db, store = old_store
+    v2 = folder(tmp_path, "v2", {"0002_notes.sql": "CREATE TABLE notes (x TEXT);\n"})
+    store.close()
+    reader = open_store(str(db), read_only=True)  # current with the shipped steps
+    try:
+        with pytest.raises(StoreError) as caught:
+            ensure_current(reader, v2)
+        assert caught.value.message == (
+            f"the store {db} needs schema upgrades (0002_notes); run `abeval migrate --db {db}`"
+        )
+        assert "notes" not in tables(reader)
+    finally:
+        reader.close()
+
+
+def test_read_only_commands_refuse_a_store_without_the_schema(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A store created by an older abeval (here: before any step) is not upgraded
+    behind the user's back by a read-only command; `abeval migrate` upgrades it."""
+    monkeypatch.chdir(tmp_path)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    store = open_store("old.duckdb", migrate=False)
+    assert apply(store, empty) == []
+    store.close()
+    db = tmp_path / "old.duckdb"
+
+    result = runner.invoke(app, ["experiments", "--db", "old.duckdb"])
+    assert result.exit_code == 1
+    assert result.stderr == (
+        f"Error: the store {db} needs schema upgrades (0001_initial); "
+        f"run `abeval migrate --db {db}`\n"
+    )
+    result = runner.invoke(app, ["migrate", "--db", "old.duckdb"])
+    assert (result.exit_code, result.stdout) == (0, "applied 0001_initial\n")
+    result = runner.invoke(app, ["experiments", "--db", "old.duckdb"])
+    assert (result.exit_code, result.stdout) == (
+        0,
+        "no experiments; load events with `abeval ingest FILE`\n",
+    )
+
+
+def test_migrate_command_output(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    result = runner.invoke(app, ["migrate", "--db", "s.duckdb"])
+    assert (result.exit_code, result.stdout, result.stderr) == (0, "applied 0001_initial\n", "")
+    result = runner.invoke(app, ["migrate", "--db", "s.duckdb"])
+    assert (result.exit_code, result.stdout) == (0, f"{tmp_path / 's.duckdb'} is up to date\n")
+
+
+def test_a_writable_open_upgrades(tmp_path: Path) -> None:
+    """Opening an older store for writing (any command that writes) upgrades it."""
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    store = open_store(str(tmp_path / "s.duckdb"), migrate=False)
+    apply(store, empty)
+    store.close()
+    store = open_store(str(tmp_path / "s.duckdb"))
+    try:
+        assert recorded(store) == [(m.version, m.name) for m in available()]
+    finally:
+        store.close()
+
+
+def test_statements_split_on_semicolons_at_line_ends(tmp_path: Path) -> None:
+    steps = folder(
+        tmp_path,
+        "split",
+        {
+            "0002_two.sql": "-- a comment; with a semicolon;\n"
+            "CREATE TABLE a (s TEXT DEFAULT 'x;y');\n"
+            "INSERT INTO a VALUES ('p;q')\n;\n"
+            "CREATE TABLE b (x INTEGER);\n",
+        },
+    )
+    (step,) = [m for m in available(steps) if m.version == 2]
+    assert step.statements() == [
+        "CREATE TABLE a (s TEXT DEFAULT 'x;y')",
+        "INSERT INTO a VALUES ('p;q')",
+        "CREATE TABLE b (x INTEGER)",
+    ]
+    store = open_store("duckdb:///:memory:", migrate=False)
+    try:
+        apply(store, steps)
+        with store.connect() as conn:
+            assert conn.execute(text("SELECT s FROM a")).fetchall() == [("p;q",)]
+    finally:
+        store.close()
