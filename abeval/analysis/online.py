@@ -31,6 +31,7 @@ from abeval.analysis.report_model import (
     Methodology,
     MetricResult,
     OfflineResult,
+    OfflineValue,
     PowerInfo,
     Role,
     SegmentResult,
@@ -280,7 +281,6 @@ def build_report(store: Store, experiment: str, o: ReportOptions | None = None) 
             else {}
         )
         ingests = _ingests(conn, experiment)
-        offline, offline_status = _offline(conn, experiment, control, treatments, o)
 
     shares = weights or [1.0] * len(arms)
     total_share = sum(shares)
@@ -317,6 +317,12 @@ def build_report(store: Store, experiment: str, o: ReportOptions | None = None) 
                 )
             )
     results = _adjust_families(results, o)
+    reference = o.primary[0] if o.primary else "ctr"
+    online_ref = {r.arm: r.comparison for r in results if r.metric == reference}
+    with store.connect() as conn:
+        offline, offline_values, offline_status = _offline(
+            conn, experiment, control, treatments, o, online_ref, reference
+        )
 
     verdicts = _verdicts(results, health, o)
     daily_points = _daily(daily, control, treatments, o)
@@ -356,6 +362,7 @@ def build_report(store: Store, experiment: str, o: ReportOptions | None = None) 
         segment_warning=seg_warning,
         power=power,
         offline=offline,
+        offline_values=offline_values,
         offline_status=offline_status,
         methodology=methodology,
     )
@@ -505,16 +512,24 @@ def _power(
 
 
 def _offline(
-    conn: Connection, experiment: str, control: str, treatments: list[str], o: ReportOptions
-) -> tuple[tuple[OfflineResult, ...], str]:
+    conn: Connection,
+    experiment: str,
+    control: str,
+    treatments: list[str],
+    o: ReportOptions,
+    online: dict[str, Comparison],
+    reference: str,
+) -> tuple[tuple[OfflineResult, ...], tuple[OfflineValue, ...], str]:
     """Offline metrics replayed from the same logs (see :mod:`abeval.analysis.replay`)."""
     if not o.offline:
-        return (), "not requested"
+        return (), (), "not requested (--no-offline)"
+    from abeval.analysis.offline_report import offline_results
+
     try:
-        from abeval.analysis.offline_report import offline_results
-    except ImportError:
-        return (), "offline replay is not available in this build"
-    return offline_results(conn, experiment, control, treatments, o)
+        return offline_results(conn, experiment, control, treatments, o, online, reference)
+    except AbevalError as exc:
+        # The online analysis stands on its own; say why the replay could not run.
+        return (), (), f"not available: {exc.message}"
 
 
 def _notes(o: ReportOptions) -> tuple[str, ...]:

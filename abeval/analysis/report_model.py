@@ -152,6 +152,20 @@ class OfflineResult(JsonResult):
 
 
 @dataclass(frozen=True)
+class OfflineValue(JsonResult):
+    """A beyond-accuracy metric of one arm (coverage, Gini, entropy, novelty): a
+    value over all of the arm's lists, with no per-user variance to test."""
+
+    metric: str
+    arm: str
+    value: float | None
+    convention: dict[str, Any]
+    counts: dict[str, Any]
+    status: str
+    message: str
+
+
+@dataclass(frozen=True)
 class Methodology(JsonResult):
     sql: str
     sufficient_statistics: dict[str, Any]
@@ -176,5 +190,6 @@ class ExperimentReport(JsonResult):
     segment_warning: str | None
     power: tuple[PowerInfo, ...]
     offline: tuple[OfflineResult, ...]
+    offline_values: tuple[OfflineValue, ...]
     offline_status: str
     methodology: Methodology
