@@ -40,7 +40,9 @@ def gain_sql(gain: str, rel: str) -> str:
     if gain == "linear":
         return f"(CASE WHEN {rel} > 0 THEN {as_double(rel)} ELSE 0 END)"
     if gain == "exp2":
-        return f"(CASE WHEN {rel} > 0 THEN POWER({as_double('2')}, {as_double(rel)}) - 1 ELSE 0 END)"
+        return (
+            f"(CASE WHEN {rel} > 0 THEN POWER({as_double('2')}, {as_double(rel)}) - 1 ELSE 0 END)"
+        )
     if gain == "binary":
         return f"(CASE WHEN {rel} > 0 THEN {as_double('1')} ELSE 0 END)"
     raise ValueError(f"unknown gain {gain!r}")

@@ -67,7 +67,9 @@ class BeyondQuery:
                         left_out[d.left_out_reason] = int(row["left_out"] or 0)
                     value = None if row["value"] is None else float(row["value"])
                     if d.per_user:
-                        stats = MeanStats(int(row["n"] or 0), float(row["s"] or 0), float(row["ss"] or 0))
+                        stats = MeanStats(
+                            int(row["n"] or 0), float(row["s"] or 0), float(row["ss"] or 0)
+                        )
                 n_users = stats.n if stats is not None else users
                 status, message = "ok", ""
                 if value is None:
@@ -111,4 +113,6 @@ def beyond_query(specs: Sequence[MetricSpec], inputs: BeyondInputs) -> BeyondQue
         more, select = d.group_sql(spec, inputs, f"b{i}")
         ctes += more
         selects.append(f"SELECT {i} AS metric_index, q{i}.* FROM ({select}) q{i}")
-    return BeyondQuery(specs=tuple(specs), ctes=",\n".join(ctes), select="\nUNION ALL\n".join(selects))
+    return BeyondQuery(
+        specs=tuple(specs), ctes=",\n".join(ctes), select="\nUNION ALL\n".join(selects)
+    )

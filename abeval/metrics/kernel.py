@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from abeval.metrics.base import DOUBLE, Aggregate, ListAggregates, as_double, gain_sql, log2
-from abeval.metrics.spec import MetricSpec
 from abeval.metrics.results import MetricResult
+from abeval.metrics.spec import MetricSpec
 from abeval.stats.sufficient import MeanStats
 
 
@@ -205,7 +205,9 @@ def ranking_query(
         f"ORDER BY gain DESC) AS irank FROM {judged} WHERE gain > 0)"
     )
     idcg_cols = "".join(f", {_idcg_sql(a)} AS {a.column}" for a in idcg_aggs)
-    ctes.append(f"k_judged AS (SELECT list_id, COUNT(*) AS r{idcg_cols} FROM k_ideal GROUP BY list_id)")
+    ctes.append(
+        f"k_judged AS (SELECT list_id, COUNT(*) AS r{idcg_cols} FROM k_ideal GROUP BY list_id)"
+    )
     for a in idcg_aggs:
         per_list_cols.append(f"{as_double(f'COALESCE(j.{a.column}, 0)')} AS {a.column}")
     if want_auc:

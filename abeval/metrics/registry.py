@@ -153,7 +153,9 @@ def parse_metrics(
     return out
 
 
-def default_ranking_metrics(ks: Sequence[int], conventions: Conventions | None = None) -> list[MetricSpec]:
+def default_ranking_metrics(
+    ks: Sequence[int], conventions: Conventions | None = None
+) -> list[MetricSpec]:
     """precision, recall, AP, NDCG and hit rate at every K, then MRR over the whole list."""
     names = [f"{n}@{k}" for k in ks for n in ("precision", "recall", "ap", "ndcg", "hit_rate")]
     return parse_metrics([*names, "mrr"], conventions=conventions)

@@ -30,9 +30,7 @@ DUPLICATES: tuple[str, ...] = ("error", "dedupe")
 
 def _check_choice(option: str, value: str, choices: tuple[str, ...]) -> None:
     if value not in choices:
-        raise AbevalError(
-            f"unknown {option} convention {value!r}; use one of {', '.join(choices)}"
-        )
+        raise AbevalError(f"unknown {option} convention {value!r}; use one of {', '.join(choices)}")
 
 
 @dataclass(frozen=True)

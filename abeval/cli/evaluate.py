@@ -1,0 +1,179 @@
+"""``abeval evaluate``: offline ranking (and rating) metrics from files."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+import typer
+
+from abeval.cli.app import command
+from abeval.errors import AbevalError
+
+
+def _ks(text: str) -> list[int]:
+    try:
+        ks = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise AbevalError(
+            f"--k {text!r}: give cutoffs as whole numbers, as in --k 5,10,20"
+        ) from None
+    if not ks or any(k < 1 for k in ks):
+        raise AbevalError(f"--k {text!r}: give cutoffs of at least 1, as in --k 5,10,20")
+    return ks
+
+
+@command("evaluate")
+def evaluate_command(
+    truth: Annotated[
+        str,
+        typer.Option(
+            "--truth",
+            "-t",
+            help="Held-out truth: user_id, item_id and optionally relevance or rating "
+            "(CSV, CSV.gz, Parquet or JSONL).",
+            show_default=False,
+        ),
+    ],
+    recommendations: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--recommendations",
+            "-r",
+            help="Recommendations: user_id, item_id and rank or score. Repeat to compare "
+            "models; the first is the baseline.",
+            show_default=False,
+        ),
+    ] = None,
+    predictions: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--predictions",
+            help="Rating predictions: user_id, item_id, prediction (for rmse and mae). Repeatable.",
+            show_default=False,
+        ),
+    ] = None,
+    items: Annotated[
+        str | None,
+        typer.Option(
+            "--items",
+            help="Catalogue: item_id and optionally category or features (a list of numbers), "
+            "for coverage, Gini and diversity.",
+            show_default=False,
+        ),
+    ] = None,
+    history: Annotated[
+        str | None,
+        typer.Option(
+            "--history",
+            help="Users' past interactions (user_id, item_id): the reference for novelty and "
+            "co-occurrence similarity, and needed for serendipity.",
+            show_default=False,
+        ),
+    ] = None,
+    k: Annotated[str, typer.Option("--k", help="Cutoffs, comma-separated.")] = "5,10",
+    metrics: Annotated[
+        str | None,
+        typer.Option(
+            "--metrics",
+            "-m",
+            help="Comma-separated metrics, e.g. ndcg@10,ap@10,mrr,coverage@10. A name without "
+            "@K takes every --k where the metric needs a cutoff; ndcg, ap and mrr without @K use "
+            "the whole list. Default: precision, recall, ap, ndcg, hit_rate at every K, mrr, "
+            "coverage (and rmse, mae with --predictions).",
+            show_default=False,
+        ),
+    ] = None,
+    fmt: Annotated[str, typer.Option("--format", help="text or json.")] = "text",
+    per_user: Annotated[
+        str | None,
+        typer.Option(
+            "--per-user",
+            help="Write each user's value of every ranking metric to this file (.csv or .parquet).",
+            show_default=False,
+        ),
+    ] = None,
+    ap_denominator: Annotated[
+        str,
+        typer.Option(
+            "--ap-denominator",
+            help="AP denominator: R (trec_eval map_cut), min_rk = min(R, K) (Spark, RecBole), "
+            "or hits (torchmetrics).",
+        ),
+    ] = "R",
+    gain: Annotated[
+        str, typer.Option("--gain", help="NDCG gain: linear (trec_eval), exp2 (2^r - 1), binary.")
+    ] = "linear",
+    empty: Annotated[
+        str,
+        typer.Option(
+            "--empty",
+            help="Users with no relevant item: skip (left out of recall, AP, NDCG, MRR, AUC "
+            "and counted) or zero.",
+        ),
+    ] = "skip",
+    duplicates: Annotated[
+        str,
+        typer.Option(
+            "--duplicates",
+            help="An item twice in one list: error, or dedupe (count it once at its best "
+            "position, with a warning).",
+        ),
+    ] = "error",
+    missing: Annotated[
+        str,
+        typer.Option(
+            "--missing",
+            help="Truth users without recommendations: skip (counted) or zero (score 0, as "
+            "trec_eval -c).",
+        ),
+    ] = "skip",
+    min_relevance: Annotated[
+        float | None,
+        typer.Option(
+            "--min-relevance",
+            help="Relevant when the truth grade is at least this (default: grade > 0).",
+            show_default=False,
+        ),
+    ] = None,
+    alpha: Annotated[float, typer.Option("--alpha", help="Level of the comparison tests.")] = 0.05,
+    resamples: Annotated[
+        int, typer.Option("--resamples", help="Sign-flip resamples of the randomisation test.")
+    ] = 2000,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the randomisation test.")] = 0,
+) -> None:
+    """Evaluate recommendation files against held-out truth (ranking metrics, beyond-accuracy
+    metrics, RMSE/MAE) and compare models, paired over users."""
+    if fmt not in ("text", "json"):
+        raise AbevalError(f"--format {fmt!r}: use text or json")
+    from abeval.analysis.evaluate import evaluate
+    from abeval.metrics import Conventions
+
+    conventions = Conventions(
+        ap_denominator=ap_denominator,  # type: ignore[arg-type]
+        gain=gain,  # type: ignore[arg-type]
+        empty=empty,  # type: ignore[arg-type]
+        duplicates=duplicates,  # type: ignore[arg-type]
+    )
+    result = evaluate(
+        truth,
+        recommendations or [],
+        predictions=predictions or [],
+        items=items,
+        history=history,
+        k=_ks(k),
+        metrics=metrics,
+        conventions=conventions,
+        missing=missing,
+        min_relevance=min_relevance,
+        alpha=alpha,
+        resamples=resamples,
+        seed=seed,
+        per_user=per_user,
+    )
+    for warning in result.warnings:
+        typer.echo(f"Warning: {warning}", err=True)
+    if fmt == "json":
+        typer.echo(json.dumps(result.to_dict(), indent=2, allow_nan=False))
+    else:
+        typer.echo(result.render_text())

@@ -1,0 +1,301 @@
+"""Offline evaluation benchmark: ``abeval evaluate`` against pytrec_eval and ranx, end to end.
+
+Data (generated once into ``benchmarks/data/``, which git ignores): 100,000 users
+× 100 recommended items = 10M rows (``eval_recs_10M.parquet``: user_id, item_id,
+score, with ties in score) and a truth file of 10 graded items per user, about
+3 of them among the recommended (``eval_truth.csv``: user_id, item_id,
+relevance 1..3).
+
+Each run starts three fresh processes that read the same two files and compute
+P@10, R@10, AP@10, NDCG@10 and MRR, everything included (interpreter start,
+imports, reading, building each tool's input, evaluating, averaging):
+
+* ``abeval``: ``python -m abeval evaluate -t TRUTH -r RECS -m ... --format json``;
+* ``pytrec_eval``: pyarrow reads the files, a loop builds the run and qrels
+  dicts, ``RelevanceEvaluator`` (trec_eval's C code) evaluates;
+* ``ranx``: pandas reads the files, ``Qrels.from_df`` / ``Run.from_df`` build
+  its inputs, ``ranx.evaluate`` (numba) evaluates.
+
+The order rotates between runs so that background load hits all alike. Printed:
+median and minimum wall time, the ratio to abeval (> 1: abeval is faster), the
+median peak RSS of each process (``wait4``), and the metric means of each tool,
+which must agree with abeval's. ``--record`` appends the table with a line
+describing the machine to ``benchmarks/RESULTS.md``.
+
+    python benchmarks/bench_evaluate.py                 # generate if missing, 3 runs
+    python benchmarks/bench_evaluate.py --runs 5 --record
+    python benchmarks/bench_evaluate.py --users 10000   # a smaller data set
+
+ranx is not a dependency of abeval: ``pip install ranx`` first (it is skipped,
+with a note, when missing).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+DATA = HERE / "data"
+RESULTS = HERE / "RESULTS.md"
+METRICS = "precision@10,recall@10,ap@10,ndcg@10,mrr"
+
+GENERATE = r"""
+import sys
+import numpy as np, pyarrow as pa, pyarrow.csv as pc, pyarrow.parquet as pq
+users, recs_path, truth_path = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+per_list, catalogue = 100, 50_000
+rng = np.random.default_rng(0)
+base = rng.integers(0, catalogue, size=users)
+steps = rng.integers(1, 50, size=(users, per_list)).cumsum(axis=1)  # distinct items per list
+items = (base[:, None] + steps) % catalogue
+uid = np.char.add("u", np.arange(users).astype(str))
+scores = np.round(rng.random((users, per_list)), 3)  # ties in score
+pq.write_table(pa.table({
+    "user_id": np.repeat(uid, per_list),
+    "item_id": np.char.add("i", items.ravel().astype(str)),
+    "score": scores.ravel(),
+}), recs_path)
+picked = np.take_along_axis(items, rng.integers(0, per_list, size=(users, 3)), 1)
+others = rng.integers(0, catalogue, size=(users, 7))
+truth_items = np.concatenate([picked, others], axis=1)
+tu, ti, rel, seen = [], [], [], set()
+grades = rng.integers(1, 4, size=truth_items.shape)
+for u in range(users):
+    for j in range(truth_items.shape[1]):
+        key = (u, int(truth_items[u, j]))
+        if key in seen:
+            continue
+        seen.add(key)
+        tu.append(uid[u]); ti.append("i%d" % key[1]); rel.append(int(grades[u, j]))
+pc.write_csv(pa.table({"user_id": tu, "item_id": ti, "relevance": rel}), truth_path)
+"""
+
+PYTREC = r"""
+import json, statistics, sys
+import pyarrow.csv as pc, pyarrow.parquet as pq, pytrec_eval
+recs, truth = sys.argv[1], sys.argv[2]
+t = pq.read_table(recs)
+run = {}
+for u, i, s in zip(t.column("user_id").to_pylist(), t.column("item_id").to_pylist(),
+                   t.column("score").to_pylist()):
+    d = run.get(u)
+    if d is None:
+        d = run[u] = {}
+    d[i] = float(s)
+q = pc.read_csv(truth, convert_options=pc.ConvertOptions(
+    column_types={"user_id": "string", "item_id": "string"}))
+qrels = {}
+for u, i, r in zip(q.column("user_id").to_pylist(), q.column("item_id").to_pylist(),
+                   q.column("relevance").to_pylist()):
+    qrels.setdefault(u, {})[i] = int(r)
+names = {"P_10": "precision@10", "recall_10": "recall@10", "map_cut_10": "ap@10",
+         "ndcg_cut_10": "ndcg@10", "recip_rank": "mrr"}
+res = pytrec_eval.RelevanceEvaluator(qrels, set(names)).evaluate(run)
+print(json.dumps({names[m]: statistics.fmean(v[m] for v in res.values()) for m in names}))
+"""
+
+RANX = r"""
+import json, sys
+import pandas as pd
+from ranx import Qrels, Run, evaluate
+recs, truth = sys.argv[1], sys.argv[2]
+ids = {"user_id": object, "item_id": object}  # ranx wants object columns (pandas 3: str)
+r = pd.read_parquet(recs).astype(ids)
+q = pd.read_csv(truth, dtype={"user_id": str, "item_id": str, "relevance": "int64"}).astype(ids)
+qrels = Qrels.from_df(q, q_id_col="user_id", doc_id_col="item_id", score_col="relevance")
+run = Run.from_df(r, q_id_col="user_id", doc_id_col="item_id", score_col="score")
+names = {"precision@10": "precision@10", "recall@10": "recall@10", "map@10": "ap@10",
+         "ndcg@10": "ndcg@10", "mrr": "mrr"}
+out = evaluate(qrels, run, list(names))
+print(json.dumps({names[k]: float(v) for k, v in out.items()}))
+"""
+
+
+def run_measured(argv: list[str], timeout: float) -> tuple[float, int, str]:
+    """Wall seconds, the child's own peak RSS (``wait4``) and its stdout."""
+    t0 = time.perf_counter()
+    out_path = DATA / f".bench_out_{os.getpid()}"
+    err_path = DATA / f".bench_err_{os.getpid()}"
+    with open(out_path, "w") as out_f, open(err_path, "w") as err_f:
+        proc = subprocess.Popen(argv, stdout=out_f, stderr=err_f, text=True)
+        deadline = t0 + timeout
+        while True:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.perf_counter() > deadline:
+                proc.kill()
+                os.wait4(proc.pid, 0)
+                raise RuntimeError(f"{argv[:3]} timed out after {timeout:.0f} s")
+            time.sleep(0.02)
+    seconds = time.perf_counter() - t0
+    code = os.waitstatus_to_exitcode(status)
+    out, err = out_path.read_text(), err_path.read_text()
+    out_path.unlink(missing_ok=True)
+    err_path.unlink(missing_ok=True)
+    if code != 0:
+        raise RuntimeError(f"{' '.join(argv[:4])} failed ({code}): {err.strip()[-2000:]}")
+    rss = usage.ru_maxrss * (1 if sys.platform == "darwin" else 1024)
+    return seconds, rss, out
+
+
+def ensure_data(users: int, python: str, force: bool) -> tuple[Path, Path]:
+    DATA.mkdir(parents=True, exist_ok=True)
+    tag = f"{users * 100 / 1e6:g}M"
+    recs, truth = DATA / f"eval_recs_{tag}.parquet", DATA / f"eval_truth_{tag}.csv"
+    if force or not (recs.exists() and truth.exists()):
+        print(f"generating {recs.name} and {truth.name} ...", file=sys.stderr)
+        t0 = time.perf_counter()
+        subprocess.run(
+            [python, "-c", GENERATE, str(users), str(recs), str(truth)], check=True, cwd=REPO
+        )
+        print(f"  done in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+    return recs, truth
+
+
+def have_module(python: str, name: str) -> bool:
+    code = f"import importlib.util, sys; sys.exit(importlib.util.find_spec({name!r}) is None)"
+    return subprocess.run([python, "-c", code]).returncode == 0
+
+
+def machine() -> str:
+    cpu = platform.processor() or "unknown CPU"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem = ""
+    try:
+        kb = int(Path("/proc/meminfo").read_text().split()[1])
+        mem = f", {kb / 2**20:.0f} GiB RAM"
+    except (OSError, ValueError, IndexError):
+        pass
+    versions = []
+    for mod in ("duckdb", "pytrec_eval", "ranx", "numpy"):
+        try:
+            from importlib.metadata import version
+
+            dist = {"pytrec_eval": "pytrec-eval-terrier"}.get(mod, mod)
+            versions.append(f"{mod} {version(dist)}")
+        except Exception:  # a missing package is just not listed
+            pass
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=REPO
+    ).stdout.strip()
+    return (
+        f"{cpu}, {os.cpu_count()} cores{mem}, {platform.system()} {platform.release()}, "
+        f"Python {platform.python_version()}, {', '.join(versions)}, commit {commit or '?'}"
+    )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--users", type=int, default=100_000, help="users (100 items each)")
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--python", default=sys.executable)
+    parser.add_argument("--timeout", type=float, default=900)
+    parser.add_argument("--only", choices=("abeval", "pytrec_eval", "ranx"), action="append")
+    parser.add_argument("--force", action="store_true", help="regenerate the data")
+    parser.add_argument("--record", action="store_true", help="append to benchmarks/RESULTS.md")
+    args = parser.parse_args()
+
+    recs, truth = ensure_data(args.users, args.python, args.force)
+    tools: dict[str, list[str]] = {
+        "abeval": [args.python, "-m", "abeval", "evaluate", "-t", str(truth), "-r", str(recs),
+                   "-m", METRICS, "--format", "json"],
+        "pytrec_eval": [args.python, "-c", PYTREC, str(recs), str(truth)],
+        "ranx": [args.python, "-c", RANX, str(recs), str(truth)],
+    }  # fmt: skip
+    notes: list[str] = []
+    if not have_module(args.python, "ranx"):
+        del tools["ranx"]
+        notes.append("ranx is not installed (`pip install ranx`): skipped")
+    if args.only:
+        tools = {k: v for k, v in tools.items() if k in args.only}
+    # Warm the page cache (and ranx's numba cache) once, untimed.
+    for path in (recs, truth):
+        with open(path, "rb") as f:
+            while f.read(1 << 24):
+                pass
+    times: dict[str, list[float]] = {k: [] for k in tools}
+    rss: dict[str, list[int]] = {k: [] for k in tools}
+    means: dict[str, dict[str, float]] = {}
+    order = list(tools)
+    for r in range(args.runs):
+        for name in order[r % len(order) :] + order[: r % len(order)]:
+            seconds, peak, out = run_measured(tools[name], args.timeout)
+            times[name].append(seconds)
+            rss[name].append(peak)
+            data = json.loads(out)
+            if name == "abeval":
+                data = {m["metric"]: m["value"] for m in data["metrics"]}
+            means[name] = data
+            print(f"run {r + 1}: {name:12s} {seconds:7.2f} s", file=sys.stderr)
+
+    base = statistics.median(times["abeval"]) if "abeval" in times else None
+    with open(truth) as f:
+        truth_rows = sum(1 for _ in f) - 1
+    lines = [
+        f"{args.users:,} users × 100 items ({args.users * 100:,} rows, Parquet) + truth CSV "
+        f"({truth_rows:,} rows); {METRICS}; {args.runs} runs, "
+        "end to end in fresh processes",
+        "",
+        "| tool | median s | min s | × abeval time | peak RSS MiB |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for name in tools:
+        med = statistics.median(times[name])
+        ratio = f"{med / base:.2f}" if base else "–"
+        lines.append(
+            f"| {name} | {med:.2f} | {min(times[name]):.2f} | {ratio} | "
+            f"{statistics.median(rss[name]) / 2**20:.0f} |"
+        )
+    lines.append("")
+    if "abeval" in means:
+        ours = means["abeval"]
+        for name, theirs in means.items():
+            if name == "abeval":
+                continue
+            diffs = {m: abs(ours[m] - theirs[m]) for m in ours if m in theirs}
+            worst = max(diffs, key=lambda m: diffs[m])
+            lines.append(
+                f"- means vs {name}: largest difference {diffs[worst]:.1e} ({worst})"
+                + ("" if diffs[worst] < 1e-9 else f"; abeval {ours[worst]:.6f}, "
+                   f"{name} {theirs[worst]:.6f}")
+            )  # fmt: skip
+        lines.append("- abeval means: " + ", ".join(f"{m} {v:.6f}" for m, v in ours.items()))
+    lines += [f"- {n}" for n in notes]
+    table = "\n".join(lines)
+    print(table)
+    if args.record:
+        stamp = dt.datetime.now().strftime("%Y-%m-%d %H:%M")
+        section = (
+            f"\n## Offline evaluation: `abeval evaluate` vs pytrec_eval and ranx ({stamp})\n\n"
+            f"Machine: {machine()}. Command: `python benchmarks/bench_evaluate.py "
+            f"--users {args.users} --runs {args.runs} --record`. Ratios come from the same run; "
+            "× abeval time > 1 means abeval is faster.\n\n" + table + "\n"
+        )
+        new = not RESULTS.exists()
+        with open(RESULTS, "a") as f:
+            if new:
+                f.write("# Benchmark results\n")
+            f.write(section)
+        print(f"appended to {RESULTS}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
