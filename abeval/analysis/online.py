@@ -114,9 +114,7 @@ def _compare(
     """Main comparison (CUPED when the pre-period helps), the unadjusted one beside
     it when CUPED was used, and the statistics the main comparison used."""
     plain_c, plain_t = arm_stats(metric, c, False), arm_stats(metric, t, False)
-    plain = compare(
-        plain_c, plain_t, alpha=o.alpha, sequential=o.sequential, tuning_n=o.tuning_n
-    )
+    plain = compare(plain_c, plain_t, alpha=o.alpha, sequential=o.sequential, tuning_n=o.tuning_n)
     if o.cuped_days > 0 and has_pre_period(c, metric) and has_pre_period(t, metric):
         adj = compare(
             arm_stats(metric, c, True),
@@ -144,11 +142,7 @@ def _verdicts(
     metrics: list[MetricResult], health: Health, o: ReportOptions
 ) -> tuple[VerdictResult, ...]:
     out = []
-    harmed = [
-        m
-        for m in metrics
-        if m.role == "guardrail" and m.significant and _worse(m)
-    ]
+    harmed = [m for m in metrics if m.role == "guardrail" and m.significant and _worse(m)]
     for m in metrics:
         if m.role != "primary":
             continue
@@ -156,28 +150,41 @@ def _verdicts(
         ci = rel.ci_adjusted or rel.ci
         interval = f"{_pct(rel.effect)} [{_pct(ci[0])}, {_pct(ci[1])}]" if ci else "n/a"
         if health.srm.flagged:
-            verdict, reason = "invalid", (
-                f"sample ratio mismatch (p = {health.srm.p_value:.2g}): assignment is broken, "
-                "so every lift may be biased; find the cause before deciding"
+            verdict, reason = (
+                "invalid",
+                (
+                    f"sample ratio mismatch (p = {health.srm.p_value:.2g}): assignment is broken, "
+                    "so every lift may be biased; find the cause before deciding"
+                ),
             )
         elif m.comparison.status != "ok":
             verdict, reason = "invalid", m.comparison.message
         elif m.significant and not _worse(m):
             if harmed:
                 names = ", ".join(f"{g.label} ({g.arm})" for g in harmed)
-                verdict, reason = "roll_back", f"{m.label} {interval} improved but guardrail {names} got significantly worse"
+                verdict, reason = (
+                    "roll_back",
+                    f"{m.label} {interval} improved but guardrail {names} got significantly worse",
+                )
             else:
-                verdict, reason = "ship", f"{m.label} {interval}, significant after {o.correction} correction"
+                verdict, reason = (
+                    "ship",
+                    f"{m.label} {interval}, significant after {o.correction} correction",
+                )
         elif m.significant:
             verdict, reason = "roll_back", f"{m.label} {interval}: significantly worse"
         elif ci is not None and -o.target_mde < ci[0] and ci[1] < o.target_mde:
-            verdict, reason = "no_effect", (
-                f"{m.label} {interval}: the interval rules out lifts beyond ±{o.target_mde:.0%}"
+            verdict, reason = (
+                "no_effect",
+                (f"{m.label} {interval}: the interval rules out lifts beyond ±{o.target_mde:.0%}"),
             )
         else:
-            verdict, reason = "keep_running", (
-                f"{m.label} {interval}: not significant and too wide to rule out a "
-                f"{o.target_mde:.0%} effect"
+            verdict, reason = (
+                "keep_running",
+                (
+                    f"{m.label} {interval}: not significant and too wide to rule out a "
+                    f"{o.target_mde:.0%} effect"
+                ),
             )
         out.append(VerdictResult(metric=m.metric, arm=m.arm, verdict=verdict, reason=reason))  # type: ignore[arg-type]
     return tuple(out)
@@ -188,14 +195,20 @@ def _worse(m: MetricResult) -> bool:
     return effect > 0 if METRICS[m.metric].lower_is_better else effect < 0
 
 
-def _health(conn: Connection, experiment: str, users: dict[str, int], weights: list[float] | None,
-            arms: list[str]) -> Health:
+def _health(
+    conn: Connection,
+    experiment: str,
+    users: dict[str, int],
+    weights: list[float] | None,
+    arms: list[str],
+) -> Health:
     raw = online_sql.health(conn, experiment)
     srm = srm_test([users.get(a, 0) for a in arms], weights)
     problems = []
     if srm.flagged:
+        counts = ", ".join(f"{a} {users.get(a, 0):,}" for a in arms)
         problems.append(
-            f"Sample ratio mismatch: users per arm {', '.join(f'{a} {users.get(a, 0):,}' for a in arms)} "
+            f"Sample ratio mismatch: users per arm {counts} "
             f"differ from the expected split (p = {srm.p_value:.2g}). Assignment or logging is "
             "broken; lifts below may be biased."
         )
@@ -495,7 +508,7 @@ def _power(
             )
             more_days = None
             if needed.total_users is not None and users_per_day:
-                current = sum(x.n for x in (c, t))  # type: ignore[attr-defined]
+                current = sum(x.n for x in (c, t))
                 scale = (1 + len(treatments)) / 2
                 more_days = max(0.0, (needed.total_users - current * scale) / users_per_day)
             out.append(
@@ -543,7 +556,7 @@ def _notes(o: ReportOptions) -> tuple[str, ...]:
         "includes the control's uncertainty.",
         f"Multiple testing: {o.correction} over primary metrics × treatment arms; guardrail and "
         "secondary metrics are corrected within their own families.",
-        f"Sample ratio: Pearson χ² against the recorded split (equal when none), flagged at "
+        "Sample ratio: Pearson χ² against the recorded split (equal when none), flagged at "
         "p < 0.001.",
     ]
     if o.cuped_days > 0:

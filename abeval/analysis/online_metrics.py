@@ -36,31 +36,59 @@ METRICS: dict[str, OnlineMetric] = {
     m.name: m
     for m in (
         OnlineMetric(
-            "ctr", "ratio", "clicks", "impressions", "CTR",
+            "ctr",
+            "ratio",
+            "clicks",
+            "impressions",
+            "CTR",
             "Σ clicks / Σ impressions over users (delta method)",
         ),
         OnlineMetric(
-            "conversion", "proportion", "converted", None, "Conversion",
+            "conversion",
+            "proportion",
+            "converted",
+            None,
+            "Conversion",
             "share of users with a purchase",
         ),
         OnlineMetric(
-            "revenue_per_user", "mean", "revenue", None, "Revenue per user",
+            "revenue_per_user",
+            "mean",
+            "revenue",
+            None,
+            "Revenue per user",
             "mean revenue per user",
         ),
         OnlineMetric(
-            "clicks_per_user", "mean", "clicks", None, "Clicks per user",
+            "clicks_per_user",
+            "mean",
+            "clicks",
+            None,
+            "Clicks per user",
             "mean clicks per user",
         ),
         OnlineMetric(
-            "purchases_per_user", "mean", "purchases", None, "Purchases per user",
+            "purchases_per_user",
+            "mean",
+            "purchases",
+            None,
+            "Purchases per user",
             "mean purchases per user",
         ),
         OnlineMetric(
-            "impressions_per_user", "mean", "impressions", None, "Impressions per user",
+            "impressions_per_user",
+            "mean",
+            "impressions",
+            None,
+            "Impressions per user",
             "mean impressions per user",
         ),
         OnlineMetric(
-            "aov", "ratio", "revenue", "purchases", "Average order value",
+            "aov",
+            "ratio",
+            "revenue",
+            "purchases",
+            "Average order value",
             "Σ revenue / Σ purchases over users (delta method)",
         ),
     )
@@ -91,18 +119,30 @@ def arm_stats(metric: OnlineMetric, m: Moments, cuped: bool) -> ArmStats:
     if metric.kind == "ratio":
         den = metric.denominator or ""
         post = RatioStats(
-            n=m.n, m_sum=m.sums[num], m_ss=m.ss(num), d_sum=m.sums[den], d_ss=m.ss(den),
+            n=m.n,
+            m_sum=m.sums[num],
+            m_ss=m.ss(num),
+            d_sum=m.sums[den],
+            d_ss=m.ss(den),
             cross=m.cp(num, den),
         )
         if not cuped:
             return post
         pn, pd = f"pre_{num}", f"pre_{den}"
         pre = RatioStats(
-            n=m.n, m_sum=m.sums[pn], m_ss=m.ss(pn), d_sum=m.sums[pd], d_ss=m.ss(pd),
+            n=m.n,
+            m_sum=m.sums[pn],
+            m_ss=m.ss(pn),
+            d_sum=m.sums[pd],
+            d_ss=m.ss(pd),
             cross=m.cp(pn, pd),
         )
         return RatioCupedStats(
-            post=post, pre=pre, m_pm=m.cp(num, pn), m_pd=m.cp(num, pd), d_pm=m.cp(den, pn),
+            post=post,
+            pre=pre,
+            m_pm=m.cp(num, pn),
+            m_pd=m.cp(num, pd),
+            d_pm=m.cp(den, pn),
             d_pd=m.cp(den, pd),
         )
     cls = ProportionStats if metric.kind == "proportion" else MeanStats

@@ -176,6 +176,55 @@ def replay_ctes(
     return ",\n".join(ctes), params
 
 
+# CTEs that several replay queries share, computed once per replay into temporary
+# tables where the engine has them (each query would otherwise recompute the
+# population, the ranked lists and the relevance joins from the events).
+_SHARED = ("population", "r_imp", "r_rel", "ranked", "r_catalogue", "r_interactions")
+
+
+def _cte_span(ctes: str, name: str) -> tuple[int, int]:
+    """Start and end (after the closing parenthesis) of ``name AS (...)`` in ``ctes``."""
+    start = ctes.index(f"{name} AS (")
+    depth = 0
+    for i in range(ctes.index("(", start), len(ctes)):
+        if ctes[i] == "(":
+            depth += 1
+        elif ctes[i] == ")":
+            depth -= 1
+            if depth == 0:
+                return start, i + 1
+    raise ValueError(f"unbalanced CTE {name}")
+
+
+def _materialize(conn: Connection, ctes: str, params: Mapping[str, Any]) -> tuple[str, list[str]]:
+    """Compute the shared CTEs once into temporary tables; return CTEs that read
+    them, and the tables to drop. Engines without temporary tables keep the CTEs."""
+    from sqlalchemy import text
+
+    if conn.dialect.name not in ("duckdb", "postgresql"):
+        return ctes, []
+    tables = []
+    for name in _SHARED:
+        table = f"abeval_replay_{name}"
+        conn.execute(text(f"DROP TABLE IF EXISTS {table}"))
+        conn.execute(text(f"CREATE TEMP TABLE {table} AS WITH {ctes} SELECT * FROM {name}"), params)
+        tables.append(table)
+        if conn.dialect.name == "postgresql":
+            # Fresh temporary tables have no statistics: without them the planner
+            # picks nested loops over the ranked lists.
+            conn.execute(text(f"ANALYZE {table}"))
+        start, end = _cte_span(ctes, name)
+        ctes = f"{ctes[:start]}{name} AS (SELECT * FROM {table}){ctes[end:]}"
+    return ctes, tables
+
+
+def _drop(conn: Connection, tables: list[str]) -> None:
+    from sqlalchemy import text
+
+    for table in tables:
+        conn.execute(text(f"DROP TABLE IF EXISTS {table}"))
+
+
 _ARM_COUNTS = """r_arms AS (SELECT arm AS grp, COUNT(*) AS users FROM population GROUP BY arm),
 r_imp_arm AS (
     SELECT grp, COUNT(DISTINCT user_id) AS users_with_requests,
@@ -236,12 +285,34 @@ def replay(
             f"{', '.join(unsupported)} cannot be replayed from logs; "
             "use `abeval evaluate` with files for rating and serendipity metrics"
         )
-    ranking = [s for s in specs if s.kind == "ranking"]
-    beyond = [s for s in specs if s.kind == "beyond"]
     base = {"experiment": experiment}
 
-    ctes, params = replay_ctes(gains, dedupe=False, post_exposure_only=post_exposure_only)
+    ctes, params = replay_ctes(
+        gains, dedupe=conventions.duplicates == "dedupe", post_exposure_only=post_exposure_only
+    )
     params.update(base)
+    ctes, temporary = _materialize(conn, ctes, params)
+    try:
+        return _replay(
+            conn, experiment, ctes, params, specs, conventions, gains, post_exposure_only
+        )
+    finally:
+        _drop(conn, temporary)
+
+
+def _replay(
+    conn: Connection,
+    experiment: str,
+    ctes: str,
+    params: dict[str, Any],
+    specs: list[MetricSpec],
+    conventions: Conventions,
+    gains: dict[str, float],
+    post_exposure_only: bool,
+) -> ReplayResult:
+    base = {"experiment": experiment}
+    ranking = [s for s in specs if s.kind == "ranking"]
+    beyond = [s for s in specs if s.kind == "beyond"]
     arm_rows = _rows(conn, f"WITH {ctes}, {_ARM_COUNTS}", params)
     if not arm_rows:
         known = _rows(conn, "SELECT COUNT(*) AS n FROM events WHERE experiment = :experiment", base)
@@ -278,10 +349,6 @@ def replay(
             f"{tied} requests show two items at the same position; tied items share their rank"
         )
 
-    ctes, params = replay_ctes(
-        gains, dedupe=conventions.duplicates == "dedupe", post_exposure_only=post_exposure_only
-    )
-    params.update(base)
     extra = {"ties": TIE_RULE, "relevance": _gains_text(gains)}
     results: list[MetricResult] = []
     if ranking:

@@ -57,13 +57,24 @@ def power(
         kind = "mean"
     if mde is not None:
         result = required_users(
-            baseline, variance, mde, alpha=alpha, power=power_, n_arms=arms,
-            sequential=sequential, tuning_n=tuning_n,
+            baseline,
+            variance,
+            mde,
+            alpha=alpha,
+            power=power_,
+            n_arms=arms,
+            sequential=sequential,
+            tuning_n=tuning_n,
         )
     else:
         assert users is not None
         result = minimum_detectable_effect(
-            users, baseline, variance, alpha=alpha, power=power_, sequential=sequential,
+            users,
+            baseline,
+            variance,
+            alpha=alpha,
+            power=power_,
+            sequential=sequential,
             tuning_n=tuning_n,
         )
     days = None
@@ -140,6 +151,4 @@ def demo(
     typer.echo(render_text(report) if width >= 80 else "")
     typer.echo(f"report: {html_path}")
     typer.echo(f"json:   {json_path}")
-    typer.echo(
-        f"explore: abeval report --experiment {config.experiment} --db {db} --format text"
-    )
+    typer.echo(f"explore: abeval report --experiment {config.experiment} --db {db} --format text")

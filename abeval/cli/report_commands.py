@@ -36,8 +36,9 @@ def report(
             "default: stdout).",
         ),
     ] = None,
-    control: Annotated[str | None, typer.Option(help="Control arm (default: recorded, "
-                                                    "else 'control').")] = None,
+    control: Annotated[
+        str | None, typer.Option(help="Control arm (default: recorded, else 'control').")
+    ] = None,
     alpha: Annotated[float, typer.Option(help="Two-sided significance level.")] = 0.05,
     correction: Annotated[str, typer.Option(help="holm or bh (Benjamini-Hochberg).")] = "holm",
     sequential: Annotated[
@@ -61,7 +62,9 @@ def report(
     target_mde: Annotated[
         float, typer.Option("--target-mde", help="Relative lift the test should detect.")
     ] = 0.02,
-    k: Annotated[str, typer.Option("--k", help="Cutoffs of the replayed offline metrics.")] = "5,10",
+    k: Annotated[
+        str, typer.Option("--k", help="Cutoffs of the replayed offline metrics.")
+    ] = "5,10",
     offline: Annotated[bool, typer.Option(help="Replay offline metrics from the logs.")] = True,
     db: DbOption = None,
 ) -> None:

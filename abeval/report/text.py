@@ -36,7 +36,8 @@ def _metric_row(m: MetricResult) -> str:
     cuped = " cuped" if m.comparison.cuped else ""
     status = "" if m.status == "ok" else f"  ({m.status}: {m.message})"
     return (
-        f"{mark} {m.label:<22} {m.arm:<12} {_num(m.control.value):>10} {_num(m.treatment.value):>10} "
+        f"{mark} {m.label:<22} {m.arm:<12} "
+        f"{_num(m.control.value):>10} {_num(m.treatment.value):>10} "
         f"{_pct(rel.effect):>9} {interval:>22} {_p(rel.p_value):>8} {_p(rel.p_adjusted):>8} "
         f"{_pct(chance, signed=False) if chance is not None else 'n/a':>7}{cuped}{status}"
     )
@@ -48,9 +49,8 @@ def render_text(r: ExperimentReport) -> str:
         f"abeval {r.abeval_version} · experiment {r.experiment} · {r.health.first_ts} .. "
         f"{r.health.last_ts}",
         f"control {s.control}; unit {s.unit}; alpha {s.alpha}; {s.correction} correction; "
-        f"method {s.method}; CUPED {s.cuped_days} days" + (
-            f"; tuning n {s.tuning_n:,.0f}" if s.tuning_n else ""
-        ),
+        f"method {s.method}; CUPED {s.cuped_days} days"
+        + (f"; tuning n {s.tuning_n:,.0f}" if s.tuning_n else ""),
         "arms: " + ", ".join(f"{a.arm} {a.users:,} users" for a in r.arms),
         "",
     ]
@@ -68,13 +68,18 @@ def render_text(r: ExperimentReport) -> str:
     )
     lines.append("")
     for v in r.verdicts:
-        lines.append(f"VERDICT {v.metric} ({v.arm}): {v.verdict.replace('_', ' ').upper()}: {v.reason}")
+        lines.append(
+            f"VERDICT {v.metric} ({v.arm}): {v.verdict.replace('_', ' ').upper()}: {v.reason}"
+        )
     header = (
         f"  {'metric':<22} {'arm':<12} {'control':>10} {'treatment':>10} {'lift':>9} "
         f"{'interval':>22} {'p':>8} {'p adj':>8} {'P(win)':>7}"
     )
-    for role, title in (("primary", "Primary metrics"), ("guardrail", "Guardrails"),
-                        ("secondary", "Secondary metrics")):
+    for role, title in (
+        ("primary", "Primary metrics"),
+        ("guardrail", "Guardrails"),
+        ("secondary", "Secondary metrics"),
+    ):
         rows = [m for m in r.metrics if m.role == role]
         if rows:
             lines += ["", title, header] + [_metric_row(m) for m in rows]
