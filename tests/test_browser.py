@@ -404,7 +404,8 @@ def save_screenshot(html: Path, out: Path, profile: Path) -> int:
 if __name__ == "__main__":  # refresh docs/report-screenshot.png from the README demo
     import tempfile
 
+    # With an argument (e.g. demo/home-reco-v2.html from `make demo`), shoot that page.
     with tempfile.TemporaryDirectory() as tmp:
-        html = build_demo(Path(tmp), users=20_000, seed=1)
+        html = Path(sys.argv[1]) if len(sys.argv) > 1 else build_demo(Path(tmp), 20_000, seed=1)
         size = save_screenshot(html, ROOT / "docs" / "report-screenshot.png", Path(tmp) / "p")
         print(f"wrote docs/report-screenshot.png ({size:,} bytes)", file=sys.stderr)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -84,7 +85,17 @@ def evaluate_command(
             show_default=False,
         ),
     ] = None,
-    fmt: Annotated[str, typer.Option("--format", help="text or json.")] = "text",
+    fmt: Annotated[str, typer.Option("--format", help="text, json or html.")] = "text",
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out",
+            "-o",
+            help="Where to write (html default: reports/evaluation.html; json and text "
+            "default: stdout).",
+            show_default=False,
+        ),
+    ] = None,
     per_user: Annotated[
         str | None,
         typer.Option(
@@ -144,8 +155,8 @@ def evaluate_command(
 ) -> None:
     """Evaluate recommendation files against held-out truth (ranking metrics, beyond-accuracy
     metrics, RMSE/MAE) and compare models, paired over users."""
-    if fmt not in ("text", "json"):
-        raise AbevalError(f"--format {fmt!r}: use text or json")
+    if fmt not in ("text", "json", "html"):
+        raise AbevalError(f"--format {fmt!r}: use text, json or html")
     from abeval.analysis.evaluate import evaluate
     from abeval.metrics import Conventions
 
@@ -173,7 +184,27 @@ def evaluate_command(
     )
     for warning in result.warnings:
         typer.echo(f"Warning: {warning}", err=True)
-    if fmt == "json":
-        typer.echo(json.dumps(result.to_dict(), indent=2, allow_nan=False))
+    if fmt == "html":
+        from abeval.report.evaluate_html import DEFAULT_PATH, render_html
+
+        path = out or DEFAULT_PATH
+        _write(render_html(result, alpha=alpha, resamples=resamples, seed=seed), path)
+        typer.echo(f"wrote {path}")
+    elif fmt == "json":
+        _emit(json.dumps(result.to_dict(), indent=2, allow_nan=False), out)
     else:
-        typer.echo(result.render_text())
+        _emit(result.render_text(), out)
+
+
+def _emit(text: str, out: Path | None) -> None:
+    if out is None:
+        typer.echo(text)
+    else:
+        _write(text + "\n", out)
+
+
+def _write(text: str, out: Path) -> None:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(out.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(out)
