@@ -28,8 +28,7 @@ import math
 from dataclasses import dataclass
 from typing import Literal
 
-from scipy import stats as sps
-
+from abeval.stats.distributions import norm_cdf, norm_isf, norm_pdf, norm_sf
 from abeval.stats.moments import effect_moments
 from abeval.stats.results import BayesianResult, Posterior
 from abeval.stats.sufficient import ArmStats
@@ -54,10 +53,10 @@ def risk(mean: float, sd: float) -> tuple[float, float]:
     if sd == 0:
         return max(mean, 0.0), max(-mean, 0.0)
     z = mean / sd
-    density = float(sps.norm.pdf(z))
+    density = float(norm_pdf(z))
     return (
-        mean * float(sps.norm.cdf(z)) + sd * density,
-        -mean * float(sps.norm.cdf(-z)) + sd * density,
+        mean * float(norm_cdf(z)) + sd * density,
+        -mean * float(norm_cdf(-z)) + sd * density,
     )
 
 
@@ -79,8 +78,8 @@ def posterior(
         mean = (effect / variance + prior.mean / prior.variance) / precision
         var = 1.0 / precision
     sd = math.sqrt(var)
-    half = float(sps.norm.isf(alpha / 2)) * sd
-    win = float(sps.norm.sf(0.0, loc=mean, scale=sd))
+    half = float(norm_isf(alpha / 2)) * sd
+    win = float(norm_sf(0.0, loc=mean, scale=sd))
     risk_control, risk_treatment = risk(mean, sd)
     if lower_is_better:
         win = 1.0 - win

@@ -17,8 +17,7 @@ from __future__ import annotations
 
 import math
 
-from scipy import stats as sps
-
+from abeval.stats.distributions import norm_isf, norm_sf, t_isf, t_sf
 from abeval.stats.moments import effect_moments
 from abeval.stats.results import Comparison, Lift, Method
 from abeval.stats.sequential import (
@@ -47,9 +46,9 @@ def confidence_interval(
     if method == "sequential":
         half = sequential_halfwidth(se, n, alpha, tuning_n, rho=rho)
     elif dof is None:
-        half = float(sps.norm.isf(alpha / 2)) * se
+        half = float(norm_isf(alpha / 2)) * se
     else:
-        half = float(sps.t.isf(alpha / 2, dof)) * se
+        half = float(t_isf(alpha / 2, dof)) * se
     return effect - half, effect + half
 
 
@@ -68,8 +67,8 @@ def p_value(
     if method == "sequential":
         return sequential_p_value(z, n, alpha, tuning_n)
     if dof is None:
-        return float(2 * sps.norm.sf(abs(z)))
-    return float(2 * sps.t.sf(abs(z), dof))
+        return float(2 * norm_sf(abs(z)))
+    return float(2 * t_sf(abs(z), dof))
 
 
 def _lift(

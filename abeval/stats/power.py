@@ -22,12 +22,11 @@ per-user variance (``RatioStats.variance``).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from scipy import optimize
-from scipy import stats as sps
-
+from abeval.stats.distributions import norm_cdf, norm_isf
 from abeval.stats.moments import arm_moments, effect_moments
 from abeval.stats.results import PowerResult, PowerStatus
 from abeval.stats.sequential import DEFAULT_TUNING_N, sequential_critical_value
@@ -40,17 +39,15 @@ _MAX_USERS = 1e13
 def power_of_test(noncentrality: float, critical_value: float) -> float:
     """Φ(λ − c) + Φ(−λ − c): the chance that |Z + λ| > c for Z standard normal."""
     return float(
-        sps.norm.cdf(noncentrality - critical_value) + sps.norm.cdf(-noncentrality - critical_value)
+        norm_cdf(noncentrality - critical_value) + norm_cdf(-noncentrality - critical_value)
     )
 
 
 def _noncentrality(critical_value: float, power: float) -> float:
     """λ ≥ 0 with power_of_test(λ, c) = power (power above the size 2Φ(−c))."""
-    upper = critical_value + float(sps.norm.isf(1 - power)) + 1.0
+    upper = critical_value + float(norm_isf(1 - power)) + 1.0
     return float(
-        optimize.brentq(
-            lambda lam: power_of_test(lam, critical_value) - power, 0.0, upper, xtol=1e-13
-        )
+        _brentq(lambda lam: power_of_test(lam, critical_value) - power, 0.0, upper, xtol=1e-13)
     )
 
 
@@ -72,7 +69,7 @@ class _Design:
     def critical_value(self, n_total: float) -> float:
         if self.sequential:
             return sequential_critical_value(n_total, self.alpha, self.tuning_n)
-        return float(sps.norm.isf(self.alpha / 2))
+        return float(norm_isf(self.alpha / 2))
 
     def result(
         self,
@@ -174,7 +171,7 @@ def required_users(
             if upper > _MAX_USERS:
                 message = "more than 10¹³ users would be needed"
                 return design.result("unreachable", message, baseline_mean, baseline_variance)
-        total = float(optimize.brentq(lambda x: power_at(x) - power, 1e-9, upper, xtol=1e-9))
+        total = float(_brentq(lambda x: power_at(x) - power, 1e-9, upper, xtol=1e-9))
     else:
         lam = _noncentrality(design.critical_value(1.0), power)
         total = lam * lam * baseline_variance * k / (delta * delta)
@@ -258,3 +255,10 @@ def detectable_effect(
         sequential=sequential,
         tuning_n=tuning_n,
     )
+
+
+def _brentq(f: Callable[[float], float], a: float, b: float, **kwargs: Any) -> float:
+    """scipy.optimize.brentq, imported on first use (it is slow to import)."""
+    from scipy import optimize
+
+    return float(optimize.brentq(f, a, b, **kwargs))

@@ -18,8 +18,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import replace
 
-from scipy import stats as sps
-
+from abeval.stats.distributions import chi2_sf
 from abeval.stats.results import SrmResult
 
 DEFAULT_SRM_THRESHOLD = 0.001
@@ -62,7 +61,7 @@ def srm_test(
     expected = tuple(total * x / sum(w) for x in w)
     statistic = sum((o - e) ** 2 / e for o, e in zip(observed, expected, strict=True))
     dof = len(observed) - 1
-    p = float(sps.chi2.sf(statistic, dof))
+    p = float(chi2_sf(statistic, dof))
     flagged = p < threshold
     return replace(
         base,
