@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from abeval.analysis.online_metrics import direction
 from abeval.analysis.report_model import OfflineResult, OfflineValue
 from abeval.stats import Comparison, adjust_comparisons, compare
 
@@ -21,19 +22,10 @@ if TYPE_CHECKING:
     from abeval.analysis.online import ReportOptions
 
 
-def _direction(c: Comparison) -> int:
-    """+1 / −1 when the interval excludes zero, else 0."""
-    lift = c.relative if c.relative.effect is not None else c.absolute
-    ci = lift.ci_adjusted or lift.ci
-    if c.status != "ok" or ci is None:
-        return 0
-    return 1 if ci[0] > 0 else (-1 if ci[1] < 0 else 0)
-
-
 def agreement(offline: Comparison, online: Comparison | None) -> str:
     if online is None:
         return "inconclusive"
-    a, b = _direction(offline), _direction(online)
+    a, b = direction(offline), direction(online)
     if a == 0 or b == 0:
         return "inconclusive"
     return "agree" if a == b else "disagree"

@@ -19,6 +19,7 @@ from abeval.analysis.online_metrics import (
     METRICS,
     OnlineMetric,
     arm_stats,
+    direction,
     has_pre_period,
 )
 from abeval.analysis.report_model import (
@@ -126,12 +127,6 @@ def _compare(
         if adj.status == "ok" and adj.cuped:
             return adj, plain, arm_stats(metric, c, True), arm_stats(metric, t, True)
     return plain, None, plain_c, plain_t
-
-
-def _significant(c: Comparison) -> bool:
-    lift = c.relative if c.relative.effect is not None else c.absolute
-    ci = lift.ci_adjusted or lift.ci
-    return c.status == "ok" and ci is not None and (ci[0] > 0 or ci[1] < 0)
 
 
 def _pct(x: float | None) -> str:
@@ -391,7 +386,7 @@ def _adjust_families(results: list[MetricResult], o: ReportOptions) -> list[Metr
             continue
         adjusted = adjust_comparisons([out[i].comparison for i in idx], o.correction)  # type: ignore[arg-type]
         for i, comp in zip(idx, adjusted, strict=True):
-            out[i] = replace(out[i], comparison=comp, significant=_significant(comp))
+            out[i] = replace(out[i], comparison=comp, significant=direction(comp) != 0)
     return out
 
 

@@ -14,7 +14,14 @@ from dataclasses import dataclass
 from typing import Literal
 
 from abeval.errors import AbevalError
-from abeval.stats import CupedStats, MeanStats, ProportionStats, RatioCupedStats, RatioStats
+from abeval.stats import (
+    Comparison,
+    CupedStats,
+    MeanStats,
+    ProportionStats,
+    RatioCupedStats,
+    RatioStats,
+)
 from abeval.stats.sufficient import ArmStats
 from abeval.store.online_sql import Moments
 
@@ -160,3 +167,13 @@ def has_pre_period(m: Moments, metric: OnlineMetric) -> bool:
     if metric.denominator:
         names.append(f"pre_{metric.denominator}")
     return all(m.ss(n) > 0 for n in names)
+
+
+def direction(c: Comparison) -> int:
+    """+1 or −1 when the (multiplicity-adjusted, where set) interval of the lift
+    excludes zero, else 0: what "significant" means everywhere in a report."""
+    lift = c.relative if c.relative.effect is not None else c.absolute
+    ci = lift.ci_adjusted or lift.ci
+    if c.status != "ok" or ci is None:
+        return 0
+    return 1 if ci[0] > 0 else (-1 if ci[1] < 0 else 0)
