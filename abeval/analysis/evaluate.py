@@ -1171,7 +1171,10 @@ def _compare(
             arrays = con.execute(
                 f"SELECT a.{c} AS base, b.{c} AS other FROM per_user a JOIN per_user b "
                 f"ON b.user_id = a.user_id WHERE a.grp = 0 AND b.grp = {j} "
-                f"AND a.{c} IS NOT NULL AND b.{c} IS NOT NULL"
+                f"AND a.{c} IS NOT NULL AND b.{c} IS NOT NULL "
+                # A fixed order: the seeded sign flips must meet the same users
+                # every run, or the randomisation p-value changes between runs.
+                "ORDER BY a.user_id"
             ).fetchnumpy()
             base = np.asarray(arrays["base"], dtype=float)
             other = np.asarray(arrays["other"], dtype=float)

@@ -54,6 +54,7 @@ from abeval.stats.sufficient import ArmStats
 from abeval.store import online_sql
 from abeval.store.experiments import get_settings
 from abeval.store.online_sql import Moments
+from abeval.store.shared_ctes import drop
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
@@ -196,8 +197,9 @@ def _health(
     users: dict[str, int],
     weights: list[float] | None,
     arms: list[str],
+    base: str | None = None,
 ) -> Health:
-    raw = online_sql.health(conn, experiment)
+    raw = online_sql.health(conn, experiment, base)
     srm = srm_test([users.get(a, 0) for a in arms], weights)
     problems = []
     if srm.flagged:
@@ -264,30 +266,34 @@ def build_report(store: Store, experiment: str, o: ReportOptions | None = None) 
     o = o or ReportOptions()
     with store.connect() as conn:
         settings = get_settings(conn, experiment)
-        moments = online_sql.arm_moments(conn, experiment, o.cuped_days)
-        arms_with_users = sorted(moments)
         control = _choose_control(settings.arms, settings.control_arm, o.control, experiment)
         if len(settings.arms) < 2:
             raise AbevalError(
                 f"experiment {experiment!r} has one arm ({settings.arms[0]}): nothing to compare; "
                 "check the arm column of the events"
             )
-        if control not in moments:
-            raise AbevalError(
-                f"control arm {control!r} of {experiment!r} has no analysed users; "
-                f"arms with users: {', '.join(arms_with_users) or 'none'}"
+        # The population is computed once and shared by the queries below.
+        base, temporary = online_sql.shared(conn, experiment)
+        try:
+            moments = online_sql.arm_moments(conn, experiment, o.cuped_days, base)
+            if control not in moments:
+                raise AbevalError(
+                    f"control arm {control!r} of {experiment!r} has no analysed users; "
+                    f"arms with users: {', '.join(sorted(moments)) or 'none'}"
+                )
+            arms = [control] + [a for a in settings.arms if a != control]
+            treatments = [a for a in arms[1:] if a in moments]
+            users = {a: moments[a].n if a in moments else 0 for a in arms}
+            weights = [settings.split.get(a, 0.0) for a in arms] if settings.split else None
+            health = _health(conn, experiment, users, weights, arms, base)
+            daily = online_sql.daily_moments(conn, experiment, base) if o.daily else []
+            seg = (
+                online_sql.segment_moments(conn, experiment, o.segment, o.cuped_days, base)
+                if o.segment
+                else {}
             )
-        arms = [control] + [a for a in settings.arms if a != control]
-        treatments = [a for a in arms[1:] if a in moments]
-        users = {a: moments[a].n if a in moments else 0 for a in arms}
-        weights = [settings.split.get(a, 0.0) for a in arms] if settings.split else None
-        health = _health(conn, experiment, users, weights, arms)
-        daily = online_sql.daily_moments(conn, experiment) if o.daily else []
-        seg = (
-            online_sql.segment_moments(conn, experiment, o.segment, o.cuped_days)
-            if o.segment
-            else {}
-        )
+        finally:
+            drop(conn, temporary)
         ingests = _ingests(conn, experiment)
 
     shares = weights or [1.0] * len(arms)

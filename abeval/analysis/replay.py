@@ -33,6 +33,7 @@ from abeval.metrics import (
     ranking_query,
 )
 from abeval.store.population import population_ctes
+from abeval.store.shared_ctes import drop, materialize
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
@@ -176,53 +177,8 @@ def replay_ctes(
     return ",\n".join(ctes), params
 
 
-# CTEs that several replay queries share, computed once per replay into temporary
-# tables where the engine has them (each query would otherwise recompute the
-# population, the ranked lists and the relevance joins from the events).
+# CTEs that several replay queries share, computed once per replay.
 _SHARED = ("population", "r_imp", "r_rel", "ranked", "r_catalogue", "r_interactions")
-
-
-def _cte_span(ctes: str, name: str) -> tuple[int, int]:
-    """Start and end (after the closing parenthesis) of ``name AS (...)`` in ``ctes``."""
-    start = ctes.index(f"{name} AS (")
-    depth = 0
-    for i in range(ctes.index("(", start), len(ctes)):
-        if ctes[i] == "(":
-            depth += 1
-        elif ctes[i] == ")":
-            depth -= 1
-            if depth == 0:
-                return start, i + 1
-    raise ValueError(f"unbalanced CTE {name}")
-
-
-def _materialize(conn: Connection, ctes: str, params: Mapping[str, Any]) -> tuple[str, list[str]]:
-    """Compute the shared CTEs once into temporary tables; return CTEs that read
-    them, and the tables to drop. Engines without temporary tables keep the CTEs."""
-    from sqlalchemy import text
-
-    if conn.dialect.name not in ("duckdb", "postgresql"):
-        return ctes, []
-    tables = []
-    for name in _SHARED:
-        table = f"abeval_replay_{name}"
-        conn.execute(text(f"DROP TABLE IF EXISTS {table}"))
-        conn.execute(text(f"CREATE TEMP TABLE {table} AS WITH {ctes} SELECT * FROM {name}"), params)
-        tables.append(table)
-        if conn.dialect.name == "postgresql":
-            # Fresh temporary tables have no statistics: without them the planner
-            # picks nested loops over the ranked lists.
-            conn.execute(text(f"ANALYZE {table}"))
-        start, end = _cte_span(ctes, name)
-        ctes = f"{ctes[:start]}{name} AS (SELECT * FROM {table}){ctes[end:]}"
-    return ctes, tables
-
-
-def _drop(conn: Connection, tables: list[str]) -> None:
-    from sqlalchemy import text
-
-    for table in tables:
-        conn.execute(text(f"DROP TABLE IF EXISTS {table}"))
 
 
 _ARM_COUNTS = """r_arms AS (SELECT arm AS grp, COUNT(*) AS users FROM population GROUP BY arm),
@@ -291,13 +247,13 @@ def replay(
         gains, dedupe=conventions.duplicates == "dedupe", post_exposure_only=post_exposure_only
     )
     params.update(base)
-    ctes, temporary = _materialize(conn, ctes, params)
+    ctes, temporary = materialize(conn, ctes, _SHARED, params, "abeval_replay_")
     try:
         return _replay(
             conn, experiment, ctes, params, specs, conventions, gains, post_exposure_only
         )
     finally:
-        _drop(conn, temporary)
+        drop(conn, temporary)
 
 
 def _replay(

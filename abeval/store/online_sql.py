@@ -125,24 +125,28 @@ def _moments_from_row(row: Any, variables: tuple[str, ...]) -> Moments:
     return Moments(n=n, sums=sums, cross=cross)
 
 
-def arm_moments_sql(cuped_days: int) -> str:
+def arm_moments_sql(cuped_days: int, base: str | None = None) -> str:
+    """The per-arm moments query; ``base`` replaces the population CTEs (see
+    :func:`shared`)."""
     return (
-        f"WITH {population_ctes()},\n{user_metrics_cte(cuped_days)}\n"
+        f"WITH {base or population_ctes()},\n{user_metrics_cte(cuped_days)}\n"
         f"SELECT arm, {', '.join(_moment_columns(ALL_VARIABLES))} "
         "FROM user_metrics GROUP BY arm ORDER BY arm"
     )
 
 
-def arm_moments(conn: Connection, experiment: str, cuped_days: int) -> dict[str, Moments]:
+def arm_moments(
+    conn: Connection, experiment: str, cuped_days: int, base: str | None = None
+) -> dict[str, Moments]:
     """Per arm: the moments of every per-user variable (post and pre-period)."""
     from sqlalchemy import text
 
-    rows = conn.execute(text(arm_moments_sql(cuped_days)), {"experiment": experiment})
+    rows = conn.execute(text(arm_moments_sql(cuped_days, base)), {"experiment": experiment})
     return {str(r.arm): _moments_from_row(r, ALL_VARIABLES) for r in rows}
 
 
-def segment_moments_sql(cuped_days: int) -> str:
-    ctes = population_ctes() + ",\n" + _segment_population()
+def segment_moments_sql(cuped_days: int, base: str | None = None) -> str:
+    ctes = (base or population_ctes()) + ",\n" + _segment_population()
     body = user_metrics_cte(cuped_days, segment=True).replace(
         "FROM population p LEFT JOIN", "FROM population_seg p LEFT JOIN"
     )
@@ -154,7 +158,7 @@ def segment_moments_sql(cuped_days: int) -> str:
 
 
 def segment_moments(
-    conn: Connection, experiment: str, segment: str, cuped_days: int
+    conn: Connection, experiment: str, segment: str, cuped_days: int, base: str | None = None
 ) -> dict[str, dict[str, Moments]]:
     """Per segment value, per arm: moments (the segment is the attribute on the
     user's first qualifying event, so it is fixed before treatment)."""
@@ -162,14 +166,15 @@ def segment_moments(
 
     out: dict[str, dict[str, Moments]] = {}
     rows = conn.execute(
-        text(segment_moments_sql(cuped_days)), {"experiment": experiment, "segment": segment}
+        text(segment_moments_sql(cuped_days, base)),
+        {"experiment": experiment, "segment": segment},
     )
     for r in rows:
         out.setdefault(str(r.segment), {})[str(r.arm)] = _moments_from_row(r, ALL_VARIABLES)
     return out
 
 
-def daily_moments_sql() -> str:
+def daily_moments_sql(base: str | None = None) -> str:
     """Cumulative per-user values at the end of each day, users counted from the
     day of their first exposure."""
     post_cols = ", ".join(
@@ -182,7 +187,7 @@ def daily_moments_sql() -> str:
         for v in POST_VARIABLES
     )
     return (
-        f"WITH {population_ctes()},\n"
+        f"WITH {base or population_ctes()},\n"
         "daily AS (SELECT p.user_id, CAST(e.ts AS DATE) AS day, "
         f"{post_cols} FROM population p JOIN exp_events e ON e.user_id = p.user_id "
         "AND e.ts >= p.first_ts GROUP BY p.user_id, CAST(e.ts AS DATE)),\n"
@@ -199,54 +204,67 @@ def daily_moments_sql() -> str:
     )
 
 
-def daily_moments(conn: Connection, experiment: str) -> list[tuple[str, dict[str, Moments]]]:
+def daily_moments(
+    conn: Connection, experiment: str, base: str | None = None
+) -> list[tuple[str, dict[str, Moments]]]:
     from sqlalchemy import text
 
     out: dict[str, dict[str, Moments]] = {}
-    for r in conn.execute(text(daily_moments_sql()), {"experiment": experiment}):
+    for r in conn.execute(text(daily_moments_sql(base)), {"experiment": experiment}):
         day = r.day.isoformat() if hasattr(r.day, "isoformat") else str(r.day)
         out.setdefault(day, {})[str(r.arm)] = _moments_from_row(r, VARIABLES)
     return sorted(out.items())
 
 
-HEALTH_SQL = f"""WITH {population_ctes()},
-pairs AS (
-    SELECT request_id, item_id,
-        SUM(CASE WHEN event_type = 'impression' THEN 1 ELSE 0 END) AS impressions,
-        SUM(CASE WHEN event_type = 'click' THEN 1 ELSE 0 END) AS clicks,
-        SUM(CASE WHEN event_type = 'purchase' THEN 1 ELSE 0 END) AS purchases
-    FROM exp_events WHERE request_id IS NOT NULL AND item_id IS NOT NULL
+HEALTH_SQL = """WITH {base},
+impression_pairs AS MATERIALIZED (
+    SELECT request_id, item_id, COUNT(*) AS impressions FROM exp_events
+    WHERE event_type = 'impression' AND request_id IS NOT NULL AND item_id IS NOT NULL
     GROUP BY request_id, item_id
 ),
-user_events AS (
-    SELECT e.user_id, COUNT(*) AS events,
+click_pairs AS MATERIALIZED (
+    SELECT request_id, item_id, COUNT(*) AS clicks FROM exp_events
+    WHERE event_type = 'click' AND request_id IS NOT NULL AND item_id IS NOT NULL
+    GROUP BY request_id, item_id
+),
+purchase_pairs AS (
+    SELECT request_id, item_id, COUNT(*) AS purchases FROM exp_events
+    WHERE event_type = 'purchase' AND request_id IS NOT NULL AND item_id IS NOT NULL
+    GROUP BY request_id, item_id
+),
+totals AS MATERIALIZED (
+    SELECT COUNT(*) AS events,
+        SUM(CASE WHEN p.user_id IS NULL THEN 1 ELSE 0 END) AS outside,
         SUM(CASE WHEN p.user_id IS NOT NULL AND e.ts < p.first_ts THEN 1 ELSE 0 END) AS n_before,
-        MAX(CASE WHEN p.user_id IS NULL THEN 1 ELSE 0 END) AS outside,
         MIN(e.ts) AS first_ts, MAX(e.ts) AS last_ts
     FROM exp_events e LEFT JOIN population p ON p.user_id = e.user_id
-    GROUP BY e.user_id
 )
 SELECT
     (SELECT COUNT(*) FROM user_arms WHERE n_arms > 1) AS users_in_several_arms,
     (SELECT COUNT(*) FROM user_arms) AS users_seen,
     (SELECT COUNT(*) FROM population) AS users_analysed,
-    (SELECT COALESCE(SUM(clicks), 0) FROM pairs WHERE impressions = 0) AS clicks_without_impression,
-    (SELECT COALESCE(SUM(purchases), 0) FROM pairs WHERE clicks = 0) AS purchases_without_click,
-    (SELECT COALESCE(SUM(impressions - 1), 0) FROM pairs WHERE impressions > 1)
+    (SELECT COALESCE(SUM(c.clicks), 0) FROM click_pairs c WHERE NOT EXISTS (
+        SELECT 1 FROM impression_pairs i
+        WHERE i.request_id = c.request_id AND i.item_id = c.item_id)) AS clicks_without_impression,
+    (SELECT COALESCE(SUM(b.purchases), 0) FROM purchase_pairs b WHERE NOT EXISTS (
+        SELECT 1 FROM click_pairs c
+        WHERE c.request_id = b.request_id AND c.item_id = b.item_id)) AS purchases_without_click,
+    (SELECT COALESCE(SUM(impressions - 1), 0) FROM impression_pairs WHERE impressions > 1)
         AS duplicate_impressions,
-    (SELECT COALESCE(SUM(events * outside), 0) FROM user_events) AS events_outside_population,
-    (SELECT COALESCE(SUM(n_before), 0) FROM user_events) AS events_before_exposure,
-    (SELECT COALESCE(SUM(events), 0) FROM user_events) AS events,
-    (SELECT MIN(first_ts) FROM user_events) AS first_ts,
-    (SELECT MAX(last_ts) FROM user_events) AS last_ts
+    (SELECT COALESCE(outside, 0) FROM totals) AS events_outside_population,
+    (SELECT COALESCE(n_before, 0) FROM totals) AS events_before_exposure,
+    (SELECT events FROM totals) AS events,
+    (SELECT first_ts FROM totals) AS first_ts,
+    (SELECT last_ts FROM totals) AS last_ts
 """
 
 
-def health(conn: Connection, experiment: str) -> dict[str, Any]:
+def health(conn: Connection, experiment: str, base: str | None = None) -> dict[str, Any]:
     """Population and data-quality counts for one experiment."""
     from sqlalchemy import text
 
-    row = conn.execute(text(HEALTH_SQL), {"experiment": experiment}).one()
+    sql = HEALTH_SQL.replace("{base}", base or population_ctes())
+    row = conn.execute(text(sql), {"experiment": experiment}).one()
     out: dict[str, Any] = {}
     for key, value in row._mapping.items():
         if key in ("first_ts", "last_ts"):
@@ -264,3 +282,17 @@ def users_per_arm(conn: Connection, experiment: str) -> dict[str, int]:
         {"experiment": experiment},
     )
     return {str(a): int(n) for a, n in rows}
+
+
+def shared(conn: Connection, experiment: str) -> tuple[str, list[str]]:
+    """The population CTEs computed once into temporary tables for the queries of
+    one report; pass the returned text as ``base`` and drop the tables after."""
+    from abeval.store.shared_ctes import materialize
+
+    return materialize(
+        conn,
+        population_ctes(),
+        ("user_arms", "population"),
+        {"experiment": experiment},
+        "abeval_online_",
+    )
