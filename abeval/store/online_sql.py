@@ -243,12 +243,16 @@ SELECT
     (SELECT COUNT(*) FROM user_arms WHERE n_arms > 1) AS users_in_several_arms,
     (SELECT COUNT(*) FROM user_arms) AS users_seen,
     (SELECT COUNT(*) FROM population) AS users_analysed,
-    (SELECT COALESCE(SUM(c.clicks), 0) FROM click_pairs c WHERE NOT EXISTS (
-        SELECT 1 FROM impression_pairs i
-        WHERE i.request_id = c.request_id AND i.item_id = c.item_id)) AS clicks_without_impression,
-    (SELECT COALESCE(SUM(b.purchases), 0) FROM purchase_pairs b WHERE NOT EXISTS (
-        SELECT 1 FROM click_pairs c
-        WHERE c.request_id = b.request_id AND c.item_id = b.item_id)) AS purchases_without_click,
+    -- "without" = all minus those that match: an inner join lets the engine hash
+    -- the small side (clicks) instead of every impression pair.
+    (SELECT COALESCE(SUM(clicks), 0) FROM click_pairs)
+        - (SELECT COALESCE(SUM(c.clicks), 0) FROM click_pairs c JOIN impression_pairs i
+           ON i.request_id = c.request_id AND i.item_id = c.item_id)
+        AS clicks_without_impression,
+    (SELECT COALESCE(SUM(purchases), 0) FROM purchase_pairs)
+        - (SELECT COALESCE(SUM(b.purchases), 0) FROM purchase_pairs b JOIN click_pairs c
+           ON c.request_id = b.request_id AND c.item_id = b.item_id)
+        AS purchases_without_click,
     (SELECT COALESCE(SUM(impressions - 1), 0) FROM impression_pairs WHERE impressions > 1)
         AS duplicate_impressions,
     (SELECT COALESCE(outside, 0) FROM totals) AS events_outside_population,

@@ -16,24 +16,25 @@ POPULATION_CTES = """\
 exp_events AS (
     SELECT * FROM events WHERE experiment = :experiment
 ),
-qualifying AS (
-    SELECT user_id, ts FROM exp_events
-    WHERE event_type = 'exposure'
-       OR NOT EXISTS (SELECT 1 FROM exp_events x WHERE x.event_type = 'exposure')
-),
 user_arms AS (
-    SELECT user_id, COUNT(DISTINCT arm) AS n_arms, MIN(arm) AS arm
+    SELECT user_id, COUNT(DISTINCT arm) AS n_arms, MIN(arm) AS arm,
+        MIN(CASE WHEN event_type = 'exposure' THEN ts END) AS first_exposure,
+        MIN(ts) AS first_event
     FROM exp_events GROUP BY user_id
 ),
 population AS (
-    SELECT q.user_id, ua.arm, MIN(q.ts) AS first_ts
-    FROM qualifying q JOIN user_arms ua ON ua.user_id = q.user_id
-    WHERE ua.n_arms = 1
-    GROUP BY q.user_id, ua.arm
+    SELECT user_id, arm,
+        CASE WHEN first_exposure IS NOT NULL THEN first_exposure ELSE first_event END
+            AS first_ts
+    FROM user_arms
+    WHERE n_arms = 1
+      AND (first_exposure IS NOT NULL
+           OR NOT EXISTS (SELECT 1 FROM user_arms x WHERE x.first_exposure IS NOT NULL))
 )"""
 
 
 def population_ctes() -> str:
-    """CTEs ``exp_events``, ``qualifying``, ``user_arms`` and ``population``
+    """CTEs ``exp_events``, ``user_arms`` (one pass over the experiment's events
+    per user: arms seen, first exposure, first event) and ``population``
     (user_id, arm, first_ts), to follow a ``WITH``."""
     return POPULATION_CTES
