@@ -100,19 +100,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-EVENT_COLUMNS: tuple[str, ...] = (
-    "experiment",
-    "arm",
-    "user_id",
-    "ts",
-    "event_type",
-    "request_id",
-    "item_id",
-    "position",
-    "value",
-    "event_id",
-    "propensity",
-)
+from abeval.store.events_format import KNOWN
+
+# The event format is defined once, with the ingest that checks it.
+EVENT_COLUMNS: tuple[str, ...] = KNOWN
 EVENT_TYPES: tuple[str, ...] = ("exposure", "impression", "click", "purchase")
 DEFAULT_CTR_LIFT = 0.05
 DEFAULT_CONVERSION_LIFT = 0.03

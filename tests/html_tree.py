@@ -5,6 +5,7 @@ structure rather than bytes."""
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Iterator
 from html.parser import HTMLParser
 
@@ -94,3 +95,26 @@ def parse(page: str) -> Node:
     builder.close()
     assert builder.current is builder.root, f"unclosed <{builder.current.tag}>"
     return builder.root
+
+
+def css_urls(text: str) -> list[str]:
+    """Every ``url(...)`` target in a stylesheet or style attribute."""
+    return [u.strip(" '\"") for u in re.findall(r"url\(([^)]*)\)", text, re.IGNORECASE)]
+
+
+def assert_self_contained(doc: Node) -> str:
+    """No element that loads anything, no link but to a fragment, no event
+    handler, one inline stylesheet; returns that stylesheet."""
+    for node in doc.iter():
+        assert node.tag not in {"script", "link", "img", "iframe", "object", "embed", "base"}
+        for attr in ("src", "srcset", "href", "xlink:href", "action", "poster", "data"):
+            value = node.attrs.get(attr)
+            if value is not None:
+                assert value.startswith("#"), (node.tag, attr, value)
+        for value in node.attrs.values():
+            for url in css_urls(value):
+                assert url.startswith("#"), (node.tag, value)
+        assert not any(a.startswith("on") for a in node.attrs), node.attrs
+    styles = [n.text() for n in doc.iter() if n.tag == "style"]
+    assert len(styles) == 1
+    return styles[0]

@@ -110,23 +110,25 @@ def _arm_value(metric: OnlineMetric, m: Moments) -> ArmValue:
     return ArmValue(value=num / den if den else None, numerator=num, denominator=den, users=m.n)
 
 
+def _test(
+    metric: OnlineMetric, c: Moments, t: Moments, o: ReportOptions, cuped: bool = False
+) -> tuple[Comparison, ArmStats, ArmStats]:
+    """One metric, control moments ``c`` against treatment ``t``, tested the way the
+    report's options say (fixed or sequential); returns the statistics used too."""
+    sc, st = arm_stats(metric, c, cuped), arm_stats(metric, t, cuped)
+    return compare(sc, st, alpha=o.alpha, sequential=o.sequential, tuning_n=o.tuning_n), sc, st
+
+
 def _compare(
     metric: OnlineMetric, c: Moments, t: Moments, o: ReportOptions
 ) -> tuple[Comparison, Comparison | None, ArmStats, ArmStats]:
     """Main comparison (CUPED when the pre-period helps), the unadjusted one beside
     it when CUPED was used, and the statistics the main comparison used."""
-    plain_c, plain_t = arm_stats(metric, c, False), arm_stats(metric, t, False)
-    plain = compare(plain_c, plain_t, alpha=o.alpha, sequential=o.sequential, tuning_n=o.tuning_n)
+    plain, plain_c, plain_t = _test(metric, c, t, o)
     if o.cuped_days > 0 and has_pre_period(c, metric) and has_pre_period(t, metric):
-        adj = compare(
-            arm_stats(metric, c, True),
-            arm_stats(metric, t, True),
-            alpha=o.alpha,
-            sequential=o.sequential,
-            tuning_n=o.tuning_n,
-        )
+        adj, cuped_c, cuped_t = _test(metric, c, t, o, cuped=True)
         if adj.status == "ok" and adj.cuped:
-            return adj, plain, arm_stats(metric, c, True), arm_stats(metric, t, True)
+            return adj, plain, cuped_c, cuped_t
     return plain, None, plain_c, plain_t
 
 
@@ -411,13 +413,7 @@ def _daily(
             for arm in treatments:
                 if arm not in by_arm:
                     continue
-                comp = compare(
-                    arm_stats(metric, by_arm[control], False),
-                    arm_stats(metric, by_arm[arm], False),
-                    alpha=o.alpha,
-                    sequential=o.sequential,
-                    tuning_n=o.tuning_n,
-                )
+                comp = _test(metric, by_arm[control], by_arm[arm], o)[0]
                 points.append(
                     DailyPoint(
                         day=day,
@@ -445,13 +441,7 @@ def _segments(
         for name in o.primary:
             metric = METRICS[name]
             for arm in sorted(a for a in by_arm if a != control):
-                comp = compare(
-                    arm_stats(metric, by_arm[control], False),
-                    arm_stats(metric, by_arm[arm], False),
-                    alpha=o.alpha,
-                    sequential=o.sequential,
-                    tuning_n=o.tuning_n,
-                )
+                comp = _test(metric, by_arm[control], by_arm[arm], o)[0]
                 rows.append(
                     SegmentResult(
                         segment=o.segment or "",

@@ -256,10 +256,3 @@ def _engine_error(shown: str, url: str, exc: Exception) -> str:
 
 def _first_line(text: str) -> str:
     return text.strip().splitlines()[0] if text.strip() else "unknown error"
-
-
-def scalar(conn: Connection, sql: str, **params: Any) -> Any:
-    """Run ``sql`` and return the first column of the first row."""
-    from sqlalchemy import text
-
-    return conn.execute(text(sql), params).scalar()

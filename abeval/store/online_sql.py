@@ -278,16 +278,6 @@ def health(conn: Connection, experiment: str, base: str | None = None) -> dict[s
     return out
 
 
-def users_per_arm(conn: Connection, experiment: str) -> dict[str, int]:
-    from sqlalchemy import text
-
-    rows = conn.execute(
-        text(f"WITH {population_ctes()} SELECT arm, COUNT(*) FROM population GROUP BY arm"),
-        {"experiment": experiment},
-    )
-    return {str(a): int(n) for a, n in rows}
-
-
 def shared(conn: Connection, experiment: str) -> tuple[str, list[str]]:
     """The population CTEs computed once into temporary tables for the queries of
     one report; pass the returned text as ``base`` and drop the tables after."""
