@@ -145,6 +145,52 @@ def test_duplicate_rows_within_a_file_are_loaded_once(store: Store, tmp_path: Pa
     assert scalar(store, "SELECT count(*) FROM events") == 6
 
 
+def test_overlap_with_the_store_and_repeats_in_the_file_together(
+    store: Store, tmp_path: Path
+) -> None:
+    """Rows already stored and rows repeated in the file, in one file, beside
+    another experiment the file does not touch."""
+    other = [r.replace("e1,", "e9,", 1) for r in ROWS]
+    ingest_file(store, write_csv(tmp_path / "first.csv", [*ROWS[:2], *other]))
+    again = [ROWS[0], ROWS[1], ROWS[2], ROWS[2], ROWS[3], ROWS[3], ROWS[3], ROWS[4], ROWS[5]]
+    s = ingest_file(store, write_csv(tmp_path / "second.csv", again))
+    # ROWS[0:2] are stored already; ROWS[2] once and ROWS[3] twice are repeats.
+    assert (s.rows_read, s.inserted, s.duplicates) == (9, 4, 5)
+    assert scalar(store, "SELECT count(*) FROM events WHERE experiment = 'e1'") == 6
+    assert scalar(store, "SELECT count(*) FROM events WHERE experiment = 'e9'") == 6
+    assert rows(store, "SELECT ingest_id, count(*) FROM events GROUP BY 1 ORDER BY 1") == [
+        (1, 8),
+        (2, 4),
+    ]
+
+
+def test_a_clean_file_and_its_skip_load_store_the_same_rows(tmp_path: Path) -> None:
+    """The direct load (clean file) and the staged load (a file with a bad row,
+    loaded with on_error="skip") store the same good rows."""
+    data = [*ROWS, ROWS[1], ROWS[3]]
+    clean = write_csv(tmp_path / "clean.csv", data)
+    dirty = write_csv(
+        tmp_path / "dirty.csv", [*data[:3], "e1,A,u1,soon,click,r1,i1,,,,", *data[3:]]
+    )
+    stored = []
+    for path, on_error in ((clean, "abort"), (dirty, "skip")):
+        s = open_store("duckdb:///:memory:")
+        summary = ingest_file(s, path, on_error=on_error)  # type: ignore[arg-type]
+        assert (summary.inserted, summary.duplicates) == (6, 2)
+        stored.append(rows(s, "SELECT * EXCLUDE (ingest_id) FROM events ORDER BY ALL"))
+        s.close()
+    assert stored[0] == stored[1]
+
+
+def test_a_failed_file_does_not_use_up_an_ingest_id(store: Store, tmp_path: Path) -> None:
+    bad = write_csv(tmp_path / "bad.csv", [*ROWS, "e1,A,u1,soon,click,r1,i1,,,,"])
+    with pytest.raises(InputError):
+        ingest_file(store, bad)
+    good = ingest_file(store, write_csv(tmp_path / "good.csv", ROWS))
+    assert good.ingest_id == 1
+    assert scalar(store, "SELECT min(ingest_id) FROM events") == 1
+
+
 def test_event_id_identifies_a_row_within_its_experiment(store: Store, tmp_path: Path) -> None:
     path = write_csv(
         tmp_path / "ids.csv",

@@ -280,6 +280,11 @@ def _check_header(src: _Source) -> None:
 def _stage_sql(src: _Source) -> str:
     """One pass over the file: typed columns, attributes, the bad-row flag and,
     for rows without ``event_id``, a digest of the whole row for deduplication."""
+    return "CREATE OR REPLACE TEMP TABLE abeval_stage AS " + _stage_select(src)
+
+
+def _stage_select(src: _Source) -> str:
+    """The ``SELECT`` of :func:`_stage_sql`."""
     columns = src.read_columns
     names = extras(columns)
     if names:
@@ -293,7 +298,6 @@ def _stage_sql(src: _Source) -> str:
         f"COALESCE(CAST({c} AS VARCHAR), '')" for c in (*KNOWN, "attributes") if c != "event_id"
     )
     return (
-        "CREATE OR REPLACE TEMP TABLE abeval_stage AS "
         f"SELECT {', '.join(KNOWN)}, attributes, bad, CASE WHEN event_id IS NULL "
         f"THEN 'h:' || md5(concat_ws(chr(31), {key_parts})) END AS row_key "
         f"FROM (SELECT *, {attributes} AS attributes, ({bad_expression()}) AS bad "
@@ -558,6 +562,11 @@ def ingest_file(
     checksum.start()
     say = progress or (lambda _msg: None)
 
+    if store.is_duckdb:
+        direct = _ingest_direct(store, path, kind, checksum, say, started, t0)
+        if direct is not None:
+            return direct
+
     local = None
     with store.begin() as conn:
         if store.is_duckdb:
@@ -643,6 +652,135 @@ def ingest_file(
             if local is not None:
                 local.close()
     return summary
+
+
+class _NeedsStaging(Exception):
+    """The direct load met a bad or malformed row: roll back and stage the file."""
+
+
+_BAD_ROW_MARKER = "abeval: bad row, staging the file"
+
+
+def _ingest_direct(
+    store: Store,
+    path: Path,
+    kind: Format,
+    checksum: _Checksum,
+    say: Callable[[str], None],
+    started: float,
+    t0: float,
+) -> IngestSummary | None:
+    """The fast path for a DuckDB store: one ``INSERT ... SELECT`` straight from
+    the reader into ``events``, with no staging table.
+
+    Every row is checked in the same pass; a bad row stops the statement (DuckDB's
+    ``error()``), and so does any other read error. Either way the transaction is
+    rolled back, nothing has changed (not even the ingest id sequence, which does
+    not roll back, so it is only advanced once the rows are in), and ``None``
+    tells the caller to load the file through the staging path, which finds and
+    reports every bad row. Clean
+    files, the common case, are read and written once. Rows already in the store,
+    and repeats inside the file, are then deleted from what was just inserted,
+    within the same transaction.
+    """
+    import duckdb
+
+    shown = str(path)
+    duck: Any = None
+    try:
+        with store.begin() as conn:
+            duck = conn.connection.driver_connection
+            src = _open_source(duck, path, kind)
+            _check_header(src)
+            say(f"reading {shown}")
+            for t in ("abeval_reject_errors", "abeval_reject_scans"):
+                duck.execute(f"DROP TABLE IF EXISTS {t}")
+            duck.execute("SET preserve_insertion_order = false")
+            # The id the sequence will give next; this process holds the store's
+            # write lock, so nobody else can take it in between.
+            ingest_id = int(
+                duck.execute(
+                    "SELECT COALESCE(last_value + increment_by, start_value) "
+                    "FROM duckdb_sequences() WHERE sequence_name = 'ingest_id_seq' "
+                    "AND database_name = current_database() AND schema_name = current_schema()"
+                ).fetchone()[0]
+            )
+            cols = ", ".join(EVENT_COLUMNS)
+            rows = _stage_select(src)
+            marker = _sql_str(_BAD_ROW_MARKER)
+            read = duck.execute(
+                f"INSERT INTO events ({cols}, ingest_id) SELECT {cols}, "
+                f"CASE WHEN bad THEN CAST(error({marker}) AS BIGINT) ELSE {int(ingest_id)} END "
+                f"FROM ({rows}) s"
+            ).fetchone()[0]
+            if (
+                kind == "csv"
+                and duck.execute("SELECT count(*) FROM abeval_reject_errors").fetchone()[0]
+            ):
+                raise _NeedsStaging
+            if _next_ingest_id(conn) != ingest_id:
+                raise _NeedsStaging
+            say("removing duplicates")
+            duplicates = _delete_repeats(duck, ingest_id)
+            inserted = int(read) - duplicates
+            if inserted:
+                _refresh_experiments(conn, ingest_id)
+            checksum.join()
+            summary = IngestSummary(
+                file=shown,
+                format=kind,
+                status="ok",
+                rows_read=int(read),
+                inserted=inserted,
+                duplicates=duplicates,
+                rejected=0,
+                seconds=time.perf_counter() - t0,
+                ingest_id=ingest_id,
+            )
+            _record_ingest(conn, summary, path.stat().st_size, checksum.digest, started)
+    except (_NeedsStaging, duckdb.Error):
+        return None
+    finally:
+        if duck is not None:
+            _drop_temp(duck)
+    return summary
+
+
+def _delete_repeats(duck: Any, ingest_id: int) -> int:
+    """Delete the rows of ingest ``ingest_id`` that the store already held before
+    it, and all but the earliest copy of a row repeated in the file; return how
+    many were deleted. A row is identified by ``COALESCE(event_id, row_key)``
+    within its experiment."""
+    i = int(ingest_id)
+    key = "COALESCE({t}event_id, {t}row_key)"
+    removed = 0
+    known = duck.execute(
+        f"SELECT 1 FROM events WHERE ingest_id <> {i} AND experiment IN "
+        f"(SELECT DISTINCT experiment FROM events WHERE ingest_id = {i}) LIMIT 1"
+    ).fetchone()
+    if known:
+        removed += int(
+            duck.execute(
+                f"DELETE FROM events n WHERE n.ingest_id = {i} AND EXISTS (SELECT 1 FROM "
+                f"events o WHERE o.ingest_id <> {i} AND o.experiment = n.experiment "
+                f"AND {key.format(t='o.')} = {key.format(t='n.')})"
+            ).fetchone()[0]
+        )
+    # Distinct 64-bit hashes: a collision can only make this smaller, which sends
+    # the load down the exact path, so a fast "no repeats" answer is always right.
+    n_rows, n_keys = duck.execute(
+        f"SELECT count(*), count(DISTINCT hash(experiment, {key.format(t='')})) "
+        f"FROM events WHERE ingest_id = {i}"
+    ).fetchone()
+    if n_keys < n_rows:
+        removed += int(
+            duck.execute(
+                f"DELETE FROM events WHERE rowid IN (SELECT rowid FROM (SELECT rowid, "
+                f"row_number() OVER (PARTITION BY experiment, {key.format(t='')} ORDER BY ts) "
+                f"AS abeval_k FROM events WHERE ingest_id = {i}) r WHERE abeval_k > 1)"
+            ).fetchone()[0]
+        )
+    return removed
 
 
 def _insert(
