@@ -199,9 +199,10 @@ def _health(
     users: dict[str, int],
     weights: list[float] | None,
     arms: list[str],
+    cuped_days: int,
     base: str | None = None,
 ) -> Health:
-    raw = online_sql.health(conn, experiment, base)
+    raw = online_sql.health(conn, experiment, cuped_days, base)
     srm = srm_test([users.get(a, 0) for a in arms], weights)
     problems = []
     if srm.flagged:
@@ -275,7 +276,7 @@ def build_report(store: Store, experiment: str, o: ReportOptions | None = None) 
                 "check the arm column of the events"
             )
         # The population is computed once and shared by the queries below.
-        base, temporary = online_sql.shared(conn, experiment)
+        base, temporary = online_sql.shared(conn, experiment, o.cuped_days)
         try:
             moments = online_sql.arm_moments(conn, experiment, o.cuped_days, base)
             if control not in moments:
@@ -287,8 +288,10 @@ def build_report(store: Store, experiment: str, o: ReportOptions | None = None) 
             treatments = [a for a in arms[1:] if a in moments]
             users = {a: moments[a].n if a in moments else 0 for a in arms}
             weights = [settings.split.get(a, 0.0) for a in arms] if settings.split else None
-            health = _health(conn, experiment, users, weights, arms, base)
-            daily = online_sql.daily_moments(conn, experiment, base) if o.daily else []
+            health = _health(conn, experiment, users, weights, arms, o.cuped_days, base)
+            daily = (
+                online_sql.daily_moments(conn, experiment, o.cuped_days, base) if o.daily else []
+            )
             seg = (
                 online_sql.segment_moments(conn, experiment, o.segment, o.cuped_days, base)
                 if o.segment

@@ -62,25 +62,47 @@ def _num(value: Any) -> float:
     return float(value)
 
 
-def user_metrics_cte(cuped_days: int, segment: bool = False) -> str:
-    """CTE ``user_metrics``: one row per analysed user (user_id, arm, first_ts,
-    [segment], the post variables and the pre-period variables)."""
+def user_day_cte(cuped_days: int) -> str:
+    """CTE ``user_day``: the one pass over an experiment's events that the online
+    queries share. One row per analysed user, day and phase (1: at or after the
+    user's first exposure; 0: in the ``cuped_days`` before it, the CUPED
+    pre-period; -1: earlier), with the user's event counts and revenue."""
     days = int(cuped_days)
-    post = "e.ts >= p.first_ts"
-    pre = f"e.ts < p.first_ts AND e.ts >= p.first_ts - INTERVAL '{days} days'"
+    # FILTER rather than SUM(CASE ...): the same result, much faster on DuckDB.
+    sums = ", ".join(
+        f"COUNT(*) FILTER (WHERE e.event_type = '{etype}') AS {name}"
+        if amount == "1"
+        else f"COALESCE(SUM({amount}) FILTER (WHERE e.event_type = '{etype}'), 0) AS {name}"
+        for name, (etype, amount) in POST_VARIABLES.items()
+    )
+    phase = (
+        "CASE WHEN e.ts >= p.first_ts THEN 1 "
+        f"WHEN e.ts >= p.first_ts - INTERVAL '{days} days' THEN 0 ELSE -1 END"
+    )
+    return (
+        f"user_day AS (SELECT p.user_id, CAST(e.ts AS DATE) AS day, {phase} AS phase, "
+        f"{sums}, COUNT(*) AS events "
+        "FROM population p JOIN exp_events e ON e.user_id = p.user_id "
+        f"GROUP BY p.user_id, CAST(e.ts AS DATE), {phase})"
+    )
+
+
+def online_ctes(cuped_days: int) -> str:
+    """The population CTEs and ``user_day``, to follow a ``WITH``."""
+    return f"{population_ctes()},\n{user_day_cte(cuped_days)}"
+
+
+def user_metrics_cte(segment: bool = False) -> str:
+    """CTE ``user_metrics``: one row per analysed user (user_id, arm, first_ts,
+    [segment], the post variables and the pre-period variables), from ``user_day``."""
     cols = []
-    for name, (etype, amount) in POST_VARIABLES.items():
-        cols.append(
-            f"SUM(CASE WHEN e.event_type = '{etype}' AND {post} THEN {amount} ELSE 0 END) AS {name}"
-        )
-        cols.append(
-            f"SUM(CASE WHEN e.event_type = '{etype}' AND {pre} THEN {amount} ELSE 0 END) "
-            f"AS pre_{name}"
-        )
+    for name in POST_VARIABLES:
+        cols.append(f"SUM(CASE WHEN d.phase = 1 THEN d.{name} ELSE 0 END) AS {name}")
+        cols.append(f"SUM(CASE WHEN d.phase = 0 THEN d.{name} ELSE 0 END) AS pre_{name}")
     seg_col = ", p.segment" if segment else ""
     return (
         f"user_sums AS (SELECT p.user_id, p.arm, p.first_ts{seg_col}, {', '.join(cols)} "
-        "FROM population p LEFT JOIN exp_events e ON e.user_id = p.user_id "
+        "FROM population p LEFT JOIN user_day d ON d.user_id = p.user_id "
         f"GROUP BY p.user_id, p.arm, p.first_ts{seg_col}),\n"
         "user_metrics AS (SELECT *, "
         "CASE WHEN purchases > 0 THEN 1 ELSE 0 END AS converted, "
@@ -126,10 +148,10 @@ def _moments_from_row(row: Any, variables: tuple[str, ...]) -> Moments:
 
 
 def arm_moments_sql(cuped_days: int, base: str | None = None) -> str:
-    """The per-arm moments query; ``base`` replaces the population CTEs (see
+    """The per-arm moments query; ``base`` replaces :func:`online_ctes` (see
     :func:`shared`)."""
     return (
-        f"WITH {base or population_ctes()},\n{user_metrics_cte(cuped_days)}\n"
+        f"WITH {base or online_ctes(cuped_days)},\n{user_metrics_cte()}\n"
         f"SELECT arm, {', '.join(_moment_columns(ALL_VARIABLES))} "
         "FROM user_metrics GROUP BY arm ORDER BY arm"
     )
@@ -146,8 +168,8 @@ def arm_moments(
 
 
 def segment_moments_sql(cuped_days: int, base: str | None = None) -> str:
-    ctes = (base or population_ctes()) + ",\n" + _segment_population()
-    body = user_metrics_cte(cuped_days, segment=True).replace(
+    ctes = (base or online_ctes(cuped_days)) + ",\n" + _segment_population()
+    body = user_metrics_cte(segment=True).replace(
         "FROM population p LEFT JOIN", "FROM population_seg p LEFT JOIN"
     )
     return (
@@ -174,23 +196,18 @@ def segment_moments(
     return out
 
 
-def daily_moments_sql(base: str | None = None) -> str:
+def daily_moments_sql(cuped_days: int, base: str | None = None) -> str:
     """Cumulative per-user values at the end of each day, users counted from the
     day of their first exposure."""
-    post_cols = ", ".join(
-        f"SUM(CASE WHEN e.event_type = '{etype}' THEN {amount} ELSE 0 END) AS {name}"
-        for name, (etype, amount) in POST_VARIABLES.items()
-    )
     cum = ", ".join(
         f"SUM(COALESCE(d.{v}, 0)) OVER (PARTITION BY u.user_id ORDER BY u.day "
         f"ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS {v}"
         for v in POST_VARIABLES
     )
     return (
-        f"WITH {base or population_ctes()},\n"
-        "daily AS (SELECT p.user_id, CAST(e.ts AS DATE) AS day, "
-        f"{post_cols} FROM population p JOIN exp_events e ON e.user_id = p.user_id "
-        "AND e.ts >= p.first_ts GROUP BY p.user_id, CAST(e.ts AS DATE)),\n"
+        f"WITH {base or online_ctes(cuped_days)},\n"
+        f"daily AS (SELECT user_id, day, {', '.join(POST_VARIABLES)} FROM user_day "
+        "WHERE phase = 1),\n"
         "days AS (SELECT DISTINCT CAST(ts AS DATE) AS day FROM exp_events e "
         "WHERE e.ts >= (SELECT MIN(first_ts) FROM population)),\n"
         "user_days AS (SELECT p.user_id, p.arm, d.day FROM population p "
@@ -205,69 +222,72 @@ def daily_moments_sql(base: str | None = None) -> str:
 
 
 def daily_moments(
-    conn: Connection, experiment: str, base: str | None = None
+    conn: Connection, experiment: str, cuped_days: int, base: str | None = None
 ) -> list[tuple[str, dict[str, Moments]]]:
     from sqlalchemy import text
 
     out: dict[str, dict[str, Moments]] = {}
-    for r in conn.execute(text(daily_moments_sql(base)), {"experiment": experiment}):
+    rows = conn.execute(text(daily_moments_sql(cuped_days, base)), {"experiment": experiment})
+    for r in rows:
         day = r.day.isoformat() if hasattr(r.day, "isoformat") else str(r.day)
         out.setdefault(day, {})[str(r.arm)] = _moments_from_row(r, VARIABLES)
     return sorted(out.items())
 
 
 HEALTH_SQL = """WITH {base},
-impression_pairs AS MATERIALIZED (
-    SELECT request_id, item_id, COUNT(*) AS impressions FROM exp_events
-    WHERE event_type = 'impression' AND request_id IS NOT NULL AND item_id IS NOT NULL
+pairs AS (
+    SELECT
+        COUNT(*) FILTER (WHERE event_type = 'impression') AS impressions,
+        COUNT(*) FILTER (WHERE event_type = 'click') AS clicks,
+        COUNT(*) FILTER (WHERE event_type = 'purchase') AS purchases
+    FROM exp_events
+    WHERE event_type IN ('impression', 'click', 'purchase')
+      AND request_id IS NOT NULL AND item_id IS NOT NULL
     GROUP BY request_id, item_id
 ),
-click_pairs AS MATERIALIZED (
-    SELECT request_id, item_id, COUNT(*) AS clicks FROM exp_events
-    WHERE event_type = 'click' AND request_id IS NOT NULL AND item_id IS NOT NULL
-    GROUP BY request_id, item_id
+pair_counts AS (
+    SELECT
+        SUM(CASE WHEN impressions > 1 THEN impressions - 1 ELSE 0 END) AS duplicates,
+        SUM(CASE WHEN impressions = 0 THEN clicks ELSE 0 END) AS clicks_alone,
+        SUM(CASE WHEN clicks = 0 THEN purchases ELSE 0 END) AS purchases_alone
+    FROM pairs
 ),
-purchase_pairs AS (
-    SELECT request_id, item_id, COUNT(*) AS purchases FROM exp_events
-    WHERE event_type = 'purchase' AND request_id IS NOT NULL AND item_id IS NOT NULL
-    GROUP BY request_id, item_id
+-- From user_arms, so that the events are read once here (an engine may store a
+-- CTE that is read twice).
+totals AS (
+    SELECT COALESCE(SUM(events), 0) AS events, MIN(first_event) AS first_ts,
+        MAX(last_event) AS last_ts
+    FROM user_arms
 ),
-totals AS MATERIALIZED (
-    SELECT COUNT(*) AS events,
-        SUM(CASE WHEN p.user_id IS NULL THEN 1 ELSE 0 END) AS outside,
-        SUM(CASE WHEN p.user_id IS NOT NULL AND e.ts < p.first_ts THEN 1 ELSE 0 END) AS n_before,
-        MIN(e.ts) AS first_ts, MAX(e.ts) AS last_ts
-    FROM exp_events e LEFT JOIN population p ON p.user_id = e.user_id
+analysed AS (
+    SELECT COALESCE(SUM(events), 0) AS events,
+        COALESCE(SUM(CASE WHEN phase < 1 THEN events ELSE 0 END), 0) AS before_exposure
+    FROM user_day
 )
 SELECT
     (SELECT COUNT(*) FROM user_arms WHERE n_arms > 1) AS users_in_several_arms,
     (SELECT COUNT(*) FROM user_arms) AS users_seen,
     (SELECT COUNT(*) FROM population) AS users_analysed,
-    -- "without" = all minus those that match: an inner join lets the engine hash
-    -- the small side (clicks) instead of every impression pair.
-    (SELECT COALESCE(SUM(clicks), 0) FROM click_pairs)
-        - (SELECT COALESCE(SUM(c.clicks), 0) FROM click_pairs c JOIN impression_pairs i
-           ON i.request_id = c.request_id AND i.item_id = c.item_id)
-        AS clicks_without_impression,
-    (SELECT COALESCE(SUM(purchases), 0) FROM purchase_pairs)
-        - (SELECT COALESCE(SUM(b.purchases), 0) FROM purchase_pairs b JOIN click_pairs c
-           ON c.request_id = b.request_id AND c.item_id = b.item_id)
-        AS purchases_without_click,
-    (SELECT COALESCE(SUM(impressions - 1), 0) FROM impression_pairs WHERE impressions > 1)
-        AS duplicate_impressions,
-    (SELECT COALESCE(outside, 0) FROM totals) AS events_outside_population,
-    (SELECT COALESCE(n_before, 0) FROM totals) AS events_before_exposure,
+    (SELECT COALESCE(clicks_alone, 0) FROM pair_counts) AS clicks_without_impression,
+    (SELECT COALESCE(purchases_alone, 0) FROM pair_counts) AS purchases_without_click,
+    (SELECT COALESCE(duplicates, 0) FROM pair_counts) AS duplicate_impressions,
+    (SELECT events FROM totals) - (SELECT events FROM analysed) AS events_outside_population,
+    (SELECT before_exposure FROM analysed) AS events_before_exposure,
     (SELECT events FROM totals) AS events,
     (SELECT first_ts FROM totals) AS first_ts,
     (SELECT last_ts FROM totals) AS last_ts
 """
 
 
-def health(conn: Connection, experiment: str, base: str | None = None) -> dict[str, Any]:
-    """Population and data-quality counts for one experiment."""
+def health(
+    conn: Connection, experiment: str, cuped_days: int, base: str | None = None
+) -> dict[str, Any]:
+    """Population and data-quality counts for one experiment. One grouping of the
+    impressions, clicks and purchases by (request, item) gives the duplicate
+    impressions, the clicks on no impression and the purchases after no click."""
     from sqlalchemy import text
 
-    sql = HEALTH_SQL.replace("{base}", base or population_ctes())
+    sql = HEALTH_SQL.replace("{base}", base or online_ctes(cuped_days))
     row = conn.execute(text(sql), {"experiment": experiment}).one()
     out: dict[str, Any] = {}
     for key, value in row._mapping.items():
@@ -278,15 +298,15 @@ def health(conn: Connection, experiment: str, base: str | None = None) -> dict[s
     return out
 
 
-def shared(conn: Connection, experiment: str) -> tuple[str, list[str]]:
-    """The population CTEs computed once into temporary tables for the queries of
+def shared(conn: Connection, experiment: str, cuped_days: int) -> tuple[str, list[str]]:
+    """:func:`online_ctes` computed once into temporary tables for the queries of
     one report; pass the returned text as ``base`` and drop the tables after."""
     from abeval.store.shared_ctes import materialize
 
     return materialize(
         conn,
-        population_ctes(),
-        ("user_arms", "population"),
+        online_ctes(cuped_days),
+        ("user_arms", "population", "user_day"),
         {"experiment": experiment},
         "abeval_online_",
     )

@@ -19,7 +19,7 @@ exp_events AS (
 user_arms AS (
     SELECT user_id, COUNT(DISTINCT arm) AS n_arms, MIN(arm) AS arm,
         MIN(CASE WHEN event_type = 'exposure' THEN ts END) AS first_exposure,
-        MIN(ts) AS first_event
+        MIN(ts) AS first_event, MAX(ts) AS last_event, COUNT(*) AS events
     FROM exp_events GROUP BY user_id
 ),
 population AS (
@@ -35,6 +35,6 @@ population AS (
 
 def population_ctes() -> str:
     """CTEs ``exp_events``, ``user_arms`` (one pass over the experiment's events
-    per user: arms seen, first exposure, first event) and ``population``
+    per user: arms seen, first exposure, first and last event, events) and ``population``
     (user_id, arm, first_ts), to follow a ``WITH``."""
     return POPULATION_CTES
