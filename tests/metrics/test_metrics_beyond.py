@@ -81,6 +81,26 @@ def test_diversity_and_serendipity_with_categories(files: dict[str, Path]) -> No
     assert serendipity.left_out == {"items_without_history": 1}
 
 
+def test_diversity_at_several_cutoffs_in_one_query(files: dict[str, Path]) -> None:
+    """diversity@1, @2 and @3 share one pass over the pairs of the top 3."""
+    result = evaluate(
+        files["truth"],
+        [files["recs"]],
+        items=files["items"],
+        metrics="diversity@3,diversity@1,diversity@2",
+    )
+    # @2: u1 [a, b] same category -> 0; u2 [a, d] -> 1; u3 and u5 have one item.
+    at2 = result.metric("diversity@2")
+    assert at2.value == pytest.approx(0.5)
+    assert at2.stats is not None and at2.stats.n == 2
+    assert at2.left_out == {"lists_with_fewer_than_two_items": 2}
+    # @3 as in the test above; @1: no list has a pair.
+    assert result.metric("diversity@3").value == pytest.approx((2 / 3 + 1) / 2)
+    at1 = result.metric("diversity@1")
+    assert at1.value is None and at1.status == "undefined"
+    assert at1.left_out == {"lists_with_fewer_than_two_items": 4}
+
+
 def test_diversity_with_feature_vectors(tmp_path: Path) -> None:
     recs = write_csv(
         tmp_path / "r.csv", "user_id,item_id,rank", [("u1", "a", 1), ("u1", "b", 2), ("u1", "c", 3)]
