@@ -182,10 +182,14 @@ _SHARED = ("population", "r_imp", "r_rel", "ranked", "r_catalogue", "r_interacti
 
 
 _ARM_COUNTS = """r_arms AS (SELECT arm AS grp, COUNT(*) AS users FROM population GROUP BY arm),
+r_lists AS (
+    SELECT grp, user_id, list_id, COUNT(*) AS impressions FROM r_imp
+    GROUP BY grp, user_id, list_id
+),
 r_imp_arm AS (
     SELECT grp, COUNT(DISTINCT user_id) AS users_with_requests,
-           COUNT(DISTINCT list_id) AS requests, COUNT(*) AS impressions
-    FROM r_imp GROUP BY grp
+           COUNT(DISTINCT list_id) AS requests, SUM(impressions) AS impressions
+    FROM r_lists GROUP BY grp
 ),
 r_dups AS (
     SELECT grp, SUM(c - 1) AS extra FROM (

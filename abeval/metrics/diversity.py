@@ -23,30 +23,15 @@ from abeval.metrics.spec import MetricSpec
 
 def group_sql(spec: MetricSpec, inp: BeyondInputs, p: str) -> tuple[list[str], str]:
     k = int(spec.k or 0)
-    # Lists and items are numbered first: the pairs (K(K-1)/2 per list, tens of
-    # millions for a large experiment) are then built, joined to their similarity
-    # and averaged on integer keys, several times faster than on the text ids.
-    # Items are numbered in id order, so ``lo < hi`` is ``item_lo < item_hi``.
     ctes = [
         f"{p}_top AS (SELECT grp, user_id, list_id, item_id FROM {inp.ranked} WHERE rank <= {k})",
-        f"{p}_lists AS (SELECT grp, user_id, list_id, ROW_NUMBER() OVER "
-        f"(ORDER BY grp, user_id, list_id) AS lno FROM (SELECT DISTINCT grp, user_id, list_id "
-        f"FROM {p}_top) l)",
-        f"{p}_items AS (SELECT item_id, ROW_NUMBER() OVER (ORDER BY item_id) AS ino "
-        f"FROM (SELECT DISTINCT item_id FROM {p}_top) i)",
-        f"{p}_topn AS (SELECT l.lno, n.ino FROM {p}_top t JOIN {p}_lists l ON l.grp = t.grp "
-        "AND l.user_id = t.user_id AND l.list_id = t.list_id "
-        f"JOIN {p}_items n ON n.item_id = t.item_id)",
-        f"{p}_pairs AS (SELECT a.lno, a.ino AS lo, b.ino AS hi FROM {p}_topn a "
-        f"JOIN {p}_topn b ON b.lno = a.lno AND a.ino < b.ino)",
-        f"{p}_named AS (SELECT d.lo, d.hi, a.item_id AS item_lo, b.item_id AS item_hi "
-        f"FROM (SELECT DISTINCT lo, hi FROM {p}_pairs) d "
-        f"JOIN {p}_items a ON a.ino = d.lo JOIN {p}_items b ON b.ino = d.hi)",
-        *similarity_ctes(inp, f"{p}_named", p, carry=("lo", "hi")),
-        f"{p}_lv AS (SELECT x.lno, 1 - AVG(s.sim) AS v FROM {p}_pairs x "
-        f"JOIN {p}_sim s ON s.lo = x.lo AND s.hi = x.hi GROUP BY x.lno)",
-        f"{p}_list AS (SELECT l.grp, l.user_id, l.list_id, v.v FROM {p}_lv v "
-        f"JOIN {p}_lists l ON l.lno = v.lno)",
+        f"{p}_pairs AS (SELECT a.grp, a.user_id, a.list_id, a.item_id AS item_lo, "
+        f"b.item_id AS item_hi FROM {p}_top a JOIN {p}_top b ON b.grp = a.grp "
+        "AND b.list_id = a.list_id AND a.item_id < b.item_id)",
+        *similarity_ctes(inp, f"{p}_pairs", p),
+        f"{p}_list AS (SELECT x.grp, x.user_id, x.list_id, 1 - AVG(s.sim) AS v FROM {p}_pairs x "
+        f"JOIN {p}_sim s ON s.item_lo = x.item_lo AND s.item_hi = x.item_hi "
+        "GROUP BY x.grp, x.user_id, x.list_id)",
         f"{p}_user AS (SELECT grp, user_id, AVG(v) AS v, COUNT(*) AS nl FROM {p}_list "
         "GROUP BY grp, user_id)",
         f"{p}_grp AS (SELECT grp, AVG(v) AS value, SUM(nl) AS counted, COUNT(v) AS n, "
