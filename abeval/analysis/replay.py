@@ -146,10 +146,11 @@ def replay_ctes(
     ``r_popularity``; and the bind parameters besides ``:experiment``."""
     case, in_list, params = _gain_sql(gains)
     after = "AND e.ts >= p.first_ts" if post_exposure_only else ""
+    # An item shown more than once in a request counts once, at its first (best)
+    # position: an aggregate, not a sorted window over every impression.
     first = (
-        "SELECT grp, user_id, list_id, item_id, position FROM (SELECT grp, user_id, list_id, "
-        "item_id, position, ROW_NUMBER() OVER (PARTITION BY grp, list_id, item_id "
-        "ORDER BY position) AS occurrence FROM r_imp) x WHERE occurrence = 1"
+        "SELECT grp, MIN(user_id) AS user_id, list_id, item_id, MIN(position) AS position "
+        "FROM r_imp GROUP BY grp, list_id, item_id"
         if dedupe
         else "SELECT grp, user_id, list_id, item_id, position FROM r_imp"
     )
