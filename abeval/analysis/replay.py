@@ -137,7 +137,6 @@ def _gain_sql(gains: Mapping[str, float]) -> tuple[str, str, dict[str, Any]]:
 def replay_ctes(
     gains: Mapping[str, float] = DEFAULT_GAINS,
     *,
-    dedupe: bool = False,
     post_exposure_only: bool = True,
 ) -> tuple[str, dict[str, Any]]:
     """The CTEs (after ``WITH``) that define ``ranked`` and ``judged`` for the kernels,
@@ -147,12 +146,12 @@ def replay_ctes(
     case, in_list, params = _gain_sql(gains)
     after = "AND e.ts >= p.first_ts" if post_exposure_only else ""
     # An item shown more than once in a request counts once, at its first (best)
-    # position: an aggregate, not a sorted window over every impression.
+    # position (``copies`` says how often it was shown; unless the convention is
+    # ``duplicates=dedupe`` a repeat is an error, raised before any metric reads
+    # ``ranked``). An aggregate, not a sorted window over every impression.
     first = (
-        "SELECT grp, MIN(user_id) AS user_id, list_id, item_id, MIN(position) AS position "
-        "FROM r_imp GROUP BY grp, list_id, item_id"
-        if dedupe
-        else "SELECT grp, user_id, list_id, item_id, position FROM r_imp"
+        "SELECT grp, MIN(user_id) AS user_id, list_id, item_id, MIN(position) AS position, "
+        "COUNT(*) AS copies FROM r_imp GROUP BY grp, list_id, item_id"
     )
     ctes = [
         population_ctes(),
@@ -164,7 +163,7 @@ def replay_ctes(
         f"WHERE event_type IN ({in_list}) AND request_id IS NOT NULL AND item_id IS NOT NULL "
         "GROUP BY request_id, item_id)",
         f"r_first AS ({first})",
-        "ranked AS (SELECT f.grp, f.user_id, f.list_id, f.item_id, f.position AS rank, "
+        "ranked AS (SELECT f.grp, f.user_id, f.list_id, f.item_id, f.position AS rank, f.copies, "
         "COALESCE(r.gain, CAST(0 AS DOUBLE PRECISION)) AS gain FROM r_first f "
         "LEFT JOIN r_rel r ON r.list_id = f.list_id AND r.item_id = f.item_id)",
         "judged AS (SELECT list_id, gain FROM ranked WHERE gain > 0)",
@@ -192,16 +191,10 @@ r_imp_arm AS (
            COUNT(DISTINCT list_id) AS requests, SUM(impressions) AS impressions
     FROM r_lists GROUP BY grp
 ),
-r_dups AS (
-    SELECT grp, SUM(c - 1) AS extra FROM (
-        SELECT grp, list_id, item_id, COUNT(*) AS c FROM r_imp
-        GROUP BY grp, list_id, item_id HAVING COUNT(*) > 1
-    ) d GROUP BY grp
-),
+r_dups AS (SELECT grp, SUM(copies - 1) AS extra FROM ranked GROUP BY grp),
 r_ties AS (
     SELECT grp, COUNT(DISTINCT list_id) AS tied FROM (
-        SELECT grp, list_id, position FROM r_imp
-        GROUP BY grp, list_id, position HAVING COUNT(DISTINCT item_id) > 1
+        SELECT grp, list_id, rank FROM ranked GROUP BY grp, list_id, rank HAVING COUNT(*) > 1
     ) t GROUP BY grp
 )
 SELECT a.grp, a.users, COALESCE(i.users_with_requests, 0) AS users_with_requests,
@@ -248,9 +241,7 @@ def replay(
         )
     base = {"experiment": experiment}
 
-    ctes, params = replay_ctes(
-        gains, dedupe=conventions.duplicates == "dedupe", post_exposure_only=post_exposure_only
-    )
+    ctes, params = replay_ctes(gains, post_exposure_only=post_exposure_only)
     params.update(base)
     ctes, temporary = materialize(conn, ctes, _SHARED, params, "abeval_replay_")
     try:

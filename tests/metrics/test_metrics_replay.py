@@ -132,3 +132,23 @@ def test_tied_positions_count_half_in_auc(tmp_path: Path) -> None:
     assert result.get("auc", "A").value == pytest.approx(0.75)
     assert result.arms[0].requests_with_tied_positions == 1
     assert any("same position" in w for w in result.warnings)
+
+
+def test_a_tie_is_counted_on_the_ranks_the_metrics_use(tmp_path: Path) -> None:
+    """Item a is shown at positions 1 and 2, b at 2 (and at 2 again in r2, with c):
+    deduplicated, a ranks 1 and b 2 in r1, so only r2 has a tie."""
+    log = Log()
+    log.add("A", "u1", "exposure", ts="2024-01-01 00:00:00")
+    for item, pos in (("a", 1), ("a", 2), ("b", 2)):
+        log.add("A", "u1", "impression", "r1", item, pos)
+    for item, pos in (("b", 2), ("c", 2)):
+        log.add("A", "u1", "impression", "r2", item, pos)
+    log.add("A", "u1", "click", "r1", "b")
+    store = _store(tmp_path, log)
+    with store.connect() as conn:
+        result = replay(conn, "exp", metrics="mrr", conventions=Conventions(duplicates="dedupe"))
+    assert result.arms[0].requests_with_tied_positions == 1
+    assert result.arms[0].duplicates_removed == 1
+    # r1: b at rank 2 -> 1/2; r2 has nothing relevant and is left out (empty=skip).
+    mrr = result.get("mrr", "A")
+    assert (mrr.value, mrr.lists) == (pytest.approx(0.5), 1)
