@@ -1,25 +1,31 @@
 """``abeval ingest``: load event files into the store, fast, validated and all or nothing.
 
-How a file is loaded (DuckDB store):
+How a file is loaded into a DuckDB store:
 
-1. DuckDB's own reader (``read_csv`` with every column as text, ``read_parquet``,
-   ``read_json`` with every key as text) streams the file into a temporary staging
-   table, converting types and flagging bad rows, with the column and reason of
-   the first failed check, in the same pass. Malformed CSV lines (too many or too
-   few fields, an unclosed quote) are caught by the reader's reject tables;
-   malformed JSON lines are read as empty rows and flagged like any bad row.
-2. If any row is bad, the file's lines are indexed (one more read, on this path
-   only) to give every bad row its physical line number and raw text. With
+1. **Direct load.** One ``INSERT INTO events ... SELECT`` reads the file with
+   DuckDB's own reader (``read_csv`` with every column as text, ``read_parquet``,
+   ``read_json`` with every key as text), converts the types and checks every
+   row in the same pass. A bad row stops the statement (DuckDB's ``error()``); so
+   does a malformed CSV line (the reader's reject table is checked after). Rows
+   already in the store and rows repeated in the file (same ``event_id``, or the
+   same full row when there is no ``event_id``) are then deleted from what was
+   just inserted, and ``experiments`` and ``ingests`` are updated, all in one
+   transaction. A clean file, the common case, is read and written once.
+2. **Staged load**, when the direct load stopped (and on other engines): the
+   transaction is rolled back, and the file is read into a temporary staging
+   table with a bad-row flag and the column and reason of the first failed
+   check. The file's lines are indexed (one more read, on this path only) to give
+   every bad row its physical line number and raw text. With
    ``on_error="abort"`` the first bad rows are reported as
    ``FILE:LINE:COLUMN: reason`` and nothing is written; with ``on_error="skip"``
-   the bad rows go to ``rejected_rows``.
-3. Good rows are inserted with one set-based ``INSERT ... SELECT`` that drops rows
-   already in the store (same ``event_id``, or the same full row when there is no
-   ``event_id``), then ``experiments`` and ``ingests`` are updated, all in one
-   transaction: a failed or killed ingest leaves the store as it was.
+   the good rows are inserted with one set-based ``INSERT ... SELECT`` that
+   drops rows already in the store, and the bad rows go to ``rejected_rows``.
 
-For another engine (PostgreSQL), steps 1-2 run in an in-memory DuckDB and the
-good rows reach the store through the engine's bulk path (``COPY``).
+Either way a failed or killed ingest leaves the store as it was.
+
+For another engine (PostgreSQL) only the staged load is used: it runs in an
+in-memory DuckDB and the good rows reach the store through the engine's bulk
+path (``COPY``).
 
 Line numbers are the physical lines of the file, as an editor shows them: the
 CSV header is line 1, blank lines count, and a quoted field that spans several

@@ -1,9 +1,12 @@
 """Per-arm sufficient statistics of the online metrics, computed inside the engine.
 
-One query per breakdown. Per analysed user it computes the post-exposure
-counts (impressions, clicks, purchases, revenue, converted) and the same counts
-over a pre-period (the ``cuped_days`` before the user's first exposure; never
-after it). Per arm (and segment or day) it returns only n, the sum of each
+One pass over the experiment's events (``user_day``, computed once per report
+by :func:`shared`) sums each analysed user's events per day and phase: after
+the first exposure, in the pre-period (the ``cuped_days`` before it; never
+after it), or earlier. From it, one query per breakdown gives per user the
+post-exposure counts (impressions, clicks, purchases, revenue, converted) and
+the same counts over the pre-period; the daily series and the health counts
+read it too. Per arm (and segment or day) it returns only n, the sum of each
 variable, and the centred cross-product matrix ``(n − 1)·covar_samp`` of all
 variables, using the engine's numerically stable variance aggregates. Nothing
 row-level leaves the engine.
