@@ -498,3 +498,30 @@ def test_postgres_store_validates_skips_and_deduplicates(
         assert state(s) == (7, 2, 2, 1)
     finally:
         s.close()
+
+
+def test_the_ingest_record_has_the_file_size_and_sha256(store: Store, tmp_path: Path) -> None:
+    import hashlib
+
+    path = write_csv(tmp_path / "events.csv", ROWS)
+    data = path.read_bytes()
+    summary = ingest_file(store, path)
+    recorded = rows(
+        store,
+        "SELECT source, format, size_bytes, checksum, rows_read, rows_inserted, rows_duplicate, "
+        "rows_rejected, status FROM ingests",
+    )
+    assert recorded == [
+        (
+            str(path),
+            "csv",
+            len(data),
+            "sha256:" + hashlib.sha256(data).hexdigest(),
+            6,
+            6,
+            0,
+            0,
+            "ok",
+        )
+    ]
+    assert summary.ingest_id == 1
