@@ -1080,6 +1080,7 @@ def _beyond(
         items="items" if have_items else None,
         similarity=similarity,
         history="history" if have_history else None,
+        number_keys=True,  # evaluate runs on DuckDB
     )
     query = beyond_query(specs, inputs)
     rows = _rows(con.execute(query.sql()))

@@ -314,6 +314,7 @@ def _replay(
             popularity="r_popularity",
             interactions="r_interactions",
             similarity="cooccurrence",
+            number_keys=conn.dialect.name == "duckdb",
         )
         bq = beyond_query(beyond, inputs)
         rows = _rows(conn, bq.sql(ctes), params)

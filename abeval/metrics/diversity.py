@@ -21,10 +21,9 @@ from abeval.metrics.similarity import similarity_ctes
 from abeval.metrics.spec import MetricSpec
 
 
-def group_sql(spec: MetricSpec, inp: BeyondInputs, p: str) -> tuple[list[str], str]:
-    k = int(spec.k or 0)
-    ctes = [
-        f"{p}_top AS (SELECT grp, user_id, list_id, item_id FROM {inp.ranked} WHERE rank <= {k})",
+def _pairs_by_text(inp: BeyondInputs, p: str) -> list[str]:
+    """``{p}_list(grp, user_id, list_id, v)`` from pairs keyed by the text ids."""
+    return [
         f"{p}_pairs AS (SELECT a.grp, a.user_id, a.list_id, a.item_id AS item_lo, "
         f"b.item_id AS item_hi FROM {p}_top a JOIN {p}_top b ON b.grp = a.grp "
         "AND b.list_id = a.list_id AND a.item_id < b.item_id)",
@@ -32,6 +31,44 @@ def group_sql(spec: MetricSpec, inp: BeyondInputs, p: str) -> tuple[list[str], s
         f"{p}_list AS (SELECT x.grp, x.user_id, x.list_id, 1 - AVG(s.sim) AS v FROM {p}_pairs x "
         f"JOIN {p}_sim s ON s.item_lo = x.item_lo AND s.item_hi = x.item_hi "
         "GROUP BY x.grp, x.user_id, x.list_id)",
+    ]
+
+
+def _pairs_by_number(inp: BeyondInputs, p: str) -> list[str]:
+    """The same on numbered lists and items: the pairs (K(K-1)/2 per list, tens
+    of millions for a large experiment) are built, joined to their similarity and
+    averaged on integer keys, about 30% faster on DuckDB. Items are numbered in
+    id order, so ``lo < hi`` is ``item_lo < item_hi``. (PostgreSQL misjudges the
+    three-column join that numbers the lists and picks nested loops: it takes
+    :func:`_pairs_by_text`.)"""
+    return [
+        f"{p}_lists AS (SELECT grp, user_id, list_id, ROW_NUMBER() OVER "
+        f"(ORDER BY grp, user_id, list_id) AS lno FROM (SELECT DISTINCT grp, user_id, list_id "
+        f"FROM {p}_top) l)",
+        f"{p}_items AS (SELECT item_id, ROW_NUMBER() OVER (ORDER BY item_id) AS ino "
+        f"FROM (SELECT DISTINCT item_id FROM {p}_top) i)",
+        f"{p}_topn AS (SELECT l.lno, n.ino FROM {p}_top t JOIN {p}_lists l ON l.grp = t.grp "
+        "AND l.user_id = t.user_id AND l.list_id = t.list_id "
+        f"JOIN {p}_items n ON n.item_id = t.item_id)",
+        f"{p}_pairs AS (SELECT a.lno, a.ino AS lo, b.ino AS hi FROM {p}_topn a "
+        f"JOIN {p}_topn b ON b.lno = a.lno AND a.ino < b.ino)",
+        f"{p}_named AS (SELECT d.lo, d.hi, a.item_id AS item_lo, b.item_id AS item_hi "
+        f"FROM (SELECT DISTINCT lo, hi FROM {p}_pairs) d "
+        f"JOIN {p}_items a ON a.ino = d.lo JOIN {p}_items b ON b.ino = d.hi)",
+        *similarity_ctes(inp, f"{p}_named", p, carry=("lo", "hi")),
+        f"{p}_lv AS (SELECT x.lno, 1 - AVG(s.sim) AS v FROM {p}_pairs x "
+        f"JOIN {p}_sim s ON s.lo = x.lo AND s.hi = x.hi GROUP BY x.lno)",
+        f"{p}_list AS (SELECT l.grp, l.user_id, l.list_id, v.v FROM {p}_lv v "
+        f"JOIN {p}_lists l ON l.lno = v.lno)",
+    ]
+
+
+def group_sql(spec: MetricSpec, inp: BeyondInputs, p: str) -> tuple[list[str], str]:
+    k = int(spec.k or 0)
+    pairs = _pairs_by_number if inp.number_keys else _pairs_by_text
+    ctes = [
+        f"{p}_top AS (SELECT grp, user_id, list_id, item_id FROM {inp.ranked} WHERE rank <= {k})",
+        *pairs(inp, p),
         f"{p}_user AS (SELECT grp, user_id, AVG(v) AS v, COUNT(*) AS nl FROM {p}_list "
         "GROUP BY grp, user_id)",
         f"{p}_grp AS (SELECT grp, AVG(v) AS value, SUM(nl) AS counted, COUNT(v) AS n, "

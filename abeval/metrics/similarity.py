@@ -21,11 +21,16 @@ from abeval.metrics.base import DOUBLE, BeyondInputs, as_double
 SIMILARITIES: tuple[str, ...] = ("category", "features", "cooccurrence")
 
 
-def similarity_ctes(inp: BeyondInputs, pairs: str, prefix: str) -> list[str]:
-    """CTEs ending in ``{prefix}_sim(item_lo, item_hi, sim)`` for the distinct
-    (item_lo, item_hi) pairs of the relation ``pairs``."""
+def similarity_ctes(
+    inp: BeyondInputs, pairs: str, prefix: str, carry: tuple[str, ...] = ()
+) -> list[str]:
+    """CTEs ending in ``{prefix}_sim(item_lo, item_hi, [carry...], sim)`` for the
+    distinct (item_lo, item_hi) pairs of the relation ``pairs``; the ``carry``
+    columns of ``pairs`` (such as integer item numbers) are passed through."""
     p = prefix
-    ctes = [f"{p}_dp AS (SELECT DISTINCT item_lo, item_hi FROM {pairs})"]
+    extra = "".join(f", {c}" for c in carry)
+    kept = "".join(f", d.{c}" for c in carry)
+    ctes = [f"{p}_dp AS (SELECT DISTINCT item_lo, item_hi{extra} FROM {pairs})"]
     if inp.similarity in ("category", "features"):
         if inp.items is None:
             raise ValueError(f"similarity {inp.similarity} needs an items relation")
@@ -35,7 +40,7 @@ def similarity_ctes(inp: BeyondInputs, pairs: str, prefix: str) -> list[str]:
         else:
             sim = "COALESCE(list_cosine_similarity(a.features, b.features), 0.0)"
         ctes.append(
-            f"{p}_sim AS (SELECT d.item_lo, d.item_hi, CAST(CASE WHEN d.item_lo = d.item_hi "
+            f"{p}_sim AS (SELECT d.item_lo, d.item_hi{kept}, CAST(CASE WHEN d.item_lo = d.item_hi "
             f"THEN 1.0 ELSE {sim} END AS {DOUBLE}) AS sim FROM {p}_dp d "
             f"LEFT JOIN {inp.items} a ON a.item_id = d.item_lo "
             f"LEFT JOIN {inp.items} b ON b.item_id = d.item_hi)"
@@ -50,7 +55,8 @@ def similarity_ctes(inp: BeyondInputs, pairs: str, prefix: str) -> list[str]:
         f"FROM {x} ia JOIN {x} ib ON ib.user_id = ia.user_id AND ia.item_id < ib.item_id "
         f"JOIN {p}_dp d ON d.item_lo = ia.item_id AND d.item_hi = ib.item_id "
         "GROUP BY ia.item_id, ib.item_id)",
-        f"{p}_sim AS (SELECT d.item_lo, d.item_hi, CAST(CASE WHEN d.item_lo = d.item_hi THEN 1.0 "
+        f"{p}_sim AS (SELECT d.item_lo, d.item_hi{kept}, "
+        "CAST(CASE WHEN d.item_lo = d.item_hi THEN 1.0 "
         f"WHEN co.c IS NULL THEN 0.0 ELSE co.c / SQRT({as_double('na.n')} * nb.n) END "
         f"AS {DOUBLE}) AS sim FROM {p}_dp d "
         f"LEFT JOIN {p}_co co ON co.item_lo = d.item_lo AND co.item_hi = d.item_hi "
