@@ -693,10 +693,9 @@ def _ingest_direct(
     rolled back, nothing has changed (not even the ingest id sequence, which does
     not roll back, so it is only advanced once the rows are in), and ``None``
     tells the caller to load the file through the staging path, which finds and
-    reports every bad row. Clean
-    files, the common case, are read and written once. Rows already in the store,
-    and repeats inside the file, are then deleted from what was just inserted,
-    within the same transaction.
+    reports every bad row. Clean files, the common case, are read and written
+    once. Rows already in the store, and repeats inside the file, are then
+    deleted from what was just inserted, within the same transaction.
     """
     import duckdb
 
