@@ -18,8 +18,8 @@ How a file is loaded into a DuckDB store:
    every bad row its physical line number and raw text. With
    ``on_error="abort"`` the first bad rows are reported as
    ``FILE:LINE:COLUMN: reason`` and nothing is written; with ``on_error="skip"``
-   the good rows are inserted with one set-based ``INSERT ... SELECT`` that
-   drops rows already in the store, and the bad rows go to ``rejected_rows``.
+   the good rows are inserted and their repeats deleted as in the direct load,
+   and the bad rows go to ``rejected_rows``.
 
 Either way a failed or killed ingest leaves the store as it was.
 
@@ -603,13 +603,8 @@ def ingest_file(
                 duck.execute(_stage_sql(src))
             except duckdb.Error as exc:
                 raise InputError(f"{shown}: cannot read as {kind}: {_first_line(exc)}") from None
-            n_good, n_bad, n_keys = duck.execute(
-                "SELECT count(*) FILTER (WHERE NOT bad), count(*) FILTER (WHERE bad), "
-                # Distinct 64-bit hashes of the row keys: a collision can only make
-                # this smaller, which sends the load down the exact deduplicating
-                # path, so a fast "no duplicates" answer is always right.
-                "count(DISTINCT hash(experiment, COALESCE(event_id, row_key))) "
-                "FILTER (WHERE NOT bad) "
+            n_good, n_bad = duck.execute(
+                "SELECT count(*) FILTER (WHERE NOT bad), count(*) FILTER (WHERE bad) "
                 "FROM abeval_stage"
             ).fetchone()
             n_malformed = 0
@@ -641,7 +636,7 @@ def ingest_file(
                 )
             say("inserting")
             ingest_id = _next_ingest_id(conn)
-            inserted = _insert(store, conn, duck, ingest_id, in_file_duplicates=n_keys < n_good)
+            inserted = _insert(store, conn, duck, ingest_id)
             if n_rejected:
                 _store_rejects(store, conn, duck, ingest_id, shown)
             summary = _finish(
@@ -772,13 +767,27 @@ def _finish(
     return done
 
 
+# What identifies a row within its experiment (``{t}`` is a table alias and dot).
+_KEY = "COALESCE({t}event_id, {t}row_key)"
+
+
+def _may_repeat(duck: Any, relation: str) -> bool:
+    """Whether two rows of ``relation`` may share a key within their experiment.
+
+    Counts distinct 64-bit hashes: a collision can only make the count smaller,
+    which answers "maybe" and sends the caller down the exact path, so a "no" is
+    always right."""
+    n_rows, n_keys = duck.execute(
+        f"SELECT count(*), count(DISTINCT hash(experiment, {_KEY.format(t='')})) FROM {relation}"
+    ).fetchone()
+    return bool(n_keys < n_rows)
+
+
 def _delete_repeats(duck: Any, ingest_id: int) -> int:
     """Delete the rows of ingest ``ingest_id`` that the store already held before
     it, and all but the earliest copy of a row repeated in the file; return how
-    many were deleted. A row is identified by ``COALESCE(event_id, row_key)``
-    within its experiment."""
+    many were deleted."""
     i = int(ingest_id)
-    key = "COALESCE({t}event_id, {t}row_key)"
     removed = 0
     known = duck.execute(
         f"SELECT 1 FROM events WHERE ingest_id <> {i} AND experiment IN "
@@ -789,61 +798,42 @@ def _delete_repeats(duck: Any, ingest_id: int) -> int:
             duck.execute(
                 f"DELETE FROM events n WHERE n.ingest_id = {i} AND EXISTS (SELECT 1 FROM "
                 f"events o WHERE o.ingest_id <> {i} AND o.experiment = n.experiment "
-                f"AND {key.format(t='o.')} = {key.format(t='n.')})"
+                f"AND {_KEY.format(t='o.')} = {_KEY.format(t='n.')})"
             ).fetchone()[0]
         )
-    # Distinct 64-bit hashes: a collision can only make this smaller, which sends
-    # the load down the exact path, so a fast "no repeats" answer is always right.
-    n_rows, n_keys = duck.execute(
-        f"SELECT count(*), count(DISTINCT hash(experiment, {key.format(t='')})) "
-        f"FROM events WHERE ingest_id = {i}"
-    ).fetchone()
-    if n_keys < n_rows:
+    if _may_repeat(duck, f"(SELECT * FROM events WHERE ingest_id = {i}) r"):
         removed += int(
             duck.execute(
                 f"DELETE FROM events WHERE rowid IN (SELECT rowid FROM (SELECT rowid, "
-                f"row_number() OVER (PARTITION BY experiment, {key.format(t='')} ORDER BY ts) "
+                f"row_number() OVER (PARTITION BY experiment, {_KEY.format(t='')} ORDER BY ts) "
                 f"AS abeval_k FROM events WHERE ingest_id = {i}) r WHERE abeval_k > 1)"
             ).fetchone()[0]
         )
     return removed
 
 
-def _insert(
-    store: Store, conn: Connection, duck: Any, ingest_id: int, *, in_file_duplicates: bool = True
-) -> int:
+def _insert(store: Store, conn: Connection, duck: Any, ingest_id: int) -> int:
     """Insert the staged good rows that the store does not hold yet; return how many.
 
-    A row is identified by ``COALESCE(event_id, row_key)`` within its experiment.
-    The deduplication inside the file (a window) and against the store (an
-    anti-join) are skipped when there is nothing to deduplicate: a fresh file into
-    a fresh experiment is one plain ``INSERT ... SELECT``.
+    On DuckDB the rows go in and :func:`_delete_repeats` takes out the repeats,
+    as in the direct load. On another engine the repeats inside the file are
+    dropped by a window in the local DuckDB (when :func:`_may_repeat`), and those
+    already in the store by an anti-join on the server.
     """
     cols = ", ".join(EVENT_COLUMNS)
-    if in_file_duplicates:
+    if store.is_duckdb:
+        n = duck.execute(
+            f"INSERT INTO events ({cols}, ingest_id) SELECT {cols}, {int(ingest_id)} "
+            "FROM abeval_stage WHERE NOT bad"
+        ).fetchone()[0]
+        return int(n) - _delete_repeats(duck, ingest_id)
+    fresh = f"SELECT {cols} FROM abeval_stage s WHERE NOT bad"
+    if _may_repeat(duck, f"({fresh}) s"):
         fresh = (
             f"SELECT {cols} FROM (SELECT s.*, row_number() OVER "
-            "(PARTITION BY experiment, COALESCE(event_id, row_key) ORDER BY ts) AS abeval_k "
+            f"(PARTITION BY experiment, {_KEY.format(t='')} ORDER BY ts) AS abeval_k "
             "FROM abeval_stage s WHERE NOT bad) s WHERE abeval_k = 1"
         )
-    else:
-        fresh = f"SELECT {cols} FROM abeval_stage s WHERE NOT bad"
-    if store.is_duckdb:
-        known = duck.execute(
-            "SELECT 1 FROM events WHERE experiment IN (SELECT DISTINCT experiment FROM "
-            "abeval_stage) LIMIT 1"
-        ).fetchone()
-        where = (
-            " WHERE NOT EXISTS (SELECT 1 FROM events e WHERE e.experiment = s.experiment "
-            "AND COALESCE(e.event_id, e.row_key) = COALESCE(s.event_id, s.row_key))"
-            if known
-            else ""
-        )
-        result = duck.execute(
-            f"INSERT INTO events ({cols}, ingest_id) SELECT {cols}, {int(ingest_id)} "
-            f"FROM ({fresh}) s{where}"
-        ).fetchone()
-        return int(result[0])
     return _insert_via_copy(conn, duck, fresh, ingest_id)
 
 
@@ -878,7 +868,7 @@ def _insert_via_copy(conn: Connection, duck: Any, fresh: str, ingest_id: int) ->
             f"INSERT INTO events ({cols}, ingest_id) SELECT {cols}, :ingest_id "
             "FROM abeval_stage s WHERE NOT EXISTS (SELECT 1 FROM events e "
             "WHERE e.experiment = s.experiment "
-            "AND COALESCE(e.event_id, e.row_key) = COALESCE(s.event_id, s.row_key))"
+            f"AND {_KEY.format(t='e.')} = {_KEY.format(t='s.')})"
         ),
         {"ingest_id": ingest_id},
     )
