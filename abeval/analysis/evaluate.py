@@ -747,13 +747,23 @@ def _duplicates(con: duckdb.DuckDBPyConnection, table: str) -> tuple[int, int, s
     return int(row[1]), int(row[2]), str(example[0]), str(example[1])
 
 
-def _duplicate_error(path: Path, dup: tuple[int, int, str, str], what: str) -> InputError:
+def _repeats(
+    con: duckdb.DuckDBPyConnection, table: str, path: Path, conventions: Conventions, what: str
+) -> tuple[int, int] | None:
+    """(extra rows, users with a repeated item) of ``table``, or None; under
+    ``duplicates=error`` a repeat is an :class:`InputError` ("user 'u' {what}
+    item 'i' twice")."""
+    dup = _duplicates(con, table)
+    if dup is None:
+        return None
     extra, users, user, item = dup
-    more = f" ({extra} duplicated rows in {users} users)" if extra > 1 else ""
-    return InputError(
-        f"{path}: user {user!r} {what} item {item!r} twice{more}; "
-        "remove the duplicates or pass --duplicates dedupe to count each item once"
-    )
+    if conventions.duplicates == "error":
+        more = f" ({extra} duplicated rows in {users} users)" if extra > 1 else ""
+        raise InputError(
+            f"{path}: user {user!r} {what} item {item!r} twice{more}; "
+            "remove the duplicates or pass --duplicates dedupe to count each item once"
+        )
+    return extra, users
 
 
 def _prepare_truth(
@@ -766,11 +776,9 @@ def _prepare_truth(
 ) -> FileSummary:
     rows = _count(con, "t_raw")
     grade = "grade" if "grade" in cols else "1.0"
-    dup = _duplicates(con, "t_raw")
+    dup = _repeats(con, "t_raw", path, conventions, "has")
     removed = 0
     if dup is not None:
-        if conventions.duplicates == "error":
-            raise _duplicate_error(path, dup, "has")
         removed = dup[0]
         warnings.append(
             f"{path}: {removed} duplicated (user, item) rows in {dup[1]} users; "
@@ -812,12 +820,10 @@ def _prepare_recommendations(
     table = f"rec_{i}"
     rows = _count(con, table)
     order = "rank ASC, item_id DESC" if "rank" in cols else "score DESC, item_id DESC"
-    dup = _duplicates(con, table)
+    dup = _repeats(con, table, path, conventions, "lists")
     removed = 0
     source = table
     if dup is not None:
-        if conventions.duplicates == "error":
-            raise _duplicate_error(path, dup, "lists")
         removed = dup[0]
         warnings.append(
             f"{path}: {removed} repeated items in {dup[1]} users' lists counted once, "
@@ -854,11 +860,9 @@ def _prepare_predictions(
 ) -> FileSummary:
     table = f"pred_{i}"
     rows = _count(con, table)
-    dup = _duplicates(con, table)
+    dup = _repeats(con, table, path, conventions, "has a prediction for")
     removed = 0
     if dup is not None:
-        if conventions.duplicates == "error":
-            raise _duplicate_error(path, dup, "has a prediction for")
         removed = dup[0]
         warnings.append(f"{path}: {removed} repeated (user, item) predictions; the first is kept")
         con.execute(
