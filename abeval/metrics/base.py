@@ -52,6 +52,20 @@ def cutoff_name(k: int | None) -> str:
     return "all" if k is None else str(int(k))
 
 
+def parse_cutoffs(text: str) -> tuple[int, ...]:
+    """Cutoffs written as ``5,10,20``: sorted, without repeats.
+
+    Raises ValueError with the fix when a part is not a whole number of at
+    least 1, or when no cutoff is given."""
+    try:
+        ks = {int(part) for part in text.split(",") if part.strip()}
+    except ValueError:
+        raise ValueError("give cutoffs as whole numbers, as in 5,10,20") from None
+    if not ks or min(ks) < 1:
+        raise ValueError("give cutoffs of at least 1, as in 5,10,20")
+    return tuple(sorted(ks))
+
+
 @dataclass(frozen=True)
 class Aggregate:
     """One per-list aggregate: ``kind`` at cutoff ``k`` (None = whole list) with ``gain``."""

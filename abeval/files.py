@@ -1,0 +1,80 @@
+"""Data files on disk: which format a name says, what to call a model read from
+one, and how to write an output so that a reader never sees half of it.
+
+Every command that reads or writes a data file (ingest, evaluate, simulate, the
+``--db`` sanity check) asks here, so that ``.csv.gz``, ``.pq`` or ``.ndjson``
+mean the same thing everywhere.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+#: The formats abeval reads, by the name DuckDB's readers and ``--format`` use.
+FORMATS: tuple[str, ...] = ("csv", "parquet", "jsonl")
+
+#: Compression suffixes that may follow a format's suffix (``events.csv.gz``).
+COMPRESSIONS: tuple[str, ...] = (".gz", ".zst")
+
+_SUFFIXES: dict[str, str] = {
+    ".csv": "csv",
+    ".tsv": "csv",
+    ".txt": "csv",
+    ".parquet": "parquet",
+    ".pq": "parquet",
+    ".jsonl": "jsonl",
+    ".ndjson": "jsonl",
+    ".json": "jsonl",
+}
+
+
+def split_name(path: str | Path) -> tuple[str, str | None, str | None]:
+    """``(stem, format, compression)`` of a file name, matched case-insensitively:
+    ``Recs.CSV.gz`` gives ``("Recs", "csv", ".gz")``; an unknown suffix gives
+    ``(name, None, compression)``."""
+    name = Path(path).name
+    lower = name.lower()
+    compression = None
+    for suffix in COMPRESSIONS:
+        if lower.endswith(suffix):
+            compression = suffix
+            name, lower = name[: -len(suffix)], lower[: -len(suffix)]
+            break
+    for suffix, fmt in _SUFFIXES.items():
+        if lower.endswith(suffix):
+            return name[: -len(suffix)], fmt, compression
+    return name, None, compression
+
+
+def format_of(path: str | Path) -> str | None:
+    """The format (one of :data:`FORMATS`) a file's name says, or None."""
+    return split_name(path)[1]
+
+
+def is_data_file(path: str | Path) -> bool:
+    """Whether a name looks like a data file (so not a database)."""
+    _, fmt, compression = split_name(path)
+    return fmt is not None or compression is not None
+
+
+def model_names(paths: Sequence[str | Path]) -> list[str]:
+    """A name for each model file: its stem (``runs/bm25.csv.gz`` → ``bm25``), or
+    the whole paths when two stems would be the same."""
+    names = [split_name(p)[0] or str(p) for p in paths]
+    if len(set(names)) < len(names):
+        return [str(p) for p in paths]
+    return names
+
+
+def write_atomic(path: str | Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file beside it and a rename,
+    so that the file is either the old one or the whole new one."""
+    out = Path(path)
+    tmp = out.with_name(out.name + ".tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, out)
+    finally:
+        tmp.unlink(missing_ok=True)
