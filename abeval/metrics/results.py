@@ -10,7 +10,7 @@ and lists it covers, and what was left out and why.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -118,3 +118,34 @@ class MetricResult:
         if self.message:
             out["message"] = self.message
         return out
+
+
+def complete(
+    results: Sequence[MetricResult],
+    labels: Sequence[tuple[str, Mapping[str, str]]],
+    groups: Sequence[str],
+    extra: Mapping[str, str],
+    message: str,
+) -> list[MetricResult]:
+    """One result per (metric, group), metric-major in the order asked: a group
+    the engine returned nothing for gets an undefined result saying ``message``,
+    never silence.
+
+    ``labels`` holds each metric's label and conventions; ``extra`` conventions
+    are added to those of the results made here."""
+    by = {(r.metric, r.group): r for r in results}
+    out: list[MetricResult] = []
+    for label, convention in labels:
+        for group in groups:
+            found = by.get((label, group))
+            if found is None:
+                found = MetricResult(
+                    metric=label,
+                    group=group,
+                    value=None,
+                    convention={**convention, **extra},
+                    status="undefined",
+                    message=message,
+                )
+            out.append(found)
+    return out
