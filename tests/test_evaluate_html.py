@@ -22,8 +22,8 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
+from abeval import formatting as fmt
 from abeval.cli import app
-from abeval.report import formatting as fmt
 from abeval.report.evaluate_html import (
     EvaluationContext,
     environment,

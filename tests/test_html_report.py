@@ -18,9 +18,9 @@ from typing import Any
 
 import pytest
 
+from abeval import formatting as fmt
 from abeval.analysis.online import ReportOptions, build_report
 from abeval.analysis.report_model import ExperimentReport, OfflineResult
-from abeval.report import formatting as fmt
 from abeval.report.html import build_context, default_path, environment, render_html
 from abeval.resources import data_dir
 from abeval.simulate import SimulationConfig, write_events

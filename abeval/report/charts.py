@@ -13,7 +13,7 @@ import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from abeval.report.formatting import count, pct, short_day
+from abeval.formatting import count, pct, short_day
 
 #: Width and height (SVG user units) of the interval bars in the metric tables.
 BAR_WIDTH = 180

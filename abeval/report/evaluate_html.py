@@ -3,7 +3,7 @@
 :func:`render_html` turns an :class:`~abeval.analysis.evaluate.EvaluationResult`
 into one self-contained page in the visual language of the experiment report
 (:mod:`abeval.report.html`): the same stylesheet (``reports/report.css``, inlined),
-the same Jinja environment and filters (:mod:`abeval.report.formatting`), the
+the same Jinja environment and filters (:mod:`abeval.formatting`), the
 same interval bars (``reports/_macros.html.j2``, :mod:`abeval.report.charts`).
 No JavaScript, no external resources.
 
@@ -37,9 +37,9 @@ from abeval.analysis.evaluate import (
     RatingResult,
 )
 from abeval.errors import AbevalError
+from abeval.formatting import NA, number
 from abeval.metrics.results import MetricResult
 from abeval.report.charts import IntervalBar, Scale, Tick, bar_scale, interval_bar
-from abeval.report.formatting import NA, number
 from abeval.report.html import environment as report_environment
 
 Tone = Literal["good", "bad", ""]
@@ -56,7 +56,7 @@ LOWER_IS_BETTER = frozenset({"rmse", "mae"})
 
 def signed(x: float | None) -> str:
     """A difference in the metric's units with its sign: ``0.0123`` → ``+0.0123``,
-    ``-0.0181`` → ``-0.0181`` (digits as :func:`~abeval.report.formatting.number`)."""
+    ``-0.0181`` → ``-0.0181`` (digits as :func:`~abeval.formatting.number`)."""
     if x is None:
         return NA
     text = number(x)

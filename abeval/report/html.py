@@ -11,7 +11,7 @@ The page is rendered from one object, :class:`ReportContext`, built by
 read from it) plus presentation decisions: which table a metric goes in, which
 interval is drawn, where a bar or a line falls in pixels, which colour a row
 gets. Nothing here computes a statistic; numbers become text through the Jinja
-filters of :mod:`abeval.report.formatting`.
+filters of :mod:`abeval.formatting`.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from abeval.analysis.report_model import (
     SegmentResult,
     VerdictResult,
 )
+from abeval.formatting import FILTERS, count, fixed, parse_time, pvalue, share
 from abeval.report.charts import (
     DayLift,
     IntervalBar,
@@ -47,7 +48,6 @@ from abeval.report.charts import (
     lift_chart,
     users_chart,
 )
-from abeval.report.formatting import FILTERS, count, fixed, parse_time, pvalue, share
 from abeval.resources import data_dir
 
 Tone = Literal["good", "bad", ""]

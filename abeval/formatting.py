@@ -1,6 +1,8 @@
-"""Number and date formatting for the HTML report, registered as Jinja filters.
+"""Number and date formatting: the one way abeval writes a value as text.
 
-Formatting only: every function turns one value that the report model already
+The HTML report registers these as Jinja filters; the text report and the
+messages of the analysis layer use them too, which is why the module sits below
+both. Formatting only: every function turns one value that the report model already
 holds into text. ``None`` (an undefined number, see
 :mod:`abeval.stats.results`) always prints as ``n/a``. The tests format values
 from ``ExperimentReport.to_dict()`` with these same functions and look for the
