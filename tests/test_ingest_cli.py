@@ -426,13 +426,13 @@ def test_unknown_extension(work: Path) -> None:
 def test_unknown_format_option_is_a_usage_error(work: Path) -> None:
     result = run("ingest", "good.csv", "--format", "xlsx", "--db", "store.duckdb")
     assert result.exit_code == 2
-    assert "use csv, parquet or jsonl" in result.stderr
+    assert "'xlsx' is not one of 'csv', 'parquet', 'jsonl'" in result.stderr
 
 
 def test_unknown_on_error_option_is_a_usage_error(work: Path) -> None:
     result = run("ingest", "good.csv", "--on-error", "ignore", "--db", "store.duckdb")
     assert result.exit_code == 2
-    assert "use abort or skip" in result.stderr
+    assert "'ignore' is not one of 'abort', 'skip'" in result.stderr
 
 
 def test_gzipped_csv(work: Path) -> None:

@@ -254,3 +254,20 @@ def test_a_bad_lock_timeout_is_named(cwd: Path, value: str) -> None:
     assert result.stderr == (
         f"Error: ABEVAL_LOCK_TIMEOUT must be a number of seconds >= 0, got {value!r}\n"
     )
+
+
+def _other_process_can_write(path: Path) -> bool:
+    code = f"import duckdb; duckdb.connect({str(path)!r}).close()"
+    return subprocess.run([sys.executable, "-c", code], capture_output=True).returncode == 0
+
+
+def test_the_store_as_a_context_manager_unlocks_the_file_however_the_block_ends(
+    cwd: Path,
+) -> None:
+    path = cwd / "store.duckdb"
+    with pytest.raises(RuntimeError, match="boom"), open_store(str(path)) as store:
+        with store.connect() as conn:
+            conn.exec_driver_sql("SELECT 1")
+        assert not _other_process_can_write(path)
+        raise RuntimeError("boom")
+    assert _other_process_can_write(path)

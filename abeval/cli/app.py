@@ -46,8 +46,12 @@ def fail(message: str, details: list[str] | None = None, code: int = 1) -> typer
     return typer.Exit(code)
 
 
-def command(*args: Any, **kwargs: Any) -> Callable[[F], F]:
-    """``app.command`` that turns AbevalError into one line on stderr and exit 1."""
+def command(on: typer.Typer, *args: Any, **kwargs: Any) -> Callable[[F], F]:
+    """``on.command(...)`` behind the one error boundary of the CLI: an
+    AbevalError becomes one line on stderr and its exit code (1).
+
+    Every command registers through this, on ``app`` or on a sub-application
+    such as ``abeval experiment``."""
 
     def decorate(fn: F) -> F:
         @functools.wraps(fn)
@@ -57,7 +61,7 @@ def command(*args: Any, **kwargs: Any) -> Callable[[F], F]:
             except AbevalError as exc:
                 raise fail(exc.message, exc.details, exc.exit_code) from None
 
-        app.command(*args, **kwargs)(wrapper)
+        on.command(*args, **kwargs)(wrapper)
         return fn
 
     return decorate

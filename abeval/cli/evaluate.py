@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from abeval.cli.app import command
+from abeval.cli.app import app, command
 from abeval.errors import AbevalError
 
 
@@ -24,7 +24,7 @@ def _ks(text: str) -> list[int]:
     return ks
 
 
-@command("evaluate")
+@command(app, "evaluate")
 def evaluate_command(
     truth: Annotated[
         str,

@@ -9,10 +9,10 @@ from typing import Annotated
 
 import typer
 
-from abeval.cli.app import JsonOption, command
+from abeval.cli.app import JsonOption, app, command
 
 
-@command("power")
+@command(app, "power")
 def power(
     baseline: Annotated[
         float, typer.Option(help="Control value: a rate (e.g. 0.05) or a mean per user.")
@@ -102,7 +102,7 @@ def power(
         typer.echo(f"  about {days:.1f} days at {users_per_day:,.0f} users per day")
 
 
-@command("demo")
+@command(app, "demo")
 def demo(
     out_dir: Annotated[Path, typer.Option("--out-dir", help="Where the demo files go.")] = Path(
         "demo"
@@ -133,16 +133,13 @@ def demo(
     )
     typer.echo(f"simulating {users:,} users into {events}", err=True)
     write_events(config, events)
-    store = open_store(str(db))
-    try:
+    with open_store(str(db)) as store:
         summary = ingest_file(store, events)
         typer.echo(
             f"ingested {summary.inserted:,} events in {summary.seconds:.1f} s into {db}", err=True
         )
         set_settings(store, config.experiment, config.arms[0], None)
         report = build_report(store, config.experiment, ReportOptions(segment="device"))
-    finally:
-        store.close()
     html_path = out_dir / f"{config.experiment}.html"
     html_path.write_text(render_html(report), encoding="utf-8")
     json_path = out_dir / f"{config.experiment}.json"

@@ -1,16 +1,18 @@
-"""``abeval report`` and ``abeval power``."""
+"""``abeval report``."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import typer
 
-from abeval.cli.app import DbOption, command
+from abeval.cli.app import DbOption, app, command
+from abeval.files import write_atomic
 
-Format = Annotated[str, typer.Option("--format", "-f", help="html (default), json or text.")]
+ReportFormat = Literal["html", "json", "text"]
+Correction = Literal["holm", "bh"]
 
 
 def _write(text: str, out: Path | None) -> None:
@@ -18,15 +20,15 @@ def _write(text: str, out: Path | None) -> None:
         typer.echo(text, nl=False)
         return
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(out.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(out)
+    write_atomic(out, text)
 
 
-@command("report")
+@command(app, "report")
 def report(
     experiment: Annotated[str, typer.Option("--experiment", "-e", help="Experiment key.")],
-    fmt: Format = "html",
+    fmt: Annotated[
+        ReportFormat, typer.Option("--format", "-f", help="What to write (default html).")
+    ] = "html",
     out: Annotated[
         Path | None,
         typer.Option(
@@ -40,7 +42,9 @@ def report(
         str | None, typer.Option(help="Control arm (default: recorded, else 'control').")
     ] = None,
     alpha: Annotated[float, typer.Option(help="Two-sided significance level.")] = 0.05,
-    correction: Annotated[str, typer.Option(help="holm or bh (Benjamini-Hochberg).")] = "holm",
+    correction: Annotated[
+        Correction, typer.Option(help="Multiple-testing correction: Holm or Benjamini-Hochberg.")
+    ] = "holm",
     sequential: Annotated[
         bool, typer.Option("--sequential", help="Always-valid confidence sequences.")
     ] = False,
@@ -71,22 +75,17 @@ def report(
     """Analyse one experiment: online lifts, health checks, offline metrics, power."""
     from abeval.analysis.online import ReportOptions, build_report
     from abeval.analysis.online_metrics import DEFAULT_GUARDRAILS, DEFAULT_PRIMARY, parse_metrics
+    from abeval.metrics.base import parse_cutoffs
     from abeval.store import open_store
 
-    if fmt not in ("html", "json", "text"):
-        raise typer.BadParameter("use html, json or text", param_hint="--format")
-    if correction not in ("holm", "bh"):
-        raise typer.BadParameter("use holm or bh", param_hint="--correction")
     if not 0 < alpha < 1:
         raise typer.BadParameter("alpha must be between 0 and 1", param_hint="--alpha")
     if cuped_days < 0:
         raise typer.BadParameter("must be 0 or more", param_hint="--cuped-days")
     try:
-        ks = tuple(sorted({int(x) for x in k.split(",") if x.strip()}))
-    except ValueError:
-        raise typer.BadParameter("write cutoffs as 5,10", param_hint="--k") from None
-    if not ks or min(ks) < 1:
-        raise typer.BadParameter("cutoffs must be whole numbers >= 1", param_hint="--k")
+        ks = parse_cutoffs(k)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--k") from None
     options = ReportOptions(
         control=control,
         alpha=alpha,
@@ -101,11 +100,8 @@ def report(
         offline_ks=ks,
         offline=offline,
     )
-    store = open_store(db, read_only=True)
-    try:
+    with open_store(db, read_only=True) as store:
         result = build_report(store, experiment, options)
-    finally:
-        store.close()
     if fmt == "json":
         _write(json.dumps(result.to_dict(), indent=2, allow_nan=False) + "\n", out)
     elif fmt == "text":

@@ -6,14 +6,18 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
-from abeval.cli.app import DbOption, JsonOption, app, command, fail
+from abeval.cli.app import DbOption, JsonOption, app, command
 
 if TYPE_CHECKING:
     from abeval.store.ingest import IngestSummary
+
+# The choices of `abeval ingest` (the same as abeval.store.ingest.Format and OnError).
+FileFormat = Literal["csv", "parquet", "jsonl"]
+OnError = Literal["abort", "skip"]
 
 experiment_app = typer.Typer(help="Record settings of one experiment.", no_args_is_help=True)
 app.add_typer(experiment_app, name="experiment")
@@ -29,17 +33,18 @@ def _progress(enabled: bool) -> object:
     return say
 
 
-@command("ingest")
+@command(app, "ingest")
 def ingest(
     files: Annotated[
         list[Path], typer.Argument(help="Event files: .csv, .csv.gz, .parquet, .jsonl.")
     ],
     db: DbOption = None,
     fmt: Annotated[
-        str | None, typer.Option("--format", help="csv, parquet or jsonl (default: by extension).")
+        FileFormat | None,
+        typer.Option("--format", help="The files' format (default: by extension)."),
     ] = None,
     on_error: Annotated[
-        str,
+        OnError,
         typer.Option(
             "--on-error",
             help="abort: a file with a bad row loads nothing (default). "
@@ -50,24 +55,19 @@ def ingest(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print nothing on success.")] = False,
 ) -> None:
     """Load event files into the store. Each file is all or nothing; re-loading adds nothing."""
-    if on_error not in ("abort", "skip"):
-        raise typer.BadParameter("use abort or skip", param_hint="--on-error")
-    if fmt is not None and fmt not in ("csv", "parquet", "jsonl"):
-        raise typer.BadParameter("use csv, parquet or jsonl", param_hint="--format")
     from abeval.errors import AbevalError
     from abeval.store import open_store
     from abeval.store.ingest import ingest_file
 
-    store = open_store(db)
     summaries: list[IngestSummary] = []
-    try:
+    with open_store(db) as store:
         for i, path in enumerate(files):
             try:
                 summary = ingest_file(
                     store,
                     path,
                     fmt=fmt,
-                    on_error=on_error,  # type: ignore[arg-type]
+                    on_error=on_error,
                     progress=_progress(not quiet and not as_json),  # type: ignore[arg-type]
                 )
             except AbevalError as exc:
@@ -87,8 +87,6 @@ def ingest(
                         f"(ingest {summary.ingest_id}); list them with "
                         f"`abeval rejects --ingest {summary.ingest_id}`"
                     )
-    finally:
-        store.close()
     if as_json:
         typer.echo(json.dumps({"files": [s.to_dict() for s in summaries]}, indent=2))
 
@@ -108,7 +106,7 @@ def _not_loaded(files: list[Path], summaries: list[IngestSummary], failed: int) 
     return lines
 
 
-@command("rejects")
+@command(app, "rejects")
 def rejects(
     ingest_id: Annotated[int | None, typer.Option("--ingest", help="Only this ingest.")] = None,
     limit: Annotated[int, typer.Option(help="At most this many rows.")] = 50,
@@ -120,21 +118,17 @@ def rejects(
 
     from abeval.store import open_store
 
-    store = open_store(db, read_only=True)
-    try:
-        with store.connect() as conn:
-            where = "WHERE r.ingest_id = :i" if ingest_id is not None else ""
-            rows = conn.execute(
-                text(
-                    "SELECT r.ingest_id, r.file, r.line, r.column_name, r.reason, r.raw, "
-                    "i.format FROM rejected_rows r LEFT JOIN ingests i "
-                    f"ON i.ingest_id = r.ingest_id {where} "
-                    "ORDER BY r.ingest_id, r.line LIMIT :n"
-                ),
-                {"i": ingest_id, "n": limit},
-            ).fetchall()
-    finally:
-        store.close()
+    with open_store(db, read_only=True) as store, store.connect() as conn:
+        where = "WHERE r.ingest_id = :i" if ingest_id is not None else ""
+        rows = conn.execute(
+            text(
+                "SELECT r.ingest_id, r.file, r.line, r.column_name, r.reason, r.raw, "
+                "i.format FROM rejected_rows r LEFT JOIN ingests i "
+                f"ON i.ingest_id = r.ingest_id {where} "
+                "ORDER BY r.ingest_id, r.line LIMIT :n"
+            ),
+            {"i": ingest_id, "n": limit},
+        ).fetchall()
     keys = ("ingest_id", "file", "line", "column", "reason", "raw")
     if as_json:
         typer.echo(json.dumps([dict(zip(keys, r[:6], strict=True)) for r in rows], indent=2))
@@ -152,17 +146,14 @@ def rejects(
             typer.echo("    " + str(r[5]).replace("\n", "\n    "))
 
 
-@command("migrate")
+@command(app, "migrate")
 def migrate(db: DbOption = None) -> None:
     """Create the store or upgrade its schema to this version of abeval."""
     from abeval.store import open_store
     from abeval.store.migrate import apply
 
-    store = open_store(db, migrate=False)
-    try:
+    with open_store(db, migrate=False) as store:
         done = apply(store)
-    finally:
-        store.close()
     if done:
         for step in done:
             typer.echo(f"applied {step.version:04d}_{step.name}")
@@ -170,17 +161,14 @@ def migrate(db: DbOption = None) -> None:
         typer.echo(f"{store.display} is up to date")
 
 
-@command("experiments")
+@command(app, "experiments")
 def experiments(db: DbOption = None, as_json: JsonOption = False) -> None:
     """List the experiments in the store: arms, users, events by type, time range."""
     from abeval.store import open_store
     from abeval.store.experiments import list_experiments
 
-    store = open_store(db, read_only=True)
-    try:
+    with open_store(db, read_only=True) as store:
         found = list_experiments(store)
-    finally:
-        store.close()
     if as_json:
         typer.echo(json.dumps([e.to_dict() for e in found], indent=2))
         return
@@ -202,7 +190,7 @@ def _count(n: int, noun: str) -> str:
     return f"{n:,} {noun}{'' if n == 1 else 's'}"
 
 
-@experiment_app.command("set")
+@command(experiment_app, "set")
 def experiment_set(
     experiment: Annotated[str, typer.Argument(help="Experiment key.")],
     control: Annotated[str | None, typer.Option(help="The control arm.")] = None,
@@ -212,19 +200,12 @@ def experiment_set(
     db: DbOption = None,
 ) -> None:
     """Record an experiment's control arm and expected traffic split."""
-    from abeval.errors import AbevalError
     from abeval.store import open_store
     from abeval.store.experiments import set_settings
 
     if control is None and split is None:
         raise typer.BadParameter("give --control, --split or both")
-    try:
-        store = open_store(db, create=False)
-        try:
-            s = set_settings(store, experiment, control, split)
-        finally:
-            store.close()
-    except AbevalError as exc:
-        raise fail(exc.message, exc.details, exc.exit_code) from None
+    with open_store(db, create=False) as store:
+        s = set_settings(store, experiment, control, split)
     shares = ", ".join(f"{k}={v:.0%}" for k, v in (s.split or {}).items()) or "equal"
     typer.echo(f"{experiment}: control {s.control_arm or '(first arm)'}; split {shares}")

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from abeval.errors import StoreError
+from abeval.files import is_data_file
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection, Engine
@@ -67,7 +68,10 @@ def _without_password(text: str, url: str) -> str:
 
 @dataclass
 class Store:
-    """An open store: a SQLAlchemy engine plus what abeval knows about it."""
+    """An open store: a SQLAlchemy engine plus what abeval knows about it.
+
+    Use it as a context manager (``with open_store(db) as store:``) so that the
+    engine is disposed of, and a DuckDB file unlocked, however the block ends."""
 
     engine: Engine
     url: str
@@ -100,6 +104,12 @@ class Store:
     def close(self) -> None:
         self.engine.dispose()
 
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
 
 def _create_engine(url: str, read_only: bool) -> Engine:
     from sqlalchemy import create_engine
@@ -123,10 +133,6 @@ def _create_engine(url: str, read_only: bool) -> Engine:
     return create_engine(url, pool_pre_ping=True)
 
 
-# Names of event files: `--db events.csv` is a slip for `abeval ingest events.csv`.
-_EVENT_SUFFIXES = (".csv", ".tsv", ".parquet", ".pq", ".jsonl", ".ndjson", ".json", ".gz")
-
-
 def _check_duckdb_file(url: str, shown: str, must_exist: bool) -> None:
     """Refuse a ``--db`` that is not a DuckDB store before DuckDB opens it: DuckDB
     opens an existing file of another kind (a CSV, a Parquet file) as an empty
@@ -137,7 +143,8 @@ def _check_duckdb_file(url: str, shown: str, must_exist: bool) -> None:
     if not path or path.startswith(":memory:"):
         return
     file = Path(path)
-    if file.name.lower().endswith(_EVENT_SUFFIXES):
+    # `--db events.csv` is a slip for `abeval ingest events.csv`.
+    if is_data_file(file):
         raise StoreError(
             f"--db {shown} names an event file, not a store; the store is a DuckDB file "
             f"such as {DEFAULT_DB} (load events with `abeval ingest {shown} --db {DEFAULT_DB}`)"
