@@ -13,6 +13,7 @@ class AbevalError(Exception):
     """A user mistake or an environment problem, explained in one line."""
 
     exit_code = 1
+    label = "Error"
 
     def __init__(self, message: str, *, details: list[str] | None = None) -> None:
         super().__init__(message)
@@ -30,3 +31,36 @@ class StoreError(AbevalError):
 
 class NotFoundError(AbevalError):
     """An experiment, arm or column named by the user does not exist."""
+
+
+class Interrupted(AbevalError):
+    """The user stopped a command (Ctrl-C, SIGTERM); the message says what was kept.
+
+    The exit code is the shell's for a death by that signal: 130 for SIGINT,
+    143 for SIGTERM."""
+
+    label = "Interrupted"
+
+    def __init__(self, message: str, *, signum: int = 2, details: list[str] | None = None) -> None:
+        super().__init__(message, details=details)
+        self.exit_code = 128 + signum
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised like Ctrl-C so that open transactions roll back the same way."""
+
+    signum = 15
+
+
+_signals: list[int] = []
+
+
+def note_signal(signum: int) -> None:
+    """Remember a stopping signal, so that a query it cut short can name it."""
+    _signals.append(signum)
+
+
+def interruption() -> KeyboardInterrupt:
+    """The exception for a query that a signal cut short: :class:`Terminated` after
+    SIGTERM, else ``KeyboardInterrupt`` (Ctrl-C)."""
+    return Terminated() if 15 in _signals else KeyboardInterrupt()

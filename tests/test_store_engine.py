@@ -271,3 +271,79 @@ def test_the_store_as_a_context_manager_unlocks_the_file_however_the_block_ends(
         assert not _other_process_can_write(path)
         raise RuntimeError("boom")
     assert _other_process_can_write(path)
+
+
+def _demo_store(folder: Path) -> Path:
+    """A small store with one experiment, written through the CLI."""
+    from abeval.simulate import SimulationConfig, write_events
+
+    events = folder / "events.csv"
+    write_events(SimulationConfig(users=300, seed=3), events)
+    store = folder / "store.duckdb"
+    result = runner.invoke(app, ["ingest", str(events), "--db", str(store), "--quiet"])
+    assert result.exit_code == 0, result.output
+    return store
+
+
+@pytest.mark.parametrize("keep", [0.5, 0.75])
+def test_a_truncated_store_gives_one_line_and_stays_as_it_was(cwd: Path, keep: float) -> None:
+    store = _demo_store(cwd)
+    data = store.read_bytes()
+    store.write_bytes(data[: int(len(data) * keep)])
+    damaged = store.read_bytes()
+    failed = []
+    for command in (
+        ["experiments"],
+        ["report", "-e", "home-reco-v2", "--format", "json"],
+        ["ingest", str(cwd / "events.csv")],
+    ):
+        result = runner.invoke(app, [*command, "--db", str(store)])
+        assert "Traceback" not in result.output
+        assert store.read_bytes() == damaged
+        if result.exit_code == 0:  # the damage may lie where this command does not read
+            continue
+        failed.append(command[0])
+        assert result.exit_code == 1, result.output
+        lines = result.stderr.splitlines()
+        assert len(lines) == 1, result.stderr
+        assert lines[0].startswith("Error: ")
+        assert str(store) in lines[0]
+        assert "damaged" in lines[0] and "backup" in lines[0]
+    assert failed  # some command reads the lost part
+
+
+def test_a_directory_in_place_of_the_wal_gives_one_line(cwd: Path) -> None:
+    store = _demo_store(cwd)
+    before = store.read_bytes()
+    (cwd / "store.duckdb.wal").mkdir()
+    result = runner.invoke(app, ["ingest", str(cwd / "events.csv"), "--db", str(store)])
+    assert result.exit_code == 1
+    assert result.stderr == (
+        f"Error: cannot open the store {store}: (_duckdb.IOException) IO Error: Failure while "
+        f'replaying WAL file "{store}.wal": Could not read from file "{store}.wal": Is a '
+        "directory; a directory stands where the store's .wal file goes; move it away\n"
+    )
+    assert store.read_bytes() == before
+
+
+def test_store_faults_inside_a_command_name_the_store_and_the_fix() -> None:
+    import duckdb
+
+    from abeval.store.engine import Store
+
+    class FakeEngine:
+        pass
+
+    store = Store(engine=FakeEngine(), url="duckdb:////data/store.duckdb", read_only=False)  # type: ignore[arg-type]
+    with pytest.raises(StoreError) as caught, store.faults():
+        raise duckdb.IOException(
+            'IO Error: Cannot open file "/data/store.duckdb.wal": Permission denied'
+        )
+    assert caught.value.message == (
+        'the store /data/store.duckdb failed: IO Error: Cannot open file "/data/store.duckdb.wal": '
+        "Permission denied; abeval needs to write the store and its .wal file in that folder"
+    )
+    with pytest.raises(KeyboardInterrupt), store.faults():
+        raise duckdb.InterruptException("INTERRUPT Error: Interrupted!")
+    with pytest.raises(ZeroDivisionError), store.faults():
+        raise ZeroDivisionError  # not a database error: a bug keeps its traceback

@@ -8,12 +8,13 @@ exit code 1; usage mistakes are Typer's (exit code 2).
 from __future__ import annotations
 
 import functools
+import signal
 from collections.abc import Callable
 from typing import Annotated, Any, TypeVar
 
 import typer
 
-from abeval.errors import AbevalError
+from abeval.errors import AbevalError, Terminated, note_signal
 
 app = typer.Typer(
     name="abeval",
@@ -25,6 +26,26 @@ app = typer.Typer(
 )
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _version(value: bool) -> None:
+    if value:
+        from abeval import __version__
+
+        typer.echo(f"abeval {__version__}")
+        raise typer.Exit
+
+
+@app.callback()
+def _main(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_version, is_eager=True, help="Print the version and exit."
+        ),
+    ] = False,
+) -> None:
+    """A/B test and offline ranking evaluation for recommender systems, from event logs."""
 
 DbOption = Annotated[
     str | None,
@@ -38,9 +59,11 @@ DbOption = Annotated[
 JsonOption = Annotated[bool, typer.Option("--json", help="Print the result as JSON on stdout.")]
 
 
-def fail(message: str, details: list[str] | None = None, code: int = 1) -> typer.Exit:
+def fail(
+    message: str, details: list[str] | None = None, code: int = 1, label: str = "Error"
+) -> typer.Exit:
     """Print ``Error: message`` (and detail lines) on stderr; return the Exit to raise."""
-    typer.echo(f"Error: {message}", err=True)
+    typer.echo(f"{label}: {message}", err=True)
     for line in details or []:
         typer.echo(line, err=True)
     return typer.Exit(code)
@@ -59,9 +82,26 @@ def command(on: typer.Typer, *args: Any, **kwargs: Any) -> Callable[[F], F]:
             try:
                 return fn(*a, **k)
             except AbevalError as exc:
-                raise fail(exc.message, exc.details, exc.exit_code) from None
+                raise fail(exc.message, exc.details, exc.exit_code, exc.label) from None
+            except KeyboardInterrupt as exc:
+                signum = getattr(exc, "signum", signal.SIGINT)
+                raise fail(
+                    "stopped before the command finished", [], 128 + signum, "Interrupted"
+                ) from None
 
         on.command(*args, **kwargs)(wrapper)
         return fn
 
     return decorate
+
+
+def _terminate(signum: int, _frame: object) -> None:
+    note_signal(signum)
+    raise Terminated
+
+
+def run() -> None:
+    """Run the application with SIGTERM handled like Ctrl-C: the command stops,
+    its transaction rolls back, and it says so in one line."""
+    signal.signal(signal.SIGTERM, _terminate)
+    app()

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import signal
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Literal
@@ -55,40 +56,55 @@ def ingest(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print nothing on success.")] = False,
 ) -> None:
     """Load event files into the store. Each file is all or nothing; re-loading adds nothing."""
-    from abeval.errors import AbevalError
-    from abeval.store import open_store
-    from abeval.store.ingest import ingest_file
+    from abeval.errors import AbevalError, Interrupted
 
     summaries: list[IngestSummary] = []
-    with open_store(db) as store:
-        for i, path in enumerate(files):
-            try:
-                summary = ingest_file(
-                    store,
-                    path,
-                    fmt=fmt,
-                    on_error=on_error,
-                    progress=_progress(not quiet and not as_json),  # type: ignore[arg-type]
-                )
-            except AbevalError as exc:
-                exc.details.extend(_not_loaded(files, summaries, i))
-                raise
-            summaries.append(summary)
-            if not as_json and not quiet:
-                typer.echo(
-                    f"{summary.file}: {summary.rows_read:,} rows read, "
-                    f"{summary.inserted:,} inserted, {summary.duplicates:,} already in the "
-                    f"store, {summary.rejected:,} rejected "
-                    f"({summary.seconds:.2f} s, {summary.rows_per_second:,.0f} rows/s)"
-                )
-                if summary.rejected:
-                    typer.echo(
-                        f"  {summary.rejected:,} bad rows kept in rejected_rows "
-                        f"(ingest {summary.ingest_id}); list them with "
-                        f"`abeval rejects --ingest {summary.ingest_id}`"
+    try:
+        from abeval.store import open_store
+        from abeval.store.ingest import ingest_file
+
+        with open_store(db) as store:
+            for i, path in enumerate(files):
+                try:
+                    summary = ingest_file(
+                        store,
+                        path,
+                        fmt=fmt,
+                        on_error=on_error,
+                        progress=_progress(not quiet and not as_json),  # type: ignore[arg-type]
                     )
+                except AbevalError as exc:
+                    exc.details.extend(_not_loaded(files, summaries, i))
+                    raise
+                summaries.append(summary)
+                if not as_json and not quiet:
+                    _say(summary)
+    except KeyboardInterrupt as exc:
+        # Each file is one transaction: the one being read was rolled back.
+        done = len(summaries)
+        what = f"nothing from {files[done]} was loaded" if done < len(files) else "all was loaded"
+        raise Interrupted(
+            what,
+            signum=getattr(exc, "signum", signal.SIGINT),
+            details=_not_loaded(files, summaries, done) if done < len(files) else [],
+        ) from None
     if as_json:
         typer.echo(json.dumps({"files": [s.to_dict() for s in summaries]}, indent=2))
+
+
+def _say(summary: IngestSummary) -> None:
+    typer.echo(
+        f"{summary.file}: {summary.rows_read:,} rows read, "
+        f"{summary.inserted:,} inserted, {summary.duplicates:,} already in the "
+        f"store, {summary.rejected:,} rejected "
+        f"({summary.seconds:.2f} s, {summary.rows_per_second:,.0f} rows/s)"
+    )
+    if summary.rejected:
+        typer.echo(
+            f"  {summary.rejected:,} bad rows kept in rejected_rows "
+            f"(ingest {summary.ingest_id}); list them with "
+            f"`abeval rejects --ingest {summary.ingest_id}`"
+        )
 
 
 def _not_loaded(files: list[Path], summaries: list[IngestSummary], failed: int) -> list[str]:

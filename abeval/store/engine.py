@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -16,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from abeval.errors import StoreError
+from abeval.errors import StoreError, interruption
 from abeval.files import is_data_file
 
 if TYPE_CHECKING:
@@ -93,13 +94,29 @@ class Store:
     @contextmanager
     def begin(self) -> Iterator[Connection]:
         """A connection inside one transaction, committed on success."""
-        with self.engine.begin() as conn:
+        with self.faults(), self.engine.begin() as conn:
             yield conn
 
     @contextmanager
     def connect(self) -> Iterator[Connection]:
-        with self.engine.connect() as conn:
+        with self.faults(), self.engine.connect() as conn:
             yield conn
+
+    @contextmanager
+    def faults(self) -> Iterator[None]:
+        """Turn a database error that escapes the block into one :class:`StoreError`
+        line naming this store, and DuckDB's interrupt into ``KeyboardInterrupt``.
+
+        Errors abeval expects (a bad row, a lock) are handled inside the block;
+        what gets here is a fault of the store or its disk."""
+        try:
+            yield
+        except Exception as exc:
+            if is_interrupt(exc):
+                raise interruption() from None
+            if not _is_database_error(exc):
+                raise
+            raise StoreError(_fault_message(self.display, self.url, exc)) from None
 
     def close(self) -> None:
         self.engine.dispose()
@@ -223,9 +240,8 @@ def open_store(
                     f"wait for it to finish (waited {timeout:g} s, set ABEVAL_LOCK_TIMEOUT "
                     "to wait longer) or use another --db"
                 ) from None
-            raise StoreError(
-                f"cannot open the store {shown}: {_first_line(_without_password(text, url))}"
-            ) from None
+            reason = _first_line(_without_password(text, url))
+            raise StoreError(f"cannot open the store {shown}: {reason}{_hint(reason)}") from None
     store = Store(engine=engine, url=url, read_only=read_only)
     if migrate:
         from abeval.store.migrate import ensure_current
@@ -259,6 +275,50 @@ def _engine_error(shown: str, url: str, exc: Exception) -> str:
         reason = _without_password(str(exc), url)
         return f"cannot open the store {shown}: not a valid SQLAlchemy URL ({reason})"
     return f"cannot open the store {shown}: {_first_line(_without_password(str(exc), url))}"
+
+
+def _is_database_error(exc: BaseException) -> bool:
+    from sqlalchemy.exc import DBAPIError
+
+    if isinstance(exc, DBAPIError):
+        return True
+    duckdb = sys.modules.get("duckdb")
+    return duckdb is not None and isinstance(exc, duckdb.Error)
+
+
+def is_interrupt(exc: BaseException) -> bool:
+    """Whether ``exc`` is DuckDB saying that Ctrl-C (or SIGTERM) stopped its query:
+    an ``InterruptException``, or the ``RuntimeError: Query interrupted`` of a
+    raw DuckDB connection."""
+    duckdb = sys.modules.get("duckdb")
+    orig = getattr(exc, "orig", exc)
+    if duckdb is not None and isinstance(orig, duckdb.InterruptException):
+        return True
+    return isinstance(orig, RuntimeError) and str(orig).startswith("Query interrupted")
+
+
+# Driver messages of a damaged store, and the fix each one wants.
+_FAULT_HINTS = (
+    ("Could not read enough bytes", "the file is truncated or damaged; restore it from a backup"),
+    ("Corrupt database file", "the file is damaged; restore it from a backup"),
+    ("Permission denied", "abeval needs to write the store and its .wal file in that folder"),
+    ("Is a directory", "a directory stands where the store's .wal file goes; move it away"),
+    ("No space left", "the disk is full; free space and run the command again"),
+    ("Read-only file system", "the store is on a read-only file system; copy it elsewhere"),
+)
+
+
+def _hint(reason: str) -> str:
+    """``; <fix>`` for a driver message that names a known fault, else nothing."""
+    hint = next((fix for marker, fix in _FAULT_HINTS if marker in reason), None)
+    return f"; {hint}" if hint else ""
+
+
+def _fault_message(shown: str, url: str, exc: BaseException) -> str:
+    """``the store X failed: <driver's first line>; <fix>`` with the password masked."""
+    orig = getattr(exc, "orig", None) or exc
+    reason = _first_line(_without_password(str(orig), url))
+    return f"the store {shown} failed: {reason}{_hint(reason)}"
 
 
 def _first_line(text: str) -> str:
