@@ -50,3 +50,57 @@ def test_usage_errors_exit_with_2_before_touching_the_store(
     result = runner.invoke(app, [*args, "--db", "no-such-store.duckdb"])
     assert result.exit_code == 2, result.output
     assert message in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--alpha", "2"], "Invalid value for --alpha: must be between 0 and 1 (exclusive), got 2"),
+        (
+            ["--alpha", "nan"],
+            "Invalid value for --alpha: must be between 0 and 1 (exclusive), got nan",
+        ),
+        (["--power", "1"], "Invalid value for --power: must be between 0 and 1 (exclusive), got 1"),
+        (
+            ["--arms", "1"],
+            "Invalid value for --arms: a test needs a control and at least one treatment, got 1",
+        ),
+        (["--sd", "-1"], "Invalid value for --sd: must be a number above 0, got -1"),
+        (
+            ["--users-per-day", "0"],
+            "Invalid value for --users-per-day: must be a number above 0, got 0",
+        ),
+        (["--tuning-n", "inf"], "Invalid value for --tuning-n: must be a number above 0, got inf"),
+    ],
+)
+def test_power_options_are_checked(args: list[str], message: str) -> None:
+    result = runner.invoke(app, ["power", "--baseline", "0.05", "--mde", "0.02", *args])
+    assert result.exit_code == 2, result.output
+    assert result.stderr.splitlines()[-1] == f"Error: {message}"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ["--mde", "0"],
+            "Invalid value for --mde: give a relative lift other than 0 and above -1 "
+            "(0.02 for +2%), got 0",
+        ),
+        (
+            ["--mde", "-1.5"],
+            "Invalid value for --mde: give a relative lift other than 0 and above -1 "
+            "(0.02 for +2%), got -1.5",
+        ),
+        (["--users", "1"], "Invalid value for --users: give at least 2 users per arm, got 1"),
+        (
+            ["--baseline", "inf", "--sd", "1", "--mde", "0.1"],
+            "Invalid value for --baseline: must be a number, got inf",
+        ),
+    ],
+)
+def test_power_targets_are_checked(args: list[str], message: str) -> None:
+    base = [] if "--baseline" in args else ["--baseline", "0.05"]
+    result = runner.invoke(app, ["power", *base, *args])
+    assert result.exit_code == 2, result.output
+    assert result.stderr.splitlines()[-1] == f"Error: {message}"

@@ -8,6 +8,7 @@ exit code 1; usage mistakes are Typer's (exit code 2).
 from __future__ import annotations
 
 import functools
+import math
 import signal
 from collections.abc import Callable
 from typing import Annotated, Any, TypeVar
@@ -47,6 +48,7 @@ def _main(
 ) -> None:
     """A/B test and offline ranking evaluation for recommender systems, from event logs."""
 
+
 DbOption = Annotated[
     str | None,
     typer.Option(
@@ -57,6 +59,24 @@ DbOption = Annotated[
     ),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print the result as JSON on stdout.")]
+
+
+def require(ok: bool, option: str, message: str) -> None:
+    """A usage error (exit code 2) naming ``option`` unless ``ok``. Write the
+    condition so that NaN fails it (``0 < x < 1``, not ``not x <= 0``)."""
+    if not ok:
+        raise typer.BadParameter(message, param_hint=option)
+
+
+def require_share(value: float, option: str) -> None:
+    """``value`` is strictly between 0 and 1 (a level, a power, a probability)."""
+    require(0 < value < 1, option, f"must be between 0 and 1 (exclusive), got {value:g}")
+
+
+def require_positive(value: float | None, option: str) -> None:
+    """``value`` is a finite number above 0 (when given)."""
+    if value is not None:
+        require(0 < value < math.inf, option, f"must be a number above 0, got {value:g}")
 
 
 def fail(

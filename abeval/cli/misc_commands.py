@@ -3,13 +3,21 @@
 from __future__ import annotations
 
 import json
+import math
 import shutil
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from abeval.cli.app import JsonOption, app, command
+from abeval.cli.app import (
+    JsonOption,
+    app,
+    command,
+    require,
+    require_positive,
+    require_share,
+)
 
 
 @command(app, "power")
@@ -44,6 +52,21 @@ def power(
 
     if (mde is None) == (users is None):
         raise typer.BadParameter("give exactly one of --mde or --users")
+    require_share(alpha, "--alpha")
+    require_share(power_, "--power")
+    require(arms >= 2, "--arms", f"a test needs a control and at least one treatment, got {arms}")
+    require(math.isfinite(baseline), "--baseline", f"must be a number, got {baseline:g}")
+    require_positive(sd, "--sd")
+    require_positive(users_per_day, "--users-per-day")
+    require_positive(tuning_n, "--tuning-n")
+    if mde is not None:
+        require(
+            -1 < mde < math.inf and mde != 0,
+            "--mde",
+            f"give a relative lift other than 0 and above -1 (0.02 for +2%), got {mde:g}",
+        )
+    if users is not None:
+        require(users >= 2, "--users", f"give at least 2 users per arm, got {users}")
     if sd is None:
         if not 0 < baseline < 1:
             raise typer.BadParameter(

@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 
 import typer
 
-from abeval.cli.app import DbOption, app, command
+from abeval.cli.app import DbOption, app, command, require, require_positive
 from abeval.files import write_atomic
 
 ReportFormat = Literal["html", "json", "text"]
@@ -78,10 +78,10 @@ def report(
     from abeval.metrics.base import parse_cutoffs
     from abeval.store import open_store
 
-    if not 0 < alpha < 1:
-        raise typer.BadParameter("alpha must be between 0 and 1", param_hint="--alpha")
-    if cuped_days < 0:
-        raise typer.BadParameter("must be 0 or more", param_hint="--cuped-days")
+    require(0 < alpha < 1, "--alpha", "alpha must be between 0 and 1")
+    require(cuped_days >= 0, "--cuped-days", "must be 0 or more")
+    require_positive(tuning_n, "--tuning-n")
+    require_positive(target_mde, "--target-mde")
     try:
         ks = parse_cutoffs(k)
     except ValueError as exc:
