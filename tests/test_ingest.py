@@ -28,8 +28,8 @@ from sqlalchemy import text
 
 from abeval.errors import InputError
 from abeval.store import Store, open_store
-from abeval.store import ingest as ingest_module
 from abeval.store.ingest import ingest_file
+from abeval.store.ingest import record as ingest_module
 
 HEADER = (
     "experiment,arm,user_id,ts,event_type,request_id,item_id,position,value,event_id,propensity"
@@ -388,13 +388,14 @@ _KILLED_INGEST = textwrap.dedent(
     import sys, time
     from abeval.store import open_store
     from abeval.store import ingest
+    from abeval.store.ingest import record
 
     def stall(*args, **kwargs):
         # The events are inserted (uncommitted): say so, then wait to be killed.
         print("inserted", flush=True)
         time.sleep(60)
 
-    ingest._record_ingest = stall
+    record._record_ingest = stall
     ingest.ingest_file(open_store(sys.argv[1]), sys.argv[2])
     """
 )
