@@ -509,7 +509,7 @@ def test_csv_quotes_labels_that_need_it(tmp_path: Path) -> None:
 
 
 def test_prefetch_passes_items_and_errors_through() -> None:
-    from abeval.simulate import _prefetch
+    from abeval.simulate.writers import _prefetch
 
     def items() -> Iterator[int]:
         yield from range(5)
