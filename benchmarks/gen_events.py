@@ -79,7 +79,9 @@ def generate(
     meta_path = path.with_name(path.name + ".json")
     base = SimulationConfig(seed=seed)
     users = users_for_rows(rows, base)
-    simulator = hashlib.sha256(Path(simulate_module.__file__ or "").read_bytes()).hexdigest()[:12]
+    # The simulator's version: a hash of its package's sources.
+    sources = sorted(Path(simulate_module.__file__ or "").parent.glob("*.py"))
+    simulator = hashlib.sha256(b"".join(p.read_bytes() for p in sources)).hexdigest()[:12]
     if path.exists() and meta_path.exists() and not force:
         meta = json.loads(meta_path.read_text())
         same = (meta.get("users"), meta.get("seed"), meta.get("simulator"))

@@ -28,8 +28,10 @@ from sqlalchemy import text
 
 from abeval.errors import InputError
 from abeval.store import Store, open_store
-from abeval.store import ingest as ingest_module
-from abeval.store.ingest import ingest_file
+from abeval.store.ingest import detect_format, ingest_file
+from abeval.store.ingest import record as ingest_module
+from abeval.store.ingest.locate import format_error
+from abeval.store.ingest.repeats import may_repeat
 
 HEADER = (
     "experiment,arm,user_id,ts,event_type,request_id,item_id,position,value,event_id,propensity"
@@ -388,13 +390,14 @@ _KILLED_INGEST = textwrap.dedent(
     import sys, time
     from abeval.store import open_store
     from abeval.store import ingest
+    from abeval.store.ingest import record
 
     def stall(*args, **kwargs):
         # The events are inserted (uncommitted): say so, then wait to be killed.
         print("inserted", flush=True)
         time.sleep(60)
 
-    ingest._record_ingest = stall
+    record._record_ingest = stall
     ingest.ingest_file(open_store(sys.argv[1]), sys.argv[2])
     """
 )
@@ -525,3 +528,34 @@ def test_the_ingest_record_has_the_file_size_and_sha256(store: Store, tmp_path: 
         )
     ]
     assert summary.ingest_id == 1
+
+
+def test_detect_format_takes_the_option_or_the_name() -> None:
+    assert detect_format(Path("e.CSV.gz"), None) == "csv"
+    assert detect_format(Path("d/e.pq"), None) == "parquet"
+    assert detect_format(Path("e.ndjson.zst"), None) == "jsonl"
+    assert detect_format(Path("e.xlsx"), "parquet") == "parquet"
+    with pytest.raises(InputError) as unknown:
+        detect_format(Path("e.xlsx"), None)
+    assert str(unknown.value) == (
+        "e.xlsx: cannot tell the format from the extension; "
+        "name it .csv, .csv.gz, .parquet or .jsonl, or pass --format"
+    )
+    with pytest.raises(InputError) as option:
+        detect_format(Path("e.csv"), "xml")
+    assert str(option.value) == "e.csv: unknown --format 'xml'; use csv, parquet or jsonl"
+
+
+def test_format_error_points_at_file_line_and_column() -> None:
+    assert format_error(Path("e.csv"), "csv", 3, "ts", "bad ts") == "e.csv:3:ts: bad ts"
+    assert format_error(Path("e.jsonl"), "jsonl", 4, "", "malformed") == "e.jsonl:4: malformed"
+    assert format_error(Path("e.pq"), "parquet", 2, "arm", "empty") == "e.pq:row 2:arm: empty"
+
+
+def test_may_repeat_says_no_only_when_every_key_differs() -> None:
+    duck = duckdb.connect()
+    duck.execute("CREATE TABLE r (experiment VARCHAR, event_id VARCHAR, row_key VARCHAR)")
+    duck.execute("INSERT INTO r VALUES ('e', 'a', NULL), ('e', NULL, 'h:1'), ('f', 'a', NULL)")
+    assert not may_repeat(duck, "r")
+    duck.execute("INSERT INTO r VALUES ('e', NULL, 'h:1')")
+    assert may_repeat(duck, "r")

@@ -26,6 +26,7 @@ from abeval.simulate import (
     users_for_rows,
     write_events,
 )
+from abeval.simulate.columns import labels, strings
 
 SMALL = SimulationConfig(users=1_500, seed=7, requests_per_user=4.0, pre_period_days=7)
 # Big enough for the effects to be measured to a few percent, with large true effects.
@@ -496,6 +497,22 @@ def test_format_of() -> None:
         format_of("x.xlsx")
 
 
+def test_format_of_names_only_what_the_writer_writes() -> None:
+    """Comma-separated CSV, gzip'd or not, Parquet and JSON Lines: names that
+    ingest reads but that would mislead here (``.tsv``) are refused."""
+    assert format_of("runs/x.pq") == "parquet"
+    assert format_of("x.JSONL") == "jsonl"
+    for name in ("x.tsv", "x.txt", "x.json", "x.csv.zst", "x.jsonl.gz", "x.parquet.gz", "csv"):
+        with pytest.raises(ValueError, match=f"^cannot tell the format of {name}: use .csv, "):
+            format_of(name)
+
+
+def test_id_and_label_columns() -> None:
+    assert strings("u", np.array([3, 10])).to_pylist() == ["u3", "u10"]
+    assert strings("r", np.array([1, 2]), valid=np.array([True, False])).to_pylist() == ["r1", None]
+    assert labels(("a", "b"), np.array([1, 0, 1])).to_pylist() == ["b", "a", "b"]
+
+
 def test_csv_quotes_labels_that_need_it(tmp_path: Path) -> None:
     config = SimulationConfig(
         users=20, experiment='reco, "v3"', arms=("a,b", "c"), true_ctr_lift={}
@@ -509,7 +526,7 @@ def test_csv_quotes_labels_that_need_it(tmp_path: Path) -> None:
 
 
 def test_prefetch_passes_items_and_errors_through() -> None:
-    from abeval.simulate import _prefetch
+    from abeval.simulate.writers import _prefetch
 
     def items() -> Iterator[int]:
         yield from range(5)

@@ -15,16 +15,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from abeval.store.quoting import quote_ident
+
 REQUIRED = ("experiment", "arm", "user_id", "ts", "event_type")
 OPTIONAL = ("request_id", "item_id", "position", "value", "event_id", "propensity")
 KNOWN = REQUIRED + OPTIONAL
 EVENT_TYPES = ("exposure", "impression", "click", "purchase", "rating")
 NUMERIC = ("position", "value", "propensity")
-
-
-def q(name: str) -> str:
-    """Quote an identifier for DuckDB/PostgreSQL."""
-    return '"' + name.replace('"', '""') + '"'
 
 
 def extras(columns: list[str]) -> list[str]:
@@ -44,12 +41,12 @@ def text_layer(columns: list[str]) -> str:
     :func:`extra_alias` in the order of :func:`extras`."""
     present = set(columns)
     parts = [
-        f"NULLIF(TRIM(CAST({q(c)} AS VARCHAR)), '') AS t_{c}"
+        f"NULLIF(TRIM(CAST({quote_ident(c)} AS VARCHAR)), '') AS t_{c}"
         if c in present
         else f"CAST(NULL AS VARCHAR) AS t_{c}"
         for c in KNOWN
     ]
-    parts += [f"{q(c)} AS {extra_alias(i)}" for i, c in enumerate(extras(columns))]
+    parts += [f"{quote_ident(c)} AS {extra_alias(i)}" for i, c in enumerate(extras(columns))]
     return ", ".join(parts)
 
 

@@ -1,0 +1,41 @@
+"""``ingest_file``: one event file from its path into the store, by the direct
+load when it can and the staged load otherwise."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from abeval.store.ingest.direct import load_direct
+from abeval.store.ingest.record import Checksum, Job
+from abeval.store.ingest.source import check_file
+from abeval.store.ingest.staged import load_staged
+from abeval.store.ingest.summary import IngestSummary, OnError
+
+if TYPE_CHECKING:
+    from abeval.store.engine import Store
+
+
+def ingest_file(
+    store: Store,
+    path: str | Path,
+    *,
+    fmt: str | None = None,
+    on_error: OnError = "abort",
+    progress: Callable[[str], None] | None = None,
+) -> IngestSummary:
+    """Load one event file into ``store``; see :mod:`abeval.store.ingest`."""
+    started = time.time()
+    t0 = time.perf_counter()
+    path = Path(path)
+    kind = check_file(path, fmt)
+    checksum = Checksum(path)
+    checksum.start()
+    job = Job(path, kind, checksum, progress or (lambda _msg: None), started, t0)
+    if store.is_duckdb:
+        direct = load_direct(store, job)
+        if direct is not None:
+            return direct
+    return load_staged(store, job, on_error)

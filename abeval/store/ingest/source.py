@@ -1,0 +1,218 @@
+"""Opening an event file: its format, its columns (CSV header, JSON keys,
+Parquet schema) checked against the event format, and the DuckDB table
+functions that read its rows and its raw lines."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, cast
+
+from abeval.errors import InputError
+from abeval.files import FORMATS, split_name
+from abeval.store.events_format import KNOWN, REQUIRED
+from abeval.store.ingest.summary import Format
+from abeval.store.quoting import quote_literal
+
+JSON_SAMPLE_LINES = 20_480
+# A delimiter no event file contains, to read a file as one text column per line.
+_LINE_DELIM = "chr(28) || chr(29) || chr(30) || chr(31)"
+
+
+def detect_format(path: Path, fmt: str | None) -> Format:
+    """The format ``--format`` names or, without it, the one the file's name says."""
+    if fmt:
+        if fmt not in FORMATS:
+            raise InputError(f"{path}: unknown --format {fmt!r}; use csv, parquet or jsonl")
+        return cast(Format, fmt)
+    found = split_name(path)[1]
+    if found is None:
+        raise InputError(
+            f"{path}: cannot tell the format from the extension; "
+            "name it .csv, .csv.gz, .parquet or .jsonl, or pass --format"
+        )
+    return cast(Format, found)
+
+
+def check_file(path: Path, fmt: str | None) -> Format:
+    """Refuse a path that is not a non-empty file; return the file's format."""
+    shown = str(path)
+    if path.is_dir():
+        raise InputError(f"{shown}: is a directory; name the event files in it")
+    if not path.is_file():
+        raise InputError(f"{shown}: no such file; check the path")
+    kind = detect_format(path, fmt)
+    if path.stat().st_size == 0:
+        raise InputError(_empty_file_message(shown, kind))
+    return kind
+
+
+def _empty_file_message(shown: str, fmt: Format) -> str:
+    expected = {
+        "csv": f"expected a header line with {', '.join(REQUIRED)}",
+        "jsonl": "expected JSON Lines, one event object per line",
+        "parquet": "expected a Parquet file",
+    }[fmt]
+    return f"{shown}: the file is empty (0 bytes); {expected}"
+
+
+def first_line(exc: BaseException) -> str:
+    """The first line of an error's text (DuckDB's run on for several)."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+@dataclass(frozen=True)
+class Source:
+    """One input file: its format, the columns found in it and how to read it."""
+
+    path: Path
+    fmt: Format
+    columns: list[str]  # as found: CSV header, JSON keys, Parquet schema
+    delim: str = ","
+
+    @property
+    def read_columns(self) -> list[str]:
+        """The columns the reader yields: for JSON Lines every known column is
+        read whether or not the sampled lines had it."""
+        if self.fmt != "jsonl":
+            return self.columns
+        return [*self.columns, *(c for c in KNOWN if c not in self.columns)]
+
+    def reader(self) -> str:
+        """The table function that reads the rows, every CSV/JSON field as text."""
+        p = quote_literal(str(self.path))
+        if self.fmt == "csv":
+            cols = ", ".join(f"{quote_literal(n)}: 'VARCHAR'" for n in self.columns)
+            return (
+                f"read_csv({p}, header = true, auto_detect = false, "
+                f"delim = {quote_literal(self.delim)}, quote = '\"', escape = '\"', "
+                f"columns = {{{cols}}}, store_rejects = true, ignore_errors = true, "
+                "rejects_table = 'abeval_reject_errors', rejects_scan = 'abeval_reject_scans')"
+            )
+        if self.fmt == "parquet":
+            return f"read_parquet({p})"
+        # Text columns: a key that holds numbers on some lines and strings on others
+        # reads the same either way. A malformed line becomes a row of NULLs (flagged
+        # bad below), so rows keep their order.
+        cols = ", ".join(f"{quote_literal(n)}: 'VARCHAR'" for n in self.read_columns)
+        return (
+            f"read_json({p}, format = 'newline_delimited', columns = {{{cols}}}, "
+            "ignore_errors = true)"
+        )
+
+    def lines_reader(self) -> str:
+        """The file as one text column, one row per physical line (blank: NULL)."""
+        return (
+            f"read_csv({quote_literal(str(self.path))}, columns = {{'l': 'VARCHAR'}}, "
+            f"header = false, auto_detect = false, delim = {_LINE_DELIM}, quote = '', "
+            "escape = '', strict_mode = false)"
+        )
+
+
+def open_source(duck: Any, path: Path, fmt: Format) -> Source:
+    """Find the file's columns (and CSV delimiter) and check their names: each
+    named once, and the event format's required columns present."""
+    src = _find_columns(duck, path, fmt)
+    _check_names(src)
+    _check_required(src)
+    return src
+
+
+def _find_columns(duck: Any, path: Path, fmt: Format) -> Source:
+    """The file with the columns its header, keys or schema name."""
+    import duckdb
+
+    if fmt == "csv":
+        names, delim = _csv_header(path)
+        for i, name in enumerate(names, start=1):
+            if not name:
+                raise InputError(
+                    f"{path}:1: column {i} of the header has no name; name it or remove it"
+                )
+        return Source(path, fmt, names, delim)
+    src = Source(path, fmt, [])
+    try:
+        if fmt == "parquet":
+            rows = duck.execute(f"DESCRIBE SELECT * FROM {src.reader()}").fetchall()
+            names = [r[0] for r in rows]
+        else:
+            names = _json_keys(duck, src)
+    except duckdb.Error as exc:
+        raise InputError(f"{path}: cannot read as {fmt}: {first_line(exc)}") from None
+    return Source(path, fmt, names)
+
+
+def _where(src: Source) -> str:
+    """Where a message about the columns points: the header line of a CSV file."""
+    return f"{src.path}:1" if src.fmt == "csv" else str(src.path)
+
+
+def _csv_header(path: Path) -> tuple[list[str], str]:
+    """Column names and delimiter from the first line (gzip-aware).
+
+    Reading the header ourselves, rather than letting DuckDB sniff it, keeps the
+    dialect fixed: a malformed row further down is then reported as such instead
+    of changing what the reader guesses the header to be.
+    """
+    import csv
+    import gzip
+
+    opener = gzip.open if path.name.lower().endswith(".gz") else open
+    try:
+        with opener(path, "rt", encoding="utf-8-sig", newline="") as f:
+            first = f.readline()
+    except (OSError, UnicodeDecodeError, EOFError) as exc:
+        raise InputError(f"{path}: cannot read the header line: {exc}; is it a text CSV?") from None
+    if not first.strip():
+        raise InputError(f"{path}:1: the header line is empty; expected {', '.join(REQUIRED)}")
+    delim = max((",", "\t", ";", "|"), key=first.count)
+    names = next(csv.reader([first], delimiter=delim))
+    return [n.strip() for n in names], delim
+
+
+def _json_keys(duck: Any, src: Source) -> list[str]:
+    """The top-level keys of the JSON objects in the first lines, sorted."""
+    sample = (
+        f"SELECT l FROM {src.lines_reader()} "
+        f"WHERE l IS NOT NULL AND trim(l) <> '' LIMIT {JSON_SAMPLE_LINES}"
+    )
+    rows = duck.execute(
+        "SELECT DISTINCT unnest(json_keys(l)) AS k FROM "
+        f"(SELECT l FROM ({sample}) s "
+        "WHERE CASE WHEN json_valid(l) THEN json_type(l) = 'OBJECT' ELSE false END) o "
+        "ORDER BY k"
+    ).fetchall()
+    if not rows:
+        raise InputError(
+            f"{src.path}: no line holds a JSON object; expected JSON Lines, one object per "
+            f"line with keys {', '.join(REQUIRED)}"
+        )
+    return [str(r[0]) for r in rows]
+
+
+def _check_names(src: Source) -> None:
+    """No column named twice, not even in another case."""
+    seen: dict[str, str] = {}
+    for name in src.columns:
+        other = seen.get(name.lower())
+        if other is not None:
+            what = "appears twice" if other == name else f"and {other!r} differ only in case"
+            raise InputError(f"{_where(src)}: column {name!r} {what}; rename one")
+        seen[name.lower()] = name
+
+
+def _check_required(src: Source) -> None:
+    """Every required column present (with a hint when only its case differs)."""
+    present = set(src.columns)
+    missing = [c for c in REQUIRED if c not in present]
+    if not missing:
+        return
+    lower = {c.lower(): c for c in src.columns}
+    hints = [f"found {lower[m]!r}" for m in missing if m in lower]
+    hint = f" ({'; '.join(hints)}: names are exact and lower case)" if hints else ""
+    raise InputError(
+        f"{_where(src)}: missing required column{'s' if len(missing) > 1 else ''} "
+        f"{', '.join(missing)}{hint}; expected {', '.join(REQUIRED)} "
+        f"and optionally {', '.join(c for c in KNOWN if c not in REQUIRED)}"
+    )

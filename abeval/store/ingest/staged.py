@@ -1,0 +1,185 @@
+"""The staged load: the file is read into a temporary table with a bad-row flag,
+bad rows are located and reported (``on_error="abort"``) or kept aside in
+``rejected_rows`` (``"skip"``), and the good rows are inserted. The only load on
+another engine than DuckDB, where the staging runs in an in-memory DuckDB."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from abeval.errors import InputError
+from abeval.store.ingest.locate import collect_errors, first_errors
+from abeval.store.ingest.postgres_copy import insert_via_copy
+from abeval.store.ingest.record import Job, finish, next_ingest_id
+from abeval.store.ingest.repeats import delete_repeats, first_copies, may_repeat
+from abeval.store.ingest.source import Source, first_line
+from abeval.store.ingest.staging import EVENT_COLUMNS, drop_temp, prepare, stage_sql
+from abeval.store.ingest.summary import IngestSummary, OnError
+from abeval.store.quoting import quote_literal
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Connection
+
+    from abeval.store.engine import Store
+
+MAX_SHOWN = 5
+
+
+@dataclass(frozen=True)
+class _Counts:
+    """The rows of the staged file: good, failing a check, and malformed (CSV lines
+    the reader could not split into the header's fields)."""
+
+    good: int
+    bad: int
+    malformed: int
+
+    @property
+    def rejected(self) -> int:
+        return self.bad + self.malformed
+
+    @property
+    def read(self) -> int:
+        return self.good + self.rejected
+
+
+def load_staged(store: Store, job: Job, on_error: OnError) -> IngestSummary:
+    """Stage ``job``'s file, report or set aside its bad rows, and insert the good
+    ones, all in one transaction of ``store``."""
+    with store.begin() as conn, _scratch(store, conn) as duck:
+        src = prepare(duck, job.path, job.kind, job.say)
+        counts = _stage(duck, src)
+        errors = _locate(duck, src, job, on_error) if counts.rejected else []
+        if counts.rejected and on_error == "abort":
+            raise _refusal(errors, counts.rejected)
+        job.say("inserting")
+        ingest_id = next_ingest_id(conn)
+        inserted = _insert(store, conn, duck, ingest_id)
+        if counts.rejected:
+            _store_rejects(store, conn, duck, ingest_id, job.shown)
+        return finish(
+            conn,
+            IngestSummary(
+                file=job.shown,
+                format=job.kind,
+                status="partial" if counts.rejected else "ok",
+                rows_read=counts.read,
+                inserted=inserted,
+                duplicates=counts.good - inserted,
+                rejected=counts.rejected,
+                seconds=0.0,
+                ingest_id=ingest_id,
+                errors=errors,
+            ),
+            job,
+        )
+
+
+@contextlib.contextmanager
+def _scratch(store: Store, conn: Connection) -> Iterator[Any]:
+    """The DuckDB connection to stage in: the store's own, or an in-memory one for
+    another engine. Its staging tables are dropped after."""
+    import duckdb
+
+    local = None
+    if store.is_duckdb:
+        duck = conn.connection.driver_connection
+    else:
+        local = duckdb.connect()
+        local.execute("SET TimeZone = 'UTC'")
+        duck = local
+    assert duck is not None
+    try:
+        yield duck
+    finally:
+        drop_temp(duck)
+        if local is not None:
+            local.close()
+
+
+def _stage(duck: Any, src: Source) -> _Counts:
+    """Read the file into ``abeval_stage`` and count its rows."""
+    import duckdb
+
+    try:
+        duck.execute(stage_sql(src))
+    except duckdb.Error as exc:
+        raise InputError(f"{src.path}: cannot read as {src.fmt}: {first_line(exc)}") from None
+    n_good, n_bad = duck.execute(
+        "SELECT count(*) FILTER (WHERE NOT bad), count(*) FILTER (WHERE bad) FROM abeval_stage"
+    ).fetchone()
+    n_malformed = 0
+    if src.fmt == "csv":
+        n_malformed = duck.execute(
+            "SELECT count(DISTINCT line) FROM abeval_reject_errors"
+        ).fetchone()[0]
+    return _Counts(int(n_good), int(n_bad), int(n_malformed))
+
+
+def _locate(duck: Any, src: Source, job: Job, on_error: OnError) -> list[str]:
+    """Find the lines of the bad rows (all of them when they are kept in
+    ``rejected_rows``); return the first few as messages."""
+    job.say("locating bad rows")
+    duck.execute("SET preserve_insertion_order = true")
+    collect_errors(duck, src, MAX_SHOWN if on_error == "abort" else None)
+    return first_errors(duck, src, MAX_SHOWN)
+
+
+def _refusal(errors: list[str], n_rejected: int) -> InputError:
+    """The error that stops an ``on_error="abort"`` ingest of a file with bad rows."""
+    more = n_rejected - len(errors)
+    details = errors[1:] + ([f"... and {more} more bad rows"] if more > 0 else [])
+    return InputError(
+        f"{errors[0]} ({n_rejected} bad row{'s' if n_rejected > 1 else ''}; "
+        "nothing was loaded from this file; fix the rows or pass --on-error skip "
+        "to load the good rows)",
+        details=details,
+    )
+
+
+def _insert(store: Store, conn: Connection, duck: Any, ingest_id: int) -> int:
+    """Insert the staged good rows that the store does not hold yet; return how many.
+
+    On DuckDB the rows go in and :func:`delete_repeats` takes out the repeats,
+    as in the direct load. On another engine the repeats inside the file are
+    dropped by a window in the local DuckDB (when :func:`may_repeat`), and those
+    already in the store by an anti-join on the server.
+    """
+    cols = ", ".join(EVENT_COLUMNS)
+    if store.is_duckdb:
+        n = duck.execute(
+            f"INSERT INTO events ({cols}, ingest_id) SELECT {cols}, {int(ingest_id)} "
+            "FROM abeval_stage WHERE NOT bad"
+        ).fetchone()[0]
+        return int(n) - delete_repeats(duck, ingest_id)
+    fresh = f"SELECT {cols} FROM abeval_stage s WHERE NOT bad"
+    if may_repeat(duck, f"({fresh}) s"):
+        fresh = first_copies(cols)
+    return insert_via_copy(conn, duck, fresh, ingest_id)
+
+
+def _store_rejects(store: Store, conn: Connection, duck: Any, ingest_id: int, file: str) -> None:
+    """Copy ``abeval_errors`` to ``rejected_rows``: set-based on DuckDB."""
+    from sqlalchemy import text
+
+    if store.is_duckdb:
+        duck.execute(
+            "INSERT INTO rejected_rows (ingest_id, file, line, column_name, reason, raw) "
+            f"SELECT {int(ingest_id)}, {quote_literal(file)}, line, NULLIF(column_name, ''), "
+            "reason, raw FROM abeval_errors"
+        )
+        return
+    rows = duck.execute("SELECT line, column_name, reason, raw FROM abeval_errors").fetchall()
+    conn.execute(
+        text(
+            "INSERT INTO rejected_rows (ingest_id, file, line, column_name, reason, raw) "
+            "VALUES (:i, :f, :l, :c, :r, :w)"
+        ),
+        [
+            {"i": ingest_id, "f": file, "l": line, "c": col or None, "r": reason, "w": raw}
+            for line, col, reason, raw in rows
+        ],
+    )

@@ -1,0 +1,36 @@
+"""What an ingest reports: the :class:`IngestSummary` of one file, and the names
+of the formats and error modes it accepts."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+Format = Literal["csv", "parquet", "jsonl"]
+OnError = Literal["abort", "skip"]
+
+
+@dataclass(frozen=True)
+class IngestSummary:
+    """What one file's ingest did."""
+
+    file: str
+    format: str
+    status: str  # "ok", "partial" (rows skipped) or "failed"
+    rows_read: int
+    inserted: int
+    duplicates: int
+    rejected: int
+    seconds: float
+    ingest_id: int | None = None
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def rows_per_second(self) -> float:
+        return self.rows_read / self.seconds if self.seconds > 0 else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["seconds"] = round(self.seconds, 3)
+        out["rows_per_second"] = round(self.rows_per_second)
+        return out
