@@ -345,5 +345,7 @@ def test_store_faults_inside_a_command_name_the_store_and_the_fix() -> None:
     )
     with pytest.raises(KeyboardInterrupt), store.faults():
         raise duckdb.InterruptException("INTERRUPT Error: Interrupted!")
+    with pytest.raises(duckdb.InvalidInputException), store.faults():
+        raise duckdb.InvalidInputException("a bad row: the caller handles it")
     with pytest.raises(ZeroDivisionError), store.faults():
         raise ZeroDivisionError  # not a database error: a bug keeps its traceback

@@ -107,14 +107,15 @@ class Store:
         """Turn a database error that escapes the block into one :class:`StoreError`
         line naming this store, and DuckDB's interrupt into ``KeyboardInterrupt``.
 
-        Errors abeval expects (a bad row, a lock) are handled inside the block;
-        what gets here is a fault of the store or its disk."""
+        Only faults of the store, its disk or its server are turned: other database
+        errors go on unchanged, for the caller that expects them (a bad row makes
+        ingest fall back to its staged load) or as the bug they are."""
         try:
             yield
         except Exception as exc:
             if is_interrupt(exc):
                 raise interruption() from None
-            if not _is_database_error(exc):
+            if not _is_store_fault(exc):
                 raise
             raise StoreError(_fault_message(self.display, self.url, exc)) from None
 
@@ -277,13 +278,17 @@ def _engine_error(shown: str, url: str, exc: Exception) -> str:
     return f"cannot open the store {shown}: {_first_line(_without_password(str(exc), url))}"
 
 
-def _is_database_error(exc: BaseException) -> bool:
-    from sqlalchemy.exc import DBAPIError
+def _is_store_fault(exc: BaseException) -> bool:
+    """An I/O fault of DuckDB's file, a known damage, or a lost PostgreSQL server."""
+    from sqlalchemy.exc import OperationalError
 
-    if isinstance(exc, DBAPIError):
+    orig = getattr(exc, "orig", None) or exc
+    if any(marker in str(orig) for marker, _ in _FAULT_HINTS):
         return True
     duckdb = sys.modules.get("duckdb")
-    return duckdb is not None and isinstance(exc, duckdb.Error)
+    if duckdb is not None and isinstance(orig, duckdb.Error):
+        return isinstance(orig, duckdb.IOException | duckdb.FatalException)
+    return isinstance(exc, OperationalError)
 
 
 def is_interrupt(exc: BaseException) -> bool:
