@@ -34,7 +34,7 @@ from abeval.metrics import (
     ranking_query,
 )
 from abeval.metrics.results import complete
-from abeval.store.replay_sql import BEYOND_RELATIONS, ArmCounts, ReplaySource, open_replay
+from abeval.store.replay_sql import BEYOND_RELATIONS, ReplaySource, open_replay
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
@@ -42,6 +42,9 @@ if TYPE_CHECKING:
 DEFAULT_GAINS: Mapping[str, float] = {"purchase": 2.0, "click": 1.0}
 DEFAULT_KS: tuple[int, ...] = (5, 10)
 TIE_RULE = "logged position (equal positions count as tied)"
+
+# One arm's counts from :meth:`abeval.store.replay_sql.ReplaySource.arm_counts`.
+ArmRow = dict[str, Any]
 
 
 def default_metrics(ks: Sequence[int] = DEFAULT_KS) -> list[str]:
@@ -172,7 +175,9 @@ def _replay(
     extra = {"ties": TIE_RULE, "relevance": _gains_text(gains)}
     results = _ranking_results(source, specs, extra) + _beyond_results(source, specs, arms, extra)
     labels = [(s.label, s.convention) for s in specs]
-    results = complete(results, labels, [a.arm for a in arms], extra, "the arm has no impressions")
+    results = complete(
+        results, labels, [a["arm"] for a in arms], extra, "the arm has no impressions"
+    )
     return ReplayResult(
         experiment=experiment,
         ks=tuple(sorted({s.k for s in specs if s.k is not None})),
@@ -185,7 +190,7 @@ def _replay(
     )
 
 
-def _arm_counts(source: ReplaySource, experiment: str) -> list[ArmCounts]:
+def _arm_counts(source: ReplaySource, experiment: str) -> list[ArmRow]:
     """The counts per arm; an experiment without a single event is not found."""
     arms = source.arm_counts()
     if not arms and not source.experiment_has_events():
@@ -196,12 +201,12 @@ def _arm_counts(source: ReplaySource, experiment: str) -> list[ArmCounts]:
 
 
 def _list_warnings(
-    source: ReplaySource, experiment: str, arms: list[ArmCounts], conventions: Conventions
+    source: ReplaySource, experiment: str, arms: list[ArmRow], conventions: Conventions
 ) -> list[str]:
     """What the lists do that a metric hides: repeated items (an error unless the
     convention is ``duplicates=dedupe``) and tied positions."""
     warnings: list[str] = []
-    duplicates = sum(a.duplicates for a in arms)
+    duplicates = sum(a["duplicates"] for a in arms)
     if duplicates and conventions.duplicates == "error":
         example = source.first_repeat()
         assert example is not None  # there are repeats
@@ -217,7 +222,7 @@ def _list_warnings(
             f"{duplicates} repeated impressions of an item in the same request counted once, "
             "at their first position"
         )
-    tied = sum(a.tied for a in arms)
+    tied = sum(a["tied"] for a in arms)
     if tied:
         warnings.append(
             f"{tied} requests show two items at the same position; tied items share their rank"
@@ -239,7 +244,7 @@ def _ranking_results(
 def _beyond_results(
     source: ReplaySource,
     specs: list[MetricSpec],
-    arms: list[ArmCounts],
+    arms: list[ArmRow],
     extra: Mapping[str, str],
 ) -> list[MetricResult]:
     beyond = [s for s in specs if s.kind == "beyond"]
@@ -250,7 +255,7 @@ def _beyond_results(
     )
     query = beyond_query(beyond, inputs)
     rows = source.rows(query.ctes, query.select)
-    groups = {a.arm: (a.users_with_requests, a.requests) for a in arms}
+    groups = {a["arm"]: (a["users_with_requests"], a["requests"]) for a in arms}
     convention = dict(extra)
     convention["catalogue"] = "all items seen for the experiment"
     convention["reference"] = "clicks and purchases of the analysed users (popularity)"
@@ -258,16 +263,16 @@ def _beyond_results(
     return query.results(rows, groups, extra_convention=convention)
 
 
-def _arm_replay(counts: ArmCounts, conventions: Conventions) -> ArmReplay:
-    removed = counts.duplicates if conventions.duplicates == "dedupe" else 0
+def _arm_replay(counts: ArmRow, conventions: Conventions) -> ArmReplay:
+    removed = counts["duplicates"] if conventions.duplicates == "dedupe" else 0
     return ArmReplay(
-        arm=counts.arm,
-        users=counts.users,
-        users_with_requests=counts.users_with_requests,
-        requests=counts.requests,
-        impressions=counts.impressions - removed,
+        arm=counts["arm"],
+        users=counts["users"],
+        users_with_requests=counts["users_with_requests"],
+        requests=counts["requests"],
+        impressions=counts["impressions"] - removed,
         duplicates_removed=removed,
-        requests_with_tied_positions=counts.tied,
+        requests_with_tied_positions=counts["tied"],
     )
 
 

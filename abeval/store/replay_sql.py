@@ -121,7 +121,7 @@ r_ties AS (
 )"""
 
 ARM_COUNTS_SELECT = """\
-SELECT a.grp, a.users, COALESCE(i.users_with_requests, 0) AS users_with_requests,
+SELECT a.grp AS arm, a.users, COALESCE(i.users_with_requests, 0) AS users_with_requests,
        COALESCE(i.requests, 0) AS requests, COALESCE(i.impressions, 0) AS impressions,
        COALESCE(d.extra, 0) AS duplicates, COALESCE(t.tied, 0) AS tied
 FROM r_arms a
@@ -140,19 +140,6 @@ NOT_SHOWN_SQL = (
     "SELECT COUNT(*) AS n FROM r_rel r WHERE NOT EXISTS "
     "(SELECT 1 FROM r_imp i WHERE i.list_id = r.list_id AND i.item_id = r.item_id)"
 )
-
-
-@dataclass(frozen=True)
-class ArmCounts:
-    """What the replay's lists hold in one arm, before any metric."""
-
-    arm: str
-    users: int  # analysed users in the arm
-    users_with_requests: int
-    requests: int
-    impressions: int  # impression rows, repeats included
-    duplicates: int  # repeated impressions of an item in the same request
-    tied: int  # requests showing two items at the same position
 
 
 @dataclass(frozen=True)
@@ -191,19 +178,14 @@ class ReplaySource:
         sql = f"WITH {definitions}\n{select}"
         return [dict(r._mapping) for r in self.conn.execute(text(sql), dict(self.params))]
 
-    def arm_counts(self) -> list[ArmCounts]:
-        """One row per arm of the population, by arm name."""
+    def arm_counts(self) -> list[dict[str, Any]]:
+        """One row per arm of the population, by arm name: ``arm``, its analysed
+        ``users``, ``users_with_requests``, ``requests``, ``impressions`` (repeats
+        included), ``duplicates`` (repeated impressions of an item in one request)
+        and ``tied`` (requests showing two items at the same position)."""
         return [
-            ArmCounts(
-                arm=str(r["grp"]),
-                users=int(r["users"]),
-                users_with_requests=int(r["users_with_requests"]),
-                requests=int(r["requests"]),
-                impressions=int(r["impressions"]),
-                duplicates=int(r["duplicates"]),
-                tied=int(r["tied"]),
-            )
-            for r in self.rows(ARM_COUNTS_CTES, ARM_COUNTS_SELECT)
+            {key: str(value) if key == "arm" else int(value) for key, value in row.items()}
+            for row in self.rows(ARM_COUNTS_CTES, ARM_COUNTS_SELECT)
         ]
 
     def first_repeat(self) -> RepeatedImpression | None:

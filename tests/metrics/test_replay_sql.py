@@ -11,7 +11,7 @@ from sqlalchemy import text
 
 from abeval.store import open_store
 from abeval.store.engine import Store
-from abeval.store.replay_sql import ArmCounts, RepeatedImpression, gain_case, open_replay
+from abeval.store.replay_sql import RepeatedImpression, gain_case, open_replay
 
 GAINS = {"click": 1.0, "purchase": 2.0}
 
@@ -53,10 +53,10 @@ def test_gain_case_puts_the_strongest_event_first() -> None:
 def test_arm_counts_repeats_and_relevance_not_shown(store: Store) -> None:
     with store.connect() as conn, open_replay(conn, "exp", GAINS) as source:
         assert source.arm_counts() == [
-            ArmCounts("A", users=1, users_with_requests=1, requests=1, impressions=4,
-                      duplicates=1, tied=1),
-            ArmCounts("B", users=2, users_with_requests=1, requests=1, impressions=2,
-                      duplicates=0, tied=0),
+            {"arm": "A", "users": 1, "users_with_requests": 1, "requests": 1,
+             "impressions": 4, "duplicates": 1, "tied": 1},
+            {"arm": "B", "users": 2, "users_with_requests": 1, "requests": 1,
+             "impressions": 2, "duplicates": 0, "tied": 0},
         ]  # fmt: skip
         assert source.first_repeat() == RepeatedImpression("r1", "b", 2, 3)
         assert source.relevance_pairs_not_shown() == 1  # (r1, zz)
@@ -83,7 +83,7 @@ def test_ranked_lists_count_each_item_once_with_its_strongest_event(store: Store
 def test_impressions_before_exposure_count_only_when_asked(store: Store) -> None:
     with store.connect() as conn, open_replay(conn, "exp", GAINS, post_exposure_only=False) as s:
         a = s.arm_counts()[0]
-    assert (a.arm, a.requests, a.impressions) == ("A", 2, 5)
+    assert (a["arm"], a["requests"], a["impressions"]) == ("A", 2, 5)
 
 
 def test_an_unknown_experiment_has_no_events_and_leaves_no_tables(store: Store) -> None:
