@@ -10,16 +10,17 @@ significant with opposite signs, and is *inconclusive* otherwise.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from abeval.analysis.online_metrics import direction
-from abeval.analysis.report_model import OfflineResult, OfflineValue
+from abeval.analysis.replay import replay
+from abeval.analysis.report_model import OfflineResult, OfflineValue, ReportOptions
+from abeval.metrics import Conventions
 from abeval.stats import Comparison, adjust_comparisons, compare
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
-
-    from abeval.analysis.online import ReportOptions
 
 
 def agreement(offline: Comparison, online: Comparison | None) -> str:
@@ -42,9 +43,6 @@ def offline_results(
 ) -> tuple[tuple[OfflineResult, ...], tuple[OfflineValue, ...], str]:
     """Replay, compare per treatment arm, and judge agreement with ``online``
     (the reference metric's comparison per arm)."""
-    from abeval.analysis.replay import replay
-    from abeval.metrics import Conventions
-
     # A report must not stop at a logging glitch: an item shown twice in a request
     # counts once (the health section counts the duplicates).
     result = replay(conn, experiment, k=o.offline_ks, conventions=Conventions(duplicates="dedupe"))
@@ -96,6 +94,4 @@ def offline_results(
 
 
 def _with(r: OfflineResult, comp: Comparison, online: Comparison | None) -> OfflineResult:
-    from dataclasses import replace
-
     return replace(r, comparison=comp, agreement=agreement(comp, online))

@@ -1,6 +1,7 @@
 """The experiment report as frozen dataclasses: the one thing every presenter
-(JSON, text, HTML) reads. Nothing here computes statistics; ``to_dict()`` gives
-the public JSON document described by ``reports/report.schema.json``.
+(JSON, text, HTML) reads, and the :class:`ReportOptions` it is built under.
+Nothing here computes statistics; ``to_dict()`` gives the public JSON document
+described by ``reports/report.schema.json``.
 
 Numbers are finite floats or ``None``; where a value is undefined the object
 carries a ``status`` and a ``message``.
@@ -11,12 +12,34 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from abeval.analysis.online_metrics import DEFAULT_GUARDRAILS, DEFAULT_PRIMARY
 from abeval.stats.results import BayesianResult, Comparison, JsonResult, PowerResult, SrmResult
+from abeval.stats.sequential import DEFAULT_TUNING_N
 
 SCHEMA_VERSION = "1.0"
 
 Role = Literal["primary", "secondary", "guardrail"]
 Verdict = Literal["ship", "roll_back", "no_effect", "keep_running", "invalid"]
+
+
+@dataclass(frozen=True)
+class ReportOptions:
+    """What ``abeval report`` lets a user choose."""
+
+    control: str | None = None
+    alpha: float = 0.05
+    correction: str = "holm"
+    sequential: bool = False
+    tuning_n: float = DEFAULT_TUNING_N
+    cuped_days: int = 14
+    segment: str | None = None
+    primary: tuple[str, ...] = DEFAULT_PRIMARY
+    guardrails: tuple[str, ...] = DEFAULT_GUARDRAILS
+    target_mde: float = 0.02
+    power: float = 0.8
+    offline_ks: tuple[int, ...] = (5, 10)
+    daily: bool = True
+    offline: bool = True
 
 
 @dataclass(frozen=True)

@@ -138,20 +138,39 @@ class RankingQuery:
 def ranking_query(
     specs: Sequence[MetricSpec], *, ranked: str = "ranked", judged: str = "judged"
 ) -> RankingQuery:
-    """Build the kernel for ``specs`` (ranking metrics only) over ``ranked`` and ``judged``."""
+    """Build the kernel for ``specs`` (ranking metrics only) over ``ranked`` and ``judged``:
+    the per-list aggregates the metrics need, each metric's per-list value, then
+    each user's mean."""
     aggs = ListAggregates()
+    columns, exprs = _metric_columns(specs, aggs)
+    needed = sorted(aggs.needed, key=lambda a: a.column)
+    want_auc = any(a.kind in ("auc_pairs", "auc_correct") for a in needed)
+    ctes = _per_list_ctes(needed, want_auc, ranked, judged)
+    pairs_flag = "CASE WHEN r > 0 AND auc_pairs = 0 THEN 1 ELSE 0 END" if want_auc else "0"
+    ctes.append(
+        "k_list_values AS (SELECT grp, user_id, list_id, r, "
+        f"{pairs_flag} AS without_pairs, {', '.join(exprs)} FROM k_per_list)"
+    )
+    ctes.append(_user_values_cte(columns))
+    return RankingQuery(columns=tuple(columns), ctes=",\n".join(ctes))
+
+
+def _metric_columns(
+    specs: Sequence[MetricSpec], aggs: ListAggregates
+) -> tuple[list[MetricColumn], list[str]]:
+    """Each metric's column and its per-list SQL expression (NULL where the list
+    does not count), in the order asked, each column once; ``aggs`` records the
+    aggregates the expressions read."""
     r_col = aggs.relevant()
     columns: list[MetricColumn] = []
     exprs: list[str] = []
-    seen: set[str] = set()
     for spec in specs:
         d = spec.definition
         if d.kind != "ranking" or d.per_list is None:
             raise ValueError(f"{spec.label} is not a ranking metric")
         column = "m_" + spec.column
-        if column in seen:
+        if any(c.column == column for c in columns):
             continue
-        seen.add(column)
         value = d.per_list(spec, aggs)
         reasons: list[str] = []
         cases: list[str] = []
@@ -170,12 +189,15 @@ def ranking_query(
         expr = f"CASE {' '.join(cases)} ELSE {value} END" if cases else value
         exprs.append(f"CAST({expr} AS {DOUBLE}) AS {column}")
         columns.append(MetricColumn(spec=spec, column=column, left_out=tuple(reasons)))
+    return columns, exprs
 
-    needed = sorted(aggs.needed, key=lambda a: a.column)
+
+def _per_list_ctes(needed: list[Aggregate], want_auc: bool, ranked: str, judged: str) -> list[str]:
+    """CTEs ending in ``k_per_list``: one row per list with R and every aggregate in
+    ``needed`` (hits, AP sums, DCG and first relevant rank from the relevant rows,
+    IDCG from ``judged``, AUC pairs from a join of the relevant rows to their list)."""
     hit_aggs = [a for a in needed if a.kind in ("hits", "ap_sum", "dcg", "first_relevant")]
     idcg_aggs = [a for a in needed if a.kind == "idcg"]
-    want_auc = any(a.kind in ("auc_pairs", "auc_correct") for a in needed)
-
     ctes: list[str] = [
         f"k_lists AS (SELECT grp, user_id, list_id FROM {ranked} GROUP BY grp, user_id, list_id)"
     ]
@@ -187,51 +209,65 @@ def ranking_query(
     ]
     joins = ["k_lists l", "LEFT JOIN k_judged j ON j.list_id = l.list_id"]
     if hit_aggs:
-        ctes.append(
-            "k_rel AS (SELECT grp, list_id, rank, gain, COUNT(*) OVER (PARTITION BY grp, list_id "
-            "ORDER BY rank RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS cum_hits "
-            f"FROM {ranked} WHERE gain > 0)"
-        )
-        cols = ", ".join(f"{_hits_sql(a)} AS {a.column}" for a in hit_aggs)
-        ctes.append(f"k_hits AS (SELECT grp, list_id, {cols} FROM k_rel GROUP BY grp, list_id)")
+        ctes += _hits_ctes(hit_aggs, ranked)
         joins.append("LEFT JOIN k_hits h ON h.grp = l.grp AND h.list_id = l.list_id")
         for a in hit_aggs:
             if a.kind == "first_relevant":
                 per_list_cols.append(f"{as_double('h.first_relevant')} AS first_relevant")
             else:
                 per_list_cols.append(f"{as_double(f'COALESCE(h.{a.column}, 0)')} AS {a.column}")
-    ctes.append(
-        "k_ideal AS (SELECT list_id, gain, ROW_NUMBER() OVER (PARTITION BY list_id "
-        f"ORDER BY gain DESC) AS irank FROM {judged} WHERE gain > 0)"
-    )
-    idcg_cols = "".join(f", {_idcg_sql(a)} AS {a.column}" for a in idcg_aggs)
-    ctes.append(
-        f"k_judged AS (SELECT list_id, COUNT(*) AS r{idcg_cols} FROM k_ideal GROUP BY list_id)"
-    )
+    ctes += _judged_ctes(idcg_aggs, judged)
     for a in idcg_aggs:
         per_list_cols.append(f"{as_double(f'COALESCE(j.{a.column}, 0)')} AS {a.column}")
     if want_auc:
-        # Each relevant item against every item of its list: a join from the few
-        # relevant rows rather than a sorted window over every row (5x faster on
-        # logged lists, and exact with tied or missing positions).
-        ctes.append(
-            "k_auc AS (SELECT r.grp, r.list_id, "
-            "SUM(CASE WHEN a.gain > 0 THEN 0 ELSE 1 END) AS auc_pairs, "
-            "SUM(CASE WHEN a.gain > 0 THEN 0.0 WHEN a.rank > r.rank THEN 1.0 "
-            "WHEN a.rank = r.rank THEN 0.5 ELSE 0.0 END) AS auc_correct "
-            f"FROM {ranked} r JOIN {ranked} a ON a.grp = r.grp AND a.list_id = r.list_id "
-            "WHERE r.gain > 0 GROUP BY r.grp, r.list_id)"
-        )
+        ctes.append(_auc_cte(ranked))
         joins.append("LEFT JOIN k_auc a ON a.grp = l.grp AND a.list_id = l.list_id")
         per_list_cols.append(f"{as_double('COALESCE(a.auc_pairs, 0)')} AS auc_pairs")
         per_list_cols.append(f"{as_double('COALESCE(a.auc_correct, 0)')} AS auc_correct")
     ctes.append(f"k_per_list AS (SELECT {', '.join(per_list_cols)} FROM {' '.join(joins)})")
+    return ctes
 
-    pairs_flag = "CASE WHEN r > 0 AND auc_pairs = 0 THEN 1 ELSE 0 END" if want_auc else "0"
-    ctes.append(
-        "k_list_values AS (SELECT grp, user_id, list_id, r, "
-        f"{pairs_flag} AS without_pairs, {', '.join(exprs)} FROM k_per_list)"
+
+def _hits_ctes(hit_aggs: list[Aggregate], ranked: str) -> list[str]:
+    """``k_rel`` (the relevant rows with the hits so far) and ``k_hits`` (per list)."""
+    cols = ", ".join(f"{_hits_sql(a)} AS {a.column}" for a in hit_aggs)
+    return [
+        "k_rel AS (SELECT grp, list_id, rank, gain, COUNT(*) OVER (PARTITION BY grp, list_id "
+        "ORDER BY rank RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS cum_hits "
+        f"FROM {ranked} WHERE gain > 0)",
+        f"k_hits AS (SELECT grp, list_id, {cols} FROM k_rel GROUP BY grp, list_id)",
+    ]
+
+
+def _judged_ctes(idcg_aggs: list[Aggregate], judged: str) -> list[str]:
+    """``k_ideal`` (the relevant items in their ideal order) and ``k_judged`` (R and
+    IDCG per list)."""
+    idcg_cols = "".join(f", {_idcg_sql(a)} AS {a.column}" for a in idcg_aggs)
+    return [
+        "k_ideal AS (SELECT list_id, gain, ROW_NUMBER() OVER (PARTITION BY list_id "
+        f"ORDER BY gain DESC) AS irank FROM {judged} WHERE gain > 0)",
+        f"k_judged AS (SELECT list_id, COUNT(*) AS r{idcg_cols} FROM k_ideal GROUP BY list_id)",
+    ]
+
+
+def _auc_cte(ranked: str) -> str:
+    """``k_auc``: per list, the (relevant, non-relevant) pairs and those ranked right."""
+    # Each relevant item against every item of its list: a join from the few
+    # relevant rows rather than a sorted window over every row (5x faster on
+    # logged lists, and exact with tied or missing positions).
+    return (
+        "k_auc AS (SELECT r.grp, r.list_id, "
+        "SUM(CASE WHEN a.gain > 0 THEN 0 ELSE 1 END) AS auc_pairs, "
+        "SUM(CASE WHEN a.gain > 0 THEN 0.0 WHEN a.rank > r.rank THEN 1.0 "
+        "WHEN a.rank = r.rank THEN 0.5 ELSE 0.0 END) AS auc_correct "
+        f"FROM {ranked} r JOIN {ranked} a ON a.grp = r.grp AND a.list_id = r.list_id "
+        "WHERE r.gain > 0 GROUP BY r.grp, r.list_id)"
     )
+
+
+def _user_values_cte(columns: list[MetricColumn]) -> str:
+    """``k_user_values``: per user, the lists, the lists left out, and each metric's
+    mean over the user's lists that count."""
     user_cols = [
         "grp",
         "user_id",
@@ -242,7 +278,6 @@ def ranking_query(
     for mc in columns:
         user_cols.append(f"AVG({mc.column}) AS {mc.column}")
         user_cols.append(f"COUNT({mc.column}) AS {mc.column}_lists")
-    ctes.append(
+    return (
         f"k_user_values AS (SELECT {', '.join(user_cols)} FROM k_list_values GROUP BY grp, user_id)"
     )
-    return RankingQuery(columns=tuple(columns), ctes=",\n".join(ctes))

@@ -118,7 +118,7 @@ def parse_metric(text: str, conventions: Conventions | None = None) -> MetricSpe
         raise AbevalError(f"metric {raw!r}: {d.name} takes no cutoff; write {d.name}")
     if d.cutoff == "required" and k is None:
         raise AbevalError(f"metric {raw!r} needs a cutoff; write {d.name}@10 (or another K)")
-    return MetricSpec(name=d.name, k=k, conventions=conventions)
+    return MetricSpec(name=d.name, k=k, conventions=conventions, definition=d)
 
 
 def parse_metrics(

@@ -4,7 +4,9 @@ A :class:`MetricSpec` is what the rest of abeval passes around: ``ndcg@10`` with
 gain ``linear`` and empty lists ``skip`` is a different spec from ``ndcg@10`` with
 gain ``exp2``. Specs are frozen and hashable; their :attr:`MetricSpec.label` is the
 name shown to users and :attr:`MetricSpec.convention` the conventions printed
-with every result (METRICS.md: "never mixes them silently").
+with every result (METRICS.md: "never mixes them silently"). The registry
+(:mod:`abeval.metrics.registry`) makes specs and hands each its resolved
+:class:`~abeval.metrics.base.MetricDefinition`, so a spec never looks a name up.
 """
 
 from __future__ import annotations
@@ -73,18 +75,14 @@ class MetricSpec:
     """One metric at one cutoff under one set of conventions.
 
     ``k`` is ``None`` for metrics over the whole list (``mrr``, ``ndcg``, ``auc``)
-    and for rating metrics.
+    and for rating metrics. ``definition`` is the metric's definition, resolved
+    by the registry; it does not take part in equality (the name stands for it).
     """
 
     name: str
     k: int | None = None
     conventions: Conventions = field(default_factory=Conventions)
-
-    @property
-    def definition(self) -> MetricDefinition:
-        from abeval.metrics.registry import definition
-
-        return definition(self.name)
+    definition: MetricDefinition = field(kw_only=True, compare=False, repr=False)
 
     @property
     def label(self) -> str:

@@ -301,6 +301,36 @@ def health(
     return out
 
 
+INGESTS_SQL = (
+    "SELECT i.ingest_id, i.source, i.checksum, i.rows_read, i.rows_inserted, "
+    "i.finished_at, COUNT(*) AS events FROM events e JOIN ingests i "
+    "ON i.ingest_id = e.ingest_id WHERE e.experiment = :e "
+    "GROUP BY i.ingest_id, i.source, i.checksum, i.rows_read, i.rows_inserted, "
+    "i.finished_at ORDER BY i.ingest_id"
+)
+
+
+def ingests(conn: Connection, experiment: str) -> tuple[dict[str, Any], ...]:
+    """The ingests that brought the experiment's events (the report's provenance):
+    source file, checksum, rows read and inserted, when, and how many of the
+    experiment's events each holds; by ingest id."""
+    from sqlalchemy import text
+
+    rows = conn.execute(text(INGESTS_SQL), {"e": experiment})
+    return tuple(
+        {
+            "ingest_id": int(r[0]),
+            "source": r[1],
+            "checksum": r[2],
+            "rows_read": int(r[3]),
+            "rows_inserted": int(r[4]),
+            "finished_at": r[5].isoformat(sep="T") if r[5] else None,
+            "events_in_experiment": int(r[6]),
+        }
+        for r in rows
+    )
+
+
 def shared(conn: Connection, experiment: str, cuped_days: int) -> tuple[str, list[str]]:
     """:func:`online_ctes` computed once into temporary tables for the queries of
     one report; pass the returned text as ``base`` and drop the tables after."""

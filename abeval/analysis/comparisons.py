@@ -1,0 +1,194 @@
+"""The report's online comparisons: each metric, each treatment arm against control.
+
+From the per-arm :class:`~abeval.store.online_sql.Moments` the store returns,
+this module makes every comparison the report shows: the main one (with CUPED
+when the pre-period helps, the unadjusted one beside it), the Bayesian view,
+multiple-testing correction within each family (primary, guardrail, secondary),
+and the same tests per day and per segment. The maths is in :mod:`abeval.stats`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from abeval.analysis.online_metrics import (
+    METRICS,
+    OnlineMetric,
+    arm_stats,
+    direction,
+    has_pre_period,
+)
+from abeval.analysis.report_model import (
+    ArmValue,
+    DailyPoint,
+    MetricResult,
+    ReportOptions,
+    Role,
+    SegmentResult,
+)
+from abeval.stats import Comparison, adjust_comparisons, compare, compare_bayesian
+from abeval.stats.sufficient import ArmStats
+from abeval.store.online_sql import Moments
+
+MANY_SLICES = 10
+
+# The unadjusted statistics of each (metric, treatment arm): control's, treatment's.
+PlainStats = dict[tuple[str, str], tuple[ArmStats, ArmStats]]
+
+
+def role(name: str, o: ReportOptions) -> Role:
+    """A metric's role in the report: primary, guardrail or secondary."""
+    if name in o.primary:
+        return "primary"
+    if name in o.guardrails:
+        return "guardrail"
+    return "secondary"
+
+
+def arm_value(metric: OnlineMetric, m: Moments) -> ArmValue:
+    """One arm's value of ``metric``, with its numerator and denominator."""
+    num = m.sums[metric.numerator]
+    den = m.sums[metric.denominator] if metric.denominator else float(m.n)
+    return ArmValue(value=num / den if den else None, numerator=num, denominator=den, users=m.n)
+
+
+def compare_arms(
+    metric: OnlineMetric, c: Moments, t: Moments, o: ReportOptions, cuped: bool = False
+) -> tuple[Comparison, ArmStats, ArmStats]:
+    """One metric, control moments ``c`` against treatment ``t``, tested the way the
+    report's options say (fixed or sequential); returns the statistics used too."""
+    sc, st = arm_stats(metric, c, cuped), arm_stats(metric, t, cuped)
+    return compare(sc, st, alpha=o.alpha, sequential=o.sequential, tuning_n=o.tuning_n), sc, st
+
+
+def compare_metric(
+    metric: OnlineMetric, c: Moments, t: Moments, o: ReportOptions
+) -> tuple[Comparison, Comparison | None, ArmStats, ArmStats]:
+    """Main comparison (CUPED when the pre-period helps), the unadjusted one beside
+    it when CUPED was used, and the statistics the main comparison used."""
+    plain, plain_c, plain_t = compare_arms(metric, c, t, o)
+    if o.cuped_days > 0 and has_pre_period(c, metric) and has_pre_period(t, metric):
+        adj, cuped_c, cuped_t = compare_arms(metric, c, t, o, cuped=True)
+        if adj.status == "ok" and adj.cuped:
+            return adj, plain, cuped_c, cuped_t
+    return plain, None, plain_c, plain_t
+
+
+def metric_results(
+    moments: dict[str, Moments], control: str, treatments: list[str], o: ReportOptions
+) -> tuple[list[MetricResult], PlainStats]:
+    """Every online metric for every treatment arm, corrected within its family;
+    and the unadjusted statistics of each pair (for the power section)."""
+    results: list[MetricResult] = []
+    plain: PlainStats = {}
+    for name, metric in METRICS.items():
+        for arm in treatments:
+            c, t = moments[control], moments[arm]
+            main, unadjusted, used_c, used_t = compare_metric(metric, c, t, o)
+            plain[(name, arm)] = (arm_stats(metric, c, False), arm_stats(metric, t, False))
+            bayes = compare_bayesian(
+                used_c, used_t, alpha=o.alpha, lower_is_better=metric.lower_is_better
+            )
+            results.append(
+                MetricResult(
+                    metric=name,
+                    label=metric.label,
+                    kind=metric.kind,
+                    role=role(name, o),
+                    arm=arm,
+                    control=arm_value(metric, c),
+                    treatment=arm_value(metric, t),
+                    comparison=main,
+                    unadjusted=unadjusted,
+                    bayesian=bayes,
+                    significant=False,
+                    status=main.status,
+                    message=main.message,
+                )
+            )
+    return adjust_families(results, o), plain
+
+
+def adjust_families(results: list[MetricResult], o: ReportOptions) -> list[MetricResult]:
+    """Multiple-testing correction within each role: the primary metrics × treatment
+    arms are one family; guardrails and secondary metrics are families of their own."""
+    out = list(results)
+    for family in ("primary", "guardrail", "secondary"):
+        idx = [i for i, r in enumerate(out) if r.role == family]
+        if not idx:
+            continue
+        adjusted = adjust_comparisons([out[i].comparison for i in idx], o.correction)  # type: ignore[arg-type]
+        for i, comp in zip(idx, adjusted, strict=True):
+            out[i] = replace(out[i], comparison=comp, significant=direction(comp) != 0)
+    return out
+
+
+def daily_points(
+    daily: list[tuple[str, dict[str, Moments]]],
+    control: str,
+    treatments: list[str],
+    o: ReportOptions,
+) -> tuple[DailyPoint, ...]:
+    """The primary metrics' relative lift per day, each day on its own."""
+    points = []
+    for day, by_arm in daily:
+        if control not in by_arm:
+            continue
+        for name in o.primary:
+            metric = METRICS[name]
+            for arm in treatments:
+                if arm not in by_arm:
+                    continue
+                comp = compare_arms(metric, by_arm[control], by_arm[arm], o)[0]
+                points.append(
+                    DailyPoint(
+                        day=day,
+                        metric=name,
+                        arm=arm,
+                        control_users=by_arm[control].n,
+                        treatment_users=by_arm[arm].n,
+                        relative_lift=comp.relative.effect,
+                        ci=comp.relative.ci,
+                        status=comp.status,
+                    )
+                )
+    return tuple(points)
+
+
+def segment_results(
+    seg: dict[str, dict[str, Moments]], control: str, o: ReportOptions
+) -> tuple[tuple[SegmentResult, ...], str | None]:
+    """The primary metrics per segment value, corrected over all the slices; and a
+    warning when there are many of them."""
+    if not seg:
+        return (), None
+    rows: list[SegmentResult] = []
+    for value, by_arm in sorted(seg.items()):
+        if control not in by_arm:
+            continue
+        for name in o.primary:
+            metric = METRICS[name]
+            for arm in sorted(a for a in by_arm if a != control):
+                comp = compare_arms(metric, by_arm[control], by_arm[arm], o)[0]
+                rows.append(
+                    SegmentResult(
+                        segment=o.segment or "",
+                        value=value,
+                        metric=name,
+                        arm=arm,
+                        control_users=by_arm[control].n,
+                        treatment_users=by_arm[arm].n,
+                        comparison=comp,
+                    )
+                )
+    adjusted = adjust_comparisons([r.comparison for r in rows], o.correction)  # type: ignore[arg-type]
+    rows = [replace(r, comparison=c) for r, c in zip(rows, adjusted, strict=True)]
+    warning = None
+    if len(rows) > MANY_SLICES:
+        warning = (
+            f"{len(rows)} segment comparisons: without correction about "
+            f"{len(rows) * o.alpha:.1f} would look significant by chance; the p-values and "
+            f"intervals are {o.correction}-corrected over all of them. Treat segment "
+            "differences as hypotheses for a new test."
+        )
+    return tuple(rows), warning

@@ -1,0 +1,235 @@
+"""The SQL of the log replay: an experiment's logged impressions as ranked lists.
+
+Each served request (``request_id``) is a ranked list: its items are the
+impression rows, ranked by their logged ``position``. The relevance of each
+(request, item) is its strongest event under the caller's gains (event type →
+gain). The population is the experiment's analysed users
+(:mod:`abeval.store.population`), and, unless told otherwise, only their
+impressions from their first exposure on count.
+
+:func:`replay_ctes` defines the relations the metric kernels read
+(``ranked``, ``judged``, see :mod:`abeval.metrics.kernel`) and the
+beyond-accuracy inputs (:data:`BEYOND_RELATIONS`). :func:`open_replay` computes
+the shared ones once into temporary tables and hands back a
+:class:`ReplaySource` that runs the replay's queries over them: counts per arm,
+the first repeated impression, relevance the requests did not show, and the
+kernels' own statements.
+
+All SQL is portable (DuckDB, PostgreSQL 15); every user-supplied value is a
+bind parameter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from abeval.store.population import population_ctes
+from abeval.store.shared_ctes import drop, materialize
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Connection
+
+# CTEs that several replay queries share, computed once per replay.
+SHARED = ("population", "r_imp", "r_rel", "ranked", "r_catalogue", "r_interactions")
+
+# The relations :func:`replay_ctes` defines for the beyond-accuracy metrics, by role
+# (the fields of :class:`abeval.metrics.BeyondInputs`).
+BEYOND_RELATIONS: Mapping[str, str] = {
+    "ranked": "ranked",
+    "catalogue": "r_catalogue",
+    "popularity": "r_popularity",
+    "interactions": "r_interactions",
+}
+
+
+def gain_case(gains: Mapping[str, float]) -> tuple[str, str, dict[str, Any]]:
+    """(CASE expression, IN list, parameters) for the relevance of an event type;
+    the strongest gain first."""
+    params: dict[str, Any] = {}
+    whens: list[str] = []
+    names: list[str] = []
+    for i, (event_type, gain) in enumerate(sorted(gains.items(), key=lambda kv: -kv[1])):
+        params[f"rel_type_{i}"] = event_type
+        params[f"rel_gain_{i}"] = float(gain)
+        whens.append(
+            f"WHEN event_type = :rel_type_{i} THEN CAST(:rel_gain_{i} AS DOUBLE PRECISION)"
+        )
+        names.append(f":rel_type_{i}")
+    case = f"CASE {' '.join(whens)} ELSE CAST(0 AS DOUBLE PRECISION) END"
+    return case, ", ".join(names), params
+
+
+def replay_ctes(
+    gains: Mapping[str, float], *, post_exposure_only: bool = True
+) -> tuple[str, dict[str, Any]]:
+    """The CTEs (after ``WITH``) that define ``ranked`` and ``judged`` for the kernels,
+    plus ``r_imp`` (impressions of analysed users), ``r_rel`` (relevance per request
+    and item) and the beyond-accuracy inputs ``r_catalogue``, ``r_interactions``,
+    ``r_popularity``; and the bind parameters besides ``:experiment``."""
+    case, in_list, params = gain_case(gains)
+    after = "AND e.ts >= p.first_ts" if post_exposure_only else ""
+    # An item shown more than once in a request counts once, at its first (best)
+    # position (``copies`` says how often it was shown; unless the convention is
+    # ``duplicates=dedupe`` a repeat is an error, raised before any metric reads
+    # ``ranked``). An aggregate, not a sorted window over every impression.
+    first = (
+        "SELECT grp, MIN(user_id) AS user_id, list_id, item_id, MIN(position) AS position, "
+        "COUNT(*) AS copies FROM r_imp GROUP BY grp, list_id, item_id"
+    )
+    ctes = [
+        population_ctes(),
+        "r_imp AS (SELECT p.arm AS grp, e.user_id, e.request_id AS list_id, e.item_id, "
+        "e.position FROM exp_events e JOIN population p ON p.user_id = e.user_id "
+        "WHERE e.event_type = 'impression' AND e.request_id IS NOT NULL "
+        f"AND e.item_id IS NOT NULL AND e.position IS NOT NULL {after})",
+        f"r_rel AS (SELECT request_id AS list_id, item_id, MAX({case}) AS gain FROM exp_events "
+        f"WHERE event_type IN ({in_list}) AND request_id IS NOT NULL AND item_id IS NOT NULL "
+        "GROUP BY request_id, item_id)",
+        f"r_first AS ({first})",
+        "ranked AS (SELECT f.grp, f.user_id, f.list_id, f.item_id, f.position AS rank, f.copies, "
+        "COALESCE(r.gain, CAST(0 AS DOUBLE PRECISION)) AS gain FROM r_first f "
+        "LEFT JOIN r_rel r ON r.list_id = f.list_id AND r.item_id = f.item_id)",
+        "judged AS (SELECT list_id, gain FROM ranked WHERE gain > 0)",
+        "r_catalogue AS (SELECT DISTINCT item_id FROM exp_events WHERE item_id IS NOT NULL)",
+        "r_interactions AS (SELECT DISTINCT e.user_id, e.item_id FROM exp_events e "
+        f"JOIN population p ON p.user_id = e.user_id WHERE e.event_type IN ({in_list}) "
+        f"AND e.item_id IS NOT NULL {after})",
+        "r_popularity AS (SELECT item_id, CAST(COUNT(*) AS DOUBLE PRECISION) / "
+        "(SELECT COUNT(*) FROM population) AS share FROM r_interactions GROUP BY item_id)",
+    ]
+    return ",\n".join(ctes), params
+
+
+ARM_COUNTS_CTES = """r_arms AS (SELECT arm AS grp, COUNT(*) AS users FROM population GROUP BY arm),
+r_lists AS (
+    SELECT grp, user_id, list_id, COUNT(*) AS impressions FROM r_imp
+    GROUP BY grp, user_id, list_id
+),
+r_imp_arm AS (
+    SELECT grp, COUNT(DISTINCT user_id) AS users_with_requests,
+           COUNT(DISTINCT list_id) AS requests, SUM(impressions) AS impressions
+    FROM r_lists GROUP BY grp
+),
+r_dups AS (SELECT grp, SUM(copies - 1) AS extra FROM ranked GROUP BY grp),
+r_ties AS (
+    SELECT grp, COUNT(DISTINCT list_id) AS tied FROM (
+        SELECT grp, list_id, rank FROM ranked GROUP BY grp, list_id, rank HAVING COUNT(*) > 1
+    ) t GROUP BY grp
+)"""
+
+ARM_COUNTS_SELECT = """\
+SELECT a.grp AS arm, a.users, COALESCE(i.users_with_requests, 0) AS users_with_requests,
+       COALESCE(i.requests, 0) AS requests, COALESCE(i.impressions, 0) AS impressions,
+       COALESCE(d.extra, 0) AS duplicates, COALESCE(t.tied, 0) AS tied
+FROM r_arms a
+LEFT JOIN r_imp_arm i ON i.grp = a.grp
+LEFT JOIN r_dups d ON d.grp = a.grp
+LEFT JOIN r_ties t ON t.grp = a.grp
+ORDER BY a.grp"""
+
+FIRST_REPEAT_SQL = (
+    "SELECT list_id, item_id, COUNT(*) AS c, MIN(position) AS first_pos, "
+    "MAX(position) AS last_pos FROM r_imp GROUP BY list_id, item_id HAVING COUNT(*) > 1 "
+    "ORDER BY list_id, item_id LIMIT 1"
+)
+
+NOT_SHOWN_SQL = (
+    "SELECT COUNT(*) AS n FROM r_rel r WHERE NOT EXISTS "
+    "(SELECT 1 FROM r_imp i WHERE i.list_id = r.list_id AND i.item_id = r.item_id)"
+)
+
+
+@dataclass(frozen=True)
+class RepeatedImpression:
+    """The first (by request, then item) item shown more than once in one request."""
+
+    list_id: str
+    item_id: str
+    first_position: int
+    last_position: int
+
+
+@dataclass(frozen=True)
+class ReplaySource:
+    """The replay's relations on one connection, ready to query.
+
+    ``ctes`` are the CTE definitions of :func:`replay_ctes` (the shared ones read
+    from temporary tables where the engine has them) and ``params`` their bind
+    parameters, ``:experiment`` included."""
+
+    conn: Connection
+    ctes: str
+    params: Mapping[str, Any]
+
+    @property
+    def dialect(self) -> str:
+        """The engine's dialect name (``duckdb``, ``postgresql``)."""
+        return str(self.conn.dialect.name)
+
+    def rows(self, ctes: str, select: str) -> list[dict[str, Any]]:
+        """Run ``select`` after the replay's CTEs and the caller's ``ctes`` (CTE
+        definitions, possibly empty, that read the replay's relations)."""
+        from sqlalchemy import text
+
+        definitions = ",\n".join(c for c in (self.ctes, ctes) if c)
+        sql = f"WITH {definitions}\n{select}"
+        return [dict(r._mapping) for r in self.conn.execute(text(sql), dict(self.params))]
+
+    def arm_counts(self) -> list[dict[str, Any]]:
+        """One row per arm of the population, by arm name: ``arm``, its analysed
+        ``users``, ``users_with_requests``, ``requests``, ``impressions`` (repeats
+        included), ``duplicates`` (repeated impressions of an item in one request)
+        and ``tied`` (requests showing two items at the same position)."""
+        return [
+            {key: str(value) if key == "arm" else int(value) for key, value in row.items()}
+            for row in self.rows(ARM_COUNTS_CTES, ARM_COUNTS_SELECT)
+        ]
+
+    def first_repeat(self) -> RepeatedImpression | None:
+        """The first item shown twice in one request, or None."""
+        found = self.rows("", FIRST_REPEAT_SQL)
+        if not found:
+            return None
+        r = found[0]
+        return RepeatedImpression(
+            list_id=str(r["list_id"]),
+            item_id=str(r["item_id"]),
+            first_position=int(r["first_pos"]),
+            last_position=int(r["last_pos"]),
+        )
+
+    def relevance_pairs_not_shown(self) -> int:
+        """(request, item) pairs with a relevant event whose item the request did not show."""
+        return int(self.rows("", NOT_SHOWN_SQL)[0]["n"])
+
+    def experiment_has_events(self) -> bool:
+        """Whether the store holds any event of the experiment."""
+        from sqlalchemy import text
+
+        n = self.conn.execute(
+            text("SELECT COUNT(*) AS n FROM events WHERE experiment = :experiment"),
+            {"experiment": self.params["experiment"]},
+        ).scalar()
+        return bool(n)
+
+
+@contextmanager
+def open_replay(
+    conn: Connection,
+    experiment: str,
+    gains: Mapping[str, float],
+    *,
+    post_exposure_only: bool = True,
+) -> Iterator[ReplaySource]:
+    """The replay's relations for ``experiment``: the shared CTEs computed once into
+    temporary tables (dropped on leaving), the others left to each query."""
+    ctes, params = replay_ctes(gains, post_exposure_only=post_exposure_only)
+    params["experiment"] = experiment
+    ctes, temporary = materialize(conn, ctes, SHARED, params, "abeval_replay_")
+    try:
+        yield ReplaySource(conn=conn, ctes=ctes, params=params)
+    finally:
+        drop(conn, temporary)
