@@ -193,7 +193,9 @@ def evaluate_command(
     elif fmt == "json":
         _emit(json.dumps(result.to_dict(), indent=2, allow_nan=False), out)
     else:
-        _emit(result.render_text(), out)
+        from abeval.report.evaluate_text import render_text
+
+        _emit(render_text(result), out)
 
 
 def _emit(text: str, out: Path | None) -> None:
