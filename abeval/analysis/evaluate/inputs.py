@@ -18,7 +18,7 @@ counted once with a warning.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -42,14 +42,18 @@ class Role:
     """What a file of one role holds, and how its messages read."""
 
     name: str  # truth | recommendations | predictions | items | history
+    table: str  # the table the file is read into ({i}: the file's number)
     columns: tuple[Column, ...]
     expected: str  # "columns ...", ends the messages about a bad file
+    one_of: tuple[str, ...] = ()  # optional columns of which one is required ...
+    one_of_fix: str = ""  # ... and what to do when none is there
     repeated: str = ""  # "user 'u' {repeated} item 'i' twice"
     kept: str = ""  # the warning when repeats are dropped, with {removed} and {users}
 
 
 TRUTH = Role(
     "truth",
+    "t_raw",
     (_USER, _ITEM, Column("grade", ("relevance", "rating"), "number", required=False)),
     "columns user_id, item_id and optionally relevance or rating",
     repeated="has",
@@ -58,6 +62,7 @@ TRUTH = Role(
 )
 RECOMMENDATIONS = Role(
     "recommendations",
+    "rec_{i}",
     (
         _USER,
         _ITEM,
@@ -65,11 +70,14 @@ RECOMMENDATIONS = Role(
         Column("score", ("score",), "number", required=False),
     ),
     "columns user_id, item_id and rank or score, one row per recommended item",
+    one_of=("rank", "score"),
+    one_of_fix="add a rank (1 = top) or a score (higher = better) column",
     repeated="lists",
     kept="{removed} repeated items in {users} users' lists counted once, at their best position",
 )
 PREDICTIONS = Role(
     "predictions",
+    "pred_{i}",
     (_USER, _ITEM, Column("prediction", ("prediction", "score"), "number")),
     "columns user_id, item_id and prediction",
     repeated="has a prediction for",
@@ -77,6 +85,7 @@ PREDICTIONS = Role(
 )
 ITEMS = Role(
     "items",
+    "items_raw",
     (
         _ITEM,
         Column("category", ("category",), "text", required=False),
@@ -84,7 +93,7 @@ ITEMS = Role(
     ),
     "columns item_id and optionally category or features",
 )
-HISTORY = Role("history", (_USER, _ITEM), "columns user_id and item_id")
+HISTORY = Role("history", "history_raw", (_USER, _ITEM), "columns user_id and item_id")
 
 
 @dataclass(frozen=True)
@@ -118,15 +127,61 @@ def load_inputs(
     files = [load_truth(reader, truth, conventions, min_relevance, warnings)]
     models = model_names(recommendations)
     for i, path in enumerate(recommendations):
-        files.append(load_recommendations(reader, i, path, models[i], conventions, warnings))
+        files.append(load_model(reader, RECOMMENDATIONS, i, path, models[i], conventions, warnings))
     predictors = model_names(predictions)
     for i, path in enumerate(predictions):
-        files.append(load_predictions(reader, i, path, predictors[i], conventions, warnings))
+        files.append(load_model(reader, PREDICTIONS, i, path, predictors[i], conventions, warnings))
     if items is not None:
         files.append(load_items(reader, items))
     if history is not None:
         files.append(load_history(reader, history))
     return Inputs(tuple(files), tuple(models), tuple(predictors), tuple(warnings))
+
+
+@dataclass(frozen=True)
+class _Read:
+    """A file read into its table: the columns found, its rows, and how many of
+    them repeat a (user, item) pair (to be dropped)."""
+
+    role: Role
+    path: str | Path
+    table: str
+    cols: dict[str, str]
+    rows: int
+    removed: int
+
+    def summary(self, name: str, users: int) -> FileSummary:
+        return FileSummary(
+            self.role.name,
+            str(self.path),
+            name,
+            self.rows,
+            users=users,
+            duplicates_removed=self.removed,
+            columns=self.cols,
+        )
+
+
+def _read(
+    reader: Reader,
+    role: Role,
+    path: str | Path,
+    i: int,
+    conventions: Conventions,
+    warnings: list[str],
+) -> _Read:
+    """The file of ``role`` (number ``i``) into its table, checked for its columns
+    and for repeated (user, item) pairs."""
+    table = role.table.format(i=i)
+    cols = reader.load(path, table, role.name, role.columns, role.expected)
+    if role.one_of and not any(c in cols for c in role.one_of):
+        raise InputError(
+            f"{path}: missing column {' or '.join(role.one_of)}; expected {role.expected}; "
+            f"{role.one_of_fix}"
+        )
+    rows = count(reader.con, table)
+    removed = _drop_repeats(reader.con, table, Path(path), role, conventions, warnings)
+    return _Read(role, path, table, cols, rows, removed)
 
 
 def load_truth(
@@ -139,14 +194,13 @@ def load_truth(
     """``truth``, ``truth_users`` and ``judged_all``: an item's gain is its grade
     (1 without a grade column) when the grade is relevant, else 0."""
     con = reader.con
-    cols = _load(reader, TRUTH, path, "t_raw")
-    rows = count(con, "t_raw")
-    grade = "grade" if "grade" in cols else "1.0"
-    removed = _drop_repeats(con, "t_raw", Path(path), TRUTH, conventions, warnings)
-    source = "t_raw"
-    if removed:
+    read = _read(reader, TRUTH, path, 0, conventions, warnings)
+    grade = "grade" if "grade" in read.cols else "1.0"
+    source = read.table
+    if read.removed:
         source = (
-            f"(SELECT user_id, item_id, MAX({grade}) AS grade FROM t_raw GROUP BY user_id, item_id)"
+            f"(SELECT user_id, item_id, MAX({grade}) AS grade FROM {read.table} "
+            "GROUP BY user_id, item_id)"
         )
         grade = "grade"
     relevant = f"{grade} > 0" if min_relevance is None else f"{grade} >= {float(min_relevance)!r}"
@@ -161,32 +215,34 @@ def load_truth(
     con.execute(
         "CREATE TABLE judged_all AS SELECT user_id AS list_id, gain FROM truth WHERE gain > 0"
     )
-    return _summary(TRUTH, path, "truth", rows, count(con, "truth_users"), removed, cols)
+    return read.summary("truth", count(con, "truth_users"))
 
 
-def load_recommendations(
+def load_model(
     reader: Reader,
+    role: Role,
     i: int,
     path: str | Path,
     name: str,
     conventions: Conventions,
     warnings: list[str],
 ) -> FileSummary:
+    """Recommendations or predictions file number ``i``, of the model ``name``."""
+    read = _read(reader, role, path, i, conventions, warnings)
+    if role is RECOMMENDATIONS:
+        users = _rank_lists(reader.con, i, read)
+    else:
+        users = _one_prediction_per_pair(reader.con, read)
+    return read.summary(name, users)
+
+
+def _rank_lists(con: duckdb.DuckDBPyConnection, i: int, read: _Read) -> int:
     """``src_i`` (the ranking key: -rank, else score; a repeated item at its best
-    position) and ``rec_users_i``."""
-    con = reader.con
-    table = f"rec_{i}"
-    cols = _load(reader, RECOMMENDATIONS, path, table)
-    if "rank" not in cols and "score" not in cols:
-        raise InputError(
-            f"{path}: missing column rank or score; expected {RECOMMENDATIONS.expected}; "
-            "add a rank (1 = top) or a score (higher = better) column"
-        )
-    rows = count(con, table)
-    order = "rank ASC, item_id DESC" if "rank" in cols else "score DESC, item_id DESC"
-    removed = _drop_repeats(con, table, Path(path), RECOMMENDATIONS, conventions, warnings)
+    position) and ``rec_users_i``; returns the number of users."""
+    table, cols = read.table, read.cols
     source = table
-    if removed:
+    if read.removed:
+        order = "rank ASC, item_id DESC" if "rank" in cols else "score DESC, item_id DESC"
         source = (
             f"(SELECT * FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY user_id, item_id "
             f"ORDER BY {order}) AS occurrence FROM {table}) x WHERE occurrence = 1)"
@@ -195,25 +251,13 @@ def load_recommendations(
     key = "-rank" if "rank" in cols else "score"
     con.execute(f"CREATE VIEW src_{i} AS SELECT user_id, item_id, {key} AS key FROM {source} s")
     con.execute(f"CREATE TABLE rec_users_{i} AS SELECT user_id FROM {table} GROUP BY user_id")
-    users = count(con, f"rec_users_{i}")
-    return _summary(RECOMMENDATIONS, path, name, rows, users, removed, cols)
+    return count(con, f"rec_users_{i}")
 
 
-def load_predictions(
-    reader: Reader,
-    i: int,
-    path: str | Path,
-    name: str,
-    conventions: Conventions,
-    warnings: list[str],
-) -> FileSummary:
-    """``pred_i``, one prediction per (user, item) (the first of repeats)."""
-    con = reader.con
-    table = f"pred_{i}"
-    cols = _load(reader, PREDICTIONS, path, table)
-    rows = count(con, table)
-    removed = _drop_repeats(con, table, Path(path), PREDICTIONS, conventions, warnings)
-    if removed:
+def _one_prediction_per_pair(con: duckdb.DuckDBPyConnection, read: _Read) -> int:
+    """``pred_i`` keeps the first of repeated predictions; returns the number of users."""
+    table = read.table
+    if read.removed:
         con.execute(
             f"CREATE TABLE {table}_d AS SELECT user_id, item_id, "
             "ANY_VALUE(prediction) AS prediction "
@@ -221,42 +265,24 @@ def load_predictions(
         )
         con.execute(f"DROP TABLE {table}")
         con.execute(f"ALTER TABLE {table}_d RENAME TO {table}")
-    users = scalar(con, f"SELECT COUNT(DISTINCT user_id) FROM {table}")
-    return _summary(PREDICTIONS, path, name, rows, users, removed, cols)
+    return scalar(con, f"SELECT COUNT(DISTINCT user_id) FROM {table}")
 
 
 def load_items(reader: Reader, path: str | Path) -> FileSummary:
     """``items``: the catalogue, with categories or feature vectors when given."""
-    cols = _load(reader, ITEMS, path, "items_raw")
-    reader.con.execute("CREATE TABLE items AS SELECT * FROM items_raw")
+    cols = reader.load(path, ITEMS.table, ITEMS.name, ITEMS.columns, ITEMS.expected)
+    reader.con.execute(f"CREATE TABLE items AS SELECT * FROM {ITEMS.table}")
     return FileSummary("items", str(path), "items", count(reader.con, "items"), columns=cols)
 
 
 def load_history(reader: Reader, path: str | Path) -> FileSummary:
     """``history``: the distinct (user, item) pairs users interacted with before."""
-    cols = _load(reader, HISTORY, path, "history_raw")
-    reader.con.execute("CREATE TABLE history AS SELECT DISTINCT user_id, item_id FROM history_raw")
-    rows = count(reader.con, "history_raw")
-    return FileSummary("history", str(path), "history", rows, columns=cols)
-
-
-def _load(reader: Reader, role: Role, path: str | Path, table: str) -> dict[str, str]:
-    """``table`` from a file of ``role``; abeval column name → file column name."""
-    return reader.load(path, table, role.name, role.columns, role.expected)
-
-
-def _summary(
-    role: Role,
-    path: str | Path,
-    name: str,
-    rows: int,
-    users: int,
-    removed: int,
-    cols: Mapping[str, str],
-) -> FileSummary:
-    return FileSummary(
-        role.name, str(path), name, rows, users=users, duplicates_removed=removed, columns=cols
+    cols = reader.load(path, HISTORY.table, HISTORY.name, HISTORY.columns, HISTORY.expected)
+    reader.con.execute(
+        f"CREATE TABLE history AS SELECT DISTINCT user_id, item_id FROM {HISTORY.table}"
     )
+    rows = count(reader.con, HISTORY.table)
+    return FileSummary("history", str(path), "history", rows, columns=cols)
 
 
 def _drop_repeats(
