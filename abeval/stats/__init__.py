@@ -35,6 +35,12 @@ if TYPE_CHECKING:
         adjust_pvalues,
         adjusted_alphas,
     )
+    from abeval.stats.paired import (
+        PairedComparison,
+        adjust_holm,
+        paired_comparison,
+        sign_flip_p_value,
+    )
     from abeval.stats.power import (
         detectable_effect,
         minimum_detectable_effect,
@@ -83,6 +89,7 @@ _LAZY = {
     "Lift": "abeval.stats.results",
     "MeanStats": "abeval.stats.sufficient",
     "NormalPrior": "abeval.stats.bayesian",
+    "PairedComparison": "abeval.stats.paired",
     "Posterior": "abeval.stats.results",
     "PowerResult": "abeval.stats.results",
     "ProportionStats": "abeval.stats.sufficient",
@@ -91,6 +98,7 @@ _LAZY = {
     "SrmResult": "abeval.stats.results",
     "Status": "abeval.stats.results",
     "adjust_comparisons": "abeval.stats.multiple",
+    "adjust_holm": "abeval.stats.paired",
     "adjust_pvalues": "abeval.stats.multiple",
     "adjusted_alphas": "abeval.stats.multiple",
     "compare": "abeval.stats.frequentist",
@@ -100,6 +108,7 @@ _LAZY = {
     "detectable_effect": "abeval.stats.power",
     "effect_moments": "abeval.stats.moments",
     "minimum_detectable_effect": "abeval.stats.power",
+    "paired_comparison": "abeval.stats.paired",
     "p_value": "abeval.stats.frequentist",
     "posterior": "abeval.stats.bayesian",
     "power_of_test": "abeval.stats.power",
@@ -108,6 +117,7 @@ _LAZY = {
     "sequential_halfwidth": "abeval.stats.sequential",
     "sequential_p_value": "abeval.stats.sequential",
     "sequential_rho": "abeval.stats.sequential",
+    "sign_flip_p_value": "abeval.stats.paired",
     "srm_test": "abeval.stats.srm",
 }
 
@@ -122,6 +132,7 @@ __all__ = [
     "Lift",
     "MeanStats",
     "NormalPrior",
+    "PairedComparison",
     "Posterior",
     "PowerResult",
     "ProportionStats",
@@ -130,6 +141,7 @@ __all__ = [
     "SrmResult",
     "Status",
     "adjust_comparisons",
+    "adjust_holm",
     "adjust_pvalues",
     "adjusted_alphas",
     "compare",
@@ -140,6 +152,7 @@ __all__ = [
     "effect_moments",
     "minimum_detectable_effect",
     "p_value",
+    "paired_comparison",
     "posterior",
     "power_of_test",
     "required_users",
@@ -147,6 +160,7 @@ __all__ = [
     "sequential_halfwidth",
     "sequential_p_value",
     "sequential_rho",
+    "sign_flip_p_value",
     "srm_test",
 ]
 

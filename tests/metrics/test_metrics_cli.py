@@ -248,3 +248,23 @@ def test_undefined_metric_is_null_in_json(tmp_path: Path) -> None:
     mrr = json.loads(result.stdout)["metrics"][0]
     assert mrr["value"] is None and mrr["status"] == "undefined"
     assert mrr["left_out"] == {"lists_without_relevant": 1, "users_without_value": 1}
+
+
+@pytest.mark.parametrize(
+    ("k", "problem"),
+    [
+        ("5,x", "give cutoffs as whole numbers, as in 5,10,20"),
+        ("0,5", "give cutoffs of at least 1, as in 5,10,20"),
+    ],
+)
+def test_bad_cutoffs_name_the_option(truth: Path, k: str, problem: str) -> None:
+    assert _error(["-t", str(truth), "-r", str(truth), "--k", k]) == f"Error: --k {k!r}: {problem}"
+
+
+def test_text_report_to_a_new_folder(tmp_path: Path, truth: Path) -> None:
+    recs = write_csv(tmp_path / "recs.csv", "user_id,item_id,rank", [("u1", "a", 1)])
+    out = tmp_path / "new" / "evaluation.txt"
+    result = runner.invoke(app, ["evaluate", "-t", str(truth), "-r", str(recs), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    assert out.read_text().startswith(f"truth: {truth} (2 rows, 2 users)\n")
+    assert not out.with_name("evaluation.txt.tmp").exists()

@@ -11,7 +11,9 @@ import pytest
 from metrics_helpers import write_csv
 from scipy import stats
 
-from abeval.analysis.evaluate import evaluate, paired_comparison
+from abeval.analysis.evaluate import evaluate
+from abeval.report.evaluate_text import render_text
+from abeval.stats.paired import paired_comparison
 
 
 def test_paired_t_matches_scipy_and_sign_flip_matches_exact_enumeration() -> None:
@@ -72,5 +74,5 @@ def test_evaluate_compares_models_with_holm(tmp_path: Path) -> None:
     assert mrr.model_mean == pytest.approx(1.0)
     assert mrr.users == 60 and mrr.wins + mrr.ties + mrr.losses == 60
     assert mrr.p_randomization_holm is not None and mrr.p_randomization_holm < 0.01
-    text = result.render_text()
+    text = render_text(result)
     assert "paired comparison with base" in text

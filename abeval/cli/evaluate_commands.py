@@ -10,18 +10,16 @@ import typer
 
 from abeval.cli.app import app, command
 from abeval.errors import AbevalError
+from abeval.files import write_atomic
 
 
-def _ks(text: str) -> list[int]:
+def _ks(text: str) -> tuple[int, ...]:
+    from abeval.metrics.base import parse_cutoffs  # not at start-up: it loads numpy
+
     try:
-        ks = [int(part) for part in text.split(",") if part.strip()]
-    except ValueError:
-        raise AbevalError(
-            f"--k {text!r}: give cutoffs as whole numbers, as in --k 5,10,20"
-        ) from None
-    if not ks or any(k < 1 for k in ks):
-        raise AbevalError(f"--k {text!r}: give cutoffs of at least 1, as in --k 5,10,20")
-    return ks
+        return parse_cutoffs(text)
+    except ValueError as exc:
+        raise AbevalError(f"--k {text!r}: {exc}") from None
 
 
 @command(app, "evaluate")
@@ -193,7 +191,9 @@ def evaluate_command(
     elif fmt == "json":
         _emit(json.dumps(result.to_dict(), indent=2, allow_nan=False), out)
     else:
-        _emit(result.render_text(), out)
+        from abeval.report.evaluate_text import render_text
+
+        _emit(render_text(result), out)
 
 
 def _emit(text: str, out: Path | None) -> None:
@@ -205,6 +205,4 @@ def _emit(text: str, out: Path | None) -> None:
 
 def _write(text: str, out: Path) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(out.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(out)
+    write_atomic(out, text)

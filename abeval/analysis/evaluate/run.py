@@ -1,0 +1,213 @@
+"""One run of ``abeval evaluate``: :func:`evaluate`.
+
+The steps: choose the metrics and check that their inputs are given; load the
+input files into an in-memory DuckDB (:mod:`~abeval.analysis.evaluate.inputs`);
+rank the lists and compute the ranking metrics, the paired comparison and the
+per-user file (:mod:`~abeval.analysis.evaluate.tables`), the beyond-accuracy
+metrics (:mod:`~abeval.analysis.evaluate.beyond`) and the rating metrics
+(:mod:`~abeval.analysis.evaluate.ratings`); gather them in one
+:class:`~abeval.analysis.evaluate.results.EvaluationResult`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from abeval.analysis.evaluate import tables
+from abeval.analysis.evaluate.beyond import beyond_results
+from abeval.analysis.evaluate.inputs import Inputs, load_inputs
+from abeval.analysis.evaluate.ratings import rating_results
+from abeval.analysis.evaluate.results import Comparison, Coverage, EvaluationResult
+from abeval.errors import AbevalError
+from abeval.metrics import (
+    Conventions,
+    MetricResult,
+    MetricSpec,
+    default_ranking_metrics,
+    parse_metrics,
+    ranking_query,
+)
+
+if TYPE_CHECKING:
+    import duckdb
+
+TIE_RULE = "rank ascending, else score descending; ties by item id descending (trec_eval)"
+MISSING = ("skip", "zero")
+
+
+@dataclass(frozen=True)
+class _Metrics:
+    """The metrics asked for, by kind."""
+
+    ranking: tuple[MetricSpec, ...]
+    beyond: tuple[MetricSpec, ...]
+    rating: tuple[MetricSpec, ...]
+
+    @classmethod
+    def of(cls, specs: Sequence[MetricSpec]) -> _Metrics:
+        def kind(name: str) -> tuple[MetricSpec, ...]:
+            return tuple(s for s in specs if s.kind == name)
+
+        return cls(kind("ranking"), kind("beyond"), kind("rating"))
+
+
+def evaluate(
+    truth: str | Path,
+    recommendations: Sequence[str | Path] = (),
+    *,
+    predictions: Sequence[str | Path] = (),
+    items: str | Path | None = None,
+    history: str | Path | None = None,
+    k: Sequence[int] = (5, 10),
+    metrics: str | Sequence[str] | None = None,
+    conventions: Conventions | None = None,
+    missing: str = "skip",
+    min_relevance: float | None = None,
+    alpha: float = 0.05,
+    resamples: int = 2000,
+    seed: int = 0,
+    per_user: str | Path | None = None,
+) -> EvaluationResult:
+    """Evaluate recommendation (and rating prediction) files against a truth file.
+
+    ``metrics`` is a comma-separated string or a list of names (``ndcg@10``,
+    ``ap@5``, ``mrr``, ``coverage@10``, ``rmse``); by default precision, recall,
+    AP, NDCG and hit rate at every ``k``, MRR, and RMSE/MAE when predictions are
+    given. With two or more recommendation files every model after the first
+    is compared with the first, paired over users.
+    """
+    import duckdb
+
+    conventions = conventions or Conventions()
+    chosen = _choose(recommendations, predictions, history, k, metrics, conventions, missing)
+    con = duckdb.connect(":memory:")
+    try:
+        con.execute("SET preserve_insertion_order = false")
+        inputs = load_inputs(
+            con, truth, recommendations, predictions, items, history, conventions, min_relevance
+        )
+        coverage: list[Coverage] = []
+        results: list[MetricResult] = []
+        comparisons: list[Comparison] = []
+        if recommendations:
+            coverage, results, comparisons = _evaluate_lists(
+                con, inputs, chosen, missing, alpha, resamples, seed, per_user
+            )
+        ratings = rating_results(con, chosen.rating, inputs.predictors) if chosen.rating else []
+    finally:
+        con.close()
+    return EvaluationResult(
+        models=inputs.models or inputs.predictors,
+        files=inputs.files,
+        coverage=tuple(coverage),
+        metrics=tuple(results),
+        comparisons=tuple(comparisons),
+        ratings=tuple(ratings),
+        conventions=_conventions(conventions, missing, min_relevance),
+        warnings=inputs.warnings,
+        per_user_path=str(per_user) if per_user is not None and chosen.ranking else None,
+    )
+
+
+def _choose(
+    recommendations: Sequence[str | Path],
+    predictions: Sequence[str | Path],
+    history: str | Path | None,
+    k: Sequence[int],
+    metrics: str | Sequence[str] | None,
+    conventions: Conventions,
+    missing: str,
+) -> _Metrics:
+    """The metrics to compute, once the options and the files given allow them."""
+    if missing not in MISSING:
+        raise AbevalError(f"unknown missing-recommendations rule {missing!r}; use skip or zero")
+    if not recommendations and not predictions:
+        raise AbevalError(
+            "nothing to evaluate; give --recommendations FILE (or --predictions FILE)"
+        )
+    ks = sorted({int(x) for x in k})
+    if any(x < 1 for x in ks):
+        raise AbevalError("every cutoff in --k must be at least 1, as in --k 5,10")
+    specs = _metric_specs(metrics, ks, conventions, bool(recommendations), bool(predictions))
+    chosen = _Metrics.of(specs)
+    if (chosen.ranking or chosen.beyond) and not recommendations:
+        first = (chosen.ranking or chosen.beyond)[0]
+        raise AbevalError(f"{first.label} needs recommendations; give --recommendations FILE")
+    if chosen.rating and not predictions:
+        raise AbevalError(
+            f"{chosen.rating[0].label} needs rating predictions; give --predictions FILE"
+        )
+    if any(s.name == "serendipity" for s in chosen.beyond) and history is None:
+        raise AbevalError("serendipity needs the users' history; give --history FILE")
+    return chosen
+
+
+def _metric_specs(
+    metrics: str | Sequence[str] | None,
+    ks: Sequence[int],
+    conventions: Conventions,
+    have_recs: bool,
+    have_preds: bool,
+) -> list[MetricSpec]:
+    """The metrics named, else the defaults for the files given."""
+    if metrics:
+        return parse_metrics(metrics, ks, conventions)
+    specs: list[MetricSpec] = []
+    if have_recs:
+        specs += default_ranking_metrics(ks, conventions)
+        specs += parse_metrics([f"coverage@{max(ks)}"], conventions=conventions)
+    if have_preds:
+        specs += parse_metrics(["rmse", "mae"], conventions=conventions)
+    return specs
+
+
+def _evaluate_lists(
+    con: duckdb.DuckDBPyConnection,
+    inputs: Inputs,
+    chosen: _Metrics,
+    missing: str,
+    alpha: float,
+    resamples: int,
+    seed: int,
+    per_user: str | Path | None,
+) -> tuple[list[Coverage], list[MetricResult], list[Comparison]]:
+    """Coverage, ranking and beyond-accuracy results, and the paired comparison of
+    the recommendation files (the ``--per-user`` file written on the way)."""
+    models = inputs.models
+    extra = {"ties": TIE_RULE, "missing_recommendations": missing}
+    tables.build_ranked(con, len(models), chosen.ranking, chosen.beyond)
+    coverage = tables.coverage(con, models)
+    results: list[MetricResult] = []
+    comparisons: list[Comparison] = []
+    if chosen.ranking:
+        query = ranking_query(chosen.ranking)
+        tables.build_per_user(con, query, len(models), missing == "zero")
+        results = tables.ranking_results(con, query, chosen.ranking, models, extra)
+        if len(models) > 1:
+            comparisons = tables.compare_models(con, query, models, alpha, resamples, seed)
+        if per_user is not None:
+            tables.write_per_user(con, query, models, Path(per_user))
+    if chosen.beyond:
+        results += beyond_results(
+            con, chosen.beyond, models, inputs.has("items"), inputs.has("history"), extra
+        )
+    return coverage, results, comparisons
+
+
+def _conventions(
+    conventions: Conventions, missing: str, min_relevance: float | None
+) -> dict[str, str]:
+    """The conventions of the whole run, as reported."""
+    conv = conventions.to_dict()
+    conv.update(
+        {
+            "ties": TIE_RULE,
+            "missing_recommendations": missing,
+            "relevant": "grade > 0" if min_relevance is None else f"grade >= {min_relevance:g}",
+            "average": "per list, then per user, then over users",
+        }
+    )
+    return conv
