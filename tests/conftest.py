@@ -8,8 +8,6 @@ from pathlib import Path
 
 import pytest
 
-SHARED = Path(__file__).resolve().parents[2] / "shared"
-
 
 @pytest.fixture
 def db_path(tmp_path: Path) -> str:

@@ -1,8 +1,9 @@
-"""Every case of reference/gbstats.json, through the public API, to 5 decimals.
+"""Every case of data/gbstats_reference.json, through the public API, to 5 decimals.
 
 The reference values were computed with GrowthBook's gbstats and re-derived with
-scipy; a value given with more decimals is matched to all of them, and the
-Welch degrees of freedom to the 2 decimals given.
+scipy (data/README.md says where they come from); a value given with more
+decimals is matched to all of them, and the Welch degrees of freedom to the 2
+decimals given.
 """
 
 from __future__ import annotations
