@@ -1,45 +1,28 @@
-"""Terminal rendering of an :class:`~abeval.analysis.report_model.ExperimentReport`."""
+"""Terminal rendering of an :class:`~abeval.analysis.report_model.ExperimentReport`.
+
+Numbers become text through :mod:`abeval.formatting`, as on the HTML page; metric
+values use :func:`~abeval.formatting.terminal_number` (one decimal from 100 up).
+Intervals are :attr:`Lift.interval <abeval.stats.results.Lift.interval>`: the
+multiplicity-corrected one wherever the report has it, as on the HTML page.
+"""
 
 from __future__ import annotations
 
 from abeval.analysis.report_model import ExperimentReport, MetricResult
-
-
-def _pct(x: float | None, signed: bool = True) -> str:
-    if x is None:
-        return "n/a"
-    return f"{x * 100:+.2f}%" if signed else f"{x * 100:.2f}%"
-
-
-def _num(x: float | None) -> str:
-    if x is None:
-        return "n/a"
-    if abs(x) >= 100:
-        return f"{x:,.1f}"
-    if abs(x) >= 1:
-        return f"{x:.3f}"
-    return f"{x:.4f}"
-
-
-def _p(x: float | None) -> str:
-    if x is None:
-        return "n/a"
-    return "<0.0001" if x < 1e-4 else f"{x:.4f}"
+from abeval.formatting import interval, pct, pvalue, share, terminal_number
 
 
 def _metric_row(m: MetricResult) -> str:
     rel = m.comparison.relative
-    ci = rel.ci_adjusted or rel.ci
-    interval = f"[{_pct(ci[0])}, {_pct(ci[1])}]" if ci else "n/a"
     mark = "*" if m.significant else " "
     chance = m.bayesian.relative.chance_to_win
     cuped = " cuped" if m.comparison.cuped else ""
     status = "" if m.status == "ok" else f"  ({m.status}: {m.message})"
     return (
         f"{mark} {m.label:<22} {m.arm:<12} "
-        f"{_num(m.control.value):>10} {_num(m.treatment.value):>10} "
-        f"{_pct(rel.effect):>9} {interval:>22} {_p(rel.p_value):>8} {_p(rel.p_adjusted):>8} "
-        f"{_pct(chance, signed=False) if chance is not None else 'n/a':>7}{cuped}{status}"
+        f"{terminal_number(m.control.value):>10} {terminal_number(m.treatment.value):>10} "
+        f"{pct(rel.effect):>9} {interval(rel.interval):>22} {pvalue(rel.p_value):>8} "
+        f"{pvalue(rel.p_adjusted):>8} {share(chance, 2):>7}{cuped}{status}"
     )
 
 
@@ -60,7 +43,7 @@ def render_text(r: ExperimentReport) -> str:
         lines.append("")
     srm = r.health.srm
     lines.append(
-        f"sample ratio: p = {_p(srm.p_value)} ({'MISMATCH' if srm.flagged else 'ok'}); "
+        f"sample ratio: p = {pvalue(srm.p_value)} ({'MISMATCH' if srm.flagged else 'ok'}); "
         f"users in several arms: {r.health.users_in_several_arms:,}; "
         f"clicks without impression: {r.health.clicks_without_impression:,}; "
         f"purchases without click: {r.health.purchases_without_click:,}; "
@@ -92,12 +75,10 @@ def render_text(r: ExperimentReport) -> str:
         )
         for o in r.offline:
             rel = o.comparison.relative
-            ci = rel.ci
-            interval = f"[{_pct(ci[0])}, {_pct(ci[1])}]" if ci else "n/a"
             lines.append(
-                f"  {o.metric:<16} {o.arm:<12} {_num(o.control_value):>9} "
-                f"{_num(o.treatment_value):>9} {_pct(rel.effect):>9} {interval:>22} "
-                f"{_p(rel.p_value):>8}  {o.agreement or ''}"
+                f"  {o.metric:<16} {o.arm:<12} {terminal_number(o.control_value):>9} "
+                f"{terminal_number(o.treatment_value):>9} {pct(rel.effect):>9} "
+                f"{interval(rel.interval):>22} {pvalue(rel.p_value):>8}  {o.agreement or ''}"
                 + (f" with {o.agrees_with}" if o.agrees_with else "")
             )
     elif r.offline_status:
@@ -111,7 +92,7 @@ def render_text(r: ExperimentReport) -> str:
                 else ""
             )
             lines.append(
-                f"  {p.metric} ({p.arm}): could detect {_pct(p.detectable.mde_relative)} at "
+                f"  {p.metric} ({p.arm}): could detect {pct(p.detectable.mde_relative)} at "
                 f"{p.detectable.power:.0%} power; a {s.target_mde:.0%} lift needs "
                 f"{(p.needed_for_target.total_users or 0):,} users in all{days}"
             )
@@ -121,10 +102,8 @@ def render_text(r: ExperimentReport) -> str:
             lines.append(f"  ! {r.segment_warning}")
         for g in r.segments:
             rel = g.comparison.relative
-            ci = rel.ci_adjusted or rel.ci
-            interval = f"[{_pct(ci[0])}, {_pct(ci[1])}]" if ci else "n/a"
             lines.append(
-                f"  {g.value:<14} {g.metric:<12} {g.arm:<12} {_pct(rel.effect):>9} "
-                f"{interval:>22} p adj {_p(rel.p_adjusted)}"
+                f"  {g.value:<14} {g.metric:<12} {g.arm:<12} {pct(rel.effect):>9} "
+                f"{interval(rel.interval):>22} p adj {pvalue(rel.p_adjusted)}"
             )
     return "\n".join(lines) + "\n"
