@@ -130,9 +130,7 @@ def build_context(report: ExperimentReport) -> ReportContext:
         srm_failed=report.health.srm.flagged,
         checks=health_checks(report, fresh),
         verdicts=tuple(
-            VerdictLine(
-                v, metric_label(report, v.metric), _VERDICT_TONES.get(v.verdict, "neutral")
-            )
+            VerdictLine(v, metric_label(report, v.metric), _VERDICT_TONES.get(v.verdict, "neutral"))
             for v in report.verdicts
         ),
         tables=tables,
