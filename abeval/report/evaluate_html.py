@@ -33,7 +33,7 @@ from abeval.formatting import signed, signed_interval
 from abeval.metrics.base import MetricDefinition
 from abeval.metrics.registry import parse_metric
 from abeval.metrics.results import MetricResult
-from abeval.report.charts import Scale, Tick, bar_scale, interval_bar
+from abeval.report.charts import bar_scale, difference_axis, interval_bar
 from abeval.report.evaluate_context import (
     ComparisonRow,
     ComparisonTable,
@@ -126,16 +126,6 @@ _KEY_CONVENTIONS = (
 )
 
 
-def _bar_axis(scale: Scale) -> tuple[Tick, ...]:
-    """Labels for the ends and the middle of the comparison bars' axis, in the
-    metrics' own units (the experiment report's ``bar_axis`` labels percentages)."""
-    return (
-        Tick(scale(scale.lo), f"{scale.lo:+g}"),
-        Tick(scale(0.0), "0"),
-        Tick(scale(scale.hi), f"{scale.hi:+g}"),
-    )
-
-
 def _bar_label(c: Comparison) -> str:
     if c.ci_low is None or c.ci_high is None:
         return "no interval"
@@ -177,7 +167,7 @@ def _comparison(result: EvaluationResult, alpha: float) -> ComparisonTable | Non
         )
     return ComparisonTable(
         rows=tuple(rows),
-        axis=_bar_axis(scale),
+        axis=difference_axis(scale),
         multi=len({c.model for c in comparisons}) > 1,
         count=len(comparisons),
     )
