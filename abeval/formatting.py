@@ -72,13 +72,9 @@ def number(x: float | None) -> str:
 def terminal_number(x: float | None) -> str:
     """A metric value in the text report: as :func:`number`, but one decimal from
     100 up, however large (``12345.67`` → ``12,345.7``), so the column lines up."""
-    if x is None:
-        return NA
-    if abs(x) >= 100:
+    if x is not None and abs(x) >= 100:
         return f"{x:,.1f}"
-    if abs(x) >= 1:
-        return f"{x:.3f}"
-    return f"{x:.4f}"
+    return number(x)
 
 
 def signed(x: float | None) -> str:

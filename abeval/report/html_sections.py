@@ -12,12 +12,16 @@ multiplicity-corrected one where the report has it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from abeval.analysis.online_metrics import METRICS
 from abeval.analysis.report_model import ExperimentReport, MetricResult, Role
 from abeval.formatting import count, fixed, parse_time, pvalue, share, when
 from abeval.report.charts import (
     DayLift,
+    IntervalBar,
     LiftChart,
+    Tick,
     UsersChart,
     bar_axis,
     bar_scale,
@@ -43,6 +47,7 @@ from abeval.report.tones import (
     online_lower_is_better,
     tone,
 )
+from abeval.stats.results import Lift
 
 # --------------------------------------------------------------------------- names
 
@@ -191,11 +196,18 @@ def _as_percent(m: MetricResult) -> bool:
     return False
 
 
+def _bars(lifts: Sequence[Lift]) -> tuple[list[IntervalBar], tuple[Tick, ...]]:
+    """The bar of each lift's interval on one scale shared by a table, and the
+    labels of that scale's axis."""
+    scale = bar_scale([lift.interval for lift in lifts])
+    return [interval_bar(scale, lift.interval, lift.effect) for lift in lifts], bar_axis(scale)
+
+
 def _metric_table(role: Role, results: list[MetricResult]) -> MetricTable:
-    scale = bar_scale([m.comparison.relative.interval for m in results])
+    lifts = [m.comparison.relative for m in results]
+    bars, axis = _bars(lifts)
     rows = []
-    for m in results:
-        rel = m.comparison.relative
+    for m, rel, bar in zip(results, lifts, bars, strict=True):
         numerator, denominator, description = _names(m)
         lower_is_better = online_lower_is_better(m.metric)
         rows.append(
@@ -209,12 +221,12 @@ def _metric_table(role: Role, results: list[MetricResult]) -> MetricTable:
                 denominator=denominator,
                 description=description,
                 lower_is_better=lower_is_better,
-                bar=interval_bar(scale, rel.interval, rel.effect),
+                bar=bar,
             )
         )
     anchor, title, note = _ROLE_TITLES[role]
     return MetricTable(
-        role=role, anchor=anchor, title=title, note=note, rows=tuple(rows), axis=bar_axis(scale)
+        role=role, anchor=anchor, title=title, note=note, rows=tuple(rows), axis=axis
     )
 
 
@@ -280,35 +292,31 @@ def offline_table(report: ExperimentReport) -> OfflineTable | None:
     """The replayed offline metrics beside the online metric each is compared with."""
     if not report.offline:
         return None
-    scale = bar_scale([o.comparison.relative.interval for o in report.offline])
-    rows = []
-    for o in report.offline:
-        rel = o.comparison.relative
-        online = next(
-            (m for m in report.metrics if m.metric == o.agrees_with and m.arm == o.arm), None
+    lifts = [o.comparison.relative for o in report.offline]
+    bars, axis = _bars(lifts)
+    rows = tuple(
+        OfflineRow(
+            result=o,
+            online=next(
+                (m for m in report.metrics if m.metric == o.agrees_with and m.arm == o.arm), None
+            ),
+            interval=rel.interval,
+            bar=bar,
+            tone=tone(excludes_zero(rel.interval), rel.effect, offline_lower_is_better(o.metric)),
         )
-        rows.append(
-            OfflineRow(
-                result=o,
-                online=online,
-                interval=rel.interval,
-                bar=interval_bar(scale, rel.interval, rel.effect),
-                tone=tone(
-                    excludes_zero(rel.interval), rel.effect, offline_lower_is_better(o.metric)
-                ),
-            )
-        )
-    return OfflineTable(rows=tuple(rows), axis=bar_axis(scale))
+        for o, rel, bar in zip(report.offline, lifts, bars, strict=True)
+    )
+    return OfflineTable(rows=rows, axis=axis)
 
 
 def segment_table(report: ExperimentReport) -> SegmentTable | None:
     """The segment breakdown, primary metrics first; None without one."""
     if not report.segments:
         return None
-    scale = bar_scale([g.comparison.relative.interval for g in report.segments])
+    lifts = [g.comparison.relative for g in report.segments]
+    bars, axis = _bars(lifts)
     rows = []
-    for g in report.segments:
-        rel = g.comparison.relative
+    for g, rel, bar in zip(report.segments, lifts, bars, strict=True):
         significant = g.comparison.status == "ok" and excludes_zero(rel.interval)
         rows.append(
             SegmentRow(
@@ -317,7 +325,7 @@ def segment_table(report: ExperimentReport) -> SegmentTable | None:
                 interval=rel.interval,
                 significant=significant,
                 tone=tone(significant, rel.effect, online_lower_is_better(g.metric)),
-                bar=interval_bar(scale, rel.interval, rel.effect),
+                bar=bar,
             )
         )
     order = {m: i for i, m in enumerate(report.settings.primary)}
@@ -325,7 +333,7 @@ def segment_table(report: ExperimentReport) -> SegmentTable | None:
     return SegmentTable(
         segment=report.settings.segment or report.segments[0].segment,
         rows=tuple(rows),
-        axis=bar_axis(scale),
+        axis=axis,
     )
 
 
