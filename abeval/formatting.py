@@ -69,6 +69,30 @@ def number(x: float | None) -> str:
     return f"{x:.4f}"
 
 
+def terminal_number(x: float | None) -> str:
+    """A metric value in the text report: as :func:`number`, but one decimal from
+    100 up, however large (``12345.67`` → ``12,345.7``), so the column lines up."""
+    if x is not None and abs(x) >= 100:
+        return f"{x:,.1f}"
+    return number(x)
+
+
+def signed(x: float | None) -> str:
+    """A difference in the metric's units with its sign: ``0.0123`` → ``+0.0123``,
+    ``-0.0181`` → ``-0.0181`` (digits as :func:`number`)."""
+    if x is None:
+        return NA
+    text = number(x)
+    return "+" + text if x > 0 else text
+
+
+def signed_interval(ci: Sequence[float] | None) -> str:
+    """An interval of a difference: ``(-0.0458, 0.0097)`` → ``[-0.0458, +0.0097]``."""
+    if ci is None:
+        return NA
+    return f"[{signed(ci[0])}, {signed(ci[1])}]"
+
+
 def metric_value(x: float | None, as_percent: bool) -> str:
     """A metric value: a rate as a percentage (``5.06%``), anything else as a number."""
     if as_percent:
@@ -131,6 +155,7 @@ def convention(value: dict[str, Any]) -> str:
     return " · ".join(f"{k}={v}" for k, v in value.items())
 
 
+#: The Jinja filters of every HTML page, by name.
 FILTERS: dict[str, Callable[..., str]] = {
     "pct": pct,
     "share": share,
@@ -145,4 +170,11 @@ FILTERS: dict[str, Callable[..., str]] = {
     "short_day": short_day,
     "words": words,
     "convention": convention,
+}
+
+#: The extra filters of the evaluation page: differences in a metric's own units
+#: (the page's ``pct``/``interval`` are for relative lifts).
+DIFFERENCE_FILTERS: dict[str, Callable[..., str]] = {
+    "signed": signed,
+    "signed_interval": signed_interval,
 }

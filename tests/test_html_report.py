@@ -22,6 +22,7 @@ from abeval import formatting as fmt
 from abeval.analysis.online import ReportOptions, build_report
 from abeval.analysis.report_model import ExperimentReport, OfflineResult
 from abeval.report.html import build_context, default_path, environment, render_html
+from abeval.report.text import render_text
 from abeval.resources import data_dir
 from abeval.simulate import SimulationConfig, write_events
 from abeval.stats.results import Comparison, Lift
@@ -507,6 +508,17 @@ FORMAT_CASES: list[tuple[Callable[..., str], tuple[Any, ...], str]] = [
     (fmt.short_day, ("2025-03-03",), "Mar 3"),
     (fmt.words, ("keep_running",), "Keep running"),
 ]
+
+
+def test_text_report_shows_the_interval_the_page_shows(reports: dict[str, ExperimentReport]):
+    r = reports["plain"]
+    assert r.offline
+    lifts = [o.comparison.relative for o in r.offline]
+    assert any(rel.ci_adjusted not in (None, rel.ci) for rel in lifts)
+    lines = render_text(r).splitlines()
+    for o, rel in zip(r.offline, lifts, strict=True):
+        line = next(x for x in lines if x.split()[:2] == [o.metric, o.arm])
+        assert fmt.interval(rel.interval) in line
 
 
 @pytest.mark.parametrize(("func", "args", "expected"), FORMAT_CASES)

@@ -30,6 +30,12 @@ Kind = Literal["mean", "proportion", "ratio"]
 
 @dataclass(frozen=True)
 class OnlineMetric:
+    """One online metric: its ``kind``, the per-user variables it is built from
+    (``numerator``, and ``denominator`` for a ratio), the ``label`` and
+    ``description`` shown to users, and ``lower_is_better`` (a decrease is the
+    good direction): the one place the Bayesian chance to win, the verdicts and
+    the pages' colours take the metric's direction from."""
+
     name: str
     kind: Kind
     numerator: str
@@ -173,7 +179,7 @@ def direction(c: Comparison) -> int:
     """+1 or −1 when the (multiplicity-adjusted, where set) interval of the lift
     excludes zero, else 0: what "significant" means everywhere in a report."""
     lift = c.relative if c.relative.effect is not None else c.absolute
-    ci = lift.ci_adjusted or lift.ci
+    ci = lift.interval
     if c.status != "ok" or ci is None:
         return 0
     return 1 if ci[0] > 0 else (-1 if ci[1] < 0 else 0)

@@ -184,6 +184,8 @@ class MetricDefinition:
       that ``n, s, ss`` are per-user sufficient statistics.
     - ``rating_sql``: for rating metrics, an aggregate over ``prediction`` and ``rating``.
     - ``doc``: the module docstring (formula and reference).
+    - ``lower_is_better``: a smaller value is better (RMSE, MAE); the pages colour
+      a difference by it.
     """
 
     name: str
@@ -203,3 +205,4 @@ class MetricDefinition:
     per_user: bool = False
     rating_sql: str = ""
     aliases: tuple[str, ...] = ()
+    lower_is_better: bool = False

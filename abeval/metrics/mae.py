@@ -25,5 +25,6 @@ DEFINITION = MetricDefinition(
     doc=__doc__ or "",
     counted="pairs_predicted",
     rating_sql=SQL,
+    lower_is_better=True,
     aliases=("mean_absolute_error",),
 )

@@ -154,6 +154,16 @@ def bar_axis(scale: Scale) -> tuple[Tick, ...]:
     )
 
 
+def difference_axis(scale: Scale) -> tuple[Tick, ...]:
+    """Labels for the ends and the middle of a bar axis of differences in the
+    metrics' own units (the evaluation page; :func:`bar_axis` labels percentages)."""
+    return (
+        Tick(scale(scale.lo), f"{scale.lo:+g}"),
+        Tick(scale(0.0), "0"),
+        Tick(scale(scale.hi), f"{scale.hi:+g}"),
+    )
+
+
 # --------------------------------------------------------------------------- line chart
 
 CHART_WIDTH = 560

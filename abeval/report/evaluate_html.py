@@ -2,234 +2,73 @@
 
 :func:`render_html` turns an :class:`~abeval.analysis.evaluate.EvaluationResult`
 into one self-contained page in the visual language of the experiment report
-(:mod:`abeval.report.html`): the same stylesheet (``reports/report.css``, inlined),
-the same Jinja environment and filters (:mod:`abeval.formatting`), the
-same interval bars (``reports/_macros.html.j2``, :mod:`abeval.report.charts`).
+(:mod:`abeval.report.html`): the same page shell (``reports/base.html.j2``) and
+stylesheet (``reports/report.css``, inlined), the same Jinja environment and
+filters (:mod:`abeval.report.templates`, :mod:`abeval.formatting`), the same
+interval bars (``reports/_macros.html.j2``, :mod:`abeval.report.charts`).
 No JavaScript, no external resources.
 
 The template (``reports/evaluate.html.j2``) reads one object,
-:class:`EvaluationContext`, built by :func:`build_context`. It holds the result
-itself (every number on the page is read from it) plus presentation decisions:
-the order of rows, where a bar falls in pixels, which row is coloured. Nothing
-here computes a statistic.
+:class:`~abeval.report.evaluate_context.EvaluationContext`, built by
+:func:`build_context`. It holds the result itself (every number on the page is
+read from it) plus presentation decisions: the order of rows, where a bar falls in
+pixels, which row is coloured. Nothing here computes a statistic.
 
-Two filters are added to the report's: ``signed`` and ``signed_interval``, a
-difference of metric values (and its interval) with an explicit sign, in the
-metric's own units (the report's ``pct``/``interval`` are for relative lifts).
+The page's environment adds two filters to the report's: ``signed`` and
+``signed_interval``, a difference of metric values (and its interval) with an
+explicit sign, in the metric's own units (the report's ``pct``/``interval`` are
+for relative lifts).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
-from functools import lru_cache
+from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
-from typing import Literal
-
-from jinja2 import Environment
 
 from abeval import __version__
-from abeval.analysis.evaluate import (
-    Comparison,
-    Coverage,
-    EvaluationResult,
-    FileSummary,
-    RatingResult,
-)
+from abeval.analysis.evaluate import Comparison, EvaluationResult
 from abeval.errors import AbevalError
-from abeval.formatting import NA, number
+from abeval.formatting import signed, signed_interval
+from abeval.metrics.base import MetricDefinition
+from abeval.metrics.registry import parse_metric
 from abeval.metrics.results import MetricResult
-from abeval.report.charts import IntervalBar, Scale, Tick, bar_scale, interval_bar
-from abeval.report.html import environment as report_environment
+from abeval.report.charts import bar_scale, difference_axis, interval_bar
+from abeval.report.evaluate_context import (
+    ComparisonRow,
+    ComparisonTable,
+    CoverageRow,
+    EvaluationContext,
+    LeftOutRow,
+    MetricNote,
+    MetricRow,
+)
+from abeval.report.templates import evaluation_environment as environment
+from abeval.report.tones import offline_lower_is_better, tone
 
-Tone = Literal["good", "bad", ""]
+__all__ = [
+    "DEFAULT_PATH",
+    "EvaluationContext",
+    "build_context",
+    "environment",
+    "render_html",
+    "signed",
+    "signed_interval",
+]
 
 TEMPLATE = "evaluate.html.j2"
 DEFAULT_PATH = Path("reports") / "evaluation.html"
-
-#: Metrics where a smaller value is better (the others: larger is better).
-LOWER_IS_BETTER = frozenset({"rmse", "mae"})
-
-
-# --------------------------------------------------------------------------- filters
-
-
-def signed(x: float | None) -> str:
-    """A difference in the metric's units with its sign: ``0.0123`` → ``+0.0123``,
-    ``-0.0181`` → ``-0.0181`` (digits as :func:`~abeval.formatting.number`)."""
-    if x is None:
-        return NA
-    text = number(x)
-    return "+" + text if x > 0 else text
-
-
-def signed_interval(ci: Sequence[float] | None) -> str:
-    """An interval of a difference: ``(-0.0458, 0.0097)`` → ``[-0.0458, +0.0097]``."""
-    if ci is None:
-        return NA
-    return f"[{signed(ci[0])}, {signed(ci[1])}]"
-
-
-EXTRA_FILTERS = {"signed": signed, "signed_interval": signed_interval}
-
-
-# --------------------------------------------------------------------------- context
-
-
-@dataclass(frozen=True)
-class CoverageRow:
-    """One model's users against the truth: the result's ``coverage`` and the
-    model's recommendations ``file`` (rows, duplicates removed; None if absent)."""
-
-    coverage: Coverage
-    file: FileSummary | None
-
-
-@dataclass(frozen=True)
-class LeftOutRow:
-    """What one metric left out of its averages: the metric ``label`` and, for
-    each model in the order of ``EvaluationResult.models``, its non-zero
-    (reason, count) pairs (reason as in the result, such as
-    ``lists_without_relevant``; empty when nothing was left out)."""
-
-    label: str
-    cells: tuple[tuple[tuple[str, int], ...], ...]
-
-
-@dataclass(frozen=True)
-class MetricRow:
-    """One metric of the per-model table: its ``label`` (``ndcg@10``), ``title``
-    (``NDCG``, empty when unknown), ``kind`` (ranking, beyond or empty),
-    ``lower_is_better``, and ``cells``: the :class:`MetricResult` of each model in
-    the order of ``EvaluationResult.models`` (None where a model has none)."""
-
-    label: str
-    title: str
-    kind: str
-    lower_is_better: bool
-    cells: tuple[MetricResult | None, ...]
-
-
-@dataclass(frozen=True)
-class ComparisonRow:
-    """One model against the baseline on one metric.
-
-    ``comparison`` is the result's :class:`Comparison` (every number shown);
-    ``interval`` its (ci_low, ci_high) or None; ``significant`` is true when both
-    Holm-adjusted p-values (paired t and randomisation) are below α; ``tone`` is
-    good or bad only then (by the sign of the difference and the metric's
-    direction); ``bar`` is the interval's SVG geometry on the table's axis.
-    """
-
-    comparison: Comparison
-    interval: tuple[float, float] | None
-    significant: bool
-    tone: Tone
-    bar: IntervalBar
-
-
-@dataclass(frozen=True)
-class ComparisonTable:
-    """The paired comparisons: ``rows`` (by challenger, then metric), the shared
-    bar ``axis`` labels, ``multi`` (more than one challenger: rows name their
-    model) and ``count`` (comparisons in the Holm family)."""
-
-    rows: tuple[ComparisonRow, ...]
-    axis: tuple[Tick, ...]
-    multi: bool
-    count: int
-
-
-@dataclass(frozen=True)
-class MetricNote:
-    """How one metric is defined (methodology): ``label``, ``title``, ``formula``,
-    ``reference`` (from the metric registry) and the ``convention`` it was
-    computed under (from the baseline's result)."""
-
-    label: str
-    title: str
-    formula: str
-    reference: str
-    convention: Mapping[str, str]
-
-
-@dataclass(frozen=True)
-class EvaluationContext:
-    """Everything ``evaluate.html.j2`` reads, in one object (the template's ``ctx``).
-
-    Keys:
-
-    - ``result``: the :class:`EvaluationResult` itself; every number on the page
-      comes from it.
-    - ``title``: the page title; ``version``: the abeval version.
-    - ``models``: the model names in order; ``baseline``: the first, which the
-      others are compared with (None when there are no recommendation files: a
-      predictions-only run compares nothing); ``challengers``: the others (empty
-      without a baseline).
-    - ``files``: every input file read (:class:`FileSummary`); ``file_names``:
-      their names without the folder, in the same order (the header); ``truth``:
-      the truth file's summary (None if absent).
-    - ``cutoffs``: the cutoffs K of the metrics, ascending.
-    - ``key_conventions``: (name, value) of the conventions shown in the header
-      (gain, AP denominator, empty lists, missing lists, duplicates, relevance).
-    - ``coverage``: one :class:`CoverageRow` per model with recommendations.
-    - ``left_out``: one :class:`LeftOutRow` per metric that left something out,
-      with the non-zero counts of each model.
-    - ``warnings``: the result's warnings, as printed on stderr.
-    - ``metrics``: the per-model table, one :class:`MetricRow` per metric.
-    - ``comparison``: the :class:`ComparisonTable`, None with fewer than two models
-      or no comparison.
-    - ``ratings``: the result's :class:`RatingResult` rows (RMSE, MAE).
-    - ``alpha``: the level of the comparison tests and of their intervals.
-    - ``settings``: (name, value) rows of the methodology's settings table.
-    - ``conventions``: (name, value) rows of the result's conventions.
-    - ``notes``: sentences of the methodology explaining how the numbers were made.
-    - ``definitions``: one :class:`MetricNote` per metric.
-    """
-
-    result: EvaluationResult
-    title: str
-    version: str
-    models: tuple[str, ...]
-    baseline: str | None
-    challengers: tuple[str, ...]
-    files: tuple[FileSummary, ...]
-    file_names: tuple[str, ...]
-    truth: FileSummary | None
-    cutoffs: tuple[int, ...]
-    key_conventions: tuple[tuple[str, str], ...]
-    coverage: tuple[CoverageRow, ...]
-    left_out: tuple[LeftOutRow, ...]
-    warnings: tuple[str, ...]
-    metrics: tuple[MetricRow, ...]
-    comparison: ComparisonTable | None
-    ratings: tuple[RatingResult, ...]
-    alpha: float
-    settings: tuple[tuple[str, str], ...]
-    conventions: tuple[tuple[str, str], ...]
-    notes: tuple[str, ...]
-    definitions: tuple[MetricNote, ...]
 
 
 # --------------------------------------------------------------------------- builders
 
 
-def _definition(label: str) -> tuple[str, str, str, str, str] | None:
-    """(name, kind, title, formula, reference) of a metric label, None if unknown."""
-    from abeval.metrics.registry import parse_metric
-
+def _definition(label: str) -> MetricDefinition | None:
+    """The definition of the metric labelled ``label``, None if unknown."""
     try:
-        spec = parse_metric(label)
+        return parse_metric(label).definition
     except AbevalError:
         return None
-    d = spec.definition
-    return d.name, d.kind, d.title, d.formula, d.reference
-
-
-def _lower_is_better(label: str) -> bool:
-    found = _definition(label)
-    name = found[0] if found else label.split("@", 1)[0]
-    return name in LOWER_IS_BETTER
 
 
 def _labels(result: EvaluationResult) -> list[str]:
@@ -244,9 +83,9 @@ def _metric_rows(result: EvaluationResult) -> tuple[MetricRow, ...]:
         rows.append(
             MetricRow(
                 label=label,
-                title=found[2] if found else "",
-                kind=found[1] if found else "",
-                lower_is_better=_lower_is_better(label),
+                title=found.title if found else "",
+                kind=found.kind if found else "",
+                lower_is_better=offline_lower_is_better(label),
                 cells=tuple(by.get((label, model)) for model in result.models),
             )
         )
@@ -287,23 +126,6 @@ _KEY_CONVENTIONS = (
 )
 
 
-def _tone(significant: bool, difference: float | None, lower_is_better: bool) -> Tone:
-    if not significant or difference is None or difference == 0:
-        return ""
-    better = difference < 0 if lower_is_better else difference > 0
-    return "good" if better else "bad"
-
-
-def _bar_axis(scale: Scale) -> tuple[Tick, ...]:
-    """Labels for the ends and the middle of the comparison bars' axis, in the
-    metrics' own units (the experiment report's ``bar_axis`` labels percentages)."""
-    return (
-        Tick(scale(scale.lo), f"{scale.lo:+g}"),
-        Tick(scale(0.0), "0"),
-        Tick(scale(scale.hi), f"{scale.hi:+g}"),
-    )
-
-
 def _bar_label(c: Comparison) -> str:
     if c.ci_low is None or c.ci_high is None:
         return "no interval"
@@ -339,13 +161,13 @@ def _comparison(result: EvaluationResult, alpha: float) -> ComparisonTable | Non
                 comparison=c,
                 interval=ci,
                 significant=significant,
-                tone=_tone(significant, c.difference, _lower_is_better(c.metric)),
+                tone=tone(significant, c.difference, offline_lower_is_better(c.metric)),
                 bar=replace(bar, label=_bar_label(c)),
             )
         )
     return ComparisonTable(
         rows=tuple(rows),
-        axis=_bar_axis(scale),
+        axis=difference_axis(scale),
         multi=len({c.model for c in comparisons}) > 1,
         count=len(comparisons),
     )
@@ -440,9 +262,9 @@ def _definitions(result: EvaluationResult) -> tuple[MetricNote, ...]:
         notes.append(
             MetricNote(
                 label=label,
-                title=found[2],
-                formula=found[3],
-                reference=found[4],
+                title=found.title,
+                formula=found.formula,
+                reference=found.reference,
                 convention=dict(found_result.convention) if found_result else {},
             )
         )
@@ -502,20 +324,6 @@ def build_context(
         ),
         definitions=_definitions(result),
     )
-
-
-# --------------------------------------------------------------------------- rendering
-
-
-@lru_cache(maxsize=1)
-def environment() -> Environment:
-    """The experiment report's environment (templates from ``reports/``,
-    autoescaping, StrictUndefined, the formatting filters), overlaid with its own
-    copy of the filters plus :data:`EXTRA_FILTERS` (and its own template cache), so
-    the shared environment is untouched."""
-    env = report_environment().overlay(cache_size=50)
-    env.filters = {**env.filters, **EXTRA_FILTERS}
-    return env
 
 
 def render_html(

@@ -1,51 +1,34 @@
-"""Terminal rendering of an :class:`~abeval.analysis.report_model.ExperimentReport`."""
+"""Terminal rendering of an :class:`~abeval.analysis.report_model.ExperimentReport`.
+
+Numbers become text through :mod:`abeval.formatting`, as on the HTML page; metric
+values use :func:`~abeval.formatting.terminal_number` (one decimal from 100 up).
+Intervals are :attr:`Lift.interval <abeval.stats.results.Lift.interval>`: the
+multiplicity-corrected one wherever the report has it, as on the HTML page.
+"""
 
 from __future__ import annotations
 
 from abeval.analysis.report_model import ExperimentReport, MetricResult
-
-
-def _pct(x: float | None, signed: bool = True) -> str:
-    if x is None:
-        return "n/a"
-    return f"{x * 100:+.2f}%" if signed else f"{x * 100:.2f}%"
-
-
-def _num(x: float | None) -> str:
-    if x is None:
-        return "n/a"
-    if abs(x) >= 100:
-        return f"{x:,.1f}"
-    if abs(x) >= 1:
-        return f"{x:.3f}"
-    return f"{x:.4f}"
-
-
-def _p(x: float | None) -> str:
-    if x is None:
-        return "n/a"
-    return "<0.0001" if x < 1e-4 else f"{x:.4f}"
+from abeval.formatting import interval, pct, pvalue, share, terminal_number
 
 
 def _metric_row(m: MetricResult) -> str:
     rel = m.comparison.relative
-    ci = rel.ci_adjusted or rel.ci
-    interval = f"[{_pct(ci[0])}, {_pct(ci[1])}]" if ci else "n/a"
     mark = "*" if m.significant else " "
     chance = m.bayesian.relative.chance_to_win
     cuped = " cuped" if m.comparison.cuped else ""
     status = "" if m.status == "ok" else f"  ({m.status}: {m.message})"
     return (
         f"{mark} {m.label:<22} {m.arm:<12} "
-        f"{_num(m.control.value):>10} {_num(m.treatment.value):>10} "
-        f"{_pct(rel.effect):>9} {interval:>22} {_p(rel.p_value):>8} {_p(rel.p_adjusted):>8} "
-        f"{_pct(chance, signed=False) if chance is not None else 'n/a':>7}{cuped}{status}"
+        f"{terminal_number(m.control.value):>10} {terminal_number(m.treatment.value):>10} "
+        f"{pct(rel.effect):>9} {interval(rel.interval):>22} {pvalue(rel.p_value):>8} "
+        f"{pvalue(rel.p_adjusted):>8} {share(chance, 2):>7}{cuped}{status}"
     )
 
 
-def render_text(r: ExperimentReport) -> str:
+def _header(r: ExperimentReport) -> list[str]:
     s = r.settings
-    lines = [
+    return [
         f"abeval {r.abeval_version} · experiment {r.experiment} · {r.health.first_ts} .. "
         f"{r.health.last_ts}",
         f"control {s.control}; unit {s.unit}; alpha {s.alpha}; {s.correction} correction; "
@@ -54,27 +37,34 @@ def render_text(r: ExperimentReport) -> str:
         "arms: " + ", ".join(f"{a.arm} {a.users:,} users" for a in r.arms),
         "",
     ]
-    for problem in r.health.problems:
-        lines.append(f"!! {problem}")
-    if r.health.problems:
-        lines.append("")
-    srm = r.health.srm
+
+
+def _health(r: ExperimentReport) -> list[str]:
+    h = r.health
+    lines = [f"!! {problem}" for problem in h.problems] + ([""] if h.problems else [])
     lines.append(
-        f"sample ratio: p = {_p(srm.p_value)} ({'MISMATCH' if srm.flagged else 'ok'}); "
-        f"users in several arms: {r.health.users_in_several_arms:,}; "
-        f"clicks without impression: {r.health.clicks_without_impression:,}; "
-        f"purchases without click: {r.health.purchases_without_click:,}; "
-        f"duplicate impressions: {r.health.duplicate_impressions:,}"
+        f"sample ratio: p = {pvalue(h.srm.p_value)} ({'MISMATCH' if h.srm.flagged else 'ok'}); "
+        f"users in several arms: {h.users_in_several_arms:,}; "
+        f"clicks without impression: {h.clicks_without_impression:,}; "
+        f"purchases without click: {h.purchases_without_click:,}; "
+        f"duplicate impressions: {h.duplicate_impressions:,}"
     )
-    lines.append("")
-    for v in r.verdicts:
-        lines.append(
-            f"VERDICT {v.metric} ({v.arm}): {v.verdict.replace('_', ' ').upper()}: {v.reason}"
-        )
+    return [*lines, ""]
+
+
+def _verdicts(r: ExperimentReport) -> list[str]:
+    return [
+        f"VERDICT {v.metric} ({v.arm}): {v.verdict.replace('_', ' ').upper()}: {v.reason}"
+        for v in r.verdicts
+    ]
+
+
+def _metric_tables(r: ExperimentReport) -> list[str]:
     header = (
         f"  {'metric':<22} {'arm':<12} {'control':>10} {'treatment':>10} {'lift':>9} "
         f"{'interval':>22} {'p':>8} {'p adj':>8} {'P(win)':>7}"
     )
+    lines: list[str] = []
     for role, title in (
         ("primary", "Primary metrics"),
         ("guardrail", "Guardrails"),
@@ -84,47 +74,65 @@ def render_text(r: ExperimentReport) -> str:
         if rows:
             lines += ["", title, header] + [_metric_row(m) for m in rows]
     lines.append("  * significant after correction; intervals are relative lifts, corrected")
-    if r.offline:
-        lines += ["", "Offline metrics replayed from the logs (per user, then per arm)"]
+    return lines
+
+
+def _offline(r: ExperimentReport) -> list[str]:
+    if not r.offline:
+        return ["", f"Offline metrics: {r.offline_status}"] if r.offline_status else []
+    lines = [
+        "",
+        "Offline metrics replayed from the logs (per user, then per arm)",
+        f"  {'metric':<16} {'arm':<12} {'control':>9} {'treatment':>9} {'lift':>9} "
+        f"{'interval':>22} {'p':>8}  agreement",
+    ]
+    for o in r.offline:
+        rel = o.comparison.relative
         lines.append(
-            f"  {'metric':<16} {'arm':<12} {'control':>9} {'treatment':>9} {'lift':>9} "
-            f"{'interval':>22} {'p':>8}  agreement"
+            f"  {o.metric:<16} {o.arm:<12} {terminal_number(o.control_value):>9} "
+            f"{terminal_number(o.treatment_value):>9} {pct(rel.effect):>9} "
+            f"{interval(rel.interval):>22} {pvalue(rel.p_value):>8}  {o.agreement or ''}"
+            + (f" with {o.agrees_with}" if o.agrees_with else "")
         )
-        for o in r.offline:
-            rel = o.comparison.relative
-            ci = rel.ci
-            interval = f"[{_pct(ci[0])}, {_pct(ci[1])}]" if ci else "n/a"
-            lines.append(
-                f"  {o.metric:<16} {o.arm:<12} {_num(o.control_value):>9} "
-                f"{_num(o.treatment_value):>9} {_pct(rel.effect):>9} {interval:>22} "
-                f"{_p(rel.p_value):>8}  {o.agreement or ''}"
-                + (f" with {o.agrees_with}" if o.agrees_with else "")
-            )
-    elif r.offline_status:
-        lines += ["", f"Offline metrics: {r.offline_status}"]
-    if r.power:
-        lines += ["", "Power"]
-        for p in r.power:
-            days = (
-                f"; about {p.more_days_needed:.1f} more days at the current traffic"
-                if p.more_days_needed
-                else ""
-            )
-            lines.append(
-                f"  {p.metric} ({p.arm}): could detect {_pct(p.detectable.mde_relative)} at "
-                f"{p.detectable.power:.0%} power; a {s.target_mde:.0%} lift needs "
-                f"{(p.needed_for_target.total_users or 0):,} users in all{days}"
-            )
-    if r.segments:
-        lines += ["", f"Segments by {s.segment} ({s.correction}-corrected over all slices)"]
-        if r.segment_warning:
-            lines.append(f"  ! {r.segment_warning}")
-        for g in r.segments:
-            rel = g.comparison.relative
-            ci = rel.ci_adjusted or rel.ci
-            interval = f"[{_pct(ci[0])}, {_pct(ci[1])}]" if ci else "n/a"
-            lines.append(
-                f"  {g.value:<14} {g.metric:<12} {g.arm:<12} {_pct(rel.effect):>9} "
-                f"{interval:>22} p adj {_p(rel.p_adjusted)}"
-            )
-    return "\n".join(lines) + "\n"
+    return lines
+
+
+def _power(r: ExperimentReport) -> list[str]:
+    if not r.power:
+        return []
+    lines = ["", "Power"]
+    for p in r.power:
+        days = (
+            f"; about {p.more_days_needed:.1f} more days at the current traffic"
+            if p.more_days_needed
+            else ""
+        )
+        lines.append(
+            f"  {p.metric} ({p.arm}): could detect {pct(p.detectable.mde_relative)} at "
+            f"{p.detectable.power:.0%} power; a {r.settings.target_mde:.0%} lift needs "
+            f"{(p.needed_for_target.total_users or 0):,} users in all{days}"
+        )
+    return lines
+
+
+def _segments(r: ExperimentReport) -> list[str]:
+    if not r.segments:
+        return []
+    s = r.settings
+    lines = ["", f"Segments by {s.segment} ({s.correction}-corrected over all slices)"]
+    if r.segment_warning:
+        lines.append(f"  ! {r.segment_warning}")
+    for g in r.segments:
+        rel = g.comparison.relative
+        lines.append(
+            f"  {g.value:<14} {g.metric:<12} {g.arm:<12} {pct(rel.effect):>9} "
+            f"{interval(rel.interval):>22} p adj {pvalue(rel.p_adjusted)}"
+        )
+    return lines
+
+
+def render_text(r: ExperimentReport) -> str:
+    """The report as plain text: header, health, verdicts, the metric tables,
+    then the offline replay, power and segments when the report has them."""
+    sections = (_header, _health, _verdicts, _metric_tables, _offline, _power, _segments)
+    return "\n".join(line for section in sections for line in section(r)) + "\n"

@@ -113,6 +113,13 @@ class Lift(JsonResult):
     ci_adjusted: tuple[float, float] | None = None
     alpha_adjusted: float | None = None
 
+    @property
+    def interval(self) -> tuple[float, float] | None:
+        """The interval every presenter shows and judges significance by: the
+        multiplicity-adjusted ``ci_adjusted`` once the lift has been adjusted,
+        else the unadjusted ``ci`` (None when neither is defined)."""
+        return self.ci_adjusted if self.ci_adjusted is not None else self.ci
+
 
 @dataclass(frozen=True)
 class Comparison(JsonResult):

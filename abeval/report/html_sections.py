@@ -1,0 +1,364 @@
+"""The sections of the experiment report page, one builder each.
+
+Each function turns part of an :class:`~abeval.analysis.report_model.ExperimentReport`
+into the rows of one section of :class:`~abeval.report.html_context.ReportContext`:
+the health checks, the metric tables, the charts over time, power, the offline
+replay, the segment breakdown and the sufficient statistics. They take
+presentation decisions only (which interval is drawn, which colour, where a bar
+falls); every number comes from the report. The interval shown is always
+:attr:`Lift.interval <abeval.stats.results.Lift.interval>`, the
+multiplicity-corrected one where the report has it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from abeval.analysis.online_metrics import METRICS
+from abeval.analysis.report_model import ExperimentReport, MetricResult, Role
+from abeval.formatting import count, fixed, parse_time, pvalue, share, when
+from abeval.report.charts import (
+    DayLift,
+    IntervalBar,
+    LiftChart,
+    Tick,
+    UsersChart,
+    bar_axis,
+    bar_scale,
+    interval_bar,
+    lift_chart,
+    users_chart,
+)
+from abeval.report.html_context import (
+    CheckState,
+    HealthCheck,
+    MetricRow,
+    MetricTable,
+    OfflineRow,
+    OfflineTable,
+    PowerLine,
+    SegmentRow,
+    SegmentTable,
+    StatisticsTable,
+)
+from abeval.report.tones import (
+    excludes_zero,
+    offline_lower_is_better,
+    online_lower_is_better,
+    tone,
+)
+from abeval.stats.results import Lift
+
+# --------------------------------------------------------------------------- names
+
+
+def metric_label(report: ExperimentReport, metric: str) -> str:
+    """The label of an online metric as the report shows it (its name when unknown)."""
+    for m in report.metrics:
+        if m.metric == metric:
+            return m.label
+    spec = METRICS.get(metric)
+    return spec.label if spec else metric
+
+
+def p_equals(p: float | None) -> str:
+    """``p = 0.0123``, or ``p <0.0001`` below the smallest printed p-value."""
+    text = pvalue(p)
+    return f"p {text}" if text.startswith("<") else f"p = {text}"
+
+
+# --------------------------------------------------------------------------- health
+
+
+def freshness(report: ExperimentReport) -> str:
+    """How long before the report the last event happened, in words ("" if unknown)."""
+    last, generated = parse_time(report.health.last_ts), parse_time(report.generated_at)
+    if last is None or generated is None:
+        return ""
+    hours = (generated - last).total_seconds() / 3600
+    if hours < 0:
+        return ""
+    if hours < 48:
+        return f"{hours:.0f} hours"
+    return f"{hours / 24:.0f} days"
+
+
+def _sample_ratio_check(report: ExperimentReport) -> HealthCheck:
+    """The sample ratio row. With status ``ok`` the test has an expected count
+    for every arm of ``report.arms`` (both come from the same list of arms)."""
+    srm = report.health.srm
+    if srm.status != "ok" or srm.expected is None:
+        return HealthCheck("Sample ratio", "info", "n/a", srm.message or srm.status)
+    parts = [
+        f"{a.arm} {count(a.users)} (expected {count(round(e))}, {share(a.expected_share)})"
+        for a, e in zip(report.arms, srm.expected, strict=True)
+    ]
+    detail = (
+        "; ".join(parts)
+        + f". χ² = {fixed(srm.statistic, 2)}, {p_equals(srm.p_value)}; "
+        + f"flagged when p < {srm.threshold:g}."
+    )
+    state: CheckState = "fail" if srm.flagged else "pass"
+    return HealthCheck("Sample ratio", state, "FAIL" if srm.flagged else "pass", detail)
+
+
+def health_checks(report: ExperimentReport, fresh: str) -> tuple[HealthCheck, ...]:
+    """The rows of the health table; ``fresh`` is :func:`freshness` of the report."""
+    h = report.health
+    several = h.users_in_several_arms
+    integrity = {
+        "clicks without an impression": h.clicks_without_impression,
+        "purchases without a click": h.purchases_without_click,
+        "duplicate impressions": h.duplicate_impressions,
+    }
+    bad_integrity = any(integrity.values())
+    span = (
+        f"events from {when(h.first_ts)} to {when(h.last_ts)}"
+        if parse_time(h.first_ts) and parse_time(h.last_ts)
+        else "no events"
+    )
+    return (
+        _sample_ratio_check(report),
+        HealthCheck(
+            "Users in several arms",
+            "warn" if several else "pass",
+            "check" if several else "pass",
+            (
+                f"{count(several)} users were seen in more than one arm and are left out."
+                if several
+                else "No user was seen in more than one arm."
+            )
+            + f" {count(h.users_analysed)} of {count(h.users_seen)} users analysed.",
+        ),
+        HealthCheck(
+            "Event integrity",
+            "warn" if bad_integrity else "pass",
+            "check" if bad_integrity else "pass",
+            "; ".join(f"{count(v)} {k}" for k, v in integrity.items()) + ".",
+        ),
+        HealthCheck(
+            "Events",
+            "info",
+            "",
+            f"{count(h.events)} events; {count(h.events_before_exposure)} before a user's "
+            "exposure (not outcomes"
+            + ("; the CUPED pre-period" if report.settings.cuped_days else "")
+            + f"); {count(h.events_outside_population)} outside the analysed population.",
+        ),
+        HealthCheck(
+            "Data freshness",
+            "info",
+            "",
+            span + (f"; the last one {fresh} before this report." if fresh else "."),
+        ),
+    )
+
+
+# --------------------------------------------------------------------------- metric tables
+
+_ROLE_TITLES: dict[Role, tuple[str, str, str]] = {
+    "primary": (
+        "metrics",
+        "Primary metrics",
+        "The metrics the decision rests on.",
+    ),
+    "guardrail": (
+        "guardrails",
+        "Guardrails",
+        "Metrics that must not get significantly worse, whatever the primary metrics do.",
+    ),
+    "secondary": (
+        "secondary",
+        "Secondary metrics",
+        "Context for the decision, corrected within their own family.",
+    ),
+}
+
+
+def _names(m: MetricResult) -> tuple[str, str, str]:
+    """Numerator and denominator names and the description of a metric."""
+    spec = METRICS.get(m.metric)
+    if spec is None:
+        return "numerator", "denominator", ""
+    return spec.numerator, spec.denominator or "users", spec.description
+
+
+def _as_percent(m: MetricResult) -> bool:
+    """Rates print as percentages: proportions, and ratios whose numerator never
+    exceeds the denominator (CTR); other ratios (average order value) as numbers."""
+    if m.kind == "proportion":
+        return True
+    if m.kind == "ratio":
+        return all(
+            v.denominator > 0 and 0 <= v.numerator <= v.denominator
+            for v in (m.control, m.treatment)
+        )
+    return False
+
+
+def _bars(lifts: Sequence[Lift]) -> tuple[list[IntervalBar], tuple[Tick, ...]]:
+    """The bar of each lift's interval on one scale shared by a table, and the
+    labels of that scale's axis."""
+    scale = bar_scale([lift.interval for lift in lifts])
+    return [interval_bar(scale, lift.interval, lift.effect) for lift in lifts], bar_axis(scale)
+
+
+def _metric_table(role: Role, results: list[MetricResult]) -> MetricTable:
+    lifts = [m.comparison.relative for m in results]
+    bars, axis = _bars(lifts)
+    rows = []
+    for m, rel, bar in zip(results, lifts, bars, strict=True):
+        numerator, denominator, description = _names(m)
+        lower_is_better = online_lower_is_better(m.metric)
+        rows.append(
+            MetricRow(
+                result=m,
+                interval=rel.interval,
+                corrected=rel.ci_adjusted is not None,
+                tone=tone(m.significant, m.comparison.absolute.effect, lower_is_better),
+                as_percent=_as_percent(m),
+                numerator=numerator,
+                denominator=denominator,
+                description=description,
+                lower_is_better=lower_is_better,
+                bar=bar,
+            )
+        )
+    anchor, title, note = _ROLE_TITLES[role]
+    return MetricTable(
+        role=role, anchor=anchor, title=title, note=note, rows=tuple(rows), axis=axis
+    )
+
+
+def metric_tables(report: ExperimentReport) -> tuple[MetricTable, ...]:
+    """The primary, guardrail and secondary tables; a role without metrics has none."""
+    roles: tuple[Role, ...] = ("primary", "guardrail", "secondary")
+    by_role = {role: [m for m in report.metrics if m.role == role] for role in roles}
+    return tuple(_metric_table(role, by_role[role]) for role in roles if by_role[role])
+
+
+# --------------------------------------------------------------------------- over time
+
+
+def lift_charts(report: ExperimentReport) -> tuple[LiftChart, ...]:
+    """One cumulative-lift chart per metric and treatment arm with daily points."""
+    series: dict[tuple[str, str], list[DayLift]] = {}
+    for p in report.daily:
+        series.setdefault((p.metric, p.arm), []).append(DayLift(p.day, p.relative_lift, p.ci))
+    return tuple(
+        lift_chart(metric, metric_label(report, metric), arm, sorted(points, key=lambda d: d.day))
+        for (metric, arm), points in series.items()
+    )
+
+
+def daily_users_chart(report: ExperimentReport, control: str) -> UsersChart | None:
+    """Cumulative users per day per arm (control first); None without daily points."""
+    if not report.daily:
+        return None
+    days = sorted({p.day for p in report.daily})
+    by_day: dict[str, dict[str, int]] = {d: {} for d in days}
+    for p in report.daily:
+        by_day[p.day][control] = p.control_users
+        by_day[p.day][p.arm] = p.treatment_users
+    arms = [control] + [a.arm for a in report.arms if a.arm != control]
+    cumulative: dict[str, list[int]] = {}
+    for arm in arms:
+        values, last = [], 0
+        for d in days:
+            last = by_day[d].get(arm, last)
+            values.append(last)
+        if any(values):
+            cumulative[arm] = values
+    return users_chart(days, cumulative)
+
+
+# --------------------------------------------------------------------------- power
+
+
+def power_lines(report: ExperimentReport, total_users: int) -> tuple[PowerLine, ...]:
+    """Power per primary metric and arm, with the share of the needed users reached."""
+    lines = []
+    for p in report.power:
+        needed = p.needed_for_target.total_users
+        progress = min(total_users / needed, 1.0) if needed else None
+        lines.append(PowerLine(info=p, label=metric_label(report, p.metric), progress=progress))
+    return tuple(lines)
+
+
+# --------------------------------------------------------------------------- offline, segments
+
+
+def offline_table(report: ExperimentReport) -> OfflineTable | None:
+    """The replayed offline metrics beside the online metric each is compared with."""
+    if not report.offline:
+        return None
+    lifts = [o.comparison.relative for o in report.offline]
+    bars, axis = _bars(lifts)
+    rows = tuple(
+        OfflineRow(
+            result=o,
+            online=next(
+                (m for m in report.metrics if m.metric == o.agrees_with and m.arm == o.arm), None
+            ),
+            interval=rel.interval,
+            bar=bar,
+            tone=tone(excludes_zero(rel.interval), rel.effect, offline_lower_is_better(o.metric)),
+        )
+        for o, rel, bar in zip(report.offline, lifts, bars, strict=True)
+    )
+    return OfflineTable(rows=rows, axis=axis)
+
+
+def segment_table(report: ExperimentReport) -> SegmentTable | None:
+    """The segment breakdown, primary metrics first; None without one."""
+    if not report.segments:
+        return None
+    lifts = [g.comparison.relative for g in report.segments]
+    bars, axis = _bars(lifts)
+    rows = []
+    for g, rel, bar in zip(report.segments, lifts, bars, strict=True):
+        significant = g.comparison.status == "ok" and excludes_zero(rel.interval)
+        rows.append(
+            SegmentRow(
+                result=g,
+                label=metric_label(report, g.metric),
+                interval=rel.interval,
+                significant=significant,
+                tone=tone(significant, rel.effect, online_lower_is_better(g.metric)),
+                bar=bar,
+            )
+        )
+    order = {m: i for i, m in enumerate(report.settings.primary)}
+    rows.sort(key=lambda r: (order.get(r.result.metric, len(order)), r.result.metric))
+    return SegmentTable(
+        segment=report.settings.segment or report.segments[0].segment,
+        rows=tuple(rows),
+        axis=axis,
+    )
+
+
+# --------------------------------------------------------------------------- methodology
+
+
+def statistics_table(report: ExperimentReport) -> StatisticsTable:
+    """The sufficient statistics per arm, transposed: one row per sum."""
+    stats = report.methodology.sufficient_statistics
+    order = [a.arm for a in report.arms if a.arm in stats]
+    order += [a for a in stats if a not in order]
+    sums: dict[str, list[float | None]] = {}
+    cross: dict[str, list[float | None]] = {}
+    users: list[int | None] = []
+    for i, arm in enumerate(order):
+        entry = stats[arm] if isinstance(stats[arm], dict) else {}
+        n = entry.get("n")
+        users.append(int(n) if isinstance(n, int | float) else None)
+        for target, key in ((sums, "sum"), (cross, "centred_cross_products")):
+            values = entry.get(key) or {}
+            for name, value in values.items():
+                target.setdefault(name, [None] * len(order))[i] = value
+    return StatisticsTable(
+        arms=tuple(order),
+        users=tuple(users),
+        sums=tuple((k, tuple(v)) for k, v in sums.items()),
+        cross=tuple((k, tuple(v)) for k, v in cross.items()),
+    )

@@ -1,0 +1,49 @@
+"""Which colour a result gets on the HTML pages, and the metric direction it needs.
+
+A row is coloured only when its result is significant: ``good`` when the effect
+goes the metric's good way, ``bad`` when it goes the other way, ``""`` (no
+colour) otherwise. The direction is a fact of the metric's definition
+(``lower_is_better``): :data:`abeval.analysis.online_metrics.METRICS` for the
+online metrics, :mod:`abeval.metrics` for the offline ones; nothing here keeps a
+list of its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal
+
+from abeval.analysis.online_metrics import METRICS
+from abeval.errors import AbevalError
+from abeval.metrics.registry import definition
+
+Tone = Literal["good", "bad", ""]
+
+
+def tone(significant: bool, effect: float | None, lower_is_better: bool) -> Tone:
+    """``good`` or ``bad`` for a significant, non-zero ``effect`` (by the metric's
+    direction), ``""`` for anything else."""
+    if not significant or effect is None or effect == 0:
+        return ""
+    better = effect < 0 if lower_is_better else effect > 0
+    return "good" if better else "bad"
+
+
+def excludes_zero(ci: Sequence[float] | None) -> bool:
+    """True when the interval ``ci`` lies wholly above or below zero."""
+    return ci is not None and (ci[0] > 0 or ci[1] < 0)
+
+
+def online_lower_is_better(metric: str) -> bool:
+    """The direction of the online metric called ``metric`` (False when unknown)."""
+    found = METRICS.get(metric)
+    return found is not None and found.lower_is_better
+
+
+def offline_lower_is_better(label: str) -> bool:
+    """The direction of the offline metric labelled ``label`` (``rmse``,
+    ``ndcg@10``), from its definition; False for a name the registry does not know."""
+    try:
+        return definition(label.split("@", 1)[0]).lower_is_better
+    except AbevalError:
+        return False
