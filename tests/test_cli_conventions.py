@@ -104,3 +104,25 @@ def test_power_targets_are_checked(args: list[str], message: str) -> None:
     result = runner.invoke(app, ["power", *base, *args])
     assert result.exit_code == 2, result.output
     assert result.stderr.splitlines()[-1] == f"Error: {message}"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["ingest"],
+        ["rejects"],
+        ["migrate"],
+        ["experiments"],
+        ["experiment", "set"],
+        ["report"],
+        ["power"],
+        ["demo"],
+        ["evaluate"],
+    ],
+    ids=" ".join,
+)
+def test_help_names_what_an_option_takes(command: list[str]) -> None:
+    result = runner.invoke(app, [*command, "--help"])
+    assert result.exit_code == 0
+    # Options say what they take (FILE, NAME, K,K...), not their Python type.
+    assert not re.search(r"--[a-z-]+ <(str|list\[str\])>", result.stdout), result.stdout

@@ -181,7 +181,7 @@ def test_default_out_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
 def test_unknown_format_names_html(tmp_path: Path):
     inputs = write_inputs(tmp_path, {"a": 0.0})
     result = runner.invoke(app, [*cli_args(inputs, predictions=False), "--format", "pdf"])
-    assert result.exit_code == 1
+    assert result.exit_code == 2  # a usage error, like every unknown choice
     assert "html" in result.stderr
 
 

@@ -2,7 +2,7 @@
 the same tests as the online metrics, and checked for agreement with the online
 lift.
 
-Agreement (DESIGN.md, question 3) compares directions: an offline metric
+Agreement (docs/metrics.md#log-replay) compares directions: an offline metric
 *agrees* when its lift and the online reference lift (the first primary
 metric) are both significant and of the same sign, *disagrees* when both are
 significant with opposite signs, and is *inconclusive* otherwise.

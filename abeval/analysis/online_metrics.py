@@ -1,4 +1,4 @@
-"""The online metrics (METRICS.md, "Online metrics"): one definition each, in terms
+"""The online metrics (docs/metrics.md#online-metrics): one definition each, in terms
 of the per-user variables that the store aggregates.
 
 A metric is a mean of a per-user value, a proportion of users, or a ratio of two

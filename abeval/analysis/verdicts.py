@@ -45,7 +45,7 @@ def _verdict(
     m: MetricResult, harmed: list[MetricResult], health: Health, o: ReportOptions
 ) -> tuple[Verdict, str]:
     rel = m.comparison.relative
-    ci = rel.ci_adjusted or rel.ci
+    ci = rel.interval
     lift = f"{pct(rel.effect)} {interval(ci)}" if ci else NA
     if health.srm.flagged:
         return "invalid", (

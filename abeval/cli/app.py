@@ -53,6 +53,7 @@ DbOption = Annotated[
     str | None,
     typer.Option(
         "--db",
+        metavar="PATH|URL",
         help="Store: a DuckDB file path or a SQLAlchemy URL "
         "(default: $ABEVAL_DB, else ./abeval.duckdb).",
         show_default=False,

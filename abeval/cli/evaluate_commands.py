@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 
+from abeval.choices import ApDenominator, Duplicates, Empty, EvaluateFormat, Gain, Missing
 from abeval.cli.app import app, command
 from abeval.errors import AbevalError
 from abeval.files import write_atomic
@@ -29,6 +30,7 @@ def evaluate_command(
         typer.Option(
             "--truth",
             "-t",
+            metavar="FILE",
             help="Held-out truth: user_id, item_id and optionally relevance or rating "
             "(CSV, CSV.gz, Parquet or JSONL).",
             show_default=False,
@@ -39,6 +41,7 @@ def evaluate_command(
         typer.Option(
             "--recommendations",
             "-r",
+            metavar="FILE",
             help="Recommendations: user_id, item_id and rank or score. Repeat to compare "
             "models; the first is the baseline.",
             show_default=False,
@@ -48,6 +51,7 @@ def evaluate_command(
         list[str] | None,
         typer.Option(
             "--predictions",
+            metavar="FILE",
             help="Rating predictions: user_id, item_id, prediction (for rmse and mae). Repeatable.",
             show_default=False,
         ),
@@ -56,6 +60,7 @@ def evaluate_command(
         str | None,
         typer.Option(
             "--items",
+            metavar="FILE",
             help="Catalogue: item_id and optionally category or features (a list of numbers), "
             "for coverage, Gini and diversity.",
             show_default=False,
@@ -65,17 +70,21 @@ def evaluate_command(
         str | None,
         typer.Option(
             "--history",
+            metavar="FILE",
             help="Users' past interactions (user_id, item_id): the reference for novelty and "
             "co-occurrence similarity, and needed for serendipity.",
             show_default=False,
         ),
     ] = None,
-    k: Annotated[str, typer.Option("--k", help="Cutoffs, comma-separated.")] = "5,10",
+    k: Annotated[
+        str, typer.Option("--k", metavar="K,K...", help="Cutoffs, comma-separated.")
+    ] = "5,10",
     metrics: Annotated[
         str | None,
         typer.Option(
             "--metrics",
             "-m",
+            metavar="METRICS",
             help="Comma-separated metrics, e.g. ndcg@10,ap@10,mrr,coverage@10. A name without "
             "@K takes every --k where the metric needs a cutoff; ndcg, ap and mrr without @K use "
             "the whole list. Default: precision, recall, ap, ndcg, hit_rate at every K, mrr, "
@@ -83,7 +92,7 @@ def evaluate_command(
             show_default=False,
         ),
     ] = None,
-    fmt: Annotated[str, typer.Option("--format", help="text, json or html.")] = "text",
+    fmt: Annotated[EvaluateFormat, typer.Option("--format", help="What to write.")] = "text",
     out: Annotated[
         Path | None,
         typer.Option(
@@ -98,12 +107,13 @@ def evaluate_command(
         str | None,
         typer.Option(
             "--per-user",
+            metavar="FILE",
             help="Write each user's value of every ranking metric to this file (.csv or .parquet).",
             show_default=False,
         ),
     ] = None,
     ap_denominator: Annotated[
-        str,
+        ApDenominator,
         typer.Option(
             "--ap-denominator",
             help="AP denominator: R (trec_eval map_cut), min_rk = min(R, K) (Spark, RecBole), "
@@ -111,10 +121,11 @@ def evaluate_command(
         ),
     ] = "R",
     gain: Annotated[
-        str, typer.Option("--gain", help="NDCG gain: linear (trec_eval), exp2 (2^r - 1), binary.")
+        Gain,
+        typer.Option("--gain", help="NDCG gain: linear (trec_eval), exp2 (2^r - 1), binary."),
     ] = "linear",
     empty: Annotated[
-        str,
+        Empty,
         typer.Option(
             "--empty",
             help="Users with no relevant item: skip (left out of recall, AP, NDCG, MRR, AUC "
@@ -122,7 +133,7 @@ def evaluate_command(
         ),
     ] = "skip",
     duplicates: Annotated[
-        str,
+        Duplicates,
         typer.Option(
             "--duplicates",
             help="An item twice in one list: error, or dedupe (count it once at its best "
@@ -130,7 +141,7 @@ def evaluate_command(
         ),
     ] = "error",
     missing: Annotated[
-        str,
+        Missing,
         typer.Option(
             "--missing",
             help="Truth users without recommendations: skip (counted) or zero (score 0, as "
@@ -153,16 +164,14 @@ def evaluate_command(
 ) -> None:
     """Evaluate recommendation files against held-out truth (ranking metrics, beyond-accuracy
     metrics, RMSE/MAE) and compare models, paired over users."""
-    if fmt not in ("text", "json", "html"):
-        raise AbevalError(f"--format {fmt!r}: use text, json or html")
     from abeval.analysis.evaluate import evaluate
     from abeval.metrics import Conventions
 
     conventions = Conventions(
-        ap_denominator=ap_denominator,  # type: ignore[arg-type]
-        gain=gain,  # type: ignore[arg-type]
-        empty=empty,  # type: ignore[arg-type]
-        duplicates=duplicates,  # type: ignore[arg-type]
+        ap_denominator=ap_denominator,
+        gain=gain,
+        empty=empty,
+        duplicates=duplicates,
     )
     result = evaluate(
         truth,

@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated
 
 import typer
 
+from abeval.choices import Correction, ReportFormat
 from abeval.cli.app import DbOption, app, command, require, require_positive
 from abeval.files import write_atomic
-
-ReportFormat = Literal["html", "json", "text"]
-Correction = Literal["holm", "bh"]
 
 
 def _write(text: str, out: Path | None) -> None:
@@ -25,7 +23,9 @@ def _write(text: str, out: Path | None) -> None:
 
 @command(app, "report")
 def report(
-    experiment: Annotated[str, typer.Option("--experiment", "-e", help="Experiment key.")],
+    experiment: Annotated[
+        str, typer.Option("--experiment", "-e", metavar="NAME", help="Experiment key.")
+    ],
     fmt: Annotated[
         ReportFormat, typer.Option("--format", "-f", help="What to write (default html).")
     ] = "html",
@@ -39,7 +39,8 @@ def report(
         ),
     ] = None,
     control: Annotated[
-        str | None, typer.Option(help="Control arm (default: recorded, else 'control').")
+        str | None,
+        typer.Option(metavar="ARM", help="Control arm (default: recorded, else 'control')."),
     ] = None,
     alpha: Annotated[float, typer.Option(help="Two-sided significance level.")] = 0.05,
     correction: Annotated[
@@ -55,19 +56,24 @@ def report(
         int, typer.Option("--cuped-days", help="CUPED pre-period in days (0 turns CUPED off).")
     ] = 14,
     segment: Annotated[
-        str | None, typer.Option(help="Break down by this event attribute (e.g. device).")
+        str | None,
+        typer.Option(metavar="ATTRIBUTE", help="Break down by this event attribute (e.g. device)."),
     ] = None,
     primary: Annotated[
-        str | None, typer.Option(help="Primary metrics, comma-separated (default ctr,conversion).")
+        str | None,
+        typer.Option(
+            metavar="METRICS", help="Primary metrics, comma-separated (default ctr,conversion)."
+        ),
     ] = None,
     guardrails: Annotated[
-        str | None, typer.Option(help="Guardrail metrics (default impressions_per_user).")
+        str | None,
+        typer.Option(metavar="METRICS", help="Guardrail metrics (default impressions_per_user)."),
     ] = None,
     target_mde: Annotated[
         float, typer.Option("--target-mde", help="Relative lift the test should detect.")
     ] = 0.02,
     k: Annotated[
-        str, typer.Option("--k", help="Cutoffs of the replayed offline metrics.")
+        str, typer.Option("--k", metavar="K,K...", help="Cutoffs of the replayed offline metrics.")
     ] = "5,10",
     offline: Annotated[bool, typer.Option(help="Replay offline metrics from the logs.")] = True,
     db: DbOption = None,

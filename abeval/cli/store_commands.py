@@ -7,18 +7,15 @@ import json
 import signal
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Literal
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from abeval.choices import FileFormat, OnError
 from abeval.cli.app import DbOption, JsonOption, app, command
 
 if TYPE_CHECKING:
     from abeval.store.ingest import IngestSummary
-
-# The choices of `abeval ingest` (the same as abeval.store.ingest.Format and OnError).
-FileFormat = Literal["csv", "parquet", "jsonl"]
-OnError = Literal["abort", "skip"]
 
 experiment_app = typer.Typer(help="Record settings of one experiment.", no_args_is_help=True)
 app.add_typer(experiment_app, name="experiment")
@@ -37,7 +34,8 @@ def _progress(enabled: bool) -> object:
 @command(app, "ingest")
 def ingest(
     files: Annotated[
-        list[Path], typer.Argument(help="Event files: .csv, .csv.gz, .parquet, .jsonl.")
+        list[Path],
+        typer.Argument(metavar="FILE", help="Event files: .csv, .csv.gz, .parquet, .jsonl."),
     ],
     db: DbOption = None,
     fmt: Annotated[
@@ -208,10 +206,11 @@ def _count(n: int, noun: str) -> str:
 
 @command(experiment_app, "set")
 def experiment_set(
-    experiment: Annotated[str, typer.Argument(help="Experiment key.")],
-    control: Annotated[str | None, typer.Option(help="The control arm.")] = None,
+    experiment: Annotated[str, typer.Argument(metavar="EXPERIMENT", help="Experiment key.")],
+    control: Annotated[str | None, typer.Option(metavar="ARM", help="The control arm.")] = None,
     split: Annotated[
-        str | None, typer.Option(help="Expected split, e.g. control=50,treatment=50.")
+        str | None,
+        typer.Option(metavar="ARM=SHARE,...", help="Expected split, e.g. control=50,treatment=50."),
     ] = None,
     db: DbOption = None,
 ) -> None:

@@ -1,4 +1,4 @@
-"""Offline metric definitions and their SQL kernels (METRICS.md).
+"""Offline metric definitions and their SQL kernels (docs/metrics.md#offline-metrics).
 
 One module per metric, each with its formula and reference in the docstring
 and one :class:`~abeval.metrics.base.MetricDefinition`. The registry parses

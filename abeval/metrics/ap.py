@@ -2,7 +2,7 @@
 
     ap@K = Σ_{i ≤ K, rel(i) > 0} precision@i / D,   precision@i = hits@i / i
 
-The denominator D is a convention (METRICS.md):
+The denominator D is a convention (docs/metrics.md#ap):
 
 - ``R`` (default): the number of relevant items for the list, as trec_eval's
   ``map_cut_K`` (and ``map`` over the whole list) does;

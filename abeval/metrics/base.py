@@ -174,7 +174,7 @@ class MetricDefinition:
     - ``cutoff``: whether the name takes ``@K``.
     - ``options``: the :class:`~abeval.metrics.spec.Conventions` fields that apply.
     - ``skips_empty``: left out of the averages for lists with R = 0 under
-      ``empty=skip`` (METRICS.md: recall, AP, NDCG, MRR, AUC).
+      ``empty=skip`` (recall, AP, NDCG, MRR, AUC; docs/metrics.md#ranking-conventions).
     - ``per_list``: the per-list SQL expression (ranking metrics).
     - ``undefined``: an extra SQL condition under which a list has no value, and
       the reason counted in the output (AUC without a pair).

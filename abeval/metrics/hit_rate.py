@@ -3,8 +3,7 @@
     hit_rate@K = 1 if hits@K > 0 else 0
 
 The share of lists with at least one relevant item in the top K. Lists with no
-relevant item score 0 and stay in the average (METRICS.md lists hit rate among
-the metrics that keep them).
+relevant item score 0 and stay in the average (docs/metrics.md#hit_rate).
 
 Reference: Deshpande and Karypis, "Item-based top-N recommendation algorithms",
 ACM TOIS 22(1), 2004 (hit-rate, HR).

@@ -4,7 +4,7 @@
 
 hits@K is the number of relevant items (gain > 0) at ranks 1..K. The divisor is
 K even when the list is shorter than K, as trec_eval's ``P_K`` does. Lists with
-no relevant item score 0 and stay in the average (METRICS.md).
+no relevant item score 0 and stay in the average (docs/metrics.md#precision).
 
 Reference: Manning, Raghavan and Schütze, *Introduction to Information
 Retrieval* (2008), section 8.4; trec_eval ``P_K``.

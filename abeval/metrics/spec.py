@@ -4,7 +4,8 @@ A :class:`MetricSpec` is what the rest of abeval passes around: ``ndcg@10`` with
 gain ``linear`` and empty lists ``skip`` is a different spec from ``ndcg@10`` with
 gain ``exp2``. Specs are frozen and hashable; their :attr:`MetricSpec.label` is the
 name shown to users and :attr:`MetricSpec.convention` the conventions printed
-with every result (METRICS.md: "never mixes them silently"). The registry
+with every result, never mixing conventions silently
+(docs/metrics.md#ranking-conventions). The registry
 (:mod:`abeval.metrics.registry`) makes specs and hands each its resolved
 :class:`~abeval.metrics.base.MetricDefinition`, so a spec never looks a name up.
 """
@@ -12,22 +13,18 @@ with every result (METRICS.md: "never mixes them silently"). The registry
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, get_args
 
+from abeval.choices import ApDenominator, Duplicates, Empty, Gain
 from abeval.errors import AbevalError
 
 if TYPE_CHECKING:
     from abeval.metrics.base import MetricDefinition
 
-ApDenominator = Literal["R", "min_rk", "hits"]
-Gain = Literal["linear", "exp2", "binary"]
-Empty = Literal["skip", "zero"]
-Duplicates = Literal["error", "dedupe"]
-
-AP_DENOMINATORS: tuple[str, ...] = ("R", "min_rk", "hits")
-GAINS: tuple[str, ...] = ("linear", "exp2", "binary")
-EMPTY: tuple[str, ...] = ("skip", "zero")
-DUPLICATES: tuple[str, ...] = ("error", "dedupe")
+AP_DENOMINATORS: tuple[str, ...] = get_args(ApDenominator)
+GAINS: tuple[str, ...] = get_args(Gain)
+EMPTY: tuple[str, ...] = get_args(Empty)
+DUPLICATES: tuple[str, ...] = get_args(Duplicates)
 
 
 def _check_choice(option: str, value: str, choices: tuple[str, ...]) -> None:
@@ -37,7 +34,7 @@ def _check_choice(option: str, value: str, choices: tuple[str, ...]) -> None:
 
 @dataclass(frozen=True)
 class Conventions:
-    """The options that change what a metric means (METRICS.md, "options").
+    """The options that change what a metric means (docs/metrics.md#ranking-conventions).
 
     - ``ap_denominator``: ``R`` (trec_eval ``map_cut_K``), ``min_rk`` = min(R, K)
       (Spark, recommenders, RecBole), ``hits`` = relevant items retrieved in the

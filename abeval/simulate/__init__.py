@@ -1,6 +1,6 @@
 """Simulated experiment logs with known true effects.
 
-:func:`simulate` returns an Arrow table in the event format of ``DESIGN.md`` §2
+:func:`simulate` returns an Arrow table in the event format (docs/architecture.md#the-event-format)
 (plus one column per configured segment); :func:`write_events` writes one to
 ``.csv``, ``.csv.gz``, ``.parquet`` or ``.jsonl`` in chunks; :func:`expected_effects`
 gives the truth the analysis should recover. Everything is vectorised (numpy)

@@ -1,8 +1,8 @@
 """The statistics layer: per-arm sufficient statistics in, frozen results out.
 
 Pure functions, no SQL and no I/O. Conventions follow GrowthBook's gbstats
-where both define a thing (DESIGN.md section 4), checked against
-``reference/gbstats.json``. Degenerate inputs never raise and never give NaN:
+where both define a thing (docs/metrics.md#comparing-arms), checked against
+``tests/stats/data/gbstats_reference.json``. Degenerate inputs never raise and never give NaN:
 the result carries a ``status`` and a ``message`` and ``None`` where a number
 is not defined.
 """

@@ -29,7 +29,7 @@ mean, and its delta-method variance follows gbstats
 This is the delta method for (adjT − adjC)/ȳC with the control-side gradient
 evaluated at −ȳT/ȳC² instead of −(ȳT − θ(x̄T − x̄C))/ȳC²; the two agree
 asymptotically (x̄T − x̄C → 0 under randomisation) and the former is what
-``reference/gbstats.json`` checks.
+``tests/stats/data/gbstats_reference.json`` checks (docs/metrics.md#cuped).
 
 When the pooled covariate has no variance (a new metric, no pre-period data),
 θ is undefined and the comparison falls back to the unadjusted estimate, noted

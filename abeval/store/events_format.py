@@ -1,4 +1,4 @@
-"""The event format (DESIGN.md section 2) as data: column names, types and the
+"""The event format (docs/architecture.md#the-event-format) as data: column names, types and the
 row checks that ingest applies, each with the reason a user sees.
 
 Staging is three layers of one SELECT so that each conversion runs once per row:

@@ -1,6 +1,6 @@
 """The analysed population of an experiment, as SQL common table expressions.
 
-DESIGN.md section 2: the population is the users with an ``exposure`` event when
+The population (docs/metrics.md#per-user-values) is the users with an ``exposure`` event when
 the experiment has any, else the users with any event. A user seen in more than
 one arm is contaminated: counted and left out. ``first_ts`` is the user's first
 qualifying event (the start of their post-exposure period; CUPED's pre-period ends

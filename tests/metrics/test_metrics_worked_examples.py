@@ -1,4 +1,4 @@
-"""Every worked example of METRICS.md, through the production SQL kernel (to 6 decimals)."""
+"""The examples of docs/metrics.md#tested-examples, through the production SQL kernel."""
 
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ metrics are computed there by the same SQL kernels as log replay
 passes through Python; only per-user values come back for the paired model
 comparison (:mod:`abeval.stats.paired`).
 
-Conventions (METRICS.md):
+Conventions (docs/metrics.md#evaluate-from-files, docs/metrics.md#ranking-conventions):
 
 - a recommendation file has ``user_id``, ``item_id`` and ``rank`` or ``score``;
   ranks are recomputed 1..n per user by ``rank`` ascending, else ``score``

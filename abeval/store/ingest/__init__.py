@@ -47,8 +47,10 @@ The package, one responsibility a module:
 - :mod:`~abeval.store.ingest.summary`: :class:`IngestSummary`, what the caller gets.
 """
 
+from abeval.choices import FileFormat as Format
+from abeval.choices import OnError
 from abeval.store.ingest.run import ingest_file
 from abeval.store.ingest.source import detect_format
-from abeval.store.ingest.summary import Format, IngestSummary, OnError
+from abeval.store.ingest.summary import IngestSummary
 
 __all__ = ["Format", "IngestSummary", "OnError", "detect_format", "ingest_file"]

@@ -11,6 +11,7 @@ import contextlib
 from pathlib import Path
 from typing import Any
 
+from abeval.choices import FileFormat as Format
 from abeval.store.events_format import (
     KNOWN,
     bad_expression,
@@ -22,7 +23,6 @@ from abeval.store.events_format import (
 )
 from abeval.store.ingest.source import Source
 from abeval.store.ingest.staging import drop_rejects
-from abeval.store.ingest.summary import Format
 from abeval.store.quoting import quote_literal
 
 # DuckDB's reject types, as a user would put them.

@@ -12,7 +12,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from abeval.store.ingest.summary import Format, IngestSummary
+from abeval.choices import FileFormat as Format
+from abeval.store.ingest.summary import IngestSummary
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection

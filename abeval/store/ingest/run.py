@@ -8,11 +8,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from abeval.choices import OnError
 from abeval.store.ingest.direct import load_direct
 from abeval.store.ingest.record import Checksum, Job
 from abeval.store.ingest.source import check_file
 from abeval.store.ingest.staged import load_staged
-from abeval.store.ingest.summary import IngestSummary, OnError
+from abeval.store.ingest.summary import IngestSummary
 
 if TYPE_CHECKING:
     from abeval.store.engine import Store

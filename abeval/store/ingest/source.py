@@ -8,10 +8,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
+from abeval.choices import FileFormat as Format
 from abeval.errors import InputError
 from abeval.files import FORMATS, split_name
 from abeval.store.events_format import KNOWN, REQUIRED
-from abeval.store.ingest.summary import Format
 from abeval.store.quoting import quote_literal
 
 JSON_SAMPLE_LINES = 20_480

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from abeval.choices import OnError
 from abeval.errors import InputError
 from abeval.store.ingest.locate import collect_errors, first_errors
 from abeval.store.ingest.postgres_copy import insert_via_copy
@@ -17,7 +18,7 @@ from abeval.store.ingest.record import Job, finish, next_ingest_id
 from abeval.store.ingest.repeats import delete_repeats, first_copies, may_repeat
 from abeval.store.ingest.source import Source, first_line
 from abeval.store.ingest.staging import EVENT_COLUMNS, drop_temp, prepare, stage_sql
-from abeval.store.ingest.summary import IngestSummary, OnError
+from abeval.store.ingest.summary import IngestSummary
 from abeval.store.quoting import quote_literal
 
 if TYPE_CHECKING:

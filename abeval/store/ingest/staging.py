@@ -8,9 +8,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from abeval.choices import FileFormat as Format
 from abeval.store.events_format import KNOWN, bad_expression, extra_alias, extras, layered
 from abeval.store.ingest.source import Source, open_source
-from abeval.store.ingest.summary import Format
 from abeval.store.quoting import quote_literal
 
 EVENT_COLUMNS = (*KNOWN, "attributes", "row_key")

@@ -1,13 +1,10 @@
-"""What an ingest reports: the :class:`IngestSummary` of one file, and the names
-of the formats and error modes it accepts."""
+"""What an ingest reports: the :class:`IngestSummary` of one file. (The formats
+and error modes it accepts are :mod:`abeval.choices`' ``FileFormat`` and ``OnError``.)"""
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
-
-Format = Literal["csv", "parquet", "jsonl"]
-OnError = Literal["abort", "skip"]
+from typing import Any
 
 
 @dataclass(frozen=True)

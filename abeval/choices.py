@@ -1,0 +1,33 @@
+"""The options that take one of a few words, each defined once.
+
+The library checks its arguments against these; the CLI uses the same types,
+so ``--help`` lists the choices (``--gain <linear|exp2|binary>``) and a wrong
+word is a usage error before anything runs. Kept free of imports so that the
+CLI starts fast."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+#: Event files abeval reads (``ingest --format``).
+FileFormat = Literal["csv", "parquet", "jsonl"]
+#: What a bad row does to its file (``ingest --on-error``).
+OnError = Literal["abort", "skip"]
+
+#: What ``report --format`` writes.
+ReportFormat = Literal["html", "json", "text"]
+#: What ``evaluate --format`` writes.
+EvaluateFormat = Literal["text", "json", "html"]
+#: Multiple-testing correction (``report --correction``).
+Correction = Literal["holm", "bh"]
+
+#: AP's denominator: R (trec_eval), min(R, K), or the hits in the top K.
+ApDenominator = Literal["R", "min_rk", "hits"]
+#: NDCG's gain of a relevance grade r: r, 2^r - 1, or 1 for r > 0.
+Gain = Literal["linear", "exp2", "binary"]
+#: A list without a relevant item: left out of the average, or scored 0.
+Empty = Literal["skip", "zero"]
+#: An item twice in one list: an error, or counted once at its best position.
+Duplicates = Literal["error", "dedupe"]
+#: A truth user without recommendations: left out (counted), or scored 0.
+Missing = Literal["skip", "zero"]
