@@ -126,30 +126,27 @@ def parse_metrics(text: str | None, default: tuple[str, ...], option: str) -> tu
     return names
 
 
+def _ratio(m: Moments, num: str, den: str) -> RatioStats:
+    return RatioStats(
+        n=m.n,
+        m_sum=m.sums[num],
+        m_ss=m.ss(num),
+        d_sum=m.sums[den],
+        d_ss=m.ss(den),
+        cross=m.cp(num, den),
+    )
+
+
 def arm_stats(metric: OnlineMetric, m: Moments, cuped: bool) -> ArmStats:
     """Sufficient statistics of ``metric`` in one arm; CUPED-ready when ``cuped``."""
     num = metric.numerator
     if metric.kind == "ratio":
         den = metric.denominator or ""
-        post = RatioStats(
-            n=m.n,
-            m_sum=m.sums[num],
-            m_ss=m.ss(num),
-            d_sum=m.sums[den],
-            d_ss=m.ss(den),
-            cross=m.cp(num, den),
-        )
+        post = _ratio(m, num, den)
         if not cuped:
             return post
         pn, pd = f"pre_{num}", f"pre_{den}"
-        pre = RatioStats(
-            n=m.n,
-            m_sum=m.sums[pn],
-            m_ss=m.ss(pn),
-            d_sum=m.sums[pd],
-            d_ss=m.ss(pd),
-            cross=m.cp(pn, pd),
-        )
+        pre = _ratio(m, pn, pd)
         return RatioCupedStats(
             post=post,
             pre=pre,
