@@ -238,3 +238,44 @@ def test_statements_split_on_semicolons_at_line_ends(tmp_path: Path) -> None:
             assert conn.execute(text("SELECT s FROM a")).fetchall() == [("p;q",)]
     finally:
         store.close()
+
+
+def test_a_store_from_a_newer_abeval_is_refused(tmp_path: Path) -> None:
+    db = tmp_path / "newer.duckdb"
+    newer = folder(tmp_path, "newer", {"0099_future.sql": "CREATE TABLE future (x INTEGER);\n"})
+    with open_store(str(db), migrate=False) as store:
+        apply(store, newer)
+    before = db.read_bytes()
+    known = max(m.version for m in available())
+    for command in (["experiments"], ["migrate"], ["ingest", "missing.csv"]):
+        result = runner.invoke(app, [*command, "--db", str(db)])
+        assert result.exit_code == 1, result.output
+        assert result.stderr == (
+            f"Error: the store {db} has schema version 0099, newer than this abeval knows "
+            f"(up to {known:04d}): upgrade abeval (pip install --upgrade abeval), or use the abeval "
+            "that wrote it\n"
+        )
+    assert db.read_bytes() == before
+
+
+def test_migrate_says_when_the_bookkeeping_lost_a_row(tmp_path: Path) -> None:
+    db = tmp_path / "lost.duckdb"
+    with open_store(str(db)) as store, store.begin() as conn:
+        conn.execute(text("DELETE FROM schema_migrations WHERE version = 1"))
+    result = runner.invoke(app, ["migrate", "--db", str(db)])
+    assert result.exit_code == 1
+    line = result.stderr.strip()
+    assert "\n" not in line
+    assert line.startswith(
+        f"Error: the store {db} is not recorded as having migration 0001_initial, yet it "
+        "holds what that step creates ("
+    )
+    assert "already exists" in line
+    assert line.endswith(
+        "its schema_migrations table has lost a row. Nothing was changed: check the store, "
+        "then record the step with INSERT INTO schema_migrations (version, name, applied_at) "
+        "VALUES (1, 'initial', CURRENT_TIMESTAMP), or restore a backup"
+    )
+    with open_store(str(db), migrate=False) as store:
+        assert recorded(store) == []
+        assert "events" in tables(store)

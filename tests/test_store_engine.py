@@ -349,3 +349,29 @@ def test_store_faults_inside_a_command_name_the_store_and_the_fix() -> None:
         raise duckdb.InvalidInputException("a bad row: the caller handles it")
     with pytest.raises(ZeroDivisionError), store.faults():
         raise ZeroDivisionError  # not a database error: a bug keeps its traceback
+
+
+def test_passwords_are_masked_by_their_place_in_the_url_not_by_replacing_text() -> None:
+    url = "postgresql+psycopg://bob:se@db/ab"
+    message = "could not translate host name: Name or service not known"
+    assert _without_password(message, url) == message
+    assert _without_password("auth failed for se", url) == "auth failed for ***"
+    assert _without_password(f"cannot reach {url}", url) == (
+        "cannot reach postgresql+psycopg://bob:***@db/ab"
+    )
+    assert display_url("postgresql://bob:a/b@host/db") == "postgresql://bob:***@host/db"
+
+
+@pytest.mark.parametrize(
+    ("password", "fix"), [("p@ss", "@ as %40"), ("a/b@c", "/ as %2F, @ as %40")]
+)
+def test_a_password_a_url_cannot_hold_is_refused_without_showing_it(
+    password: str, fix: str
+) -> None:
+    result = runner.invoke(
+        app, ["experiments", "--db", f"postgresql+psycopg://bob:{password}@db/ab"]
+    )
+    assert result.exit_code == 1
+    assert password not in result.output
+    assert result.stderr.startswith("Error: --db postgresql+psycopg://bob:***@db/ab: the password")
+    assert result.stderr.endswith(f"percent-encode it ({fix})\n")

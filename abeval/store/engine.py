@@ -24,8 +24,6 @@ if TYPE_CHECKING:
     from sqlalchemy.engine import Connection, Engine
 
 DEFAULT_DB = "abeval.duckdb"
-# user:password@ in a URL that SQLAlchemy cannot parse.
-_CREDENTIALS = re.compile(r"(://[^/:@]*:)([^/]*)@")
 
 
 def resolve_url(db: str | None) -> str:
@@ -46,25 +44,54 @@ def display_url(url: str) -> str:
     try:
         parsed = make_url(url)
     except (ArgumentError, ValueError):
-        return _CREDENTIALS.sub(r"\1***@", url)
-    if parsed.drivername.startswith("duckdb"):
+        parsed = None
+    if parsed is not None and parsed.drivername.startswith("duckdb"):
         return parsed.database or ":memory:"
-    return parsed.render_as_string(hide_password=True)
+    user, password, rest = _split_credentials(url)
+    if password is None:
+        return parsed.render_as_string(hide_password=True) if parsed is not None else url
+    return f"{user}:***@{rest}"
+
+
+def _split_credentials(url: str) -> tuple[str, str | None, str]:
+    """``(scheme://user, password, host...)`` of a URL, or ``(url, None, "")`` when it
+    has no password. The user information runs to the *last* ``@`` before the
+    query, so a password with a raw ``@`` or ``/`` in it is masked whole (SQLAlchemy
+    would end it at the first ``@``, and its tail would show as the host)."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return url, None, ""
+    at = rest.split("?", 1)[0].rfind("@")
+    if at < 0 or ":" not in rest[:at]:
+        return url, None, ""
+    user, _, password = rest[:at].partition(":")
+    return f"{scheme}://{user}", password, rest[at + 1 :]
+
+
+def _check_password(url: str, shown: str) -> None:
+    """Refuse a password that a URL cannot hold as it is: SQLAlchemy would end it at
+    the first ``@`` and try to reach a host named after the rest of it."""
+    _, password, _ = _split_credentials(url)
+    bad = sorted({c for c in password or "" if c in "@/?#"})
+    if bad:
+        chars = " ".join(bad)
+        codes = ", ".join(f"{c} as %{ord(c):02X}" for c in bad)
+        raise StoreError(
+            f"--db {shown}: the password holds {chars}, which a URL cannot hold as it is; "
+            f"percent-encode it ({codes})"
+        )
 
 
 def _without_password(text: str, url: str) -> str:
-    """``text`` (a driver's message) with the URL's password masked wherever it appears."""
-    from sqlalchemy.engine import make_url
-    from sqlalchemy.exc import ArgumentError
-
-    try:
-        password = make_url(url).password
-    except (ArgumentError, ValueError):
-        match = _CREDENTIALS.search(url)
-        password = match.group(2) if match else None
-    if password:
-        text = text.replace(str(password), "***")
-    return text
+    """``text`` (a driver's message) without the URL's password: the URL itself is
+    shown masked, and the password is masked where it stands as a word of its own
+    (never inside another word: a password ``se`` leaves "service" alone)."""
+    _, password, _ = _split_credentials(url)
+    if not password:
+        return text
+    text = text.replace(url, display_url(url))
+    word = re.compile(r"(?<![\w])" + re.escape(password) + r"(?![\w])")
+    return word.sub("***", text)
 
 
 @dataclass
@@ -216,6 +243,7 @@ def open_store(
     """
     url = resolve_url(db)
     shown = display_url(url)
+    _check_password(url, shown)
     if url.startswith("duckdb"):
         _check_duckdb_file(url, shown, must_exist=read_only or not create)
     timeout = lock_timeout if lock_timeout is not None else _env_lock_timeout()

@@ -73,9 +73,35 @@ def applied_versions(conn: Connection) -> set[int]:
 
 
 def pending(store: Store, folder: Path | None = None) -> list[Migration]:
+    """The steps this abeval knows that the store has not recorded. A store that
+    records a step this abeval does not know was written by a newer abeval: it is
+    refused, read-only or not, rather than read with the wrong schema."""
     with store.connect() as conn:
         done = applied_versions(conn)
-    return [m for m in available(folder) if m.version not in done]
+    steps = available(folder)
+    unknown = sorted(done - {m.version for m in steps})
+    if unknown:
+        newest = max((m.version for m in steps), default=0)
+        raise StoreError(
+            f"the store {store.display} has schema version {unknown[-1]:04d}, newer than this "
+            f"abeval knows (up to {newest:04d}): upgrade abeval (pip install --upgrade abeval), "
+            "or use the abeval that wrote it"
+        )
+    return [m for m in steps if m.version not in done]
+
+
+def _already_there(step: Migration, reason: str, shown: str) -> StoreError | None:
+    """The error for a step whose objects exist although the step is not recorded:
+    the bookkeeping in ``schema_migrations`` lost its row."""
+    if "already exists" not in reason:
+        return None
+    return StoreError(
+        f"the store {shown} is not recorded as having migration "
+        f"{step.version:04d}_{step.name}, yet it holds what that step creates ({reason}); "
+        "its schema_migrations table has lost a row. Nothing was changed: check the store, "
+        "then record the step with INSERT INTO schema_migrations (version, name, applied_at) "
+        f"VALUES ({step.version}, '{step.name}', CURRENT_TIMESTAMP), or restore a backup"
+    )
 
 
 def apply(store: Store, folder: Path | None = None) -> list[Migration]:
@@ -99,11 +125,19 @@ def apply(store: Store, folder: Path | None = None) -> list[Migration]:
                 )
         except Exception as exc:
             first = str(exc).strip().splitlines()[0]
+            lost = _already_there(step, _driver_reason(exc), store.display)
+            if lost is not None:
+                raise lost from None
             raise StoreError(
                 f"migration {step.version:04d}_{step.name} failed and was rolled back: {first}"
             ) from exc
         done_steps.append(step)
     return done_steps
+
+
+def _driver_reason(exc: BaseException) -> str:
+    orig = getattr(exc, "orig", None) or exc
+    return str(orig).strip().splitlines()[0] if str(orig).strip() else type(orig).__name__
 
 
 def ensure_current(store: Store, folder: Path | None = None) -> None:
