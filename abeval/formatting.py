@@ -18,6 +18,17 @@ from typing import Any
 NA = "n/a"
 
 
+def printable(text: str) -> str:
+    """``text`` safe to print on a terminal: every character that is not printable
+    (escape sequences, newlines, tabs, zero-width and direction marks) is written
+    as its Python escape, so a name such as ``\\x1b]0;pwned\\a`` cannot retitle
+    the terminal or break a one-line message. Other text, accents included, is
+    kept as it is."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
 def pct(x: float | None, digits: int = 2) -> str:
     """A signed percentage of a share: ``0.0132`` → ``+1.32%``."""
     if x is None:

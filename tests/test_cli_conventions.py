@@ -4,12 +4,14 @@ errors with exit code 2."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from abeval import __version__
 from abeval.cli import app
+from abeval.formatting import printable
 
 runner = CliRunner()
 
@@ -126,3 +128,29 @@ def test_help_names_what_an_option_takes(command: list[str]) -> None:
     assert result.exit_code == 0
     # Options say what they take (FILE, NAME, K,K...), not their Python type.
     assert not re.search(r"--[a-z-]+ <(str|list\[str\])>", result.stdout), result.stdout
+
+
+def test_names_printed_to_a_terminal_have_control_characters_escaped(tmp_path: Path) -> None:
+    hostile = "\x1b]0;pwned\x07"
+    events = tmp_path / "e.csv"
+    events.write_text(
+        "experiment,arm,user_id,ts,event_type\n"
+        f'"{hostile}",control,u1,2024-05-01T00:00:00Z,exposure\n'
+        f'"{hostile}",treatment,u2,2024-05-01T00:00:00Z,exposure\n',
+        encoding="utf-8",
+    )
+    db = str(tmp_path / "s.duckdb")
+    assert runner.invoke(app, ["ingest", str(events), "--db", db]).exit_code == 0
+    listed = runner.invoke(app, ["experiments", "--db", db])
+    assert listed.exit_code == 0
+    assert "\x1b" not in listed.stdout and "\x07" not in listed.stdout
+    assert listed.stdout.startswith("\\x1b]0;pwned\\x07  2024-05-01")
+    missing = runner.invoke(app, ["report", "-e", hostile + "x", "--db", db, "--format", "json"])
+    assert missing.exit_code == 1
+    assert "\x1b" not in missing.stderr
+    assert "\\x1b]0;pwned\\x07x" in missing.stderr
+
+
+def test_printable_keeps_text_and_escapes_controls() -> None:
+    assert printable("ctr für Öl · 5%") == "ctr für Öl · 5%"
+    assert printable("a\tb\nc\u200bd\x9b") == "a\\tb\\nc\\u200bd\\x9b"

@@ -252,8 +252,8 @@ def test_a_store_from_a_newer_abeval_is_refused(tmp_path: Path) -> None:
         assert result.exit_code == 1, result.output
         assert result.stderr == (
             f"Error: the store {db} has schema version 0099, newer than this abeval knows "
-            f"(up to {known:04d}): upgrade abeval (pip install --upgrade abeval), or use the abeval "
-            "that wrote it\n"
+            f"(up to {known:04d}): upgrade abeval (pip install --upgrade abeval), or use the "
+            "abeval that wrote it\n"
         )
     assert db.read_bytes() == before
 

@@ -83,10 +83,13 @@ def require_positive(value: float | None, option: str) -> None:
 def fail(
     message: str, details: list[str] | None = None, code: int = 1, label: str = "Error"
 ) -> typer.Exit:
-    """Print ``Error: message`` (and detail lines) on stderr; return the Exit to raise."""
-    typer.echo(f"{label}: {message}", err=True)
+    """Print ``Error: message`` (and detail lines) on stderr; return the Exit to raise.
+    Control characters in them (from a file name, an experiment) are escaped."""
+    from abeval.formatting import printable
+
+    typer.echo(f"{label}: {printable(message)}", err=True)
     for line in details or []:
-        typer.echo(line, err=True)
+        typer.echo(printable(line), err=True)
     return typer.Exit(code)
 
 

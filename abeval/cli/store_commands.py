@@ -178,6 +178,7 @@ def migrate(db: DbOption = None) -> None:
 @command(app, "experiments")
 def experiments(db: DbOption = None, as_json: JsonOption = False) -> None:
     """List the experiments in the store: arms, users, events by type, time range."""
+    from abeval.formatting import printable
     from abeval.store import open_store
     from abeval.store.experiments import list_experiments
 
@@ -191,10 +192,10 @@ def experiments(db: DbOption = None, as_json: JsonOption = False) -> None:
         return
     for e in found:
         control = f", control {e.control_arm}" if e.control_arm else ""
-        typer.echo(f"{e.experiment}  {e.first_ts} .. {e.last_ts}{control}")
+        typer.echo(printable(f"{e.experiment}  {e.first_ts} .. {e.last_ts}{control}"))
         for a in e.arms:
             events = ", ".join(f"{k} {v:,}" for k, v in a.events.items())
-            typer.echo(f"  {a.arm}: {_count(a.users, 'user')}; {events or 'no events'}")
+            typer.echo(printable(f"  {a.arm}: {_count(a.users, 'user')}; {events or 'no events'}"))
         if e.users_in_several_arms:
             several = _count(e.users_in_several_arms, "user")
             typer.echo(f"  {several} seen in several arms (left out of the analysis)")
