@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from abeval.choices import FileFormat, OnError
-from abeval.cli.app import DbOption, JsonOption, app, command
+from abeval.cli.app import DbOption, JsonOption, app, command, require
 
 if TYPE_CHECKING:
     from abeval.store.ingest import IngestSummary
@@ -128,6 +128,10 @@ def rejects(
     as_json: JsonOption = False,
 ) -> None:
     """List rows rejected by `abeval ingest --on-error skip`."""
+    require(limit >= 1, "--limit", f"give at least 1 row, got {limit}")
+    limit = min(limit, 2**62)  # "as many as there are"
+    if ingest_id is not None:
+        require(1 <= ingest_id < 2**62, "--ingest", f"ingest ids start at 1, got {ingest_id}")
     from sqlalchemy import text
 
     from abeval.store import open_store

@@ -174,7 +174,12 @@ def required_users(
         total = float(_brentq(lambda x: power_at(x) - power, 1e-9, upper, xtol=1e-9))
     else:
         lam = _noncentrality(design.critical_value(1.0), power)
-        total = lam * lam * baseline_variance * k / (delta * delta)
+        total = (
+            lam * lam * baseline_variance * k / (delta * delta) if delta * delta > 0 else math.inf
+        )
+        if not total <= _MAX_USERS:
+            message = "more than 10¹³ users would be needed"
+            return design.result("unreachable", message, baseline_mean, baseline_variance)
     return design.result(
         "ok",
         "",

@@ -180,3 +180,13 @@ def test_degenerate_post_hoc_inputs() -> None:
         required_users(1.0, 1.0, 0.1, power=1.0)
     with pytest.raises(ValueError):
         required_users(1.0, 1.0, 0.1, weights=[1.0])
+
+
+def test_a_lift_too_small_for_any_traffic_is_unreachable_not_an_error() -> None:
+    from abeval.stats import required_users
+
+    for mde in (1e-320, 1e-12):
+        result = required_users(0.05, 0.05 * 0.95, mde)
+        assert result.status == "unreachable"
+        assert result.message == "more than 10¹³ users would be needed"
+        assert result.total_users is None
