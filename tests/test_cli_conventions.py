@@ -154,3 +154,23 @@ def test_names_printed_to_a_terminal_have_control_characters_escaped(tmp_path: P
 def test_printable_keeps_text_and_escapes_controls() -> None:
     assert printable("ctr für Öl · 5%") == "ctr für Öl · 5%"
     assert printable("a\tb\nc\u200bd\x9b") == "a\\tb\\nc\\u200bd\\x9b"
+
+
+def test_evaluate_writes_data_to_stdout_or_a_file_and_says_so_on_stderr(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    Path("truth.csv").write_text("user_id,item_id\nu1,a\nu2,b\n")
+    Path("recs.csv").write_text("user_id,item_id,rank\nu1,a,1\nu2,a,1\n")
+    base = ["evaluate", "-t", "truth.csv", "-r", "recs.csv", "--k", "1", "-m", "precision"]
+    for fmt in ("json", "html"):
+        to_stdout = runner.invoke(app, [*base, "--format", fmt, "-o", "-"])
+        assert to_stdout.exit_code == 0, to_stdout.output
+        assert to_stdout.stderr == ""
+        assert not Path("-").exists()
+        to_file = runner.invoke(app, [*base, "--format", fmt, "-o", f"out/result.{fmt}"])
+        assert to_file.exit_code == 0, to_file.output
+        assert to_file.stdout == ""
+        assert to_file.stderr == f"wrote out/result.{fmt}\n"
+        assert Path(f"out/result.{fmt}").read_text() == to_stdout.stdout
+    assert '"precision@1"' in Path("out/result.json").read_text()

@@ -156,7 +156,8 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run]:
 def test_cli_writes_the_page(name: str, runs: dict[str, Run]):
     r = runs[name]
     assert r.result.exit_code == 0
-    assert r.result.stdout.splitlines() == [f"wrote {r.path}"]
+    assert r.result.stdout == ""
+    assert f"wrote {r.path}" in r.result.stderr.splitlines()
     assert r.path.is_file()
     assert r.page.lstrip().lower().startswith("<!doctype html>")
 
@@ -174,7 +175,8 @@ def test_default_out_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     result = runner.invoke(app, [*cli_args(inputs, predictions=False), "--format", "html"])
     assert result.exit_code == 0, result.output
     expected = Path("reports") / "evaluation.html"
-    assert result.stdout.splitlines() == [f"wrote {expected}"]
+    assert result.stdout == ""
+    assert result.stderr.splitlines() == [f"wrote {expected}"]
     assert (tmp_path / expected).is_file()
 
 

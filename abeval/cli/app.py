@@ -11,6 +11,7 @@ import functools
 import math
 import signal
 from collections.abc import Callable
+from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
@@ -60,6 +61,21 @@ DbOption = Annotated[
     ),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print the result as JSON on stdout.")]
+
+
+def emit(text: str, out: Path | None, default: Path | None = None) -> None:
+    """Data goes to stdout, or to a file written whole (``-o PATH``, else
+    ``default``); ``-o -`` is stdout. Writing a file is announced on stderr, so
+    stdout only ever carries data."""
+    target = out if out is not None else default
+    if target is None or str(target) == "-":
+        typer.echo(text, nl=not text.endswith("\n"))
+        return
+    from abeval.files import write_atomic
+
+    target.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(target, text if text.endswith("\n") else text + "\n")
+    typer.echo(f"wrote {target}", err=True)
 
 
 def require(ok: bool, option: str, message: str) -> None:

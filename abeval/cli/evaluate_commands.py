@@ -9,9 +9,8 @@ from typing import Annotated
 import typer
 
 from abeval.choices import ApDenominator, Duplicates, Empty, EvaluateFormat, Gain, Missing
-from abeval.cli.app import app, command
+from abeval.cli.app import app, command, emit
 from abeval.errors import AbevalError
-from abeval.files import write_atomic
 
 
 def _ks(text: str) -> tuple[int, ...]:
@@ -98,8 +97,8 @@ def evaluate_command(
         typer.Option(
             "--out",
             "-o",
-            help="Where to write (html default: reports/evaluation.html; json and text "
-            "default: stdout).",
+            help="Where to write; - is stdout (html default: reports/evaluation.html; json "
+            "and text default: stdout).",
             show_default=False,
         ),
     ] = None,
@@ -194,24 +193,11 @@ def evaluate_command(
     if fmt == "html":
         from abeval.report.evaluate_html import DEFAULT_PATH, render_html
 
-        path = out or DEFAULT_PATH
-        _write(render_html(result, alpha=alpha, resamples=resamples, seed=seed), path)
-        typer.echo(f"wrote {path}")
+        page = render_html(result, alpha=alpha, resamples=resamples, seed=seed)
+        emit(page, out, default=DEFAULT_PATH)
     elif fmt == "json":
-        _emit(json.dumps(result.to_dict(), indent=2, allow_nan=False), out)
+        emit(json.dumps(result.to_dict(), indent=2, allow_nan=False), out)
     else:
         from abeval.report.evaluate_text import render_text
 
-        _emit(render_text(result), out)
-
-
-def _emit(text: str, out: Path | None) -> None:
-    if out is None:
-        typer.echo(text)
-    else:
-        _write(text + "\n", out)
-
-
-def _write(text: str, out: Path) -> None:
-    out.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(out, text)
+        emit(render_text(result), out)
