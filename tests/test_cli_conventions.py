@@ -174,3 +174,28 @@ def test_evaluate_writes_data_to_stdout_or_a_file_and_says_so_on_stderr(
         assert to_file.stderr == f"wrote out/result.{fmt}\n"
         assert Path(f"out/result.{fmt}").read_text() == to_stdout.stdout
     assert '"precision@1"' in Path("out/result.json").read_text()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ["--min-relevance", "inf"],
+            "Invalid value for --min-relevance: give a finite relevance grade",
+        ),
+        (
+            ["--min-relevance", "nan"],
+            "Invalid value for --min-relevance: give a finite relevance grade",
+        ),
+        (["--resamples", "0"], "Invalid value for --resamples: give 1 to 10,000,000, got 0"),
+        (
+            ["--seed", "-1"],
+            "Invalid value for --seed: give a whole number from 0 to 2**32 - 1, got -1",
+        ),
+        (["--alpha", "1"], "Invalid value for --alpha: must be between 0 and 1 (exclusive), got 1"),
+    ],
+)
+def test_evaluate_options_are_checked(args: list[str], message: str) -> None:
+    result = runner.invoke(app, ["evaluate", "-t", "t.csv", "-r", "r.csv", *args])
+    assert result.exit_code == 2, result.output
+    assert result.stderr.splitlines()[-1] == f"Error: {message}"

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from abeval.choices import ApDenominator, Duplicates, Empty, EvaluateFormat, Gain, Missing
-from abeval.cli.app import app, command, emit
+from abeval.cli.app import app, command, emit, require, require_share
 from abeval.errors import AbevalError
 
 
@@ -163,6 +164,11 @@ def evaluate_command(
 ) -> None:
     """Evaluate recommendation files against held-out truth (ranking metrics, beyond-accuracy
     metrics, RMSE/MAE) and compare models, paired over users."""
+    require_share(alpha, "--alpha")
+    require(1 <= resamples <= 10**7, "--resamples", f"give 1 to 10,000,000, got {resamples}")
+    require(0 <= seed < 2**32, "--seed", f"give a whole number from 0 to 2**32 - 1, got {seed}")
+    if min_relevance is not None:
+        require(math.isfinite(min_relevance), "--min-relevance", "give a finite relevance grade")
     from abeval.analysis.evaluate import evaluate
     from abeval.metrics import Conventions
 
