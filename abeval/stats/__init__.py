@@ -21,15 +21,15 @@ if TYPE_CHECKING:
     from abeval.stats.cuped import (
         cuped_theta,
     )
+    from abeval.stats.fieller import (
+        FiellerInterval,
+        fieller_interval,
+    )
     from abeval.stats.frequentist import (
         compare,
         confidence_interval,
         critical_value,
         p_value,
-    )
-    from abeval.stats.fieller import (
-        FiellerInterval,
-        fieller_interval,
     )
     from abeval.stats.moments import (
         EffectMoments,

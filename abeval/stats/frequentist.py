@@ -10,7 +10,8 @@ Welch (1947) with Welch–Satterthwaite degrees of freedom ν (see
 with F_ν the Student t distribution. The relative lift's interval is, by
 default, Fieller's at the same critical value with the absolute lift's p-value
 (:mod:`abeval.stats.fieller`); with ``relative_interval="delta"`` it is the
-delta-method δ ± F_ν⁻¹(1 − α/2)·se with the same ν, as gbstats does. With ``sequential=True`` the interval is the always-valid
+delta-method δ ± F_ν⁻¹(1 − α/2)·se with the same ν, as gbstats does. With
+``sequential=True`` the interval is the always-valid
 confidence sequence and the p-value the always-valid p-value of
 :mod:`abeval.stats.sequential`, with n = n_T + n_C users.
 """
@@ -170,7 +171,9 @@ def compare(
     if not 0 < alpha < 1:
         raise ValueError(f"alpha must be in (0, 1), got {alpha}")
     if relative_interval not in ("fieller", "delta"):
-        raise ValueError(f"relative_interval must be 'fieller' or 'delta', got {relative_interval!r}")
+        raise ValueError(
+            f"relative_interval must be 'fieller' or 'delta', got {relative_interval!r}"
+        )
     if sequential:
         sequential_rho(alpha, tuning_n)  # validates tuning_n
     method: Method = "sequential" if sequential else "welch"
