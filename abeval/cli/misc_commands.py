@@ -35,12 +35,14 @@ def _check_mde(mde: float | None) -> None:
     )
 
 
-def _days_text(days: float, users_per_day: float) -> str:
+def _days_text(days: float, users_per_day: float, more: str = "") -> str:
+    """How long at this traffic; beyond a year, not feasible."""
     from abeval.analysis.planning import FEASIBLE_DAYS
 
+    at = f"{more}days at {users_per_day:,.0f} users per day"
     if days > FEASIBLE_DAYS:
-        return f"not feasible at this traffic ({days:,.0f} days)"
-    return f"about {days:.1f} days at {users_per_day:,.0f} users per day"
+        return f"not feasible at this traffic ({days:,.0f} {at})"
+    return f"about {days:.1f} {at}"
 
 
 @command(app, "power")
@@ -157,7 +159,7 @@ def _power_from_data(
             f"  a {pct(need.mde_relative)} lift needs {count(need.total_users)} users in all"
         )
         if r.more_days_needed is not None and r.users_per_day:
-            typer.echo(f"  {_days_text(r.more_days_needed, r.users_per_day)} more")
+            typer.echo(f"  {_days_text(r.more_days_needed, r.users_per_day, 'more ')}")
 
 
 def _power_by_hand(

@@ -250,8 +250,12 @@ def test_bayesian_relative_chance_to_win_is_the_absolute_one() -> None:
 # A/A calibration: every rejection is a false positive. With R runs the rate's
 # binomial standard error is sqrt(α(1 − α)/R): 1.26 points at R = 300, so a band
 # of ±3 standard errors (±3.8 points) around α fails a calibrated test in about
-# 0.3% of seeds, and the seed is fixed. The slow version runs 2,000 runs and holds
-# the target of ±1 point (2 standard errors there).
+# 0.3% of seeds, and the seed is fixed. Fieller's decision is the absolute test's
+# on every run. The slow version runs 2,000 runs and holds the target of
+# ±1 point (2 standard errors there) with order values e^N(3.5, 1); with the
+# heavier tail σ = 1.3 Welch's test itself is conservative for revenue (about 4%
+# over 10,000 runs, benchmarks/RESULTS.md), so there the bound is one-sided: never
+# above α + 1 point, where the delta method is near 9%.
 def test_aa_false_positive_rate_near_alpha() -> None:
     rates = aa_rates(300, seed=2024)
     band = 3 * math.sqrt(0.05 * 0.95 / 300)
@@ -262,6 +266,10 @@ def test_aa_false_positive_rate_near_alpha() -> None:
 
 @pytest.mark.slow
 def test_aa_false_positive_rate_within_one_point_over_2000_runs() -> None:
-    rates = aa_rates(2000, seed=7)
+    rates = aa_rates(2000, seed=7, order_sigma=1.0)
     for metric in METRICS:
         assert abs(rates.fieller[metric] - 0.05) <= 0.01, (metric, rates.fieller)
+    heavy = aa_rates(2000, seed=8)
+    for metric in METRICS:
+        assert heavy.fieller[metric] <= 0.06, (metric, heavy.fieller)
+    assert heavy.delta["revenue_per_user"] > 0.07  # the over-rejection, for contrast
