@@ -23,7 +23,7 @@ from dataclasses import replace
 
 from abeval.stats.distributions import norm_isf, norm_sf, t_isf, t_sf
 from abeval.stats.fieller import fieller_interval
-from abeval.stats.moments import EffectMoments, effect_moments
+from abeval.stats.moments import NO_DELTA_VARIANCE, EffectMoments, effect_moments
 from abeval.stats.results import Comparison, FiellerTerms, Lift, Method, RelativeInterval
 from abeval.stats.sequential import (
     DEFAULT_TUNING_N,
@@ -182,6 +182,7 @@ def compare(
     absolute = _lift(m.absolute, m.absolute_variance, m.dof, alpha, method, n, tuning_n)
     relative = _lift(m.relative, m.relative_variance, m.dof, alpha, method, n, tuning_n)
     terms = None
+    status, message = m.status, m.message
     if relative_interval == "fieller":
         if nonnegative is None:
             nonnegative = isinstance(control, ProportionStats)
@@ -190,9 +191,12 @@ def compare(
             dof = None if sequential else m.dof
             critical = critical_value(alpha, dof=dof, method=method, n=n, tuning_n=tuning_n)
             relative = fieller_lift(absolute, relative, terms, critical)
+            if status == "zero_variance":  # only the delta method lacked a variance
+                status = "ok"
+                message = "; ".join(p for p in message.split("; ") if p != NO_DELTA_VARIANCE)
     return Comparison(
-        status=m.status,
-        message=m.message,
+        status=status,
+        message=message,
         method=method,
         alpha=alpha,
         control_n=m.control_n,

@@ -42,6 +42,10 @@ from abeval.stats.sufficient import (
 )
 
 
+#: The status message when only the delta method's relative variance is missing.
+NO_DELTA_VARIANCE = "the relative lift has no delta-method variance"
+
+
 @dataclass(frozen=True)
 class ArmMoments:
     """One arm reduced to what the tests need (covariate fields are 0 without CUPED)."""
@@ -238,7 +242,7 @@ def effect_moments(control: ArmStats, treatment: ArmStats) -> EffectMoments:
         return replace(
             base,
             status="zero_variance",
-            message=_join(note, "the relative lift has no delta-method variance"),
+            message=_join(note, NO_DELTA_VARIANCE),
             relative=rel_effect,
         )
     return replace(base, relative=rel_effect, relative_variance=rel_var)

@@ -155,7 +155,8 @@ class Comparison(JsonResult):
     ``method`` is ``sequential``; ``adjustment`` once multiple-testing adjusted.
     ``relative_interval`` says how the relative interval was made: ``fieller``
     (its p-value is the absolute one, its interval excludes 0 exactly when that
-    p-value is below α; ``fieller`` holds the terms) or ``delta`` (gbstats).
+    p-value is below α; ``fieller`` holds the terms; the relative ``se`` is
+    still the delta method's, for reference) or ``delta`` (gbstats).
     """
 
     status: Status
