@@ -41,7 +41,6 @@ from abeval.stats.sufficient import (
     is_finite_stats,
 )
 
-
 #: The status message when only the delta method's relative variance is missing.
 NO_DELTA_VARIANCE = "the relative lift has no delta-method variance"
 
