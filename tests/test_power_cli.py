@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import pytest
 from statsmodels.stats.power import NormalIndPower, TTestIndPower
@@ -106,7 +107,7 @@ def test_infeasible_by_hand() -> None:
     assert "not feasible at this traffic (" in out
 
 
-@pytest.mark.parametrize("mde", ["2", "1", "-5"])
+@pytest.mark.parametrize("mde", ["2", "1", "50"])
 def test_mde_given_as_a_percentage_is_a_usage_error(mde: str) -> None:
     code, _, err = run("power", "--baseline", "0.05", "--mde", mde)
     assert code == 2
@@ -159,3 +160,18 @@ def test_report_relative_interval_option(sim_db: str) -> None:
     assert delta_p != absolute_p  # the delta method tests on its own scale
     code, _, err = run("report", "-e", EXP, "--db", sim_db, "--relative-interval", "wald")
     assert code == 2 and "fieller" in err and "delta" in err
+
+
+def test_report_says_an_infeasible_target_is_not_feasible(sim_db: str, tmp_path: Path) -> None:
+    args = ("report", "-e", EXP, "--db", sim_db, "--no-offline", "--target-mde", "0.0001")
+    code, out, _ = run(*args, "-f", "json")
+    assert code == 0
+    power = json.loads(out)["power"]
+    assert power and not any(p["feasible"] for p in power)
+    assert all(p["more_days_needed"] > 365 for p in power)
+    code, out, _ = run(*args, "-f", "text")
+    assert code == 0 and out.count("not feasible at this traffic (") == len(power)
+    page = tmp_path / "r.html"
+    code, _, _ = run(*args, "-f", "html", "--out", str(page))
+    assert code == 0
+    assert page.read_text().count("not feasible at this traffic (") == len(power)

@@ -30,7 +30,7 @@ def _check_mde(mde: float | None) -> None:
         -1 < mde < 1 and mde != 0,
         "--mde",
         f"did you mean {mde / 100:g} ({mde:g}%)? give the lift as a share (0.02 for +2%)"
-        if abs(mde) >= 1
+        if mde >= 1
         else f"give a relative lift other than 0 and above -1 (0.02 for +2%), got {mde:g}",
     )
 
