@@ -136,19 +136,12 @@ def compare_bayesian(
             absolute_prior = other
         else:
             relative_prior = other
-    absolute = posterior(
-        m.absolute,
-        m.absolute_variance,
-        alpha=alpha,
-        prior=absolute_prior,
-        lower_is_better=lower_is_better,
-    )
-    relative = posterior(
-        m.relative,
-        m.relative_variance,
-        alpha=alpha,
-        prior=relative_prior,
-        lower_is_better=lower_is_better,
+    absolute, relative = (
+        posterior(effect, variance, alpha=alpha, prior=p, lower_is_better=lower_is_better)
+        for effect, variance, p in (
+            (m.absolute, m.absolute_variance, absolute_prior),
+            (m.relative, m.relative_variance, relative_prior),
+        )
     )
     if relative_interval == "fieller" and m.relative is not None:
         relative = replace(relative, chance_to_win=absolute.chance_to_win)
