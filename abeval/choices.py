@@ -20,6 +20,9 @@ ReportFormat = Literal["html", "json", "text"]
 EvaluateFormat = Literal["text", "json", "html"]
 #: Multiple-testing correction (``report --correction``).
 Correction = Literal["holm", "bh"]
+#: How a relative lift's interval is made (``report --relative-interval``):
+#: Fieller's theorem, consistent with the test, or gbstats' delta method.
+RelativeIntervalChoice = Literal["fieller", "delta"]
 
 #: AP's denominator: R (trec_eval), min(R, K), or the hits in the top K.
 ApDenominator = Literal["R", "min_rk", "hits"]

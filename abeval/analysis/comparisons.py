@@ -32,7 +32,8 @@ from abeval.store.online_sql import Moments
 
 MANY_SLICES = 10
 
-# The unadjusted statistics of each (metric, treatment arm): control's, treatment's.
+# The statistics of each (metric, treatment arm)'s main comparison (CUPED when it
+# applied): control's, treatment's; what the power section plans from.
 PlainStats = dict[tuple[str, str], tuple[ArmStats, ArmStats]]
 
 
@@ -58,7 +59,16 @@ def compare_arms(
     """One metric, control moments ``c`` against treatment ``t``, tested the way the
     report's options say (fixed or sequential); returns the statistics used too."""
     sc, st = arm_stats(metric, c, cuped), arm_stats(metric, t, cuped)
-    return compare(sc, st, alpha=o.alpha, sequential=o.sequential, tuning_n=o.tuning_n), sc, st
+    result = compare(
+        sc,
+        st,
+        alpha=o.alpha,
+        sequential=o.sequential,
+        tuning_n=o.tuning_n,
+        relative_interval=o.relative_interval,
+        nonnegative=True,  # every online metric is a count, a sum of revenue or a ratio of them
+    )
+    return result, sc, st
 
 
 def compare_metric(
@@ -78,16 +88,20 @@ def metric_results(
     moments: dict[str, Moments], control: str, treatments: list[str], o: ReportOptions
 ) -> tuple[list[MetricResult], PlainStats]:
     """Every online metric for every treatment arm, corrected within its family;
-    and the unadjusted statistics of each pair (for the power section)."""
+    and the statistics of each pair's main comparison (for the power section)."""
     results: list[MetricResult] = []
     plain: PlainStats = {}
     for name, metric in METRICS.items():
         for arm in treatments:
             c, t = moments[control], moments[arm]
             main, unadjusted, used_c, used_t = compare_metric(metric, c, t, o)
-            plain[(name, arm)] = (arm_stats(metric, c, False), arm_stats(metric, t, False))
+            plain[(name, arm)] = (used_c, used_t)
             bayes = compare_bayesian(
-                used_c, used_t, alpha=o.alpha, lower_is_better=metric.lower_is_better
+                used_c,
+                used_t,
+                alpha=o.alpha,
+                lower_is_better=metric.lower_is_better,
+                relative_interval=o.relative_interval,
             )
             results.append(
                 MetricResult(

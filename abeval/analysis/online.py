@@ -24,6 +24,7 @@ from abeval.analysis.comparisons import (
     segment_results,
 )
 from abeval.analysis.offline_report import offline_results
+from abeval.analysis.planning import power_info
 from abeval.analysis.report_model import (
     SCHEMA_VERSION,
     ArmInfo,
@@ -39,7 +40,7 @@ from abeval.analysis.report_model import (
 )
 from abeval.analysis.verdicts import verdicts
 from abeval.errors import AbevalError, NotFoundError
-from abeval.stats import detectable_effect, required_users, srm_test
+from abeval.stats import srm_test
 from abeval.store import online_sql
 from abeval.store.experiments import ExperimentSettings, get_settings
 from abeval.store.online_sql import Moments
@@ -232,6 +233,7 @@ def _settings(control: str, o: ReportOptions) -> Settings:
         segment=o.segment,
         target_mde=o.target_mde,
         power=o.power,
+        relative_interval=o.relative_interval,
     )
 
 
@@ -264,40 +266,12 @@ def _power(
         last = daily[-1][1]
         total = sum(m.n for m in last.values())
         users_per_day = total / len(daily) if total else None
-    out = []
-    for name in o.primary:
-        for arm in treatments:
-            c, t = plain[(name, arm)]
-            detectable = detectable_effect(
-                c, t, alpha=o.alpha, power=o.power, sequential=o.sequential, tuning_n=o.tuning_n
-            )
-            baseline_mean = getattr(c, "mean", 0.0)
-            baseline_var = getattr(c, "variance", 0.0)
-            needed = required_users(
-                baseline_mean,
-                baseline_var,
-                o.target_mde,
-                alpha=o.alpha,
-                power=o.power,
-                n_arms=1 + len(treatments),
-                sequential=o.sequential,
-                tuning_n=o.tuning_n,
-            )
-            more_days = None
-            if needed.total_users is not None and users_per_day:
-                current = sum(x.n for x in (c, t))
-                scale = (1 + len(treatments)) / 2
-                more_days = max(0.0, (needed.total_users - current * scale) / users_per_day)
-            out.append(
-                PowerInfo(
-                    metric=name,
-                    arm=arm,
-                    detectable=detectable,
-                    needed_for_target=needed,
-                    users_per_day=users_per_day,
-                    more_days_needed=more_days,
-                )
-            )
+    n_arms = 1 + len(treatments)
+    out = [
+        power_info(name, arm, plain[(name, arm)], n_arms, users_per_day, o)
+        for name in o.primary
+        for arm in treatments
+    ]
     return tuple(out)
 
 
@@ -322,6 +296,20 @@ def _offline(
         return (), (), f"not available: {exc.message}"
 
 
+def _relative_note(o: ReportOptions) -> str:
+    if o.relative_interval == "delta":
+        return (
+            "Relative lift = (treatment − control) / |control| with delta-method variance that "
+            "includes the control's uncertainty (gbstats), its own p-value."
+        )
+    return (
+        "Relative lift = (treatment − control) / |control|; its interval by Fieller's theorem, "
+        "so it excludes 0 exactly when the absolute test's p-value (shared by both scales) is "
+        "below alpha; unbounded when the control mean cannot be told from 0; never below "
+        "-100%."
+    )
+
+
 def _notes(o: ReportOptions) -> tuple[str, ...]:
     notes = [
         "Randomisation unit: user. Users are analysed in the arm of their first exposure "
@@ -329,8 +317,7 @@ def _notes(o: ReportOptions) -> tuple[str, ...]:
         "are left out.",
         "Per-user metrics are compared with Welch's t test; CTR and average order value are "
         "ratio metrics whose variance comes from the delta method with the covariance term.",
-        "Relative lift = (treatment − control) / |control| with delta-method variance that "
-        "includes the control's uncertainty.",
+        _relative_note(o),
         f"Multiple testing: {o.correction} over primary metrics × treatment arms; guardrail and "
         "secondary metrics are corrected within their own families.",
         "Sample ratio: Pearson χ² against the recorded split (equal when none), flagged at "

@@ -175,7 +175,8 @@ def has_pre_period(m: Moments, metric: OnlineMetric) -> bool:
 def direction(c: Comparison) -> int:
     """+1 or −1 when the (multiplicity-adjusted, where set) interval of the lift
     excludes zero, else 0: what "significant" means everywhere in a report."""
-    lift = c.relative if c.relative.effect is not None else c.absolute
+    # an unbounded (Fieller) relative interval: the absolute one, same test, same sign
+    lift = c.relative if c.relative.interval is not None else c.absolute
     ci = lift.interval
     if c.status != "ok" or ci is None:
         return 0

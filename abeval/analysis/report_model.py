@@ -13,7 +13,14 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from abeval.analysis.online_metrics import DEFAULT_GUARDRAILS, DEFAULT_PRIMARY
-from abeval.stats.results import BayesianResult, Comparison, JsonResult, PowerResult, SrmResult
+from abeval.stats.results import (
+    BayesianResult,
+    Comparison,
+    JsonResult,
+    PowerResult,
+    RelativeInterval,
+    SrmResult,
+)
 from abeval.stats.sequential import DEFAULT_TUNING_N
 
 SCHEMA_VERSION = "1.0"
@@ -29,6 +36,7 @@ class ReportOptions:
     control: str | None = None
     alpha: float = 0.05
     correction: str = "holm"
+    relative_interval: RelativeInterval = "fieller"
     sequential: bool = False
     tuning_n: float = DEFAULT_TUNING_N
     cuped_days: int = 14
@@ -58,6 +66,7 @@ class Settings(JsonResult):
     target_mde: float
     power: float
     unit: str = "user"
+    relative_interval: RelativeInterval = "fieller"
 
 
 @dataclass(frozen=True)
@@ -155,6 +164,7 @@ class PowerInfo(JsonResult):
     needed_for_target: PowerResult
     users_per_day: float | None
     more_days_needed: float | None
+    feasible: bool = True  # False when more than a year more would be needed
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from typing import Annotated
 import typer
 
 from abeval.cli.app import (
+    DbOption,
     JsonOption,
     app,
     command,
@@ -18,13 +19,38 @@ from abeval.cli.app import (
     require_positive,
     require_share,
 )
+from abeval.formatting import count, pct
+from abeval.formatting import number as fmt_number
+
+
+def _check_mde(mde: float | None) -> None:
+    if mde is None:
+        return
+    require(
+        -1 < mde < 1 and mde != 0,
+        "--mde",
+        f"did you mean {mde / 100:g} ({mde:g}%)? give the lift as a share (0.02 for +2%)"
+        if mde >= 1
+        else f"give a relative lift other than 0 and above -1 (0.02 for +2%), got {mde:g}",
+    )
+
+
+def _days_text(days: float, users_per_day: float, more: str = "") -> str:
+    """How long at this traffic; beyond a year, not feasible."""
+    from abeval.analysis.planning import FEASIBLE_DAYS
+
+    at = f"{more}days at {users_per_day:,.0f} users per day"
+    if days > FEASIBLE_DAYS:
+        return f"not feasible at this traffic ({days:,.0f} {at})"
+    return f"about {days:.1f} {at}"
 
 
 @command(app, "power")
 def power(
     baseline: Annotated[
-        float, typer.Option(help="Control value: a rate (e.g. 0.05) or a mean per user.")
-    ],
+        float | None,
+        typer.Option(help="Control value: a rate (e.g. 0.05) or a mean per user."),
+    ] = None,
     sd: Annotated[
         float | None,
         typer.Option(help="Standard deviation per user, for a mean (omit for a proportion)."),
@@ -45,26 +71,117 @@ def power(
         bool, typer.Option("--sequential", help="Plan for always-valid sequential testing.")
     ] = False,
     tuning_n: Annotated[float, typer.Option("--tuning-n", help="Sequential tuning users.")] = 5000,
+    experiment: Annotated[
+        str | None,
+        typer.Option(
+            "--experiment",
+            "-e",
+            metavar="NAME",
+            help="Plan from this experiment's own baseline and variances (instead of --baseline).",
+        ),
+    ] = None,
+    metric: Annotated[
+        str | None,
+        typer.Option(metavar="METRICS", help="With --experiment: metrics (default the primary)."),
+    ] = None,
+    cuped_days: Annotated[
+        int, typer.Option("--cuped-days", help="With --experiment: CUPED pre-period in days.")
+    ] = 14,
+    db: DbOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Users needed for a target lift (--mde), or the lift detectable with --users."""
+    """Users needed for a target lift (--mde), or the lift detectable with --users;
+    with --experiment, both from that experiment's data."""
+    require_share(alpha, "--alpha")
+    require_share(power_, "--power")
+    require_positive(users_per_day, "--users-per-day")
+    require_positive(tuning_n, "--tuning-n")
+    _check_mde(mde)
+    if experiment is not None:
+        for given, option in ((baseline, "--baseline"), (sd, "--sd"), (users, "--users")):
+            require(given is None, option, "plans from the data with --experiment: leave it out")
+        require(cuped_days >= 0, "--cuped-days", "must be 0 or more")
+        _power_from_data(
+            experiment, metric, mde, alpha, power_, sequential, tuning_n, cuped_days, db, as_json
+        )
+        return
+    require(metric is None, "--metric", "needs --experiment")
+    require(baseline is not None, "--baseline", "give the control value, or --experiment")
+    assert baseline is not None
+    _power_by_hand(
+        baseline, sd, mde, users, users_per_day, arms, alpha, power_, sequential, tuning_n, as_json
+    )
+
+
+def _power_from_data(
+    experiment: str,
+    metric: str | None,
+    mde: float | None,
+    alpha: float,
+    power_: float,
+    sequential: bool,
+    tuning_n: float,
+    cuped_days: int,
+    db: str | None,
+    as_json: bool,
+) -> None:
+    from abeval.analysis.online_metrics import DEFAULT_PRIMARY, METRICS, parse_metrics
+    from abeval.analysis.planning import plan_from_data
+    from abeval.analysis.report_model import ReportOptions
+    from abeval.store import open_store
+
+    metrics = parse_metrics(metric, DEFAULT_PRIMARY, "--metric")
+    options = ReportOptions(
+        alpha=alpha,
+        power=power_,
+        sequential=sequential,
+        tuning_n=tuning_n,
+        cuped_days=cuped_days,
+        target_mde=0.02 if mde is None else mde,
+        offline=False,
+    )
+    with open_store(db, read_only=True) as store:
+        rows = plan_from_data(store, experiment, metrics, options)
+    if as_json:
+        typer.echo(json.dumps([r.to_dict() for r in rows], indent=2, allow_nan=False))
+        return
+    design = "sequential" if sequential else "fixed-horizon"
+    typer.echo(f"{experiment}: a {design} test at alpha {alpha:g} and {power_:.0%} power")
+    for r in rows:
+        now, need = r.detectable, r.needed_for_target
+        label = METRICS[r.metric].label
+        typer.echo(f"{label} ({r.arm}): baseline {fmt_number(now.baseline_mean)}")
+        typer.echo(f"  detects {pct(now.mde_relative)} now with {count(now.total_users)} users")
+        if need.status != "ok":
+            typer.echo(f"  {need.status}: {need.message}")
+            continue
+        typer.echo(
+            f"  a {pct(need.mde_relative)} lift needs {count(need.total_users)} users in all"
+        )
+        if r.more_days_needed is not None and r.users_per_day:
+            typer.echo(f"  {_days_text(r.more_days_needed, r.users_per_day, 'more ')}")
+
+
+def _power_by_hand(
+    baseline: float,
+    sd: float | None,
+    mde: float | None,
+    users: int | None,
+    users_per_day: float | None,
+    arms: int,
+    alpha: float,
+    power_: float,
+    sequential: bool,
+    tuning_n: float,
+    as_json: bool,
+) -> None:
     from abeval.stats import minimum_detectable_effect, required_users
 
     if (mde is None) == (users is None):
         raise typer.BadParameter("give exactly one of --mde or --users")
-    require_share(alpha, "--alpha")
-    require_share(power_, "--power")
     require(arms >= 2, "--arms", f"a test needs a control and at least one treatment, got {arms}")
     require(math.isfinite(baseline), "--baseline", f"must be a number, got {baseline:g}")
     require_positive(sd, "--sd")
-    require_positive(users_per_day, "--users-per-day")
-    require_positive(tuning_n, "--tuning-n")
-    if mde is not None:
-        require(
-            -1 < mde < math.inf and mde != 0,
-            "--mde",
-            f"give a relative lift other than 0 and above -1 (0.02 for +2%), got {mde:g}",
-        )
     if users is not None:
         require(users >= 2, "--users", f"give at least 2 users per arm, got {users}")
     if sd is None:
@@ -121,8 +238,8 @@ def power(
         f"({(result.mde_absolute or 0):+.4g} absolute)"
     )
     typer.echo(f"  with {per_arm:,} users per arm, {result.total_users or 0:,} in all")
-    if days is not None:
-        typer.echo(f"  about {days:.1f} days at {users_per_day:,.0f} users per day")
+    if days is not None and users_per_day:
+        typer.echo(f"  {_days_text(days, users_per_day)}")
 
 
 @command(app, "demo")

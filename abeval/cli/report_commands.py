@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from abeval.choices import Correction, ReportFormat
+from abeval.choices import Correction, RelativeIntervalChoice, ReportFormat
 from abeval.cli.app import DbOption, app, command, require, require_positive
 from abeval.files import write_atomic
 
@@ -46,6 +46,14 @@ def report(
     correction: Annotated[
         Correction, typer.Option(help="Multiple-testing correction: Holm or Benjamini-Hochberg.")
     ] = "holm",
+    relative_interval: Annotated[
+        RelativeIntervalChoice,
+        typer.Option(
+            "--relative-interval",
+            help="Relative lift's interval: Fieller (consistent with the test) or the delta method "
+            "(gbstats).",
+        ),
+    ] = "fieller",
     sequential: Annotated[
         bool, typer.Option("--sequential", help="Always-valid confidence sequences.")
     ] = False,
@@ -96,6 +104,7 @@ def report(
         control=control,
         alpha=alpha,
         correction=correction,
+        relative_interval=relative_interval,
         sequential=sequential,
         tuning_n=tuning_n,
         cuped_days=cuped_days,

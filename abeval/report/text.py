@@ -107,6 +107,8 @@ def _power(r: ExperimentReport) -> list[str]:
             if p.more_days_needed
             else ""
         )
+        if not p.feasible:
+            days = f"; not feasible at this traffic ({p.more_days_needed:,.0f} more days)"
         lines.append(
             f"  {p.metric} ({p.arm}): could detect {pct(p.detectable.mde_relative)} at "
             f"{p.detectable.power:.0%} power; a {r.settings.target_mde:.0%} lift needs "

@@ -21,9 +21,14 @@ if TYPE_CHECKING:
     from abeval.stats.cuped import (
         cuped_theta,
     )
+    from abeval.stats.fieller import (
+        FiellerInterval,
+        fieller_interval,
+    )
     from abeval.stats.frequentist import (
         compare,
         confidence_interval,
+        critical_value,
         p_value,
     )
     from abeval.stats.moments import (
@@ -50,9 +55,11 @@ if TYPE_CHECKING:
     from abeval.stats.results import (
         BayesianResult,
         Comparison,
+        FiellerTerms,
         Lift,
         Posterior,
         PowerResult,
+        RelativeInterval,
         SrmResult,
         Status,
     )
@@ -86,6 +93,8 @@ _LAZY = {
     "DEFAULT_SRM_THRESHOLD": "abeval.stats.srm",
     "DEFAULT_TUNING_N": "abeval.stats.sequential",
     "EffectMoments": "abeval.stats.moments",
+    "FiellerInterval": "abeval.stats.fieller",
+    "FiellerTerms": "abeval.stats.results",
     "Lift": "abeval.stats.results",
     "MeanStats": "abeval.stats.sufficient",
     "NormalPrior": "abeval.stats.bayesian",
@@ -95,6 +104,7 @@ _LAZY = {
     "ProportionStats": "abeval.stats.sufficient",
     "RatioCupedStats": "abeval.stats.sufficient",
     "RatioStats": "abeval.stats.sufficient",
+    "RelativeInterval": "abeval.stats.results",
     "SrmResult": "abeval.stats.results",
     "Status": "abeval.stats.results",
     "adjust_comparisons": "abeval.stats.multiple",
@@ -104,9 +114,11 @@ _LAZY = {
     "compare": "abeval.stats.frequentist",
     "compare_bayesian": "abeval.stats.bayesian",
     "confidence_interval": "abeval.stats.frequentist",
+    "critical_value": "abeval.stats.frequentist",
     "cuped_theta": "abeval.stats.cuped",
     "detectable_effect": "abeval.stats.power",
     "effect_moments": "abeval.stats.moments",
+    "fieller_interval": "abeval.stats.fieller",
     "minimum_detectable_effect": "abeval.stats.power",
     "paired_comparison": "abeval.stats.paired",
     "p_value": "abeval.stats.frequentist",
@@ -129,6 +141,8 @@ __all__ = [
     "Comparison",
     "CupedStats",
     "EffectMoments",
+    "FiellerInterval",
+    "FiellerTerms",
     "Lift",
     "MeanStats",
     "NormalPrior",
@@ -138,6 +152,7 @@ __all__ = [
     "ProportionStats",
     "RatioCupedStats",
     "RatioStats",
+    "RelativeInterval",
     "SrmResult",
     "Status",
     "adjust_comparisons",
@@ -147,9 +162,11 @@ __all__ = [
     "compare",
     "compare_bayesian",
     "confidence_interval",
+    "critical_value",
     "cuped_theta",
     "detectable_effect",
     "effect_moments",
+    "fieller_interval",
     "minimum_detectable_effect",
     "p_value",
     "paired_comparison",

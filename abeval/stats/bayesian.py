@@ -16,6 +16,14 @@ and with the default flat prior it is N(δ̂, s²). From the posterior N(μ, σ�
 * risk of treatment    E[max(−δ, 0)] = −μ·Φ(−μ/σ) + σ·φ(μ/σ)
 * credible interval    μ ± Φ⁻¹(1 − α/2)·σ
 
+With ``relative_interval="fieller"`` (the default) the relative chance to win
+is the absolute one: "the relative lift is above 0" and "the absolute lift is
+above 0" are one event, so the two scales give one answer, and its sign and
+decision agree with the frequentist test (a chance to win above 1 − α/2 under
+the flat prior is z above the normal quantile, the test's large-sample
+threshold). The delta method's relative posterior can disagree on a skewed
+metric; ``"delta"`` keeps it, as gbstats does (docs/metrics.md#bayesian-view).
+
 When lower is better the signs flip: a win is δ < 0, and the two risks swap.
 The prior is given on one scale (relative by default, as in gbstats) and
 carried to the other through the control mean: an absolute prior is the
@@ -25,12 +33,12 @@ relative one times |ȳC| (mean) and ȳC² (variance).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from abeval.stats.distributions import norm_cdf, norm_isf, norm_pdf, norm_sf
 from abeval.stats.moments import effect_moments
-from abeval.stats.results import BayesianResult, Posterior
+from abeval.stats.results import BayesianResult, Posterior, RelativeInterval
 from abeval.stats.sufficient import ArmStats
 
 Scale = Literal["relative", "absolute"]
@@ -102,13 +110,15 @@ def compare_bayesian(
     prior: NormalPrior | None = None,
     prior_scale: Scale = "relative",
     lower_is_better: bool = False,
+    relative_interval: RelativeInterval = "fieller",
 ) -> BayesianResult:
     """Normal posterior of the relative and absolute lift of ``treatment``.
 
     ``prior`` is None for a flat prior, else a :class:`NormalPrior` on
     ``prior_scale``; it is converted to the other scale through |ȳC| (with a
     zero control mean the other scale keeps a flat prior). Same inputs and
-    statuses as :func:`abeval.stats.compare`.
+    statuses as :func:`abeval.stats.compare`. With ``relative_interval="fieller"``
+    the relative chance to win is the absolute one (module doc).
     """
     if not 0 < alpha < 1:
         raise ValueError(f"alpha must be in (0, 1), got {alpha}")
@@ -126,6 +136,15 @@ def compare_bayesian(
             absolute_prior = other
         else:
             relative_prior = other
+    absolute, relative = (
+        posterior(effect, variance, alpha=alpha, prior=p, lower_is_better=lower_is_better)
+        for effect, variance, p in (
+            (m.absolute, m.absolute_variance, absolute_prior),
+            (m.relative, m.relative_variance, relative_prior),
+        )
+    )
+    if relative_interval == "fieller" and m.relative is not None:
+        relative = replace(relative, chance_to_win=absolute.chance_to_win)
     return BayesianResult(
         status=m.status,
         message=m.message,
@@ -134,20 +153,8 @@ def compare_bayesian(
         treatment_n=m.treatment_n,
         control_mean=m.control_mean,
         treatment_mean=m.treatment_mean,
-        absolute=posterior(
-            m.absolute,
-            m.absolute_variance,
-            alpha=alpha,
-            prior=absolute_prior,
-            lower_is_better=lower_is_better,
-        ),
-        relative=posterior(
-            m.relative,
-            m.relative_variance,
-            alpha=alpha,
-            prior=relative_prior,
-            lower_is_better=lower_is_better,
-        ),
+        absolute=absolute,
+        relative=relative,
         prior_scale=prior_scale if prior is not None else None,
         prior_mean=prior.mean if prior is not None else None,
         prior_variance=prior.variance if prior is not None else None,

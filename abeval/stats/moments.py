@@ -41,6 +41,9 @@ from abeval.stats.sufficient import (
     is_finite_stats,
 )
 
+#: The status message when only the delta method's relative variance is missing.
+NO_DELTA_VARIANCE = "the relative lift has no delta-method variance"
+
 
 @dataclass(frozen=True)
 class ArmMoments:
@@ -67,6 +70,9 @@ class EffectMoments:
 
     Undefined values are None and ``status``/``message`` say why; ``dof`` is the
     Welch–Satterthwaite degrees of freedom of the absolute lift (used for both).
+    ``control_mean_variance`` is Var(ȳC) and ``absolute_control_covariance``
+    Cov(absolute lift, ȳC) = −(var(yC) − θ·cov_C)/nC: with the absolute lift and
+    its variance, the terms of Fieller's interval (docs/metrics.md#relative-lift).
     """
 
     status: Status
@@ -80,6 +86,8 @@ class EffectMoments:
     relative: float | None = None
     relative_variance: float | None = None
     dof: float | None = None
+    control_mean_variance: float | None = None
+    absolute_control_covariance: float | None = None
     cuped: bool = False
     theta: float | None = None
     variance_reduction: float | None = None
@@ -212,7 +220,13 @@ def effect_moments(control: ArmStats, treatment: ArmStats) -> EffectMoments:
         )
     share_t, share_c = v_t / n_t / abs_var, v_c / n_c / abs_var  # scaled: no overflow
     dof = 1.0 / (share_t * share_t / (n_t - 1) + share_c * share_c / (n_c - 1))
-    base = replace(base, absolute_variance=abs_var, dof=dof)
+    base = replace(
+        base,
+        absolute_variance=abs_var,
+        dof=dof,
+        control_mean_variance=c.variance / n_c,
+        absolute_control_covariance=-(c.variance - th * c.covariance) / n_c,
+    )
     if c.mean == 0:
         return replace(
             base, status="zero_baseline", message=_join(note, "control mean is 0: no relative lift")
@@ -227,7 +241,7 @@ def effect_moments(control: ArmStats, treatment: ArmStats) -> EffectMoments:
         return replace(
             base,
             status="zero_variance",
-            message=_join(note, "the relative lift has no delta-method variance"),
+            message=_join(note, NO_DELTA_VARIANCE),
             relative=rel_effect,
         )
     return replace(base, relative=rel_effect, relative_variance=rel_var)

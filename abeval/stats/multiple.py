@@ -28,6 +28,11 @@ adjusted p-value is below α:
   Yekutieli (2005), every interval at 1 − R·α/m where R is the number of BH
   rejections (R = 1 when there are none, so that every interval still includes
   0). The expected share of selected intervals that miss their effect is ≤ α.
+
+A relative lift tested with Fieller's interval (the default) has the absolute
+lift's p-value, so the two families get the same adjusted p-values and levels;
+its adjusted interval is Fieller's at the adjusted level, which excludes 0
+exactly when the adjusted p-value is below α (docs/metrics.md#relative-lift).
 """
 
 from __future__ import annotations
@@ -36,7 +41,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Literal
 
-from abeval.stats.frequentist import confidence_interval
+from abeval.stats.frequentist import critical_value, fieller_lift
 from abeval.stats.results import Adjustment, Comparison, Lift
 from abeval.stats.sequential import DEFAULT_TUNING_N, sequential_rho
 
@@ -119,19 +124,25 @@ def _adjust_lifts(
     out = list(lifts)
     for i, p_adj, level in zip(family, adjusted, levels, strict=True):
         lift, r = lifts[i], results[i]
-        assert lift.effect is not None and lift.se is not None
         tuning_n = r.tuning_n or DEFAULT_TUNING_N
-        ci = confidence_interval(
-            lift.effect,
-            lift.se,
-            level,
-            dof=lift.dof,
-            method=r.method,
-            n=r.control_n + r.treatment_n,
-            tuning_n=tuning_n,
-            # keep the mixture of the raw p-value, so the interval matches p_adjusted
-            rho=sequential_rho(r.alpha, tuning_n) if r.method == "sequential" else None,
+        # keep the mixture of the raw p-value, so the interval matches p_adjusted
+        rho = sequential_rho(r.alpha, tuning_n) if r.method == "sequential" else None
+        n = r.control_n + r.treatment_n
+        critical = critical_value(
+            level, dof=lift.dof, method=r.method, n=n, tuning_n=tuning_n, rho=rho
         )
+        if scale == "relative" and r.relative_interval == "fieller" and r.fieller is not None:
+            fieller = fieller_lift(r.absolute, lift, r.fieller, critical)
+            out[i] = replace(
+                lift,
+                p_adjusted=p_adj,
+                ci_adjusted=fieller.ci,
+                alpha_adjusted=level,
+                interval_note=fieller.interval_note,
+            )
+            continue
+        assert lift.effect is not None and lift.se is not None
+        ci = (lift.effect - critical * lift.se, lift.effect + critical * lift.se)
         out[i] = replace(lift, p_adjusted=p_adj, ci_adjusted=ci, alpha_adjusted=level)
     return out
 

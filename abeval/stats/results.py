@@ -38,6 +38,10 @@ Method = Literal["welch", "sequential"]
 
 Adjustment = Literal["holm", "bh"]
 
+#: How the relative lift's interval is made: Fieller's theorem (consistent with
+#: the absolute test) or the delta method (gbstats' numbers).
+RelativeInterval = Literal["fieller", "delta"]
+
 JsonValue = None | bool | int | float | str | list["JsonValue"] | dict[str, "JsonValue"]
 
 
@@ -101,7 +105,9 @@ class Lift(JsonResult):
     for the sequential method, which is normal-asymptotic). After
     :func:`abeval.stats.adjust_comparisons`, ``p_adjusted`` is the
     multiplicity-adjusted p-value and ``ci_adjusted`` the matching interval at
-    level 1 − ``alpha_adjusted``.
+    level 1 − ``alpha_adjusted``. ``interval_note`` says when the shown
+    interval (``interval``) is unbounded (then it is None while the p-value is
+    set) or clipped at −100% (Fieller, docs/metrics.md#relative-lift).
     """
 
     effect: float | None
@@ -112,6 +118,7 @@ class Lift(JsonResult):
     p_adjusted: float | None = None
     ci_adjusted: tuple[float, float] | None = None
     alpha_adjusted: float | None = None
+    interval_note: str = ""
 
     @property
     def interval(self) -> tuple[float, float] | None:
@@ -119,6 +126,21 @@ class Lift(JsonResult):
         multiplicity-adjusted ``ci_adjusted`` once the lift has been adjusted,
         else the unadjusted ``ci`` (None when neither is defined)."""
         return self.ci_adjusted if self.ci_adjusted is not None else self.ci
+
+
+@dataclass(frozen=True)
+class FiellerTerms(JsonResult):
+    """What the relative interval of Fieller's theorem is computed from: the
+    absolute lift D and the control mean B with their variances and covariance,
+    and whether the metric cannot be negative (then the interval stops at −100%).
+    See docs/metrics.md#relative-lift."""
+
+    numerator: float
+    numerator_variance: float
+    denominator: float
+    denominator_variance: float
+    covariance: float
+    nonnegative: bool
 
 
 @dataclass(frozen=True)
@@ -131,6 +153,10 @@ class Comparison(JsonResult):
     ``theta`` and ``variance_reduction`` (share of the variance of the absolute
     lift removed by CUPED) are set when CUPED was applied; ``tuning_n`` when
     ``method`` is ``sequential``; ``adjustment`` once multiple-testing adjusted.
+    ``relative_interval`` says how the relative interval was made: ``fieller``
+    (its p-value is the absolute one, its interval excludes 0 exactly when that
+    p-value is below α; ``fieller`` holds the terms; the relative ``se`` is
+    still the delta method's, for reference) or ``delta`` (gbstats).
     """
 
     status: Status
@@ -148,6 +174,8 @@ class Comparison(JsonResult):
     variance_reduction: float | None = None
     tuning_n: float | None = None
     adjustment: Adjustment | None = None
+    relative_interval: RelativeInterval = "delta"
+    fieller: FiellerTerms | None = None
 
     @property
     def ok(self) -> bool:

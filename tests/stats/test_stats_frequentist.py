@@ -249,10 +249,21 @@ def test_degenerate_results_keep_what_is_defined() -> None:
     assert constant.relative.effect == pytest.approx(-2 / 3)
     too_few = compare(MeanStats.from_values([4.0]), MeanStats.from_values([1.0, 2.0]))
     assert too_few.control_mean == 4.0 and too_few.absolute.effect is None
-    # a constant zero treatment: the relative lift has no delta-method variance
-    to_zero = compare(MeanStats.from_values([1, 2, 3]), MeanStats.from_values([0, 0, 0]))
+    # a constant zero treatment: the relative lift has no delta-method variance ...
+    control, treatment = MeanStats.from_values([1, 2, 3]), MeanStats.from_values([0, 0, 0])
+    to_zero = compare(control, treatment, relative_interval="delta")
     assert to_zero.status == "zero_variance"
     assert to_zero.absolute.p_value is not None and to_zero.relative.se is None
+    # ... but Fieller's interval is defined: (D − rB)² ≤ c²(V_D − 2rC + r²V_B) with
+    # D = −2, B = 2, V_D = V_B = −C = var(control)/12, c = t(0.975, 11)
+    control = MeanStats.from_values([1, 2, 3] * 4)
+    treatment = MeanStats.from_values([0] * 12)
+    fieller = compare(control, treatment)
+    assert fieller.status == "ok" and fieller.message == ""
+    v, c2 = np.var([1, 2, 3] * 4, ddof=1) / 12, sps.t.ppf(0.975, 11) ** 2
+    roots = sorted(np.roots([4 - c2 * v, -2 * (-4 + c2 * v), 4 - c2 * v]).real)
+    assert fieller.relative.ci == pytest.approx((roots[0], roots[1]))
+    assert fieller.relative.p_value == fieller.absolute.p_value
 
 
 def test_mixing_kinds_of_statistics_is_a_programming_error() -> None:

@@ -94,7 +94,7 @@ def test_gbstats_sequential_unit_test() -> None:
     TestSequentialTTest.test_sequential_test_runs): relative lift, N = 1000."""
     control = MeanStats.from_sums(3000, 1396.87, 52377.9767)
     treatment = MeanStats.from_sums(3461, 2422.7, 134698.29)
-    result = compare(control, treatment, sequential=True, tuning_n=1000)
+    result = compare(control, treatment, sequential=True, tuning_n=1000, relative_interval="delta")
     assert result.method == "sequential" and result.tuning_n == 1000
     lift = result.relative
     assert lift.effect == pytest.approx(0.50336, abs=5e-6)
