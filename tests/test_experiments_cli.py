@@ -149,7 +149,9 @@ def test_set_control_and_split(store: Path) -> None:
 
 def test_set_split_only(store: Path) -> None:
     result = invoke("experiment", "set", "search", "--split", "a=50,b=50")
-    assert result.stdout == "search: control (first arm); split a=50%, b=50%\n"
+    assert result.stdout == (
+        "search: control not recorded (set it with --control ARM); split a=50%, b=50%\n"
+    )
 
 
 @pytest.mark.parametrize(

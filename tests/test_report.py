@@ -342,7 +342,8 @@ def test_segment_breakdown(hand_store: str) -> None:
         ),
         (
             ["-e", EXP, "--control", "ctrl"],
-            "Error: experiment 'hand' has no arm 'ctrl'; its arms are control, treatment",
+            "Error: experiment 'hand' has no arm 'ctrl'; did you mean control? "
+            "its arms are control, treatment",
         ),
         (
             ["-e", EXP, "--primary", "ctr,convrsion"],

@@ -23,10 +23,12 @@ from abeval.analysis.comparisons import (
     metric_results,
     segment_results,
 )
+from abeval.analysis.decision import decisions
 from abeval.analysis.offline_report import offline_results
 from abeval.analysis.report_model import (
     SCHEMA_VERSION,
     ArmInfo,
+    ControlRule,
     ExperimentReport,
     Health,
     Methodology,
@@ -41,7 +43,7 @@ from abeval.analysis.verdicts import verdicts
 from abeval.errors import AbevalError, NotFoundError
 from abeval.stats import detectable_effect, required_users, srm_test
 from abeval.store import online_sql
-from abeval.store.experiments import ExperimentSettings, get_settings
+from abeval.store.experiments import ExperimentSettings, get_settings, unknown_arm_message
 from abeval.store.online_sql import Moments
 from abeval.store.shared_ctes import drop
 
@@ -62,6 +64,7 @@ class _Observed:
 
     settings: ExperimentSettings
     control: str
+    control_rule: ControlRule
     arms: list[str]
     moments: dict[str, Moments]
     health: Health
@@ -93,21 +96,24 @@ def build_report(store: Store, experiment: str, o: ReportOptions | None = None) 
             conn, experiment, control, treatments, o, results
         )
     segments, segment_warning = segment_results(seen.segments, control, o)
+    power = _power(plain, seen.daily, control, treatments, o)
+    decided = decisions(results, seen.health, power, o)
     return ExperimentReport(
         schema_version=SCHEMA_VERSION,
         abeval_version=__version__,
         generated_at=datetime.now(UTC).replace(microsecond=0).isoformat(),
         experiment=experiment,
         store=store.display,
-        settings=_settings(control, o),
+        decisions=decided,
+        settings=_settings(seen, o),
         arms=_arm_infos(seen),
         health=seen.health,
-        verdicts=verdicts(results, seen.health, o),
+        verdicts=verdicts(results, seen.health, o, decided),
         metrics=tuple(results),
         daily=daily_points(seen.daily, control, treatments, o),
         segments=segments,
         segment_warning=segment_warning,
-        power=_power(plain, seen.daily, control, treatments, o),
+        power=power,
         offline=offline,
         offline_values=offline_values,
         offline_status=offline_status,
@@ -119,12 +125,12 @@ def _observe(conn: Connection, experiment: str, o: ReportOptions) -> _Observed:
     """Read the experiment from the store: its settings and arms, then, over the
     population computed once, the moments, health, daily and segment breakdowns."""
     settings = get_settings(conn, experiment)
-    control = _choose_control(settings.arms, settings.control_arm, o.control, experiment)
     if len(settings.arms) < 2:
         raise AbevalError(
             f"experiment {experiment!r} has one arm ({settings.arms[0]}): nothing to compare; "
             "check the arm column of the events"
         )
+    control, rule = _choose_control(settings.arms, settings.control_arm, o.control, experiment)
     arms = [control] + [a for a in settings.arms if a != control]
     base, temporary = online_sql.shared(conn, experiment, o.cuped_days)
     try:
@@ -148,6 +154,7 @@ def _observe(conn: Connection, experiment: str, o: ReportOptions) -> _Observed:
     return _Observed(
         settings=settings,
         control=control,
+        control_rule=rule,
         arms=arms,
         moments=moments,
         health=health,
@@ -157,16 +164,24 @@ def _observe(conn: Connection, experiment: str, o: ReportOptions) -> _Observed:
     )
 
 
-def _choose_control(arms: list[str], recorded: str | None, asked: str | None, exp: str) -> str:
+def _choose_control(
+    arms: list[str], recorded: str | None, asked: str | None, exp: str
+) -> tuple[str, ControlRule]:
+    """The control arm and the rule that chose it (docs/metrics.md#control-arm): the
+    one asked for, else the recorded one, else the arm named ``control``; never a guess."""
     if asked is not None:
         if asked not in arms:
-            raise NotFoundError(
-                f"experiment {exp!r} has no arm {asked!r}; its arms are {', '.join(arms)}"
-            )
-        return asked
+            raise NotFoundError(unknown_arm_message(exp, asked, arms))
+        return asked, "option"
     if recorded and recorded in arms:
-        return recorded
-    return "control" if "control" in arms else sorted(arms)[0]
+        return recorded, "recorded"
+    if "control" in arms:
+        return "control", "named_control"
+    raise AbevalError(
+        f"experiment {exp!r} has no recorded control and no arm named 'control' "
+        f"(arms: {', '.join(arms)}); name it with --control ARM, or record it with "
+        f"`abeval experiment set {exp} --control ARM`"
+    )
 
 
 def _health(
@@ -219,9 +234,10 @@ def _arm_infos(seen: _Observed) -> tuple[ArmInfo, ...]:
     )
 
 
-def _settings(control: str, o: ReportOptions) -> Settings:
+def _settings(seen: _Observed, o: ReportOptions) -> Settings:
     return Settings(
-        control=control,
+        control=seen.control,
+        control_rule=seen.control_rule,
         alpha=o.alpha,
         correction=o.correction,
         method="sequential" if o.sequential else "fixed",

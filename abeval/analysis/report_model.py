@@ -13,13 +13,16 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from abeval.analysis.online_metrics import DEFAULT_GUARDRAILS, DEFAULT_PRIMARY
+from abeval.choices import Decision as DecisionName
 from abeval.stats.results import BayesianResult, Comparison, JsonResult, PowerResult, SrmResult
 from abeval.stats.sequential import DEFAULT_TUNING_N
 
 SCHEMA_VERSION = "1.0"
 
 Role = Literal["primary", "secondary", "guardrail"]
-Verdict = Literal["ship", "roll_back", "no_effect", "keep_running", "invalid"]
+Verdict = DecisionName
+# How the control arm was chosen (docs/metrics.md#control-arm).
+ControlRule = Literal["option", "recorded", "named_control"]
 
 
 @dataclass(frozen=True)
@@ -47,6 +50,7 @@ class Settings(JsonResult):
     """How the report was computed."""
 
     control: str
+    control_rule: ControlRule
     alpha: float
     correction: str
     method: str  # "fixed" or "sequential"
@@ -103,6 +107,40 @@ class VerdictResult(JsonResult):
     arm: str
     verdict: Verdict
     reason: str
+
+
+Direction = Literal["better", "worse", "flat"]
+
+
+@dataclass(frozen=True)
+class DecisionInput(JsonResult):
+    """One metric as the decision rule reads it (docs/metrics.md#decision):
+    ``direction`` is ``better``/``worse`` when significant after correction,
+    else ``flat`` (None when the comparison could not be made);
+    ``within_target`` whether the relative interval lies inside ±target MDE;
+    ``detectable`` the relative lift the test detects at the planned power."""
+
+    metric: str
+    role: Role
+    status: str
+    direction: Direction | None
+    relative_effect: float | None
+    interval: tuple[float, float] | None
+    within_target: bool | None = None
+    detectable: float | None = None
+
+
+@dataclass(frozen=True)
+class Decision(JsonResult):
+    """The overall decision for one treatment arm and the inputs of its rule."""
+
+    arm: str
+    decision: Verdict
+    reason: str
+    srm_flagged: bool
+    target_mde: float
+    primaries: tuple[DecisionInput, ...]
+    guardrails: tuple[DecisionInput, ...]
 
 
 @dataclass(frozen=True)
@@ -203,6 +241,7 @@ class ExperimentReport(JsonResult):
     generated_at: str
     experiment: str
     store: str
+    decisions: tuple[Decision, ...]
     settings: Settings
     arms: tuple[ArmInfo, ...]
     health: Health

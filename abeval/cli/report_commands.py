@@ -4,13 +4,29 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, get_args
 
 import typer
 
-from abeval.choices import Correction, ReportFormat
+from abeval.choices import Correction, Decision, ReportFormat
 from abeval.cli.app import DbOption, app, command, require, require_positive
 from abeval.files import write_atomic
+
+
+DECISIONS: tuple[str, ...] = get_args(Decision)
+#: The exit code when a decision named by ``--fail-on`` was reached (docs/usage.md).
+FAIL_ON_EXIT = 3
+
+
+def _decision_names(value: str | None) -> frozenset[str]:
+    """``invalid,roll_back`` → the decisions; a usage error naming an unknown one."""
+    if value is None:
+        return frozenset()
+    names = [v.strip() for v in value.split(",") if v.strip()]
+    unknown = [n for n in names if n not in DECISIONS]
+    what = f"unknown decision {unknown[0]!r}" if unknown else "no decision given"
+    require(bool(names) and not unknown, "--fail-on", f"{what}; choose from {', '.join(DECISIONS)}")
+    return frozenset(names)
 
 
 def _write(text: str, out: Path | None) -> None:
@@ -76,6 +92,15 @@ def report(
         str, typer.Option("--k", metavar="K,K...", help="Cutoffs of the replayed offline metrics.")
     ] = "5,10",
     offline: Annotated[bool, typer.Option(help="Replay offline metrics from the logs.")] = True,
+    fail_on: Annotated[
+        str | None,
+        typer.Option(
+            "--fail-on",
+            metavar="DECISIONS",
+            help="Exit with code 3, after writing the report, when any arm's decision is one "
+            f"of these (comma-separated: {', '.join(DECISIONS)}).",
+        ),
+    ] = None,
     db: DbOption = None,
 ) -> None:
     """Analyse one experiment: online lifts, health checks, offline metrics, power."""
@@ -88,6 +113,7 @@ def report(
     require(cuped_days >= 0, "--cuped-days", "must be 0 or more")
     require_positive(tuning_n, "--tuning-n")
     require_positive(target_mde, "--target-mde")
+    failing = _decision_names(fail_on)
     try:
         ks = parse_cutoffs(k)
     except ValueError as exc:
@@ -120,3 +146,8 @@ def report(
         path = out or default_path(experiment)
         _write(render_html(result), path)
         typer.echo(f"wrote {path}")
+    hit = [d for d in result.decisions if d.decision in failing]
+    if hit:
+        said = ", ".join(f"{d.arm} {d.decision}" for d in hit)
+        typer.echo(f"--fail-on: {said}; exit code {FAIL_ON_EXIT}", err=True)
+        raise typer.Exit(FAIL_ON_EXIT)

@@ -223,4 +223,10 @@ def experiment_set(
     with open_store(db, create=False) as store:
         s = set_settings(store, experiment, control, split)
     shares = ", ".join(f"{k}={v:.0%}" for k, v in (s.split or {}).items()) or "equal"
-    typer.echo(f"{experiment}: control {s.control_arm or '(first arm)'}; split {shares}")
+    if s.control_arm:
+        chosen = s.control_arm
+    elif "control" in s.arms:
+        chosen = "control (the arm named control)"
+    else:
+        chosen = "not recorded (set it with --control ARM)"
+    typer.echo(f"{experiment}: control {chosen}; split {shares}")

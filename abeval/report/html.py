@@ -22,7 +22,7 @@ from pathlib import Path
 
 from abeval.analysis.report_model import ExperimentReport
 from abeval.formatting import count, parse_time, share, when
-from abeval.report.html_context import ReportContext, VerdictLine
+from abeval.report.html_context import DecisionCard, ReportContext, VerdictLine
 from abeval.report.html_sections import (
     daily_users_chart,
     freshness,
@@ -36,6 +36,7 @@ from abeval.report.html_sections import (
     statistics_table,
 )
 from abeval.report.templates import environment
+from abeval.report.text import CONTROL_RULES
 
 __all__ = ["ReportContext", "build_context", "default_path", "environment", "render_html"]
 
@@ -85,7 +86,7 @@ def _method(report: ExperimentReport) -> str:
 def _settings(report: ExperimentReport) -> tuple[tuple[str, str], ...]:
     s = report.settings
     rows = [
-        ("Control arm", s.control),
+        ("Control arm", f"{s.control} ({CONTROL_RULES.get(s.control_rule, s.control_rule)})"),
         ("Randomisation unit", s.unit),
         ("Significance level α", f"{s.alpha:g} (two-sided)"),
         (
@@ -125,6 +126,10 @@ def build_context(report: ExperimentReport) -> ReportContext:
         first_day=first_day,
         last_day=last_day,
         days=days,
+        decisions=tuple(
+            DecisionCard(d, _VERDICT_TONES.get(d.decision, "neutral")) for d in report.decisions
+        ),
+        control_rule=CONTROL_RULES.get(report.settings.control_rule, report.settings.control_rule),
         method=_method(report),
         alerts=tuple(report.health.problems),
         srm_failed=report.health.srm.flagged,

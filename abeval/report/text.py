@@ -26,12 +26,28 @@ def _metric_row(m: MetricResult) -> str:
     )
 
 
+CONTROL_RULES = {
+    "option": "chosen with --control",
+    "recorded": "recorded with `abeval experiment set`",
+    "named_control": "the arm named control",
+}
+
+
+def _decisions(r: ExperimentReport) -> list[str]:
+    """The first lines: one overall decision per treatment arm."""
+    lines = [
+        f"DECISION {d.arm}: {d.decision.replace('_', ' ').upper()}: {d.reason}"
+        for d in r.decisions
+    ]
+    return [*lines, ""] if lines else []
+
+
 def _header(r: ExperimentReport) -> list[str]:
     s = r.settings
     return [
         f"abeval {r.abeval_version} · experiment {r.experiment} · {r.health.first_ts} .. "
         f"{r.health.last_ts}",
-        f"control {s.control}; unit {s.unit}; alpha {s.alpha}; {s.correction} correction; "
+        f"control {s.control} ({CONTROL_RULES.get(s.control_rule, s.control_rule)}); unit {s.unit}; alpha {s.alpha}; {s.correction} correction; "
         f"method {s.method}; CUPED {s.cuped_days} days"
         + (f"; tuning n {s.tuning_n:,.0f}" if s.tuning_n else ""),
         "arms: " + ", ".join(f"{a.arm} {a.users:,} users" for a in r.arms),
@@ -132,7 +148,7 @@ def _segments(r: ExperimentReport) -> list[str]:
 
 
 def render_text(r: ExperimentReport) -> str:
-    """The report as plain text: header, health, verdicts, the metric tables,
-    then the offline replay, power and segments when the report has them."""
-    sections = (_header, _health, _verdicts, _metric_tables, _offline, _power, _segments)
+    """The report as plain text: the decisions, header, health, verdicts, the metric
+    tables, then the offline replay, power and segments when the report has them."""
+    sections = (_decisions, _header, _health, _verdicts, _metric_tables, _offline, _power, _segments)
     return "\n".join(line for section in sections for line in section(r)) + "\n"

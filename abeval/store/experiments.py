@@ -139,15 +139,27 @@ def get_settings(conn: Connection, experiment: str) -> ExperimentSettings:
     )
 
 
-def unknown_experiment_message(experiment: str, known: list[str]) -> str:
+def close_matches(name: str, known: list[str], n: int = 3) -> list[str]:
+    """The known names closest to a misspelt ``name`` (difflib), best first."""
     import difflib
 
+    return difflib.get_close_matches(name, known, n=n)
+
+
+def unknown_arm_message(experiment: str, arm: str, arms: list[str]) -> str:
+    """``experiment 'X' has no arm 'ctrl'; did you mean control? its arms are ...``"""
+    close = close_matches(arm, arms, n=1)
+    hint = f"did you mean {close[0]}? " if close else ""
+    return f"experiment {experiment!r} has no arm {arm!r}; {hint}its arms are {', '.join(arms)}"
+
+
+def unknown_experiment_message(experiment: str, known: list[str]) -> str:
     if not known:
         return (
             f"no experiment {experiment!r}: the store is empty; "
             "load events with `abeval ingest FILE`"
         )
-    close = difflib.get_close_matches(experiment, known, n=3)
+    close = close_matches(experiment, known)
     hint = f"did you mean {', '.join(close)}?" if close else f"known: {', '.join(known[:10])}"
     return (
         f"no experiment {experiment!r} in the store; {hint} (list them with `abeval experiments`)"
@@ -192,14 +204,7 @@ def set_settings(
     with store.begin() as conn:
         current = get_settings(conn, experiment)
         if control is not None and control not in current.arms:
-            import difflib
-
-            close = difflib.get_close_matches(control, current.arms, n=1)
-            hint = f"did you mean {close[0]}? " if close else ""
-            raise NotFoundError(
-                f"experiment {experiment!r} has no arm {control!r}; {hint}its arms are "
-                f"{', '.join(current.arms)}"
-            )
+            raise NotFoundError(unknown_arm_message(experiment, control, current.arms))
         parsed = parse_split(split, current.arms) if split is not None else None
         conn.execute(
             text(
