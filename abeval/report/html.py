@@ -51,9 +51,25 @@ _VERDICT_TONES = {
 }
 
 
+#: Longest default file name stem, in UTF-8 bytes (file systems allow 255 for the name).
+MAX_STEM_BYTES = 100
+
+
 def default_path(experiment: str) -> Path:
-    """``reports/<experiment>.html``, with characters unsafe in a file name as ``_``."""
-    safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in experiment)
+    """``reports/<experiment>.html``: characters unsafe in a file name (path
+    separators, control characters, spaces ...) as ``_``, no leading dot, and a
+    name longer than :data:`MAX_STEM_BYTES` shortened and ended with a hash of the
+    whole name, so that two long names stay apart."""
+    import hashlib
+
+    safe = "".join(
+        ch if (ch.isalnum() and ch.isprintable()) or ch in "-_." else "_" for ch in experiment
+    )
+    safe = safe.lstrip(".")
+    if not safe or len(safe.encode()) > MAX_STEM_BYTES:
+        digest = hashlib.sha256(experiment.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+        head = safe.encode()[: MAX_STEM_BYTES - 13].decode("utf-8", "ignore")
+        safe = f"{head}-{digest}" if head else digest
     return Path("reports") / f"{safe}.html"
 
 

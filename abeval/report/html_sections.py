@@ -190,7 +190,10 @@ def _as_percent(m: MetricResult) -> bool:
         return True
     if m.kind == "ratio":
         return all(
-            v.denominator > 0 and 0 <= v.numerator <= v.denominator
+            v.numerator is not None
+            and v.denominator is not None
+            and v.denominator > 0
+            and 0 <= v.numerator <= v.denominator
             for v in (m.control, m.treatment)
         )
     return False

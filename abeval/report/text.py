@@ -9,7 +9,7 @@ multiplicity-corrected one wherever the report has it, as on the HTML page.
 from __future__ import annotations
 
 from abeval.analysis.report_model import ExperimentReport, MetricResult
-from abeval.formatting import interval, pct, pvalue, share, terminal_number
+from abeval.formatting import NA, interval, pct, pvalue, share, terminal_number
 
 
 def _metric_row(m: MetricResult) -> str:
@@ -123,10 +123,11 @@ def _power(r: ExperimentReport) -> list[str]:
             if p.more_days_needed
             else ""
         )
+        needed = p.needed_for_target.total_users
         lines.append(
             f"  {p.metric} ({p.arm}): could detect {pct(p.detectable.mde_relative)} at "
-            f"{p.detectable.power:.0%} power; a {r.settings.target_mde:.0%} lift needs "
-            f"{(p.needed_for_target.total_users or 0):,} users in all{days}"
+            f"{share(p.detectable.power, 0)} power; a {share(r.settings.target_mde, 0)} lift needs "
+            + (f"{needed:,} users in all{days}" if needed is not None else f"an unknown number of users ({NA})")
         )
     return lines
 
