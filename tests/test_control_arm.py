@@ -81,7 +81,9 @@ def test_the_option_chooses(rankers: str) -> None:
 
 
 def test_the_recorded_control_chooses_and_the_option_overrides_it(rankers: str) -> None:
-    set_ = runner.invoke(app, ["experiment", "set", "rank", "--control", "old_ranker", "--db", rankers])
+    set_ = runner.invoke(
+        app, ["experiment", "set", "rank", "--control", "old_ranker", "--db", rankers]
+    )
     assert set_.exit_code == 0, set_.output
     assert set_.stdout == "rank: control old_ranker; split equal\n"
     d = _json(rankers)
@@ -94,8 +96,13 @@ def test_an_arm_named_control_chooses(tmp_path: Path) -> None:
     db = _store(tmp_path, {"control": 10, "a_treatment": 10})
     d = _json(db)
     assert (d["settings"]["control"], d["settings"]["control_rule"]) == ("control", "named_control")
-    set_ = runner.invoke(app, ["experiment", "set", "rank", "--split", "control=1,a_treatment=1", "--db", db])
-    assert set_.stdout == "rank: control control (the arm named control); split control=50%, a_treatment=50%\n"
+    set_ = runner.invoke(
+        app, ["experiment", "set", "rank", "--split", "control=1,a_treatment=1", "--db", db]
+    )
+    assert (
+        set_.stdout
+        == "rank: control control (the arm named control); split control=50%, a_treatment=50%\n"
+    )
     # A recorded control wins over the name.
     runner.invoke(app, ["experiment", "set", "rank", "--control", "a_treatment", "--db", db])
     d = _json(db)
@@ -120,7 +127,9 @@ def test_a_control_that_is_not_an_arm_suggests_one(rankers: str) -> None:
 
 
 def test_set_a_control_that_is_not_an_arm_changes_nothing(rankers: str) -> None:
-    result = runner.invoke(app, ["experiment", "set", "rank", "--control", "nwe_ranker", "--db", rankers])
+    result = runner.invoke(
+        app, ["experiment", "set", "rank", "--control", "nwe_ranker", "--db", rankers]
+    )
     assert result.exit_code == 1
     assert result.stderr.strip() == (
         "Error: experiment 'rank' has no arm 'nwe_ranker'; did you mean new_ranker? "
@@ -142,13 +151,17 @@ def mismatched(tmp_path: Path) -> str:
     χ² = (200 − 110)²/110 · 2 ≈ 147, p ≈ 1e-33, a sample ratio mismatch, so the
     decision is invalid."""
     db = _store(tmp_path, {"control": 200, "treatment": 20})
-    runner.invoke(app, ["experiment", "set", "rank", "--split", "control=1,treatment=1", "--db", db])
+    runner.invoke(
+        app, ["experiment", "set", "rank", "--split", "control=1,treatment=1", "--db", db]
+    )
     return db
 
 
 def test_fail_on_sets_exit_code_3_after_writing(mismatched: str, tmp_path: Path) -> None:
     out = tmp_path / "r.json"
-    result = _report(mismatched, "--format", "json", "-o", str(out), "--fail-on", "invalid,roll_back")
+    result = _report(
+        mismatched, "--format", "json", "-o", str(out), "--fail-on", "invalid,roll_back"
+    )
     assert result.exit_code == 3
     assert result.stderr.strip() == "--fail-on: treatment invalid; exit code 3"
     d = json.loads(out.read_text())

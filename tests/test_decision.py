@@ -37,7 +37,9 @@ WIDE = (0.01, (-0.04, 0.06))  # not significant, too wide to rule out 2%
 BROKEN = None  # the comparison could not be made
 
 
-def _result(metric: str, role: Role, lift: tuple[float, tuple[float, float]] | None) -> MetricResult:
+def _result(
+    metric: str, role: Role, lift: tuple[float, tuple[float, float]] | None
+) -> MetricResult:
     if lift is None:
         comparison = Comparison(
             status="zero_denominator",

@@ -83,8 +83,13 @@ def undefine(value: Any) -> Any:
                 changes[f.name] = "invalid_input"
             elif f.name in OPTIONS and isinstance(x, float):
                 continue
-            elif _optional(hints[f.name]) and not isinstance(x, str) and not (
-                dataclasses.is_dataclass(x) or isinstance(x, tuple) and x and not isinstance(x[0], float)
+            elif (
+                _optional(hints[f.name])
+                and not isinstance(x, str)
+                and not (
+                    dataclasses.is_dataclass(x)
+                    or (isinstance(x, tuple) and x and not isinstance(x[0], float))
+                )
             ):
                 changes[f.name] = None
             else:
@@ -141,7 +146,9 @@ def test_overflowing_revenue_renders_in_every_format(overflow_store: str, tmp_pa
     base = ["report", "-e", "ov", "--db", overflow_store]
     as_json = runner.invoke(app, [*base, "--format", "json"])
     assert as_json.exit_code == 0, as_json.output
-    revenue = next(m for m in json.loads(as_json.stdout)["metrics"] if m["metric"] == "revenue_per_user")
+    revenue = next(
+        m for m in json.loads(as_json.stdout)["metrics"] if m["metric"] == "revenue_per_user"
+    )
     assert revenue["status"] == "invalid_input"
     assert (revenue["control"]["numerator"], revenue["control"]["value"]) == (None, None)
     text = runner.invoke(app, [*base, "--format", "text"]).stdout
@@ -189,7 +196,9 @@ def test_long_names_are_shortened_with_a_hash() -> None:
     assert len(wide.stem.encode()) <= MAX_STEM_BYTES and wide.stem.startswith("é" * 40)
 
 
-def test_cli_writes_a_long_named_experiment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cli_writes_a_long_named_experiment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     name = "exp-" + "n" * 300
     (tmp_path / "e.csv").write_text(EVENTS.replace("\nov,", f"\n{name},"))
     monkeypatch.chdir(tmp_path)

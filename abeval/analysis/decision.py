@@ -51,9 +51,7 @@ def decisions(
             if m.arm == arm and m.role == "primary"
         )
         guardrails = tuple(
-            metric_input(m, o.target_mde)
-            for m in metrics
-            if m.arm == arm and m.role == "guardrail"
+            metric_input(m, o.target_mde) for m in metrics if m.arm == arm and m.role == "guardrail"
         )
         decision, reason = decide(primaries, guardrails, health.srm.flagged, o.target_mde)
         if decision == "invalid" and health.srm.flagged and health.srm.p_value is not None:
@@ -147,9 +145,7 @@ def _label(name: str) -> str:
     return METRICS[name].label if name in METRICS else name
 
 
-def _names(
-    items: Sequence[DecisionInput], *, lift: bool = False, status: bool = False
-) -> str:
+def _names(items: Sequence[DecisionInput], *, lift: bool = False, status: bool = False) -> str:
     parts = []
     for m in items:
         text = _label(m.metric)

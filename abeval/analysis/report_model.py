@@ -10,6 +10,7 @@ carries a ``status`` and a ``message``.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Literal
 
 from abeval.analysis.online_metrics import DEFAULT_GUARDRAILS, DEFAULT_PRIMARY
@@ -43,6 +44,12 @@ class ReportOptions:
     offline_ks: tuple[int, ...] = (5, 10)
     daily: bool = True
     offline: bool = True
+    # The analysis window (docs/metrics.md#analysis-window), naive UTC; None: the
+    # recorded bound, else open.
+    window_from: datetime | None = None
+    window_to: datetime | None = None
+    # (metric, quantile) pairs of --cap (docs/metrics.md#outlier-capping).
+    caps: tuple[tuple[str, float], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -62,6 +69,10 @@ class Settings(JsonResult):
     target_mde: float
     power: float
     unit: str = "user"
+    window_from: str | None = None
+    window_to: str | None = None
+    window_rule: str | None = None  # "option", "recorded", "option and recorded"
+    caps: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -144,6 +155,19 @@ class Decision(JsonResult):
 
 
 @dataclass(frozen=True)
+class CapInfo(JsonResult):
+    """One capped per-user variable: the metrics that read it, the pooled
+    ``quantile``, the ``cap`` value (None when undefined) and the users above it."""
+
+    variable: str
+    metrics: tuple[str, ...]
+    quantile: float
+    cap: float | None
+    users_capped: dict[str, int]
+    users_capped_total: int
+
+
+@dataclass(frozen=True)
 class Health(JsonResult):
     srm: SrmResult
     users_seen: int
@@ -158,6 +182,7 @@ class Health(JsonResult):
     first_ts: str | None
     last_ts: str | None
     problems: tuple[str, ...]
+    events_outside_window: int = 0
 
 
 @dataclass(frozen=True)
@@ -245,6 +270,7 @@ class ExperimentReport(JsonResult):
     settings: Settings
     arms: tuple[ArmInfo, ...]
     health: Health
+    caps: tuple[CapInfo, ...]
     verdicts: tuple[VerdictResult, ...]
     metrics: tuple[MetricResult, ...]
     daily: tuple[DailyPoint, ...]

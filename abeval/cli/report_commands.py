@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from pathlib import Path
 from typing import Annotated, get_args
 
@@ -12,9 +13,8 @@ from abeval.choices import Correction, Decision, ReportFormat
 from abeval.cli.app import DbOption, app, command, require, require_positive
 from abeval.files import write_atomic
 
-
 DECISIONS: tuple[str, ...] = get_args(Decision)
-#: The exit code when a decision named by ``--fail-on`` was reached (docs/usage.md).
+#: The exit code when a decision named by ``--fail-on`` was reached (docs/metrics.md#decision).
 FAIL_ON_EXIT = 3
 
 
@@ -27,6 +27,18 @@ def _decision_names(value: str | None) -> frozenset[str]:
     what = f"unknown decision {unknown[0]!r}" if unknown else "no decision given"
     require(bool(names) and not unknown, "--fail-on", f"{what}; choose from {', '.join(DECISIONS)}")
     return frozenset(names)
+
+
+def window_bound(value: str | None, option: str, *, end: bool) -> datetime | None:
+    """``--from``/``--to`` as a naive UTC datetime; a usage error naming the option."""
+    if value is None:
+        return None
+    from abeval.store.population import parse_bound
+
+    try:
+        return parse_bound(value, end=end)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint=option) from None
 
 
 def _write(text: str, out: Path | None) -> None:
@@ -92,6 +104,32 @@ def report(
         str, typer.Option("--k", metavar="K,K...", help="Cutoffs of the replayed offline metrics.")
     ] = "5,10",
     offline: Annotated[bool, typer.Option(help="Replay offline metrics from the logs.")] = True,
+    window_from: Annotated[
+        str | None,
+        typer.Option(
+            "--from",
+            metavar="DATE|TIMESTAMP",
+            help="Analyse events from this instant on (ISO 8601; UTC unless it has a zone; "
+            "default: the recorded window, else the first event).",
+        ),
+    ] = None,
+    window_to: Annotated[
+        str | None,
+        typer.Option(
+            "--to",
+            metavar="DATE|TIMESTAMP",
+            help="Analyse events before this instant (a date: through that day).",
+        ),
+    ] = None,
+    cap: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--cap",
+            metavar="METRIC=QUANTILE",
+            help="Cap per-user values at this quantile of both arms pooled, e.g. "
+            "revenue_per_user=0.99 (repeatable or comma-separated).",
+        ),
+    ] = None,
     fail_on: Annotated[
         str | None,
         typer.Option(
@@ -104,6 +142,7 @@ def report(
     db: DbOption = None,
 ) -> None:
     """Analyse one experiment: online lifts, health checks, offline metrics, power."""
+    from abeval.analysis.capping import parse_caps
     from abeval.analysis.online import ReportOptions, build_report
     from abeval.analysis.online_metrics import DEFAULT_GUARDRAILS, DEFAULT_PRIMARY, parse_metrics
     from abeval.metrics.base import parse_cutoffs
@@ -114,6 +153,13 @@ def report(
     require_positive(tuning_n, "--tuning-n")
     require_positive(target_mde, "--target-mde")
     failing = _decision_names(fail_on)
+    start = window_bound(window_from, "--from", end=False)
+    end = window_bound(window_to, "--to", end=True)
+    require(start is None or end is None or start < end, "--to", "must come after --from")
+    try:
+        caps = parse_caps(cap or [])
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--cap") from None
     try:
         ks = parse_cutoffs(k)
     except ValueError as exc:
@@ -131,6 +177,9 @@ def report(
         target_mde=target_mde,
         offline_ks=ks,
         offline=offline,
+        window_from=start,
+        window_to=end,
+        caps=caps,
     )
     with open_store(db, read_only=True) as store:
         result = build_report(store, experiment, options)
