@@ -115,6 +115,17 @@ def _settings(report: ExperimentReport) -> tuple[tuple[str, str], ...]:
         ("Primary metrics", ", ".join(s.primary)),
         ("Guardrails", ", ".join(s.guardrails) or "none"),
         ("Segment", s.segment or "none"),
+        (
+            "Analysis window",
+            f"{s.window_from or 'first event'} to {s.window_to or 'last event'} (excluded; "
+            f"{s.window_rule})"
+            if s.window_rule
+            else "all events",
+        ),
+        (
+            "Outlier capping",
+            ", ".join(f"{k} at the {v:g} quantile" for k, v in s.caps.items()) or "none",
+        ),
         ("Target effect (MDE)", share(s.target_mde, 1)),
         ("Power", share(s.power, 0)),
         ("Store", report.store),
