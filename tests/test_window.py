@@ -16,6 +16,7 @@ from abeval.cli import app
 from abeval.resources import data_dir
 from abeval.store import open_store
 from abeval.store.experiments import get_settings
+from abeval.store.ingest import ingest_file
 from abeval.store.migrate import apply
 from abeval.store.population import parse_bound
 
@@ -210,10 +211,8 @@ def test_migration_adds_the_window_to_an_older_store(tmp_path: Path) -> None:
     path = str(tmp_path / "old.duckdb")
     with open_store(path, migrate=False) as store:
         apply(store, step1)
-        from abeval.store.ingest import ingest_file
-
         ingest_file(store, tmp_path / "w.csv")
-    with open_store(path) as store:  # applies 0002 and keeps the data
-        with store.connect() as conn:
-            s = get_settings(conn, "w")
+    # Opening it applies 0002 and keeps the data.
+    with open_store(path) as store, store.connect() as conn:
+        s = get_settings(conn, "w")
     assert (s.arms, s.window_from, s.window_to) == (["control", "treatment"], None, None)
