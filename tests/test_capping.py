@@ -129,6 +129,9 @@ def test_cli_states_the_cap_in_every_format(duck: str, tmp_path: Path) -> None:
     args = ["report", "-e", "cap", "--db", duck, "--no-offline", "--cap", "revenue_per_user=0.9"]
     doc = json.loads(runner.invoke(app, [*args, "--format", "json"]).stdout)
     cap = float(np.quantile(np.concatenate([per_user("control"), per_user("treatment")]), 0.9))
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = Path(__file__).parents[1] / "reports" / "report.schema.json"
+    jsonschema.validate(doc, json.loads(schema.read_text()))
     (info,) = doc["caps"]
     assert info["cap"] == pytest.approx(cap, rel=1e-12)
     assert doc["settings"]["caps"] == {"revenue_per_user": 0.9}

@@ -74,6 +74,9 @@ def _ctr(doc: dict) -> tuple[float, float]:
 def test_the_window_keeps_only_its_events(db: str) -> None:
     full = _json(db)
     day2 = _json(db, "--from", "2024-05-02", "--to", "2024-05-02")
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = json.loads((Path(__file__).parents[1] / "reports" / "report.schema.json").read_text())
+    jsonschema.validate(day2, schema)
     assert full["health"]["events_outside_window"] == 0
     assert full["settings"]["window_rule"] is None
     s = day2["settings"]
