@@ -190,3 +190,19 @@ def test_fail_on_names_are_checked(rankers: str, value: str, message: str) -> No
         "no_effect, invalid" in " ".join(result.stderr.replace("│", " ").split())
     )
     assert result.stdout == ""
+
+
+def test_every_format_starts_with_the_decision(mismatched: str, tmp_path: Path) -> None:
+    d = _json(mismatched)
+    assert list(d)[: list(d).index("settings")][-1] == "decisions"
+    (decision,) = d["decisions"]
+    assert decision["decision"] == "invalid"
+    assert decision["reason"].startswith("sample ratio mismatch: the arms are not comparable")
+    assert any(n.startswith("Decision per treatment arm") for n in d["methodology"]["notes"])
+    text = _report(mismatched, "--format", "text").stdout
+    assert text.splitlines()[0] == f"DECISION treatment: INVALID: {decision['reason']}"
+    out = tmp_path / "r.html"
+    assert _report(mismatched, "-o", str(out)).exit_code == 0
+    page = out.read_text()
+    card = page.index('data-for-arm="treatment" data-decision="invalid"')
+    assert card < page.index('id="health"') and card < page.index('id="decision"')

@@ -447,4 +447,12 @@ def _notes(o: ReportOptions) -> tuple[str, ...]:
         "Bayesian view: normal posterior on the lift with a flat prior; chance to beat control "
         "and expected loss."
     )
+    notes.append(
+        "Decision per treatment arm, first rule that applies: invalid on a flagged sample "
+        "ratio or a primary metric that could not be compared; roll back when a primary "
+        "metric or a guardrail is significantly worse; ship when a primary metric is "
+        "significantly better (keep running if a guardrail could not be checked); no effect "
+        f"when every primary metric's interval lies within ±{o.target_mde:.0%} or its test "
+        f"reached {o.power:.0%} power for ±{o.target_mde:.0%}; else keep running."
+    )
     return tuple(notes)
