@@ -17,8 +17,11 @@ from abeval.analysis.online_metrics import METRICS
 from abeval.analysis.report_model import CapInfo
 from abeval.store.online_sql import CapValue
 
-#: Metrics whose numerator can be capped: the per-user means and average order value.
-CAPPABLE = (*(n for n, m in METRICS.items() if m.kind == "mean"), "aov")
+#: Metrics whose numerator can be capped: those built on revenue (revenue per user,
+#: average order value). The counts are not capped: clicks, impressions and
+#: purchases also feed CTR, conversion and the denominators of the ratios.
+CAPPED_VARIABLES = ("revenue",)
+CAPPABLE = tuple(n for n, m in METRICS.items() if m.numerator in CAPPED_VARIABLES)
 
 
 def parse_caps(values: Iterable[str]) -> tuple[tuple[str, float], ...]:
