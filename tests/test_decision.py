@@ -40,35 +40,20 @@ BROKEN = None  # the comparison could not be made
 def _result(
     metric: str, role: Role, lift: tuple[float, tuple[float, float]] | None
 ) -> MetricResult:
-    if lift is None:
-        comparison = Comparison(
-            status="zero_denominator",
-            message="no impressions in control",
-            method="welch",
-            alpha=0.05,
-            control_n=100,
-            treatment_n=100,
-            control_mean=None,
-            treatment_mean=None,
-            absolute=Lift(None),
-            relative=Lift(None),
-        )
-        significant = False
-    else:
-        effect, ci = lift
-        comparison = Comparison(
-            status="ok",
-            message="",
-            method="welch",
-            alpha=0.05,
-            control_n=100,
-            treatment_n=100,
-            control_mean=1.0,
-            treatment_mean=1.0 + effect,
-            absolute=Lift(effect, ci=ci),
-            relative=Lift(effect, ci=ci),
-        )
-        significant = ci[0] > 0 or ci[1] < 0
+    effect, ci = lift if lift is not None else (None, None)
+    comparison = Comparison(
+        status="ok" if lift is not None else "zero_denominator",
+        message="" if lift is not None else "no impressions in control",
+        method="welch",
+        alpha=0.05,
+        control_n=100,
+        treatment_n=100,
+        control_mean=1.0 if lift is not None else None,
+        treatment_mean=1.0 + effect if effect is not None else None,
+        absolute=Lift(effect, ci=ci),
+        relative=Lift(effect, ci=ci),
+    )
+    significant = ci is not None and (ci[0] > 0 or ci[1] < 0)
     bayes = BayesianResult(
         status="ok",
         message="",
