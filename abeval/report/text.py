@@ -28,7 +28,7 @@ def _metric_row(m: MetricResult) -> str:
 
 CONTROL_RULES = {
     "option": "chosen with --control",
-    "recorded": "recorded with `abeval experiment set`",
+    "recorded": "recorded with abeval experiment set",
     "named_control": "the arm named control",
 }
 
