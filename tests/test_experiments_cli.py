@@ -149,7 +149,9 @@ def test_set_control_and_split(store: Path) -> None:
 
 def test_set_split_only(store: Path) -> None:
     result = invoke("experiment", "set", "search", "--split", "a=50,b=50")
-    assert result.stdout == "search: control (first arm); split a=50%, b=50%\n"
+    assert result.stdout == (
+        "search: control not recorded (set it with --control ARM); split a=50%, b=50%\n"
+    )
 
 
 @pytest.mark.parametrize(
@@ -225,7 +227,7 @@ def test_set_errors_change_nothing(store: Path, args: list[str], message: str) -
 def test_set_needs_an_option(store: Path) -> None:
     result = invoke("experiment", "set", "home")
     assert result.exit_code == 2
-    assert "give --control, --split or both" in result.stderr
+    assert "give --control, --split, --from or --to" in result.stderr
 
 
 def test_set_without_a_store_creates_none(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -45,7 +45,7 @@ def test_each_data_quality_count(tmp_path: Path) -> None:
     db = str(tmp_path / "x.duckdb")
     store = open_store(db)
     ingest_file(store, path)
-    report = build_report(store, "x", ReportOptions(offline=False, cuped_days=14))
+    report = build_report(store, "x", ReportOptions(control="A", offline=False, cuped_days=14))
     store.close()
     h = report.health
     assert (h.users_seen, h.users_analysed, h.users_in_several_arms) == (4, 2, 1)

@@ -63,3 +63,41 @@ def test_duckdb_and_postgres_give_the_same_report(tmp_path: Path, postgres_datab
         pg.close()
     assert a["metrics"] and a["daily"] and a["segments"]
     assert_same(a, b)
+
+
+def test_window_caps_and_segments_agree_on_both_engines(
+    tmp_path: Path, postgres_database: str
+) -> None:
+    """The analysis window, outlier capping and the segment attributes are SQL that
+    must mean the same on PostgreSQL as on DuckDB."""
+    from abeval.errors import NotFoundError
+    from abeval.store.population import parse_bound
+
+    events = tmp_path / "events.csv"
+    write_events(SimulationConfig(users=1200, seed=5, days=6, pre_period_days=2), events)
+    duck = open_store(str(tmp_path / "s.duckdb"))
+    pg = open_store(postgres_database)
+    options = ReportOptions(
+        segment="device",
+        window_from=parse_bound("2025-03-04", end=False),  # the simulation starts 03-03
+        window_to=parse_bound("2025-03-06", end=True),
+        caps=(("revenue_per_user", 0.95),),
+    )
+    try:
+        ingest_file(duck, events)
+        ingest_file(pg, events)
+        a = build_report(duck, "home-reco-v2", options).to_dict()
+        b = build_report(pg, "home-reco-v2", options).to_dict()
+        messages = []
+        for store in (duck, pg):
+            with pytest.raises(NotFoundError) as caught:
+                build_report(store, "home-reco-v2", ReportOptions(segment="devise", offline=False))
+            messages.append(caught.value.message)
+    finally:
+        duck.close()
+        pg.close()
+    assert a["health"]["events_outside_window"] > 0 and a["caps"][0]["users_capped_total"] > 0
+    assert a["segments"] and a["offline"]
+    assert_same(a, b)
+    assert messages[0] == messages[1]
+    assert "did you mean device?" in messages[0]

@@ -342,7 +342,18 @@ def test_segment_breakdown(hand_store: str) -> None:
         ),
         (
             ["-e", EXP, "--control", "ctrl"],
-            "Error: experiment 'hand' has no arm 'ctrl'; its arms are control, treatment",
+            "Error: experiment 'hand' has no arm 'ctrl'; did you mean control? "
+            "its arms are control, treatment",
+        ),
+        (
+            ["-e", EXP, "--segment", "devce"],
+            "Error: experiment 'hand' has no attribute 'devce' (--segment); did you mean device? "
+            "known attributes: device",
+        ),
+        (
+            ["-e", EXP, "--segment", "country"],
+            "Error: experiment 'hand' has no attribute 'country' (--segment); "
+            "known attributes: device",
         ),
         (
             ["-e", EXP, "--primary", "ctr,convrsion"],
@@ -370,6 +381,26 @@ def test_one_arm_experiment_is_a_clear_error(tmp_path: Path) -> None:
     assert result.stderr.strip() == (
         "Error: experiment 'hand' has one arm (control): nothing to compare; "
         "check the arm column of the events"
+    )
+
+
+def test_segment_without_attributes_says_where_they_come_from(tmp_path: Path) -> None:
+    rows = [r[:-1] for r in hand_rows()]
+    path = tmp_path / "plain.csv"
+    with path.open("w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(HEADER[:-1])
+        writer.writerows(rows)
+    db = str(tmp_path / "plain.duckdb")
+    with open_store(db) as store:
+        ingest_file(store, path)
+    result = CliRunner().invoke(
+        app, ["report", "-e", EXP, "--db", db, "--format", "json", "--segment", "device"]
+    )
+    assert result.exit_code == 1
+    assert result.stderr.strip() == (
+        "Error: experiment 'hand' has no event attributes to segment by (--segment device); "
+        "extra columns of the event files become attributes"
     )
 
 

@@ -18,6 +18,7 @@ from abeval.analysis.replay import replay
 from abeval.analysis.report_model import OfflineResult, OfflineValue, ReportOptions
 from abeval.metrics import Conventions
 from abeval.stats import Comparison, adjust_comparisons, compare
+from abeval.store.population import Window
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
@@ -45,7 +46,13 @@ def offline_results(
     (the reference metric's comparison per arm)."""
     # A report must not stop at a logging glitch: an item shown twice in a request
     # counts once (the health section counts the duplicates).
-    result = replay(conn, experiment, k=o.offline_ks, conventions=Conventions(duplicates="dedupe"))
+    result = replay(
+        conn,
+        experiment,
+        k=o.offline_ks,
+        conventions=Conventions(duplicates="dedupe"),
+        window=Window(o.window_from, o.window_to),
+    )
     compared: list[OfflineResult] = []
     values: list[OfflineValue] = []
     for metric, by_arm in result.by_metric().items():

@@ -12,22 +12,25 @@ methodology. The store computes sums and the statistics layer does the maths.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from abeval import __version__
+from abeval.analysis.capping import cap_infos, variable_quantiles
 from abeval.analysis.comparisons import (
     PlainStats,
     daily_points,
     metric_results,
     segment_results,
 )
+from abeval.analysis.decision import decisions
 from abeval.analysis.offline_report import offline_results
 from abeval.analysis.planning import power_info
 from abeval.analysis.report_model import (
     SCHEMA_VERSION,
     ArmInfo,
+    ControlRule,
     ExperimentReport,
     Health,
     Methodology,
@@ -42,8 +45,15 @@ from abeval.analysis.verdicts import verdicts
 from abeval.errors import AbevalError, NotFoundError
 from abeval.stats import srm_test
 from abeval.store import online_sql
-from abeval.store.experiments import ExperimentSettings, get_settings
-from abeval.store.online_sql import Moments
+from abeval.store.experiments import (
+    ExperimentSettings,
+    get_settings,
+    segment_attributes,
+    unknown_arm_message,
+    unknown_segment_message,
+)
+from abeval.store.online_sql import CapValue, Moments
+from abeval.store.population import Window
 from abeval.store.shared_ctes import drop
 
 if TYPE_CHECKING:
@@ -63,7 +73,10 @@ class _Observed:
 
     settings: ExperimentSettings
     control: str
+    control_rule: ControlRule
     arms: list[str]
+    window: Window
+    caps: dict[str, CapValue]
     moments: dict[str, Moments]
     health: Health
     daily: Daily
@@ -89,26 +102,32 @@ def build_report(store: Store, experiment: str, o: ReportOptions | None = None) 
         seen = _observe(conn, experiment, o)
     control, treatments = seen.control, seen.treatments
     results, plain = metric_results(seen.moments, control, treatments, o)
+    # The replay reads the same window as the online analysis.
+    windowed = replace(o, window_from=seen.window.start, window_to=seen.window.end)
     with store.connect() as conn:
         offline, offline_values, offline_status = _offline(
-            conn, experiment, control, treatments, o, results
+            conn, experiment, control, treatments, windowed, results
         )
     segments, segment_warning = segment_results(seen.segments, control, o)
+    power = _power(plain, seen.daily, control, treatments, o)
+    decided = decisions(results, seen.health, power, o)
     return ExperimentReport(
         schema_version=SCHEMA_VERSION,
         abeval_version=__version__,
         generated_at=datetime.now(UTC).replace(microsecond=0).isoformat(),
         experiment=experiment,
         store=store.display,
-        settings=_settings(control, o),
+        decisions=decided,
+        settings=_settings(seen, o),
         arms=_arm_infos(seen),
         health=seen.health,
-        verdicts=verdicts(results, seen.health, o),
+        caps=cap_infos(seen.caps),
+        verdicts=verdicts(results, seen.health, o, decided),
         metrics=tuple(results),
         daily=daily_points(seen.daily, control, treatments, o),
         segments=segments,
         segment_warning=segment_warning,
-        power=_power(plain, seen.daily, control, treatments, o),
+        power=power,
         offline=offline,
         offline_values=offline_values,
         offline_status=offline_status,
@@ -120,16 +139,24 @@ def _observe(conn: Connection, experiment: str, o: ReportOptions) -> _Observed:
     """Read the experiment from the store: its settings and arms, then, over the
     population computed once, the moments, health, daily and segment breakdowns."""
     settings = get_settings(conn, experiment)
-    control = _choose_control(settings.arms, settings.control_arm, o.control, experiment)
     if len(settings.arms) < 2:
         raise AbevalError(
             f"experiment {experiment!r} has one arm ({settings.arms[0]}): nothing to compare; "
             "check the arm column of the events"
         )
+    control, rule = _choose_control(settings.arms, settings.control_arm, o.control, experiment)
+    if o.segment is not None:
+        known = segment_attributes(conn, experiment)
+        if o.segment not in known:
+            raise NotFoundError(unknown_segment_message(experiment, o.segment, known))
     arms = [control] + [a for a in settings.arms if a != control]
-    base, temporary = online_sql.shared(conn, experiment, o.cuped_days)
+    window = _window(settings, o)
+    base, temporary = online_sql.shared(conn, experiment, o.cuped_days, window)
     try:
-        moments = online_sql.arm_moments(conn, experiment, o.cuped_days, base)
+        quantiles = variable_quantiles(o.caps)
+        caps = online_sql.cap_values(conn, experiment, quantiles, base) if quantiles else {}
+        capped = _cap_values(caps)
+        moments = online_sql.arm_moments(conn, experiment, o.cuped_days, base, capped)
         if control not in moments:
             raise AbevalError(
                 f"control arm {control!r} of {experiment!r} has no analysed users; "
@@ -137,10 +164,14 @@ def _observe(conn: Connection, experiment: str, o: ReportOptions) -> _Observed:
             )
         users = {a: moments[a].n if a in moments else 0 for a in arms}
         weights = [settings.split.get(a, 0.0) for a in arms] if settings.split else None
-        health = _health(conn, experiment, users, weights, arms, o.cuped_days, base)
-        daily = online_sql.daily_moments(conn, experiment, o.cuped_days, base) if o.daily else []
+        health = _health(conn, experiment, users, weights, arms, o.cuped_days, base, window)
+        daily = (
+            online_sql.daily_moments(conn, experiment, o.cuped_days, base, capped)
+            if o.daily
+            else []
+        )
         segments = (
-            online_sql.segment_moments(conn, experiment, o.segment, o.cuped_days, base)
+            online_sql.segment_moments(conn, experiment, o.segment, o.cuped_days, base, capped)
             if o.segment
             else {}
         )
@@ -149,7 +180,10 @@ def _observe(conn: Connection, experiment: str, o: ReportOptions) -> _Observed:
     return _Observed(
         settings=settings,
         control=control,
+        control_rule=rule,
         arms=arms,
+        window=window,
+        caps=caps,
         moments=moments,
         health=health,
         daily=daily,
@@ -158,16 +192,40 @@ def _observe(conn: Connection, experiment: str, o: ReportOptions) -> _Observed:
     )
 
 
-def _choose_control(arms: list[str], recorded: str | None, asked: str | None, exp: str) -> str:
+def _choose_control(
+    arms: list[str], recorded: str | None, asked: str | None, exp: str
+) -> tuple[str, ControlRule]:
+    """The control arm and the rule that chose it (docs/metrics.md#control-arm): the
+    one asked for, else the recorded one, else the arm named ``control``; never a guess."""
     if asked is not None:
         if asked not in arms:
-            raise NotFoundError(
-                f"experiment {exp!r} has no arm {asked!r}; its arms are {', '.join(arms)}"
-            )
-        return asked
+            raise NotFoundError(unknown_arm_message(exp, asked, arms))
+        return asked, "option"
     if recorded and recorded in arms:
-        return recorded
-    return "control" if "control" in arms else sorted(arms)[0]
+        return recorded, "recorded"
+    if "control" in arms:
+        return "control", "named_control"
+    raise AbevalError(
+        f"experiment {exp!r} has no recorded control and no arm named 'control' "
+        f"(arms: {', '.join(arms)}); name it with --control ARM, or record it with "
+        f"`abeval experiment set {exp} --control ARM`"
+    )
+
+
+def _window(settings: ExperimentSettings, o: ReportOptions) -> Window:
+    """The analysis window: each bound from the option, else the recorded one."""
+    window = Window(o.window_from or settings.window_from, o.window_to or settings.window_to)
+    if window.start is not None and window.end is not None and window.start >= window.end:
+        raise AbevalError(
+            f"the analysis window of {settings.experiment!r} is empty: from "
+            f"{window.start.isoformat()} to {window.end.isoformat()}; check --from and --to "
+            "(and the window recorded with `abeval experiment set`)"
+        )
+    return window
+
+
+def _cap_values(caps: dict[str, CapValue]) -> dict[str, float]:
+    return {v: c.cap for v, c in caps.items() if c.cap is not None}
 
 
 def _health(
@@ -178,8 +236,9 @@ def _health(
     arms: list[str],
     cuped_days: int,
     base: str | None = None,
+    window: Window | None = None,
 ) -> Health:
-    raw = online_sql.health(conn, experiment, cuped_days, base)
+    raw = online_sql.health(conn, experiment, cuped_days, base, window)
     srm = srm_test([users.get(a, 0) for a in arms], weights)
     problems = []
     if srm.flagged:
@@ -220,9 +279,10 @@ def _arm_infos(seen: _Observed) -> tuple[ArmInfo, ...]:
     )
 
 
-def _settings(control: str, o: ReportOptions) -> Settings:
+def _settings(seen: _Observed, o: ReportOptions) -> Settings:
     return Settings(
-        control=control,
+        control=seen.control,
+        control_rule=seen.control_rule,
         alpha=o.alpha,
         correction=o.correction,
         method="sequential" if o.sequential else "fixed",
@@ -234,15 +294,30 @@ def _settings(control: str, o: ReportOptions) -> Settings:
         target_mde=o.target_mde,
         power=o.power,
         relative_interval=o.relative_interval,
+        window_from=seen.window.start.isoformat() if seen.window.start else None,
+        window_to=seen.window.end.isoformat() if seen.window.end else None,
+        window_rule=_window_rule(seen, o),
+        caps=dict(o.caps),
     )
+
+
+def _window_rule(seen: _Observed, o: ReportOptions) -> str | None:
+    """Where the window's bounds came from: ``option``, ``recorded``, or both."""
+    if not seen.window:
+        return None
+    asked = o.window_from is not None or o.window_to is not None
+    recorded = seen.settings.window_from is not None or seen.settings.window_to is not None
+    return "option and recorded" if asked and recorded else "option" if asked else "recorded"
 
 
 def _methodology(seen: _Observed, o: ReportOptions) -> Methodology:
     return Methodology(
-        sql=online_sql.arm_moments_sql(o.cuped_days),
+        sql=online_sql.arm_moments_sql(
+            o.cuped_days, caps=_cap_values(seen.caps), window=seen.window
+        ),
         sufficient_statistics={a: _moments_dict(m) for a, m in seen.moments.items()},
         ingests=seen.ingests,
-        notes=_notes(o),
+        notes=_notes(o) + _window_and_cap_notes(seen),
     )
 
 
@@ -310,6 +385,27 @@ def _relative_note(o: ReportOptions) -> str:
     )
 
 
+def _window_and_cap_notes(seen: _Observed) -> tuple[str, ...]:
+    notes = []
+    w = seen.window
+    if w:
+        start = w.start.isoformat(sep=" ") if w.start else "the first event"
+        end = w.end.isoformat(sep=" ") if w.end else "the last event"
+        notes.append(
+            f"Analysis window: events from {start} (included) to {end} (excluded), UTC; "
+            f"{seen.health.events_outside_window:,} events outside it are not analysed, "
+            "online or replayed."
+        )
+    for c in seen.caps.values():
+        value = f"{c.cap:.6g}" if c.cap is not None else "undefined (no users)"
+        notes.append(
+            f"Capping: per-user {c.variable} capped at its {c.quantile:g} quantile over both "
+            f"arms, {value}; {sum(c.users_capped.values()):,} users were above it. The CUPED "
+            "covariate is not capped."
+        )
+    return tuple(notes)
+
+
 def _notes(o: ReportOptions) -> tuple[str, ...]:
     notes = [
         "Randomisation unit: user. Users are analysed in the arm of their first exposure "
@@ -337,5 +433,13 @@ def _notes(o: ReportOptions) -> tuple[str, ...]:
     notes.append(
         "Bayesian view: normal posterior on the lift with a flat prior; chance to beat control "
         "and expected loss."
+    )
+    notes.append(
+        "Decision per treatment arm, first rule that applies: invalid on a flagged sample "
+        "ratio or a primary metric that could not be compared; roll back when a primary "
+        "metric or a guardrail is significantly worse; ship when a primary metric is "
+        "significantly better (keep running if a guardrail could not be checked); no effect "
+        f"when every primary metric's interval lies within ±{o.target_mde:.0%} or its test "
+        f"reached {o.power:.0%} power for ±{o.target_mde:.0%}; else keep running."
     )
     return tuple(notes)

@@ -34,6 +34,7 @@ from abeval.metrics import (
     ranking_query,
 )
 from abeval.metrics.results import complete
+from abeval.store.population import Window
 from abeval.store.replay_sql import BEYOND_RELATIONS, ReplaySource, open_replay
 
 if TYPE_CHECKING:
@@ -125,6 +126,7 @@ def replay(
     gains: Mapping[str, float] | None = None,
     conventions: Conventions | None = None,
     post_exposure_only: bool = True,
+    window: Window | None = None,
 ) -> ReplayResult:
     """Replay offline metrics for ``experiment`` from the events in the store.
 
@@ -132,7 +134,8 @@ def replay(
     ``metrics`` are names such as ``ndcg@10`` (default: :func:`default_metrics`
     at each ``k``); ``gains`` maps event types to relevance (default purchase 2,
     click 1); ``conventions`` sets the AP denominator, NDCG gain, empty-list rule
-    and duplicate rule. An item shown twice in one request is an error unless
+    and duplicate rule; ``window`` keeps only the events inside it
+    (docs/metrics.md#analysis-window). An item shown twice in one request is an error unless
     ``conventions.duplicates == "dedupe"`` (then its first position counts).
     Raises :class:`~abeval.errors.NotFoundError` for an unknown experiment.
     """
@@ -140,7 +143,9 @@ def replay(
     ks = sorted({int(x) for x in k})
     gains = _checked(gains)
     specs = _replayable(parse_metrics(metrics or default_metrics(ks), ks, conventions))
-    with open_replay(conn, experiment, gains, post_exposure_only=post_exposure_only) as source:
+    with open_replay(
+        conn, experiment, gains, post_exposure_only=post_exposure_only, window=window
+    ) as source:
         return _replay(source, experiment, specs, conventions, gains, post_exposure_only)
 
 

@@ -10,9 +10,11 @@ carries a ``status`` and a ``message``.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Literal
 
 from abeval.analysis.online_metrics import DEFAULT_GUARDRAILS, DEFAULT_PRIMARY
+from abeval.choices import Decision as DecisionName
 from abeval.stats.results import (
     BayesianResult,
     Comparison,
@@ -26,7 +28,9 @@ from abeval.stats.sequential import DEFAULT_TUNING_N
 SCHEMA_VERSION = "1.0"
 
 Role = Literal["primary", "secondary", "guardrail"]
-Verdict = Literal["ship", "roll_back", "no_effect", "keep_running", "invalid"]
+Verdict = DecisionName
+# How the control arm was chosen (docs/metrics.md#control-arm).
+ControlRule = Literal["option", "recorded", "named_control"]
 
 
 @dataclass(frozen=True)
@@ -48,6 +52,12 @@ class ReportOptions:
     offline_ks: tuple[int, ...] = (5, 10)
     daily: bool = True
     offline: bool = True
+    # The analysis window (docs/metrics.md#analysis-window), naive UTC; None: the
+    # recorded bound, else open.
+    window_from: datetime | None = None
+    window_to: datetime | None = None
+    # (metric, quantile) pairs of --cap (docs/metrics.md#outlier-capping).
+    caps: tuple[tuple[str, float], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -55,6 +65,7 @@ class Settings(JsonResult):
     """How the report was computed."""
 
     control: str
+    control_rule: ControlRule
     alpha: float
     correction: str
     method: str  # "fixed" or "sequential"
@@ -67,6 +78,10 @@ class Settings(JsonResult):
     power: float
     unit: str = "user"
     relative_interval: RelativeInterval = "fieller"
+    window_from: str | None = None
+    window_to: str | None = None
+    window_rule: str | None = None  # "option", "recorded", "option and recorded"
+    caps: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -114,6 +129,53 @@ class VerdictResult(JsonResult):
     reason: str
 
 
+Direction = Literal["better", "worse", "flat"]
+
+
+@dataclass(frozen=True)
+class DecisionInput(JsonResult):
+    """One metric as the decision rule reads it (docs/metrics.md#decision):
+    ``direction`` is ``better``/``worse`` when significant after correction,
+    else ``flat`` (None when the comparison could not be made);
+    ``within_target`` whether the relative interval lies inside ±target MDE;
+    ``detectable`` the relative lift the test detects at the planned power."""
+
+    metric: str
+    role: Role
+    status: str
+    direction: Direction | None
+    relative_effect: float | None
+    interval: tuple[float, float] | None
+    within_target: bool | None = None
+    detectable: float | None = None
+
+
+@dataclass(frozen=True)
+class Decision(JsonResult):
+    """The overall decision for one treatment arm and the inputs of its rule."""
+
+    arm: str
+    decision: Verdict
+    reason: str
+    srm_flagged: bool
+    target_mde: float
+    primaries: tuple[DecisionInput, ...]
+    guardrails: tuple[DecisionInput, ...]
+
+
+@dataclass(frozen=True)
+class CapInfo(JsonResult):
+    """One capped per-user variable: the metrics that read it, the pooled
+    ``quantile``, the ``cap`` value (None when undefined) and the users above it."""
+
+    variable: str
+    metrics: tuple[str, ...]
+    quantile: float
+    cap: float | None
+    users_capped: dict[str, int]
+    users_capped_total: int
+
+
 @dataclass(frozen=True)
 class Health(JsonResult):
     srm: SrmResult
@@ -129,6 +191,7 @@ class Health(JsonResult):
     first_ts: str | None
     last_ts: str | None
     problems: tuple[str, ...]
+    events_outside_window: int = 0
 
 
 @dataclass(frozen=True)
@@ -213,9 +276,11 @@ class ExperimentReport(JsonResult):
     generated_at: str
     experiment: str
     store: str
+    decisions: tuple[Decision, ...]
     settings: Settings
     arms: tuple[ArmInfo, ...]
     health: Health
+    caps: tuple[CapInfo, ...]
     verdicts: tuple[VerdictResult, ...]
     metrics: tuple[MetricResult, ...]
     daily: tuple[DailyPoint, ...]

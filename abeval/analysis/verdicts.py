@@ -1,18 +1,24 @@
-"""The report's verdicts: one per primary metric and treatment arm.
+"""The report's verdicts: one per primary metric and treatment arm, the detail
+below each arm's overall decision (:mod:`abeval.analysis.decision`).
 
-A primary metric's verdict reads its multiple-testing-corrected comparison, the
-guardrails and the health checks, in this order: a sample ratio mismatch or a
-comparison that could not be made is ``invalid``; a significant improvement is
-``ship`` unless a guardrail got significantly worse (then ``roll_back``); a
+A primary metric's verdict reads its multiple-testing-corrected comparison and
+the health checks, in this order: a sample ratio mismatch or a comparison that
+could not be made is ``invalid``; a significant improvement is ``ship`` when its
+arm's decision is ``ship``, and otherwise takes the arm's decision, with the
+reason (a guardrail or another primary metric got significantly worse); a
 significant harm is ``roll_back``; an interval inside ±target MDE is
-``no_effect``; anything else is ``keep_running``. Each verdict carries its
-reason in words, with the relative lift and its interval.
+``no_effect``; anything else is ``keep_running``. So no card says ship for an arm
+whose decision is not ship. Each verdict carries its reason in words, with the
+relative lift and its interval (docs/metrics.md#decision).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from abeval.analysis.online_metrics import METRICS
 from abeval.analysis.report_model import (
+    Decision,
     Health,
     MetricResult,
     ReportOptions,
@@ -23,14 +29,17 @@ from abeval.formatting import NA, interval, pct
 
 
 def verdicts(
-    metrics: list[MetricResult], health: Health, o: ReportOptions
+    metrics: Sequence[MetricResult],
+    health: Health,
+    o: ReportOptions,
+    decisions: Sequence[Decision] = (),
 ) -> tuple[VerdictResult, ...]:
     """The verdict of every primary metric in ``metrics``, in their order."""
-    harmed = [m for m in metrics if m.role == "guardrail" and m.significant and worse(m)]
+    by_arm = {d.arm: d for d in decisions}
     out = []
     for m in metrics:
         if m.role == "primary":
-            verdict, reason = _verdict(m, harmed, health, o)
+            verdict, reason = _verdict(m, by_arm.get(m.arm), health, o)
             out.append(VerdictResult(metric=m.metric, arm=m.arm, verdict=verdict, reason=reason))
     return tuple(out)
 
@@ -42,7 +51,7 @@ def worse(m: MetricResult) -> bool:
 
 
 def _verdict(
-    m: MetricResult, harmed: list[MetricResult], health: Health, o: ReportOptions
+    m: MetricResult, decision: Decision | None, health: Health, o: ReportOptions
 ) -> tuple[Verdict, str]:
     rel = m.comparison.relative
     ci = rel.interval
@@ -55,12 +64,8 @@ def _verdict(
     if m.comparison.status != "ok":
         return "invalid", m.comparison.message
     if m.significant and not worse(m):
-        if harmed:
-            names = ", ".join(f"{g.label} ({g.arm})" for g in harmed)
-            return (
-                "roll_back",
-                f"{m.label} {lift} improved but guardrail {names} got significantly worse",
-            )
+        if decision is not None and decision.decision != "ship":
+            return decision.decision, f"{m.label} {lift} improved, but {decision.reason}"
         return "ship", f"{m.label} {lift}, significant after {o.correction} correction"
     if m.significant:
         return "roll_back", f"{m.label} {lift}: significantly worse"

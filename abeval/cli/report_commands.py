@@ -3,14 +3,42 @@
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, get_args
 
 import typer
 
-from abeval.choices import Correction, RelativeIntervalChoice, ReportFormat
+from abeval.choices import Correction, Decision, RelativeIntervalChoice, ReportFormat
 from abeval.cli.app import DbOption, app, command, require, require_positive
 from abeval.files import write_atomic
+
+DECISIONS: tuple[str, ...] = get_args(Decision)
+#: The exit code when a decision named by ``--fail-on`` was reached (docs/metrics.md#decision).
+FAIL_ON_EXIT = 3
+
+
+def _decision_names(value: str | None) -> frozenset[str]:
+    """``invalid,roll_back`` → the decisions; a usage error naming an unknown one."""
+    if value is None:
+        return frozenset()
+    names = [v.strip() for v in value.split(",") if v.strip()]
+    unknown = [n for n in names if n not in DECISIONS]
+    what = f"unknown decision {unknown[0]!r}" if unknown else "no decision given"
+    require(bool(names) and not unknown, "--fail-on", f"{what}; choose from {', '.join(DECISIONS)}")
+    return frozenset(names)
+
+
+def window_bound(value: str | None, option: str, *, end: bool) -> datetime | None:
+    """``--from``/``--to`` as a naive UTC datetime; a usage error naming the option."""
+    if value is None:
+        return None
+    from abeval.store.population import parse_bound
+
+    try:
+        return parse_bound(value, end=end)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint=option) from None
 
 
 def _write(text: str, out: Path | None) -> None:
@@ -84,9 +112,45 @@ def report(
         str, typer.Option("--k", metavar="K,K...", help="Cutoffs of the replayed offline metrics.")
     ] = "5,10",
     offline: Annotated[bool, typer.Option(help="Replay offline metrics from the logs.")] = True,
+    window_from: Annotated[
+        str | None,
+        typer.Option(
+            "--from",
+            metavar="DATE|TIMESTAMP",
+            help="Analyse events from this instant on (ISO 8601; UTC unless it has a zone; "
+            "default: the recorded window, else the first event).",
+        ),
+    ] = None,
+    window_to: Annotated[
+        str | None,
+        typer.Option(
+            "--to",
+            metavar="DATE|TIMESTAMP",
+            help="Analyse events before this instant (a date: through that day).",
+        ),
+    ] = None,
+    cap: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--cap",
+            metavar="METRIC=QUANTILE",
+            help="Cap per-user values at this quantile of both arms pooled, e.g. "
+            "revenue_per_user=0.99 (repeatable or comma-separated).",
+        ),
+    ] = None,
+    fail_on: Annotated[
+        str | None,
+        typer.Option(
+            "--fail-on",
+            metavar="DECISIONS",
+            help="Exit with code 3, after writing the report, when any arm's decision is one "
+            f"of these (comma-separated: {', '.join(DECISIONS)}).",
+        ),
+    ] = None,
     db: DbOption = None,
 ) -> None:
     """Analyse one experiment: online lifts, health checks, offline metrics, power."""
+    from abeval.analysis.capping import parse_caps
     from abeval.analysis.online import ReportOptions, build_report
     from abeval.analysis.online_metrics import DEFAULT_GUARDRAILS, DEFAULT_PRIMARY, parse_metrics
     from abeval.metrics.base import parse_cutoffs
@@ -96,6 +160,14 @@ def report(
     require(cuped_days >= 0, "--cuped-days", "must be 0 or more")
     require_positive(tuning_n, "--tuning-n")
     require_positive(target_mde, "--target-mde")
+    failing = _decision_names(fail_on)
+    start = window_bound(window_from, "--from", end=False)
+    end = window_bound(window_to, "--to", end=True)
+    require(start is None or end is None or start < end, "--to", "must come after --from")
+    try:
+        caps = parse_caps(cap or [])
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--cap") from None
     try:
         ks = parse_cutoffs(k)
     except ValueError as exc:
@@ -114,6 +186,9 @@ def report(
         target_mde=target_mde,
         offline_ks=ks,
         offline=offline,
+        window_from=start,
+        window_to=end,
+        caps=caps,
     )
     with open_store(db, read_only=True) as store:
         result = build_report(store, experiment, options)
@@ -129,3 +204,8 @@ def report(
         path = out or default_path(experiment)
         _write(render_html(result), path)
         typer.echo(f"wrote {path}")
+    hit = [d for d in result.decisions if d.decision in failing]
+    if hit:
+        said = ", ".join(f"{d.arm} {d.decision}" for d in hit)
+        typer.echo(f"--fail-on: {said}; exit code {FAIL_ON_EXIT}", err=True)
+        raise typer.Exit(FAIL_ON_EXIT)

@@ -217,15 +217,42 @@ def experiment_set(
         str | None,
         typer.Option(metavar="ARM=SHARE,...", help="Expected split, e.g. control=50,treatment=50."),
     ] = None,
+    window_from: Annotated[
+        str | None,
+        typer.Option(
+            "--from", metavar="DATE|TIMESTAMP", help="Start of the analysis window (ISO 8601)."
+        ),
+    ] = None,
+    window_to: Annotated[
+        str | None,
+        typer.Option(
+            "--to", metavar="DATE|TIMESTAMP", help="End of the analysis window (a date: that day)."
+        ),
+    ] = None,
     db: DbOption = None,
 ) -> None:
-    """Record an experiment's control arm and expected traffic split."""
+    """Record an experiment's control arm, expected traffic split and analysis window."""
+    from abeval.cli.report_commands import window_bound
     from abeval.store import open_store
     from abeval.store.experiments import set_settings
 
-    if control is None and split is None:
-        raise typer.BadParameter("give --control, --split or both")
+    if control is None and split is None and window_from is None and window_to is None:
+        raise typer.BadParameter("give --control, --split, --from or --to")
+    start = window_bound(window_from, "--from", end=False)
+    end = window_bound(window_to, "--to", end=True)
+    require(start is None or end is None or start < end, "--to", "must come after --from")
     with open_store(db, create=False) as store:
-        s = set_settings(store, experiment, control, split)
+        s = set_settings(store, experiment, control, split, start, end)
     shares = ", ".join(f"{k}={v:.0%}" for k, v in (s.split or {}).items()) or "equal"
-    typer.echo(f"{experiment}: control {s.control_arm or '(first arm)'}; split {shares}")
+    if s.control_arm:
+        chosen = s.control_arm
+    elif "control" in s.arms:
+        chosen = "control (the arm named control)"
+    else:
+        chosen = "not recorded (set it with --control ARM)"
+    line = f"{experiment}: control {chosen}; split {shares}"
+    if s.window_from or s.window_to:
+        first = s.window_from.isoformat(sep=" ") if s.window_from else "the first event"
+        last = s.window_to.isoformat(sep=" ") if s.window_to else "the last event"
+        line += f"; window {first} to {last} (excluded)"
+    typer.echo(line)

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from abeval.analysis.report_model import ExperimentReport
 from abeval.formatting import count, parse_time, share, when
-from abeval.report.html_context import ReportContext, VerdictLine
+from abeval.report.html_context import DecisionCard, ReportContext, VerdictLine
 from abeval.report.html_sections import (
     daily_users_chart,
     freshness,
@@ -36,6 +36,7 @@ from abeval.report.html_sections import (
     statistics_table,
 )
 from abeval.report.templates import environment
+from abeval.report.text import CONTROL_RULES
 
 __all__ = ["ReportContext", "build_context", "default_path", "environment", "render_html"]
 
@@ -50,9 +51,25 @@ _VERDICT_TONES = {
 }
 
 
+#: Longest default file name stem, in UTF-8 bytes (file systems allow 255 for the name).
+MAX_STEM_BYTES = 100
+
+
 def default_path(experiment: str) -> Path:
-    """``reports/<experiment>.html``, with characters unsafe in a file name as ``_``."""
-    safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in experiment)
+    """``reports/<experiment>.html``: characters unsafe in a file name (path
+    separators, control characters, spaces ...) as ``_``, no leading dot, and a
+    name longer than :data:`MAX_STEM_BYTES` shortened and ended with a hash of the
+    whole name, so that two long names stay apart."""
+    import hashlib
+
+    safe = "".join(
+        ch if (ch.isalnum() and ch.isprintable()) or ch in "-_." else "_" for ch in experiment
+    )
+    safe = safe.lstrip(".")
+    if not safe or len(safe.encode()) > MAX_STEM_BYTES:
+        digest = hashlib.sha256(experiment.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+        head = safe.encode()[: MAX_STEM_BYTES - 13].decode("utf-8", "ignore")
+        safe = f"{head}-{digest}" if head else digest
     return Path("reports") / f"{safe}.html"
 
 
@@ -85,7 +102,7 @@ def _method(report: ExperimentReport) -> str:
 def _settings(report: ExperimentReport) -> tuple[tuple[str, str], ...]:
     s = report.settings
     rows = [
-        ("Control arm", s.control),
+        ("Control arm", f"{s.control} ({CONTROL_RULES.get(s.control_rule, s.control_rule)})"),
         ("Randomisation unit", s.unit),
         ("Significance level α", f"{s.alpha:g} (two-sided)"),
         (
@@ -98,6 +115,17 @@ def _settings(report: ExperimentReport) -> tuple[tuple[str, str], ...]:
         ("Primary metrics", ", ".join(s.primary)),
         ("Guardrails", ", ".join(s.guardrails) or "none"),
         ("Segment", s.segment or "none"),
+        (
+            "Analysis window",
+            f"{s.window_from or 'first event'} to {s.window_to or 'last event'} (excluded; "
+            f"{s.window_rule})"
+            if s.window_rule
+            else "all events",
+        ),
+        (
+            "Outlier capping",
+            ", ".join(f"{k} at the {v:g} quantile" for k, v in s.caps.items()) or "none",
+        ),
         ("Target effect (MDE)", share(s.target_mde, 1)),
         ("Power", share(s.power, 0)),
         ("Store", report.store),
@@ -125,6 +153,10 @@ def build_context(report: ExperimentReport) -> ReportContext:
         first_day=first_day,
         last_day=last_day,
         days=days,
+        decisions=tuple(
+            DecisionCard(d, _VERDICT_TONES.get(d.decision, "neutral")) for d in report.decisions
+        ),
+        control_rule=CONTROL_RULES.get(report.settings.control_rule, report.settings.control_rule),
         method=_method(report),
         alerts=tuple(report.health.problems),
         srm_failed=report.health.srm.flagged,

@@ -15,6 +15,7 @@ from typing import Literal
 
 from abeval.analysis.report_model import (
     ArmInfo,
+    Decision,
     ExperimentReport,
     MetricResult,
     OfflineResult,
@@ -38,6 +39,15 @@ class HealthCheck:
     state: CheckState
     result: str
     detail: str
+
+
+@dataclass(frozen=True)
+class DecisionCard:
+    """One treatment arm's overall decision (the model's ``decision``, with its
+    reason and inputs) and the card's ``tone`` (good, bad, warn or neutral)."""
+
+    decision: Decision
+    tone: str
 
 
 @dataclass(frozen=True)
@@ -168,6 +178,8 @@ class ReportContext:
     - ``total_users``: users analysed in all arms (sum of ``report.arms``).
     - ``first_day``, ``last_day``, ``days``: the test's calendar span from the daily
       points (falling back to the first and last event), and its length in days.
+    - ``decisions``: one :class:`DecisionCard` per treatment arm, shown first.
+    - ``control_rule``: in words, how the control arm was chosen.
     - ``method``: one line naming the method (fixed horizon or sequential), CUPED
       and the Bayesian view.
     - ``alerts``: the failed health checks, one sentence each, shown in the red
@@ -200,6 +212,8 @@ class ReportContext:
     first_day: str | None
     last_day: str | None
     days: int | None
+    decisions: tuple[DecisionCard, ...]
+    control_rule: str
     method: str
     alerts: tuple[str, ...]
     srm_failed: bool

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 from abeval.analysis.online_metrics import METRICS
 from abeval.analysis.report_model import ExperimentReport, MetricResult, Role
-from abeval.formatting import count, fixed, parse_time, pvalue, share, when
+from abeval.formatting import count, fixed, number, parse_time, pvalue, share, when
 from abeval.report.charts import (
     DayLift,
     IntervalBar,
@@ -119,6 +119,7 @@ def health_checks(report: ExperimentReport, fresh: str) -> tuple[HealthCheck, ..
     )
     return (
         _sample_ratio_check(report),
+        *_window_and_cap_checks(report),
         HealthCheck(
             "Users in several arms",
             "warn" if several else "pass",
@@ -152,6 +153,38 @@ def health_checks(report: ExperimentReport, fresh: str) -> tuple[HealthCheck, ..
             span + (f"; the last one {fresh} before this report." if fresh else "."),
         ),
     )
+
+
+def _window_and_cap_checks(report: ExperimentReport) -> tuple[HealthCheck, ...]:
+    """An ``Analysis window`` row when the report has one, an ``Outlier capping`` row
+    per capped variable (docs/metrics.md#analysis-window, #outlier-capping)."""
+    s, h = report.settings, report.health
+    rows = []
+    if s.window_rule:
+        rows.append(
+            HealthCheck(
+                "Analysis window",
+                "info",
+                "",
+                f"Events from {when(s.window_from) if s.window_from else 'the first event'} "
+                f"to {when(s.window_to) if s.window_to else 'the last event'} (excluded), "
+                f"{s.window_rule}; {count(h.events_outside_window)} events outside it are "
+                "not analysed.",
+            )
+        )
+    for c in report.caps:
+        arms = ", ".join(f"{arm} {count(n)}" for arm, n in c.users_capped.items())
+        rows.append(
+            HealthCheck(
+                "Outlier capping",
+                "info",
+                "",
+                f"Per-user {c.variable} capped at its {c.quantile:g} quantile over both arms, "
+                f"{number(c.cap)} ({', '.join(c.metrics)}): {count(c.users_capped_total)} "
+                f"users above it ({arms}).",
+            )
+        )
+    return tuple(rows)
 
 
 # --------------------------------------------------------------------------- metric tables
@@ -190,7 +223,10 @@ def _as_percent(m: MetricResult) -> bool:
         return True
     if m.kind == "ratio":
         return all(
-            v.denominator > 0 and 0 <= v.numerator <= v.denominator
+            v.numerator is not None
+            and v.denominator is not None
+            and v.denominator > 0
+            and 0 <= v.numerator <= v.denominator
             for v in (m.control, m.treatment)
         )
     return False

@@ -8,8 +8,8 @@ multiplicity-corrected one wherever the report has it, as on the HTML page.
 
 from __future__ import annotations
 
-from abeval.analysis.report_model import ExperimentReport, MetricResult
-from abeval.formatting import interval, pct, pvalue, share, terminal_number
+from abeval.analysis.report_model import CapInfo, ExperimentReport, MetricResult
+from abeval.formatting import NA, interval, number, pct, pvalue, share, terminal_number
 
 
 def _metric_row(m: MetricResult) -> str:
@@ -26,17 +26,50 @@ def _metric_row(m: MetricResult) -> str:
     )
 
 
+CONTROL_RULES = {
+    "option": "chosen with --control",
+    "recorded": "recorded with abeval experiment set",
+    "named_control": "the arm named control",
+}
+
+
+def _decisions(r: ExperimentReport) -> list[str]:
+    """The first lines: one overall decision per treatment arm."""
+    lines = [
+        f"DECISION {d.arm}: {d.decision.replace('_', ' ').upper()}: {d.reason}" for d in r.decisions
+    ]
+    return [*lines, ""] if lines else []
+
+
 def _header(r: ExperimentReport) -> list[str]:
     s = r.settings
-    return [
+    rule = CONTROL_RULES.get(s.control_rule, s.control_rule)
+    lines = [
         f"abeval {r.abeval_version} · experiment {r.experiment} · {r.health.first_ts} .. "
         f"{r.health.last_ts}",
-        f"control {s.control}; unit {s.unit}; alpha {s.alpha}; {s.correction} correction; "
-        f"method {s.method}; CUPED {s.cuped_days} days"
+        f"control {s.control} ({rule}); unit {s.unit}; alpha {s.alpha}; "
+        f"{s.correction} correction; method {s.method}; CUPED {s.cuped_days} days"
         + (f"; tuning n {s.tuning_n:,.0f}" if s.tuning_n else ""),
         "arms: " + ", ".join(f"{a.arm} {a.users:,} users" for a in r.arms),
-        "",
     ]
+    if s.window_rule:
+        lines.append(
+            f"window {s.window_from or 'first event'} .. {s.window_to or 'last event'} "
+            f"(end excluded; {s.window_rule}); {r.health.events_outside_window:,} events "
+            "outside it not analysed"
+        )
+    lines += [cap_line(c) for c in r.caps]
+    return [*lines, ""]
+
+
+def cap_line(c: CapInfo) -> str:
+    """``capped revenue at its 0.99 quantile, 512.3 (revenue_per_user, aov): 8 users
+    above (control 3, treatment 5)``."""
+    arms = ", ".join(f"{arm} {n:,}" for arm, n in c.users_capped.items())
+    return (
+        f"capped {c.variable} at its {c.quantile:g} quantile, {number(c.cap)} "
+        f"({', '.join(c.metrics)}): {c.users_capped_total:,} users above ({arms})"
+    )
 
 
 def _health(r: ExperimentReport) -> list[str]:
@@ -108,11 +141,17 @@ def _power(r: ExperimentReport) -> list[str]:
             else ""
         )
         if not p.feasible:
-            days = f"; not feasible at this traffic ({p.more_days_needed:,.0f} more days)"
+            more = f" ({p.more_days_needed:,.0f} more days)" if p.more_days_needed else ""
+            days = f"; not feasible at this traffic{more}"
+        needed = p.needed_for_target.total_users
         lines.append(
             f"  {p.metric} ({p.arm}): could detect {pct(p.detectable.mde_relative)} at "
-            f"{p.detectable.power:.0%} power; a {r.settings.target_mde:.0%} lift needs "
-            f"{(p.needed_for_target.total_users or 0):,} users in all{days}"
+            f"{share(p.detectable.power, 0)} power; a {share(r.settings.target_mde, 0)} lift needs "
+            + (
+                f"{needed:,} users in all{days}"
+                if needed is not None
+                else f"an unknown number of users ({NA})"
+            )
         )
     return lines
 
@@ -134,7 +173,16 @@ def _segments(r: ExperimentReport) -> list[str]:
 
 
 def render_text(r: ExperimentReport) -> str:
-    """The report as plain text: header, health, verdicts, the metric tables,
-    then the offline replay, power and segments when the report has them."""
-    sections = (_header, _health, _verdicts, _metric_tables, _offline, _power, _segments)
+    """The report as plain text: the decisions, header, health, verdicts, the metric
+    tables, then the offline replay, power and segments when the report has them."""
+    sections = (
+        _decisions,
+        _header,
+        _health,
+        _verdicts,
+        _metric_tables,
+        _offline,
+        _power,
+        _segments,
+    )
     return "\n".join(line for section in sections for line in section(r)) + "\n"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import asdict, dataclass, field
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from abeval.errors import AbevalError, NotFoundError
@@ -45,6 +46,8 @@ class ExperimentSettings:
     arms: list[str]
     control_arm: str | None
     split: dict[str, float] | None
+    window_from: datetime | None = None
+    window_to: datetime | None = None
 
 
 def _iso(value: Any) -> str | None:
@@ -124,7 +127,10 @@ def get_settings(conn: Connection, experiment: str) -> ExperimentSettings:
     from sqlalchemy import text
 
     row = conn.execute(
-        text("SELECT arms, control_arm, split FROM experiments WHERE experiment = :e"),
+        text(
+            "SELECT arms, control_arm, split, window_from, window_to FROM experiments "
+            "WHERE experiment = :e"
+        ),
         {"e": experiment},
     ).fetchone()
     if row is None:
@@ -136,18 +142,72 @@ def get_settings(conn: Connection, experiment: str) -> ExperimentSettings:
         arms=arms,
         control_arm=row[1],
         split=json.loads(row[2]) if row[2] else None,
+        window_from=row[3],
+        window_to=row[4],
     )
 
 
-def unknown_experiment_message(experiment: str, known: list[str]) -> str:
+def segment_attributes(conn: Connection, experiment: str) -> list[str]:
+    """The attribute names (extra columns of the event files) the experiment's events
+    carry, sorted: what ``--segment`` can break a report down by."""
+    from sqlalchemy import text
+
+    params = {"e": experiment}
+    # The distinct attribute texts first: far fewer than the events to parse.
+    distinct = (
+        "(SELECT DISTINCT attributes AS a FROM events "
+        "WHERE experiment = :e AND attributes IS NOT NULL) d"
+    )
+    if conn.dialect.name == "duckdb":
+        sql = f"SELECT DISTINCT unnest(json_keys(CAST(a AS JSON))) FROM {distinct}"
+    elif conn.dialect.name == "postgresql":
+        sql = f"SELECT DISTINCT json_object_keys(CAST(a AS JSON)) FROM {distinct}"
+    else:  # any other engine: the keys of the distinct attribute objects
+        rows = conn.execute(
+            text("SELECT DISTINCT attributes FROM events WHERE experiment = :e"), params
+        )
+        keys = {k for (a,) in rows if a for k in json.loads(a)}
+        return sorted(keys)
+    return sorted(str(r[0]) for r in conn.execute(text(sql), params))
+
+
+def unknown_segment_message(experiment: str, segment: str, known: list[str]) -> str:
+    """``--segment`` names no attribute of the experiment: the known ones, and the
+    closest as a did-you-mean."""
+    if not known:
+        return (
+            f"experiment {experiment!r} has no event attributes to segment by "
+            f"(--segment {segment}); extra columns of the event files become attributes"
+        )
+    close = close_matches(segment, known, n=1)
+    hint = f"did you mean {close[0]}? " if close else ""
+    return (
+        f"experiment {experiment!r} has no attribute {segment!r} (--segment); {hint}"
+        f"known attributes: {', '.join(known)}"
+    )
+
+
+def close_matches(name: str, known: list[str], n: int = 3) -> list[str]:
+    """The known names closest to a misspelt ``name`` (difflib), best first."""
     import difflib
 
+    return difflib.get_close_matches(name, known, n=n)
+
+
+def unknown_arm_message(experiment: str, arm: str, arms: list[str]) -> str:
+    """``experiment 'X' has no arm 'ctrl'; did you mean control? its arms are ...``"""
+    close = close_matches(arm, arms, n=1)
+    hint = f"did you mean {close[0]}? " if close else ""
+    return f"experiment {experiment!r} has no arm {arm!r}; {hint}its arms are {', '.join(arms)}"
+
+
+def unknown_experiment_message(experiment: str, known: list[str]) -> str:
     if not known:
         return (
             f"no experiment {experiment!r}: the store is empty; "
             "load events with `abeval ingest FILE`"
         )
-    close = difflib.get_close_matches(experiment, known, n=3)
+    close = close_matches(experiment, known)
     hint = f"did you mean {', '.join(close)}?" if close else f"known: {', '.join(known[:10])}"
     return (
         f"no experiment {experiment!r} in the store; {hint} (list them with `abeval experiments`)"
@@ -185,27 +245,41 @@ def parse_split(text_value: str, arms: list[str]) -> dict[str, float]:
 
 
 def set_settings(
-    store: Store, experiment: str, control: str | None, split: str | None
+    store: Store,
+    experiment: str,
+    control: str | None,
+    split: str | None,
+    window_from: datetime | None = None,
+    window_to: datetime | None = None,
 ) -> ExperimentSettings:
+    """Record the control arm, the expected split and the analysis window's bounds
+    (each only when given); the whole change or nothing."""
     from sqlalchemy import text
 
     with store.begin() as conn:
         current = get_settings(conn, experiment)
         if control is not None and control not in current.arms:
-            import difflib
-
-            close = difflib.get_close_matches(control, current.arms, n=1)
-            hint = f"did you mean {close[0]}? " if close else ""
-            raise NotFoundError(
-                f"experiment {experiment!r} has no arm {control!r}; {hint}its arms are "
-                f"{', '.join(current.arms)}"
-            )
+            raise NotFoundError(unknown_arm_message(experiment, control, current.arms))
         parsed = parse_split(split, current.arms) if split is not None else None
+        start = window_from or current.window_from
+        end = window_to or current.window_to
+        if start is not None and end is not None and start >= end:
+            raise AbevalError(
+                f"the analysis window of {experiment!r} would be empty: from "
+                f"{start.isoformat()} to {end.isoformat()}; --from must come before --to"
+            )
         conn.execute(
             text(
                 "UPDATE experiments SET control_arm = COALESCE(:c, control_arm), "
-                "split = COALESCE(:s, split) WHERE experiment = :e"
+                "split = COALESCE(:s, split), window_from = COALESCE(:f, window_from), "
+                "window_to = COALESCE(:t, window_to) WHERE experiment = :e"
             ),
-            {"c": control, "s": json.dumps(parsed) if parsed else None, "e": experiment},
+            {
+                "c": control,
+                "s": json.dumps(parsed) if parsed else None,
+                "f": window_from,
+                "t": window_to,
+                "e": experiment,
+            },
         )
         return get_settings(conn, experiment)

@@ -18,12 +18,13 @@ for segments, which is the one spelling DuckDB and PostgreSQL share.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from itertools import combinations
 from typing import TYPE_CHECKING, Any
 
-from abeval.store.population import population_ctes
+from abeval.store.population import Window, population_ctes
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
@@ -90,26 +91,52 @@ def user_day_cte(cuped_days: int) -> str:
     )
 
 
-def online_ctes(cuped_days: int) -> str:
-    """The population CTEs and ``user_day``, to follow a ``WITH``."""
-    return f"{population_ctes()},\n{user_day_cte(cuped_days)}"
+def online_ctes(cuped_days: int, window: Window | None = None) -> str:
+    """The population CTEs (the events inside ``window``) and ``user_day``, to follow
+    a ``WITH``."""
+    return f"{population_ctes(window)},\n{user_day_cte(cuped_days)}"
 
 
-def user_metrics_cte(segment: bool = False) -> str:
+Caps = Mapping[str, float]
+
+
+def _capped(variable: str, caps: Caps | None, expression: str | None = None) -> str:
+    """``expression`` (default: the variable) capped at ``caps[variable]`` when set."""
+    expression = expression or variable
+    if not caps or variable not in caps:
+        return expression
+    return f"LEAST({expression}, CAST({float(caps[variable])!r} AS DOUBLE PRECISION))"
+
+
+def user_metrics_cte(segment: bool = False, caps: Caps | None = None) -> str:
     """CTE ``user_metrics``: one row per analysed user (user_id, arm, first_ts,
-    [segment], the post variables and the pre-period variables), from ``user_day``."""
+    [segment], the post variables and the pre-period variables), from ``user_day``.
+    ``caps`` caps post-exposure variables at the given values
+    (docs/metrics.md#outlier-capping); the pre-period covariates are left as they are."""
     cols = []
     for name in POST_VARIABLES:
         cols.append(f"SUM(CASE WHEN d.phase = 1 THEN d.{name} ELSE 0 END) AS {name}")
         cols.append(f"SUM(CASE WHEN d.phase = 0 THEN d.{name} ELSE 0 END) AS pre_{name}")
     seg_col = ", p.segment" if segment else ""
-    return (
+    sums = (
         f"user_sums AS (SELECT p.user_id, p.arm, p.first_ts{seg_col}, {', '.join(cols)} "
         "FROM population p LEFT JOIN user_day d ON d.user_id = p.user_id "
-        f"GROUP BY p.user_id, p.arm, p.first_ts{seg_col}),\n"
+        f"GROUP BY p.user_id, p.arm, p.first_ts{seg_col})"
+    )
+    source = "user_sums"
+    if caps:
+        names = [n for v in POST_VARIABLES for n in (v, f"pre_{v}")]
+        capped = ", ".join(f"{_capped(n, caps)} AS {n}" for n in names)
+        sums += (
+            f",\nuser_capped AS (SELECT user_id, arm, first_ts{seg_col.replace('p.', '')}, "
+            f"{capped} FROM user_sums)"
+        )
+        source = "user_capped"
+    return (
+        f"{sums},\n"
         "user_metrics AS (SELECT *, "
         "CASE WHEN purchases > 0 THEN 1 ELSE 0 END AS converted, "
-        "CASE WHEN pre_purchases > 0 THEN 1 ELSE 0 END AS pre_converted FROM user_sums)"
+        f"CASE WHEN pre_purchases > 0 THEN 1 ELSE 0 END AS pre_converted FROM {source})"
     )
 
 
@@ -150,29 +177,40 @@ def _moments_from_row(row: Any, variables: tuple[str, ...]) -> Moments:
     return Moments(n=n, sums=sums, cross=cross)
 
 
-def arm_moments_sql(cuped_days: int, base: str | None = None) -> str:
+def arm_moments_sql(
+    cuped_days: int,
+    base: str | None = None,
+    caps: Caps | None = None,
+    window: Window | None = None,
+) -> str:
     """The per-arm moments query; ``base`` replaces :func:`online_ctes` (see
     :func:`shared`)."""
     return (
-        f"WITH {base or online_ctes(cuped_days)},\n{user_metrics_cte()}\n"
+        f"WITH {base or online_ctes(cuped_days, window)},\n{user_metrics_cte(caps=caps)}\n"
         f"SELECT arm, {', '.join(_moment_columns(ALL_VARIABLES))} "
         "FROM user_metrics GROUP BY arm ORDER BY arm"
     )
 
 
 def arm_moments(
-    conn: Connection, experiment: str, cuped_days: int, base: str | None = None
+    conn: Connection,
+    experiment: str,
+    cuped_days: int,
+    base: str | None = None,
+    caps: Caps | None = None,
 ) -> dict[str, Moments]:
-    """Per arm: the moments of every per-user variable (post and pre-period)."""
+    """Per arm: the moments of every per-user variable (post and pre-period), the
+    post-exposure variables capped at ``caps``."""
     from sqlalchemy import text
 
-    rows = conn.execute(text(arm_moments_sql(cuped_days, base)), {"experiment": experiment})
+    sql = arm_moments_sql(cuped_days, base, caps)
+    rows = conn.execute(text(sql), {"experiment": experiment})
     return {str(r.arm): _moments_from_row(r, ALL_VARIABLES) for r in rows}
 
 
-def segment_moments_sql(cuped_days: int, base: str | None = None) -> str:
+def segment_moments_sql(cuped_days: int, base: str | None = None, caps: Caps | None = None) -> str:
     ctes = (base or online_ctes(cuped_days)) + ",\n" + _segment_population()
-    body = user_metrics_cte(segment=True).replace(
+    body = user_metrics_cte(segment=True, caps=caps).replace(
         "FROM population p LEFT JOIN", "FROM population_seg p LEFT JOIN"
     )
     return (
@@ -183,7 +221,12 @@ def segment_moments_sql(cuped_days: int, base: str | None = None) -> str:
 
 
 def segment_moments(
-    conn: Connection, experiment: str, segment: str, cuped_days: int, base: str | None = None
+    conn: Connection,
+    experiment: str,
+    segment: str,
+    cuped_days: int,
+    base: str | None = None,
+    caps: Caps | None = None,
 ) -> dict[str, dict[str, Moments]]:
     """Per segment value, per arm: moments (the segment is the attribute on the
     user's first qualifying event, so it is fixed before treatment)."""
@@ -191,7 +234,7 @@ def segment_moments(
 
     out: dict[str, dict[str, Moments]] = {}
     rows = conn.execute(
-        text(segment_moments_sql(cuped_days, base)),
+        text(segment_moments_sql(cuped_days, base, caps)),
         {"experiment": experiment, "segment": segment},
     )
     for r in rows:
@@ -199,12 +242,17 @@ def segment_moments(
     return out
 
 
-def daily_moments_sql(cuped_days: int, base: str | None = None) -> str:
+def daily_moments_sql(cuped_days: int, base: str | None = None, caps: Caps | None = None) -> str:
     """Cumulative per-user values at the end of each day, users counted from the
-    day of their first exposure."""
+    day of their first exposure; capped at the report's ``caps``."""
+    window = "ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW"
     cum = ", ".join(
-        f"SUM(COALESCE(d.{v}, 0)) OVER (PARTITION BY u.user_id ORDER BY u.day "
-        f"ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS {v}"
+        _capped(
+            v,
+            caps,
+            f"SUM(COALESCE(d.{v}, 0)) OVER (PARTITION BY u.user_id ORDER BY u.day {window})",
+        )
+        + f" AS {v}"
         for v in POST_VARIABLES
     )
     return (
@@ -225,12 +273,17 @@ def daily_moments_sql(cuped_days: int, base: str | None = None) -> str:
 
 
 def daily_moments(
-    conn: Connection, experiment: str, cuped_days: int, base: str | None = None
+    conn: Connection,
+    experiment: str,
+    cuped_days: int,
+    base: str | None = None,
+    caps: Caps | None = None,
 ) -> list[tuple[str, dict[str, Moments]]]:
     from sqlalchemy import text
 
     out: dict[str, dict[str, Moments]] = {}
-    rows = conn.execute(text(daily_moments_sql(cuped_days, base)), {"experiment": experiment})
+    sql = daily_moments_sql(cuped_days, base, caps)
+    rows = conn.execute(text(sql), {"experiment": experiment})
     for r in rows:
         day = r.day.isoformat() if hasattr(r.day, "isoformat") else str(r.day)
         out.setdefault(day, {})[str(r.arm)] = _moments_from_row(r, VARIABLES)
@@ -283,16 +336,31 @@ SELECT
 
 
 def health(
-    conn: Connection, experiment: str, cuped_days: int, base: str | None = None
+    conn: Connection,
+    experiment: str,
+    cuped_days: int,
+    base: str | None = None,
+    window: Window | None = None,
 ) -> dict[str, Any]:
     """Population and data-quality counts for one experiment. One grouping of the
     impressions, clicks and purchases by (request, item) gives the duplicate
-    impressions, the clicks on no impression and the purchases after no click."""
+    impressions, the clicks on no impression and the purchases after no click.
+    ``events_outside_window`` counts the experiment's events the window leaves out
+    (the other counts are over the events inside it)."""
     from sqlalchemy import text
 
-    sql = HEALTH_SQL.replace("{base}", base or online_ctes(cuped_days))
+    sql = HEALTH_SQL.replace("{base}", base or online_ctes(cuped_days, window))
     row = conn.execute(text(sql), {"experiment": experiment}).one()
-    out: dict[str, Any] = {}
+    outside = 0
+    if window:
+        outside = conn.execute(
+            text(
+                "SELECT COUNT(*) FROM events WHERE experiment = :experiment "
+                f"AND NOT ({window.condition()})"
+            ),
+            {"experiment": experiment},
+        ).scalar_one()
+    out: dict[str, Any] = {"events_outside_window": int(outside or 0)}
     for key, value in row._mapping.items():
         if key in ("first_ts", "last_ts"):
             out[key] = value.isoformat(sep="T") if value is not None else None
@@ -331,15 +399,67 @@ def ingests(conn: Connection, experiment: str) -> tuple[dict[str, Any], ...]:
     )
 
 
-def shared(conn: Connection, experiment: str, cuped_days: int) -> tuple[str, list[str]]:
+def shared(
+    conn: Connection, experiment: str, cuped_days: int, window: Window | None = None
+) -> tuple[str, list[str]]:
     """:func:`online_ctes` computed once into temporary tables for the queries of
     one report; pass the returned text as ``base`` and drop the tables after."""
     from abeval.store.shared_ctes import materialize
 
     return materialize(
         conn,
-        online_ctes(cuped_days),
+        online_ctes(cuped_days, window),
         ("user_arms", "population", "user_day"),
         {"experiment": experiment},
         "abeval_online_",
     )
+
+
+@dataclass(frozen=True)
+class CapValue:
+    """A per-user variable capped at the ``quantile`` of all analysed users (both
+    arms pooled): the ``cap`` (None when no user has a value) and, per arm, the
+    users whose value was above it."""
+
+    variable: str
+    quantile: float
+    cap: float | None
+    users_capped: dict[str, int]
+
+
+def cap_values_sql(variable: str, quantile: float, base: str) -> str:
+    """The pooled ``quantile`` of the per-user ``variable`` (linear interpolation,
+    ``percentile_cont``: the same on DuckDB and PostgreSQL) and, per arm, how many
+    users lie above it."""
+    if variable not in POST_VARIABLES:
+        raise ValueError(f"cannot cap {variable!r}")
+    q = float(quantile)
+    return (
+        f"WITH {base},\n{user_metrics_cte()},\n"
+        f"cap AS (SELECT percentile_cont({q!r}) WITHIN GROUP (ORDER BY "
+        f"CAST({variable} AS DOUBLE PRECISION)) AS value FROM user_metrics)\n"
+        "SELECT u.arm, MIN(c.value) AS cap, "
+        f"SUM(CASE WHEN u.{variable} > c.value THEN 1 ELSE 0 END) AS above "
+        "FROM user_metrics u CROSS JOIN cap c GROUP BY u.arm ORDER BY u.arm"
+    )
+
+
+def cap_values(
+    conn: Connection, experiment: str, quantiles: Mapping[str, float], base: str
+) -> dict[str, CapValue]:
+    """Per variable to cap: its cap (docs/metrics.md#outlier-capping)."""
+    from sqlalchemy import text
+
+    out = {}
+    for variable, quantile in quantiles.items():
+        rows = conn.execute(
+            text(cap_values_sql(variable, quantile, base)), {"experiment": experiment}
+        ).fetchall()
+        cap = _num(rows[0].cap) if rows and rows[0].cap is not None else None
+        out[variable] = CapValue(
+            variable=variable,
+            quantile=quantile,
+            cap=cap,
+            users_capped={str(r.arm): int(r.above or 0) for r in rows},
+        )
+    return out

@@ -6,15 +6,63 @@ one arm is contaminated: counted and left out. ``first_ts`` is the user's first
 qualifying event (the start of their post-exposure period; CUPED's pre-period ends
 there).
 
+An analysis window (docs/metrics.md#analysis-window) keeps only the events with
+``start <= ts < end``: ``exp_events`` is the experiment's events inside it, so every
+query built on these CTEs, online and replayed, analyses the same events.
+
 Every query that analyses an experiment starts with :func:`population_ctes` and
 binds the parameter ``:experiment``.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+
+@dataclass(frozen=True)
+class Window:
+    """The analysed events: ``start <= ts < end``, either bound open when None
+    (naive datetimes in UTC, as the store keeps ``ts``)."""
+
+    start: datetime | None = None
+    end: datetime | None = None
+
+    def __bool__(self) -> bool:
+        return self.start is not None or self.end is not None
+
+    def condition(self, column: str = "ts") -> str:
+        """SQL that is true for a timestamp inside the window ("TRUE" when open)."""
+        parts = []
+        if self.start is not None:
+            parts.append(f"{column} >= CAST('{self.start.isoformat(sep=' ')}' AS TIMESTAMP)")
+        if self.end is not None:
+            parts.append(f"{column} < CAST('{self.end.isoformat(sep=' ')}' AS TIMESTAMP)")
+        return " AND ".join(parts) or "TRUE"
+
+
+def parse_bound(text: str, *, end: bool) -> datetime:
+    """An ISO 8601 date or timestamp as a naive UTC datetime; a date as ``end`` means
+    the end of that day (the next midnight, as the window's end is exclusive).
+    Raises ValueError on anything else."""
+    value = text.strip()
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise ValueError(
+            f"cannot read {text!r} as a date or timestamp; write it as 2024-05-01 "
+            "or 2024-05-01T08:00:00 (UTC unless it has a zone)"
+        ) from None
+    if parsed.tzinfo is not None:
+        parsed = parsed.astimezone(UTC).replace(tzinfo=None)
+    if end and len(value) == 10:  # a date alone: through the end of that day
+        parsed += timedelta(days=1)
+    return parsed
+
+
 POPULATION_CTES = """\
 exp_events AS (
-    SELECT * FROM events WHERE experiment = :experiment
+    SELECT * FROM events WHERE experiment = :experiment{window}
 ),
 user_arms AS (
     SELECT user_id, COUNT(DISTINCT arm) AS n_arms, MIN(arm) AS arm,
@@ -33,8 +81,9 @@ population AS (
 )"""
 
 
-def population_ctes() -> str:
-    """CTEs ``exp_events``, ``user_arms`` (one pass over the experiment's events
-    per user: arms seen, first exposure, first and last event, events) and ``population``
-    (user_id, arm, first_ts), to follow a ``WITH``."""
-    return POPULATION_CTES
+def population_ctes(window: Window | None = None) -> str:
+    """CTEs ``exp_events`` (the experiment's events inside ``window``), ``user_arms``
+    (one pass over them per user: arms seen, first exposure, first and last event,
+    events) and ``population`` (user_id, arm, first_ts), to follow a ``WITH``."""
+    inside = f" AND {window.condition()}" if window else ""
+    return POPULATION_CTES.replace("{window}", inside)

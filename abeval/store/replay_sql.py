@@ -26,7 +26,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from abeval.store.population import population_ctes
+from abeval.store.population import Window, population_ctes
 from abeval.store.shared_ctes import drop, materialize
 
 if TYPE_CHECKING:
@@ -63,7 +63,7 @@ def gain_case(gains: Mapping[str, float]) -> tuple[str, str, dict[str, Any]]:
 
 
 def replay_ctes(
-    gains: Mapping[str, float], *, post_exposure_only: bool = True
+    gains: Mapping[str, float], *, post_exposure_only: bool = True, window: Window | None = None
 ) -> tuple[str, dict[str, Any]]:
     """The CTEs (after ``WITH``) that define ``ranked`` and ``judged`` for the kernels,
     plus ``r_imp`` (impressions of analysed users), ``r_rel`` (relevance per request
@@ -80,7 +80,7 @@ def replay_ctes(
         "COUNT(*) AS copies FROM r_imp GROUP BY grp, list_id, item_id"
     )
     ctes = [
-        population_ctes(),
+        population_ctes(window),
         "r_imp AS (SELECT p.arm AS grp, e.user_id, e.request_id AS list_id, e.item_id, "
         "e.position FROM exp_events e JOIN population p ON p.user_id = e.user_id "
         "WHERE e.event_type = 'impression' AND e.request_id IS NOT NULL "
@@ -223,10 +223,12 @@ def open_replay(
     gains: Mapping[str, float],
     *,
     post_exposure_only: bool = True,
+    window: Window | None = None,
 ) -> Iterator[ReplaySource]:
-    """The replay's relations for ``experiment``: the shared CTEs computed once into
-    temporary tables (dropped on leaving), the others left to each query."""
-    ctes, params = replay_ctes(gains, post_exposure_only=post_exposure_only)
+    """The replay's relations for ``experiment`` (its events inside ``window``): the
+    shared CTEs computed once into temporary tables (dropped on leaving), the others
+    left to each query."""
+    ctes, params = replay_ctes(gains, post_exposure_only=post_exposure_only, window=window)
     params["experiment"] = experiment
     ctes, temporary = materialize(conn, ctes, SHARED, params, "abeval_replay_")
     try:

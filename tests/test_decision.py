@@ -1,0 +1,226 @@
+"""The overall decision per treatment arm (docs/metrics.md#decision) as a table of
+cases: hand-built comparisons, each with the decision the stated rule gives."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from abeval.analysis.decision import decisions
+from abeval.analysis.report_model import (
+    ArmValue,
+    Health,
+    MetricResult,
+    PowerInfo,
+    ReportOptions,
+    Role,
+)
+from abeval.analysis.verdicts import verdicts
+from abeval.stats.results import (
+    BayesianResult,
+    Comparison,
+    Lift,
+    Posterior,
+    PowerResult,
+    SrmResult,
+)
+
+TARGET = 0.02
+OPTIONS = ReportOptions(target_mde=TARGET)
+
+# Relative lifts and their (corrected) intervals, by what they say at α.
+BETTER = (0.05, (0.02, 0.08))  # significant improvement
+WORSE = (-0.05, (-0.08, -0.02))  # significant harm
+NARROW = (0.002, (-0.01, 0.014))  # not significant, inside ±2%
+WIDE = (0.01, (-0.04, 0.06))  # not significant, too wide to rule out 2%
+BROKEN = None  # the comparison could not be made
+
+
+def _result(
+    metric: str, role: Role, lift: tuple[float, tuple[float, float]] | None
+) -> MetricResult:
+    effect, ci = lift if lift is not None else (None, None)
+    comparison = Comparison(
+        status="ok" if lift is not None else "zero_denominator",
+        message="" if lift is not None else "no impressions in control",
+        method="welch",
+        alpha=0.05,
+        control_n=100,
+        treatment_n=100,
+        control_mean=1.0 if lift is not None else None,
+        treatment_mean=1.0 + effect if effect is not None else None,
+        absolute=Lift(effect, ci=ci),
+        relative=Lift(effect, ci=ci),
+    )
+    significant = ci is not None and (ci[0] > 0 or ci[1] < 0)
+    bayes = BayesianResult(
+        status="ok",
+        message="",
+        alpha=0.05,
+        control_n=100,
+        treatment_n=100,
+        control_mean=None,
+        treatment_mean=None,
+        absolute=Posterior(None),
+        relative=Posterior(None),
+        prior_scale=None,
+        prior_mean=None,
+        prior_variance=None,
+        lower_is_better=False,
+    )
+    value = ArmValue(value=1.0, numerator=100.0, denominator=100.0, users=100)
+    return MetricResult(
+        metric=metric,
+        label=metric,
+        kind="mean",
+        role=role,
+        arm="b",
+        control=value,
+        treatment=value,
+        comparison=comparison,
+        unadjusted=None,
+        bayesian=bayes,
+        significant=significant,
+        status=comparison.status,
+        message=comparison.message,
+    )
+
+
+def _health(srm_flagged: bool = False) -> Health:
+    srm = SrmResult(
+        status="ok",
+        message="",
+        users=(100, 100),
+        expected=(100.0, 100.0),
+        statistic=0.0,
+        dof=1,
+        p_value=1e-6 if srm_flagged else 0.9,
+        threshold=0.001,
+        flagged=srm_flagged,
+    )
+    return Health(
+        srm=srm,
+        users_seen=200,
+        users_analysed=200,
+        users_in_several_arms=0,
+        clicks_without_impression=0,
+        purchases_without_click=0,
+        duplicate_impressions=0,
+        events_outside_population=0,
+        events_before_exposure=0,
+        events=1000,
+        first_ts=None,
+        last_ts=None,
+        problems=(),
+    )
+
+
+def _power(metric: str, detectable: float) -> PowerInfo:
+    result = PowerResult(
+        status="ok",
+        message="",
+        alpha=0.05,
+        power=0.8,
+        baseline_mean=1.0,
+        baseline_variance=1.0,
+        mde_relative=detectable,
+        mde_absolute=detectable,
+        users_by_arm=(100, 100),
+        total_users=200,
+        critical_value=1.96,
+        sequential=False,
+        tuning_n=None,
+    )
+    return PowerInfo(
+        metric=metric,
+        arm="b",
+        detectable=result,
+        needed_for_target=result,
+        users_per_day=None,
+        more_days_needed=None,
+    )
+
+
+# (case, ctr, conversion, guardrail, srm flagged, detectable lift of each primary, decision)
+CASES = [
+    ("sample ratio mismatch beats a win", BETTER, BETTER, NARROW, True, None, "invalid"),
+    ("a primary could not be compared", BETTER, BROKEN, NARROW, False, None, "invalid"),
+    ("one primary better, one worse", BETTER, WORSE, NARROW, False, None, "roll_back"),
+    ("primary better, guardrail worse", BETTER, NARROW, WORSE, False, None, "roll_back"),
+    ("a primary worse, nothing better", WIDE, WORSE, NARROW, False, None, "roll_back"),
+    ("guardrail worse with flat primaries", NARROW, NARROW, WORSE, False, None, "roll_back"),
+    ("one primary better, rest flat", BETTER, WIDE, NARROW, False, None, "ship"),
+    ("both primaries better", BETTER, BETTER, NARROW, False, None, "ship"),
+    ("guardrail better does not block", BETTER, NARROW, BETTER, False, None, "ship"),
+    ("win but guardrail unchecked", BETTER, NARROW, BROKEN, False, None, "keep_running"),
+    ("both intervals inside ±MDE", NARROW, NARROW, NARROW, False, None, "no_effect"),
+    ("wide but planned power reached", WIDE, WIDE, NARROW, False, 0.015, "no_effect"),
+    ("power reached exactly at the MDE", WIDE, NARROW, NARROW, False, TARGET, "no_effect"),
+    ("wide and underpowered", WIDE, WIDE, NARROW, False, 0.05, "keep_running"),
+    ("one settled, one open", NARROW, WIDE, NARROW, False, None, "keep_running"),
+    ("guardrail unchecked, no win", NARROW, NARROW, BROKEN, False, None, "no_effect"),
+]
+
+
+@pytest.mark.parametrize(
+    ("ctr", "conversion", "guardrail", "srm", "detectable", "expected"),
+    [c[1:] for c in CASES],
+    ids=[c[0] for c in CASES],
+)
+def test_decision_table(ctr, conversion, guardrail, srm, detectable, expected) -> None:
+    metrics = [
+        _result("ctr", "primary", ctr),
+        _result("conversion", "primary", conversion),
+        _result("impressions_per_user", "guardrail", guardrail),
+    ]
+    power = [_power(m, detectable) for m in ("ctr", "conversion")] if detectable else []
+    (decision,) = decisions(metrics, _health(srm), power, OPTIONS)
+    assert decision.arm == "b"
+    assert decision.decision == expected
+    assert decision.srm_flagged is srm
+    assert [p.metric for p in decision.primaries] == ["ctr", "conversion"]
+    assert [g.metric for g in decision.guardrails] == ["impressions_per_user"]
+    # No per-metric verdict says ship when the arm's decision is not ship.
+    cards = verdicts(metrics, _health(srm), OPTIONS, [decision])
+    if expected != "ship":
+        assert all(v.verdict != "ship" for v in cards)
+    else:
+        assert any(v.verdict == "ship" for v in cards)
+
+
+def test_decision_inputs_are_the_rule_inputs() -> None:
+    metrics = [
+        _result("ctr", "primary", BETTER),
+        _result("conversion", "primary", NARROW),
+        _result("impressions_per_user", "guardrail", WORSE),
+    ]
+    (d,) = decisions(metrics, _health(), [_power("ctr", 0.03)], OPTIONS)
+    ctr, conversion = d.primaries
+    assert (ctr.direction, ctr.relative_effect, ctr.interval) == ("better", 0.05, (0.02, 0.08))
+    assert ctr.within_target is False and ctr.detectable == 0.03
+    assert (conversion.direction, conversion.within_target) == ("flat", True)
+    assert conversion.detectable is None
+    assert d.guardrails[0].direction == "worse" and d.guardrails[0].within_target is None
+    assert d.target_mde == TARGET
+    assert d.reason == "significantly worse: Impressions per user -5.00% [-8.00%, -2.00%]"
+    as_json = d.to_dict()
+    assert as_json["primaries"][0]["interval"] == [0.02, 0.08]
+
+
+def test_each_arm_is_decided_on_its_own_results() -> None:
+    """A guardrail harmed in one arm does not roll back another."""
+    good = [_result("ctr", "primary", BETTER), _result("impressions_per_user", "guardrail", NARROW)]
+    bad = [
+        replace(_result("ctr", "primary", NARROW), arm="c"),
+        replace(_result("impressions_per_user", "guardrail", WORSE), arm="c"),
+    ]
+    out = decisions([*good, *bad], _health(), [], OPTIONS)
+    assert [(d.arm, d.decision) for d in out] == [("b", "ship"), ("c", "roll_back")]
+    cards = verdicts([*good, *bad], _health(), OPTIONS, out)
+    assert [(v.arm, v.verdict) for v in cards] == [("b", "ship"), ("c", "no_effect")]
+
+
+def test_no_primary_is_invalid() -> None:
+    (d,) = decisions([_result("impressions_per_user", "guardrail", NARROW)], _health(), [], OPTIONS)
+    assert (d.decision, d.reason) == ("invalid", "no primary metric to decide on")
