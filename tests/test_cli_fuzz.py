@@ -90,6 +90,12 @@ REPORT = {
     "--cuped-days": NUMBER,
     "--primary": TEXT,
     "--guardrails": TEXT,
+    "--segment": TEXT,
+    "--from": TEXT,
+    "--to": TEXT,
+    "--cap": TEXT,
+    "--fail-on": TEXT,
+    "--relative-interval": TEXT,
     "--target-mde": NUMBER,
     "--k": TEXT,
     "--no-offline": None,
@@ -106,6 +112,9 @@ POWER = {
     "--sequential": None,
     "--tuning-n": NUMBER,
     "--json": None,
+    "--experiment": st.one_of(st.just(EXPERIMENT), TEXT),
+    "--metric": TEXT,
+    "--cuped-days": NUMBER,
 }
 EVALUATE = {
     "--k": TEXT,
@@ -121,7 +130,7 @@ EVALUATE = {
     "--resamples": NUMBER,
     "--seed": NUMBER,
 }
-EXPERIMENT_SET = {"--control": TEXT, "--split": TEXT}
+EXPERIMENT_SET = {"--control": TEXT, "--split": TEXT, "--from": TEXT, "--to": TEXT}
 REJECTS = {"--ingest": NUMBER, "--limit": NUMBER, "--json": None}
 
 
@@ -149,7 +158,7 @@ def _check(result: Result) -> None:
     assert result.exception is None or isinstance(result.exception, SystemExit), (
         f"{type(result.exception).__name__}: {result.exception}\n{result.output}"
     )
-    assert result.exit_code in (0, 1, 2), result.output
+    assert result.exit_code in (0, 1, 2, 3), result.output  # 3: --fail-on matched
     assert "Traceback" not in result.output
     if result.exit_code:
         assert "Error: " in result.stderr, result.output
@@ -174,8 +183,8 @@ def test_report(folder: Path, argv: list[str]) -> None:
 
 @FUZZ
 @given(argv=_options(POWER))
-def test_power(argv: list[str]) -> None:
-    _check(runner.invoke(app, ["power", *argv]))
+def test_power(folder: Path, argv: list[str]) -> None:
+    _check(runner.invoke(app, ["power", "--db", str(folder / "s.duckdb"), *argv]))
 
 
 @FUZZ
