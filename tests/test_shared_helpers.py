@@ -8,7 +8,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from abeval.files import format_of, is_data_file, model_names, split_name, write_atomic
@@ -63,6 +63,7 @@ def test_write_atomic_keeps_the_old_file_when_the_write_fails(tmp_path: Path) ->
     assert sorted(os.listdir(tmp_path)) == ["report.html"]
 
 
+@settings(deadline=None)  # a DuckDB connection per example: slow on a loaded machine
 @given(
     st.text(
         alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"),
