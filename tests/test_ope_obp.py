@@ -27,11 +27,19 @@ EXP = "obd-men"
 
 def _rows(policy: str, arm: str) -> list[Impression]:
     with gzip.open(DATA / f"men_{policy}.csv.gz", "rt") as f:
-        return [
-            (arm, f"{arm}-{r['row']}", f"{arm}-{r['row']}", r["item_id"], int(r["position"]),
-             r["click"] == "1", float(r["propensity_score"]))  # fmt: skip
-            for r in csv.DictReader(f)
-        ]
+        rows = list(csv.DictReader(f))
+    return [
+        (
+            arm,
+            f"{arm}-{r['row']}",
+            f"{arm}-{r['row']}",
+            r["item_id"],
+            int(r["position"]),
+            r["click"] == "1",
+            float(r["propensity_score"]),
+        )
+        for r in rows
+    ]
 
 
 @pytest.fixture(scope="module")

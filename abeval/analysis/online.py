@@ -24,6 +24,7 @@ from abeval.analysis.comparisons import (
     segment_results,
 )
 from abeval.analysis.offline_report import offline_results
+from abeval.analysis.ope import ope_results
 from abeval.analysis.report_model import (
     SCHEMA_VERSION,
     ArmInfo,
@@ -92,6 +93,7 @@ def build_report(store: Store, experiment: str, o: ReportOptions | None = None) 
         offline, offline_values, offline_status = _offline(
             conn, experiment, control, treatments, o, results
         )
+        ope = ope_results(conn, experiment, control, treatments, o.ope, o.alpha)
     segments, segment_warning = segment_results(seen.segments, control, o)
     return ExperimentReport(
         schema_version=SCHEMA_VERSION,
@@ -112,6 +114,7 @@ def build_report(store: Store, experiment: str, o: ReportOptions | None = None) 
         offline_values=offline_values,
         offline_status=offline_status,
         methodology=_methodology(seen, o),
+        ope=ope,
     )
 
 

@@ -50,7 +50,8 @@ def read_target_propensities(path: str | Path) -> list[TargetRow]:
         checks = (
             (
                 "position",
-                "TRY_CAST(v AS DOUBLE) < 1 OR TRY_CAST(v AS DOUBLE) <> FLOOR(TRY_CAST(v AS DOUBLE))",
+                "TRY_CAST(v AS DOUBLE) < 1 "
+                "OR TRY_CAST(v AS DOUBLE) <> FLOOR(TRY_CAST(v AS DOUBLE))",
                 "is not a whole number from 1 (the top of the list)",
             ),
             (

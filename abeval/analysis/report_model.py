@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from abeval.analysis.online_metrics import DEFAULT_GUARDRAILS, DEFAULT_PRIMARY
+from abeval.analysis.ope import OpeOptions, OpeSection
 from abeval.stats.results import BayesianResult, Comparison, JsonResult, PowerResult, SrmResult
 from abeval.stats.sequential import DEFAULT_TUNING_N
 
@@ -40,6 +41,7 @@ class ReportOptions:
     offline_ks: tuple[int, ...] = (5, 10)
     daily: bool = True
     offline: bool = True
+    ope: OpeOptions = field(default_factory=OpeOptions)
 
 
 @dataclass(frozen=True)
@@ -216,3 +218,4 @@ class ExperimentReport(JsonResult):
     offline_values: tuple[OfflineValue, ...]
     offline_status: str
     methodology: Methodology
+    ope: OpeSection | None = None  # off-policy estimates (docs/metrics.md#off-policy-estimates)

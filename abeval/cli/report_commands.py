@@ -76,11 +76,27 @@ def report(
         str, typer.Option("--k", metavar="K,K...", help="Cutoffs of the replayed offline metrics.")
     ] = "5,10",
     offline: Annotated[bool, typer.Option(help="Replay offline metrics from the logs.")] = True,
+    target_propensities: Annotated[
+        Path | None,
+        typer.Option(
+            "--target-propensities",
+            metavar="FILE",
+            help="Off-policy estimates: the target's probabilities (request_id, item_id, "
+            "position, probability [, arm]); default: the target arm's empirical frequencies.",
+        ),
+    ] = None,
+    ope_cap: Annotated[
+        float, typer.Option("--ope-cap", help="Cap λ on the weights of capped IPS and NCIS.")
+    ] = 100.0,
+    ope: Annotated[
+        bool, typer.Option(help="Off-policy estimates when impressions carry a propensity.")
+    ] = True,
     db: DbOption = None,
 ) -> None:
     """Analyse one experiment: online lifts, health checks, offline metrics, power."""
     from abeval.analysis.online import ReportOptions, build_report
     from abeval.analysis.online_metrics import DEFAULT_GUARDRAILS, DEFAULT_PRIMARY, parse_metrics
+    from abeval.analysis.ope import OpeOptions
     from abeval.metrics.base import parse_cutoffs
     from abeval.store import open_store
 
@@ -88,6 +104,7 @@ def report(
     require(cuped_days >= 0, "--cuped-days", "must be 0 or more")
     require_positive(tuning_n, "--tuning-n")
     require_positive(target_mde, "--target-mde")
+    require_positive(ope_cap, "--ope-cap")
     try:
         ks = parse_cutoffs(k)
     except ValueError as exc:
@@ -105,6 +122,7 @@ def report(
         target_mde=target_mde,
         offline_ks=ks,
         offline=offline,
+        ope=OpeOptions(ope, ope_cap, str(target_propensities) if target_propensities else None),
     )
     with open_store(db, read_only=True) as store:
         result = build_report(store, experiment, options)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from abeval.analysis.report_model import ExperimentReport, MetricResult
 from abeval.formatting import interval, pct, pvalue, share, terminal_number
+from abeval.report.ope_text import ope_lines
 
 
 def _metric_row(m: MetricResult) -> str:
@@ -134,5 +135,5 @@ def _segments(r: ExperimentReport) -> list[str]:
 def render_text(r: ExperimentReport) -> str:
     """The report as plain text: header, health, verdicts, the metric tables,
     then the offline replay, power and segments when the report has them."""
-    sections = (_header, _health, _verdicts, _metric_tables, _offline, _power, _segments)
+    sections = (_header, _health, _verdicts, _metric_tables, _offline, ope_lines, _power, _segments)
     return "\n".join(line for section in sections for line in section(r)) + "\n"
