@@ -313,13 +313,12 @@ def _offline(
     results: list[MetricResult],
 ) -> tuple[tuple[OfflineResult, ...], tuple[OfflineValue, ...], str]:
     """Offline metrics replayed from the same logs (see :mod:`abeval.analysis.replay`),
-    checked against the online lift of the first primary metric."""
+    shown beside the online lift of the first primary metric (not judged against it)."""
     if not o.offline:
         return (), (), "not requested (--no-offline)"
     reference = o.primary[0] if o.primary else "ctr"
-    online = {r.arm: r.comparison for r in results if r.metric == reference}
     try:
-        return offline_results(conn, experiment, control, treatments, o, online, reference)
+        return offline_results(conn, experiment, control, treatments, o, reference)
     except AbevalError as exc:
         # The online analysis stands on its own; say why the replay could not run.
         return (), (), f"not available: {exc.message}"

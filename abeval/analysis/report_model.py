@@ -172,7 +172,9 @@ class OfflineResult(JsonResult):
     treatment_users: int
     comparison: Comparison
     agrees_with: str | None
-    agreement: str | None  # "agree", "disagree", "inconclusive"
+    # Always None: replayed from the same clicks as CTR, so not independent evidence
+    # (docs/metrics.md#log-replay); agreement is judged for off-policy estimates only.
+    agreement: str | None
     lists_left_out: dict[str, int] = field(default_factory=dict)
 
 
