@@ -27,7 +27,7 @@ value is a bind parameter.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -267,29 +267,44 @@ def fill_file_arms(conn: Connection, experiment: str, control: str, treatment: s
     )
 
 
-def load_file(conn: Connection, rows: Iterable[tuple[str | None, str, str, int, float]]) -> None:
+def load_file(conn: Connection, rows: Sequence[tuple[str | None, str, str, int, float]]) -> None:
     """Put the target propensities (target arm, request, item, position,
-    probability) into a temporary table of this connection."""
+    probability) into a temporary table of this connection: registered as an Arrow
+    table on DuckDB, copied on PostgreSQL, inserted row by row elsewhere."""
     from sqlalchemy import text
 
     conn.execute(text(f"DROP TABLE IF EXISTS {FILE_TABLE}"))
-    conn.execute(
-        text(
-            f"CREATE TEMP TABLE {FILE_TABLE} (arm TEXT, request_id TEXT, item_id TEXT, "
-            "position INTEGER, probability DOUBLE PRECISION)"
-        )
+    columns = (
+        "arm TEXT, request_id TEXT, item_id TEXT, position INTEGER, probability DOUBLE PRECISION"
     )
-    batch = [
-        {"arm": a, "request_id": r, "item_id": i, "position": p, "probability": q}
-        for a, r, i, p, q in rows
-    ]
-    if batch:
+    if conn.dialect.name == "duckdb":
+        import pyarrow as pa
+
+        names = ["arm", "request_id", "item_id", "position", "probability"]
+        types = [pa.string(), pa.string(), pa.string(), pa.int32(), pa.float64()]
+        table = pa.table(
+            [pa.array([r[i] for r in rows], type=t) for i, t in enumerate(types)], names=names
+        )
+        duck = conn.connection.driver_connection
+        assert duck is not None
+        duck.register("abeval_ope_rows", table)
+        try:
+            duck.execute(f"CREATE TEMP TABLE {FILE_TABLE} AS SELECT * FROM abeval_ope_rows")
+        finally:
+            duck.unregister("abeval_ope_rows")
+        return
+    conn.execute(text(f"CREATE TEMP TABLE {FILE_TABLE} ({columns})"))
+    if conn.dialect.name == "postgresql":
+        raw = conn.connection.driver_connection
+        assert raw is not None
+        with raw.cursor() as cur, cur.copy(f"COPY {FILE_TABLE} FROM STDIN") as copy:
+            for row in rows:
+                copy.write_row(row)
+        return
+    if rows:
         conn.execute(
-            text(
-                f"INSERT INTO {FILE_TABLE} VALUES "
-                "(:arm, :request_id, :item_id, :position, :probability)"
-            ),
-            batch,
+            text(f"INSERT INTO {FILE_TABLE} VALUES (:a, :r, :i, :p, :q)"),
+            [{"a": a, "r": r, "i": i, "p": p, "q": q} for a, r, i, p, q in rows],
         )
 
 
