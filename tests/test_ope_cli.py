@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
+from html_tree import parse
 from ope_helpers import Impression, write_impressions, write_target_file
 from typer.testing import CliRunner
 
@@ -109,6 +110,10 @@ def test_impressions_without_propensity_are_counted_not_dropped_silently(tmp_pat
     out = _report(db, "-f", "text").stdout  # type: ignore[attr-defined]
     assert f"!! {warning}" in out
     assert "impressions with a propensity: control 110 of 120; treatment 110 of 120" in out
+    page = tmp_path / "r.html"
+    assert _report(db, "-o", str(page)).exit_code == 0  # type: ignore[attr-defined]
+    shown = [n.clean() for n in parse(page.read_text()).find_all(data_field="ope-warning")]
+    assert any(warning in w for w in shown)
 
 
 def _file(tmp_path: Path, text: str) -> Path:
