@@ -10,17 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-HEADER = [
-    "experiment",
-    "arm",
-    "user_id",
-    "ts",
-    "event_type",
-    "request_id",
-    "item_id",
-    "position",
-    "propensity",
-]
+HEADER = "experiment,arm,user_id,ts,event_type,request_id,item_id,position,propensity".split(",")
 POSITIONS = (1, 2, 3)
 START = datetime(2024, 3, 1, 10, tzinfo=UTC)
 
