@@ -10,7 +10,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-HEADER = "experiment,arm,user_id,ts,event_type,request_id,item_id,position,propensity".split(",")
+from abeval.store.events_format import REQUIRED
+
+HEADER = [*REQUIRED, "request_id", "item_id", "position", "propensity"]
 POSITIONS = (1, 2, 3)
 START = datetime(2024, 3, 1, 10, tzinfo=UTC)
 
