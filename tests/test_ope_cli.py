@@ -191,3 +191,18 @@ def test_a_file_is_used_for_the_directions_it_covers(db: str, tmp_path: Path) ->
     pos = {p["position"]: p for p in d[("control", "treatment")]["positions"]}
     assert pos[1]["mean_weight"] == pytest.approx(1.0, rel=1e-12)
     assert pos[2]["mean_weight"] == 0
+
+
+def test_an_arm_without_impressions_is_named(tmp_path: Path) -> None:
+    events = write_impressions(tmp_path / "e.csv", EXP, _rows())
+    with events.open("a") as f:  # a third arm whose only user clicked, with no impression
+        f.write(f"{EXP},third,x1,2024-03-01T10:00:00+00:00,click,r,a0,,\n")
+    db = str(tmp_path / "s.duckdb")
+    with open_store(db) as store:
+        ingest_file(store, events)
+    doc = json.loads(_report(db, "-f", "json").stdout)  # type: ignore[attr-defined]
+    assert "third: no impressions, so no estimate from or of it" in doc["ope"]["warnings"]
+    assert {(d["source"], d["target"]) for d in doc["ope"]["directions"]} == {
+        ("control", "treatment"),
+        ("treatment", "control"),
+    }

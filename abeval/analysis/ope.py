@@ -152,7 +152,9 @@ def ope_results(
     finally:
         ope_sql.close_ope(conn, tables)
     arms = tuple(_arm(c, alpha) for c in counts.values())
-    warnings = [
+    empty = [a for a in [control, *treatments] if a not in counts]
+    warnings = [f"{a}: no impressions, so no estimate from or of it" for a in empty]
+    warnings += [
         f"{a.arm}: {a.without_propensity:,} impressions have no propensity and are left "
         "out of the estimates from its logs"
         for a in arms
