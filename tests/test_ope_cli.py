@@ -206,3 +206,19 @@ def test_an_arm_without_impressions_is_named(tmp_path: Path) -> None:
         ("control", "treatment"),
         ("treatment", "control"),
     }
+
+
+def test_json_with_ope_validates_and_replay_is_not_judged(db: str) -> None:
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = json.loads((Path(__file__).parents[1] / "reports" / "report.schema.json").read_text())
+    result = runner.invoke(app, ["report", "-e", EXP, "--db", db, "-f", "json", "--k", "2"])
+    doc = json.loads(result.stdout)
+    jsonschema.validate(doc, schema)
+    assert doc["ope"]["status"] == "ok"
+    # Replayed metrics (ranking and beyond accuracy alike) carry no agreement label.
+    assert doc["offline"] and {o["agreement"] for o in doc["offline"]} == {None}
+    text = runner.invoke(app, ["report", "-e", EXP, "--db", db, "-f", "text", "--k", "2"]).stdout
+    assert "Replayed metrics come from the same logged lists and clicks as CTR" in text
+    replay = text.split("Offline metrics replayed")[1].split("Replayed metrics come")[0]
+    assert replay.count("\n") > 3
+    assert not any(w in replay for w in ("agree", "disagree", "inconclusive", " with ctr"))
