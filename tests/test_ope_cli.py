@@ -181,12 +181,17 @@ def test_no_arm_column_with_two_treatments(tmp_path: Path) -> None:
 def test_a_file_is_used_for_the_directions_it_covers(db: str, tmp_path: Path) -> None:
     rows = [(f"control{u}-{q}", f"a{j}", 1, 1 / 3) for u in range(30) for q in range(2)
             for j in range(3)]  # fmt: skip
+    rows += [("elsewhere", "a0", 1, 0.5), ("elsewhere", "a1", 1, 0.5)]
     path = write_target_file(tmp_path / "t.csv", rows)
     doc = json.loads(_report(db, "--target-propensities", str(path), "-f", "json").stdout)  # type: ignore[attr-defined]
     d = {(x["source"], x["target"]): x for x in doc["ope"]["directions"]}
     assert d[("control", "treatment")]["target_probabilities"] == "file"
     assert d[("treatment", "control")]["target_probabilities"] == "empirical"
     assert doc["ope"]["file"] == str(path)
+    assert (
+        f"{path}: 2 rows name no request of this experiment and are not used"
+        in (doc["ope"]["warnings"])
+    )
     # Position 1: weights (1/3) / (1/3) = 1; position 2 has no file rows: weights 0.
     pos = {p["position"]: p for p in d[("control", "treatment")]["positions"]}
     assert pos[1]["mean_weight"] == pytest.approx(1.0, rel=1e-12)

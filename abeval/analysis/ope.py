@@ -141,7 +141,8 @@ def ope_results(
     try:
         if rows is not None:
             _load(conn, experiment, rows, control, treatments)
-        from_file = ope_sql.file_pairs(conn, experiment) if rows is not None else {}
+        from_file = ope_sql.file_pairs(conn, experiment) if rows is not None else set()
+        unmatched = ope_sql.file_rows_unmatched(conn, experiment) if rows is not None else 0
         counts = source.arm_counts()
         directions = []
         for arm in treatments:
@@ -154,6 +155,11 @@ def ope_results(
     arms = tuple(_arm(c, alpha) for c in counts.values())
     empty = [a for a in [control, *treatments] if a not in counts]
     warnings = [f"{a}: no impressions, so no estimate from or of it" for a in empty]
+    if unmatched:
+        warnings.append(
+            f"{o.target_propensities}: {unmatched:,} rows name no request of this experiment "
+            "and are not used"
+        )
     warnings += [
         f"{a.arm}: {a.without_propensity:,} impressions have no propensity and are left "
         "out of the estimates from its logs"

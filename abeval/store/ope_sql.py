@@ -252,6 +252,22 @@ def file_pairs(conn: Connection, experiment: str) -> set[tuple[str, str]]:
     return {(str(a), str(b)) for a, b in rows}
 
 
+def file_rows_unmatched(conn: Connection, experiment: str) -> int:
+    """Rows of the loaded file whose request is not an impression request of the
+    experiment (they weigh nothing)."""
+    from sqlalchemy import text
+
+    row = conn.execute(
+        text(
+            f"SELECT COUNT(*) FROM {FILE_TABLE} f WHERE f.request_id NOT IN (SELECT request_id "
+            "FROM events WHERE experiment = :experiment AND event_type = 'impression' "
+            "AND request_id IS NOT NULL)"
+        ),
+        {"experiment": experiment},
+    ).fetchone()
+    return int(row[0]) if row else 0
+
+
 def fill_file_arms(conn: Connection, experiment: str, control: str, treatment: str) -> None:
     """Rows without a target arm: the other arm of a two-arm experiment (the
     treatment for a control request, else the control)."""
