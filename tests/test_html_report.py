@@ -353,7 +353,7 @@ def _offline_result(metric: str, arm: str, agrees_with: str) -> OfflineResult:
         treatment_users=1500,
         comparison=comparison,
         agrees_with=agrees_with,
-        agreement="agree",
+        agreement=None,
         lists_left_out={'lists of <i>item</i> "x"': 3},
     )
 
@@ -372,7 +372,9 @@ def test_offline_results_render_from_the_dataclass(reports: dict[str, Experiment
     assert row.field("p") == fmt.pvalue(0.0004)
     online = next(m for m in r.metrics if m.metric == "ctr" and m.arm == arm)
     assert row.field("online-lift") == fmt.pct(online.comparison.relative.effect)
-    assert "agrees" in row.clean()
+    # Replayed from the same clicks as CTR: no agreement label, a plain note instead.
+    assert "agree" not in row.clean()
+    assert "same logged lists and clicks as CTR" in section.field("replay-note")
     assert "relevance=<b>click</b> & 'purchase'" in row.clean()
     assert 'lists of <i>item</i> "x"' in row.clean()
     _assert_no_markup_injected(page, doc)

@@ -62,6 +62,8 @@ def overflow_store(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 # Options, not statistics: validated finite by the CLI, so never undefined.
 OPTIONS = {"alpha", "threshold", "target_mde", "power", "expected_share"}
+# The same, named by class where the field name alone is ambiguous.
+OPTION_FIELDS = {("OpeSection", "cap")}
 
 
 def _optional(hint: Any) -> bool:
@@ -81,7 +83,9 @@ def undefine(value: Any) -> Any:
             x = getattr(value, f.name)
             if f.name == "status" and x == "ok":
                 changes[f.name] = "invalid_input"
-            elif f.name in OPTIONS and isinstance(x, float):
+            elif isinstance(x, float) and (
+                f.name in OPTIONS or (type(value).__name__, f.name) in OPTION_FIELDS
+            ):
                 continue
             elif (
                 _optional(hints[f.name])

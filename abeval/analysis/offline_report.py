@@ -1,11 +1,14 @@
 """The report's offline section: replayed metrics per arm, compared with control by
-the same tests as the online metrics, and checked for agreement with the online
-lift.
+the same tests as the online metrics, shown beside the online lift of the first
+primary metric.
 
-Agreement (docs/metrics.md#log-replay) compares directions: an offline metric
-*agrees* when its lift and the online reference lift (the first primary
-metric) are both significant and of the same sign, *disagrees* when both are
-significant with opposite signs, and is *inconclusive* otherwise.
+No agreement is judged (docs/metrics.md#log-replay): the replayed metrics are
+computed from the same logged lists and the same clicks that define CTR, so a
+ranking metric moving with CTR is close to circular, and a metric of the lists
+themselves (coverage, diversity, novelty) says nothing about clicks either way.
+``agreement`` is therefore always None here; the report judges agreement only
+for signals independent of the online metric, the off-policy estimates
+(:mod:`abeval.analysis.ope`).
 """
 
 from __future__ import annotations
@@ -13,24 +16,14 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from abeval.analysis.online_metrics import direction
 from abeval.analysis.replay import replay
 from abeval.analysis.report_model import OfflineResult, OfflineValue, ReportOptions
 from abeval.metrics import Conventions
-from abeval.stats import Comparison, adjust_comparisons, compare
+from abeval.stats import adjust_comparisons, compare
 from abeval.store.population import Window
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
-
-
-def agreement(offline: Comparison, online: Comparison | None) -> str:
-    if online is None:
-        return "inconclusive"
-    a, b = direction(offline), direction(online)
-    if a == 0 or b == 0:
-        return "inconclusive"
-    return "agree" if a == b else "disagree"
 
 
 def offline_results(
@@ -39,11 +32,10 @@ def offline_results(
     control: str,
     treatments: list[str],
     o: ReportOptions,
-    online: dict[str, Comparison],
     reference: str,
 ) -> tuple[tuple[OfflineResult, ...], tuple[OfflineValue, ...], str]:
-    """Replay, compare per treatment arm, and judge agreement with ``online``
-    (the reference metric's comparison per arm)."""
+    """Replay and compare per treatment arm; ``reference`` names the online metric
+    shown beside each replayed one."""
     # A report must not stop at a logging glitch: an item shown twice in a request
     # counts once (the health section counts the duplicates).
     result = replay(
@@ -74,7 +66,7 @@ def offline_results(
                         treatment_users=t.users,
                         comparison=comp,
                         agrees_with=reference,
-                        agreement=agreement(comp, online.get(arm)),
+                        agreement=None,
                         lists_left_out=dict(t.left_out),
                     )
                 )
@@ -93,12 +85,6 @@ def offline_results(
                 )
     # The offline comparisons are one family of their own.
     adjusted = adjust_comparisons([r.comparison for r in compared], o.correction)  # type: ignore[arg-type]
-    final = tuple(
-        _with(r, comp, online.get(r.arm)) for r, comp in zip(compared, adjusted, strict=True)
-    )
+    final = tuple(replace(r, comparison=comp) for r, comp in zip(compared, adjusted, strict=True))
     status = "; ".join(result.warnings) if result.warnings else "ok"
     return final, tuple(values), status
-
-
-def _with(r: OfflineResult, comp: Comparison, online: Comparison | None) -> OfflineResult:
-    return replace(r, comparison=comp, agreement=agreement(comp, online))

@@ -26,6 +26,7 @@ from abeval.analysis.comparisons import (
 )
 from abeval.analysis.decision import decisions
 from abeval.analysis.offline_report import offline_results
+from abeval.analysis.ope import ope_results
 from abeval.analysis.planning import power_info
 from abeval.analysis.report_model import (
     SCHEMA_VERSION,
@@ -108,6 +109,7 @@ def build_report(store: Store, experiment: str, o: ReportOptions | None = None) 
         offline, offline_values, offline_status = _offline(
             conn, experiment, control, treatments, windowed, results
         )
+        ope = ope_results(conn, experiment, control, treatments, o.ope, o.alpha)
     segments, segment_warning = segment_results(seen.segments, control, o)
     power = _power(plain, seen.daily, control, treatments, o)
     decided = decisions(results, seen.health, power, o)
@@ -132,6 +134,7 @@ def build_report(store: Store, experiment: str, o: ReportOptions | None = None) 
         offline_values=offline_values,
         offline_status=offline_status,
         methodology=_methodology(seen, o),
+        ope=ope,
     )
 
 
@@ -359,13 +362,12 @@ def _offline(
     results: list[MetricResult],
 ) -> tuple[tuple[OfflineResult, ...], tuple[OfflineValue, ...], str]:
     """Offline metrics replayed from the same logs (see :mod:`abeval.analysis.replay`),
-    checked against the online lift of the first primary metric."""
+    shown beside the online lift of the first primary metric (not judged against it)."""
     if not o.offline:
         return (), (), "not requested (--no-offline)"
     reference = o.primary[0] if o.primary else "ctr"
-    online = {r.arm: r.comparison for r in results if r.metric == reference}
     try:
-        return offline_results(conn, experiment, control, treatments, o, online, reference)
+        return offline_results(conn, experiment, control, treatments, o, reference)
     except AbevalError as exc:
         # The online analysis stands on its own; say why the replay could not run.
         return (), (), f"not available: {exc.message}"

@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from abeval.analysis.online_metrics import DEFAULT_GUARDRAILS, DEFAULT_PRIMARY
+from abeval.analysis.ope import OpeOptions, OpeSection
 from abeval.choices import Decision as DecisionName
 from abeval.stats.results import (
     BayesianResult,
@@ -58,6 +59,7 @@ class ReportOptions:
     window_to: datetime | None = None
     # (metric, quantile) pairs of --cap (docs/metrics.md#outlier-capping).
     caps: tuple[tuple[str, float], ...] = ()
+    ope: OpeOptions = field(default_factory=OpeOptions)
 
 
 @dataclass(frozen=True)
@@ -243,7 +245,9 @@ class OfflineResult(JsonResult):
     treatment_users: int
     comparison: Comparison
     agrees_with: str | None
-    agreement: str | None  # "agree", "disagree", "inconclusive"
+    # Always None: replayed from the same clicks as CTR, so not independent evidence
+    # (docs/metrics.md#log-replay); agreement is judged for off-policy estimates only.
+    agreement: str | None
     lists_left_out: dict[str, int] = field(default_factory=dict)
 
 
@@ -291,3 +295,4 @@ class ExperimentReport(JsonResult):
     offline_values: tuple[OfflineValue, ...]
     offline_status: str
     methodology: Methodology
+    ope: OpeSection | None = None  # off-policy estimates (docs/metrics.md#off-policy-estimates)

@@ -147,12 +147,28 @@ def report(
             f"of these (comma-separated: {', '.join(DECISIONS)}).",
         ),
     ] = None,
+    target_propensities: Annotated[
+        Path | None,
+        typer.Option(
+            "--target-propensities",
+            metavar="FILE",
+            help="Off-policy estimates: the target's probabilities (request_id, item_id, "
+            "position, probability [, arm]); default: the target arm's empirical frequencies.",
+        ),
+    ] = None,
+    ope_cap: Annotated[
+        float, typer.Option("--ope-cap", help="Cap λ on the weights of capped IPS and NCIS.")
+    ] = 100.0,
+    ope: Annotated[
+        bool, typer.Option(help="Off-policy estimates when impressions carry a propensity.")
+    ] = True,
     db: DbOption = None,
 ) -> None:
     """Analyse one experiment: online lifts, health checks, offline metrics, power."""
     from abeval.analysis.capping import parse_caps
     from abeval.analysis.online import ReportOptions, build_report
     from abeval.analysis.online_metrics import DEFAULT_GUARDRAILS, DEFAULT_PRIMARY, parse_metrics
+    from abeval.analysis.ope import OpeOptions
     from abeval.metrics.base import parse_cutoffs
     from abeval.store import open_store
 
@@ -168,6 +184,7 @@ def report(
         caps = parse_caps(cap or [])
     except ValueError as exc:
         raise typer.BadParameter(str(exc), param_hint="--cap") from None
+    require_positive(ope_cap, "--ope-cap")
     try:
         ks = parse_cutoffs(k)
     except ValueError as exc:
@@ -189,6 +206,7 @@ def report(
         window_from=start,
         window_to=end,
         caps=caps,
+        ope=OpeOptions(ope, ope_cap, str(target_propensities) if target_propensities else None),
     )
     with open_store(db, read_only=True) as store:
         result = build_report(store, experiment, options)

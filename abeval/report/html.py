@@ -35,6 +35,7 @@ from abeval.report.html_sections import (
     segment_table,
     statistics_table,
 )
+from abeval.report.ope_context import ope_context
 from abeval.report.templates import environment
 from abeval.report.text import CONTROL_RULES
 
@@ -176,6 +177,7 @@ def build_context(report: ExperimentReport) -> ReportContext:
         settings=_settings(report),
         generated=when(report.generated_at),
         freshness=fresh,
+        ope=ope_context(report),
     )
 
 

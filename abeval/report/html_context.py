@@ -25,6 +25,7 @@ from abeval.analysis.report_model import (
     VerdictResult,
 )
 from abeval.report.charts import IntervalBar, LiftChart, Tick, UsersChart
+from abeval.report.ope_context import OpeContext
 from abeval.report.tones import Tone
 
 CheckState = Literal["pass", "fail", "warn", "info"]
@@ -202,6 +203,8 @@ class ReportContext:
     - ``generated``: when the report was generated, formatted.
     - ``freshness``: how long before the report the last event happened, in
       words (empty when unknown).
+    - ``ope``: the off-policy estimates (:class:`~abeval.report.ope_context.OpeContext`),
+      None when the report has none.
     """
 
     report: ExperimentReport
@@ -230,3 +233,4 @@ class ReportContext:
     settings: tuple[tuple[str, str], ...]
     generated: str
     freshness: str
+    ope: OpeContext | None = None  # reports/_ope.html.j2 (abeval.report.ope_context)

@@ -10,6 +10,14 @@ from __future__ import annotations
 
 from abeval.analysis.report_model import CapInfo, ExperimentReport, MetricResult
 from abeval.formatting import NA, interval, number, pct, pvalue, share, terminal_number
+from abeval.report.ope_text import ope_lines
+
+#: Why the replayed metrics are not judged against the online lift (docs/metrics.md#log-replay).
+REPLAY_NOTE = (
+    "  Replayed metrics come from the same logged lists and clicks as CTR: they are not "
+    "independent evidence of the online lift, so no agreement is judged (see the "
+    "off-policy estimates for a prediction that does not use the target's clicks)."
+)
 
 
 def _metric_row(m: MetricResult) -> str:
@@ -117,16 +125,16 @@ def _offline(r: ExperimentReport) -> list[str]:
         "",
         "Offline metrics replayed from the logs (per user, then per arm)",
         f"  {'metric':<16} {'arm':<12} {'control':>9} {'treatment':>9} {'lift':>9} "
-        f"{'interval':>22} {'p':>8}  agreement",
+        f"{'interval':>22} {'p':>8}",
     ]
     for o in r.offline:
         rel = o.comparison.relative
         lines.append(
             f"  {o.metric:<16} {o.arm:<12} {terminal_number(o.control_value):>9} "
             f"{terminal_number(o.treatment_value):>9} {pct(rel.effect):>9} "
-            f"{interval(rel.interval):>22} {pvalue(rel.p_value):>8}  {o.agreement or ''}"
-            + (f" with {o.agrees_with}" if o.agrees_with else "")
+            f"{interval(rel.interval):>22} {pvalue(rel.p_value):>8}"
         )
+    lines.append(REPLAY_NOTE)
     return lines
 
 
@@ -174,7 +182,8 @@ def _segments(r: ExperimentReport) -> list[str]:
 
 def render_text(r: ExperimentReport) -> str:
     """The report as plain text: the decisions, header, health, verdicts, the metric
-    tables, then the offline replay, power and segments when the report has them."""
+    tables, then the offline replay, the off-policy estimates, power and segments
+    when the report has them."""
     sections = (
         _decisions,
         _header,
@@ -182,6 +191,7 @@ def render_text(r: ExperimentReport) -> str:
         _verdicts,
         _metric_tables,
         _offline,
+        ope_lines,
         _power,
         _segments,
     )

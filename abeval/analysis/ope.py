@@ -1,0 +1,218 @@
+"""The report's off-policy estimates (docs/metrics.md#off-policy-estimates).
+
+For each treatment arm, two directions: the treatment's click-through rate
+predicted from the control's logs, and the control's predicted from the
+treatment's. Each arm's observed CTR is the ground truth for the other's
+prediction. The store computes per-user sums (:mod:`abeval.store.ope_sql`), the
+statistics layer turns them into estimates and diagnostics
+(:mod:`abeval.stats.ope`); this module chooses the directions, where π_target
+comes from, and judges whether the predicted lift agrees with the online one.
+
+An OPE estimate does not reuse the target arm's clicks, so unlike the replayed
+metrics it is independent evidence about the online lift: its *agreement*
+(``agree``, ``disagree``, ``inconclusive``) is the one the report judges.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+from abeval.analysis.ope_file import TargetRow, read_target_propensities
+from abeval.errors import InputError
+from abeval.stats.ope import (
+    Diagnostics,
+    Estimate,
+    Interval,
+    diagnose,
+    estimates,
+    independent_lift,
+    log_linear,
+)
+from abeval.stats.results import JsonResult
+from abeval.store import ope_sql
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Connection
+
+DEFAULT_CAP = 100.0
+#: The estimator whose predicted lift is set beside the online lift and judged.
+HEADLINE = "snips"
+
+OpeStatusWord = Literal["ok", "not_requested", "no_propensities"]
+
+
+@dataclass(frozen=True)
+class OpeOptions:
+    """``--ope-cap``, ``--target-propensities``, ``--no-ope``."""
+
+    enabled: bool = True
+    cap: float = DEFAULT_CAP
+    target_propensities: str | None = None
+
+
+@dataclass(frozen=True)
+class ArmPropensities(JsonResult):
+    """One arm's impressions (analysed users, after exposure), how many carry a
+    propensity, and its observed CTR per impression (clicked impressions)."""
+
+    arm: str
+    impressions: int
+    with_propensity: int
+    without_propensity: int
+    observed_ctr: Interval
+
+
+@dataclass(frozen=True)
+class OpeDirection(JsonResult):
+    """The target arm's CTR predicted from the source arm's logs."""
+
+    source: str
+    target: str
+    target_probabilities: str  # "file" or "empirical"
+    users: int
+    impressions: int
+    source_ctr: float | None
+    target_ctr: float | None
+    estimates: tuple[Estimate, ...]
+    headline: str
+    online_lift: Interval
+    agreement: str  # "agree", "disagree", "inconclusive"
+    diagnostics: Diagnostics
+    positions: tuple[Diagnostics, ...]
+    warnings: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class OpeSection(JsonResult):
+    """Everything the report shows about off-policy estimates."""
+
+    status: OpeStatusWord
+    message: str
+    cap: float
+    alpha: float
+    file: str | None
+    arms: tuple[ArmPropensities, ...]
+    directions: tuple[OpeDirection, ...]
+    warnings: tuple[str, ...]
+
+
+def not_run(status: OpeStatusWord, message: str, o: OpeOptions, alpha: float) -> OpeSection:
+    return OpeSection(status, message, o.cap, alpha, o.target_propensities, (), (), ())
+
+
+def agreement(predicted: Interval, online: Interval) -> str:
+    """``agree`` when both intervals exclude 0 on the same side, ``disagree`` on
+    opposite sides, else ``inconclusive``."""
+
+    def side(x: Interval) -> int:
+        if x.ci is None:
+            return 0
+        return 1 if x.ci[0] > 0 else -1 if x.ci[1] < 0 else 0
+
+    a, b = side(predicted), side(online)
+    if a == 0 or b == 0:
+        return "inconclusive"
+    return "agree" if a == b else "disagree"
+
+
+def ope_results(
+    conn: Connection,
+    experiment: str,
+    control: str,
+    treatments: list[str],
+    o: OpeOptions,
+    alpha: float,
+) -> OpeSection:
+    """Both directions for every treatment arm (module docstring)."""
+    if not o.enabled:
+        return not_run("not_requested", "not requested (--no-ope)", o, alpha)
+    rows = read_target_propensities(o.target_propensities) if o.target_propensities else None
+    if rows is not None and any(r[0] is None for r in rows) and len(treatments) > 1:
+        raise InputError(
+            f"{o.target_propensities}: no arm column and {len(treatments)} treatment arms; "
+            "add a column arm naming the target arm of each row"
+        )
+    if not ope_sql.has_propensities(conn, experiment):
+        return not_run(
+            "no_propensities", "no impression of this experiment carries a propensity", o, alpha
+        )
+    source, tables = ope_sql.open_ope(conn, experiment)
+    try:
+        if rows is not None:
+            _load(conn, experiment, rows, control, treatments)
+        from_file = ope_sql.file_pairs(conn, experiment) if rows is not None else set()
+        unmatched = ope_sql.file_rows_unmatched(conn, experiment) if rows is not None else 0
+        counts = source.arm_counts()
+        directions = []
+        for arm in treatments:
+            for src, tgt in ((control, arm), (arm, control)):
+                if src in counts and tgt in counts:
+                    sums = source.direction(src, tgt, o.cap, (src, tgt) in from_file)
+                    directions.append(_direction(sums, counts, alpha))
+    finally:
+        ope_sql.close_ope(conn, tables)
+    arms = tuple(_arm(c, alpha) for c in counts.values())
+    empty = [a for a in [control, *treatments] if a not in counts]
+    warnings = [f"{a}: no impressions, so no estimate from or of it" for a in empty]
+    if unmatched:
+        warnings.append(
+            f"{o.target_propensities}: {unmatched:,} rows name no request of this experiment "
+            "and are not used"
+        )
+    warnings += [
+        f"{a.arm}: {a.without_propensity:,} impressions have no propensity and are left "
+        "out of the estimates from its logs"
+        for a in arms
+        if a.without_propensity
+    ]
+    warnings += [f"{d.target} from {d.source}'s logs: {w}" for d in directions for w in d.warnings]
+    return OpeSection(
+        "ok", "", o.cap, alpha, o.target_propensities, arms, tuple(directions), tuple(warnings)
+    )
+
+
+def _load(
+    conn: Connection, experiment: str, rows: list[TargetRow], control: str, treatments: list[str]
+) -> None:
+    ope_sql.load_file(conn, rows)
+    if treatments:
+        ope_sql.fill_file_arms(conn, experiment, control, treatments[0])
+
+
+def _arm(c: ope_sql.ArmCounts, alpha: float) -> ArmPropensities:
+    return ArmPropensities(
+        arm=c.arm,
+        impressions=c.impressions,
+        with_propensity=c.with_propensity,
+        without_propensity=c.impressions - c.with_propensity,
+        observed_ctr=log_linear(c.observed, {"c": 1, "n": -1}, alpha),
+    )
+
+
+def _direction(
+    d: ope_sql.DirectionSums, counts: dict[str, ope_sql.ArmCounts], alpha: float
+) -> OpeDirection:
+    s = d.user
+    target = counts[d.target].observed
+    target_ctr = target.sums["c"] / target.sums["n"] if target.sums["n"] else None
+    found = estimates(s, alpha, target_ctr)
+    online = independent_lift(target, counts[d.source].observed, alpha)
+    head = next(e for e in found if e.estimator == HEADLINE)
+    overall = diagnose(None, d.positions)
+    return OpeDirection(
+        source=d.source,
+        target=d.target,
+        target_probabilities="file" if d.from_file else "empirical",
+        users=s.users,
+        impressions=int(s.sums["n"]),
+        source_ctr=s.sums["c"] / s.sums["n"] if s.sums["n"] else None,
+        target_ctr=target_ctr,
+        estimates=found,
+        headline=HEADLINE,
+        online_lift=online,
+        agreement=agreement(head.predicted_lift, online),
+        diagnostics=overall,
+        positions=tuple(diagnose(p.position, [p]) for p in d.positions),
+        warnings=overall.warnings,
+    )

@@ -1,0 +1,52 @@
+"""What ``reports/_ope.html.j2`` reads: the report's off-policy estimates
+(docs/metrics.md#off-policy-estimates) with the page's presentation decisions,
+the colour of an agreement and how π_target was obtained, in words. Nothing
+here computes a statistic.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from abeval.analysis.ope import OpeDirection, OpeSection
+from abeval.analysis.report_model import ExperimentReport
+
+_AGREEMENT = {
+    "agree": ("pass", "✓ agrees"),
+    "disagree": ("fail", "✗ disagrees"),
+    "inconclusive": ("info", "inconclusive"),
+}
+_SOURCES = {
+    "file": "the target's probabilities from --target-propensities",
+    "empirical": "the target arm's own frequency of each (item, position), context-free",
+}
+
+
+@dataclass(frozen=True)
+class OpeDirectionView:
+    """One direction: the result, how π_target was obtained, the agreement's
+    state pill (kind, text)."""
+
+    result: OpeDirection
+    probabilities: str
+    state: tuple[str, str]
+
+
+@dataclass(frozen=True)
+class OpeContext:
+    """The section: the result and one :class:`OpeDirectionView` per direction."""
+
+    section: OpeSection
+    directions: tuple[OpeDirectionView, ...]
+
+
+def ope_context(report: ExperimentReport) -> OpeContext | None:
+    """None when the report has no OPE field (the template then leaves the section out)."""
+    s = report.ope
+    if s is None:
+        return None
+    views = tuple(
+        OpeDirectionView(d, _SOURCES[d.target_probabilities], _AGREEMENT[d.agreement])
+        for d in s.directions
+    )
+    return OpeContext(s, views)

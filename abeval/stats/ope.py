@@ -1,0 +1,235 @@
+"""Off-policy estimates from per-user sums (docs/metrics.md#off-policy-estimates).
+
+Every estimator of the target's click-through rate here is a ratio of two sums
+over the source arm's users, Σ_u x_u / Σ_u y_u, and so is the predicted lift
+against the source's observed CTR. Their standard errors come from the delta
+method on the per-user sums (users are the clusters: the randomisation unit),
+which needs only the user count, the sum of each per-user variable and the sum
+of each product of two of them (:class:`UserSums`).
+
+The per-user variables (see :mod:`abeval.store.ope_sql`): ``wc`` Σ w·c, ``w`` Σ w,
+``n`` impressions, ``kc`` Σ min(w, λ)·c, ``k`` Σ min(w, λ), ``c`` clicks.
+
+Results are frozen; an undefined number is ``None`` with a ``status``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+from abeval.stats.distributions import norm_isf
+from abeval.stats.results import JsonResult, finite
+
+OpeStatus = Literal["ok", "no_data", "too_few_users", "zero_denominator", "zero_baseline"]
+EstimatorName = Literal["ips", "snips", "capped_ips", "ncis"]
+
+#: estimator → (numerator, denominator) per-user variables.
+ESTIMATORS: Mapping[str, tuple[str, str]] = {
+    "ips": ("wc", "n"),
+    "snips": ("wc", "w"),
+    "capped_ips": ("kc", "n"),
+    "ncis": ("kc", "k"),
+}
+
+#: Warning thresholds (docs/metrics.md#ope-diagnostics).
+MIN_ESS_SHARE = 0.01
+MEAN_WEIGHT_RANGE = (0.9, 1.1)
+MAX_DEFICIT = 0.05
+
+
+class UserSums(Protocol):
+    """Sufficient statistics over users: the count, Σ x_u per variable and
+    Σ x_u·y_u per pair of variables. They add over disjoint sets of users."""
+
+    @property
+    def users(self) -> int: ...
+    @property
+    def sums(self) -> Mapping[str, float]: ...
+    @property
+    def products(self) -> Mapping[tuple[str, str], float]: ...
+
+
+def covariance(s: UserSums, x: str, y: str) -> float:
+    """Sample covariance of the per-user values of ``x`` and ``y``."""
+    p = s.products.get((x, y), s.products.get((y, x)))
+    if p is None:
+        raise KeyError(f"no product of {x} and {y}")
+    m = s.users
+    return (p - s.sums[x] * s.sums[y] / m) / (m - 1)
+
+
+@dataclass(frozen=True)
+class Interval(JsonResult):
+    """A value with its delta-method standard error and normal 1 − α interval."""
+
+    value: float | None
+    se: float | None
+    ci: tuple[float, float] | None
+    status: OpeStatus
+    message: str
+
+
+def log_linear(
+    s: UserSums, powers: Mapping[str, int], alpha: float, offset: float = 0.0
+) -> Interval:
+    """``Π mean(x)^p − offset`` (a ratio of means when the powers are ±1) with its
+    delta-method interval: the gradient is value · p / mean(x) per variable."""
+    if s.users == 0:
+        return Interval(None, None, None, "no_data", "no users in the source arm")
+    means = {x: s.sums[x] / s.users for x in powers}
+    zero = [x for x, p in powers.items() if p < 0 and means[x] == 0]
+    if zero:
+        status: OpeStatus = "zero_baseline" if zero == ["c"] else "zero_denominator"
+        return Interval(None, None, None, status, f"the sum of {zero[0]} is 0")
+    f = math.prod(means[x] ** p for x, p in powers.items())
+    if s.users < 2:
+        return Interval(f - offset, None, None, "too_few_users", "one user: no variance")
+    # ∂/∂mean(x) of Π mean^p, written so that a zero numerator mean is allowed.
+    grad = {
+        x: p * means[x] ** (p - 1) * math.prod(means[y] ** q for y, q in powers.items() if y != x)
+        for x, p in powers.items()
+    }
+    var = sum(grad[x] * grad[y] * covariance(s, x, y) for x in powers for y in powers) / s.users
+    se = math.sqrt(max(var, 0.0))
+    z = norm_isf(alpha / 2)
+    value = f - offset
+    return Interval(value, se, (value - z * se, value + z * se), "ok", "")
+
+
+@dataclass(frozen=True)
+class Estimate(JsonResult):
+    """One estimator of the target's CTR per impression from the source's logs,
+    the lift it predicts over the source's observed CTR, and its error against
+    the target's observed CTR (``relative_error`` = predicted / observed − 1)."""
+
+    estimator: str
+    ctr: Interval
+    predicted_lift: Interval
+    relative_error: float | None
+
+
+def estimate(
+    s: UserSums, estimator: str, alpha: float, target_ctr: float | None = None
+) -> Estimate:
+    """An estimator of :data:`ESTIMATORS` and its predicted relative lift,
+    ``estimate / (Σc / Σn) − 1``, both clustered by user."""
+    num, den = ESTIMATORS[estimator]
+    ctr = log_linear(s, {num: 1, den: -1}, alpha)
+    powers: dict[str, int] = {num: 1, den: -1}
+    for x, p in (("n", 1), ("c", -1)):
+        powers[x] = powers.get(x, 0) + p
+    lift = log_linear(s, {x: p for x, p in powers.items() if p != 0}, alpha, offset=1.0)
+    error = None
+    if ctr.value is not None and target_ctr:
+        error = ctr.value / target_ctr - 1.0
+    return Estimate(estimator, ctr, lift, finite(error))
+
+
+def estimates(s: UserSums, alpha: float, target_ctr: float | None) -> tuple[Estimate, ...]:
+    """Every estimator of :data:`ESTIMATORS`."""
+    return tuple(estimate(s, name, alpha, target_ctr) for name in ESTIMATORS)
+
+
+def independent_lift(
+    target: UserSums, source: UserSums, alpha: float, num: str = "c", den: str = "n"
+) -> Interval:
+    """Relative lift of two independent arms' ratios, target / source − 1, with the
+    delta-method variance of each arm's ratio (the observed, online lift)."""
+    t = log_linear(target, {num: 1, den: -1}, alpha)
+    s = log_linear(source, {num: 1, den: -1}, alpha)
+    if t.value is None or s.value is None:
+        return Interval(None, None, None, t.status if t.value is None else s.status, "")
+    if s.value == 0:
+        return Interval(None, None, None, "zero_baseline", "the source's CTR is 0")
+    f = t.value / s.value
+    if t.se is None or s.se is None:
+        return Interval(f - 1, None, None, "too_few_users", "one user: no variance")
+    se = math.sqrt((t.se / s.value) ** 2 + (f * s.se / s.value) ** 2)
+    z = norm_isf(alpha / 2)
+    return Interval(f - 1, se, (f - 1 - z * se, f - 1 + z * se), "ok", "")
+
+
+class WeightSumsLike(Protocol):
+    """The source's weights at one position, and the target's probability mass
+    there, all of it and on (item, position) pairs the source never showed (the
+    store's per-position rows)."""
+
+    @property
+    def position(self) -> int | None: ...
+    @property
+    def impressions(self) -> int: ...
+    @property
+    def sum_w(self) -> float: ...
+    @property
+    def sum_w2(self) -> float: ...
+    @property
+    def max_w(self) -> float | None: ...
+    @property
+    def capped(self) -> int: ...
+    @property
+    def target_mass(self) -> float: ...
+    @property
+    def unseen_mass(self) -> float: ...
+
+
+@dataclass(frozen=True)
+class Diagnostics(JsonResult):
+    """How trustworthy the weights are (docs/metrics.md#ope-diagnostics)."""
+
+    position: int | None
+    impressions: int
+    mean_weight: float | None
+    ess: float | None
+    ess_share: float | None
+    max_weight: float | None
+    capped_share: float | None
+    support_deficit: float | None
+    warnings: tuple[str, ...]
+
+
+def diagnose(position: int | None, parts: Sequence[WeightSumsLike]) -> Diagnostics:
+    """Over ``parts`` (one position, or all of them with ``position`` None): mean
+    weight, effective sample size (Σw)²/Σw² and its share of N, largest weight,
+    share capped, support deficit; with the warnings they call for."""
+    n = sum(p.impressions for p in parts)
+    sum_w = sum(p.sum_w for p in parts)
+    sum_w2 = sum(p.sum_w2 for p in parts)
+    maxima = [p.max_w for p in parts if p.max_w is not None]
+    target_mass = sum(p.target_mass for p in parts)
+    mean = sum_w / n if n else None
+    ess = sum_w**2 / sum_w2 if sum_w2 > 0 else None
+    share = ess / n if ess is not None and n else None
+    unseen = sum(p.unseen_mass for p in parts)
+    deficit = unseen / target_mass if target_mass > 0 else None
+    where = "" if position is None else f" at position {position}"
+    warnings = []
+    if share is not None and share < MIN_ESS_SHARE:
+        warnings.append(
+            f"effective sample size{where} is {share:.2%} of the impressions (below "
+            f"{MIN_ESS_SHARE:.0%}): a few large weights decide the estimate"
+        )
+    lo, hi = MEAN_WEIGHT_RANGE
+    if mean is not None and not lo <= mean <= hi:
+        warnings.append(
+            f"mean weight{where} is {mean:.3f}, outside [{lo}, {hi}]: the propensities or the "
+            "target's probabilities do not describe these logs"
+        )
+    if deficit is not None and deficit > MAX_DEFICIT:
+        warnings.append(
+            f"support deficit{where} is {deficit:.1%} (above {MAX_DEFICIT:.0%}): the target "
+            "shows items the source never showed there, which no weight can account for"
+        )
+    return Diagnostics(
+        position=position,
+        impressions=n,
+        mean_weight=mean,
+        ess=ess,
+        ess_share=share,
+        max_weight=max(maxima) if maxima else None,
+        capped_share=sum(p.capped for p in parts) / n if n else None,
+        support_deficit=deficit,
+        warnings=tuple(warnings),
+    )

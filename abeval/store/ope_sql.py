@@ -1,0 +1,355 @@
+"""The SQL of the off-policy estimates (docs/metrics.md#off-policy-estimates).
+
+One pass per direction (source arm's logs → target arm's click-through rate)
+turns the source's impressions into per-user sums and then into per-arm sums
+that add: the user count, the sum of every per-user variable and of every
+product of two of them. Nothing else leaves the database.
+
+Per user of the source arm, over the impressions that carry a ``propensity``
+(from the user's first exposure on, as for CTR):
+
+==========  ==========================================================
+``wc``      Σ w·c, w = π_target(item, position) / propensity, c = clicked
+``w``       Σ w
+``n``       impressions
+``kc``      Σ min(w, λ)·c (λ = the cap)
+``k``       Σ min(w, λ)
+``c``       clicked impressions
+==========  ==========================================================
+
+An impression is *clicked* when the experiment has a click with its
+``request_id`` and ``item_id``. π_target comes from the temporary table of a
+``--target-propensities`` file (rows of the source's requests) or, without one,
+from the target arm's own impressions: the share of the target's impressions at
+position k that show item a. All SQL is portable (DuckDB, PostgreSQL 15); every
+value is a bind parameter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from abeval.store.population import population_ctes
+from abeval.store.shared_ctes import drop, materialize
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Connection
+
+USER_VARIABLES = ("wc", "w", "n", "kc", "k", "c")
+#: The temporary table a ``--target-propensities`` file is loaded into.
+FILE_TABLE = "abeval_ope_target"
+
+_BASE = """o_clk AS (
+    SELECT DISTINCT request_id, item_id FROM exp_events
+    WHERE event_type = 'click' AND request_id IS NOT NULL AND item_id IS NOT NULL
+),
+o_imp AS (
+    SELECT p.arm, e.user_id, e.request_id, e.item_id, e.position, e.propensity,
+        CASE WHEN k.item_id IS NULL THEN 0 ELSE 1 END AS clicked
+    FROM exp_events e JOIN population p ON p.user_id = e.user_id
+    LEFT JOIN o_clk k ON k.request_id = e.request_id AND k.item_id = e.item_id
+    WHERE e.event_type = 'impression' AND e.item_id IS NOT NULL AND e.position IS NOT NULL
+      AND e.ts >= p.first_ts
+)"""
+
+# π_target(a, k) and its "mass" (the count or probability that the support
+# deficit weighs) per (item, position), or per (request, item, position) from a file.
+_EMPIRICAL_PI = """o_pi AS (
+    SELECT item_id, position, CAST(COUNT(*) AS DOUBLE PRECISION) AS mass,
+        CAST(COUNT(*) AS DOUBLE PRECISION) / SUM(COUNT(*)) OVER (PARTITION BY position) AS pi
+    FROM o_imp WHERE arm = :target GROUP BY item_id, position
+)"""
+
+_FILE_PI = f"""o_pi AS (
+    SELECT f.request_id, f.item_id, f.position, f.probability AS mass, f.probability AS pi
+    FROM {FILE_TABLE} f
+    WHERE f.arm = :target
+      AND f.request_id IN (SELECT request_id FROM o_imp WHERE arm = :source)
+)"""
+
+_SOURCE = """o_src AS (
+    SELECT user_id, request_id, item_id, position, clicked, propensity FROM o_imp
+    WHERE arm = :source AND propensity IS NOT NULL AND propensity > 0
+),
+o_shown AS (SELECT DISTINCT item_id, position FROM o_src)"""
+
+
+def _weights(from_file: bool) -> str:
+    key = (
+        "pi.request_id = s.request_id AND pi.item_id = s.item_id AND pi.position = s.position"
+        if from_file
+        else "pi.item_id = s.item_id AND pi.position = s.position"
+    )
+    return (
+        f"{_SOURCE},\no_w AS (\n    SELECT s.user_id, s.position, s.clicked, "
+        "COALESCE(pi.pi, CAST(0 AS DOUBLE PRECISION)) / s.propensity AS w\n"
+        f"    FROM o_src s LEFT JOIN o_pi pi ON {key}\n)"
+    )
+
+
+def _user_cte() -> str:
+    return """o_user AS (
+    SELECT user_id, SUM(w * clicked) AS wc, SUM(w) AS w, CAST(COUNT(*) AS DOUBLE PRECISION) AS n,
+        SUM(LEAST(w, :cap) * clicked) AS kc, SUM(LEAST(w, :cap)) AS k,
+        CAST(SUM(clicked) AS DOUBLE PRECISION) AS c
+    FROM o_w GROUP BY user_id
+)"""
+
+
+def _pairs() -> list[tuple[str, str]]:
+    v = USER_VARIABLES
+    return [(v[i], v[j]) for i in range(len(v)) for j in range(i, len(v))]
+
+
+@dataclass(frozen=True)
+class UserSums:
+    """Per-arm sums over users of the per-user variables and of their pairwise
+    products: they add over shards of users."""
+
+    users: int
+    sums: dict[str, float]
+    products: dict[tuple[str, str], float]
+
+
+@dataclass(frozen=True)
+class PositionSums:
+    """Weights of the source's impressions at one position (``None`` = all)."""
+
+    position: int | None
+    impressions: int
+    sum_w: float
+    sum_w2: float
+    max_w: float | None
+    capped: int
+    target_mass: float
+    unseen_mass: float
+
+
+@dataclass(frozen=True)
+class ArmCounts:
+    """One arm's impressions (with and without a propensity) and the per-user
+    sums of impressions ``n`` and clicked impressions ``c`` over all of them."""
+
+    arm: str
+    impressions: int
+    with_propensity: int
+    observed: UserSums
+
+
+@dataclass(frozen=True)
+class DirectionSums:
+    """What the store returns for one direction (source logs → target)."""
+
+    source: str
+    target: str
+    from_file: bool
+    user: UserSums
+    positions: tuple[PositionSums, ...]
+
+
+class OpeSource:
+    """Runs the OPE queries of one experiment over CTEs computed once."""
+
+    def __init__(self, conn: Connection, experiment: str, ctes: str) -> None:
+        self.conn = conn
+        self.experiment = experiment
+        self.ctes = ctes
+
+    def _rows(self, body: str, **params: Any) -> Sequence[Any]:
+        from sqlalchemy import text
+
+        sql = f"WITH {self.ctes}, {body}"
+        return self.conn.execute(text(sql), {"experiment": self.experiment, **params}).fetchall()
+
+    def arm_counts(self) -> dict[str, ArmCounts]:
+        """Impressions per arm, those with a propensity, and the observed CTR's sums."""
+        per_user = (
+            "o_arm_user AS (SELECT arm, user_id, CAST(COUNT(*) AS DOUBLE PRECISION) AS n, "
+            "CAST(SUM(clicked) AS DOUBLE PRECISION) AS c, "
+            "SUM(CASE WHEN propensity IS NOT NULL THEN 1 ELSE 0 END) AS np "
+            "FROM o_imp GROUP BY arm, user_id)"
+        )
+        rows = self._rows(
+            f"{per_user} SELECT arm, COUNT(*), SUM(n), SUM(np), SUM(c), SUM(n * n), "
+            "SUM(n * c), SUM(c * c) FROM o_arm_user GROUP BY arm ORDER BY arm"
+        )
+        out = {}
+        for arm, users, n, np_, c, nn, nc, cc in rows:
+            observed = UserSums(
+                users=int(users),
+                sums={"n": float(n), "c": float(c)},
+                products={("n", "n"): float(nn), ("n", "c"): float(nc), ("c", "c"): float(cc)},
+            )
+            out[str(arm)] = ArmCounts(str(arm), int(n), int(np_), observed)
+        return out
+
+    def direction(self, source: str, target: str, cap: float, from_file: bool) -> DirectionSums:
+        """The per-arm user sums and the per-position weight sums of one direction."""
+        pi = _FILE_PI if from_file else _EMPIRICAL_PI
+        ctes = f"{pi},\n{_weights(from_file)},\n{_user_cte()}"
+        params = {"source": source, "target": target, "cap": float(cap)}
+        pairs = _pairs()
+        select = ", ".join(
+            ["COUNT(*)"]
+            + [f"SUM({v})" for v in USER_VARIABLES]
+            + [f"SUM({a} * {b})" for a, b in pairs]
+        )
+        row = self._rows(f"{ctes} SELECT {select} FROM o_user", **params)[0]
+        users = int(row[0])
+        values = [float(x) if x is not None else 0.0 for x in row[1:]]
+        nv = len(USER_VARIABLES)
+        user = UserSums(
+            users=users,
+            sums=dict(zip(USER_VARIABLES, values[:nv], strict=True)),
+            products=dict(zip(pairs, values[nv:], strict=True)),
+        )
+        return DirectionSums(source, target, from_file, user, self._positions(ctes, params))
+
+    def _positions(self, ctes: str, params: dict[str, Any]) -> tuple[PositionSums, ...]:
+        weights = self._rows(
+            f"{ctes} SELECT position, COUNT(*), SUM(w), SUM(w * w), MAX(w), "
+            "SUM(CASE WHEN w > :cap THEN 1 ELSE 0 END) FROM o_w GROUP BY position",
+            **params,
+        )
+        deficit = self._rows(
+            f"{ctes} SELECT pi.position, SUM(pi.mass), SUM(CASE WHEN sh.item_id IS NULL "
+            "THEN pi.mass ELSE CAST(0 AS DOUBLE PRECISION) END) FROM o_pi pi "
+            "LEFT JOIN o_shown sh ON sh.item_id = pi.item_id AND sh.position = pi.position "
+            "GROUP BY pi.position",
+            **params,
+        )
+        mass = {int(p): (float(t or 0.0), float(u or 0.0)) for p, t, u in deficit}
+        out = []
+        for position, n, sw, sw2, mw, capped in weights:
+            t, u = mass.get(int(position), (0.0, 0.0))
+            out.append(
+                PositionSums(
+                    int(position), int(n), float(sw), float(sw2), float(mw), int(capped), t, u
+                )
+            )
+        seen = {p.position for p in out}
+        for position, (t, u) in mass.items():
+            if position not in seen:
+                out.append(PositionSums(position, 0, 0.0, 0.0, None, 0, t, u))
+        return tuple(sorted(out, key=lambda p: p.position or 0))
+
+
+def file_pairs(conn: Connection, experiment: str) -> set[tuple[str, str]]:
+    """The (source arm, target arm) pairs the loaded file has rows for: the source
+    is the arm of the row's request."""
+    from sqlalchemy import text
+
+    rows = conn.execute(
+        text(
+            f"SELECT DISTINCT e.arm, f.arm FROM {FILE_TABLE} f JOIN (SELECT DISTINCT request_id, "
+            "arm FROM events WHERE experiment = :experiment AND event_type = 'impression') e "
+            "ON e.request_id = f.request_id WHERE f.arm IS NOT NULL"
+        ),
+        {"experiment": experiment},
+    ).fetchall()
+    return {(str(a), str(b)) for a, b in rows}
+
+
+def file_rows_unmatched(conn: Connection, experiment: str) -> int:
+    """Rows of the loaded file whose request is not an impression request of the
+    experiment (they weigh nothing)."""
+    from sqlalchemy import text
+
+    row = conn.execute(
+        text(
+            f"SELECT COUNT(*) FROM {FILE_TABLE} f WHERE f.request_id NOT IN (SELECT request_id "
+            "FROM events WHERE experiment = :experiment AND event_type = 'impression' "
+            "AND request_id IS NOT NULL)"
+        ),
+        {"experiment": experiment},
+    ).fetchone()
+    return int(row[0]) if row else 0
+
+
+def fill_file_arms(conn: Connection, experiment: str, control: str, treatment: str) -> None:
+    """Rows without a target arm: the other arm of a two-arm experiment (the
+    treatment for a control request, else the control)."""
+    from sqlalchemy import text
+
+    conn.execute(
+        text(
+            f"UPDATE {FILE_TABLE} SET arm = CASE WHEN request_id IN (SELECT request_id FROM events "
+            "WHERE experiment = :experiment AND arm = :control AND request_id IS NOT NULL) "
+            "THEN :treatment ELSE :control END WHERE arm IS NULL"
+        ),
+        {"experiment": experiment, "control": control, "treatment": treatment},
+    )
+
+
+def load_file(conn: Connection, rows: Sequence[tuple[str | None, str, str, int, float]]) -> None:
+    """Put the target propensities (target arm, request, item, position,
+    probability) into a temporary table of this connection: registered as an Arrow
+    table on DuckDB, copied on PostgreSQL, inserted row by row elsewhere."""
+    from sqlalchemy import text
+
+    conn.execute(text(f"DROP TABLE IF EXISTS {FILE_TABLE}"))
+    columns = (
+        "arm TEXT, request_id TEXT, item_id TEXT, position INTEGER, probability DOUBLE PRECISION"
+    )
+    if conn.dialect.name == "duckdb":
+        import pyarrow as pa
+
+        names = ["arm", "request_id", "item_id", "position", "probability"]
+        types = [pa.string(), pa.string(), pa.string(), pa.int32(), pa.float64()]
+        table = pa.table(
+            [pa.array([r[i] for r in rows], type=t) for i, t in enumerate(types)], names=names
+        )
+        duck = conn.connection.driver_connection
+        assert duck is not None
+        duck.register("abeval_ope_rows", table)
+        try:
+            duck.execute(f"CREATE TEMP TABLE {FILE_TABLE} AS SELECT * FROM abeval_ope_rows")
+        finally:
+            duck.unregister("abeval_ope_rows")
+        return
+    conn.execute(text(f"CREATE TEMP TABLE {FILE_TABLE} ({columns})"))
+    if conn.dialect.name == "postgresql":
+        raw = conn.connection.driver_connection
+        assert raw is not None
+        with raw.cursor() as cur, cur.copy(f"COPY {FILE_TABLE} FROM STDIN") as copy:
+            for row in rows:
+                copy.write_row(row)
+        return
+    if rows:
+        conn.execute(
+            text(f"INSERT INTO {FILE_TABLE} VALUES (:a, :r, :i, :p, :q)"),
+            [{"a": a, "r": r, "i": i, "p": p, "q": q} for a, r, i, p, q in rows],
+        )
+
+
+def has_propensities(conn: Connection, experiment: str) -> bool:
+    """Whether any impression of the experiment carries a propensity."""
+    from sqlalchemy import text
+
+    row = conn.execute(
+        text(
+            "SELECT 1 FROM events WHERE experiment = :experiment AND event_type = 'impression' "
+            "AND propensity IS NOT NULL LIMIT 1"
+        ),
+        {"experiment": experiment},
+    ).fetchone()
+    return row is not None
+
+
+def open_ope(conn: Connection, experiment: str) -> tuple[OpeSource, list[str]]:
+    """An :class:`OpeSource` over the population and impressions computed once
+    (temporary tables); the tables to :func:`~abeval.store.shared_ctes.drop`."""
+    ctes = f"{population_ctes()},\n{_BASE}"
+    shared, tables = materialize(
+        conn, ctes, ("population", "o_imp"), {"experiment": experiment}, "abeval_ope_"
+    )
+    return OpeSource(conn, experiment, shared), tables
+
+
+def close_ope(conn: Connection, tables: Sequence[str]) -> None:
+    drop(conn, tables)
+    from sqlalchemy import text
+
+    conn.execute(text(f"DROP TABLE IF EXISTS {FILE_TABLE}"))

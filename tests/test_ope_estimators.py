@@ -1,0 +1,192 @@
+"""Every OPE estimator and diagnostic (docs/metrics.md#off-policy-estimates)
+against an independent numpy implementation on random data.
+
+The store computes per-user sums in SQL and :mod:`abeval.stats.ope` applies the
+delta method through the covariance of those sums; the reference here works from
+the impressions themselves with pandas and numpy, and gets its standard errors
+from per-user influence values (linearisation), a different route to the same
+clustered variance.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from ope_helpers import random_logs, write_impressions, write_target_file
+
+from abeval.analysis.ope import OpeOptions, OpeSection, ope_results
+from abeval.stats.distributions import norm_isf
+from abeval.store import open_store
+from abeval.store.ingest import ingest_file
+
+EXP = "rand"
+CAP = 3.0
+
+
+def _ratio_se(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
+    """Σa/Σb over users and its clustered standard error from the residuals."""
+    r = a.sum() / b.sum()
+    m = len(a)
+    resid = (a - r * b) / b.mean()
+    return r, float(np.sqrt(resid.var(ddof=1) / m))
+
+
+def _influence_se(value: float, parts: dict[str, tuple[np.ndarray, int]]) -> float:
+    """SE of Π mean(x)^p from the per-user influence values value · Σ p (x_u/x̄ − 1)."""
+    m = len(next(iter(parts.values()))[0])
+    z = sum(p * (x / x.mean() - 1) for x, p in parts.values()) * value
+    return float(np.sqrt(z.var(ddof=1) / m))
+
+
+def reference(
+    logs: pd.DataFrame, source: str, target: str, pi: pd.Series, cap: float
+) -> dict[str, object]:
+    """The numbers of one direction, from the impressions (``pi`` indexed like
+    ``logs``: π_target of each source impression)."""
+    src = logs[logs.arm == source].copy()
+    src["w"] = pi.reindex(src.index).fillna(0.0) / src.propensity
+    src["c"] = src.clicked.astype(float)
+    src["wc"] = src.w * src.c
+    src["k"] = np.minimum(src.w, cap)
+    src["kc"] = src.k * src.c
+    src["n"] = 1.0
+    users = src.groupby("user")[["wc", "w", "n", "kc", "k", "c"]].sum()
+    out: dict[str, object] = {}
+    for name, (num, den) in {
+        "ips": ("wc", "n"),
+        "snips": ("wc", "w"),
+        "capped_ips": ("kc", "n"),
+        "ncis": ("kc", "k"),
+    }.items():
+        value, se = _ratio_se(users[num].to_numpy(), users[den].to_numpy())
+        lift = users[num].sum() * users.n.sum() / (users[den].sum() * users.c.sum())
+        parts = {"num": (users[num].to_numpy(), 1), "den": (users[den].to_numpy(), -1)}
+        parts |= {"n": (users.n.to_numpy(), 1), "c": (users.c.to_numpy(), -1)}
+        if den == "n":  # n/n cancels
+            parts = {"num": parts["num"], "c": parts["c"]}
+        out[name] = (value, se, lift - 1, _influence_se(lift, parts))
+    w = src.w.to_numpy()
+    out["mean_weight"] = w.mean()
+    out["ess"] = w.sum() ** 2 / (w**2).sum()
+    out["max_weight"] = w.max()
+    out["capped_share"] = float((w > cap).mean())
+    out["positions"] = {
+        k: (g.w.mean(), g.w.sum() ** 2 / (g.w**2).sum(), g.w.max())
+        for k, g in src.groupby("position")
+    }
+    return out
+
+
+def _empirical_pi(logs: pd.DataFrame, source: str, target: str) -> tuple[pd.Series, float]:
+    """π_target of each source impression from the target's frequencies, and the
+    support deficit: target impressions on (item, position) pairs the source never showed."""
+    tgt = logs[logs.arm == target]
+    share = tgt.groupby(["item", "position"]).size() / tgt.groupby("position").size()
+    src = logs[logs.arm == source]
+    keys = pd.MultiIndex.from_frame(src[["item", "position"]])
+    pi = pd.Series(share.reindex(keys).to_numpy(), index=src.index)
+    shown = set(zip(src.item, src.position, strict=True))
+    unseen = sum(1 for a, k in zip(tgt.item, tgt.position, strict=True) if (a, k) not in shown)
+    return pi, unseen / len(tgt)
+
+
+@pytest.fixture(scope="module")
+def case(tmp_path_factory: pytest.TempPathFactory) -> tuple[pd.DataFrame, OpeSection, Path]:
+    tmp = tmp_path_factory.mktemp("ope")
+    logs = random_logs(7)
+    events = write_impressions(tmp / "events.csv", EXP, logs.itertuples(index=False, name=None))
+    db = tmp / "s.duckdb"
+    with open_store(str(db)) as store:
+        ingest_file(store, events)
+        with store.connect() as conn:
+            section = ope_results(conn, EXP, "control", ["treatment"], OpeOptions(cap=CAP), 0.1)
+    return logs, section, db
+
+
+@pytest.mark.parametrize(("source", "target"), [("control", "treatment"), ("treatment", "control")])
+def test_estimators_match_numpy(case, source: str, target: str) -> None:  # type: ignore[no-untyped-def]
+    logs, section, _ = case
+    d = next(d for d in section.directions if (d.source, d.target) == (source, target))
+    pi, deficit = _empirical_pi(logs, source, target)
+    ref = reference(logs, source, target, pi, CAP)
+    z = norm_isf(0.05)
+    for e in d.estimates:
+        value, se, lift, lift_se = ref[e.estimator]  # type: ignore[misc]
+        assert e.ctr.value == pytest.approx(value, rel=1e-9)
+        assert e.ctr.se == pytest.approx(se, rel=1e-7)
+        assert e.ctr.ci == pytest.approx((value - z * se, value + z * se), rel=1e-7)
+        assert e.predicted_lift.value == pytest.approx(lift, rel=1e-9)
+        assert e.predicted_lift.se == pytest.approx(lift_se, rel=1e-7)
+    g = d.diagnostics
+    assert g.mean_weight == pytest.approx(ref["mean_weight"], rel=1e-9)
+    assert g.ess == pytest.approx(ref["ess"], rel=1e-9)
+    assert g.ess_share == pytest.approx(ref["ess"] / g.impressions, rel=1e-9)  # type: ignore[operator]
+    assert g.max_weight == pytest.approx(ref["max_weight"], rel=1e-12)
+    assert g.capped_share == pytest.approx(ref["capped_share"], abs=1e-12)
+    assert 0 < g.capped_share < 1  # type: ignore[operator]
+    assert g.support_deficit == pytest.approx(deficit, abs=1e-12)
+    for p in d.positions:
+        mean, ess, largest = ref["positions"][p.position]  # type: ignore[index]
+        assert (p.mean_weight, p.ess, p.max_weight) == pytest.approx((mean, ess, largest), rel=1e-9)
+
+
+def test_observed_ctr_and_online_lift_match_numpy(case) -> None:  # type: ignore[no-untyped-def]
+    logs, section, _ = case
+    users = logs.assign(c=logs.clicked.astype(float), n=1.0).groupby(["arm", "user"])[["c", "n"]]
+    sums = users.sum()
+    ratio = {arm: _ratio_se(g.c.to_numpy(), g.n.to_numpy()) for arm, g in sums.groupby("arm")}
+    d = section.directions[0]
+    (rt, st), (rs, ss) = ratio["treatment"], ratio["control"]
+    assert d.target_ctr == pytest.approx(rt, rel=1e-12)
+    assert d.online_lift.value == pytest.approx(rt / rs - 1, rel=1e-9)
+    se = np.sqrt((st / rs) ** 2 + (rt * ss / rs**2) ** 2)
+    assert d.online_lift.se == pytest.approx(se, rel=1e-7)
+    for e in d.estimates:
+        assert e.relative_error == pytest.approx(e.ctr.value / rt - 1, rel=1e-9)  # type: ignore[operator]
+
+
+def test_warnings_fire_exactly_when_a_threshold_is_crossed(case) -> None:  # type: ignore[no-untyped-def]
+    _, section, _ = case
+    # By construction the control never shows item 5 at position 3.
+    assert section.directions[0].diagnostics.support_deficit > 0.05  # type: ignore[operator]
+    for d in section.directions:
+        g = d.diagnostics
+        assert any("support deficit is" in w for w in d.warnings) == (g.support_deficit > 0.05)  # type: ignore[operator]
+        assert any("mean weight is" in w for w in d.warnings) == (
+            not 0.9 <= g.mean_weight <= 1.1  # type: ignore[operator]
+        )
+        assert any("effective sample size" in w for w in d.warnings) == (g.ess_share < 0.01)  # type: ignore[operator]
+        assert all(
+            f"{d.target} from {d.source}'s logs: {w}" in section.warnings for w in d.warnings
+        )
+
+
+def test_file_probabilities_match_numpy(case, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Per-request target probabilities from a file (random, one row per shown
+    item and position; some impressions have none and weigh 0)."""
+    logs, _, db = case
+    rng = np.random.default_rng(11)
+    src = logs[logs.arm == "control"]
+    keep = rng.random(len(src)) < 0.9
+    probs = rng.uniform(0.0, 0.6, size=len(src))
+    rows = [
+        (r.request, r.item, int(r.position), float(q))
+        for r, q, k in zip(src.itertuples(), probs, keep, strict=True)
+        if k
+    ]
+    path = write_target_file(tmp_path / "target.csv", rows)
+    pi = pd.Series(np.where(keep, probs, np.nan), index=src.index)
+    with open_store(str(db), read_only=True) as store, store.connect() as conn:
+        options = OpeOptions(cap=CAP, target_propensities=str(path))
+        section = ope_results(conn, EXP, "control", ["treatment"], options, 0.1)
+    d = section.directions[0]
+    assert (d.source, d.target, d.target_probabilities) == ("control", "treatment", "file")
+    assert section.directions[1].target_probabilities == "empirical"
+    ref = reference(logs, "control", "treatment", pi, CAP)
+    for e in d.estimates:
+        value, se, _, _ = ref[e.estimator]  # type: ignore[misc]
+        assert (e.ctr.value, e.ctr.se) == pytest.approx((value, se), rel=1e-7)
+    assert d.diagnostics.ess == pytest.approx(ref["ess"], rel=1e-9)
