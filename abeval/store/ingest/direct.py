@@ -41,7 +41,7 @@ def load_direct(store: Store, job: Job) -> IngestSummary | None:
     try:
         with store.begin() as conn:
             duck = conn.connection.driver_connection
-            src = prepare(duck, job.path, job.kind, job.say)
+            src = prepare(duck, job.path, job.kind, job.say, job.data)
             ingest_id = _peek_ingest_id(duck)
             read = _insert_checked(duck, src, ingest_id)
             # Take the peeked id from the sequence: it must be the one the rows carry.

@@ -49,6 +49,7 @@ class Job:
     say: Callable[[str], None]
     started: float
     t0: float
+    data: Path | None = None  # the file to read, when not ``path`` (no byte-order mark)
 
     @property
     def shown(self) -> str:

@@ -51,9 +51,9 @@ def load_staged(store: Store, job: Job, on_error: OnError) -> IngestSummary:
     """Stage ``job``'s file, report or set aside its bad rows, and insert the good
     ones, all in one transaction of ``store``."""
     with store.begin() as conn, _scratch(store, conn) as duck:
-        src = prepare(duck, job.path, job.kind, job.say)
+        src = prepare(duck, job.path, job.kind, job.say, job.data)
         counts = _stage(duck, src)
-        errors = _locate(duck, src, job, on_error) if counts.rejected else []
+        errors = _locate(duck, src, job, on_error, counts.rejected) if counts.rejected else []
         if counts.rejected and on_error == "abort":
             raise _refusal(errors, counts.rejected)
         job.say("inserting")
@@ -120,12 +120,21 @@ def _stage(duck: Any, src: Source) -> _Counts:
     return _Counts(int(n_good), int(n_bad), int(n_malformed))
 
 
-def _locate(duck: Any, src: Source, job: Job, on_error: OnError) -> list[str]:
+def _locate(duck: Any, src: Source, job: Job, on_error: OnError, n_bad: int) -> list[str]:
     """Find the lines of the bad rows (all of them when they are kept in
-    ``rejected_rows``); return the first few as messages."""
+    ``rejected_rows``); return the first few as messages.
+
+    Every bad row must be found: a row that is counted as rejected but cannot be
+    kept in ``rejected_rows`` stops the load rather than being lost."""
     job.say("locating bad rows")
     duck.execute("SET preserve_insertion_order = true")
     collect_errors(duck, src, MAX_SHOWN if on_error == "abort" else None)
+    found = int(duck.execute("SELECT count(*) FROM abeval_errors").fetchone()[0])
+    if found != n_bad if on_error == "skip" else found < min(n_bad, MAX_SHOWN):
+        raise InputError(
+            f"{src.path}: {n_bad:,} bad rows were found but {found:,} of them could be "
+            "matched to their lines; nothing was loaded from this file (please report this)"
+        )
     return first_errors(duck, src, MAX_SHOWN)
 
 

@@ -28,9 +28,12 @@ _TEMP_TABLES = (
 )
 
 
-def prepare(duck: Any, path: Path, kind: Format, say: Callable[[str], None]) -> Source:
-    """Open and check the file's header, and set the connection up for a load."""
-    src = open_source(duck, path, kind)
+def prepare(
+    duck: Any, path: Path, kind: Format, say: Callable[[str], None], data: Path | None = None
+) -> Source:
+    """Open and check the file's header, and set the connection up for a load.
+    ``data`` is the file to read when it is not ``path`` (see :class:`Source`)."""
+    src = open_source(duck, path, kind, data)
     say(f"reading {path}")
     drop_rejects(duck)
     # Row order in what is loaded does not matter (the error path re-reads the
