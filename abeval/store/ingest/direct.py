@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from abeval.store.ingest.record import Job, finish, next_ingest_id
-from abeval.store.ingest.repeats import delete_repeats
+from abeval.store.ingest.repeats import delete_repeats, find_conflicts, holds_experiments
 from abeval.store.ingest.source import Source
 from abeval.store.ingest.staging import EVENT_COLUMNS, drop_temp, prepare, stage_select
 from abeval.store.ingest.summary import IngestSummary
@@ -44,11 +44,13 @@ def load_direct(store: Store, job: Job) -> IngestSummary | None:
             src = prepare(duck, job.path, job.kind, job.say, job.data)
             ingest_id = _peek_ingest_id(duck)
             read = _insert_checked(duck, src, ingest_id)
+            if _has_conflicts(duck, ingest_id):
+                raise _NeedsStaging
             # Take the peeked id from the sequence: it must be the one the rows carry.
             if next_ingest_id(conn) != ingest_id:
                 raise _NeedsStaging
             job.say("removing duplicates")
-            duplicates = delete_repeats(duck, ingest_id)
+            stored, repeated = delete_repeats(duck, ingest_id)
             summary = finish(
                 conn,
                 IngestSummary(
@@ -56,11 +58,13 @@ def load_direct(store: Store, job: Job) -> IngestSummary | None:
                     format=job.kind,
                     status="ok",
                     rows_read=read,
-                    inserted=read - duplicates,
-                    duplicates=duplicates,
+                    inserted=read - stored - repeated,
+                    duplicates=stored + repeated,
                     rejected=0,
                     seconds=0.0,
                     ingest_id=ingest_id,
+                    repeated_in_file=repeated,
+                    already_stored=stored,
                 ),
                 job,
             )
@@ -70,6 +74,14 @@ def load_direct(store: Store, job: Job) -> IngestSummary | None:
         if duck is not None:
             drop_temp(duck)
     return summary
+
+
+def _has_conflicts(duck: Any, ingest_id: int) -> bool:
+    """Whether an ``event_id`` of the rows just inserted is used with different
+    content (in the file or in the store): the staged load reports those rows."""
+    i = int(ingest_id)
+    stored = f"(SELECT * FROM events WHERE ingest_id <> {i}) o" if holds_experiments(duck, i) else None
+    return find_conflicts(duck, f"(SELECT * FROM events WHERE ingest_id = {i}) n", stored) > 0
 
 
 def _peek_ingest_id(duck: Any) -> int:

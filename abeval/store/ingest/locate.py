@@ -93,7 +93,7 @@ def _check_sql(src: Source) -> str:
     else:
         raw = "CAST(NULL AS VARCHAR)"
     return (
-        "CREATE OR REPLACE TEMP TABLE abeval_check AS SELECT bad, "
+        "CREATE OR REPLACE TEMP TABLE abeval_check AS SELECT bad, experiment, event_id, "
         f"CASE WHEN bad THEN {failure_column()} END AS bad_column, "
         f"CASE WHEN bad THEN {failure_reason()} END AS bad_reason, "
         f"CASE WHEN bad THEN {raw} END AS bad_raw "
@@ -107,6 +107,12 @@ def _locate_errors(duck: Any, src: Source, limit: int | None) -> None:
     lim = f"LIMIT {int(limit)}" if limit is not None else ""
     drop_rejects(duck)
     duck.execute(_check_sql(src))
+    # Rows whose event_id conflicts (found by the staged load) are bad rows too.
+    duck.execute(
+        "UPDATE abeval_check c SET bad = true, bad_column = 'event_id', bad_reason = k.reason "
+        "FROM abeval_conflicts k WHERE NOT c.bad AND c.experiment = k.experiment "
+        "AND c.event_id = k.event_id"
+    )
     flagged = (
         "(SELECT rowid - (SELECT MIN(rowid) FROM abeval_check) AS k, bad_column, bad_reason, "
         f"bad_raw FROM abeval_check WHERE bad ORDER BY k {lim})"

@@ -15,7 +15,7 @@ from abeval.errors import InputError
 from abeval.store.ingest.locate import collect_errors, first_errors
 from abeval.store.ingest.postgres_copy import insert_via_copy
 from abeval.store.ingest.record import Job, finish, next_ingest_id
-from abeval.store.ingest.repeats import delete_repeats, first_copies, may_repeat
+from abeval.store.ingest.repeats import delete_repeats, find_conflicts, first_copies, may_repeat
 from abeval.store.ingest.source import Source, first_line
 from abeval.store.ingest.staging import EVENT_COLUMNS, drop_temp, prepare, stage_sql
 from abeval.store.ingest.summary import IngestSummary
@@ -37,14 +37,20 @@ class _Counts:
     good: int
     bad: int
     malformed: int
+    conflicts: int  # rows whose event_id is used with different content (not in good)
 
     @property
     def rejected(self) -> int:
         return self.bad + self.malformed
 
     @property
+    def refused(self) -> int:
+        """The rows reported as bad: rejected or conflicting."""
+        return self.rejected + self.conflicts
+
+    @property
     def read(self) -> int:
-        return self.good + self.rejected
+        return self.good + self.refused
 
 
 def load_staged(store: Store, job: Job, on_error: OnError) -> IngestSummary:
@@ -52,28 +58,31 @@ def load_staged(store: Store, job: Job, on_error: OnError) -> IngestSummary:
     ones, all in one transaction of ``store``."""
     with store.begin() as conn, _scratch(store, conn) as duck:
         src = prepare(duck, job.path, job.kind, job.say, job.data)
-        counts = _stage(duck, src)
-        errors = _locate(duck, src, job, on_error, counts.rejected) if counts.rejected else []
-        if counts.rejected and on_error == "abort":
-            raise _refusal(errors, counts.rejected)
+        counts = _stage(duck, src, store.is_duckdb)
+        errors = _locate(duck, src, job, on_error, counts.refused) if counts.refused else []
+        if counts.refused and on_error == "abort":
+            raise _refusal(errors, counts.refused)
         job.say("inserting")
         ingest_id = next_ingest_id(conn)
-        inserted = _insert(store, conn, duck, ingest_id)
-        if counts.rejected:
+        stored, repeated = _insert(store, conn, duck, ingest_id, job.shown)
+        if counts.refused:
             _store_rejects(store, conn, duck, ingest_id, job.shown)
         return finish(
             conn,
             IngestSummary(
                 file=job.shown,
                 format=job.kind,
-                status="partial" if counts.rejected else "ok",
+                status="partial" if counts.refused else "ok",
                 rows_read=counts.read,
-                inserted=inserted,
-                duplicates=counts.good - inserted,
+                inserted=counts.good - stored - repeated,
+                duplicates=stored + repeated,
                 rejected=counts.rejected,
                 seconds=0.0,
                 ingest_id=ingest_id,
                 errors=errors,
+                repeated_in_file=repeated,
+                already_stored=stored,
+                conflicts=counts.conflicts,
             ),
             job,
         )
@@ -101,8 +110,10 @@ def _scratch(store: Store, conn: Connection) -> Iterator[Any]:
             local.close()
 
 
-def _stage(duck: Any, src: Source) -> _Counts:
-    """Read the file into ``abeval_stage`` and count its rows."""
+def _stage(duck: Any, src: Source, on_duckdb: bool) -> _Counts:
+    """Read the file into ``abeval_stage`` and count its rows; rows whose event_id
+    conflicts (see :func:`find_conflicts`) are flagged bad there. On another engine
+    the store's rows are compared on the server (:func:`insert_via_copy`)."""
     import duckdb
 
     try:
@@ -117,7 +128,16 @@ def _stage(duck: Any, src: Source) -> _Counts:
         n_malformed = duck.execute(
             "SELECT count(DISTINCT line) FROM abeval_reject_errors"
         ).fetchone()[0]
-    return _Counts(int(n_good), int(n_bad), int(n_malformed))
+    n_conflicts = 0
+    stored = "events o" if on_duckdb else None
+    if find_conflicts(duck, "(SELECT * FROM abeval_stage WHERE NOT bad) n", stored):
+        n_conflicts = int(
+            duck.execute(
+                "UPDATE abeval_stage s SET bad = true FROM abeval_conflicts k "
+                "WHERE NOT s.bad AND s.experiment = k.experiment AND s.event_id = k.event_id"
+            ).fetchone()[0]
+        )
+    return _Counts(int(n_good) - n_conflicts, int(n_bad), int(n_malformed), n_conflicts)
 
 
 def _locate(duck: Any, src: Source, job: Job, on_error: OnError, n_bad: int) -> list[str]:
@@ -150,8 +170,11 @@ def _refusal(errors: list[str], n_rejected: int) -> InputError:
     )
 
 
-def _insert(store: Store, conn: Connection, duck: Any, ingest_id: int) -> int:
-    """Insert the staged good rows that the store does not hold yet; return how many.
+def _insert(
+    store: Store, conn: Connection, duck: Any, ingest_id: int, file: str
+) -> tuple[int, int]:
+    """Insert the staged good rows that the store does not hold yet; return how
+    many were not: ``(already_stored, repeated_in_file)``.
 
     On DuckDB the rows go in and :func:`delete_repeats` takes out the repeats,
     as in the direct load. On another engine the repeats inside the file are
@@ -160,15 +183,18 @@ def _insert(store: Store, conn: Connection, duck: Any, ingest_id: int) -> int:
     """
     cols = ", ".join(EVENT_COLUMNS)
     if store.is_duckdb:
-        n = duck.execute(
+        duck.execute(
             f"INSERT INTO events ({cols}, ingest_id) SELECT {cols}, {int(ingest_id)} "
             "FROM abeval_stage WHERE NOT bad"
-        ).fetchone()[0]
-        return int(n) - delete_repeats(duck, ingest_id)
+        )
+        return delete_repeats(duck, ingest_id)
     fresh = f"SELECT {cols} FROM abeval_stage s WHERE NOT bad"
+    n_good = int(duck.execute(f"SELECT count(*) FROM ({fresh}) s").fetchone()[0])
     if may_repeat(duck, f"({fresh}) s"):
         fresh = first_copies(cols)
-    return insert_via_copy(conn, duck, fresh, ingest_id)
+    n_first = int(duck.execute(f"SELECT count(*) FROM ({fresh}) s").fetchone()[0])
+    inserted = insert_via_copy(conn, duck, fresh, ingest_id, file)
+    return n_first - inserted, n_good - n_first
 
 
 def _store_rejects(store: Store, conn: Connection, duck: Any, ingest_id: int, file: str) -> None:

@@ -23,6 +23,7 @@ _TEMP_TABLES = (
     "abeval_lines",
     "abeval_rejects",
     "abeval_errors",
+    "abeval_conflicts",
     "abeval_reject_errors",
     "abeval_reject_scans",
 )

@@ -9,7 +9,14 @@ from typing import Any
 
 @dataclass(frozen=True)
 class IngestSummary:
-    """What one file's ingest did."""
+    """What one file's ingest did. Every row read is counted once:
+    ``rows_read = inserted + repeated_in_file + already_stored + conflicts + rejected``.
+
+    ``duplicates`` is ``repeated_in_file + already_stored`` (the rows that were
+    copies of a loaded row); ``conflicts`` are rows whose ``event_id`` is used with
+    different content (in the file or in the store), kept in ``rejected_rows``
+    like the ``rejected`` rows, which failed a check.
+    """
 
     file: str
     format: str
@@ -21,6 +28,10 @@ class IngestSummary:
     seconds: float
     ingest_id: int | None = None
     errors: list[str] = field(default_factory=list)
+    repeated_in_file: int = 0
+    already_stored: int = 0
+    conflicts: int = 0
+    notes: list[str] = field(default_factory=list)  # what was normalised or looks odd
 
     @property
     def rows_per_second(self) -> float:
