@@ -22,6 +22,27 @@ OPTIONAL = ("request_id", "item_id", "position", "value", "event_id", "propensit
 KNOWN = REQUIRED + OPTIONAL
 EVENT_TYPES = ("exposure", "impression", "click", "purchase", "rating")
 NUMERIC = ("position", "value", "propensity")
+#: Names other logs give the event format's columns (lower case, without ``_``):
+#: a file that has one of them is told which column it probably means.
+COLUMN_ALIASES = {
+    **dict.fromkeys(("timestamp", "time", "datetime", "eventtime", "date"), "ts"),
+    **dict.fromkeys(("event", "type", "eventname", "action"), "event_type"),
+    **dict.fromkeys(("variant", "group", "bucket", "treatment", "cohort"), "arm"),
+    **dict.fromkeys(("user", "uid", "userid", "visitor", "visitorid", "customerid"), "user_id"),
+    **dict.fromkeys(("exp", "experimentid", "test", "testid", "flag"), "experiment"),
+    **dict.fromkeys(("item", "product", "productid", "itemid", "doc", "docid"), "item_id"),
+    **dict.fromkeys(("rank", "pos", "slot"), "position"),
+    **dict.fromkeys(("revenue", "amount", "price"), "value"),
+    **dict.fromkeys(("request", "requestid", "impressionid", "query", "queryid"), "request_id"),
+    **dict.fromkeys(("id", "eventid", "uuid"), "event_id"),
+    **dict.fromkeys(("probability", "prob", "pscore"), "propensity"),
+}
+#: The largest ``|value|`` accepted. A double holds about 15 significant digits, so
+#: larger amounts are not kept exactly; and with every value at most 1e15, per-user
+#: and per-arm sums (up to 1e15 times the number of rows) and sums of squares and
+#: products (1e30 times the rows squared) stay far below the largest double (1.8e308).
+MAX_ABS_VALUE = 1e15
+_MAX_TEXT = "1e15"
 
 
 def extras(columns: list[str]) -> list[str]:
@@ -116,6 +137,13 @@ def checks() -> list[Check]:
             "value",
             "t_value IS NOT NULL AND (n_value IS NULL OR NOT isfinite(n_value))",
             f"'value must be a number, got ' || {_quoted('value')}",
+        ),
+        Check(
+            "value",
+            f"t_value IS NOT NULL AND abs(n_value) > {_MAX_TEXT}",
+            f"'value must be between -{_MAX_TEXT} and {_MAX_TEXT} "
+            "(so that sums cannot overflow), got ' "
+            f"|| {_quoted('value')}",
         ),
         Check(
             "propensity",

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from abeval.store.ingest.record import Job, finish, next_ingest_id
 from abeval.store.ingest.repeats import delete_repeats, find_conflicts, holds_experiments
-from abeval.store.ingest.source import Source
+from abeval.store.ingest.source import Source, column_notes
 from abeval.store.ingest.staging import EVENT_COLUMNS, drop_temp, prepare, stage_select
 from abeval.store.ingest.summary import IngestSummary
 from abeval.store.quoting import quote_literal
@@ -65,6 +65,7 @@ def load_direct(store: Store, job: Job) -> IngestSummary | None:
                     ingest_id=ingest_id,
                     repeated_in_file=repeated,
                     already_stored=stored,
+                    notes=column_notes(src),
                 ),
                 job,
             )
@@ -80,7 +81,9 @@ def _has_conflicts(duck: Any, ingest_id: int) -> bool:
     """Whether an ``event_id`` of the rows just inserted is used with different
     content (in the file or in the store): the staged load reports those rows."""
     i = int(ingest_id)
-    stored = f"(SELECT * FROM events WHERE ingest_id <> {i}) o" if holds_experiments(duck, i) else None
+    stored = None
+    if holds_experiments(duck, i):
+        stored = f"(SELECT * FROM events WHERE ingest_id <> {i}) o"
     return find_conflicts(duck, f"(SELECT * FROM events WHERE ingest_id = {i}) n", stored) > 0
 
 

@@ -17,7 +17,7 @@ import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, cast
 
 UTF8_BOM = b"\xef\xbb\xbf"
 # Byte-order marks of the encodings abeval does not read, by name.
@@ -35,7 +35,7 @@ _BATCH = 100_000
 def open_bytes(path: Path) -> IO[bytes]:
     """The file's bytes, decompressed when its name ends in ``.gz``."""
     if path.name.lower().endswith(".gz"):
-        return gzip.open(path, "rb")
+        return cast(IO[bytes], gzip.open(path, "rb"))
     return path.open("rb")
 
 

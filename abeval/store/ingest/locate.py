@@ -38,8 +38,9 @@ _REJECT_REASON = f"""CASE
  WHEN etype = 'UNQUOTED VALUE'
  THEN 'a quoted field is not closed, or text follows its closing quote; check the quoting'
  WHEN etype = 'LINE SIZE OVER MAXIMUM'
- THEN 'the line is ' || COALESCE(NULLIF(regexp_extract(msg, 'Actual Size: ?([0-9]+)', 1), '') || ' bytes',
-   'too long') || ', over the limit of {MAX_LINE_BYTES:,} bytes a line; check the quoting'
+ THEN 'the line is '
+   || COALESCE(NULLIF(regexp_extract(msg, 'Actual Size: ?([0-9]+)', 1), '') || ' bytes', 'too long')
+   || ', over the limit of {MAX_LINE_BYTES:,} bytes a line; check the quoting'
  WHEN etype IN ({_WHOLE_LINE}) THEN '{NOT_UTF8}'
  ELSE lower(etype) || ' (' || msg || ')'
 END"""

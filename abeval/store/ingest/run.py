@@ -38,9 +38,7 @@ def ingest_file(
     checksum.start()
     # DuckDB's CSV reader skips a leading byte-order mark; its JSON reader does not.
     with without_bom(path) if kind == "jsonl" else contextlib.nullcontext(path) as data:
-        job = Job(
-            path, kind, checksum, progress or (lambda _msg: None), started, t0, data=data
-        )
+        job = Job(path, kind, checksum, progress or (lambda _msg: None), started, t0, data=data)
         if store.is_duckdb:
             direct = load_direct(store, job)
             if direct is not None:

@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any, cast
 
 from abeval.choices import FileFormat as Format
-from abeval.errors import InputError
+from abeval.errors import InputError, close_matches
 from abeval.files import FORMATS, split_name
-from abeval.store.events_format import KNOWN, REQUIRED
+from abeval.store.events_format import COLUMN_ALIASES, KNOWN, REQUIRED, extras
 from abeval.store.ingest import lines
 from abeval.store.quoting import quote_literal
 
@@ -172,7 +172,6 @@ def _csv_header(path: Path) -> tuple[list[str], str]:
     dialect fixed: a malformed row further down is then reported as such instead
     of changing what the reader guesses the header to be.
     """
-    import csv
 
     if not lines.can_read(path):
         return _csv_header_duckdb(path)
@@ -258,6 +257,32 @@ def _check_names(src: Source) -> None:
         seen[name.lower()] = name
 
 
+def probable_columns(src: Source) -> dict[str, str]:
+    """The file's extra columns that probably mean a column of the event format the
+    file lacks (``userid`` → ``user_id``, ``timestamp`` → ``ts``), as
+    ``{column: meant}``; a column differing only in case is left to the caller."""
+    lower = {c.lower() for c in src.columns}
+    absent = [c for c in KNOWN if c not in lower]
+    out: dict[str, str] = {}
+    for column in extras(src.columns):
+        if column.lower() in KNOWN:
+            continue
+        close = close_matches(column, absent, aliases=COLUMN_ALIASES, n=1)
+        if close and close[0] not in out.values():
+            out[column] = close[0]
+    return out
+
+
+def column_notes(src: Source) -> list[str]:
+    """Notes on columns that will be kept as attributes but probably mean an
+    optional column of the event format."""
+    return [
+        f"column {c!r} is kept as an attribute; did you mean {m}? rename it to use it as {m}"
+        for c, m in probable_columns(src).items()
+        if m not in REQUIRED
+    ]
+
+
 def _check_required(src: Source) -> None:
     """Every required column present (with a hint when only its case differs)."""
     present = set(src.columns)
@@ -267,6 +292,10 @@ def _check_required(src: Source) -> None:
     lower = {c.lower(): c for c in src.columns}
     hints = [f"found {lower[m]!r}" for m in missing if m in lower]
     hint = f" ({'; '.join(hints)}: names are exact and lower case)" if hints else ""
+    probable = sorted(probable_columns(src).items(), key=lambda cm: KNOWN.index(cm[1]))
+    meant = [f"{c!r} for {m}" for c, m in probable if m in missing]
+    if meant:
+        hint += f" (did you mean {', '.join(meant)}? rename {'them' if len(meant) > 1 else 'it'})"
     raise InputError(
         f"{_where(src)}: missing required column{'s' if len(missing) > 1 else ''} "
         f"{', '.join(missing)}{hint}; expected {', '.join(REQUIRED)} "

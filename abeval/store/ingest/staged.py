@@ -16,7 +16,7 @@ from abeval.store.ingest.locate import collect_errors, first_errors
 from abeval.store.ingest.postgres_copy import insert_via_copy
 from abeval.store.ingest.record import Job, finish, next_ingest_id
 from abeval.store.ingest.repeats import delete_repeats, find_conflicts, first_copies, may_repeat
-from abeval.store.ingest.source import Source, first_line
+from abeval.store.ingest.source import Source, column_notes, first_line
 from abeval.store.ingest.staging import EVENT_COLUMNS, drop_temp, prepare, stage_sql
 from abeval.store.ingest.summary import IngestSummary
 from abeval.store.quoting import quote_literal
@@ -83,6 +83,7 @@ def load_staged(store: Store, job: Job, on_error: OnError) -> IngestSummary:
                 repeated_in_file=repeated,
                 already_stored=stored,
                 conflicts=counts.conflicts,
+                notes=column_notes(src),
             ),
             job,
         )
