@@ -77,6 +77,8 @@ def ingest(
                 summaries.append(summary)
                 if not as_json and not quiet:
                     _say(summary)
+                for warning in summary.warnings:
+                    typer.echo(f"Warning: {warning}", err=True)
     except KeyboardInterrupt as exc:
         # Each file is one transaction: the one being read was rolled back.
         done = len(summaries)

@@ -57,18 +57,42 @@ def extra_alias(i: int) -> str:
     return f"abeval_x{i}"
 
 
+#: What trimming removes from both ends of a value: spaces, tabs and the
+#: byte-order mark (U+FEFF, invisible: a file pasted after another keeps it).
+TRIMMED = "' ' || chr(9) || chr(65279)"
+#: The identifier columns whose trimming the ingest summary counts.
+IDS = ("experiment", "arm", "user_id", "request_id", "item_id", "event_id")
+
+
 def text_layer(columns: list[str]) -> str:
     """Layer 1: ``t_<col>`` for every known column, then the extra columns as
-    :func:`extra_alias` in the order of :func:`extras`."""
+    :func:`extra_alias` in the order of :func:`extras`, then ``abeval_trimmed``:
+    whether trimming changed an identifier of the row."""
     present = set(columns)
     parts = [
-        f"NULLIF(TRIM(CAST({quote_ident(c)} AS VARCHAR)), '') AS t_{c}"
+        f"NULLIF(TRIM(CAST({quote_ident(c)} AS VARCHAR), {TRIMMED}), '') AS t_{c}"
         if c in present
         else f"CAST(NULL AS VARCHAR) AS t_{c}"
         for c in KNOWN
     ]
     parts += [f"{quote_ident(c)} AS {extra_alias(i)}" for i, c in enumerate(extras(columns))]
+    changed = [
+        f"COALESCE(strlen(CAST({quote_ident(c)} AS VARCHAR)) "
+        f"<> strlen(TRIM(CAST({quote_ident(c)} AS VARCHAR), {TRIMMED})), false)"
+        for c in IDS
+        if c in present
+    ]
+    parts.append(f"({' OR '.join(changed) or 'false'}) AS abeval_trimmed")
     return ", ".join(parts)
+
+
+def normalised() -> str:
+    """SQL over layers 1-2: what normalising changed in a row, as bits: 1 an
+    identifier was trimmed, 2 ``event_type`` was lower-cased."""
+    return (
+        "(CASE WHEN abeval_trimmed THEN 1 ELSE 0 END + "
+        "CASE WHEN t_event_type <> event_type THEN 2 ELSE 0 END)"
+    )
 
 
 def typed_layer() -> str:

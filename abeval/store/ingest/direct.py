@@ -5,8 +5,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from abeval.store.ingest.notes import Normalised
 from abeval.store.ingest.record import Job, finish, next_ingest_id
-from abeval.store.ingest.repeats import delete_repeats, find_conflicts, holds_experiments
+from abeval.store.ingest.repeats import (
+    delete_repeats,
+    find_conflicts,
+    holds_experiments,
+    may_repeat,
+)
 from abeval.store.ingest.source import Source, column_notes
 from abeval.store.ingest.staging import EVENT_COLUMNS, drop_temp, prepare, stage_select
 from abeval.store.ingest.summary import IngestSummary
@@ -21,6 +27,8 @@ class _NeedsStaging(Exception):
 
 
 _BAD_ROW_MARKER = "abeval: bad row, staging the file"
+# Rows that normalising changed are inserted under ingest_id + bits * _FLAG for a moment.
+_FLAG = 1 << 40
 
 
 def load_direct(store: Store, job: Job) -> IngestSummary | None:
@@ -44,13 +52,15 @@ def load_direct(store: Store, job: Job) -> IngestSummary | None:
             src = prepare(duck, job.path, job.kind, job.say, job.data)
             ingest_id = _peek_ingest_id(duck)
             read = _insert_checked(duck, src, ingest_id)
-            if _has_conflicts(duck, ingest_id):
+            normalised = _take_normalised(duck, ingest_id)
+            holds, repeats = _overlaps(duck, ingest_id)
+            if _has_conflicts(duck, ingest_id, holds, repeats):
                 raise _NeedsStaging
             # Take the peeked id from the sequence: it must be the one the rows carry.
             if next_ingest_id(conn) != ingest_id:
                 raise _NeedsStaging
             job.say("removing duplicates")
-            stored, repeated = delete_repeats(duck, ingest_id)
+            stored, repeated = delete_repeats(duck, ingest_id, holds, repeats)
             summary = finish(
                 conn,
                 IngestSummary(
@@ -68,6 +78,7 @@ def load_direct(store: Store, job: Job) -> IngestSummary | None:
                     notes=column_notes(src),
                 ),
                 job,
+                normalised,
             )
     except (_NeedsStaging, duckdb.Error):
         return None
@@ -77,14 +88,44 @@ def load_direct(store: Store, job: Job) -> IngestSummary | None:
     return summary
 
 
-def _has_conflicts(duck: Any, ingest_id: int) -> bool:
+def _overlaps(duck: Any, ingest_id: int) -> tuple[bool, bool]:
+    """Whether the store held rows of the new rows' experiments, and whether two
+    new rows may share a key: where repeats and conflicts can be."""
+    i = int(ingest_id)
+    new = f"(SELECT * FROM events WHERE ingest_id = {i}) n"
+    return holds_experiments(duck, i), may_repeat(duck, new)
+
+
+def _has_conflicts(duck: Any, ingest_id: int, holds: bool, repeats: bool) -> bool:
     """Whether an ``event_id`` of the rows just inserted is used with different
     content (in the file or in the store): the staged load reports those rows."""
     i = int(ingest_id)
-    stored = None
-    if holds_experiments(duck, i):
-        stored = f"(SELECT * FROM events WHERE ingest_id <> {i}) o"
-    return find_conflicts(duck, f"(SELECT * FROM events WHERE ingest_id = {i}) n", stored) > 0
+    if not (holds or repeats):
+        return False
+    stored = f"(SELECT * FROM events WHERE ingest_id <> {i}) o" if holds else None
+    new = f"(SELECT * FROM events WHERE ingest_id = {i}) n"
+    return find_conflicts(duck, new, stored, repeats) > 0
+
+
+def _take_normalised(duck: Any, ingest_id: int) -> Normalised:
+    """Count the rows that normalising changed and give them their ingest id.
+
+    The insert marks them in the one pass it makes: a changed row carries
+    ``ingest_id + bits * _FLAG`` (see :func:`~abeval.store.events_format.normalised`),
+    set right here, in the same transaction, before anything else reads them."""
+    i = int(ingest_id)
+    marked = ", ".join(str(i + bits * _FLAG) for bits in (1, 2, 3))
+    found = duck.execute(
+        f"SELECT ingest_id - {i}, count(*) FROM events WHERE ingest_id IN ({marked}) GROUP BY 1"
+    ).fetchall()
+    if not found:
+        return Normalised()
+    duck.execute(f"UPDATE events SET ingest_id = {i} WHERE ingest_id IN ({marked})")
+    by_bits = {int(k) // _FLAG: int(n) for k, n in found}
+    return Normalised(
+        trimmed=sum(n for b, n in by_bits.items() if b & 1),
+        lowercased=sum(n for b, n in by_bits.items() if b & 2),
+    )
 
 
 def _peek_ingest_id(duck: Any) -> int:
@@ -107,7 +148,8 @@ def _insert_checked(duck: Any, src: Source, ingest_id: int) -> int:
     marker = quote_literal(_BAD_ROW_MARKER)
     read = duck.execute(
         f"INSERT INTO events ({cols}, ingest_id) SELECT {cols}, "
-        f"CASE WHEN bad THEN CAST(error({marker}) AS BIGINT) ELSE {int(ingest_id)} END "
+        f"CASE WHEN bad THEN CAST(error({marker}) AS BIGINT) "
+        f"ELSE {int(ingest_id)} + norm * {_FLAG} END "
         f"FROM ({stage_select(src)}) s"
     ).fetchone()[0]
     if src.fmt == "csv" and duck.execute("SELECT count(*) FROM abeval_reject_errors").fetchone()[0]:

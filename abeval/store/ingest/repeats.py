@@ -39,13 +39,16 @@ def may_repeat(duck: Any, relation: str) -> bool:
     return bool(n_keys < n_rows)
 
 
-def find_conflicts(duck: Any, relation: str, stored: str | None) -> int:
+def find_conflicts(
+    duck: Any, relation: str, stored: str | None, repeats: bool | None = None
+) -> int:
     """``abeval_conflicts(experiment, event_id, reason)``: the event ids of
-    ``relation`` (new rows, aliased) used with different content in it, or by a
-    row of ``stored`` (a relation of the store's rows, or None); return how many."""
+    ``relation`` (new rows, aliased ``n``) used with different content in it, or
+    by a row of ``stored`` (the store's rows aliased ``o``, or None); return how
+    many. ``repeats`` is :func:`may_repeat` of ``relation`` when known."""
     quoted = "'''' || n.event_id || ''''"
     parts = []
-    if may_repeat(duck, relation):
+    if repeats or (repeats is None and may_repeat(duck, relation)):
         parts.append(
             f"SELECT n.experiment, n.event_id, 'event_id ' || {quoted} || ' is used again in "
             f"this file with different content; {_FIX}' AS reason FROM {relation} "
@@ -70,13 +73,21 @@ def find_conflicts(duck: Any, relation: str, stored: str | None) -> int:
     return int(duck.execute("SELECT count(*) FROM abeval_conflicts").fetchone()[0])
 
 
-def delete_repeats(duck: Any, ingest_id: int) -> tuple[int, int]:
+def delete_repeats(
+    duck: Any, ingest_id: int, holds: bool | None = None, repeats: bool | None = None
+) -> tuple[int, int]:
     """Delete the rows of ingest ``ingest_id`` that the store already held before
     it, and all but the earliest copy of a row repeated in the file; return how
-    many of each were deleted: ``(already_stored, repeated_in_file)``."""
+    many of each were deleted: ``(already_stored, repeated_in_file)``. ``holds``
+    and ``repeats`` are :func:`holds_experiments` and :func:`may_repeat` of the
+    ingest's rows when the caller knows them."""
     i = int(ingest_id)
     stored = repeated = 0
-    if holds_experiments(duck, i):
+    if holds is None:
+        holds = holds_experiments(duck, i)
+    if repeats is None:
+        repeats = may_repeat(duck, f"(SELECT * FROM events WHERE ingest_id = {i}) r")
+    if holds:
         stored = int(
             duck.execute(
                 f"DELETE FROM events n WHERE n.ingest_id = {i} AND EXISTS (SELECT 1 FROM "
@@ -84,7 +95,7 @@ def delete_repeats(duck: Any, ingest_id: int) -> tuple[int, int]:
                 f"AND {KEY.format(t='o.')} = {KEY.format(t='n.')})"
             ).fetchone()[0]
         )
-    if may_repeat(duck, f"(SELECT * FROM events WHERE ingest_id = {i}) r"):
+    if repeats:
         repeated = int(
             duck.execute(
                 f"DELETE FROM events WHERE rowid IN (SELECT rowid FROM (SELECT rowid, "

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from abeval.choices import OnError
 from abeval.errors import InputError
 from abeval.store.ingest.locate import collect_errors, first_errors
+from abeval.store.ingest.notes import Normalised
 from abeval.store.ingest.postgres_copy import insert_via_copy
 from abeval.store.ingest.record import Job, finish, next_ingest_id
 from abeval.store.ingest.repeats import delete_repeats, find_conflicts, first_copies, may_repeat
@@ -86,6 +87,7 @@ def load_staged(store: Store, job: Job, on_error: OnError) -> IngestSummary:
                 notes=column_notes(src),
             ),
             job,
+            _normalised(duck),
         )
 
 
@@ -139,6 +141,15 @@ def _stage(duck: Any, src: Source, on_duckdb: bool) -> _Counts:
             ).fetchone()[0]
         )
     return _Counts(int(n_good) - n_conflicts, int(n_bad), int(n_malformed), n_conflicts)
+
+
+def _normalised(duck: Any) -> Normalised:
+    """The good rows that normalising changed (see :func:`notes_for`)."""
+    trimmed, lowered = duck.execute(
+        "SELECT count(*) FILTER (WHERE norm % 2 = 1), count(*) FILTER (WHERE norm >= 2) "
+        "FROM abeval_stage WHERE NOT bad"
+    ).fetchone()
+    return Normalised(int(trimmed), int(lowered))
 
 
 def _locate(duck: Any, src: Source, job: Job, on_error: OnError, n_bad: int) -> list[str]:

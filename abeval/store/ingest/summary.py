@@ -32,6 +32,11 @@ class IngestSummary:
     already_stored: int = 0
     conflicts: int = 0
     notes: list[str] = field(default_factory=list)  # what was normalised or looks odd
+    warnings: list[str] = field(default_factory=list)  # names that differ only in case
+    trimmed_ids: int = 0  # rows with an identifier trimmed
+    lowercased_event_types: int = 0  # rows whose event_type was lower-cased
+    far_timestamps: int = 0  # rows far from the rest of their experiment in time
+    far_timestamp_range: list[str] | None = None  # their first and last timestamp
 
     @property
     def rows_per_second(self) -> float:
