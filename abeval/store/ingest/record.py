@@ -132,7 +132,7 @@ def _record_ingest(
             "read": s.rows_read,
             "ins": s.inserted,
             "dup": s.duplicates,
-            "rej": s.rejected,
+            "rej": s.rejected + s.conflicts,  # every row kept in rejected_rows
             "status": s.status,
             "t0": datetime.fromtimestamp(started, UTC).replace(tzinfo=None),
             "t1": datetime.now(UTC).replace(tzinfo=None),
