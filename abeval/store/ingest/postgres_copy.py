@@ -47,6 +47,9 @@ def insert_via_copy(conn: Connection, duck: Any, fresh: str, ingest_id: int, fil
         ):
             while chunk := f.read(1 << 20):
                 copy.write(chunk)
+    # Without statistics the planner takes the staged table for a few rows and
+    # compares every pair below in a nested loop.
+    conn.execute(text("ANALYZE abeval_stage"))
     clash = conn.execute(
         text(
             "SELECT s.event_id, e.ingest_id FROM abeval_stage s JOIN events e "

@@ -205,13 +205,18 @@ def _csv_header_duckdb(path: Path) -> tuple[list[str], str]:
 
 
 def _split_header(path: Path, first: str) -> tuple[list[str], str]:
-    """The names and delimiter of a header line."""
+    """The names and delimiter of a header line (which ends at a carriage return,
+    as it does for DuckDB's reader)."""
     import csv
 
+    first = first.split("\r", 1)[0]
     if not first.strip():
         raise InputError(f"{path}:1: the header line is empty; expected {', '.join(REQUIRED)}")
     delim = max((",", "\t", ";", "|"), key=first.count)
-    names = next(csv.reader([first], delimiter=delim))
+    try:
+        names = next(csv.reader([first], delimiter=delim))
+    except csv.Error as exc:
+        raise InputError(f"{path}:1: cannot read the header line: {exc}") from None
     return [n.strip() for n in names], delim
 
 
