@@ -10,13 +10,10 @@ import json
 import shutil
 from pathlib import Path
 
-import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from typer.testing import CliRunner
-
-from abeval.cli import app
+from ingest_store import counts, query, run
 
 HEADER = (
     "experiment,arm,user_id,ts,event_type,request_id,item_id,position,value,event_id,propensity"
@@ -36,34 +33,6 @@ EXPECTED_COLUMNS = (
     "expected experiment, arm, user_id, ts, event_type and optionally "
     "request_id, item_id, position, value, event_id, propensity"
 )
-
-runner = CliRunner()
-
-
-def run(*args: str) -> object:
-    return runner.invoke(app, list(args))
-
-
-def counts(db: Path) -> tuple[int, int, int]:
-    """(events, ingests, rejected rows) in the store."""
-    if not db.exists():
-        return (0, 0, 0)
-    con = duckdb.connect(str(db), read_only=True)
-    try:
-        return tuple(  # type: ignore[return-value]
-            con.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
-            for t in ("events", "ingests", "rejected_rows")
-        )
-    finally:
-        con.close()
-
-
-def query(db: Path, sql: str) -> list[tuple]:
-    con = duckdb.connect(str(db), read_only=True)
-    try:
-        return con.execute(sql).fetchall()
-    finally:
-        con.close()
 
 
 def write_csv(path: Path, rows: list[str], header: str = HEADER) -> Path:

@@ -6,7 +6,7 @@ conflicting or rejected) and the store's tables grew by exactly those numbers.
 Valid CSV, JSON Lines and Parquet files are mutated by hypothesis: bytes flipped,
 inserted or cut, the file truncated, a header name edited, a field replaced by
 arbitrary text, the file re-encoded (UTF-16, Latin-1) or given byte-order marks.
-The default run keeps the example count small; ``-m slow`` runs many more.
+The default run tries 20 examples a format; ``-m slow`` runs 300 a format.
 """
 
 from __future__ import annotations
@@ -17,15 +17,12 @@ import shutil
 import tempfile
 from pathlib import Path
 
-import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from typer.testing import CliRunner
-
-from abeval.cli import app
+from ingest_store import counts, run
 
 COLUMNS = ["experiment", "arm", "user_id", "ts", "event_type", "item_id", "value", "event_id"]
 ROWS = [
@@ -41,8 +38,6 @@ ROWS = [
 # The template store holds the first half of the rows, so that "already stored"
 # and conflicts with the store are reachable.
 PRELOADED = ROWS[:4]
-
-runner = CliRunner()
 
 
 def csv_text(rows: list[list[str]], columns: list[str] = COLUMNS) -> str:
@@ -63,15 +58,11 @@ def parquet_bytes(rows: list[list[str]], columns: list[str] = COLUMNS) -> bytes:
     return out.getvalue()
 
 
-def table_counts(db: Path) -> tuple[int, int, int]:
-    con = duckdb.connect(str(db), read_only=True)
-    try:
-        return tuple(  # type: ignore[return-value]
-            con.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
-            for t in ("events", "ingests", "rejected_rows")
-        )
-    finally:
-        con.close()
+@pytest.fixture
+def _asked_for_slow(request: pytest.FixtureRequest) -> None:
+    expression = request.config.option.markexpr or ""
+    if "slow" not in expression or "not slow" in expression:
+        pytest.skip("many examples: run with -m slow")
 
 
 @pytest.fixture(scope="module")
@@ -79,7 +70,7 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("fuzz")
     (folder / "pre.csv").write_text(csv_text(PRELOADED))
     db = folder / "store.duckdb"
-    result = runner.invoke(app, ["ingest", str(folder / "pre.csv"), "--db", str(db)])
+    result = run("ingest", str(folder / "pre.csv"), "--db", str(db))
     assert result.exit_code == 0, result.output
     return db
 
@@ -144,16 +135,16 @@ def check_ingest(template: Path, name: str, data: bytes, on_error: str) -> None:
         db = folder / "store.duckdb"
         shutil.copy(template, db)
         (folder / name).write_bytes(data)
-        before = table_counts(db)
-        result = runner.invoke(
-            app, ["ingest", str(folder / name), "--db", str(db), "--on-error", on_error, "--json"]
+        before = counts(db)
+        result = run(
+            "ingest", str(folder / name), "--db", str(db), "--on-error", on_error, "--json"
         )
         assert result.exception is None or isinstance(result.exception, SystemExit), (
             result.exception
         )
         assert "Traceback" not in result.stderr
         assert result.exit_code in (0, 1), result.output
-        after = table_counts(db)
+        after = counts(db)
         if result.exit_code == 1:
             assert result.stderr.startswith("Error: ")
             assert after == before
@@ -204,20 +195,19 @@ def _parquet_case(draw: st.DrawFn) -> bytes:
 CASES = {"e.csv": _csv_case, "e.jsonl": _jsonl_case, "e.parquet": _parquet_case}
 
 
-@pytest.mark.parametrize("name", list(CASES))
-@FAST
-@given(data=st.data(), on_error=ON_ERROR)
-def test_mutated_files_end_in_one_line_and_lose_no_row(
-    template: Path, name: str, data: st.DataObject, on_error: str
-) -> None:
-    check_ingest(template, name, data.draw(st.composite(lambda d: CASES[name](d))()), on_error)
+def _property(profile: settings) -> object:
+    """The property as a test, run with ``profile``'s number of examples."""
+
+    @profile
+    @given(data=st.data(), on_error=ON_ERROR)
+    def test(template: Path, name: str, data: st.DataObject, on_error: str) -> None:
+        check_ingest(template, name, data.draw(st.composite(lambda d: CASES[name](d))()), on_error)
+
+    return pytest.mark.parametrize("name", list(CASES))(test)
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("name", list(CASES))
-@SLOW
-@given(data=st.data(), on_error=ON_ERROR)
-def test_mutated_files_many_examples(
-    template: Path, name: str, data: st.DataObject, on_error: str
-) -> None:
-    check_ingest(template, name, data.draw(st.composite(lambda d: CASES[name](d))()), on_error)
+test_mutated_files_end_in_one_line_and_lose_no_row = _property(FAST)
+# Minutes, not seconds: run only when asked for with `-m slow`.
+test_mutated_files_many_examples = pytest.mark.slow(
+    pytest.mark.usefixtures("_asked_for_slow")(_property(SLOW))
+)

@@ -11,11 +11,9 @@ import gzip
 import json
 from pathlib import Path
 
-import duckdb
 import pytest
-from typer.testing import CliRunner
+from ingest_store import counts, query, run
 
-from abeval.cli import app
 from abeval.store.events_format import MAX_ABS_VALUE
 
 HEADER = "experiment,arm,user_id,ts,event_type,value,event_id"
@@ -23,39 +21,11 @@ NOTHING = (
     "nothing was loaded from this file; fix the rows or pass --on-error skip to load the good rows"
 )
 
-runner = CliRunner()
-
 
 @pytest.fixture(autouse=True)
 def _in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """File names in messages are as given: relative to the test's folder."""
     monkeypatch.chdir(tmp_path)
-
-
-def run(*args: str) -> object:
-    return runner.invoke(app, list(args))
-
-
-def counts(db: Path) -> tuple[int, int, int]:
-    """(events, ingests, rejected rows)."""
-    if not db.exists():
-        return (0, 0, 0)
-    con = duckdb.connect(str(db), read_only=True)
-    try:
-        return tuple(  # type: ignore[return-value]
-            con.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
-            for t in ("events", "ingests", "rejected_rows")
-        )
-    finally:
-        con.close()
-
-
-def query(db: Path, sql: str) -> list[tuple]:
-    con = duckdb.connect(str(db), read_only=True)
-    try:
-        return con.execute(sql).fetchall()
-    finally:
-        con.close()
 
 
 def row(i: int, user: str | None = None) -> str:
@@ -391,8 +361,8 @@ def test_normalisation_is_counted_and_look_alike_arms_are_warned_about(tmp_path:
     assert result.exit_code == 0, result.output
     assert result.stdout == ""
     assert result.stderr.splitlines()[1:] == [
-        "  1 row had spaces, tabs or a byte-order mark around an id (experiment, arm, "
-        "user_id, request_id, item_id or event_id): trimmed",
+        "  1 row had spaces around an id (experiment, arm, user_id, request_id, item_id or "
+        "event_id), or a byte-order mark starting the line: trimmed",
         "  2 rows had event_type in capitals: lower-cased",
         "Warning: experiment 'e1': arms 'Control' and 'control' differ only in case or "
         "spaces: they are analysed as different arms; fix the names in the files if they are one",

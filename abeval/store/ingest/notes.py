@@ -46,8 +46,8 @@ def notes_for(conn: Connection, ingest_id: int, normalised: Normalised, inserted
     notes = []
     if normalised.trimmed:
         notes.append(
-            f"{_rows(normalised.trimmed)} had spaces, tabs or a byte-order mark around an id "
-            "(experiment, arm, user_id, request_id, item_id or event_id): trimmed"
+            f"{_rows(normalised.trimmed)} had spaces around an id (experiment, arm, user_id, "
+            "request_id, item_id or event_id), or a byte-order mark starting the line: trimmed"
         )
     if normalised.lowercased:
         notes.append(f"{_rows(normalised.lowercased)} had event_type in capitals: lower-cased")
