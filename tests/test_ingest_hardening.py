@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import gzip
 import json
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -421,3 +423,47 @@ def test_json_on_stdout_messages_on_stderr(tmp_path: Path) -> None:
     assert result.stderr == ""
     none = run("rejects", "--db", str(tmp_path / "store.duckdb"), "--json")
     assert (none.exit_code, json.loads(none.stdout), none.stderr) == (0, [], "")
+
+
+# --- compressed files and the JSON reader's own limit -----------------------------------
+
+
+def test_gzip_csv_with_a_byte_that_is_not_utf8(tmp_path: Path) -> None:
+    lines = [row(i).encode() for i in range(5)]
+    lines[2] = row(2, "u\xff").encode("latin-1")
+    (tmp_path / "e.csv.gz").write_bytes(gzip.compress(b"\n".join([HEADER.encode(), *lines])))
+    refused(tmp_path, "e.csv.gz", f"Error: e.csv.gz:4: {NOT_UTF8} (1 bad row; {NOTHING})")
+    summary = skipped(tmp_path, "e.csv.gz")
+    assert (summary["inserted"], summary["rejected"]) == (4, 1)
+
+
+def test_zstd_csv_with_a_byte_that_is_not_utf8_is_one_line(tmp_path: Path) -> None:
+    """Python cannot read zstd here, so the bad line cannot be located: one line."""
+    if shutil.which("zstd") is None:
+        pytest.skip("needs the zstd program")
+    (tmp_path / "e.csv").write_bytes(
+        b"\n".join([HEADER.encode(), row(1).encode(), row(2, "u\xff").encode("latin-1")]) + b"\n"
+    )
+    subprocess.run(["zstd", "-q", "e.csv", "-o", "e.csv.zst"], check=True)
+    refused(
+        tmp_path,
+        "e.csv.zst",
+        "Error: e.csv.zst: some lines are not valid UTF-8 and the bad rows cannot be located "
+        "in a zstd file; decompress it, or save it as UTF-8",
+    )
+
+
+def test_jsonl_line_over_the_json_readers_limit(tmp_path: Path) -> None:
+    rows = jsonl_rows(2)
+    # DuckDB reads objects up to twice its maximum_object_size (16 MiB) at a line's end.
+    rows[1] = rows[1].replace('"u1"', '"' + "x" * (33 * 2**20) + '"')
+    rows.append(rows[0])
+    (tmp_path / "e.jsonl").write_text("\n".join(rows) + "\n")
+    refused(
+        tmp_path,
+        "e.jsonl",
+        "Error: e.jsonl: a line is longer than 16,777,216 bytes, the most the JSON reader "
+        "takes for one object; shorten or remove it (nothing was loaded from this file)",
+        "--on-error",
+        "skip",
+    )

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from abeval.choices import FileFormat as Format
+from abeval.errors import InputError
 from abeval.store.events_format import (
     KNOWN,
     bad_expression,
@@ -227,13 +228,16 @@ def _duckdb_reads_lines(src: Source) -> bool:
     statement would abort the load's transaction). Python reads the others."""
     import duckdb
 
-    if not can_read(src.file):
-        return True
     try:
         with duckdb.connect() as probe:
             probe.execute(f"SELECT max(strlen(l)) FROM {src.lines_reader()}").fetchone()
     except duckdb.Error:
-        return False
+        if can_read(src.file):
+            return False
+        raise InputError(
+            f"{src.path}: some lines are not valid UTF-8 and the bad rows cannot be located "
+            "in a zstd file; decompress it, or save it as UTF-8"
+        ) from None
     return True
 
 

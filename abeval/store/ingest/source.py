@@ -117,12 +117,14 @@ class Source:
             "ignore_errors = true)"
         )
 
-    def lines_reader(self) -> str:
-        """The file as one text column, one row per physical line (blank: NULL)."""
+    def lines_reader(self, lenient: bool = False) -> str:
+        """The file as one text column, one row per physical line (blank: NULL);
+        ``lenient`` skips lines that are not UTF-8 (so line numbers shift)."""
         return (
             f"read_csv({quote_literal(str(self.file))}, columns = {{'l': 'VARCHAR'}}, "
             f"header = false, auto_detect = false, delim = {_LINE_DELIM}, quote = '', "
-            f"escape = '', strict_mode = false, max_line_size = {_ANY_LINE})"
+            f"escape = '', strict_mode = false, max_line_size = {_ANY_LINE}"
+            f"{', ignore_errors = true' if lenient else ''})"
         )
 
 
@@ -198,7 +200,7 @@ def _csv_header_duckdb(path: Path) -> tuple[list[str], str]:
     src = Source(path, "csv", [])
     try:
         with duckdb.connect() as duck:
-            row = duck.execute(f"SELECT l FROM {src.lines_reader()} LIMIT 1").fetchone()
+            row = duck.execute(f"SELECT l FROM {src.lines_reader(lenient=True)} LIMIT 1").fetchone()
     except duckdb.Error as exc:
         raise InputError(f"{path}: cannot read the header line: {first_line(exc)}") from None
     return _split_header(path, (row[0] or "") if row else "")

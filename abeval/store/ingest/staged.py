@@ -122,6 +122,11 @@ def _stage(duck: Any, src: Source, on_duckdb: bool) -> _Counts:
     try:
         duck.execute(stage_sql(src))
     except duckdb.Error as exc:
+        if "maximum_object_size" in str(exc):
+            raise InputError(
+                f"{src.path}: a line is longer than 16,777,216 bytes, the most the JSON reader "
+                "takes for one object; shorten or remove it (nothing was loaded from this file)"
+            ) from None
         raise InputError(f"{src.path}: cannot read as {src.fmt}: {first_line(exc)}") from None
     n_good, n_bad = duck.execute(
         "SELECT count(*) FILTER (WHERE NOT bad), count(*) FILTER (WHERE bad) FROM abeval_stage"
