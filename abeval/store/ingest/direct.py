@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from abeval.store.ingest.notes import Normalised
 from abeval.store.ingest.record import Job, finish, next_ingest_id
 from abeval.store.ingest.repeats import (
+    clashes_with_store,
     delete_repeats,
     find_conflicts,
     holds_experiments,
@@ -54,13 +55,18 @@ def load_direct(store: Store, job: Job) -> IngestSummary | None:
             read = _insert_checked(duck, src, ingest_id)
             normalised = _take_normalised(duck, ingest_id)
             holds, repeats = _overlaps(duck, ingest_id)
-            if _has_conflicts(duck, ingest_id, holds, repeats):
+            new = f"(SELECT * FROM events WHERE ingest_id = {int(ingest_id)}) n"
+            if repeats and find_conflicts(duck, new, None, repeats):
+                raise _NeedsStaging
+            job.say("removing duplicates")
+            stored, repeated = delete_repeats(duck, ingest_id, holds, repeats)
+            # What is left of the new rows and shares an event_id with a stored row
+            # differs from it.
+            if holds and clashes_with_store(duck, ingest_id):
                 raise _NeedsStaging
             # Take the peeked id from the sequence: it must be the one the rows carry.
             if next_ingest_id(conn) != ingest_id:
                 raise _NeedsStaging
-            job.say("removing duplicates")
-            stored, repeated = delete_repeats(duck, ingest_id, holds, repeats)
             summary = finish(
                 conn,
                 IngestSummary(
@@ -94,17 +100,6 @@ def _overlaps(duck: Any, ingest_id: int) -> tuple[bool, bool]:
     i = int(ingest_id)
     new = f"(SELECT * FROM events WHERE ingest_id = {i}) n"
     return holds_experiments(duck, i), may_repeat(duck, new)
-
-
-def _has_conflicts(duck: Any, ingest_id: int, holds: bool, repeats: bool) -> bool:
-    """Whether an ``event_id`` of the rows just inserted is used with different
-    content (in the file or in the store): the staged load reports those rows."""
-    i = int(ingest_id)
-    if not (holds or repeats):
-        return False
-    stored = f"(SELECT * FROM events WHERE ingest_id <> {i}) o" if holds else None
-    new = f"(SELECT * FROM events WHERE ingest_id = {i}) n"
-    return find_conflicts(duck, new, stored, repeats) > 0
 
 
 def _take_normalised(duck: Any, ingest_id: int) -> Normalised:

@@ -77,10 +77,12 @@ def delete_repeats(
     duck: Any, ingest_id: int, holds: bool | None = None, repeats: bool | None = None
 ) -> tuple[int, int]:
     """Delete the rows of ingest ``ingest_id`` that the store already held before
-    it, and all but the earliest copy of a row repeated in the file; return how
-    many of each were deleted: ``(already_stored, repeated_in_file)``. ``holds``
-    and ``repeats`` are :func:`holds_experiments` and :func:`may_repeat` of the
-    ingest's rows when the caller knows them."""
+    it (same key and content: a conflicting row is left for
+    :func:`clashes_with_store` to find), and all but the earliest copy of a row
+    repeated in the file; return how many of each were deleted:
+    ``(already_stored, repeated_in_file)``. ``holds`` and ``repeats`` are
+    :func:`holds_experiments` and :func:`may_repeat` of the ingest's rows when
+    the caller knows them."""
     i = int(ingest_id)
     stored = repeated = 0
     if holds is None:
@@ -92,7 +94,7 @@ def delete_repeats(
             duck.execute(
                 f"DELETE FROM events n WHERE n.ingest_id = {i} AND EXISTS (SELECT 1 FROM "
                 f"events o WHERE o.ingest_id <> {i} AND o.experiment = n.experiment "
-                f"AND {KEY.format(t='o.')} = {KEY.format(t='n.')})"
+                f"AND {KEY.format(t='o.')} = {KEY.format(t='n.')} AND NOT {differs('o', 'n')})"
             ).fetchone()[0]
         )
     if repeats:
@@ -104,6 +106,21 @@ def delete_repeats(
             ).fetchone()[0]
         )
     return stored, repeated
+
+
+def clashes_with_store(duck: Any, ingest_id: int) -> bool:
+    """Whether a row of ingest ``ingest_id`` has the ``event_id`` of a stored row
+    of its experiment. After :func:`delete_repeats` the rows left differ from the
+    stored ones, so this is a conflict; few rows are left when a file is loaded
+    again, which keeps this cheaper than comparing every pair first."""
+    i = int(ingest_id)
+    return bool(
+        duck.execute(
+            f"SELECT 1 FROM events n WHERE n.ingest_id = {i} AND n.event_id IS NOT NULL "
+            f"AND EXISTS (SELECT 1 FROM events o WHERE o.ingest_id <> {i} "
+            "AND o.experiment = n.experiment AND o.event_id = n.event_id) LIMIT 1"
+        ).fetchone()
+    )
 
 
 def holds_experiments(duck: Any, ingest_id: int) -> bool:
