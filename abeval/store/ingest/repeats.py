@@ -92,9 +92,11 @@ def delete_repeats(
     if holds:
         stored = int(
             duck.execute(
-                f"DELETE FROM events n WHERE n.ingest_id = {i} AND EXISTS (SELECT 1 FROM "
-                f"events o WHERE o.ingest_id <> {i} AND o.experiment = n.experiment "
-                f"AND {KEY.format(t='o.')} = {KEY.format(t='n.')} AND NOT {differs('o', 'n')})"
+                # A join, not EXISTS: DuckDB runs EXISTS with the content test
+                # three times slower.
+                f"DELETE FROM events n USING events o WHERE n.ingest_id = {i} "
+                f"AND o.ingest_id <> {i} AND o.experiment = n.experiment "
+                f"AND {KEY.format(t='o.')} = {KEY.format(t='n.')} AND NOT {differs('o', 'n')}"
             ).fetchone()[0]
         )
     if repeats:
