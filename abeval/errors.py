@@ -8,6 +8,9 @@ other exception is a bug and keeps its traceback.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
+from typing import Any
+
 
 class AbevalError(Exception):
     """A user mistake or an environment problem, explained in one line."""
@@ -64,3 +67,40 @@ def interruption() -> KeyboardInterrupt:
     """The exception for a query that a signal cut short: :class:`Terminated` after
     SIGTERM, else ``KeyboardInterrupt`` (Ctrl-C)."""
     return Terminated() if 15 in _signals else KeyboardInterrupt()
+
+
+def close_matches(
+    word: str,
+    known: Iterable[str],
+    *,
+    aliases: Mapping[str, str] | None = None,
+    n: int = 3,
+    cutoff: float = 0.6,
+) -> list[str]:
+    """The known words a user probably meant by ``word``, best first: the one
+    ``aliases`` gives for it (``timestamp`` → ``ts``), then those close in spelling
+    (difflib), compared in lower case and without ``_``, ``-`` or spaces."""
+    import difflib
+
+    known = list(known)
+
+    def squash(s: str) -> str:
+        return "".join(ch for ch in s.lower() if ch not in "_- ")
+
+    by_squash: dict[str, str] = {}
+    for k in known:
+        by_squash.setdefault(squash(k), k)
+    out: list[str] = []
+    alias = (aliases or {}).get(squash(word))
+    if alias in known:
+        out.append(alias)
+    for match in difflib.get_close_matches(squash(word), list(by_squash), n=n, cutoff=cutoff):
+        if by_squash[match] not in out:
+            out.append(by_squash[match])
+    return out[:n]
+
+
+def did_you_mean(word: str, known: Iterable[str], **options: Any) -> str:
+    """``"did you mean X? "`` (or ``"X or Y"``) for :func:`close_matches`, else ``""``."""
+    close = close_matches(word, known, **options)
+    return f"did you mean {' or '.join(close)}? " if close else ""

@@ -163,7 +163,10 @@ def test_fail_on_sets_exit_code_3_after_writing(mismatched: str, tmp_path: Path)
         mismatched, "--format", "json", "-o", str(out), "--fail-on", "invalid,roll_back"
     )
     assert result.exit_code == 3
-    assert result.stderr.strip() == "--fail-on: treatment invalid; exit code 3"
+    assert result.stderr.splitlines() == [
+        f"wrote {out}",
+        "--fail-on: treatment invalid; exit code 3",
+    ]
     d = json.loads(out.read_text())
     assert [(x["arm"], x["decision"], x["srm_flagged"]) for x in d["decisions"]] == [
         ("treatment", "invalid", True)

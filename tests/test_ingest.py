@@ -198,13 +198,13 @@ def test_event_id_identifies_a_row_within_its_experiment(store: Store, tmp_path:
         tmp_path / "ids.csv",
         [
             "e1,A,u1,2024-05-01,exposure,,,,,x1,",
-            "e1,A,u1,2024-05-02,exposure,,,,,x1,",  # same id, later: a duplicate
+            "e1,A,u1,2024-05-01,exposure,,,,,x1,",  # same id, same row: a repeat
             "e2,A,u1,2024-05-01,exposure,,,,,x1,",  # same id, other experiment: kept
             "e1,A,u1,2024-05-01,exposure,,,,,,",  # no id: identified by content
         ],
     )
     s = ingest_file(store, path)
-    assert (s.inserted, s.duplicates) == (3, 1)
+    assert (s.inserted, s.duplicates, s.repeated_in_file, s.already_stored) == (3, 1, 1, 0)
     assert rows(store, "SELECT experiment, ts FROM events WHERE event_id = 'x1' ORDER BY 1") == [
         ("e1", dt.datetime(2024, 5, 1)),
         ("e2", dt.datetime(2024, 5, 1)),

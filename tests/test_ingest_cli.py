@@ -10,13 +10,10 @@ import json
 import shutil
 from pathlib import Path
 
-import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from typer.testing import CliRunner
-
-from abeval.cli import app
+from ingest_store import counts, query, run
 
 HEADER = (
     "experiment,arm,user_id,ts,event_type,request_id,item_id,position,value,event_id,propensity"
@@ -36,34 +33,6 @@ EXPECTED_COLUMNS = (
     "expected experiment, arm, user_id, ts, event_type and optionally "
     "request_id, item_id, position, value, event_id, propensity"
 )
-
-runner = CliRunner()
-
-
-def run(*args: str) -> object:
-    return runner.invoke(app, list(args))
-
-
-def counts(db: Path) -> tuple[int, int, int]:
-    """(events, ingests, rejected rows) in the store."""
-    if not db.exists():
-        return (0, 0, 0)
-    con = duckdb.connect(str(db), read_only=True)
-    try:
-        return tuple(  # type: ignore[return-value]
-            con.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
-            for t in ("events", "ingests", "rejected_rows")
-        )
-    finally:
-        con.close()
-
-
-def query(db: Path, sql: str) -> list[tuple]:
-    con = duckdb.connect(str(db), read_only=True)
-    try:
-        return con.execute(sql).fetchall()
-    finally:
-        con.close()
 
 
 def write_csv(path: Path, rows: list[str], header: str = HEADER) -> Path:
@@ -420,7 +389,11 @@ def test_unknown_extension(work: Path) -> None:
     # --format names it.
     result = run("ingest", "events.xlsx", "--format", "csv", "--db", "store.duckdb")
     assert result.exit_code == 0, result.output
-    assert "0 inserted, 5 already in the store" in result.stdout
+    assert result.stdout == ""
+    assert result.stderr.startswith(
+        "events.xlsx: 5 rows read: 0 inserted, 0 repeated in the file, 5 already in the store, "
+        "0 conflicting, 0 rejected ("
+    )
 
 
 def test_unknown_format_option_is_a_usage_error(work: Path) -> None:
@@ -451,7 +424,11 @@ def test_tab_separated(work: Path) -> None:
     write_csv(work / "events.tsv", rows, HEADER.replace(",", "\t"))
     result = run("ingest", "events.tsv", "--db", "store.duckdb")
     assert result.exit_code == 0, result.output
-    assert "5 rows read, 0 inserted, 5 already in the store" in result.stdout
+    assert result.stdout == ""
+    assert result.stderr.startswith(
+        "events.tsv: 5 rows read: 0 inserted, 0 repeated in the file, 5 already in the store, "
+        "0 conflicting, 0 rejected ("
+    )
 
 
 # --- JSON Lines ------------------------------------------------------------------------
@@ -671,7 +648,7 @@ def test_parquet_with_zero_rows(work: Path) -> None:
     )
     result = run("ingest", "z.parquet", "--db", "store.duckdb")
     assert result.exit_code == 0, result.output
-    assert result.stdout.startswith("z.parquet: 0 rows read, 0 inserted")
+    assert result.stderr.startswith("z.parquet: 0 rows read: 0 inserted")
 
 
 # --- all or nothing --------------------------------------------------------------------
@@ -706,10 +683,12 @@ def test_skip_loads_the_good_rows_and_keeps_the_bad_ones(work: Path) -> None:
     db = work / "store.duckdb"
     result = run("ingest", "big.csv", "--db", "store.duckdb", "--on-error", "skip")
     assert result.exit_code == 0, result.output
-    assert result.stdout.splitlines()[0].startswith(
-        "big.csv: 5,000 rows read, 4,997 inserted, 0 already in the store, 3 rejected"
+    assert result.stdout == ""
+    assert result.stderr.splitlines()[0].startswith(
+        "big.csv: 5,000 rows read: 4,997 inserted, 0 repeated in the file, "
+        "0 already in the store, 0 conflicting, 3 rejected ("
     )
-    assert result.stdout.splitlines()[1] == (
+    assert result.stderr.splitlines()[1] == (
         "  3 bad rows kept in rejected_rows (ingest 2); list them with `abeval rejects --ingest 2`"
     )
     assert counts(db) == (5 + 4997, 2, 3)
@@ -763,9 +742,8 @@ def test_skip_loads_the_good_rows_and_keeps_the_bad_ones(work: Path) -> None:
     as_json = json.loads(run("rejects", "--db", "store.duckdb", "--json").stdout)
     assert [r["line"] for r in as_json] == [2501, 3000, 4999]
     assert as_json[0]["column"] == "event_type"
-    assert run("rejects", "--db", "store.duckdb", "--ingest", "1").stdout == (
-        "no rejected rows in ingest 1\n"
-    )
+    none = run("rejects", "--db", "store.duckdb", "--ingest", "1")
+    assert (none.exit_code, none.stdout, none.stderr) == (0, "", "no rejected rows in ingest 1\n")
 
     # The JSON summary counts them too; a second run adds nothing but new rejects.
     again = run("ingest", "big.csv", "--db", "store.duckdb", "--on-error", "skip", "--json")
@@ -777,6 +755,11 @@ def test_skip_loads_the_good_rows_and_keeps_the_bad_ones(work: Path) -> None:
         "duplicates": 4997,
     }
     assert summary["rejected"] == 3
+    assert (summary["already_stored"], summary["repeated_in_file"], summary["conflicts"]) == (
+        4997,
+        0,
+        0,
+    )
     assert summary["errors"][0].startswith("big.csv:2501:event_type: unknown event_type")
 
 
@@ -796,8 +779,12 @@ def test_several_files_second_bad(work: Path) -> None:
     db = work / "store.duckdb"
     result = run("ingest", "a.csv", "b.csv", "c.csv", "--db", "store.duckdb")
     assert result.exit_code == 1
-    assert result.stdout.startswith("a.csv: 1 rows read, 1 inserted")
-    assert result.stderr.splitlines() == [
+    assert result.stdout == ""
+    assert result.stderr.splitlines()[0].startswith(
+        "a.csv: 1 rows read: 1 inserted, 0 repeated in the file, 0 already in the store, "
+        "0 conflicting, 0 rejected ("
+    )
+    assert result.stderr.splitlines()[1:] == [
         "Error: b.csv:3:ts: cannot read 'oops' as a timestamp; use ISO 8601 such as "
         f"2024-05-01T12:30:00Z {ONE_BAD}",
         "loaded before the error: a.csv",

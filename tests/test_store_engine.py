@@ -56,11 +56,11 @@ def test_cli_uses_the_default_file_then_the_variable_then_the_flag(
 
     monkeypatch.setenv("ABEVAL_DB", "env.duckdb")
     result = runner.invoke(app, ["ingest", "e.csv"])
-    assert result.stdout.startswith("e.csv: 1 rows read, 1 inserted")  # a new store
+    assert result.stderr.startswith("e.csv: 1 rows read: 1 inserted")  # a new store
     assert (cwd / "env.duckdb").is_file()
 
     result = runner.invoke(app, ["ingest", "e.csv", "--db", "flag.duckdb"])
-    assert result.stdout.startswith("e.csv: 1 rows read, 1 inserted")
+    assert result.stderr.startswith("e.csv: 1 rows read: 1 inserted")
     assert (cwd / "flag.duckdb").is_file()
     # Read-only commands resolve the same way.
     assert runner.invoke(app, ["experiments"]).stdout.startswith("e1 ")
@@ -166,7 +166,7 @@ def test_a_lock_released_in_time_is_waited_for(cwd: Path, holder: object) -> Non
         app, ["ingest", "e.csv", "--db", "held.duckdb"], env={"ABEVAL_LOCK_TIMEOUT": "30"}
     )
     assert result.exit_code == 0, result.output
-    assert result.stdout.startswith("e.csv: 1 rows read, 1 inserted")
+    assert result.stderr.startswith("e.csv: 1 rows read: 1 inserted")
     assert time.monotonic() - started >= 0.3
 
 

@@ -10,8 +10,7 @@ from typing import Annotated, get_args
 import typer
 
 from abeval.choices import Correction, Decision, RelativeIntervalChoice, ReportFormat
-from abeval.cli.app import DbOption, app, command, require, require_positive
-from abeval.files import write_atomic
+from abeval.cli.app import DbOption, app, command, emit, require, require_positive
 
 DECISIONS: tuple[str, ...] = get_args(Decision)
 #: The exit code when a decision named by ``--fail-on`` was reached (docs/metrics.md#decision).
@@ -41,14 +40,6 @@ def window_bound(value: str | None, option: str, *, end: bool) -> datetime | Non
         raise typer.BadParameter(str(exc), param_hint=option) from None
 
 
-def _write(text: str, out: Path | None) -> None:
-    if out is None:
-        typer.echo(text, nl=False)
-        return
-    out.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(out, text)
-
-
 @command(app, "report")
 def report(
     experiment: Annotated[
@@ -62,8 +53,8 @@ def report(
         typer.Option(
             "--out",
             "-o",
-            help="Where to write (html default: reports/<experiment>.html; json and text "
-            "default: stdout).",
+            help="Where to write; - is stdout (html default: reports/<experiment>.html; "
+            "json and text default: stdout).",
         ),
     ] = None,
     control: Annotated[
@@ -211,17 +202,15 @@ def report(
     with open_store(db, read_only=True) as store:
         result = build_report(store, experiment, options)
     if fmt == "json":
-        _write(json.dumps(result.to_dict(), indent=2, allow_nan=False) + "\n", out)
+        emit(json.dumps(result.to_dict(), indent=2, allow_nan=False) + "\n", out)
     elif fmt == "text":
         from abeval.report.text import render_text
 
-        _write(render_text(result), out)
+        emit(render_text(result), out)
     else:
         from abeval.report.html import default_path, render_html
 
-        path = out or default_path(experiment)
-        _write(render_html(result), path)
-        typer.echo(f"wrote {path}")
+        emit(render_html(result), out, default=default_path(experiment))
     hit = [d for d in result.decisions if d.decision in failing]
     if hit:
         said = ", ".join(f"{d.arm} {d.decision}" for d in hit)

@@ -77,6 +77,8 @@ def ingest(
                 summaries.append(summary)
                 if not as_json and not quiet:
                     _say(summary)
+                for warning in summary.warnings:
+                    typer.echo(f"Warning: {warning}", err=True)
     except KeyboardInterrupt as exc:
         # Each file is one transaction: the one being read was rolled back.
         done = len(summaries)
@@ -91,18 +93,24 @@ def ingest(
 
 
 def _say(summary: IngestSummary) -> None:
+    """The file's summary on stderr: every row read is counted once."""
+    s = summary
     typer.echo(
-        f"{summary.file}: {summary.rows_read:,} rows read, "
-        f"{summary.inserted:,} inserted, {summary.duplicates:,} already in the "
-        f"store, {summary.rejected:,} rejected "
-        f"({summary.seconds:.2f} s, {summary.rows_per_second:,.0f} rows/s)"
+        f"{s.file}: {s.rows_read:,} rows read: {s.inserted:,} inserted, "
+        f"{s.repeated_in_file:,} repeated in the file, {s.already_stored:,} already in the "
+        f"store, {s.conflicts:,} conflicting, {s.rejected:,} rejected "
+        f"({s.seconds:.2f} s, {s.rows_per_second:,.0f} rows/s)",
+        err=True,
     )
-    if summary.rejected:
+    kept = s.rejected + s.conflicts
+    if kept:
         typer.echo(
-            f"  {summary.rejected:,} bad rows kept in rejected_rows "
-            f"(ingest {summary.ingest_id}); list them with "
-            f"`abeval rejects --ingest {summary.ingest_id}`"
+            f"  {kept:,} bad row{'' if kept == 1 else 's'} kept in rejected_rows "
+            f"(ingest {s.ingest_id}); list them with `abeval rejects --ingest {s.ingest_id}`",
+            err=True,
         )
+    for note in s.notes:
+        typer.echo(f"  {note}", err=True)
 
 
 def _not_loaded(files: list[Path], summaries: list[IngestSummary], failed: int) -> list[str]:
@@ -153,7 +161,8 @@ def rejects(
         return
     if not rows:
         typer.echo(
-            "no rejected rows" + (f" in ingest {ingest_id}" if ingest_id is not None else "")
+            "no rejected rows" + (f" in ingest {ingest_id}" if ingest_id is not None else ""),
+            err=True,
         )
         return
     for r in rows:

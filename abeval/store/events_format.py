@@ -22,6 +22,27 @@ OPTIONAL = ("request_id", "item_id", "position", "value", "event_id", "propensit
 KNOWN = REQUIRED + OPTIONAL
 EVENT_TYPES = ("exposure", "impression", "click", "purchase", "rating")
 NUMERIC = ("position", "value", "propensity")
+#: Names other logs give the event format's columns (lower case, without ``_``):
+#: a file that has one of them is told which column it probably means.
+COLUMN_ALIASES = {
+    **dict.fromkeys(("timestamp", "time", "datetime", "eventtime", "date"), "ts"),
+    **dict.fromkeys(("event", "type", "eventname", "action"), "event_type"),
+    **dict.fromkeys(("variant", "group", "bucket", "treatment", "cohort"), "arm"),
+    **dict.fromkeys(("user", "uid", "userid", "visitor", "visitorid", "customerid"), "user_id"),
+    **dict.fromkeys(("exp", "experimentid", "test", "testid", "flag"), "experiment"),
+    **dict.fromkeys(("item", "product", "productid", "itemid", "doc", "docid"), "item_id"),
+    **dict.fromkeys(("rank", "pos", "slot"), "position"),
+    **dict.fromkeys(("revenue", "amount", "price"), "value"),
+    **dict.fromkeys(("request", "requestid", "impressionid", "query", "queryid"), "request_id"),
+    **dict.fromkeys(("id", "eventid", "uuid"), "event_id"),
+    **dict.fromkeys(("probability", "prob", "pscore"), "propensity"),
+}
+#: The largest ``|value|`` accepted. A double holds about 15 significant digits, so
+#: larger amounts are not kept exactly; and with every value at most 1e15, per-user
+#: and per-arm sums (up to 1e15 times the number of rows) and sums of squares and
+#: products (1e30 times the rows squared) stay far below the largest double (1.8e308).
+MAX_ABS_VALUE = 1e15
+_MAX_TEXT = "1e15"
 
 
 def extras(columns: list[str]) -> list[str]:
@@ -36,18 +57,52 @@ def extra_alias(i: int) -> str:
     return f"abeval_x{i}"
 
 
+#: The identifier columns whose trimming the ingest summary counts.
+IDS = ("experiment", "arm", "user_id", "request_id", "item_id", "event_id")
+
+
+def _text(c: str, first: bool) -> str:
+    """Column ``c`` as text, trimmed of spaces; the first column of the file also
+    loses a byte-order mark (U+FEFF) at its start: a file pasted after another
+    keeps its mark at the start of a line, and an invisible character would make
+    an experiment that prints like an existing one. (Only there: looking for it
+    in every column would cost a tenth of the load's time.)"""
+    raw = f"CAST({quote_ident(c)} AS VARCHAR)"
+    if first:
+        raw = f"CASE WHEN starts_with({raw}, chr(65279)) THEN substr({raw}, 2) ELSE {raw} END"
+    return f"TRIM({raw})"
+
+
 def text_layer(columns: list[str]) -> str:
     """Layer 1: ``t_<col>`` for every known column, then the extra columns as
-    :func:`extra_alias` in the order of :func:`extras`."""
+    :func:`extra_alias` in the order of :func:`extras`, then ``abeval_trimmed``:
+    whether trimming changed an identifier of the row."""
     present = set(columns)
+    first = columns[0] if columns else None
     parts = [
-        f"NULLIF(TRIM(CAST({quote_ident(c)} AS VARCHAR)), '') AS t_{c}"
+        f"NULLIF({_text(c, c == first)}, '') AS t_{c}"
         if c in present
         else f"CAST(NULL AS VARCHAR) AS t_{c}"
         for c in KNOWN
     ]
     parts += [f"{quote_ident(c)} AS {extra_alias(i)}" for i, c in enumerate(extras(columns))]
+    changed = [
+        f"COALESCE(strlen(CAST({quote_ident(c)} AS VARCHAR)) <> strlen({_text(c, c == first)}), "
+        "false)"
+        for c in IDS
+        if c in present
+    ]
+    parts.append(f"({' OR '.join(changed) or 'false'}) AS abeval_trimmed")
     return ", ".join(parts)
+
+
+def normalised() -> str:
+    """SQL over layers 1-2: what normalising changed in a row, as bits: 1 an
+    identifier was trimmed, 2 ``event_type`` was lower-cased."""
+    return (
+        "(CASE WHEN abeval_trimmed THEN 1 ELSE 0 END + "
+        "CASE WHEN t_event_type <> event_type THEN 2 ELSE 0 END)"
+    )
 
 
 def typed_layer() -> str:
@@ -116,6 +171,13 @@ def checks() -> list[Check]:
             "value",
             "t_value IS NOT NULL AND (n_value IS NULL OR NOT isfinite(n_value))",
             f"'value must be a number, got ' || {_quoted('value')}",
+        ),
+        Check(
+            "value",
+            f"t_value IS NOT NULL AND abs(n_value) > {_MAX_TEXT}",
+            f"'value must be between -{_MAX_TEXT} and {_MAX_TEXT} "
+            "(so that sums cannot overflow), got ' "
+            f"|| {_quoted('value')}",
         ),
         Check(
             "propensity",

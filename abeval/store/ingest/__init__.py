@@ -10,7 +10,9 @@ How a file is loaded into a DuckDB store:
    already in the store and rows repeated in the file (same ``event_id``, or the
    same full row when there is no ``event_id``) are then deleted from what was
    just inserted, and ``experiments`` and ``ingests`` are updated, all in one
-   transaction. A clean file, the common case, is read and written once.
+   transaction. A clean file, the common case, is read and written once. An
+   ``event_id`` used with different content (a conflict, in the file or against
+   the store) also sends the file to the staged load, where its rows are bad rows.
 2. **Staged load**, when the direct load stopped (and on other engines): the
    transaction is rolled back, and the file is read into a temporary staging
    table with a bad-row flag and the column and reason of the first failed
@@ -41,7 +43,11 @@ The package, one responsibility a module:
 - :mod:`~abeval.store.ingest.staging`: the SQL that types, checks and keys the rows;
 - :mod:`~abeval.store.ingest.direct` and :mod:`~abeval.store.ingest.staged`: the two loads;
 - :mod:`~abeval.store.ingest.locate`: the line of each bad row (``FILE:LINE:COLUMN``);
-- :mod:`~abeval.store.ingest.repeats`: rows loaded once;
+- :mod:`~abeval.store.ingest.repeats`: rows loaded once, conflicting event ids;
+- :mod:`~abeval.store.ingest.lines`: byte-order marks, the header line and the
+  lines of a file that is not all UTF-8, read by Python;
+- :mod:`~abeval.store.ingest.notes`: what normalising changed, far timestamps,
+  look-alike names;
 - :mod:`~abeval.store.ingest.postgres_copy`: the ``COPY`` path to PostgreSQL;
 - :mod:`~abeval.store.ingest.record`: the checksum and the ``ingests`` row;
 - :mod:`~abeval.store.ingest.summary`: :class:`IngestSummary`, what the caller gets.

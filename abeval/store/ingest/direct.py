@@ -5,9 +5,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from abeval.store.ingest.notes import Normalised
 from abeval.store.ingest.record import Job, finish, next_ingest_id
-from abeval.store.ingest.repeats import delete_repeats
-from abeval.store.ingest.source import Source
+from abeval.store.ingest.repeats import (
+    clashes_with_store,
+    delete_repeats,
+    find_conflicts,
+    holds_experiments,
+    may_repeat,
+)
+from abeval.store.ingest.source import Source, column_notes
 from abeval.store.ingest.staging import EVENT_COLUMNS, drop_temp, prepare, stage_select
 from abeval.store.ingest.summary import IngestSummary
 from abeval.store.quoting import quote_literal
@@ -21,6 +28,8 @@ class _NeedsStaging(Exception):
 
 
 _BAD_ROW_MARKER = "abeval: bad row, staging the file"
+# Rows that normalising changed are inserted under ingest_id + bits * _FLAG for a moment.
+_FLAG = 1 << 40
 
 
 def load_direct(store: Store, job: Job) -> IngestSummary | None:
@@ -41,14 +50,23 @@ def load_direct(store: Store, job: Job) -> IngestSummary | None:
     try:
         with store.begin() as conn:
             duck = conn.connection.driver_connection
-            src = prepare(duck, job.path, job.kind, job.say)
+            src = prepare(duck, job.path, job.kind, job.say, job.data)
             ingest_id = _peek_ingest_id(duck)
             read = _insert_checked(duck, src, ingest_id)
+            normalised = _take_normalised(duck, ingest_id)
+            holds, repeats = _overlaps(duck, ingest_id)
+            new = f"(SELECT * FROM events WHERE ingest_id = {int(ingest_id)}) n"
+            if repeats and find_conflicts(duck, new, None, repeats):
+                raise _NeedsStaging
+            job.say("removing duplicates")
+            stored, repeated = delete_repeats(duck, ingest_id, holds, repeats)
+            # What is left of the new rows and shares an event_id with a stored row
+            # differs from it.
+            if holds and clashes_with_store(duck, ingest_id):
+                raise _NeedsStaging
             # Take the peeked id from the sequence: it must be the one the rows carry.
             if next_ingest_id(conn) != ingest_id:
                 raise _NeedsStaging
-            job.say("removing duplicates")
-            duplicates = delete_repeats(duck, ingest_id)
             summary = finish(
                 conn,
                 IngestSummary(
@@ -56,13 +74,17 @@ def load_direct(store: Store, job: Job) -> IngestSummary | None:
                     format=job.kind,
                     status="ok",
                     rows_read=read,
-                    inserted=read - duplicates,
-                    duplicates=duplicates,
+                    inserted=read - stored - repeated,
+                    duplicates=stored + repeated,
                     rejected=0,
                     seconds=0.0,
                     ingest_id=ingest_id,
+                    repeated_in_file=repeated,
+                    already_stored=stored,
+                    notes=column_notes(src),
                 ),
                 job,
+                normalised,
             )
     except (_NeedsStaging, duckdb.Error):
         return None
@@ -70,6 +92,35 @@ def load_direct(store: Store, job: Job) -> IngestSummary | None:
         if duck is not None:
             drop_temp(duck)
     return summary
+
+
+def _overlaps(duck: Any, ingest_id: int) -> tuple[bool, bool]:
+    """Whether the store held rows of the new rows' experiments, and whether two
+    new rows may share a key: where repeats and conflicts can be."""
+    i = int(ingest_id)
+    new = f"(SELECT * FROM events WHERE ingest_id = {i}) n"
+    return holds_experiments(duck, i), may_repeat(duck, new)
+
+
+def _take_normalised(duck: Any, ingest_id: int) -> Normalised:
+    """Count the rows that normalising changed and give them their ingest id.
+
+    The insert marks them in the one pass it makes: a changed row carries
+    ``ingest_id + bits * _FLAG`` (see :func:`~abeval.store.events_format.normalised`),
+    set right here, in the same transaction, before anything else reads them."""
+    i = int(ingest_id)
+    marked = ", ".join(str(i + bits * _FLAG) for bits in (1, 2, 3))
+    found = duck.execute(
+        f"SELECT ingest_id - {i}, count(*) FROM events WHERE ingest_id IN ({marked}) GROUP BY 1"
+    ).fetchall()
+    if not found:
+        return Normalised()
+    duck.execute(f"UPDATE events SET ingest_id = {i} WHERE ingest_id IN ({marked})")
+    by_bits = {int(k) // _FLAG: int(n) for k, n in found}
+    return Normalised(
+        trimmed=sum(n for b, n in by_bits.items() if b & 1),
+        lowercased=sum(n for b, n in by_bits.items() if b & 2),
+    )
 
 
 def _peek_ingest_id(duck: Any) -> int:
@@ -92,7 +143,8 @@ def _insert_checked(duck: Any, src: Source, ingest_id: int) -> int:
     marker = quote_literal(_BAD_ROW_MARKER)
     read = duck.execute(
         f"INSERT INTO events ({cols}, ingest_id) SELECT {cols}, "
-        f"CASE WHEN bad THEN CAST(error({marker}) AS BIGINT) ELSE {int(ingest_id)} END "
+        f"CASE WHEN bad THEN CAST(error({marker}) AS BIGINT) "
+        f"ELSE {int(ingest_id)} + norm * {_FLAG} END "
         f"FROM ({stage_select(src)}) s"
     ).fetchone()[0]
     if src.fmt == "csv" and duck.execute("SELECT count(*) FROM abeval_reject_errors").fetchone()[0]:

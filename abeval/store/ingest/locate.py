@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from abeval.choices import FileFormat as Format
+from abeval.errors import InputError
 from abeval.store.events_format import (
     KNOWN,
     bad_expression,
@@ -21,20 +22,27 @@ from abeval.store.events_format import (
     failure_reason,
     layered,
 )
-from abeval.store.ingest.source import Source
+from abeval.store.ingest.lines import MAX_LINE_BYTES, can_read, load_lines
+from abeval.store.ingest.source import NOT_UTF8, Source
 from abeval.store.ingest.staging import drop_rejects
 from abeval.store.quoting import quote_literal
 
+# DuckDB's reject types that concern the whole line, not one field.
+_WHOLE_LINE = "'INVALID ENCODING', 'INVALID UNICODE', 'LINE SIZE OVER MAXIMUM'"
+# A raw line longer than this is shown cut, with its length.
+_SHOWN_RAW = 2000
 # DuckDB's reject types, as a user would put them.
-_REJECT_REASON = """CASE
+_REJECT_REASON = f"""CASE
  WHEN etype IN ('TOO MANY COLUMNS', 'MISSING COLUMNS') AND regexp_matches(msg, 'Found: [0-9]+')
  THEN regexp_extract(msg, 'Found: ([0-9]+)', 1) || ' fields where the header has '
    || regexp_extract(msg, 'Columns: ([0-9]+)', 1) || '; check the delimiter and quoting'
  WHEN etype = 'UNQUOTED VALUE'
  THEN 'a quoted field is not closed, or text follows its closing quote; check the quoting'
- WHEN etype = 'INVALID UNICODE' THEN 'the line is not valid UTF-8; save the file as UTF-8'
  WHEN etype = 'LINE SIZE OVER MAXIMUM'
- THEN 'the line is longer than the reader accepts; check the quoting'
+ THEN 'the line is '
+   || COALESCE(NULLIF(regexp_extract(msg, 'Actual Size: ?([0-9]+)', 1), '') || ' bytes', 'too long')
+   || ', over the limit of {MAX_LINE_BYTES:,} bytes a line; check the quoting'
+ WHEN etype IN ({_WHOLE_LINE}) THEN '{NOT_UTF8}'
  ELSE lower(etype) || ' (' || msg || ')'
 END"""
 
@@ -87,7 +95,7 @@ def _check_sql(src: Source) -> str:
     else:
         raw = "CAST(NULL AS VARCHAR)"
     return (
-        "CREATE OR REPLACE TEMP TABLE abeval_check AS SELECT bad, "
+        "CREATE OR REPLACE TEMP TABLE abeval_check AS SELECT bad, experiment, event_id, "
         f"CASE WHEN bad THEN {failure_column()} END AS bad_column, "
         f"CASE WHEN bad THEN {failure_reason()} END AS bad_reason, "
         f"CASE WHEN bad THEN {raw} END AS bad_raw "
@@ -101,6 +109,12 @@ def _locate_errors(duck: Any, src: Source, limit: int | None) -> None:
     lim = f"LIMIT {int(limit)}" if limit is not None else ""
     drop_rejects(duck)
     duck.execute(_check_sql(src))
+    # Rows whose event_id conflicts (found by the staged load) are bad rows too.
+    duck.execute(
+        "UPDATE abeval_check c SET bad = true, bad_column = 'event_id', bad_reason = k.reason "
+        "FROM abeval_conflicts k WHERE NOT c.bad AND c.experiment = k.experiment "
+        "AND c.event_id = k.event_id"
+    )
     flagged = (
         "(SELECT rowid - (SELECT MIN(rowid) FROM abeval_check) AS k, bad_column, bad_reason, "
         f"bad_raw FROM abeval_check WHERE bad ORDER BY k {lim})"
@@ -118,28 +132,39 @@ def _locate_errors(duck: Any, src: Source, limit: int | None) -> None:
         column, reason = "e.bad_column", "e.bad_reason"
         header = "AND n > 1"
         rejects = (
-            f" UNION ALL SELECT COALESCE(l.n, r.dline), r.column_name, {_REJECT_REASON}, "
+            " UNION ALL SELECT COALESCE(l.n, r.dline), CASE WHEN r.etype IN "
+            f"({_WHOLE_LINE}) THEN NULL ELSE r.column_name END, {_REJECT_REASON}, "
             "COALESCE(l.raw, r.raw) FROM abeval_rejects r LEFT JOIN abeval_lines l "
             "ON l.dline = r.dline"
         )
         # Every malformed line, also those past the limit, is missing from the rows.
         not_rejected = "AND dline NOT IN (SELECT line FROM abeval_reject_errors)"
     else:
-        is_object = "CASE WHEN json_valid(m.raw) THEN json_type(m.raw) = 'OBJECT' ELSE false END"
+        is_object = (
+            "CASE WHEN json_valid(m.raw) AND NOT m.bad_utf8 THEN json_type(m.raw) = 'OBJECT' "
+            "ELSE false END"
+        )
         column = f"CASE WHEN {is_object} THEN e.bad_column ELSE '' END"
         reason = (
-            f"CASE WHEN {is_object} THEN e.bad_reason "
+            f"CASE WHEN {is_object} THEN e.bad_reason WHEN m.bad_utf8 THEN '{NOT_UTF8}' "
+            "WHEN starts_with(m.raw, chr(65279)) "
+            "THEN 'the line starts with a byte-order mark (U+FEFF); remove it' "
             "ELSE 'malformed JSON; each line must be one JSON object' END"
         )
         header = rejects = not_rejected = ""
     # If a row cannot be matched to a line, its rank gives an estimate.
     first_row = 2 if src.fmt == "csv" else 1
     kept = (
-        "SELECT n, raw, row_number() OVER (ORDER BY n) - 1 AS k FROM abeval_lines "
+        "SELECT n, raw, bad_utf8, row_number() OVER (ORDER BY n) - 1 AS k FROM abeval_lines "
         f"WHERE NOT blank {header} {not_rejected}"
     )
+    shown = (
+        f"CASE WHEN strlen(raw) > {_SHOWN_RAW} THEN left(raw, {_SHOWN_RAW}) || ' ... (' "
+        "|| strlen(raw) || ' bytes in all)' ELSE raw END"
+    )
     duck.execute(
-        "CREATE OR REPLACE TEMP TABLE abeval_errors AS SELECT * FROM ("
+        "CREATE OR REPLACE TEMP TABLE abeval_errors AS SELECT line, column_name, reason, "
+        f"{shown} AS raw FROM ("
         f"SELECT COALESCE(m.n, e.k + {first_row}) AS line, {column} AS column_name, "
         f"{reason} AS reason, m.raw AS raw "
         f"FROM {flagged} e LEFT JOIN ({kept}) m ON m.k = e.k{rejects}) x ORDER BY line"
@@ -151,10 +176,10 @@ def _collect_rejects(duck: Any, lim: str) -> None:
     with too few fields gets one reject per missing column: keep the first)."""
     duck.execute(
         "CREATE OR REPLACE TEMP TABLE abeval_rejects AS SELECT line AS dline, "
-        "arg_min(column_name, column_idx) AS column_name, "
-        "arg_min(error_type, column_idx) AS etype, "
-        "arg_min(error_message, column_idx) AS msg, "
-        "arg_min(csv_line, column_idx) AS raw "
+        "arg_min(column_name, COALESCE(column_idx, -1)) AS column_name, "
+        "arg_min(error_type, COALESCE(column_idx, -1)) AS etype, "
+        "arg_min(error_message, COALESCE(column_idx, -1)) AS msg, "
+        "arg_min(csv_line, COALESCE(column_idx, -1)) AS raw "
         f"FROM abeval_reject_errors GROUP BY line ORDER BY line {lim}"
     )
 
@@ -164,12 +189,16 @@ def _index_lines(duck: Any, src: Source) -> None:
     the reader's line number ``dline`` (DuckDB counts blank lines but not the
     line breaks inside quoted fields), whether it is blank, and its raw text
     (all its lines, for a record with a quoted field that spans several)."""
-    duck.execute(
-        f"CREATE OR REPLACE TEMP TABLE abeval_lines0 AS SELECT l FROM {src.lines_reader()}"
-    )
+    if _duckdb_reads_lines(src):
+        duck.execute(
+            "CREATE OR REPLACE TEMP TABLE abeval_lines0 AS SELECT l, false AS bad_utf8 "
+            f"FROM {src.lines_reader()}"
+        )
+    else:
+        load_lines(duck, src.file, "abeval_lines0")
     duck.execute(
         "CREATE OR REPLACE TEMP TABLE abeval_lines1 AS SELECT "
-        "rowid - (SELECT MIN(rowid) FROM abeval_lines0) + 1 AS n, l FROM abeval_lines0"
+        "rowid - (SELECT MIN(rowid) FROM abeval_lines0) + 1 AS n, l, bad_utf8 FROM abeval_lines0"
     )
     duck.execute("CREATE OR REPLACE TEMP TABLE abeval_spans (first BIGINT, last BIGINT)")
     if src.fmt == "csv":
@@ -182,14 +211,34 @@ def _index_lines(duck: Any, src: Source) -> None:
         blank = "(l IS NULL OR trim(l, ' ' || chr(9) || chr(13)) = '')"
     duck.execute(
         "CREATE OR REPLACE TEMP TABLE abeval_lines AS "
-        "SELECT dline, MIN(n) AS n, bool_and(blank) AS blank, "
+        "SELECT dline, MIN(n) AS n, bool_and(blank) AS blank, bool_or(bad_utf8) AS bad_utf8, "
         "string_agg(COALESCE(l, ''), chr(10) ORDER BY n) AS raw FROM ("
-        "SELECT n, l, blank AND NOT cont AS blank, SUM(CASE WHEN cont THEN 0 ELSE 1 END) "
+        "SELECT n, l, bad_utf8, blank AND NOT cont AS blank, "
+        "SUM(CASE WHEN cont THEN 0 ELSE 1 END) "
         "OVER (ORDER BY n ROWS UNBOUNDED PRECEDING) AS dline FROM ("
-        f"SELECT n, l, {blank} AS blank, EXISTS (SELECT 1 FROM abeval_spans s "
+        f"SELECT n, l, bad_utf8, {blank} AS blank, EXISTS (SELECT 1 FROM abeval_spans s "
         "WHERE a.n BETWEEN s.first AND s.last) AS cont FROM abeval_lines1 a) b) c "
         "GROUP BY dline"
     )
+
+
+def _duckdb_reads_lines(src: Source) -> bool:
+    """Whether DuckDB's text reader reads every line of the file: it stops at the
+    first byte that is not UTF-8 (tried on a scratch connection, as a failed
+    statement would abort the load's transaction). Python reads the others."""
+    import duckdb
+
+    try:
+        with duckdb.connect() as probe:
+            probe.execute(f"SELECT max(strlen(l)) FROM {src.lines_reader()}").fetchone()
+    except duckdb.Error:
+        if can_read(src.file):
+            return False
+        raise InputError(
+            f"{src.path}: some lines are not valid UTF-8 and the bad rows cannot be located "
+            "in a zstd file; decompress it, or save it as UTF-8"
+        ) from None
+    return True
 
 
 def _continuation_spans(duck: Any, delim: str) -> list[tuple[int, int]]:

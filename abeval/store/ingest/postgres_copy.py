@@ -8,7 +8,8 @@ import os
 import tempfile
 from typing import TYPE_CHECKING, Any
 
-from abeval.store.ingest.repeats import KEY
+from abeval.errors import InputError
+from abeval.store.ingest.repeats import KEY, differs
 from abeval.store.ingest.staging import EVENT_COLUMNS
 from abeval.store.quoting import quote_literal
 
@@ -16,8 +17,12 @@ if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
 
 
-def insert_via_copy(conn: Connection, duck: Any, fresh: str, ingest_id: int) -> int:
-    """Bulk path for PostgreSQL: DuckDB writes CSV, the server reads it with COPY."""
+def insert_via_copy(conn: Connection, duck: Any, fresh: str, ingest_id: int, file: str) -> int:
+    """Bulk path for PostgreSQL: DuckDB writes CSV, the server reads it with COPY.
+
+    A row whose ``event_id`` the store holds with different content stops the
+    load (an :class:`InputError` naming it): the rows are compared here, on the
+    server, after the staged load has set aside the file's bad rows."""
     from sqlalchemy import text
 
     cols = ", ".join(EVENT_COLUMNS)
@@ -42,6 +47,22 @@ def insert_via_copy(conn: Connection, duck: Any, fresh: str, ingest_id: int) -> 
         ):
             while chunk := f.read(1 << 20):
                 copy.write(chunk)
+    # Without statistics the planner takes the staged table for a few rows and
+    # compares every pair below in a nested loop.
+    conn.execute(text("ANALYZE abeval_stage"))
+    clash = conn.execute(
+        text(
+            "SELECT s.event_id, e.ingest_id FROM abeval_stage s JOIN events e "
+            f"ON e.experiment = s.experiment AND e.event_id = s.event_id WHERE {differs('e', 's')} "
+            "LIMIT 1"
+        )
+    ).fetchone()
+    if clash is not None:
+        raise InputError(
+            f"{file}: event_id {clash[0]!r} is already in the store (ingest {clash[1]}) with "
+            "different content; give each event its own event_id (nothing was loaded from "
+            "this file)"
+        )
     result = conn.execute(
         text(
             f"INSERT INTO events ({cols}, ingest_id) SELECT {cols}, :ingest_id "

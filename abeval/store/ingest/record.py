@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from abeval.choices import FileFormat as Format
+from abeval.store.ingest.notes import Normalised, notes_for
 from abeval.store.ingest.summary import IngestSummary
 
 if TYPE_CHECKING:
@@ -49,6 +50,7 @@ class Job:
     say: Callable[[str], None]
     started: float
     t0: float
+    data: Path | None = None  # the file to read, when not ``path`` (no byte-order mark)
 
     @property
     def shown(self) -> str:
@@ -63,12 +65,25 @@ def next_ingest_id(conn: Connection) -> int:
     return int(conn.execute(text("SELECT nextval('ingest_id_seq')")).scalar_one())
 
 
-def finish(conn: Connection, summary: IngestSummary, job: Job) -> IngestSummary:
+def finish(
+    conn: Connection, summary: IngestSummary, job: Job, normalised: Normalised | None = None
+) -> IngestSummary:
     """Bring ``experiments`` up to date and record the ingest; ``summary`` gets its
-    time."""
+    time and its notes (:mod:`~abeval.store.ingest.notes`)."""
     assert summary.ingest_id is not None
+    normalised = normalised or Normalised()
     if summary.inserted:
         _refresh_experiments(conn, summary.ingest_id)
+    said = notes_for(conn, summary.ingest_id, normalised, bool(summary.inserted))
+    summary = replace(
+        summary,
+        notes=[*said.notes, *summary.notes],
+        warnings=said.warnings,
+        trimmed_ids=normalised.trimmed,
+        lowercased_event_types=normalised.lowercased,
+        far_timestamps=said.far_timestamps,
+        far_timestamp_range=list(said.far_range) if said.far_range else None,
+    )
     job.checksum.join()
     done = replace(summary, seconds=time.perf_counter() - job.t0)
     _record_ingest(conn, done, job.checksum.size, job.checksum.digest, job.started)
@@ -117,7 +132,7 @@ def _record_ingest(
             "read": s.rows_read,
             "ins": s.inserted,
             "dup": s.duplicates,
-            "rej": s.rejected,
+            "rej": s.rejected + s.conflicts,  # every row kept in rejected_rows
             "status": s.status,
             "t0": datetime.fromtimestamp(started, UTC).replace(tzinfo=None),
             "t1": datetime.now(UTC).replace(tzinfo=None),

@@ -3,6 +3,7 @@ load when it can and the staged load otherwise."""
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -10,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from abeval.choices import OnError
 from abeval.store.ingest.direct import load_direct
+from abeval.store.ingest.lines import without_bom
 from abeval.store.ingest.record import Checksum, Job
 from abeval.store.ingest.source import check_file
 from abeval.store.ingest.staged import load_staged
@@ -34,9 +36,11 @@ def ingest_file(
     kind = check_file(path, fmt)
     checksum = Checksum(path)
     checksum.start()
-    job = Job(path, kind, checksum, progress or (lambda _msg: None), started, t0)
-    if store.is_duckdb:
-        direct = load_direct(store, job)
-        if direct is not None:
-            return direct
-    return load_staged(store, job, on_error)
+    # DuckDB's CSV reader skips a leading byte-order mark; its JSON reader does not.
+    with without_bom(path) if kind == "jsonl" else contextlib.nullcontext(path) as data:
+        job = Job(path, kind, checksum, progress or (lambda _msg: None), started, t0, data=data)
+        if store.is_duckdb:
+            direct = load_direct(store, job)
+            if direct is not None:
+                return direct
+        return load_staged(store, job, on_error)

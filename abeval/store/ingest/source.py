@@ -9,14 +9,19 @@ from pathlib import Path
 from typing import Any, cast
 
 from abeval.choices import FileFormat as Format
-from abeval.errors import InputError
+from abeval.errors import InputError, close_matches
 from abeval.files import FORMATS, split_name
-from abeval.store.events_format import KNOWN, REQUIRED
+from abeval.store.events_format import COLUMN_ALIASES, KNOWN, REQUIRED, extras
+from abeval.store.ingest import lines
 from abeval.store.quoting import quote_literal
 
 JSON_SAMPLE_LINES = 20_480
 # A delimiter no event file contains, to read a file as one text column per line.
 _LINE_DELIM = "chr(28) || chr(29) || chr(30) || chr(31)"
+# The text reader of raw lines takes lines of any length (rows over the limit
+# are the row reader's to refuse, and are shown from here).
+_ANY_LINE = 1 << 30
+NOT_UTF8 = "not valid UTF-8; save the file as UTF-8"
 
 
 def detect_format(path: Path, fmt: str | None) -> Format:
@@ -44,6 +49,11 @@ def check_file(path: Path, fmt: str | None) -> Format:
     kind = detect_format(path, fmt)
     if path.stat().st_size == 0:
         raise InputError(_empty_file_message(shown, kind))
+    if kind != "parquet" and (encoding := lines.other_encoding(path)):
+        raise InputError(
+            f"{shown}: the file is {encoding} (it starts with a {encoding} byte-order mark); "
+            "save it as UTF-8"
+        )
     return kind
 
 
@@ -66,10 +76,16 @@ def first_line(exc: BaseException) -> str:
 class Source:
     """One input file: its format, the columns found in it and how to read it."""
 
-    path: Path
+    path: Path  # as messages name it
     fmt: Format
     columns: list[str]  # as found: CSV header, JSON keys, Parquet schema
     delim: str = ","
+    data: Path | None = None  # the file the readers read, when not ``path``
+
+    @property
+    def file(self) -> Path:
+        """The file the readers read: ``path`` or its copy without a byte-order mark."""
+        return self.data or self.path
 
     @property
     def read_columns(self) -> list[str]:
@@ -81,7 +97,7 @@ class Source:
 
     def reader(self) -> str:
         """The table function that reads the rows, every CSV/JSON field as text."""
-        p = quote_literal(str(self.path))
+        p = quote_literal(str(self.file))
         if self.fmt == "csv":
             cols = ", ".join(f"{quote_literal(n)}: 'VARCHAR'" for n in self.columns)
             return (
@@ -101,25 +117,28 @@ class Source:
             "ignore_errors = true)"
         )
 
-    def lines_reader(self) -> str:
-        """The file as one text column, one row per physical line (blank: NULL)."""
+    def lines_reader(self, lenient: bool = False) -> str:
+        """The file as one text column, one row per physical line (blank: NULL);
+        ``lenient`` skips lines that are not UTF-8 (so line numbers shift)."""
         return (
-            f"read_csv({quote_literal(str(self.path))}, columns = {{'l': 'VARCHAR'}}, "
+            f"read_csv({quote_literal(str(self.file))}, columns = {{'l': 'VARCHAR'}}, "
             f"header = false, auto_detect = false, delim = {_LINE_DELIM}, quote = '', "
-            "escape = '', strict_mode = false)"
+            f"escape = '', strict_mode = false, max_line_size = {_ANY_LINE}"
+            f"{', ignore_errors = true' if lenient else ''})"
         )
 
 
-def open_source(duck: Any, path: Path, fmt: Format) -> Source:
+def open_source(duck: Any, path: Path, fmt: Format, data: Path | None = None) -> Source:
     """Find the file's columns (and CSV delimiter) and check their names: each
-    named once, and the event format's required columns present."""
-    src = _find_columns(duck, path, fmt)
+    named once, and the event format's required columns present. ``data`` is the
+    file to read when it is not ``path`` (a copy without a byte-order mark)."""
+    src = _find_columns(duck, path, fmt, data)
     _check_names(src)
     _check_required(src)
     return src
 
 
-def _find_columns(duck: Any, path: Path, fmt: Format) -> Source:
+def _find_columns(duck: Any, path: Path, fmt: Format, data: Path | None) -> Source:
     """The file with the columns its header, keys or schema name."""
     import duckdb
 
@@ -130,8 +149,8 @@ def _find_columns(duck: Any, path: Path, fmt: Format) -> Source:
                 raise InputError(
                     f"{path}:1: column {i} of the header has no name; name it or remove it"
                 )
-        return Source(path, fmt, names, delim)
-    src = Source(path, fmt, [])
+        return Source(path, fmt, names, delim, data)
+    src = Source(path, fmt, [], data=data)
     try:
         if fmt == "parquet":
             rows = duck.execute(f"DESCRIBE SELECT * FROM {src.reader()}").fetchall()
@@ -140,7 +159,7 @@ def _find_columns(duck: Any, path: Path, fmt: Format) -> Source:
             names = _json_keys(duck, src)
     except duckdb.Error as exc:
         raise InputError(f"{path}: cannot read as {fmt}: {first_line(exc)}") from None
-    return Source(path, fmt, names)
+    return Source(path, fmt, names, data=data)
 
 
 def _where(src: Source) -> str:
@@ -155,34 +174,77 @@ def _csv_header(path: Path) -> tuple[list[str], str]:
     dialect fixed: a malformed row further down is then reported as such instead
     of changing what the reader guesses the header to be.
     """
-    import csv
-    import gzip
 
-    opener = gzip.open if path.name.lower().endswith(".gz") else open
+    if not lines.can_read(path):
+        return _csv_header_duckdb(path)
     try:
-        with opener(path, "rt", encoding="utf-8-sig", newline="") as f:
-            first = f.readline()
-    except (OSError, UnicodeDecodeError, EOFError) as exc:
+        raw = lines.first_line(path)
+    except (OSError, EOFError) as exc:
         raise InputError(f"{path}: cannot read the header line: {exc}; is it a text CSV?") from None
+    if len(raw) > lines.MAX_LINE_BYTES:
+        raise InputError(
+            f"{path}:1: the header line is longer than {lines.MAX_LINE_BYTES:,} bytes; "
+            "is it a CSV file?"
+        )
+    try:
+        first = raw.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise InputError(f"{path}:1: {NOT_UTF8}") from None
+    return _split_header(path, first)
+
+
+def _csv_header_duckdb(path: Path) -> tuple[list[str], str]:
+    """The header line of a file Python cannot decompress, read by DuckDB."""
+    import duckdb
+
+    src = Source(path, "csv", [])
+    try:
+        with duckdb.connect() as duck:
+            row = duck.execute(f"SELECT l FROM {src.lines_reader(lenient=True)} LIMIT 1").fetchone()
+    except duckdb.Error as exc:
+        raise InputError(f"{path}: cannot read the header line: {first_line(exc)}") from None
+    return _split_header(path, (row[0] or "") if row else "")
+
+
+def _split_header(path: Path, first: str) -> tuple[list[str], str]:
+    """The names and delimiter of a header line (which ends at a carriage return,
+    as it does for DuckDB's reader)."""
+    import csv
+
+    first = first.split("\r", 1)[0]
     if not first.strip():
         raise InputError(f"{path}:1: the header line is empty; expected {', '.join(REQUIRED)}")
     delim = max((",", "\t", ";", "|"), key=first.count)
-    names = next(csv.reader([first], delimiter=delim))
+    try:
+        names = next(csv.reader([first], delimiter=delim))
+    except csv.Error as exc:
+        raise InputError(f"{path}:1: cannot read the header line: {exc}") from None
     return [n.strip() for n in names], delim
 
 
 def _json_keys(duck: Any, src: Source) -> list[str]:
     """The top-level keys of the JSON objects in the first lines, sorted."""
-    sample = (
-        f"SELECT l FROM {src.lines_reader()} "
-        f"WHERE l IS NOT NULL AND trim(l) <> '' LIMIT {JSON_SAMPLE_LINES}"
-    )
-    rows = duck.execute(
-        "SELECT DISTINCT unnest(json_keys(l)) AS k FROM "
-        f"(SELECT l FROM ({sample}) s "
-        "WHERE CASE WHEN json_valid(l) THEN json_type(l) = 'OBJECT' ELSE false END) o "
-        "ORDER BY k"
-    ).fetchall()
+    import pyarrow as pa
+
+    if lines.can_read(src.file):
+        sample = pa.table({"l": pa.array(lines.sample_lines(src.file, JSON_SAMPLE_LINES))})
+        duck.register("abeval_json_sample", sample)
+        relation = "abeval_json_sample"
+    else:
+        relation = (
+            f"(SELECT l FROM {src.lines_reader()} "
+            f"WHERE l IS NOT NULL AND trim(l) <> '' LIMIT {JSON_SAMPLE_LINES})"
+        )
+    try:
+        rows = duck.execute(
+            "SELECT DISTINCT unnest(json_keys(l)) AS k FROM "
+            f"(SELECT l FROM {relation} s "
+            "WHERE CASE WHEN json_valid(l) THEN json_type(l) = 'OBJECT' ELSE false END) o "
+            "ORDER BY k"
+        ).fetchall()
+    finally:
+        if relation == "abeval_json_sample":
+            duck.unregister("abeval_json_sample")
     if not rows:
         raise InputError(
             f"{src.path}: no line holds a JSON object; expected JSON Lines, one object per "
@@ -202,6 +264,32 @@ def _check_names(src: Source) -> None:
         seen[name.lower()] = name
 
 
+def probable_columns(src: Source) -> dict[str, str]:
+    """The file's extra columns that probably mean a column of the event format the
+    file lacks (``userid`` → ``user_id``, ``timestamp`` → ``ts``), as
+    ``{column: meant}``; a column differing only in case is left to the caller."""
+    lower = {c.lower() for c in src.columns}
+    absent = [c for c in KNOWN if c not in lower]
+    out: dict[str, str] = {}
+    for column in extras(src.columns):
+        if column.lower() in KNOWN:
+            continue
+        close = close_matches(column, absent, aliases=COLUMN_ALIASES, n=1)
+        if close and close[0] not in out.values():
+            out[column] = close[0]
+    return out
+
+
+def column_notes(src: Source) -> list[str]:
+    """Notes on columns that will be kept as attributes but probably mean an
+    optional column of the event format."""
+    return [
+        f"column {c!r} is kept as an attribute; did you mean {m}? rename it to use it as {m}"
+        for c, m in probable_columns(src).items()
+        if m not in REQUIRED
+    ]
+
+
 def _check_required(src: Source) -> None:
     """Every required column present (with a hint when only its case differs)."""
     present = set(src.columns)
@@ -211,6 +299,10 @@ def _check_required(src: Source) -> None:
     lower = {c.lower(): c for c in src.columns}
     hints = [f"found {lower[m]!r}" for m in missing if m in lower]
     hint = f" ({'; '.join(hints)}: names are exact and lower case)" if hints else ""
+    probable = sorted(probable_columns(src).items(), key=lambda cm: KNOWN.index(cm[1]))
+    meant = [f"{c!r} for {m}" for c, m in probable if m in missing]
+    if meant:
+        hint += f" (did you mean {', '.join(meant)}? rename {'them' if len(meant) > 1 else 'it'})"
     raise InputError(
         f"{_where(src)}: missing required column{'s' if len(missing) > 1 else ''} "
         f"{', '.join(missing)}{hint}; expected {', '.join(REQUIRED)} "

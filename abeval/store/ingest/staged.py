@@ -13,10 +13,11 @@ from typing import TYPE_CHECKING, Any
 from abeval.choices import OnError
 from abeval.errors import InputError
 from abeval.store.ingest.locate import collect_errors, first_errors
+from abeval.store.ingest.notes import Normalised
 from abeval.store.ingest.postgres_copy import insert_via_copy
 from abeval.store.ingest.record import Job, finish, next_ingest_id
-from abeval.store.ingest.repeats import delete_repeats, first_copies, may_repeat
-from abeval.store.ingest.source import Source, first_line
+from abeval.store.ingest.repeats import delete_repeats, find_conflicts, first_copies, may_repeat
+from abeval.store.ingest.source import Source, column_notes, first_line
 from abeval.store.ingest.staging import EVENT_COLUMNS, drop_temp, prepare, stage_sql
 from abeval.store.ingest.summary import IngestSummary
 from abeval.store.quoting import quote_literal
@@ -37,45 +38,56 @@ class _Counts:
     good: int
     bad: int
     malformed: int
+    conflicts: int  # rows whose event_id is used with different content (not in good)
 
     @property
     def rejected(self) -> int:
         return self.bad + self.malformed
 
     @property
+    def refused(self) -> int:
+        """The rows reported as bad: rejected or conflicting."""
+        return self.rejected + self.conflicts
+
+    @property
     def read(self) -> int:
-        return self.good + self.rejected
+        return self.good + self.refused
 
 
 def load_staged(store: Store, job: Job, on_error: OnError) -> IngestSummary:
     """Stage ``job``'s file, report or set aside its bad rows, and insert the good
     ones, all in one transaction of ``store``."""
     with store.begin() as conn, _scratch(store, conn) as duck:
-        src = prepare(duck, job.path, job.kind, job.say)
-        counts = _stage(duck, src)
-        errors = _locate(duck, src, job, on_error) if counts.rejected else []
-        if counts.rejected and on_error == "abort":
-            raise _refusal(errors, counts.rejected)
+        src = prepare(duck, job.path, job.kind, job.say, job.data)
+        counts = _stage(duck, src, store.is_duckdb)
+        errors = _locate(duck, src, job, on_error, counts.refused) if counts.refused else []
+        if counts.refused and on_error == "abort":
+            raise _refusal(errors, counts.refused)
         job.say("inserting")
         ingest_id = next_ingest_id(conn)
-        inserted = _insert(store, conn, duck, ingest_id)
-        if counts.rejected:
+        stored, repeated = _insert(store, conn, duck, ingest_id, job.shown)
+        if counts.refused:
             _store_rejects(store, conn, duck, ingest_id, job.shown)
         return finish(
             conn,
             IngestSummary(
                 file=job.shown,
                 format=job.kind,
-                status="partial" if counts.rejected else "ok",
+                status="partial" if counts.refused else "ok",
                 rows_read=counts.read,
-                inserted=inserted,
-                duplicates=counts.good - inserted,
+                inserted=counts.good - stored - repeated,
+                duplicates=stored + repeated,
                 rejected=counts.rejected,
                 seconds=0.0,
                 ingest_id=ingest_id,
                 errors=errors,
+                repeated_in_file=repeated,
+                already_stored=stored,
+                conflicts=counts.conflicts,
+                notes=column_notes(src),
             ),
             job,
+            _normalised(duck),
         )
 
 
@@ -101,13 +113,20 @@ def _scratch(store: Store, conn: Connection) -> Iterator[Any]:
             local.close()
 
 
-def _stage(duck: Any, src: Source) -> _Counts:
-    """Read the file into ``abeval_stage`` and count its rows."""
+def _stage(duck: Any, src: Source, on_duckdb: bool) -> _Counts:
+    """Read the file into ``abeval_stage`` and count its rows; rows whose event_id
+    conflicts (see :func:`find_conflicts`) are flagged bad there. On another engine
+    the store's rows are compared on the server (:func:`insert_via_copy`)."""
     import duckdb
 
     try:
         duck.execute(stage_sql(src))
     except duckdb.Error as exc:
+        if "maximum_object_size" in str(exc):
+            raise InputError(
+                f"{src.path}: a line is longer than 16,777,216 bytes, the most the JSON reader "
+                "takes for one object; shorten or remove it (nothing was loaded from this file)"
+            ) from None
         raise InputError(f"{src.path}: cannot read as {src.fmt}: {first_line(exc)}") from None
     n_good, n_bad = duck.execute(
         "SELECT count(*) FILTER (WHERE NOT bad), count(*) FILTER (WHERE bad) FROM abeval_stage"
@@ -117,15 +136,42 @@ def _stage(duck: Any, src: Source) -> _Counts:
         n_malformed = duck.execute(
             "SELECT count(DISTINCT line) FROM abeval_reject_errors"
         ).fetchone()[0]
-    return _Counts(int(n_good), int(n_bad), int(n_malformed))
+    n_conflicts = 0
+    stored = "events o" if on_duckdb else None
+    if find_conflicts(duck, "(SELECT * FROM abeval_stage WHERE NOT bad) n", stored):
+        n_conflicts = int(
+            duck.execute(
+                "UPDATE abeval_stage s SET bad = true FROM abeval_conflicts k "
+                "WHERE NOT s.bad AND s.experiment = k.experiment AND s.event_id = k.event_id"
+            ).fetchone()[0]
+        )
+    return _Counts(int(n_good) - n_conflicts, int(n_bad), int(n_malformed), n_conflicts)
 
 
-def _locate(duck: Any, src: Source, job: Job, on_error: OnError) -> list[str]:
+def _normalised(duck: Any) -> Normalised:
+    """The good rows that normalising changed (see :func:`notes_for`)."""
+    trimmed, lowered = duck.execute(
+        "SELECT count(*) FILTER (WHERE norm % 2 = 1), count(*) FILTER (WHERE norm >= 2) "
+        "FROM abeval_stage WHERE NOT bad"
+    ).fetchone()
+    return Normalised(int(trimmed), int(lowered))
+
+
+def _locate(duck: Any, src: Source, job: Job, on_error: OnError, n_bad: int) -> list[str]:
     """Find the lines of the bad rows (all of them when they are kept in
-    ``rejected_rows``); return the first few as messages."""
+    ``rejected_rows``); return the first few as messages.
+
+    Every bad row must be found: a row that is counted as rejected but cannot be
+    kept in ``rejected_rows`` stops the load rather than being lost."""
     job.say("locating bad rows")
     duck.execute("SET preserve_insertion_order = true")
     collect_errors(duck, src, MAX_SHOWN if on_error == "abort" else None)
+    found = int(duck.execute("SELECT count(*) FROM abeval_errors").fetchone()[0])
+    if found != n_bad if on_error == "skip" else found < min(n_bad, MAX_SHOWN):
+        raise InputError(
+            f"{src.path}: {n_bad:,} bad rows were found but {found:,} of them could be "
+            "matched to their lines; nothing was loaded from this file (please report this)"
+        )
     return first_errors(duck, src, MAX_SHOWN)
 
 
@@ -141,8 +187,11 @@ def _refusal(errors: list[str], n_rejected: int) -> InputError:
     )
 
 
-def _insert(store: Store, conn: Connection, duck: Any, ingest_id: int) -> int:
-    """Insert the staged good rows that the store does not hold yet; return how many.
+def _insert(
+    store: Store, conn: Connection, duck: Any, ingest_id: int, file: str
+) -> tuple[int, int]:
+    """Insert the staged good rows that the store does not hold yet; return how
+    many were not: ``(already_stored, repeated_in_file)``.
 
     On DuckDB the rows go in and :func:`delete_repeats` takes out the repeats,
     as in the direct load. On another engine the repeats inside the file are
@@ -151,15 +200,18 @@ def _insert(store: Store, conn: Connection, duck: Any, ingest_id: int) -> int:
     """
     cols = ", ".join(EVENT_COLUMNS)
     if store.is_duckdb:
-        n = duck.execute(
+        duck.execute(
             f"INSERT INTO events ({cols}, ingest_id) SELECT {cols}, {int(ingest_id)} "
             "FROM abeval_stage WHERE NOT bad"
-        ).fetchone()[0]
-        return int(n) - delete_repeats(duck, ingest_id)
+        )
+        return delete_repeats(duck, ingest_id)
     fresh = f"SELECT {cols} FROM abeval_stage s WHERE NOT bad"
+    n_good = int(duck.execute(f"SELECT count(*) FROM ({fresh}) s").fetchone()[0])
     if may_repeat(duck, f"({fresh}) s"):
         fresh = first_copies(cols)
-    return insert_via_copy(conn, duck, fresh, ingest_id)
+    n_first = int(duck.execute(f"SELECT count(*) FROM ({fresh}) s").fetchone()[0])
+    inserted = insert_via_copy(conn, duck, fresh, ingest_id, file)
+    return n_first - inserted, n_good - n_first
 
 
 def _store_rejects(store: Store, conn: Connection, duck: Any, ingest_id: int, file: str) -> None:

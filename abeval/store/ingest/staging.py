@@ -9,7 +9,14 @@ from pathlib import Path
 from typing import Any
 
 from abeval.choices import FileFormat as Format
-from abeval.store.events_format import KNOWN, bad_expression, extra_alias, extras, layered
+from abeval.store.events_format import (
+    KNOWN,
+    bad_expression,
+    extra_alias,
+    extras,
+    layered,
+    normalised,
+)
 from abeval.store.ingest.source import Source, open_source
 from abeval.store.quoting import quote_literal
 
@@ -23,14 +30,18 @@ _TEMP_TABLES = (
     "abeval_lines",
     "abeval_rejects",
     "abeval_errors",
+    "abeval_conflicts",
     "abeval_reject_errors",
     "abeval_reject_scans",
 )
 
 
-def prepare(duck: Any, path: Path, kind: Format, say: Callable[[str], None]) -> Source:
-    """Open and check the file's header, and set the connection up for a load."""
-    src = open_source(duck, path, kind)
+def prepare(
+    duck: Any, path: Path, kind: Format, say: Callable[[str], None], data: Path | None = None
+) -> Source:
+    """Open and check the file's header, and set the connection up for a load.
+    ``data`` is the file to read when it is not ``path`` (see :class:`Source`)."""
+    src = open_source(duck, path, kind, data)
     say(f"reading {path}")
     drop_rejects(duck)
     # Row order in what is loaded does not matter (the error path re-reads the
@@ -79,7 +90,8 @@ def stage_select(src: Source) -> str:
         f"COALESCE(CAST({c} AS VARCHAR), '')" for c in (*KNOWN, "attributes") if c != "event_id"
     )
     return (
-        f"SELECT {', '.join(KNOWN)}, attributes, bad, CASE WHEN event_id IS NULL "
+        f"SELECT {', '.join(KNOWN)}, attributes, bad, {normalised()} AS norm, "
+        "CASE WHEN event_id IS NULL "
         f"THEN 'h:' || md5(concat_ws(chr(31), {key_parts})) END AS row_key "
         f"FROM (SELECT *, {attributes} AS attributes, ({bad_expression()}) AS bad "
         f"FROM ({layered(src.reader(), columns)}) abeval_l) abeval_s"

@@ -9,7 +9,14 @@ from typing import Any
 
 @dataclass(frozen=True)
 class IngestSummary:
-    """What one file's ingest did."""
+    """What one file's ingest did. Every row read is counted once:
+    ``rows_read = inserted + repeated_in_file + already_stored + conflicts + rejected``.
+
+    ``duplicates`` is ``repeated_in_file + already_stored`` (the rows that were
+    copies of a loaded row); ``conflicts`` are rows whose ``event_id`` is used with
+    different content (in the file or in the store), kept in ``rejected_rows``
+    like the ``rejected`` rows, which failed a check.
+    """
 
     file: str
     format: str
@@ -21,6 +28,15 @@ class IngestSummary:
     seconds: float
     ingest_id: int | None = None
     errors: list[str] = field(default_factory=list)
+    repeated_in_file: int = 0
+    already_stored: int = 0
+    conflicts: int = 0
+    notes: list[str] = field(default_factory=list)  # what was normalised or looks odd
+    warnings: list[str] = field(default_factory=list)  # names that differ only in case
+    trimmed_ids: int = 0  # rows with an identifier trimmed
+    lowercased_event_types: int = 0  # rows whose event_type was lower-cased
+    far_timestamps: int = 0  # rows far from the rest of their experiment in time
+    far_timestamp_range: list[str] | None = None  # their first and last timestamp
 
     @property
     def rows_per_second(self) -> float:

@@ -1,0 +1,143 @@
+"""A text file's bytes as Python reads them, for what DuckDB's readers cannot do:
+tell a byte-order mark or an encoding from the first bytes, read a header line
+that is not valid UTF-8, drop the byte-order mark DuckDB's JSON reader does not
+skip, and index the lines of a file that holds bytes that are not UTF-8 (the
+text reader DuckDB gives stops there).
+
+Lines are split at ``\\n`` with a trailing ``\\r`` removed, as DuckDB's readers
+split them; a line that is not valid UTF-8 is decoded with U+FFFD in place of
+the bad bytes and flagged.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any, cast
+
+UTF8_BOM = b"\xef\xbb\xbf"
+# Byte-order marks of the encodings abeval does not read, by name.
+_OTHER_BOMS = (
+    (b"\xff\xfe\x00\x00", "UTF-32"),
+    (b"\x00\x00\xfe\xff", "UTF-32"),
+    (b"\xff\xfe", "UTF-16"),
+    (b"\xfe\xff", "UTF-16"),
+)
+#: The longest line a CSV row may be (DuckDB's reader's ``max_line_size``).
+MAX_LINE_BYTES = 2_000_000
+_BATCH = 100_000
+
+
+def open_bytes(path: Path) -> IO[bytes]:
+    """The file's bytes, decompressed when its name ends in ``.gz``."""
+    if path.name.lower().endswith(".gz"):
+        return cast(IO[bytes], gzip.open(path, "rb"))
+    return path.open("rb")
+
+
+def can_read(path: Path) -> bool:
+    """Whether Python can read the file's text (plain or gzip; not zstd)."""
+    return not path.name.lower().endswith(".zst")
+
+
+def other_encoding(path: Path) -> str | None:
+    """``"UTF-16"`` or ``"UTF-32"`` when the file starts with that byte-order mark."""
+    if not can_read(path):
+        return None
+    try:
+        with open_bytes(path) as f:
+            head = f.read(4)
+    except (OSError, EOFError):
+        return None
+    return next((name for bom, name in _OTHER_BOMS if head.startswith(bom)), None)
+
+
+def first_line(path: Path) -> bytes:
+    """The first line's bytes (without the line break, at most
+    :data:`MAX_LINE_BYTES` + 1 of them); raises OSError or EOFError."""
+    with open_bytes(path) as f:
+        line = f.readline(MAX_LINE_BYTES + 1)
+    return line.rstrip(b"\n").rstrip(b"\r")
+
+
+def starts_with_bom(path: Path) -> bool:
+    """Whether the file starts with the UTF-8 byte-order mark."""
+    if not can_read(path):
+        return False
+    try:
+        with open_bytes(path) as f:
+            return f.read(3) == UTF8_BOM
+    except (OSError, EOFError):
+        return False
+
+
+@contextlib.contextmanager
+def without_bom(path: Path) -> Iterator[Path]:
+    """``path``, or a temporary copy without its leading byte-order mark (and
+    decompressed) for a reader that does not skip one; the lines are the same."""
+    if not starts_with_bom(path):
+        yield path
+        return
+    with tempfile.TemporaryDirectory(prefix="abeval-") as tmp:
+        copy = Path(tmp) / "nobom.jsonl"
+        with open_bytes(path) as src, copy.open("wb") as out:
+            src.read(3)
+            shutil.copyfileobj(src, out, 1 << 22)
+        yield copy
+
+
+def iter_lines(path: Path) -> Iterator[tuple[str | None, bool]]:
+    """Every physical line as ``(text, valid_utf8)``; a blank line is None; the
+    first line loses a leading byte-order mark."""
+    with open_bytes(path) as f:
+        for i, raw in enumerate(f):
+            line = raw.rstrip(b"\n").rstrip(b"\r")
+            if i == 0 and line.startswith(UTF8_BOM):
+                line = line[3:]
+            try:
+                yield (line.decode("utf-8") or None), True
+            except UnicodeDecodeError:
+                yield line.decode("utf-8", errors="replace"), False
+
+
+def load_lines(duck: Any, path: Path, table: str) -> None:
+    """Create temporary ``table(l VARCHAR, bad_utf8 BOOLEAN)``: one row per
+    physical line of ``path``, in file order (insert order on one thread)."""
+    import pyarrow as pa
+
+    duck.execute(f"CREATE OR REPLACE TEMP TABLE {table} (l VARCHAR, bad_utf8 BOOLEAN)")
+    texts: list[str | None] = []
+    flags: list[bool] = []
+
+    def flush() -> None:
+        batch = pa.table({"l": pa.array(texts, pa.string()), "bad_utf8": pa.array(flags)})
+        duck.register("abeval_lines_batch", batch)
+        try:
+            duck.execute(f"INSERT INTO {table} SELECT l, bad_utf8 FROM abeval_lines_batch")
+        finally:
+            duck.unregister("abeval_lines_batch")
+        texts.clear()
+        flags.clear()
+
+    for text, ok in iter_lines(path):
+        texts.append(text)
+        flags.append(not ok)
+        if len(texts) >= _BATCH:
+            flush()
+    if texts:
+        flush()
+
+
+def sample_lines(path: Path, limit: int) -> list[str]:
+    """The first ``limit`` non-blank lines, as text (bad bytes replaced)."""
+    out: list[str] = []
+    for text, _ok in iter_lines(path):
+        if text is not None and text.strip():
+            out.append(text)
+            if len(out) >= limit:
+                break
+    return out

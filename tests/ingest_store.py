@@ -1,0 +1,40 @@
+"""What the ingest tests read back from a DuckDB store, and how they run the CLI."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import duckdb
+from typer.testing import CliRunner
+
+from abeval.cli import app
+
+runner = CliRunner()
+
+
+def run(*args: str) -> Any:
+    """``abeval ARGS`` through typer's runner (stdout and stderr apart)."""
+    return runner.invoke(app, list(args))
+
+
+def counts(db: Path) -> tuple[int, int, int]:
+    """(events, ingests, rejected rows) in the store; zeros when there is none."""
+    if not db.exists():
+        return (0, 0, 0)
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return tuple(  # type: ignore[return-value]
+            con.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
+            for t in ("events", "ingests", "rejected_rows")
+        )
+    finally:
+        con.close()
+
+
+def query(db: Path, sql: str) -> list[tuple]:
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return con.execute(sql).fetchall()
+    finally:
+        con.close()
