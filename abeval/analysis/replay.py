@@ -250,9 +250,7 @@ def _beyond_results(
     beyond = [s for s in specs if s.kind == "beyond"]
     if not beyond:
         return []
-    inputs = BeyondInputs(
-        **BEYOND_RELATIONS, similarity="cooccurrence", number_keys=source.dialect == "duckdb"
-    )
+    inputs = BeyondInputs(**BEYOND_RELATIONS, similarity="cooccurrence")
     query = beyond_query(beyond, inputs)
     rows = source.rows(query.ctes, query.select)
     groups = {a["arm"]: (a["users_with_requests"], a["requests"]) for a in arms}
