@@ -40,12 +40,20 @@ def offline_results(
     o: ReportOptions,
     online: dict[str, Comparison],
     reference: str,
+    population: str | None = None,
 ) -> tuple[tuple[OfflineResult, ...], tuple[OfflineValue, ...], str]:
     """Replay, compare per treatment arm, and judge agreement with ``online``
-    (the reference metric's comparison per arm)."""
+    (the reference metric's comparison per arm); ``population`` as for
+    :func:`~abeval.analysis.replay.replay`."""
     # A report must not stop at a logging glitch: an item shown twice in a request
     # counts once (the health section counts the duplicates).
-    result = replay(conn, experiment, k=o.offline_ks, conventions=Conventions(duplicates="dedupe"))
+    result = replay(
+        conn,
+        experiment,
+        k=o.offline_ks,
+        conventions=Conventions(duplicates="dedupe"),
+        population=population,
+    )
     compared: list[OfflineResult] = []
     values: list[OfflineValue] = []
     for metric, by_arm in result.by_metric().items():

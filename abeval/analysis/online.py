@@ -85,13 +85,15 @@ def build_report(store: Store, experiment: str, o: ReportOptions | None = None) 
     """Everything ``abeval report`` shows for one experiment."""
     o = o or ReportOptions()
     with store.connect() as conn:
-        seen = _observe(conn, experiment, o)
-    control, treatments = seen.control, seen.treatments
-    results, plain = metric_results(seen.moments, control, treatments, o)
-    with store.connect() as conn:
-        offline, offline_values, offline_status = _offline(
-            conn, experiment, control, treatments, o, results
-        )
+        seen, population = _observe(conn, experiment, o)
+        try:  # the replay reads the population the online pass computed
+            control, treatments = seen.control, seen.treatments
+            results, plain = metric_results(seen.moments, control, treatments, o)
+            offline, offline_values, offline_status = _offline(
+                conn, experiment, control, treatments, o, results, population
+            )
+        finally:
+            drop(conn, population)
     segments, segment_warning = segment_results(seen.segments, control, o)
     return ExperimentReport(
         schema_version=SCHEMA_VERSION,
@@ -115,9 +117,10 @@ def build_report(store: Store, experiment: str, o: ReportOptions | None = None) 
     )
 
 
-def _observe(conn: Connection, experiment: str, o: ReportOptions) -> _Observed:
+def _observe(conn: Connection, experiment: str, o: ReportOptions) -> tuple[_Observed, list[str]]:
     """Read the experiment from the store: its settings and arms, then, over the
-    population computed once, the moments, health, daily and segment breakdowns."""
+    population computed once, the moments, health, daily and segment breakdowns;
+    and the temporary table of the population, kept for the replay (drop it after)."""
     settings = get_settings(conn, experiment)
     control = _choose_control(settings.arms, settings.control_arm, o.control, experiment)
     if len(settings.arms) < 2:
@@ -127,6 +130,7 @@ def _observe(conn: Connection, experiment: str, o: ReportOptions) -> _Observed:
         )
     arms = [control] + [a for a in settings.arms if a != control]
     base, temporary = online_sql.shared(conn, experiment, o.cuped_days)
+    kept = [t for t in temporary if t.endswith("_population")]
     try:
         moments = online_sql.arm_moments(conn, experiment, o.cuped_days, base)
         if control not in moments:
@@ -143,9 +147,12 @@ def _observe(conn: Connection, experiment: str, o: ReportOptions) -> _Observed:
             if o.segment
             else {}
         )
+    except BaseException:
+        drop(conn, kept)
+        raise
     finally:
-        drop(conn, temporary)
-    return _Observed(
+        drop(conn, [t for t in temporary if t not in kept])
+    observed = _Observed(
         settings=settings,
         control=control,
         arms=arms,
@@ -155,6 +162,7 @@ def _observe(conn: Connection, experiment: str, o: ReportOptions) -> _Observed:
         segments=segments,
         ingests=online_sql.ingests(conn, experiment),
     )
+    return observed, kept
 
 
 def _choose_control(arms: list[str], recorded: str | None, asked: str | None, exp: str) -> str:
@@ -308,15 +316,18 @@ def _offline(
     treatments: list[str],
     o: ReportOptions,
     results: list[MetricResult],
+    population: list[str],
 ) -> tuple[tuple[OfflineResult, ...], tuple[OfflineValue, ...], str]:
     """Offline metrics replayed from the same logs (see :mod:`abeval.analysis.replay`),
-    checked against the online lift of the first primary metric."""
+    checked against the online lift of the first primary metric; ``population``:
+    the table of the population already computed, if any."""
     if not o.offline:
         return (), (), "not requested (--no-offline)"
     reference = o.primary[0] if o.primary else "ctr"
     online = {r.arm: r.comparison for r in results if r.metric == reference}
     try:
-        return offline_results(conn, experiment, control, treatments, o, online, reference)
+        given = population[0] if population else None
+        return offline_results(conn, experiment, control, treatments, o, online, reference, given)
     except AbevalError as exc:
         # The online analysis stands on its own; say why the replay could not run.
         return (), (), f"not available: {exc.message}"

@@ -125,6 +125,7 @@ def replay(
     gains: Mapping[str, float] | None = None,
     conventions: Conventions | None = None,
     post_exposure_only: bool = True,
+    population: str | None = None,
 ) -> ReplayResult:
     """Replay offline metrics for ``experiment`` from the events in the store.
 
@@ -134,13 +135,18 @@ def replay(
     click 1); ``conventions`` sets the AP denominator, NDCG gain, empty-list rule
     and duplicate rule. An item shown twice in one request is an error unless
     ``conventions.duplicates == "dedupe"`` (then its first position counts).
-    Raises :class:`~abeval.errors.NotFoundError` for an unknown experiment.
+    ``population`` names a table on ``conn`` already holding the experiment's
+    analysed population (the report's online pass computes it), so that it is
+    not computed twice. Raises :class:`~abeval.errors.NotFoundError` for an
+    unknown experiment.
     """
     conventions = conventions or Conventions()
     ks = sorted({int(x) for x in k})
     gains = _checked(gains)
     specs = _replayable(parse_metrics(metrics or default_metrics(ks), ks, conventions))
-    with open_replay(conn, experiment, gains, post_exposure_only=post_exposure_only) as source:
+    with open_replay(
+        conn, experiment, gains, post_exposure_only=post_exposure_only, population=population
+    ) as source:
         return _replay(source, experiment, specs, conventions, gains, post_exposure_only)
 
 
