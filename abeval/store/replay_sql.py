@@ -145,9 +145,13 @@ FIRST_REPEAT_SQL = (
     "ORDER BY list_id, item_id LIMIT 1"
 )
 
+# r_rel's pairs minus those ``ranked`` shows: its gain comes from r_rel and is
+# positive exactly where a pair matched (every gain is positive). Counting the few
+# relevant rows of ``ranked`` keeps the memory of an anti-join that would hash
+# every shown item (0.5 GB at 10M events).
 NOT_SHOWN_SQL = (
-    "SELECT COUNT(*) AS n FROM r_rel r WHERE NOT EXISTS "
-    "(SELECT 1 FROM ranked i WHERE i.list_id = r.list_id AND i.item_id = r.item_id)"
+    "SELECT (SELECT COUNT(*) FROM r_rel) - (SELECT COUNT(*) FROM "
+    "(SELECT DISTINCT list_id, item_id FROM ranked WHERE gain > 0) s) AS n"
 )
 
 
