@@ -205,14 +205,16 @@ def check_agreement(baseline_out: str, report_out: str, control: str = "control"
 
 
 def measure_runs(
-    variants: dict[str, list[str]], runs: int
+    variants: dict[str, list[str]], runs: int, envs: dict[str, dict[str, str]] | None = None
 ) -> tuple[dict[str, list[float]], dict[str, list[float]], dict[str, str]]:
     times: dict[str, list[float]] = {k: [] for k in variants}
     rss: dict[str, list[float]] = {k: [] for k in variants}
     outs: dict[str, str] = {}
     for _ in range(runs):
         for name, cmd in variants.items():
-            m = run_measured(cmd, TIMEOUT)
+            env = (envs or {}).get(name)
+            cwd = Path(env["PYTHONPATH"]) if env else HERE.parent  # `-m abeval` from there
+            m = run_measured(cmd, TIMEOUT, cwd=cwd, env=env)
             if m.code != 0:
                 raise SystemExit(f"{name} failed ({m.code}): {m.err.strip()[-1000:]}")
             times[name].append(m.seconds)
@@ -245,6 +247,12 @@ def main() -> None:
     ap.add_argument("--rows", type=int, default=10_000_000)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--record", action="store_true", help="append to benchmarks/RESULTS.md")
+    ap.add_argument(
+        "--before",
+        type=Path,
+        help="a copy of the code before a change (git archive COMMIT | tar -x -C DIR): "
+        "its default report is timed in the same runs",
+    )
     args = ap.parse_args()
     db = build_store(args.rows)
     base = "baseline: hand-written DuckDB query (online sums + replayed ranking metrics)"
@@ -253,8 +261,13 @@ def main() -> None:
         "abeval report --format json --no-offline": report_command(db, "--no-offline"),
         "abeval report --format json (default, with the replay)": report_command(db),
     }
+    envs: dict[str, dict[str, str]] = {}
+    if args.before:
+        before = f"abeval report --format json (default), before: {args.before.name}"
+        variants[before] = report_command(db)
+        envs[before] = {"PYTHONPATH": str(args.before.resolve())}
     run_measured(variants[base], TIMEOUT)  # warm the page cache
-    times, rss, outs = measure_runs(variants, args.runs)
+    times, rss, outs = measure_runs(variants, args.runs, envs)
     med = {k: statistics.median(v) for k, v in times.items()}
     b = med[base]
     info = machine()

@@ -19,7 +19,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -39,12 +39,19 @@ class Measured:
     timed_out: bool = False
 
 
-def run_measured(argv: Sequence[str], timeout: float, cwd: Path | None = None) -> Measured:
-    """Run ``argv``; wall seconds, the child's own peak RSS (``wait4``) and its output.
-    A child still running after ``timeout`` seconds is killed (``timed_out``)."""
+def run_measured(
+    argv: Sequence[str],
+    timeout: float,
+    cwd: Path | None = None,
+    env: Mapping[str, str] | None = None,
+) -> Measured:
+    """Run ``argv`` (with ``env`` added to the environment); wall seconds, the child's
+    own peak RSS (``wait4``) and its output. A child still running after ``timeout``
+    seconds is killed (``timed_out``)."""
+    environ = {**os.environ, **env} if env else None
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         t0 = time.perf_counter()
-        proc = subprocess.Popen(list(argv), cwd=cwd, stdout=out, stderr=err)
+        proc = subprocess.Popen(list(argv), cwd=cwd, stdout=out, stderr=err, env=environ)
         timed_out = False
         while True:
             pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
