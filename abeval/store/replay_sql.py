@@ -232,6 +232,43 @@ class ReplaySource:
         return bool(n)
 
 
+# DuckDB's memory for the replay: above the online pass, its largest joins (the item
+# pairs of diversity@10) would take the process from 0.85 to 1.6 GB at 10M events;
+# capped, DuckDB spills what does not fit (benchmarks/RESULTS.md, issue 13).
+REPLAY_MEMORY_GIB = 1.2
+_UNITS = {"bytes": 2**-30, "KiB": 2**-20, "MiB": 2**-10, "GiB": 1.0, "TiB": 2**10}
+
+
+def _gib(setting: str) -> float:
+    """DuckDB's ``memory_limit`` as shown (``18.8 GiB``) in GiB; unknown: infinite."""
+    number, _, unit = setting.strip().partition(" ")
+    try:
+        return float(number) * _UNITS[unit]
+    except (ValueError, KeyError):
+        return float("inf")
+
+
+@contextmanager
+def _memory_capped(conn: Connection) -> Iterator[None]:
+    """On DuckDB, lower ``memory_limit`` to :data:`REPLAY_MEMORY_GIB` (unless it is
+    lower already) for the block, then reset it to DuckDB's default, the limit
+    abeval runs with (the shown setting is rounded, so it cannot be set back)."""
+    from sqlalchemy import text
+
+    if conn.dialect.name != "duckdb":
+        yield
+        return
+    current = str(conn.execute(text("SELECT current_setting('memory_limit')")).scalar())
+    if _gib(current) <= REPLAY_MEMORY_GIB:
+        yield
+        return
+    conn.execute(text(f"SET memory_limit = '{REPLAY_MEMORY_GIB}GiB'"))
+    try:
+        yield
+    finally:
+        conn.execute(text("RESET memory_limit"))
+
+
 @contextmanager
 def open_replay(
     conn: Connection,
@@ -242,13 +279,15 @@ def open_replay(
     population: str | None = None,
 ) -> Iterator[ReplaySource]:
     """The replay's relations for ``experiment``: the shared CTEs computed once into
-    temporary tables (dropped on leaving), the others left to each query.
+    temporary tables (dropped on leaving), the others left to each query, with
+    DuckDB's memory capped (:data:`REPLAY_MEMORY_GIB`) meanwhile.
     ``population``: a table already holding the population (:func:`replay_ctes`)."""
     ctes, params = replay_ctes(gains, post_exposure_only=post_exposure_only, population=population)
     params["experiment"] = experiment
     shared = SHARED if population is None else tuple(n for n in SHARED if n != "population")
-    ctes, temporary = materialize(conn, ctes, shared, params, "abeval_replay_")
-    try:
-        yield ReplaySource(conn=conn, ctes=ctes, params=params)
-    finally:
-        drop(conn, temporary)
+    with _memory_capped(conn):
+        ctes, temporary = materialize(conn, ctes, shared, params, "abeval_replay_")
+        try:
+            yield ReplaySource(conn=conn, ctes=ctes, params=params)
+        finally:
+            drop(conn, temporary)

@@ -95,3 +95,15 @@ def test_an_unknown_experiment_has_no_events_and_leaves_no_tables(store: Store) 
             assert source.first_repeat() is None
             assert not source.experiment_has_events()
         assert conn.execute(text(tables)).scalar() == 0
+
+
+def test_the_replay_caps_duckdbs_memory_and_puts_it_back(store: Store) -> None:
+    setting = "SELECT current_setting('memory_limit')"
+    with store.connect() as conn:
+        before = conn.execute(text(setting)).scalar()
+        with open_replay(conn, "nope", GAINS):
+            capped = str(conn.execute(text(setting)).scalar())
+            number, unit = capped.split()
+            gib = float(number) * (1 if unit == "GiB" else 2**-10)
+            assert unit in ("GiB", "MiB") and gib <= 1.2
+        assert conn.execute(text(setting)).scalar() == before
