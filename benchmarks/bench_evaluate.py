@@ -35,8 +35,6 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
-import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -46,7 +44,11 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 DATA = HERE / "data"
+sys.path.insert(0, str(HERE))
+from measure import describe, machine, run_measured  # noqa: E402
+
 RESULTS = HERE / "RESULTS.md"
+TOOLS = ("duckdb", "pytrec_eval", "ranx", "numpy")
 METRICS = "precision@10,recall@10,ap@10,ndcg@10,mrr"
 
 GENERATE = r"""
@@ -121,32 +123,14 @@ print(json.dumps({names[k]: float(v) for k, v in out.items()}))
 """
 
 
-def run_measured(argv: list[str], timeout: float) -> tuple[float, int, str]:
-    """Wall seconds, the child's own peak RSS (``wait4``) and its stdout."""
-    t0 = time.perf_counter()
-    out_path = DATA / f".bench_out_{os.getpid()}"
-    err_path = DATA / f".bench_err_{os.getpid()}"
-    with open(out_path, "w") as out_f, open(err_path, "w") as err_f:
-        proc = subprocess.Popen(argv, stdout=out_f, stderr=err_f, text=True)
-        deadline = t0 + timeout
-        while True:
-            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-            if pid:
-                break
-            if time.perf_counter() > deadline:
-                proc.kill()
-                os.wait4(proc.pid, 0)
-                raise RuntimeError(f"{argv[:3]} timed out after {timeout:.0f} s")
-            time.sleep(0.02)
-    seconds = time.perf_counter() - t0
-    code = os.waitstatus_to_exitcode(status)
-    out, err = out_path.read_text(), err_path.read_text()
-    out_path.unlink(missing_ok=True)
-    err_path.unlink(missing_ok=True)
-    if code != 0:
-        raise RuntimeError(f"{' '.join(argv[:4])} failed ({code}): {err.strip()[-2000:]}")
-    rss = usage.ru_maxrss * (1 if sys.platform == "darwin" else 1024)
-    return seconds, rss, out
+def run_checked(argv: list[str], timeout: float) -> tuple[float, float, str]:
+    """Wall seconds, the child's own peak RSS in MiB and its stdout; a failure raises."""
+    m = run_measured(argv, timeout)
+    if m.timed_out:
+        raise RuntimeError(f"{argv[:3]} timed out after {timeout:.0f} s")
+    if m.code != 0:
+        raise RuntimeError(f"{' '.join(argv[:4])} failed ({m.code}): {m.err.strip()[-2000:]}")
+    return m.seconds, m.rss_mib, m.out
 
 
 def ensure_data(users: int, python: str, force: bool) -> tuple[Path, Path]:
@@ -166,39 +150,6 @@ def ensure_data(users: int, python: str, force: bool) -> tuple[Path, Path]:
 def have_module(python: str, name: str) -> bool:
     code = f"import importlib.util, sys; sys.exit(importlib.util.find_spec({name!r}) is None)"
     return subprocess.run([python, "-c", code]).returncode == 0
-
-
-def machine() -> str:
-    cpu = platform.processor() or "unknown CPU"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    mem = ""
-    try:
-        kb = int(Path("/proc/meminfo").read_text().split()[1])
-        mem = f", {kb / 2**20:.0f} GiB RAM"
-    except (OSError, ValueError, IndexError):
-        pass
-    versions = []
-    for mod in ("duckdb", "pytrec_eval", "ranx", "numpy"):
-        try:
-            from importlib.metadata import version
-
-            dist = {"pytrec_eval": "pytrec-eval-terrier"}.get(mod, mod)
-            versions.append(f"{mod} {version(dist)}")
-        except Exception:  # a missing package is just not listed
-            pass
-    commit = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=REPO
-    ).stdout.strip()
-    return (
-        f"{cpu}, {os.cpu_count()} cores{mem}, {platform.system()} {platform.release()}, "
-        f"Python {platform.python_version()}, {', '.join(versions)}, commit {commit or '?'}"
-    )
 
 
 def main() -> int:
@@ -231,12 +182,12 @@ def main() -> int:
             while f.read(1 << 24):
                 pass
     times: dict[str, list[float]] = {k: [] for k in tools}
-    rss: dict[str, list[int]] = {k: [] for k in tools}
+    rss: dict[str, list[float]] = {k: [] for k in tools}
     means: dict[str, dict[str, float]] = {}
     order = list(tools)
     for r in range(args.runs):
         for name in order[r % len(order) :] + order[: r % len(order)]:
-            seconds, peak, out = run_measured(tools[name], args.timeout)
+            seconds, peak, out = run_checked(tools[name], args.timeout)
             times[name].append(seconds)
             rss[name].append(peak)
             data = json.loads(out)
@@ -261,7 +212,7 @@ def main() -> int:
         ratio = f"{med / base:.2f}" if base else "–"
         lines.append(
             f"| {name} | {med:.2f} | {min(times[name]):.2f} | {ratio} | "
-            f"{statistics.median(rss[name]) / 2**20:.0f} |"
+            f"{statistics.median(rss[name]):.0f} |"
         )
     lines.append("")
     if "abeval" in means:
@@ -284,7 +235,7 @@ def main() -> int:
         stamp = dt.datetime.now().strftime("%Y-%m-%d %H:%M")
         section = (
             f"\n## Offline evaluation: `abeval evaluate` vs pytrec_eval and ranx ({stamp})\n\n"
-            f"Machine: {machine()}. Command: `python benchmarks/bench_evaluate.py "
+            f"Machine: {describe(machine(TOOLS))}. Command: `python benchmarks/bench_evaluate.py "
             f"--users {args.users} --runs {args.runs} --record`. Ratios come from the same run; "
             "× abeval time > 1 means abeval is faster.\n\n" + table + "\n"
         )

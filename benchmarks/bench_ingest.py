@@ -23,17 +23,13 @@ so that both sides see a warm page cache.
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
-import os
-import platform
 import resource
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -48,6 +44,7 @@ sys.path.insert(0, str(HERE))
 # which matters because a child's peak RSS (from wait4) counts the process it was
 # forked from. Missing files are generated in a subprocess for the same reason.
 from gen_events import DATA_DIR, DEFAULT_SIZES, data_path, parse_size  # noqa: E402
+from measure import describe, machine, run_measured  # noqa: E402
 
 METHODS = ("abeval", "duckdb")
 
@@ -100,37 +97,6 @@ class FileResult:
         return [r for r in self.runs if r.method == method and not r.ok]
 
 
-def run_measured(argv: list[str], cwd: Path, timeout: float) -> tuple[int, float, float, str, str]:
-    """Run a command; return (exit code, wall seconds, peak RSS MiB, stdout, stderr).
-    The peak RSS is the child's own, from ``wait4`` (Linux reports KiB)."""
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        t0 = time.perf_counter()
-        proc = subprocess.Popen(argv, cwd=cwd, stdout=out, stderr=err)
-        deadline = t0 + timeout
-        while True:
-            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-            if pid:
-                break
-            if time.perf_counter() > deadline:
-                proc.kill()
-                pid, status, usage = os.wait4(proc.pid, 0)
-                break
-            time.sleep(0.005)
-        seconds = time.perf_counter() - t0
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        out.seek(0)
-        err.seek(0)
-        scale = 1 if IS_MAC else 1024  # ru_maxrss: KiB on Linux, bytes on macOS
-        rss_mib = usage.ru_maxrss * scale / 2**20
-        return (
-            proc.returncode,
-            seconds,
-            rss_mib,
-            out.read().decode(errors="replace"),
-            err.read().decode(errors="replace"),
-        )
-
-
 def _find_rows(doc: Any) -> int | None:
     """Rows inserted, from ``abeval ingest --json`` output (tolerant of its shape)."""
     if isinstance(doc, dict):
@@ -165,7 +131,8 @@ class Bench:
                 argv = [self.python, "-m", "abeval", "ingest", str(path), "--db", str(db)]
                 argv += self.abeval_flags
             env_cwd = REPO  # `-m abeval` finds the checkout even without an install
-            code, seconds, rss, out, err = run_measured(argv, env_cwd, self.timeout)
+            m = run_measured(argv, self.timeout, cwd=env_cwd)
+            code, seconds, rss, out, err = m.code, m.seconds, m.rss_mib, m.out, m.err
             if method == "abeval" and code == 2 and "--quiet" in err and self.abeval_flags:
                 self.abeval_flags = ["--json"]  # an older ingest without --quiet
                 return self.once(method, path)
@@ -250,51 +217,13 @@ def markdown(results: list[FileResult], runs: int) -> str:
     return text
 
 
-def machine() -> dict[str, str]:
-    import duckdb
-
-    cpu = platform.processor() or platform.machine()
-    ram = "?"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal"):
-                ram = f"{int(line.split()[1]) / 2**20:.1f} GiB"
-                break
-    except OSError:
-        pass
-    try:
-        commit = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"],
-            cwd=REPO,
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        commit = "?"
-    return {
-        "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
-        "cpu": cpu,
-        "cores": str(os.cpu_count()),
-        "ram": ram,
-        "os": platform.platform(),
-        "python": platform.python_version(),
-        "duckdb": duckdb.__version__,
-        "commit": commit,
-    }
-
-
 def record(text: str, info: dict[str, str], results: Path = RESULTS) -> None:
     header = (
         ""
         if results.exists()
         else "# Benchmark results\n\nAppended by `bench_ingest.py --record`.\n"
     )
-    described = ", ".join(f"{k} {v}" for k, v in info.items() if k != "date")
+    described = describe(info)
     with results.open("a", encoding="utf-8") as f:
         f.write(f"{header}\n## Ingest, {info['date']}\n\n{described}\n\n{text}")
 

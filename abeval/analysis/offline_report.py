@@ -33,9 +33,11 @@ def offline_results(
     treatments: list[str],
     o: ReportOptions,
     reference: str,
+    population: str | None = None,
 ) -> tuple[tuple[OfflineResult, ...], tuple[OfflineValue, ...], str]:
     """Replay and compare per treatment arm; ``reference`` names the online metric
-    shown beside each replayed one."""
+    shown beside each replayed one; ``population`` as for
+    :func:`~abeval.analysis.replay.replay`."""
     # A report must not stop at a logging glitch: an item shown twice in a request
     # counts once (the health section counts the duplicates).
     result = replay(
@@ -44,6 +46,7 @@ def offline_results(
         k=o.offline_ks,
         conventions=Conventions(duplicates="dedupe"),
         window=Window(o.window_from, o.window_to),
+        population=population,
     )
     compared: list[OfflineResult] = []
     values: list[OfflineValue] = []

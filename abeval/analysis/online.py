@@ -35,7 +35,6 @@ from abeval.analysis.report_model import (
     ExperimentReport,
     Health,
     Methodology,
-    MetricResult,
     OfflineResult,
     OfflineValue,
     PowerInfo,
@@ -100,15 +99,17 @@ def build_report(store: Store, experiment: str, o: ReportOptions | None = None) 
     """Everything ``abeval report`` shows for one experiment."""
     o = o or ReportOptions()
     with store.connect() as conn:
-        seen = _observe(conn, experiment, o)
-    control, treatments = seen.control, seen.treatments
-    results, plain = metric_results(seen.moments, control, treatments, o)
-    # The replay reads the same window as the online analysis.
-    windowed = replace(o, window_from=seen.window.start, window_to=seen.window.end)
-    with store.connect() as conn:
-        offline, offline_values, offline_status = _offline(
-            conn, experiment, control, treatments, windowed, results
-        )
+        seen, population = _observe(conn, experiment, o)
+        try:  # the replay reads the population the online pass computed
+            control, treatments = seen.control, seen.treatments
+            results, plain = metric_results(seen.moments, control, treatments, o)
+            # The replay reads the same window as the online analysis.
+            windowed = replace(o, window_from=seen.window.start, window_to=seen.window.end)
+            offline, offline_values, offline_status = _offline(
+                conn, experiment, control, treatments, windowed, population
+            )
+        finally:
+            drop(conn, population)
         ope = ope_results(conn, experiment, control, treatments, o.ope, o.alpha)
     segments, segment_warning = segment_results(seen.segments, control, o)
     power = _power(plain, seen.daily, control, treatments, o)
@@ -138,9 +139,10 @@ def build_report(store: Store, experiment: str, o: ReportOptions | None = None) 
     )
 
 
-def _observe(conn: Connection, experiment: str, o: ReportOptions) -> _Observed:
+def _observe(conn: Connection, experiment: str, o: ReportOptions) -> tuple[_Observed, list[str]]:
     """Read the experiment from the store: its settings and arms, then, over the
-    population computed once, the moments, health, daily and segment breakdowns."""
+    population computed once, the moments, health, daily and segment breakdowns;
+    and the temporary table of the population, kept for the replay (drop it after)."""
     settings = get_settings(conn, experiment)
     if len(settings.arms) < 2:
         raise AbevalError(
@@ -155,6 +157,7 @@ def _observe(conn: Connection, experiment: str, o: ReportOptions) -> _Observed:
     arms = [control] + [a for a in settings.arms if a != control]
     window = _window(settings, o)
     base, temporary = online_sql.shared(conn, experiment, o.cuped_days, window)
+    kept = [t for t in temporary if t.endswith("_population")]
     try:
         quantiles = variable_quantiles(o.caps)
         caps = online_sql.cap_values(conn, experiment, quantiles, base) if quantiles else {}
@@ -178,9 +181,12 @@ def _observe(conn: Connection, experiment: str, o: ReportOptions) -> _Observed:
             if o.segment
             else {}
         )
+    except BaseException:
+        drop(conn, kept)
+        raise
     finally:
-        drop(conn, temporary)
-    return _Observed(
+        drop(conn, [t for t in temporary if t not in kept])
+    observed = _Observed(
         settings=settings,
         control=control,
         control_rule=rule,
@@ -193,6 +199,7 @@ def _observe(conn: Connection, experiment: str, o: ReportOptions) -> _Observed:
         segments=segments,
         ingests=online_sql.ingests(conn, experiment),
     )
+    return observed, kept
 
 
 def _choose_control(
@@ -359,15 +366,17 @@ def _offline(
     control: str,
     treatments: list[str],
     o: ReportOptions,
-    results: list[MetricResult],
+    population: list[str],
 ) -> tuple[tuple[OfflineResult, ...], tuple[OfflineValue, ...], str]:
     """Offline metrics replayed from the same logs (see :mod:`abeval.analysis.replay`),
-    shown beside the online lift of the first primary metric (not judged against it)."""
+    shown beside the online lift of the first primary metric (not judged against it);
+    ``population``: the table of the population already computed, if any."""
     if not o.offline:
         return (), (), "not requested (--no-offline)"
     reference = o.primary[0] if o.primary else "ctr"
     try:
-        return offline_results(conn, experiment, control, treatments, o, reference)
+        given = population[0] if population else None
+        return offline_results(conn, experiment, control, treatments, o, reference, given)
     except AbevalError as exc:
         # The online analysis stands on its own; say why the replay could not run.
         return (), (), f"not available: {exc.message}"

@@ -127,6 +127,7 @@ def replay(
     conventions: Conventions | None = None,
     post_exposure_only: bool = True,
     window: Window | None = None,
+    population: str | None = None,
 ) -> ReplayResult:
     """Replay offline metrics for ``experiment`` from the events in the store.
 
@@ -137,14 +138,22 @@ def replay(
     and duplicate rule; ``window`` keeps only the events inside it
     (docs/metrics.md#analysis-window). An item shown twice in one request is an error unless
     ``conventions.duplicates == "dedupe"`` (then its first position counts).
-    Raises :class:`~abeval.errors.NotFoundError` for an unknown experiment.
+    ``population`` names a table on ``conn`` already holding the experiment's
+    analysed population (the report's online pass computes it), so that it is
+    not computed twice. Raises :class:`~abeval.errors.NotFoundError` for an
+    unknown experiment.
     """
     conventions = conventions or Conventions()
     ks = sorted({int(x) for x in k})
     gains = _checked(gains)
     specs = _replayable(parse_metrics(metrics or default_metrics(ks), ks, conventions))
     with open_replay(
-        conn, experiment, gains, post_exposure_only=post_exposure_only, window=window
+        conn,
+        experiment,
+        gains,
+        post_exposure_only=post_exposure_only,
+        window=window,
+        population=population,
     ) as source:
         return _replay(source, experiment, specs, conventions, gains, post_exposure_only)
 
@@ -255,9 +264,7 @@ def _beyond_results(
     beyond = [s for s in specs if s.kind == "beyond"]
     if not beyond:
         return []
-    inputs = BeyondInputs(
-        **BEYOND_RELATIONS, similarity="cooccurrence", number_keys=source.dialect == "duckdb"
-    )
+    inputs = BeyondInputs(**BEYOND_RELATIONS, similarity="cooccurrence")
     query = beyond_query(beyond, inputs)
     rows = source.rows(query.ctes, query.select)
     groups = {a["arm"]: (a["users_with_requests"], a["requests"]) for a in arms}

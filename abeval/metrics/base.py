@@ -151,8 +151,6 @@ class BeyondInputs:
       DuckDB list of numbers: ``evaluate`` only).
     - ``history(user_id, item_id)``: what each user interacted with before
       (serendipity); None when there is no history.
-    - ``number_keys``: number lists and items before building item pairs
-      (faster on DuckDB; PostgreSQL's planner does better on the text ids).
     """
 
     ranked: str = "ranked"
@@ -162,7 +160,6 @@ class BeyondInputs:
     items: str | None = None
     similarity: str = "cooccurrence"
     history: str | None = None
-    number_keys: bool = False
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,16 @@ the co-occurrence cosine of the reference interactions
 (:mod:`abeval.metrics.similarity`). Lists with fewer than two items in the top K
 have no pair: left out and counted as ``lists_with_fewer_than_two_items``.
 
+How the pair sum is computed (docs/metrics.md#diversity-in-one-pass): when sim
+is a cosine of vectors the list's pairs are never built, since
+``Σ_{i<j} v_i·v_j = (‖Σ v_i‖² − Σ ‖v_i‖²) / 2`` over its normalised vectors:
+categories are one-hot vectors (the sum is Σ over categories of m(m − 1) / 2,
+m the list's items in the category) and feature vectors are summed per
+dimension. Co-occurrence vectors have one dimension per user, so the same
+identity would read every user of every shown item; there the pairs are built
+and joined to the co-occurring item pairs only (a pair that never co-occurs
+has similarity 0).
+
 Reference: Ziegler et al., "Improving recommendation lists through topic
 diversification", WWW 2005 (intra-list similarity); Smyth and McClave,
 "Similarity vs. diversity", ICCBR 2001.
@@ -16,59 +26,82 @@ diversification", WWW 2005 (intra-list similarity); Smyth and McClave,
 
 from __future__ import annotations
 
-from abeval.metrics.base import DOUBLE, BeyondInputs, MetricDefinition
-from abeval.metrics.similarity import similarity_ctes
+from abeval.metrics.base import DOUBLE, BeyondInputs, MetricDefinition, as_double
+from abeval.metrics.similarity import cooccurring_pairs_ctes
 from abeval.metrics.spec import MetricSpec
 
+_LIST = "grp, user_id, list_id"
 
-def _pairs_by_text(inp: BeyondInputs, p: str) -> list[str]:
-    """``{p}_list(grp, user_id, list_id, v)`` from pairs keyed by the text ids."""
+
+def _pair_sums_category(inp: BeyondInputs, p: str) -> list[str]:
+    """``{p}_total(grp, user_id, list_id, total)``: pairs of the same category."""
     return [
-        f"{p}_pairs AS (SELECT a.grp, a.user_id, a.list_id, a.item_id AS item_lo, "
-        f"b.item_id AS item_hi FROM {p}_top a JOIN {p}_top b ON b.grp = a.grp "
-        "AND b.list_id = a.list_id AND a.item_id < b.item_id)",
-        *similarity_ctes(inp, f"{p}_pairs", p),
-        f"{p}_list AS (SELECT x.grp, x.user_id, x.list_id, 1 - AVG(s.sim) AS v FROM {p}_pairs x "
-        f"JOIN {p}_sim s ON s.item_lo = x.item_lo AND s.item_hi = x.item_hi "
-        "GROUP BY x.grp, x.user_id, x.list_id)",
+        f"{p}_cat AS (SELECT t.grp, t.user_id, t.list_id, i.category, COUNT(*) AS m "
+        f"FROM {p}_top t LEFT JOIN {inp.items} i ON i.item_id = t.item_id "
+        "GROUP BY t.grp, t.user_id, t.list_id, i.category)",
+        f"{p}_total AS (SELECT {_LIST}, SUM(CASE WHEN category IS NULL THEN 0 "
+        f"ELSE m * (m - 1) END) / 2 AS total FROM {p}_cat GROUP BY {_LIST})",
     ]
 
 
-def _pairs_by_number(inp: BeyondInputs, p: str) -> list[str]:
-    """The same on numbered lists and items: the pairs (K(K-1)/2 per list, tens
-    of millions for a large experiment) are built, joined to their similarity and
-    averaged on integer keys, about 30% faster on DuckDB. Items are numbered in
-    id order, so ``lo < hi`` is ``item_lo < item_hi``. (PostgreSQL misjudges the
-    three-column join that numbers the lists and picks nested loops: it takes
-    :func:`_pairs_by_text`.)"""
+def _pair_sums_features(inp: BeyondInputs, p: str) -> list[str]:
+    """``{p}_total``: Σ of the cosines of the list's pairs from its summed unit
+    vectors (DuckDB lists; a missing or zero vector adds nothing)."""
     return [
-        f"{p}_lists AS (SELECT grp, user_id, list_id, ROW_NUMBER() OVER "
-        f"(ORDER BY grp, user_id, list_id) AS lno FROM (SELECT DISTINCT grp, user_id, list_id "
-        f"FROM {p}_top) l)",
-        f"{p}_items AS (SELECT item_id, ROW_NUMBER() OVER (ORDER BY item_id) AS ino "
-        f"FROM (SELECT DISTINCT item_id FROM {p}_top) i)",
-        f"{p}_topn AS (SELECT l.lno, n.ino FROM {p}_top t JOIN {p}_lists l ON l.grp = t.grp "
-        "AND l.user_id = t.user_id AND l.list_id = t.list_id "
-        f"JOIN {p}_items n ON n.item_id = t.item_id)",
-        f"{p}_pairs AS (SELECT a.lno, a.ino AS lo, b.ino AS hi FROM {p}_topn a "
-        f"JOIN {p}_topn b ON b.lno = a.lno AND a.ino < b.ino)",
-        f"{p}_named AS (SELECT d.lo, d.hi, a.item_id AS item_lo, b.item_id AS item_hi "
-        f"FROM (SELECT DISTINCT lo, hi FROM {p}_pairs) d "
-        f"JOIN {p}_items a ON a.ino = d.lo JOIN {p}_items b ON b.ino = d.hi)",
-        *similarity_ctes(inp, f"{p}_named", p, carry=("lo", "hi")),
-        f"{p}_lv AS (SELECT x.lno, 1 - AVG(s.sim) AS v FROM {p}_pairs x "
-        f"JOIN {p}_sim s ON s.lo = x.lo AND s.hi = x.hi GROUP BY x.lno)",
-        f"{p}_list AS (SELECT l.grp, l.user_id, l.list_id, v.v FROM {p}_lv v "
-        f"JOIN {p}_lists l ON l.lno = v.lno)",
+        f"{p}_vec AS (SELECT t.grp, t.user_id, t.list_id, i.features AS f, "
+        "SQRT(list_dot_product(i.features, i.features)) AS norm "
+        f"FROM {p}_top t JOIN {inp.items} i ON i.item_id = t.item_id)",
+        f"{p}_dim AS (SELECT {_LIST}, d, SUM(x) AS s, SUM(x * x) AS q FROM "
+        f"(SELECT {_LIST}, UNNEST(f) / norm AS x, generate_subscripts(f, 1) AS d "
+        f"FROM {p}_vec WHERE norm > 0) e GROUP BY {_LIST}, d)",
+        f"{p}_total AS (SELECT {_LIST}, (SUM(s * s) - SUM(q)) / 2 AS total FROM {p}_dim "
+        f"GROUP BY {_LIST})",
     ]
+
+
+def _from_pair_sums(p: str) -> list[str]:
+    """``{p}_list``: 1 − Σ sim / (n(n − 1) / 2) for the lists of n ≥ 2 items."""
+    return [
+        f"{p}_size AS (SELECT {_LIST}, COUNT(*) AS n FROM {p}_top GROUP BY {_LIST} "
+        "HAVING COUNT(*) >= 2)",
+        f"{p}_list AS (SELECT z.grp, z.user_id, z.list_id, 1 - "
+        f"{as_double('COALESCE(x.total, 0)')} / (z.n * (z.n - 1) / 2) AS v FROM {p}_size z "
+        f"LEFT JOIN {p}_total x ON x.grp = z.grp AND x.user_id = z.user_id "
+        "AND x.list_id = z.list_id)",
+    ]
+
+
+def _pairs(inp: BeyondInputs, p: str) -> list[str]:
+    """``{p}_list(grp, user_id, list_id, v)`` from the list's pairs, each joined to its
+    co-occurrence similarity (0 when the pair never co-occurs). Numbering lists and
+    items to join on integers measured no faster: numbering costs what it saves."""
+    return [
+        *cooccurring_pairs_ctes(inp, p),
+        f"{p}_list AS (SELECT a.grp, a.user_id, a.list_id, "
+        f"1 - SUM(COALESCE(s.sim, 0)) / COUNT(*) AS v FROM {p}_top a JOIN {p}_top b "
+        "ON b.grp = a.grp AND b.list_id = a.list_id AND a.item_id < b.item_id "
+        f"LEFT JOIN {p}_sim s ON s.item_lo = a.item_id AND s.item_hi = b.item_id "
+        "GROUP BY a.grp, a.user_id, a.list_id)",
+    ]
+
+
+def _list_values(inp: BeyondInputs, p: str) -> list[str]:
+    """CTEs ending in ``{p}_list(grp, user_id, list_id, v)`` for the lists with a pair."""
+    if inp.similarity in ("category", "features"):
+        if inp.items is None:
+            raise ValueError(f"similarity {inp.similarity} needs an items relation")
+        sums = _pair_sums_category if inp.similarity == "category" else _pair_sums_features
+        return [*sums(inp, p), *_from_pair_sums(p)]
+    if inp.similarity != "cooccurrence":
+        raise ValueError(f"unknown similarity {inp.similarity!r}")
+    return _pairs(inp, p)
 
 
 def group_sql(spec: MetricSpec, inp: BeyondInputs, p: str) -> tuple[list[str], str]:
     k = int(spec.k or 0)
-    pairs = _pairs_by_number if inp.number_keys else _pairs_by_text
     ctes = [
         f"{p}_top AS (SELECT grp, user_id, list_id, item_id FROM {inp.ranked} WHERE rank <= {k})",
-        *pairs(inp, p),
+        *_list_values(inp, p),
         f"{p}_user AS (SELECT grp, user_id, AVG(v) AS v, COUNT(*) AS nl FROM {p}_list "
         "GROUP BY grp, user_id)",
         f"{p}_grp AS (SELECT grp, AVG(v) AS value, SUM(nl) AS counted, COUNT(v) AS n, "

@@ -64,3 +64,21 @@ def similarity_ctes(
         f"LEFT JOIN {p}_n nb ON nb.item_id = d.item_hi)",
     ]
     return ctes
+
+
+def cooccurring_pairs_ctes(inp: BeyondInputs, prefix: str) -> list[str]:
+    """CTEs ending in ``{prefix}_sim(item_lo, item_hi, sim)``: the co-occurrence
+    cosine of every pair of distinct items with a user in common (``item_lo <
+    item_hi``); every other pair of distinct items has similarity 0. This table
+    is bounded by the interactions, not by the lists: Σ over users of d(d − 1) / 2
+    rows at most, d the user's items."""
+    p, x = prefix, inp.interactions
+    return [
+        f"{p}_n AS (SELECT item_id, COUNT(*) AS n FROM {x} GROUP BY item_id)",
+        f"{p}_co AS (SELECT ia.item_id AS item_lo, ib.item_id AS item_hi, COUNT(*) AS c "
+        f"FROM {x} ia JOIN {x} ib ON ib.user_id = ia.user_id AND ia.item_id < ib.item_id "
+        "GROUP BY ia.item_id, ib.item_id)",
+        f"{p}_sim AS (SELECT co.item_lo, co.item_hi, "
+        f"CAST(co.c / SQRT({as_double('na.n')} * nb.n) AS {DOUBLE}) AS sim FROM {p}_co co "
+        f"JOIN {p}_n na ON na.item_id = co.item_lo JOIN {p}_n nb ON nb.item_id = co.item_hi)",
+    ]

@@ -32,8 +32,10 @@ from abeval.store.shared_ctes import drop, materialize
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
 
-# CTEs that several replay queries share, computed once per replay.
-SHARED = ("population", "r_imp", "r_rel", "ranked", "r_catalogue", "r_interactions")
+# CTEs that several replay queries share, computed once per replay. ``r_imp`` (every
+# impression row) is not among them: ``ranked`` keeps what the counts need of it
+# (``copies``), and only the message about a repeated item reads it again.
+SHARED = ("population", "r_rel", "ranked", "r_catalogue", "r_interactions")
 
 # The relations :func:`replay_ctes` defines for the beyond-accuracy metrics, by role
 # (the fields of :class:`abeval.metrics.BeyondInputs`).
@@ -63,12 +65,21 @@ def gain_case(gains: Mapping[str, float]) -> tuple[str, str, dict[str, Any]]:
 
 
 def replay_ctes(
-    gains: Mapping[str, float], *, post_exposure_only: bool = True, window: Window | None = None
+    gains: Mapping[str, float],
+    *,
+    post_exposure_only: bool = True,
+    window: Window | None = None,
+    population: str | None = None,
 ) -> tuple[str, dict[str, Any]]:
     """The CTEs (after ``WITH``) that define ``ranked`` and ``judged`` for the kernels,
     plus ``r_imp`` (impressions of analysed users), ``r_rel`` (relevance per request
     and item) and the beyond-accuracy inputs ``r_catalogue``, ``r_interactions``,
-    ``r_popularity``; and the bind parameters besides ``:experiment``."""
+    ``r_popularity``; and the bind parameters besides ``:experiment``.
+
+    ``population`` names a table already holding the experiment's analysed
+    population (``user_id, arm, first_ts``, as :mod:`abeval.store.population`
+    defines it), such as the one the online report computed on the same
+    connection; without it the population is computed here."""
     case, in_list, params = gain_case(gains)
     after = "AND e.ts >= p.first_ts" if post_exposure_only else ""
     # An item shown more than once in a request counts once, at its first (best)
@@ -80,7 +91,7 @@ def replay_ctes(
         "COUNT(*) AS copies FROM r_imp GROUP BY grp, list_id, item_id"
     )
     ctes = [
-        population_ctes(window),
+        population_ctes(window) if population is None else _given_population(population, window),
         "r_imp AS (SELECT p.arm AS grp, e.user_id, e.request_id AS list_id, e.item_id, "
         "e.position FROM exp_events e JOIN population p ON p.user_id = e.user_id "
         "WHERE e.event_type = 'impression' AND e.request_id IS NOT NULL "
@@ -103,17 +114,23 @@ def replay_ctes(
     return ",\n".join(ctes), params
 
 
+def _given_population(table: str, window: Window | None) -> str:
+    """``exp_events`` and ``population`` when the population was computed already
+    (by the online pass, over the same window)."""
+    inside = f" AND {window.condition()}" if window else ""
+    return (
+        f"exp_events AS (SELECT * FROM events WHERE experiment = :experiment{inside}),\n"
+        f"population AS (SELECT user_id, arm, first_ts FROM {table})"
+    )
+
+
 ARM_COUNTS_CTES = """r_arms AS (SELECT arm AS grp, COUNT(*) AS users FROM population GROUP BY arm),
-r_lists AS (
-    SELECT grp, user_id, list_id, COUNT(*) AS impressions FROM r_imp
-    GROUP BY grp, user_id, list_id
-),
 r_imp_arm AS (
     SELECT grp, COUNT(DISTINCT user_id) AS users_with_requests,
-           COUNT(DISTINCT list_id) AS requests, SUM(impressions) AS impressions
-    FROM r_lists GROUP BY grp
+           COUNT(DISTINCT list_id) AS requests, SUM(copies) AS impressions,
+           SUM(copies - 1) AS extra
+    FROM ranked GROUP BY grp
 ),
-r_dups AS (SELECT grp, SUM(copies - 1) AS extra FROM ranked GROUP BY grp),
 r_ties AS (
     SELECT grp, COUNT(DISTINCT list_id) AS tied FROM (
         SELECT grp, list_id, rank FROM ranked GROUP BY grp, list_id, rank HAVING COUNT(*) > 1
@@ -123,10 +140,9 @@ r_ties AS (
 ARM_COUNTS_SELECT = """\
 SELECT a.grp AS arm, a.users, COALESCE(i.users_with_requests, 0) AS users_with_requests,
        COALESCE(i.requests, 0) AS requests, COALESCE(i.impressions, 0) AS impressions,
-       COALESCE(d.extra, 0) AS duplicates, COALESCE(t.tied, 0) AS tied
+       COALESCE(i.extra, 0) AS duplicates, COALESCE(t.tied, 0) AS tied
 FROM r_arms a
 LEFT JOIN r_imp_arm i ON i.grp = a.grp
-LEFT JOIN r_dups d ON d.grp = a.grp
 LEFT JOIN r_ties t ON t.grp = a.grp
 ORDER BY a.grp"""
 
@@ -136,9 +152,13 @@ FIRST_REPEAT_SQL = (
     "ORDER BY list_id, item_id LIMIT 1"
 )
 
+# r_rel's pairs minus those ``ranked`` shows: its gain comes from r_rel and is
+# positive exactly where a pair matched (every gain is positive). Counting the few
+# relevant rows of ``ranked`` keeps the memory of an anti-join that would hash
+# every shown item (0.5 GB at 10M events).
 NOT_SHOWN_SQL = (
-    "SELECT COUNT(*) AS n FROM r_rel r WHERE NOT EXISTS "
-    "(SELECT 1 FROM r_imp i WHERE i.list_id = r.list_id AND i.item_id = r.item_id)"
+    "SELECT (SELECT COUNT(*) FROM r_rel) - (SELECT COUNT(*) FROM "
+    "(SELECT DISTINCT list_id, item_id FROM ranked WHERE gain > 0) s) AS n"
 )
 
 
@@ -180,9 +200,12 @@ class ReplaySource:
 
     def arm_counts(self) -> list[dict[str, Any]]:
         """One row per arm of the population, by arm name: ``arm``, its analysed
-        ``users``, ``users_with_requests``, ``requests``, ``impressions`` (repeats
-        included), ``duplicates`` (repeated impressions of an item in one request)
-        and ``tied`` (requests showing two items at the same position)."""
+        ``users``, ``users_with_requests`` (the users the ranked lists belong to: a request
+        logged for several users belongs to the first, as in the metrics),
+        ``requests``, ``impressions`` (repeats included), ``duplicates`` (repeated
+        impressions of an item in one request) and ``tied`` (requests showing two
+        items at the same position), from ``ranked``, whose ``copies`` count the
+        impression rows (the impression rows themselves are not kept)."""
         return [
             {key: str(value) if key == "arm" else int(value) for key, value in row.items()}
             for row in self.rows(ARM_COUNTS_CTES, ARM_COUNTS_SELECT)
@@ -216,6 +239,43 @@ class ReplaySource:
         return bool(n)
 
 
+# DuckDB's memory for the replay: above the online pass, its largest joins (the item
+# pairs of diversity@10) would take the process from 0.85 to 1.6 GB at 10M events;
+# capped, DuckDB spills what does not fit (benchmarks/RESULTS.md, issue 13).
+REPLAY_MEMORY_GIB = 1.2
+_UNITS = {"bytes": 2**-30, "KiB": 2**-20, "MiB": 2**-10, "GiB": 1.0, "TiB": 2**10}
+
+
+def _gib(setting: str) -> float:
+    """DuckDB's ``memory_limit`` as shown (``18.8 GiB``) in GiB; unknown: infinite."""
+    number, _, unit = setting.strip().partition(" ")
+    try:
+        return float(number) * _UNITS[unit]
+    except (ValueError, KeyError):
+        return float("inf")
+
+
+@contextmanager
+def _memory_capped(conn: Connection) -> Iterator[None]:
+    """On DuckDB, lower ``memory_limit`` to :data:`REPLAY_MEMORY_GIB` (unless it is
+    lower already) for the block, then reset it to DuckDB's default, the limit
+    abeval runs with (the shown setting is rounded, so it cannot be set back)."""
+    from sqlalchemy import text
+
+    if conn.dialect.name != "duckdb":
+        yield
+        return
+    current = str(conn.execute(text("SELECT current_setting('memory_limit')")).scalar())
+    if _gib(current) <= REPLAY_MEMORY_GIB:
+        yield
+        return
+    conn.execute(text(f"SET memory_limit = '{REPLAY_MEMORY_GIB}GiB'"))
+    try:
+        yield
+    finally:
+        conn.execute(text("RESET memory_limit"))
+
+
 @contextmanager
 def open_replay(
     conn: Connection,
@@ -224,14 +284,21 @@ def open_replay(
     *,
     post_exposure_only: bool = True,
     window: Window | None = None,
+    population: str | None = None,
 ) -> Iterator[ReplaySource]:
     """The replay's relations for ``experiment`` (its events inside ``window``): the
     shared CTEs computed once into temporary tables (dropped on leaving), the others
-    left to each query."""
-    ctes, params = replay_ctes(gains, post_exposure_only=post_exposure_only, window=window)
+    left to each query, with DuckDB's memory capped (:data:`REPLAY_MEMORY_GIB`)
+    meanwhile. ``population``: a table already holding the population of that
+    window (:func:`replay_ctes`)."""
+    ctes, params = replay_ctes(
+        gains, post_exposure_only=post_exposure_only, window=window, population=population
+    )
     params["experiment"] = experiment
-    ctes, temporary = materialize(conn, ctes, SHARED, params, "abeval_replay_")
-    try:
-        yield ReplaySource(conn=conn, ctes=ctes, params=params)
-    finally:
-        drop(conn, temporary)
+    shared = SHARED if population is None else tuple(n for n in SHARED if n != "population")
+    with _memory_capped(conn):
+        ctes, temporary = materialize(conn, ctes, shared, params, "abeval_replay_")
+        try:
+            yield ReplaySource(conn=conn, ctes=ctes, params=params)
+        finally:
+            drop(conn, temporary)

@@ -152,3 +152,30 @@ def test_a_tie_is_counted_on_the_ranks_the_metrics_use(tmp_path: Path) -> None:
     # r1: b at rank 2 -> 1/2; r2 has nothing relevant and is left out (empty=skip).
     mrr = result.get("mrr", "A")
     assert (mrr.value, mrr.lists) == (pytest.approx(0.5), 1)
+
+
+def test_replay_over_a_given_population_equals_its_own(tmp_path: Path) -> None:
+    """The report hands the replay the population its online pass computed; the
+    replay over that table gives what the replay computes on its own."""
+    from abeval.store import online_sql
+    from abeval.store.shared_ctes import drop
+
+    log, _ = random_log(5)
+    store = _store(tmp_path, log)
+    with store.connect() as conn:
+        alone = replay(conn, "exp", metrics=METRICS)
+        _, temporary = online_sql.shared(conn, "exp", 14)
+        try:
+            population = next(t for t in temporary if t.endswith("_population"))
+            given = replay(conn, "exp", metrics=METRICS, population=population)
+        finally:
+            drop(conn, temporary)
+    store.close()
+    assert given.arms == alone.arms
+    assert len(given.metrics) == len(alone.metrics) == 2 * len(METRICS)
+    for a, b in zip(given.metrics, alone.metrics, strict=True):
+        assert (a.metric, a.group, a.users, a.lists) == (b.metric, b.group, b.users, b.lists)
+        assert a.value == pytest.approx(b.value, abs=1e-12), a.metric
+        if a.stats is not None:
+            assert b.stats is not None and a.stats.n == b.stats.n
+            assert a.stats.ss == pytest.approx(b.stats.ss, abs=1e-12), a.metric

@@ -11,7 +11,7 @@ from sqlalchemy import text
 
 from abeval.store import open_store
 from abeval.store.engine import Store
-from abeval.store.replay_sql import RepeatedImpression, gain_case, open_replay
+from abeval.store.replay_sql import SHARED, RepeatedImpression, gain_case, open_replay
 
 GAINS = {"click": 1.0, "purchase": 2.0}
 
@@ -90,8 +90,20 @@ def test_an_unknown_experiment_has_no_events_and_leaves_no_tables(store: Store) 
     tables = "SELECT COUNT(*) FROM duckdb_tables() WHERE table_name LIKE 'abeval_replay_%'"
     with store.connect() as conn:
         with open_replay(conn, "nope", GAINS) as source:
-            assert conn.execute(text(tables)).scalar() == 6
+            assert conn.execute(text(tables)).scalar() == len(SHARED)
             assert source.arm_counts() == []
             assert source.first_repeat() is None
             assert not source.experiment_has_events()
         assert conn.execute(text(tables)).scalar() == 0
+
+
+def test_the_replay_caps_duckdbs_memory_and_puts_it_back(store: Store) -> None:
+    setting = "SELECT current_setting('memory_limit')"
+    with store.connect() as conn:
+        before = conn.execute(text(setting)).scalar()
+        with open_replay(conn, "nope", GAINS):
+            capped = str(conn.execute(text(setting)).scalar())
+            number, unit = capped.split()
+            gib = float(number) * (1 if unit == "GiB" else 2**-10)
+            assert unit in ("GiB", "MiB") and gib <= 1.2
+        assert conn.execute(text(setting)).scalar() == before

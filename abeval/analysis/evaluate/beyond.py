@@ -43,7 +43,6 @@ def beyond_results(
         items="items" if have_items else None,
         similarity=similarity,
         history="history" if have_history else None,
-        number_keys=True,  # evaluate runs on DuckDB
     )
     query = beyond_query(specs, inputs)
     found = query.results(

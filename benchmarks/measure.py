@@ -1,0 +1,121 @@
+"""What the benchmarks share: one measured subprocess, and the machine it ran on.
+
+- :func:`run_measured` runs a command in its own process and returns its exit code,
+  wall time, peak resident memory (the child's own, from ``wait4``) and output.
+- :func:`machine` describes the machine and the versions a result depends on;
+  :func:`describe` puts that on one line for ``RESULTS.md``.
+
+The benchmark scripts import this module from the ``benchmarks`` folder; it
+imports nothing heavy, so a child's peak RSS is not inflated by the launcher's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@dataclass(frozen=True)
+class Measured:
+    """One finished (or killed) subprocess."""
+
+    code: int
+    seconds: float
+    rss_mib: float
+    out: str
+    err: str
+    timed_out: bool = False
+
+
+def run_measured(
+    argv: Sequence[str],
+    timeout: float,
+    cwd: Path | None = None,
+    env: Mapping[str, str] | None = None,
+) -> Measured:
+    """Run ``argv`` (with ``env`` added to the environment); wall seconds, the child's
+    own peak RSS (``wait4``) and its output. A child still running after ``timeout``
+    seconds is killed (``timed_out``)."""
+    environ = {**os.environ, **env} if env else None
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(list(argv), cwd=cwd, stdout=out, stderr=err, env=environ)
+        timed_out = False
+        while True:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.perf_counter() - t0 > timeout:
+                proc.kill()
+                pid, status, usage = os.wait4(proc.pid, 0)
+                timed_out = True
+                break
+            time.sleep(0.005)
+        seconds = time.perf_counter() - t0
+        out.seek(0)
+        err.seek(0)
+        scale = 1 if sys.platform == "darwin" else 1024  # ru_maxrss: KiB on Linux
+        return Measured(
+            code=os.waitstatus_to_exitcode(status),
+            seconds=seconds,
+            rss_mib=usage.ru_maxrss * scale / 2**20,
+            out=out.read().decode(errors="replace"),
+            err=err.read().decode(errors="replace"),
+            timed_out=timed_out,
+        )
+
+
+def machine(packages: Sequence[str] = ("duckdb",)) -> dict[str, str]:
+    """The date, CPU, cores, RAM, OS, Python, the versions of ``packages`` (those
+    installed) and the git commit."""
+    cpu, ram = platform.processor() or platform.machine(), "?"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal"):
+                ram = f"{int(line.split()[1]) / 2**20:.1f} GiB"
+                break
+    except OSError:
+        pass
+    info = {
+        "date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "cpu": cpu,
+        "cores": str(os.cpu_count()),
+        "ram": ram,
+        "os": platform.platform(),
+        "python": platform.python_version(),
+    }
+    for name in packages:
+        with contextlib.suppress(PackageNotFoundError):
+            info[name] = version({"pytrec_eval": "pytrec-eval-terrier"}.get(name, name))
+    try:
+        info["commit"] = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        info["commit"] = "?"
+    return info
+
+
+def describe(info: dict[str, str]) -> str:
+    """``machine()`` on one line, without the date."""
+    return ", ".join(f"{k} {v}" for k, v in info.items() if k != "date")
