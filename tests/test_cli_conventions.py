@@ -145,6 +145,10 @@ def test_names_printed_to_a_terminal_have_control_characters_escaped(tmp_path: P
     assert listed.exit_code == 0
     assert "\x1b" not in listed.stdout and "\x07" not in listed.stdout
     assert listed.stdout.startswith("\\x1b]0;pwned\\x07  2024-05-01")
+    text = runner.invoke(app, ["report", "-e", hostile, "--db", db, "--format", "text"])
+    assert text.exit_code == 0, text.output
+    assert "\x1b" not in text.stdout and "\x07" not in text.stdout
+    assert "experiment \\x1b]0;pwned\\x07" in text.stdout
     missing = runner.invoke(app, ["report", "-e", hostile + "x", "--db", db, "--format", "json"])
     assert missing.exit_code == 1
     assert "\x1b" not in missing.stderr

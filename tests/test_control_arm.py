@@ -85,7 +85,7 @@ def test_the_recorded_control_chooses_and_the_option_overrides_it(rankers: str) 
         app, ["experiment", "set", "rank", "--control", "old_ranker", "--db", rankers]
     )
     assert set_.exit_code == 0, set_.output
-    assert set_.stdout == "rank: control old_ranker; split equal\n"
+    assert set_.stderr == "rank: control old_ranker; split equal\n"
     d = _json(rankers)
     assert (d["settings"]["control"], d["settings"]["control_rule"]) == ("old_ranker", "recorded")
     d = _json(rankers, "--control", "new_ranker")
@@ -100,7 +100,7 @@ def test_an_arm_named_control_chooses(tmp_path: Path) -> None:
         app, ["experiment", "set", "rank", "--split", "control=1,a_treatment=1", "--db", db]
     )
     assert (
-        set_.stdout
+        set_.stderr
         == "rank: control control (the arm named control); split control=50%, a_treatment=50%\n"
     )
     # A recorded control wins over the name.

@@ -115,8 +115,8 @@ def test_set_control_and_split(store: Path) -> None:
     result = invoke(
         "experiment", "set", "home", "--control", "control", "--split", "control=1,treatment=3"
     )
-    assert (result.exit_code, result.stderr) == (0, "")
-    assert result.stdout == "home: control control; split control=25%, treatment=75%\n"
+    assert (result.exit_code, result.stdout) == (0, "")
+    assert result.stderr == "home: control control; split control=25%, treatment=75%\n"
     assert settings(store)[0] == (
         "home",
         "control,treatment",
@@ -149,7 +149,7 @@ def test_set_control_and_split(store: Path) -> None:
 
 def test_set_split_only(store: Path) -> None:
     result = invoke("experiment", "set", "search", "--split", "a=50,b=50")
-    assert result.stdout == (
+    assert result.stderr == (
         "search: control not recorded (set it with --control ARM); split a=50%, b=50%\n"
     )
 

@@ -186,7 +186,7 @@ def test_read_only_commands_refuse_a_store_without_the_schema(
         f"run `abeval migrate --db {db}`\n"
     )
     result = runner.invoke(app, ["migrate", "--db", "old.duckdb"])
-    assert (result.exit_code, result.stdout) == (0, "".join(f"applied {s}\n" for s in STEPS))
+    assert (result.exit_code, result.stderr) == (0, "".join(f"applied {s}\n" for s in STEPS))
     result = runner.invoke(app, ["experiments", "--db", "old.duckdb"])
     assert (result.exit_code, result.stdout) == (
         0,
@@ -198,9 +198,9 @@ def test_migrate_command_output(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     monkeypatch.chdir(tmp_path)
     result = runner.invoke(app, ["migrate", "--db", "s.duckdb"])
     applied = "".join(f"applied {s}\n" for s in STEPS)
-    assert (result.exit_code, result.stdout, result.stderr) == (0, applied, "")
+    assert (result.exit_code, result.stdout, result.stderr) == (0, "", applied)
     result = runner.invoke(app, ["migrate", "--db", "s.duckdb"])
-    assert (result.exit_code, result.stdout) == (0, f"{tmp_path / 's.duckdb'} is up to date\n")
+    assert (result.exit_code, result.stderr) == (0, f"{tmp_path / 's.duckdb'} is up to date\n")
 
 
 def test_a_writable_open_upgrades(tmp_path: Path) -> None:

@@ -112,7 +112,7 @@ def test_a_recorded_window_applies_and_an_option_overrides_a_bound(db: str) -> N
         app, ["experiment", "set", "w", "--from", "2024-05-02", "--to", "2024-05-02", "--db", db]
     )
     assert result.exit_code == 0, result.output
-    assert result.stdout == (
+    assert result.stderr == (
         "w: control control (the arm named control); split equal; "
         "window 2024-05-02 00:00:00 to 2024-05-03 00:00:00 (excluded)\n"
     )

@@ -183,9 +183,9 @@ def migrate(db: DbOption = None) -> None:
         done = apply(store)
     if done:
         for step in done:
-            typer.echo(f"applied {step.version:04d}_{step.name}")
+            typer.echo(f"applied {step.version:04d}_{step.name}", err=True)
     else:
-        typer.echo(f"{store.display} is up to date")
+        typer.echo(f"{store.display} is up to date", err=True)
 
 
 @command(app, "experiments")
@@ -264,4 +264,4 @@ def experiment_set(
         first = s.window_from.isoformat(sep=" ") if s.window_from else "the first event"
         last = s.window_to.isoformat(sep=" ") if s.window_to else "the last event"
         line += f"; window {first} to {last} (excluded)"
-    typer.echo(line)
+    typer.echo(line, err=True)

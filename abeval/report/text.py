@@ -9,7 +9,7 @@ multiplicity-corrected one wherever the report has it, as on the HTML page.
 from __future__ import annotations
 
 from abeval.analysis.report_model import CapInfo, ExperimentReport, MetricResult
-from abeval.formatting import NA, interval, number, pct, pvalue, share, terminal_number
+from abeval.formatting import NA, interval, number, pct, printable, pvalue, share, terminal_number
 from abeval.report.ope_text import ope_lines
 
 #: Why the replayed metrics are not judged against the online lift (docs/metrics.md#log-replay).
@@ -195,4 +195,6 @@ def render_text(r: ExperimentReport) -> str:
         _power,
         _segments,
     )
-    return "\n".join(line for section in sections for line in section(r)) + "\n"
+    # Names come from the data: escape control characters so that an experiment
+    # or arm name cannot drive the terminal.
+    return "\n".join(printable(line) for section in sections for line in section(r)) + "\n"
