@@ -70,7 +70,8 @@ def test_a_signal_during_ingest_says_so_and_loads_nothing(
         time.sleep(start + (seconds - start) * share)  # past start-up, during the load
         proc.send_signal(signum)
         out, err = proc.communicate(timeout=120)
-        if proc.returncode == 0:  # it finished first
+        if proc.returncode == 0 or "rows read" in err:
+            # It finished first (the signal may still end the process on its way out).
             assert _stored(db) == 1_500_000
             continue
         stopped += 1
