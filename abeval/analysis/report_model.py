@@ -194,6 +194,7 @@ class Health(JsonResult):
     last_ts: str | None
     problems: tuple[str, ...]
     events_outside_window: int = 0
+    events_far_outside: int = 0
 
 
 @dataclass(frozen=True)

@@ -144,7 +144,13 @@ def health_checks(report: ExperimentReport, fresh: str) -> tuple[HealthCheck, ..
             f"{count(h.events)} events; {count(h.events_before_exposure)} before a user's "
             "exposure (not outcomes"
             + ("; the CUPED pre-period" if report.settings.cuped_days else "")
-            + f"); {count(h.events_outside_population)} outside the analysed population.",
+            + f"); {count(h.events_outside_population)} outside the analysed population"
+            + (
+                f"; {count(h.events_far_outside)} with timestamps far outside the experiment "
+                "(over a year from its exposures), left out of the daily series: check ts."
+                if h.events_far_outside
+                else "."
+            ),
         ),
         HealthCheck(
             "Data freshness",

@@ -90,6 +90,11 @@ def _health(r: ExperimentReport) -> list[str]:
         f"purchases without click: {h.purchases_without_click:,}; "
         f"duplicate impressions: {h.duplicate_impressions:,}"
     )
+    if h.events_far_outside:
+        lines.append(
+            f"{h.events_far_outside:,} events have timestamps far outside the experiment "
+            "(over a year from its exposures): left out of the daily series; check ts"
+        )
     return [*lines, ""]
 
 

@@ -260,7 +260,8 @@ def daily_moments_sql(cuped_days: int, base: str | None = None, caps: Caps | Non
         f"daily AS (SELECT user_id, day, {', '.join(POST_VARIABLES)} FROM user_day "
         "WHERE phase = 1),\n"
         "days AS (SELECT DISTINCT CAST(ts AS DATE) AS day FROM exp_events e "
-        "WHERE e.ts >= (SELECT MIN(first_ts) FROM population)),\n"
+        f"WHERE e.ts >= (SELECT MIN(first_ts) FROM population) AND NOT {far_condition(cuped_days)}"
+        "),\n"
         "user_days AS (SELECT p.user_id, p.arm, d.day FROM population p "
         "JOIN days d ON d.day >= CAST(p.first_ts AS DATE)),\n"
         "cumulative AS (SELECT u.arm, u.day, "
@@ -331,8 +332,27 @@ SELECT
     (SELECT before_exposure FROM analysed) AS events_before_exposure,
     (SELECT events FROM totals) AS events,
     (SELECT first_ts FROM totals) AS first_ts,
-    (SELECT last_ts FROM totals) AS last_ts
+    (SELECT last_ts FROM totals) AS last_ts,
+    (SELECT COUNT(*) FROM exp_events e WHERE {far}) AS events_far_outside
 """
+
+
+#: Days past the last exposure (or before the first exposure's pre-period) after
+#: which an event's timestamp is taken for a logging error, such as year 1 or
+#: 9999: it stays in the users' totals but is left out of the daily series and
+#: counted in health (docs/metrics.md#per-user-values).
+FAR_DAYS = 365
+
+
+def far_condition(cuped_days: int, column: str = "e.ts") -> str:
+    """SQL true for an event timestamp far outside the experiment: more than
+    :data:`FAR_DAYS` after the last first exposure, or more than that before the
+    first exposure's CUPED pre-period. Reads ``population``."""
+    before = int(cuped_days) + FAR_DAYS
+    return (
+        f"({column} >= (SELECT MAX(first_ts) FROM population) + INTERVAL '{FAR_DAYS} days' "
+        f"OR {column} < (SELECT MIN(first_ts) FROM population) - INTERVAL '{before} days')"
+    )
 
 
 def health(
@@ -349,7 +369,9 @@ def health(
     (the other counts are over the events inside it)."""
     from sqlalchemy import text
 
-    sql = HEALTH_SQL.replace("{base}", base or online_ctes(cuped_days, window))
+    sql = HEALTH_SQL.replace("{base}", base or online_ctes(cuped_days, window)).replace(
+        "{far}", far_condition(cuped_days)
+    )
     row = conn.execute(text(sql), {"experiment": experiment}).one()
     outside = 0
     if window:
