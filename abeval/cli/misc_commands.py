@@ -286,6 +286,9 @@ def demo(
     json_path.write_text(json.dumps(report.to_dict(), indent=2, allow_nan=False), encoding="utf-8")
     width = shutil.get_terminal_size((100, 20)).columns
     typer.echo(render_text(report) if width >= 80 else "")
-    typer.echo(f"report: {html_path}")
-    typer.echo(f"json:   {json_path}")
-    typer.echo(f"explore: abeval report --experiment {config.experiment} --db {db} --format text")
+    typer.echo(f"report: {html_path}", err=True)
+    typer.echo(f"json:   {json_path}", err=True)
+    typer.echo(
+        f"explore: abeval report --experiment {config.experiment} --db {db} --format text",
+        err=True,
+    )

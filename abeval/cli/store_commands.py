@@ -13,6 +13,7 @@ import typer
 
 from abeval.choices import FileFormat, OnError
 from abeval.cli.app import DbOption, JsonOption, app, command, require
+from abeval.formatting import printable
 
 if TYPE_CHECKING:
     from abeval.store.ingest import IngestSummary
@@ -78,7 +79,7 @@ def ingest(
                 if not as_json and not quiet:
                     _say(summary)
                 for warning in summary.warnings:
-                    typer.echo(f"Warning: {warning}", err=True)
+                    typer.echo(f"Warning: {printable(warning)}", err=True)
     except KeyboardInterrupt as exc:
         # Each file is one transaction: the one being read was rolled back.
         done = len(summaries)
@@ -96,7 +97,7 @@ def _say(summary: IngestSummary) -> None:
     """The file's summary on stderr: every row read is counted once."""
     s = summary
     typer.echo(
-        f"{s.file}: {s.rows_read:,} rows read: {s.inserted:,} inserted, "
+        f"{printable(s.file)}: {s.rows_read:,} rows read: {s.inserted:,} inserted, "
         f"{s.repeated_in_file:,} repeated in the file, {s.already_stored:,} already in the "
         f"store, {s.conflicts:,} conflicting, {s.rejected:,} rejected "
         f"({s.seconds:.2f} s, {s.rows_per_second:,.0f} rows/s)",
@@ -110,7 +111,7 @@ def _say(summary: IngestSummary) -> None:
             err=True,
         )
     for note in s.notes:
-        typer.echo(f"  {note}", err=True)
+        typer.echo(f"  {printable(note)}", err=True)
 
 
 def _not_loaded(files: list[Path], summaries: list[IngestSummary], failed: int) -> list[str]:
@@ -191,7 +192,6 @@ def migrate(db: DbOption = None) -> None:
 @command(app, "experiments")
 def experiments(db: DbOption = None, as_json: JsonOption = False) -> None:
     """List the experiments in the store: arms, users, events by type, time range."""
-    from abeval.formatting import printable
     from abeval.store import open_store
     from abeval.store.experiments import list_experiments
 
