@@ -190,3 +190,25 @@ def test_file_probabilities_match_numpy(case, tmp_path: Path) -> None:  # type: 
         value, se, _, _ = ref[e.estimator]  # type: ignore[misc]
         assert (e.ctr.value, e.ctr.se) == pytest.approx((value, se), rel=1e-7)
     assert d.diagnostics.ess == pytest.approx(ref["ess"], rel=1e-9)
+
+
+def test_a_mean_too_close_to_zero_to_divide_by_is_a_status_not_an_overflow() -> None:
+    from dataclasses import dataclass, field
+
+    from abeval.stats.ope import log_linear
+
+    @dataclass
+    class Sums:
+        users: int
+        sums: dict[str, float]
+        products: dict[tuple[str, str], float] = field(default_factory=dict)
+
+    tiny = 2.2e-311  # a subnormal double: 1 / tiny is past the largest double
+    s = Sums(
+        users=2,
+        sums={"wc": 1.0, "w": tiny},
+        products={("wc", "wc"): 1.0, ("w", "w"): tiny, ("wc", "w"): tiny},
+    )
+    out = log_linear(s, {"wc": 1, "w": -1}, alpha=0.05)
+    assert (out.value, out.status) == (None, "out_of_range")
+    assert out.message == "a mean is too close to 0 to divide by"

@@ -23,7 +23,9 @@ from typing import Literal, Protocol
 from abeval.stats.distributions import norm_isf
 from abeval.stats.results import JsonResult, finite
 
-OpeStatus = Literal["ok", "no_data", "too_few_users", "zero_denominator", "zero_baseline"]
+OpeStatus = Literal[
+    "ok", "no_data", "too_few_users", "zero_denominator", "zero_baseline", "out_of_range"
+]
 EstimatorName = Literal["ips", "snips", "capped_ips", "ncis"]
 
 #: estimator → (numerator, denominator) per-user variables.
@@ -84,15 +86,21 @@ def log_linear(
     if zero:
         status: OpeStatus = "zero_baseline" if zero == ["c"] else "zero_denominator"
         return Interval(None, None, None, status, f"the sum of {zero[0]} is 0")
-    f = math.prod(means[x] ** p for x, p in powers.items())
-    if s.users < 2:
-        return Interval(f - offset, None, None, "too_few_users", "one user: no variance")
-    # ∂/∂mean(x) of Π mean^p, written so that a zero numerator mean is allowed.
-    grad = {
-        x: p * means[x] ** (p - 1) * math.prod(means[y] ** q for y, q in powers.items() if y != x)
-        for x, p in powers.items()
-    }
-    var = sum(grad[x] * grad[y] * covariance(s, x, y) for x in powers for y in powers) / s.users
+    try:
+        f = math.prod(means[x] ** p for x, p in powers.items())
+        if s.users < 2:
+            return Interval(f - offset, None, None, "too_few_users", "one user: no variance")
+        # ∂/∂mean(x) of Π mean^p, written so that a zero numerator mean is allowed.
+        grad = {
+            x: p
+            * means[x] ** (p - 1)
+            * math.prod(means[y] ** q for y, q in powers.items() if y != x)
+            for x, p in powers.items()
+        }
+        var = sum(grad[x] * grad[y] * covariance(s, x, y) for x in powers for y in powers)
+    except OverflowError:  # a mean so near 0 that dividing by it leaves the doubles
+        return Interval(None, None, None, "out_of_range", "a mean is too close to 0 to divide by")
+    var /= s.users
     se = math.sqrt(max(var, 0.0))
     z = norm_isf(alpha / 2)
     value = f - offset
