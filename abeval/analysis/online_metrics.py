@@ -9,11 +9,10 @@ pre-period as CUPED covariate when asked.
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass
 from typing import Literal
 
-from abeval.errors import AbevalError
+from abeval.errors import AbevalError, did_you_mean
 from abeval.stats import (
     Comparison,
     CupedStats,
@@ -118,8 +117,7 @@ def parse_metrics(text: str | None, default: tuple[str, ...], option: str) -> tu
     names = tuple(n.strip() for n in text.split(",") if n.strip())
     for name in names:
         if name not in METRICS:
-            close = difflib.get_close_matches(name, list(METRICS), n=2)
-            hint = f"did you mean {' or '.join(close)}? " if close else ""
+            hint = did_you_mean(name, METRICS, n=2)
             raise AbevalError(
                 f"unknown metric {name!r} in {option}; {hint}known: {', '.join(METRICS)}"
             )

@@ -3,16 +3,15 @@
 ``parse_metric("ndcg@10")`` looks the name up (case-insensitive, with aliases
 such as ``p@5`` or ``hr@10``), checks the cutoff, and attaches the conventions.
 A misspelt name raises :class:`~abeval.errors.AbevalError` naming the closest
-known metrics (difflib).
+known metrics (:func:`abeval.errors.close_matches`).
 """
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Iterable, Sequence
 
-from abeval.errors import AbevalError
+from abeval.errors import AbevalError, close_matches
 from abeval.metrics import (
     ap,
     auc,
@@ -87,7 +86,7 @@ def _example(d: MetricDefinition, k: str | None = None) -> str:
 
 def _unknown(text: str, k: str | None = None) -> str:
     base = text.split("@", 1)[0].lower()
-    close = difflib.get_close_matches(base, list(_ALIASES), n=3, cutoff=0.5)
+    close = close_matches(base, _ALIASES, n=3, cutoff=0.5)
     suggestions: list[str] = []
     for c in close:
         example = _example(DEFINITIONS[_ALIASES[c]], k)

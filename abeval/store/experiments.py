@@ -9,7 +9,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from abeval.errors import AbevalError, NotFoundError
+from abeval.errors import AbevalError, NotFoundError, close_matches
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
@@ -185,13 +185,6 @@ def unknown_segment_message(experiment: str, segment: str, known: list[str]) -> 
         f"experiment {experiment!r} has no attribute {segment!r} (--segment); {hint}"
         f"known attributes: {', '.join(known)}"
     )
-
-
-def close_matches(name: str, known: list[str], n: int = 3) -> list[str]:
-    """The known names closest to a misspelt ``name`` (difflib), best first."""
-    import difflib
-
-    return difflib.get_close_matches(name, known, n=n)
 
 
 def unknown_arm_message(experiment: str, arm: str, arms: list[str]) -> str:
