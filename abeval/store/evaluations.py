@@ -1,0 +1,191 @@
+"""Offline evaluations recorded against an experiment (table ``offline_evaluations``,
+migration 0003): what ``abeval evaluate --experiment X`` writes and what the
+report and ``abeval agreement`` read back.
+
+One :class:`RecordedEvaluation` is one run of ``evaluate``: the models are arms
+of the experiment, and each (arm, metric) is one :class:`RecordedMetric`. The
+baseline arm (the experiment's control) carries only its value; every other arm
+also carries the paired difference against the baseline and its interval
+(docs/metrics.md#comparing-models). The evaluation's id is a digest of its input
+fingerprints and conventions, so recording the same evaluation again replaces
+it; :func:`latest_evaluations` gives, per experiment, the one recorded last.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from abeval.store.engine import Store
+
+_COLUMNS = (
+    "evaluation_id",
+    "experiment",
+    "arm",
+    "metric",
+    "value",
+    "se",
+    "users",
+    "baseline_arm",
+    "difference",
+    "difference_low",
+    "difference_high",
+    "paired_users",
+    "conventions",
+    "fingerprints",
+    "recorded_at",
+)
+
+
+@dataclass(frozen=True)
+class RecordedMetric:
+    """One offline metric of one arm's model. ``se`` is the standard error of the
+    mean over users (None for metrics over the whole list set, such as coverage);
+    ``difference*`` are None on the baseline's own rows and when undefined."""
+
+    arm: str
+    metric: str
+    value: float | None
+    se: float | None
+    users: int
+    baseline_arm: str | None = None
+    difference: float | None = None
+    difference_low: float | None = None
+    difference_high: float | None = None
+    paired_users: int | None = None
+
+
+@dataclass(frozen=True)
+class RecordedEvaluation:
+    """One ``abeval evaluate`` run recorded against ``experiment`` (read back with its
+    metrics ordered by arm, then metric)."""
+
+    experiment: str
+    recorded_at: datetime  # naive UTC
+    conventions: Mapping[str, str]
+    fingerprints: Mapping[str, str]  # input role or model name -> sha256 of the file
+    metrics: tuple[RecordedMetric, ...]
+
+    @property
+    def evaluation_id(self) -> str:
+        """A digest of the experiment, the inputs and the conventions."""
+        key = json.dumps(
+            [self.experiment, sorted(self.fingerprints.items()), sorted(self.conventions.items())]
+        )
+        return hashlib.sha256(key.encode()).hexdigest()[:16]
+
+    @property
+    def arms(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(m.arm for m in self.metrics))
+
+    def metric(self, arm: str, name: str) -> RecordedMetric | None:
+        for m in self.metrics:
+            if m.arm == arm and m.metric == name:
+                return m
+        return None
+
+
+def record_evaluation(store: Store, evaluation: RecordedEvaluation) -> str:
+    """Write ``evaluation`` in one transaction (replacing an earlier recording of
+    the same inputs); returns its id."""
+    from sqlalchemy import text
+
+    eid = evaluation.evaluation_id
+    shared = {
+        "evaluation_id": eid,
+        "experiment": evaluation.experiment,
+        "conventions": json.dumps(dict(evaluation.conventions), sort_keys=True),
+        "fingerprints": json.dumps(dict(evaluation.fingerprints), sort_keys=True),
+        "recorded_at": evaluation.recorded_at,
+    }
+    rows = [{**shared, **_metric_row(m)} for m in evaluation.metrics]
+    placeholders = ", ".join(f":{c}" for c in _COLUMNS)
+    with store.begin() as conn:
+        conn.execute(text("DELETE FROM offline_evaluations WHERE evaluation_id = :e"), {"e": eid})
+        if rows:
+            conn.execute(
+                text(
+                    f"INSERT INTO offline_evaluations ({', '.join(_COLUMNS)}) "
+                    f"VALUES ({placeholders})"
+                ),
+                rows,
+            )
+    return eid
+
+
+def _metric_row(m: RecordedMetric) -> dict[str, Any]:
+    return {
+        "arm": m.arm,
+        "metric": m.metric,
+        "value": m.value,
+        "se": m.se,
+        "users": m.users,
+        "baseline_arm": m.baseline_arm,
+        "difference": m.difference,
+        "difference_low": m.difference_low,
+        "difference_high": m.difference_high,
+        "paired_users": m.paired_users,
+    }
+
+
+def latest_evaluations(
+    store: Store, experiments: Sequence[str] | None = None
+) -> dict[str, RecordedEvaluation]:
+    """Per experiment (all, or those named), the evaluation recorded last."""
+    from sqlalchemy import text
+
+    where, params = "", {}
+    if experiments is not None:
+        names = list(experiments)
+        if not names:
+            return {}
+        where = "WHERE experiment IN (" + ", ".join(f":x{i}" for i in range(len(names))) + ")"
+        params = {f"x{i}": n for i, n in enumerate(names)}
+    with store.connect() as conn:
+        rows = conn.execute(
+            text(
+                f"SELECT {', '.join(_COLUMNS)} FROM offline_evaluations {where} "
+                "ORDER BY experiment, recorded_at, evaluation_id, arm, metric"
+            ),
+            params,
+        ).fetchall()
+    grouped: dict[tuple[str, str], list[Any]] = {}
+    for row in rows:
+        grouped.setdefault((row.experiment, row.evaluation_id), []).append(row)
+    latest: dict[str, RecordedEvaluation] = {}
+    for (experiment, _), group in grouped.items():
+        first = group[0]
+        candidate = RecordedEvaluation(
+            experiment=experiment,
+            recorded_at=first.recorded_at,
+            conventions=json.loads(first.conventions),
+            fingerprints=json.loads(first.fingerprints),
+            metrics=tuple(_metric_of(r) for r in group),
+        )
+        kept = latest.get(experiment)
+        if kept is None or candidate.recorded_at >= kept.recorded_at:
+            latest[experiment] = candidate
+    return latest
+
+
+def _metric_of(row: Any) -> RecordedMetric:
+    def opt_float(v: Any) -> float | None:
+        return None if v is None else float(v)
+
+    return RecordedMetric(
+        arm=row.arm,
+        metric=row.metric,
+        value=opt_float(row.value),
+        se=opt_float(row.se),
+        users=int(row.users),
+        baseline_arm=row.baseline_arm,
+        difference=opt_float(row.difference),
+        difference_low=opt_float(row.difference_low),
+        difference_high=opt_float(row.difference_high),
+        paired_users=None if row.paired_users is None else int(row.paired_users),
+    )
