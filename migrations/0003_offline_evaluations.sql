@@ -14,6 +14,7 @@ CREATE TABLE offline_evaluations (
     users BIGINT NOT NULL,
     baseline_arm TEXT,
     difference DOUBLE PRECISION,
+    difference_se DOUBLE PRECISION,
     difference_low DOUBLE PRECISION,
     difference_high DOUBLE PRECISION,
     paired_users BIGINT,

@@ -27,7 +27,9 @@ def _evaluation(experiment: str, when: datetime, truth: str = "aaa") -> Recorded
         metrics=(
             RecordedMetric("control", "ndcg@10", 0.25, 0.01, 100),
             RecordedMetric("control", "coverage@10", 0.5, None, 100),
-            RecordedMetric("treatment", "ndcg@10", 0.3, 0.011, 99, "control", 0.05, 0.02, 0.08, 98),
+            RecordedMetric(
+                "treatment", "ndcg@10", 0.3, 0.011, 99, "control", 0.05, 0.015, 0.02, 0.08, 98
+            ),
             RecordedMetric("treatment", "coverage@10", None, None, 99, "control"),
         ),
     )
@@ -70,3 +72,19 @@ def test_recorded_evaluations_roundtrip_on_duckdb(db_path: str) -> None:
 @pytest.mark.postgres
 def test_recorded_evaluations_roundtrip_on_postgres(postgres_database: str) -> None:
     _roundtrip(postgres_database)
+
+
+def test_recorded_lift_scales_the_paired_difference_by_the_control_value() -> None:
+    from abeval.analysis.recorded_lift import recorded_lift
+
+    e = _evaluation("exp", datetime(2026, 1, 1))
+    lift = recorded_lift(e, "treatment", "ndcg@10")
+    assert lift is not None and lift.status == "ok"
+    # d = 0.05 over the control's 0.25; interval [0.02, 0.08] / 0.25; se 0.015 / 0.25.
+    assert lift.value == pytest.approx(0.2)
+    assert lift.ci == pytest.approx((0.08, 0.32))
+    assert lift.se == pytest.approx(0.06)
+    assert recorded_lift(e, "control", "ndcg@10") is None  # the baseline itself
+    assert recorded_lift(e, "treatment", "mrr") is None  # not evaluated
+    undefined = recorded_lift(e, "treatment", "coverage@10")
+    assert undefined is not None and undefined.status == "no_data" and undefined.value is None

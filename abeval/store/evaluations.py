@@ -33,6 +33,7 @@ _COLUMNS = (
     "users",
     "baseline_arm",
     "difference",
+    "difference_se",
     "difference_low",
     "difference_high",
     "paired_users",
@@ -46,7 +47,8 @@ _COLUMNS = (
 class RecordedMetric:
     """One offline metric of one arm's model. ``se`` is the standard error of the
     mean over users (None for metrics over the whole list set, such as coverage);
-    ``difference*`` are None on the baseline's own rows and when undefined."""
+    ``difference*`` (the paired mean difference against the baseline, its standard
+    error and interval) are None on the baseline's own rows and when undefined."""
 
     arm: str
     metric: str
@@ -55,6 +57,7 @@ class RecordedMetric:
     users: int
     baseline_arm: str | None = None
     difference: float | None = None
+    difference_se: float | None = None
     difference_low: float | None = None
     difference_high: float | None = None
     paired_users: int | None = None
@@ -127,6 +130,7 @@ def _metric_row(m: RecordedMetric) -> dict[str, Any]:
         "users": m.users,
         "baseline_arm": m.baseline_arm,
         "difference": m.difference,
+        "difference_se": m.difference_se,
         "difference_low": m.difference_low,
         "difference_high": m.difference_high,
         "paired_users": m.paired_users,
@@ -185,6 +189,7 @@ def _metric_of(row: Any) -> RecordedMetric:
         users=int(row.users),
         baseline_arm=row.baseline_arm,
         difference=opt_float(row.difference),
+        difference_se=opt_float(row.difference_se),
         difference_low=opt_float(row.difference_low),
         difference_high=opt_float(row.difference_high),
         paired_users=None if row.paired_users is None else int(row.paired_users),
