@@ -4,7 +4,8 @@ protocol on a pipe (``--remote-debugging-pipe``) with the standard library only.
 The test opens a demo report, then checks that the page logged no console error
 or exception, requested nothing but itself, laid every chart out at a non-zero
 size, painted each chart (a screenshot of its box is not blank and shows the
-chart colours), does not overflow sideways at 1280 px, and prints to PDF.
+chart colours), does not overflow sideways at 1280 px, and prints to PDF; and
+that the offline section takes at most a quarter of the page's height.
 
 ``python tests/test_browser.py`` renders the README demo (20,000 users, seed 1,
 segments by device) and refreshes ``docs/report-screenshot.png``.
@@ -386,6 +387,25 @@ def test_report_in_headless_chromium(demo_page: Path, tmp_path: Path):
         assert printed["overflow"] == [], "the printed page is wider than A4"
     finally:
         browser.close()
+
+
+#: The offline section's rendered height and the page's (issue 10: at most a quarter).
+SECTION_SHARE = """JSON.stringify({
+  section: document.getElementById('offline').getBoundingClientRect().height,
+  page: document.documentElement.scrollHeight,
+})"""
+
+
+def test_offline_section_is_at_most_a_quarter_of_the_page(demo_page: Path, tmp_path: Path):
+    browser = Browser(tmp_path / "profile", tmp_path / "chromium.log")
+    try:
+        page = Page(browser)
+        page.open(demo_page)
+        heights = json.loads(page.evaluate(SECTION_SHARE))
+    finally:
+        browser.close()
+    assert heights["section"] > 300, heights  # laid out, with its tables
+    assert heights["section"] / heights["page"] <= 0.25, heights
 
 
 def save_screenshot(html: Path, out: Path, profile: Path) -> int:
