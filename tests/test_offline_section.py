@@ -128,6 +128,15 @@ def test_constant_value_needs_one_value_for_every_user_of_every_arm() -> None:
     assert constant_value(differ) is None
     no_users = {"control": _result("control", []), "b": _result("b", [1])}
     assert constant_value(no_users) is None
+    # 0.61 for each of 11,244 users, summed one by one as an engine does: Σx² − (Σx)²/n
+    # is not 0 (rounding, about 2e-9) though no value differs
+    total = squares = 0.0
+    for _ in range(11_244):
+        total, squares = total + 0.61, squares + 0.61 * 0.61
+    rounded = MeanStats.from_sums(11_244, total, squares)
+    assert rounded.ss > 0
+    same = MetricResult(metric="m@3", group="b", value=rounded.mean, stats=rounded, users=11_244)
+    assert constant_value({"control": same, "b": same}) == pytest.approx(0.61)
 
 
 # --------------------------------------------------------------------------- presenters
@@ -202,8 +211,8 @@ def test_left_out_lines_by_hand() -> None:
         _offline("auc", {"lists_without_pairs": 1200}, {}),
     ]
     assert left_out_lines(rows) == [
-        "recall@5, ndcg@5 leave out lists without relevant (control 5, b 7)",
-        "auc leave out lists without pairs (b 1,200)",
+        "left out of recall@5, ndcg@5: lists without relevant (control 5, b 7)",
+        "left out of auc: lists without pairs (b 1,200)",
     ]
 
 

@@ -129,11 +129,12 @@ def constant_value(results: Mapping[str, MetricResult]) -> float | None:
         if r.stats is None or r.stats.n == 0:
             return None
         mean = r.stats.mean
-        # a centred Σ(x − x̄)² of rounding size only: every value is the mean
-        if r.stats.ss > 1e-20 * r.stats.n * max(1.0, mean * mean):
+        # a centred Σ(x − x̄)² of the size of the rounding in Σx² − (Σx)²/n only:
+        # every value is the mean
+        if r.stats.ss > 1e-12 * r.stats.n * max(1.0, mean * mean):
             return None
         values.append(mean)
-    if not values or not all(math.isclose(v, values[0], rel_tol=1e-12) for v in values):
+    if not values or not all(math.isclose(v, values[0], rel_tol=1e-9) for v in values):
         return None
     return values[0]
 

@@ -130,7 +130,7 @@ def left_out_lines(rows: Sequence[OfflineResult]) -> list[str]:
         for arm, reason, n in key:
             by_reason.setdefault(reason.replace("_", " "), []).append(f"{arm} {count(n)}")
         parts = [f"{reason} ({', '.join(arms)})" for reason, arms in by_reason.items()]
-        lines.append(f"{names(labels)} leave out {'; '.join(parts)}")
+        lines.append(f"left out of {names(labels)}: {'; '.join(parts)}")
     return lines
 
 
