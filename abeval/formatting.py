@@ -11,9 +11,9 @@ results in the page.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 NA = "n/a"
 
@@ -48,6 +48,38 @@ def interval(ci: Sequence[float] | None, digits: int = 2) -> str:
     if ci is None:
         return NA
     return f"[{pct(ci[0], digits)}, {pct(ci[1], digits)}]"
+
+
+class ShownLift(Protocol):
+    """What :func:`lift_interval` reads of a lift (:class:`abeval.stats.results.Lift`)."""
+
+    @property
+    def interval(self) -> tuple[float, float] | None: ...
+
+    @property
+    def p_value(self) -> float | None: ...
+
+    @property
+    def interval_note(self) -> str: ...
+
+
+UNBOUNDED = "unbounded"
+
+
+def lift_interval(lift: ShownLift) -> str:
+    """The interval a lift shows (its corrected one where it has it), or
+    ``unbounded`` when Fieller's relative interval is unbounded while the p-value
+    stands (the control mean cannot be told from 0; the lift's ``interval_note``)."""
+    if lift.interval is None and lift.p_value is not None and lift.interval_note:
+        return UNBOUNDED
+    return interval(lift.interval)
+
+
+def unbounded_notes(lifts: Iterable[ShownLift]) -> tuple[str, ...]:
+    """Why the ``unbounded`` intervals of a table are unbounded, each sentence once
+    (said under the table rather than on every row)."""
+    notes = (lift.interval_note for lift in lifts if lift_interval(lift) == UNBOUNDED)
+    return tuple(dict.fromkeys(notes))
 
 
 def pvalue(p: float | None) -> str:
@@ -171,6 +203,7 @@ FILTERS: dict[str, Callable[..., str]] = {
     "pct": pct,
     "share": share,
     "interval": interval,
+    "lift_interval": lift_interval,
     "pvalue": pvalue,
     "count": count,
     "number": number,

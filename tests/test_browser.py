@@ -4,7 +4,8 @@ protocol on a pipe (``--remote-debugging-pipe``) with the standard library only.
 The test opens a demo report, then checks that the page logged no console error
 or exception, requested nothing but itself, laid every chart out at a non-zero
 size, painted each chart (a screenshot of its box is not blank and shows the
-chart colours), does not overflow sideways at 1280 px, and prints to PDF.
+chart colours), does not overflow sideways at 1280 px, and prints to PDF; and
+that the offline section takes at most a quarter of the page's height.
 
 ``python tests/test_browser.py`` renders the README demo (20,000 users, seed 1,
 segments by device) and refreshes ``docs/report-screenshot.png``.
@@ -312,6 +313,7 @@ LAYOUT = """JSON.stringify({
     e => e.scrollWidth > e.clientWidth + 1).map(e => e.className || e.tagName),
   sections: [...document.querySelectorAll('section[id], header[id], details[id]')].map(e => e.id),
   methodologyOpen: document.getElementById('methodology').open,
+  offlineHeight: document.getElementById('offline').getBoundingClientRect().height,
   width: document.documentElement.scrollWidth,
   height: document.documentElement.scrollHeight,
 })"""
@@ -354,6 +356,9 @@ def test_report_in_headless_chromium(demo_page: Path, tmp_path: Path):
         assert layout["methodologyOpen"] is False
         assert layout["overflow"] == [], "content wider than a 1280 px window"
         assert layout["width"] <= WIDTH
+        # The offline section takes at most a quarter of the page (issue 10, item 7).
+        assert layout["offlineHeight"] > 300  # laid out, with its tables
+        assert layout["offlineHeight"] / layout["height"] <= 0.25, layout["offlineHeight"]
 
         # Charts and interval bars have a real size.
         charts = [s for s in layout["svgs"] if "chart" in s["cls"].split()]

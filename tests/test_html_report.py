@@ -370,13 +370,16 @@ def test_offline_results_render_from_the_dataclass(reports: dict[str, Experiment
     assert fmt.pct(0.0425) in row.field("lift")
     assert row.field("interval") == fmt.interval((0.0229, 0.0621))
     assert row.field("p") == fmt.pvalue(0.0004)
+    # The online lift, the conventions and what was left out: once, in the legend.
     online = next(m for m in r.metrics if m.metric == "ctr" and m.arm == arm)
-    assert row.field("online-lift") == fmt.pct(online.comparison.relative.effect)
+    assert f"{arm} {fmt.pct(online.comparison.relative.effect)}" in section.field("online-lift")
     # Replayed from the same clicks as CTR: no agreement label, a plain note instead.
     assert "agree" not in row.clean()
     assert "same logged lists and clicks as CTR" in section.field("replay-note")
-    assert "relevance=<b>click</b> & 'purchase'" in row.clean()
-    assert 'lists of <i>item</i> "x"' in row.clean()
+    legend = section.field("offline-legend")
+    assert "relevance=<b>click</b> & 'purchase'" in legend
+    assert f'lists of <i>item</i> "x" ({arm} 3)' in legend
+    assert "relevance" not in row.clean() and "lists of" not in row.clean()
     _assert_no_markup_injected(page, doc)
 
 
@@ -519,8 +522,12 @@ def test_text_report_shows_the_interval_the_page_shows(reports: dict[str, Experi
     assert any(rel.ci_adjusted not in (None, rel.ci) for rel in lifts)
     lines = render_text(r).splitlines()
     for o, rel in zip(r.offline, lifts, strict=True):
-        line = next(x for x in lines if x.split()[:2] == [o.metric, o.arm])
-        assert fmt.interval(rel.interval) in line
+        found = [x for x in lines if x.lstrip("* ").split()[:2] == [o.metric, o.arm]]
+        if o.constant:  # cannot vary: hidden, with a note
+            assert not found and any(o.constant_reason in x for x in lines)
+            continue
+        assert fmt.interval(rel.interval) in found[0]
+        assert found[0].split()[-1] == fmt.pvalue(rel.p_adjusted)
 
 
 @pytest.mark.parametrize(("func", "args", "expected"), FORMAT_CASES)

@@ -9,17 +9,27 @@ themselves (coverage, diversity, novelty) says nothing about clicks either way.
 ``agreement`` is therefore always None here; the report judges agreement only
 for signals independent of the online metric, the off-policy estimates
 (:mod:`abeval.analysis.ope`).
+
+The comparisons use the report's α and relative interval (Fieller's or the delta
+method's, as the online ones; every replayed metric is non-negative), at a fixed
+horizon, and are corrected as one family. A metric whose value is the
+same for every user of every arm cannot show a difference: it is kept, marked
+``constant`` with the reason (docs/metrics.md#log-replay), and the pages hide it.
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from abeval.analysis.replay import replay
 from abeval.analysis.report_model import OfflineResult, OfflineValue, ReportOptions
-from abeval.metrics import Conventions
-from abeval.stats import adjust_comparisons, compare
+from abeval.errors import AbevalError
+from abeval.metrics import Conventions, MetricResult
+from abeval.metrics.registry import definition
+from abeval.stats import Comparison, adjust_comparisons, compare
 from abeval.store.population import Window
 
 if TYPE_CHECKING:
@@ -52,12 +62,13 @@ def offline_results(
     values: list[OfflineValue] = []
     for metric, by_arm in result.by_metric().items():
         c = by_arm.get(control)
+        reason = constant_reason(metric, by_arm)
         for arm in treatments:
             t = by_arm.get(arm)
             if c is None or t is None:
                 continue
             if c.stats is not None and t.stats is not None:
-                comp = compare(c.stats, t.stats, alpha=o.alpha)
+                comp = _compare(c, t, o)
                 compared.append(
                     OfflineResult(
                         metric=metric,
@@ -71,6 +82,9 @@ def offline_results(
                         agrees_with=reference,
                         agreement=None,
                         lists_left_out=dict(t.left_out),
+                        control_lists_left_out=dict(c.left_out),
+                        constant=bool(reason),
+                        constant_reason=reason,
                     )
                 )
         for arm, r in by_arm.items():
@@ -91,3 +105,48 @@ def offline_results(
     final = tuple(replace(r, comparison=comp) for r, comp in zip(compared, adjusted, strict=True))
     status = "; ".join(result.warnings) if result.warnings else "ok"
     return final, tuple(values), status
+
+
+def _compare(c: MetricResult, t: MetricResult, o: ReportOptions) -> Comparison:
+    """Control against treatment on per-user values, with the relative interval the
+    online metrics use (``--relative-interval``); fixed-horizon even under
+    ``--sequential`` (docs/metrics.md#log-replay)."""
+    assert c.stats is not None and t.stats is not None
+    return compare(
+        c.stats,
+        t.stats,
+        alpha=o.alpha,
+        relative_interval=o.relative_interval,
+        nonnegative=True,  # every replayed metric is a share, a rank measure or 1 − similarity
+    )
+
+
+def constant_value(results: Mapping[str, MetricResult]) -> float | None:
+    """The value every user of every arm has, or None when some user differs (or an
+    arm has no per-user value)."""
+    values = []
+    for r in results.values():
+        if r.stats is None or r.stats.n == 0:
+            return None
+        mean = r.stats.mean
+        # a centred Σ(x − x̄)² of the size of the rounding in Σx² − (Σx)²/n only:
+        # every value is the mean
+        if r.stats.ss > 1e-12 * r.stats.n * max(1.0, mean * mean):
+            return None
+        values.append(mean)
+    if not values or not all(math.isclose(v, values[0], rel_tol=1e-9) for v in values):
+        return None
+    return values[0]
+
+
+def constant_reason(metric: str, by_arm: Mapping[str, MetricResult]) -> str:
+    """Why ``metric`` cannot vary between the arms of ``by_arm`` ("" when it can)."""
+    value = constant_value(by_arm)
+    if value is None:
+        return ""
+    reason = f"{metric} is {value:.6g} for every user of every arm, so no arm can differ"
+    try:
+        because = definition(metric.split("@", 1)[0]).constant_when
+    except AbevalError:
+        because = ""
+    return f"{reason} ({because})" if because else reason

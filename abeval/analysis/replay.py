@@ -264,7 +264,11 @@ def _beyond_results(
     beyond = [s for s in specs if s.kind == "beyond"]
     if not beyond:
         return []
-    inputs = BeyondInputs(**BEYOND_RELATIONS, similarity="cooccurrence")
+    # popularity's share is over the analysed users, the arms' users together
+    reference_users = sum(int(a["users"]) for a in arms)
+    inputs = BeyondInputs(
+        **BEYOND_RELATIONS, similarity="cooccurrence", reference_users=reference_users
+    )
     query = beyond_query(beyond, inputs)
     rows = source.rows(query.ctes, query.select)
     groups = {a["arm"]: (a["users_with_requests"], a["requests"]) for a in arms}

@@ -249,7 +249,13 @@ class OfflineResult(JsonResult):
     # Always None: replayed from the same clicks as CTR, so not independent evidence
     # (docs/metrics.md#log-replay); agreement is judged for off-policy estimates only.
     agreement: str | None
-    lists_left_out: dict[str, int] = field(default_factory=dict)
+    lists_left_out: dict[str, int] = field(default_factory=dict)  # the treatment arm's
+    control_lists_left_out: dict[str, int] = field(default_factory=dict)
+    # True when every user of every arm has the same value, so no arm can differ
+    # (recall@K once K reaches the list length): kept here, hidden on the pages with
+    # ``constant_reason`` (docs/metrics.md#log-replay).
+    constant: bool = False
+    constant_reason: str = ""
 
 
 @dataclass(frozen=True)

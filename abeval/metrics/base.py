@@ -151,6 +151,9 @@ class BeyondInputs:
       DuckDB list of numbers: ``evaluate`` only).
     - ``history(user_id, item_id)``: what each user interacted with before
       (serendipity); None when there is no history.
+    - ``reference_users``: how many users ``popularity``'s share is taken over;
+      novelty gives an item without popularity the add-one share
+      1 / (reference_users + 1) (docs/metrics.md#novelty).
     """
 
     ranked: str = "ranked"
@@ -160,6 +163,7 @@ class BeyondInputs:
     items: str | None = None
     similarity: str = "cooccurrence"
     history: str | None = None
+    reference_users: int | None = None
 
 
 @dataclass(frozen=True)
@@ -183,6 +187,9 @@ class MetricDefinition:
     - ``doc``: the module docstring (formula and reference).
     - ``lower_is_better``: a smaller value is better (RMSE, MAE); the pages colour
       a difference by it.
+    - ``constant_when``: when the definition alone makes the metric the same for
+      every list (recall@K once K reaches the list length); the report says it
+      beside a replayed metric that cannot vary.
     """
 
     name: str
@@ -203,3 +210,4 @@ class MetricDefinition:
     rating_sql: str = ""
     aliases: tuple[str, ...] = ()
     lower_is_better: bool = False
+    constant_when: str = ""

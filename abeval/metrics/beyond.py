@@ -96,7 +96,7 @@ def _undefined_message(name: str) -> str:
     return {
         "coverage": "the catalogue is empty",
         "gini": "no catalogue item is shown",
-        "novelty": "no shown item has a popularity in the reference data",
+        "novelty": "no list has an item in the top K",
         "diversity": "no list has two items in the top K",
         "serendipity": "no relevant shown item belongs to a user with history",
     }.get(name, "nothing to measure")

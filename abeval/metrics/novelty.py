@@ -4,9 +4,12 @@
 
 popularity(i) is the share of reference users who interacted with item i (in
 replay: the analysed users' clicks and purchases in the experiment; in
-``evaluate``: the history file when given, else the truth file). A slot whose
-item has no interaction in the reference data has no finite self-information:
-it is left out and counted as ``slots_without_popularity``.
+``evaluate``: the history file when given, else the truth file). An item no
+reference user interacted with gets add-one smoothing, popularity = 1 / (U + 1)
+with U the number of reference users: rarer than any item seen once, so its
+slot counts as the most novel rather than being left out. Every slot counts;
+``slots_without_popularity`` says how many were smoothed
+(docs/metrics.md#novelty).
 
 Reference: Zhou et al., "Solving the apparent diversity–accuracy dilemma of
 recommender systems", PNAS 107(10), 2010 (novelty as self-information);
@@ -15,17 +18,21 @@ Castells, Hurley and Vargas 2015.
 
 from __future__ import annotations
 
-from abeval.metrics.base import DOUBLE, BeyondInputs, MetricDefinition, log2
+from abeval.metrics.base import DOUBLE, BeyondInputs, MetricDefinition, as_double, log2
 from abeval.metrics.spec import MetricSpec
 
 
 def group_sql(spec: MetricSpec, inp: BeyondInputs, p: str) -> tuple[list[str], str]:
+    if inp.reference_users is None or inp.reference_users < 0:
+        raise ValueError("novelty needs the number of reference users")
     k = int(spec.k or 0)
     known = "p.share IS NOT NULL AND p.share > 0"
+    smoothed = f"{as_double('1')} / {int(inp.reference_users) + 1}"
+    share = f"(CASE WHEN {known} THEN p.share ELSE {smoothed} END)"
     select = (
-        f"SELECT t.grp, AVG(CASE WHEN {known} THEN -{log2('p.share')} END) AS value, "
-        f"SUM(CASE WHEN {known} THEN 1 ELSE 0 END) AS counted, "
-        f"SUM(CASE WHEN {known} THEN 0 ELSE 1 END) AS left_out, "
+        f"SELECT t.grp, AVG(-{log2(share)}) AS value, "
+        f"SUM(CASE WHEN {known} THEN 0 ELSE 1 END) AS counted, "
+        "CAST(0 AS BIGINT) AS left_out, "
         f"CAST(NULL AS BIGINT) AS n, CAST(NULL AS {DOUBLE}) AS s, CAST(NULL AS {DOUBLE}) AS ss, "
         f"COUNT(*) AS extra FROM {inp.ranked} t LEFT JOIN {inp.popularity} p "
         f"ON p.item_id = t.item_id WHERE t.rank <= {k} GROUP BY t.grp"
@@ -38,11 +45,11 @@ DEFINITION = MetricDefinition(
     kind="beyond",
     cutoff="required",
     title="Novelty",
-    formula="mean over top-K slots of −log2(share of users who interacted with the item)",
+    formula="mean over top-K slots of −log2(share of users who interacted with the item; "
+    "1/(users + 1) for an item nobody did)",
     reference="Zhou et al. 2010 (PNAS 107(10)); Castells, Hurley & Vargas 2015",
     doc=__doc__ or "",
     group_sql=group_sql,
-    counted="slots",
-    left_out_reason="slots_without_popularity",
+    counted="slots_without_popularity",
     aliases=("self_information",),
 )

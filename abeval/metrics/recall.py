@@ -32,4 +32,9 @@ DEFINITION = MetricDefinition(
     skips_empty=True,
     per_list=per_list,
     aliases=("r", "rec"),
+    constant_when=(
+        "recall@K is 1 for every list whose relevant items all lie in its top K: in log "
+        "replay the relevant items are among those shown, so K at least the longest "
+        "logged list makes it 1 everywhere"
+    ),
 )

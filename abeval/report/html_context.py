@@ -25,6 +25,7 @@ from abeval.analysis.report_model import (
     VerdictResult,
 )
 from abeval.report.charts import IntervalBar, LiftChart, Tick, UsersChart
+from abeval.report.offline_view import OfflineView
 from abeval.report.ope_context import OpeContext
 from abeval.report.tones import Tone
 
@@ -96,6 +97,7 @@ class MetricTable:
     note: str
     rows: tuple[MetricRow, ...]
     axis: tuple[Tick, ...]
+    unbounded: tuple[str, ...] = ()  # why an interval reads unbounded, once
 
 
 @dataclass(frozen=True)
@@ -111,24 +113,31 @@ class PowerLine:
 
 @dataclass(frozen=True)
 class OfflineRow:
-    """One replayed offline metric and arm: the model's ``result``, the online
-    metric it is compared with (``online``, None when absent), the corrected
-    ``interval`` shown, its ``bar`` and ``tone`` (good/bad when the interval
-    excludes zero)."""
+    """One replayed offline metric and arm: the model's ``result``, the corrected
+    ``interval`` shown, its ``bar`` and ``tone`` (good/bad when significant after
+    correction, as in the metric tables)."""
 
     result: OfflineResult
-    online: MetricResult | None
     interval: tuple[float, float] | None
+    significant: bool
     bar: IntervalBar
     tone: Tone
 
 
 @dataclass(frozen=True)
 class OfflineTable:
-    """The replayed offline metrics (:class:`OfflineRow`) with the shared bar ``axis``."""
+    """The offline section: the replayed comparisons shown (:class:`OfflineRow`,
+    metrics that cannot vary left out) with the shared bar ``axis``; ``view``
+    holds the legend, the hidden metrics, the online lift beside and the
+    beyond-accuracy rows (:class:`~abeval.report.offline_view.OfflineView`);
+    ``corrected``: the intervals were widened for multiple testing;
+    ``unbounded``: why an interval reads unbounded, once."""
 
     rows: tuple[OfflineRow, ...]
     axis: tuple[Tick, ...]
+    view: OfflineView
+    corrected: bool
+    unbounded: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -152,6 +161,7 @@ class SegmentTable:
     segment: str
     rows: tuple[SegmentRow, ...]
     axis: tuple[Tick, ...]
+    unbounded: tuple[str, ...] = ()  # why an interval reads unbounded, once
 
 
 @dataclass(frozen=True)

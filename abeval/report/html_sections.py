@@ -14,9 +14,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from abeval.analysis.online_metrics import METRICS
+from abeval.analysis.online_metrics import METRICS, direction
 from abeval.analysis.report_model import ExperimentReport, MetricResult, Role
-from abeval.formatting import count, fixed, number, parse_time, pvalue, share, when
+from abeval.formatting import (
+    count,
+    fixed,
+    number,
+    parse_time,
+    pvalue,
+    share,
+    unbounded_notes,
+    when,
+)
 from abeval.report.charts import (
     DayLift,
     IntervalBar,
@@ -41,8 +50,8 @@ from abeval.report.html_context import (
     SegmentTable,
     StatisticsTable,
 )
+from abeval.report.offline_view import offline_view, significant
 from abeval.report.tones import (
-    excludes_zero,
     offline_lower_is_better,
     online_lower_is_better,
     tone,
@@ -268,7 +277,13 @@ def _metric_table(role: Role, results: list[MetricResult]) -> MetricTable:
         )
     anchor, title, note = _ROLE_TITLES[role]
     return MetricTable(
-        role=role, anchor=anchor, title=title, note=note, rows=tuple(rows), axis=axis
+        role=role,
+        anchor=anchor,
+        title=title,
+        note=note,
+        rows=tuple(rows),
+        axis=axis,
+        unbounded=unbounded_notes(lifts),
     )
 
 
@@ -331,24 +346,32 @@ def power_lines(report: ExperimentReport, total_users: int) -> tuple[PowerLine, 
 
 
 def offline_table(report: ExperimentReport) -> OfflineTable | None:
-    """The replayed offline metrics beside the online metric each is compared with."""
+    """The offline section (:mod:`abeval.report.offline_view`): the replayed
+    comparisons that can vary, drawn as the metric tables draw theirs."""
     if not report.offline:
         return None
-    lifts = [o.comparison.relative for o in report.offline]
+    view = offline_view(report)
+    lifts = [o.comparison.relative for o in view.rows]
     bars, axis = _bars(lifts)
-    rows = tuple(
-        OfflineRow(
-            result=o,
-            online=next(
-                (m for m in report.metrics if m.metric == o.agrees_with and m.arm == o.arm), None
-            ),
-            interval=rel.interval,
-            bar=bar,
-            tone=tone(excludes_zero(rel.interval), rel.effect, offline_lower_is_better(o.metric)),
+    rows = []
+    for o, rel, bar in zip(view.rows, lifts, bars, strict=True):
+        marked = significant(o)
+        rows.append(
+            OfflineRow(
+                result=o,
+                interval=rel.interval,
+                significant=marked,
+                bar=bar,
+                tone=tone(marked, rel.effect, offline_lower_is_better(o.metric)),
+            )
         )
-        for o, rel, bar in zip(report.offline, lifts, bars, strict=True)
+    return OfflineTable(
+        rows=tuple(rows),
+        axis=axis,
+        view=view,
+        corrected=any(rel.ci_adjusted is not None for rel in lifts),
+        unbounded=unbounded_notes(lifts),
     )
-    return OfflineTable(rows=rows, axis=axis)
 
 
 def segment_table(report: ExperimentReport) -> SegmentTable | None:
@@ -359,7 +382,7 @@ def segment_table(report: ExperimentReport) -> SegmentTable | None:
     bars, axis = _bars(lifts)
     rows = []
     for g, rel, bar in zip(report.segments, lifts, bars, strict=True):
-        significant = g.comparison.status == "ok" and excludes_zero(rel.interval)
+        significant = direction(g.comparison) != 0
         rows.append(
             SegmentRow(
                 result=g,
@@ -376,6 +399,7 @@ def segment_table(report: ExperimentReport) -> SegmentTable | None:
         segment=report.settings.segment or report.segments[0].segment,
         rows=tuple(rows),
         axis=axis,
+        unbounded=unbounded_notes(lifts),
     )
 
 

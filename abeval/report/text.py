@@ -8,9 +8,23 @@ multiplicity-corrected one wherever the report has it, as on the HTML page.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from abeval.analysis.report_model import CapInfo, ExperimentReport, MetricResult
-from abeval.formatting import NA, interval, number, pct, printable, pvalue, share, terminal_number
+from abeval.formatting import (
+    NA,
+    lift_interval,
+    number,
+    pct,
+    printable,
+    pvalue,
+    share,
+    terminal_number,
+    unbounded_notes,
+)
+from abeval.report.offline_view import BeyondRow, offline_view, significant
 from abeval.report.ope_text import ope_lines
+from abeval.stats.results import Lift
 
 #: Why the replayed metrics are not judged against the online lift (docs/metrics.md#log-replay).
 REPLAY_NOTE = (
@@ -18,6 +32,24 @@ REPLAY_NOTE = (
     "independent evidence of the online lift, so no agreement is judged (see the "
     "off-policy estimates for a prediction that does not use the target's clicks)."
 )
+
+
+LIFT_HEADER = f"{'lift':>9} {'interval':>22} {'p':>8} {'p adj':>8}"
+
+
+def lift_cells(rel: Lift) -> str:
+    """The relative lift, its interval (corrected where the report corrected it;
+    ``unbounded`` for an unbounded Fieller interval), p and adjusted p: the columns
+    of every comparison table (:data:`LIFT_HEADER`)."""
+    return (
+        f"{pct(rel.effect):>9} {lift_interval(rel):>22} {pvalue(rel.p_value):>8} "
+        f"{pvalue(rel.p_adjusted):>8}"
+    )
+
+
+def _unbounded(lifts: Iterable[Lift]) -> list[str]:
+    """Once under a table: why an interval there reads ``unbounded``."""
+    return [f"  {note}" for note in unbounded_notes(lifts)]
 
 
 def _metric_row(m: MetricResult) -> str:
@@ -29,8 +61,7 @@ def _metric_row(m: MetricResult) -> str:
     return (
         f"{mark} {m.label:<22} {m.arm:<12} "
         f"{terminal_number(m.control.value):>10} {terminal_number(m.treatment.value):>10} "
-        f"{pct(rel.effect):>9} {interval(rel.interval):>22} {pvalue(rel.p_value):>8} "
-        f"{pvalue(rel.p_adjusted):>8} {share(chance, 2):>7}{cuped}{status}"
+        f"{lift_cells(rel)} {share(chance, 2):>7}{cuped}{status}"
     )
 
 
@@ -107,8 +138,8 @@ def _verdicts(r: ExperimentReport) -> list[str]:
 
 def _metric_tables(r: ExperimentReport) -> list[str]:
     header = (
-        f"  {'metric':<22} {'arm':<12} {'control':>10} {'treatment':>10} {'lift':>9} "
-        f"{'interval':>22} {'p':>8} {'p adj':>8} {'P(win)':>7}"
+        f"  {'metric':<22} {'arm':<12} {'control':>10} {'treatment':>10} {LIFT_HEADER} "
+        f"{'P(win)':>7}"
     )
     lines: list[str] = []
     for role, title in (
@@ -120,26 +151,49 @@ def _metric_tables(r: ExperimentReport) -> list[str]:
         if rows:
             lines += ["", title, header] + [_metric_row(m) for m in rows]
     lines.append("  * significant after correction; intervals are relative lifts, corrected")
-    return lines
+    return lines + _unbounded(m.comparison.relative for m in r.metrics)
 
 
 def _offline(r: ExperimentReport) -> list[str]:
     if not r.offline:
         return ["", f"Offline metrics: {r.offline_status}"] if r.offline_status else []
+    view = offline_view(r)
+    online = f"; {view.online}" if view.online else ""
     lines = [
         "",
-        "Offline metrics replayed from the logs (per user, then per arm)",
-        f"  {'metric':<16} {'arm':<12} {'control':>9} {'treatment':>9} {'lift':>9} "
-        f"{'interval':>22} {'p':>8}",
+        f"Offline metrics replayed from the logs (per user, then per arm{online})",
+        f"  {'metric':<16} {'arm':<12} {'control':>9} {'treatment':>9} {LIFT_HEADER}",
     ]
-    for o in r.offline:
-        rel = o.comparison.relative
+    for o in view.rows:
         lines.append(
-            f"  {o.metric:<16} {o.arm:<12} {terminal_number(o.control_value):>9} "
-            f"{terminal_number(o.treatment_value):>9} {pct(rel.effect):>9} "
-            f"{interval(rel.interval):>22} {pvalue(rel.p_value):>8}"
+            f"{'*' if significant(o) else ' '} {o.metric:<16} {o.arm:<12} "
+            f"{terminal_number(o.control_value):>9} {terminal_number(o.treatment_value):>9} "
+            f"{lift_cells(o.comparison.relative)}"
         )
+    lines.append(
+        f"  * significant after {r.settings.correction} correction over these "
+        f"{view.comparisons} comparisons; intervals are relative lifts, corrected"
+    )
+    lines += _unbounded(o.comparison.relative for o in view.rows)
+    lines += [f"  not shown: {reason}" for reason in view.hidden]
+    lines += [f"  {line}" for line in view.legend]
     lines.append(REPLAY_NOTE)
+    return lines + _beyond(view.arms, view.beyond)
+
+
+def _beyond(arms: tuple[str, ...], rows: Iterable[BeyondRow]) -> list[str]:
+    """The beyond-accuracy metrics: one value per arm over its top-K lists."""
+    rows = list(rows)
+    if not rows:
+        return []
+    lines = [
+        "",
+        "Beyond accuracy (over each arm's top-K lists: one value per arm, no test)",
+        f"  {'metric':<16} " + " ".join(f"{arm:>12}" for arm in arms),
+    ]
+    for row in rows:
+        cells = " ".join(f"{terminal_number(v.value if v else None):>12}" for v in row.values)
+        lines.append(f"  {row.metric:<16} {cells}")
     return lines
 
 
@@ -180,9 +234,9 @@ def _segments(r: ExperimentReport) -> list[str]:
         rel = g.comparison.relative
         lines.append(
             f"  {g.value:<14} {g.metric:<12} {g.arm:<12} {pct(rel.effect):>9} "
-            f"{interval(rel.interval):>22} p adj {pvalue(rel.p_adjusted)}"
+            f"{lift_interval(rel):>22} p adj {pvalue(rel.p_adjusted)}"
         )
-    return lines
+    return lines + _unbounded(g.comparison.relative for g in r.segments)
 
 
 def render_text(r: ExperimentReport) -> str:

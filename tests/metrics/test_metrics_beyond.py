@@ -53,11 +53,14 @@ def test_coverage_gini_entropy_novelty(files: dict[str, Path]) -> None:
     assert result.metric("gini@2").value == pytest.approx(16 / 42)
     p = [2 / 6] + [1 / 6] * 4
     assert result.metric("entropy@2").value == pytest.approx(-sum(x * math.log2(x) for x in p))
-    # popularity in the history (3 users): a 2/3, d 1/3; b, e, f never interacted with.
+    # popularity in the history (3 users): a 2/3, d 1/3; b, e, f never interacted
+    # with: add-one smoothing gives them 1 / (3 + 1), and their slots still count.
+    # Top-2 slots: a, b (u1), a, d (u2), e (u3), f (u5).
     novelty = result.metric("novelty@2")
-    expected = (2 * -math.log2(2 / 3) + -math.log2(1 / 3)) / 3
+    expected = (2 * -math.log2(2 / 3) + -math.log2(1 / 3) + 3 * -math.log2(1 / 4)) / 6
     assert novelty.value == pytest.approx(expected)
-    assert novelty.left_out == {"slots_without_popularity": 3}
+    assert novelty.left_out == {}
+    assert novelty.counts == {"slots_without_popularity": 3, "slots": 6}
 
 
 def test_diversity_and_serendipity_with_categories(files: dict[str, Path]) -> None:

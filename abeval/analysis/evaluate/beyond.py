@@ -33,7 +33,7 @@ def beyond_results(
     extra: Mapping[str, str],
 ) -> list[MetricResult]:
     """One result per beyond-accuracy metric per model (the groups renamed to models)."""
-    _build_references(con, len(models), have_items, have_history)
+    reference_users = _build_references(con, len(models), have_items, have_history)
     similarity = _similarity(con, have_items)
     inputs = BeyondInputs(
         ranked="ranked_all",
@@ -43,6 +43,7 @@ def beyond_results(
         items="items" if have_items else None,
         similarity=similarity,
         history="history" if have_history else None,
+        reference_users=reference_users,
     )
     query = beyond_query(specs, inputs)
     found = query.results(
@@ -56,8 +57,9 @@ def beyond_results(
 
 def _build_references(
     con: duckdb.DuckDBPyConnection, n_models: int, have_items: bool, have_history: bool
-) -> None:
-    """``catalogue``, ``interactions`` and ``popularity`` (module docstring)."""
+) -> int:
+    """``catalogue``, ``interactions`` and ``popularity`` (module docstring); returns
+    the number of reference users popularity's share is over."""
     if have_items:
         con.execute("CREATE TABLE catalogue AS SELECT DISTINCT item_id FROM items")
     else:
@@ -82,6 +84,8 @@ def _build_references(
         "CREATE TABLE popularity AS SELECT item_id, CAST(COUNT(*) AS DOUBLE) / "
         f"({users}) AS share FROM interactions GROUP BY item_id"
     )
+    found = con.execute(users).fetchone()
+    return int(found[0]) if found else 0
 
 
 def _similarity(con: duckdb.DuckDBPyConnection, have_items: bool) -> str:
