@@ -55,8 +55,9 @@ SOURCES: tuple[Source, ...] = ("evaluation", "ope", "replay")
 
 #: How the board ranks signals (docs/metrics.md#agreement-ranking).
 RANKING = (
-    "lower end of the Spearman interval, then Spearman, then experiments covered; "
-    "signals without a correlation last"
+    "independent signals (recorded evaluations, off-policy estimates) before replayed ones; "
+    "then the lower end of the Spearman interval, Spearman, and experiments covered; "
+    "signals without a correlation last in their group"
 )
 
 
@@ -350,6 +351,7 @@ def _key(r: SignalSummary) -> tuple:
     """Sort key of :data:`RANKING` (ascending sorts the best first)."""
     low = r.spearman_ci[0] if r.spearman_ci is not None else None
     return (
+        not r.independent,
         low is None,
         -(low if low is not None else 0.0),
         r.spearman is None,
