@@ -29,10 +29,10 @@ RECORDED = {
 BARE = "bare"
 
 
-def simulate_experiment(path: Path, name: str, lift: float, seed: int) -> Path:
+def simulate_experiment(path: Path, name: str, lift: float, seed: int, users: int) -> Path:
     config = SimulationConfig(
         experiment=name,
-        users=1500,
+        users=users,
         seed=seed,
         days=4,
         pre_period_days=0,
@@ -77,12 +77,12 @@ def evaluation(name: str) -> RecordedEvaluation:
     )  # fmt: skip
 
 
-def build_store(workdir: Path, db: str | None = None) -> str:
-    """Simulate, ingest and record the history into ``db`` (default: a DuckDB
-    file in ``workdir``); return the store's path or URL."""
+def build_store(workdir: Path, db: str | None = None, users: int = 1500) -> str:
+    """Simulate (``users`` per experiment), ingest and record the history into
+    ``db`` (default: a DuckDB file in ``workdir``); return the store's path or URL."""
     db = db or str(workdir / "history.duckdb")
     files = [
-        simulate_experiment(workdir / f"{name}.csv", name, lift, seed)
+        simulate_experiment(workdir / f"{name}.csv", name, lift, seed, users)
         for seed, (name, lift) in enumerate(LIFTS.items(), start=11)
     ]
     files.append(write_bare(workdir / "bare.csv"))
