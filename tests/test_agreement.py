@@ -140,9 +140,8 @@ def test_ranking_puts_independent_signals_first(board: AgreementBoard) -> None:
         kinds = [s.independent for s in rows]
         assert kinds == sorted(kinds, reverse=True)  # every True before every False
         assert {s.source for s in rows if not s.independent} == {"replay"}
-        ranked = [s for s in rows if s.independent and s.spearman_ci is not None]
-        lows = [s.spearman_ci[0] for s in ranked]
-        assert lows == sorted(lows, reverse=True)
+        ranked = [s.spearman_p for s in rows if s.independent and s.spearman_p is not None]
+        assert ranked == sorted(ranked)
     assert board.summary[0].online_metric == "ctr"
 
 

@@ -56,8 +56,8 @@ SOURCES: tuple[Source, ...] = ("evaluation", "ope", "replay")
 #: How the board ranks signals (docs/metrics.md#agreement-ranking).
 RANKING = (
     "independent signals (recorded evaluations, off-policy estimates) before replayed ones; "
-    "then the lower end of the Spearman interval, Spearman, and experiments covered; "
-    "signals without a correlation last in their group"
+    "then by the permutation p-value of Spearman's correlation (smallest first), Spearman, "
+    "and experiments covered; signals without a correlation last in their group"
 )
 
 
@@ -114,6 +114,7 @@ class SignalSummary(JsonResult):
     both_significant_agreeing: int
     spearman: float | None
     spearman_ci: tuple[float, float] | None
+    spearman_p: float | None
     kendall: float | None
     kendall_ci: tuple[float, float] | None
     pearson: float | None
@@ -349,12 +350,10 @@ def summarise(pairs: Sequence[AgreementPair], o: AgreementOptions) -> tuple[Sign
 
 def _key(r: SignalSummary) -> tuple:
     """Sort key of :data:`RANKING` (ascending sorts the best first)."""
-    low = r.spearman_ci[0] if r.spearman_ci is not None else None
     return (
         not r.independent,
-        low is None,
-        -(low if low is not None else 0.0),
-        r.spearman is None,
+        r.spearman_p is None,
+        r.spearman_p if r.spearman_p is not None else 1.0,
         -(r.spearman if r.spearman is not None else 0.0),
         -r.experiments,
         SOURCES.index(r.source),
@@ -381,6 +380,7 @@ def _summary(
         both_significant_agreeing=a.sign.both_significant_agree,
         spearman=a.spearman.estimate,
         spearman_ci=a.spearman.ci,
+        spearman_p=a.spearman.p_value,
         kendall=a.kendall.estimate,
         kendall_ci=a.kendall.ci,
         pearson=a.pearson.estimate,
@@ -412,7 +412,9 @@ def _notes(o: AgreementOptions) -> tuple[str, ...]:
         "report's (adjusted over primary metrics × treatment arms); each offline interval is "
         "its signal's own.",
         f"Correlations: percentile bootstrap over experiments, {o.resamples:,} resamples, seed "
-        f"{o.seed}; at least 3 experiments.",
+        f"{o.seed}; at least 3 experiments. With few experiments the bootstrap is too narrow "
+        "(experiments in perfect order give [1, 1]); the permutation p-value of Spearman's "
+        "correlation (exact up to 8 pairs) says how often unrelated lifts would rank as well.",
         "Calibration slope: online lift on offline lift, weighted by 1 / (se² + τ²) with τ² "
         "the between-experiment variance by the method of moments; 1 means the offline lift "
         "carries over as it is. The offline lift's own noise is not modelled, which pulls the "

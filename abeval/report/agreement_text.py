@@ -29,6 +29,11 @@ def signal_name(s: SignalSummary) -> str:
     return f"−{s.signal}" if s.offline_lower_is_better else s.signal
 
 
+def p_text(p: float | None) -> str:
+    """A permutation p-value with three decimals (``n/a`` when undefined)."""
+    return fixed(p, 3)
+
+
 def sign_text(s: SignalSummary) -> str:
     return f"{s.agreeing_pairs}/{s.pairs} {share(s.sign_agreement, 0)}" if s.pairs else NA
 
@@ -36,7 +41,7 @@ def sign_text(s: SignalSummary) -> str:
 def _header() -> str:
     return (
         f"  {'#':>2} {'signal':<18} {'source':<11} {'exp':>3} {'sign agrees':>12} "
-        f"{'both sig':>8} {'spearman':>8} {'interval':>14} {'kendall':>7} {'pearson':>7} "
+        f"{'both sig':>8} {'spearman':>8} {'interval':>14} {'p':>6} {'kendall':>7} {'pearson':>7} "
         f"{'slope':>7} {'interval':>16} {'precision':>9} {'FNR':>6}"
     )
 
@@ -46,7 +51,8 @@ def _row(s: SignalSummary) -> str:
     return (
         f"  {s.rank:>2} {printable(signal_name(s)):<18} {source_label(s):<11} "
         f"{s.experiments:>3} {sign_text(s):>12} {both:>8} {fixed(s.spearman, 2):>8} "
-        f"{coefficient_interval(s.spearman_ci):>14} {fixed(s.kendall, 2):>7} "
+        f"{coefficient_interval(s.spearman_ci):>14} {p_text(s.spearman_p):>6} "
+        f"{fixed(s.kendall, 2):>7} "
         f"{fixed(s.pearson, 2):>7} {fixed(s.slope, 2):>7} "
         f"{coefficient_interval(s.slope_ci):>16} {share(s.precision, 0):>9} "
         f"{share(s.false_negative_rate, 0):>6}"

@@ -39,6 +39,8 @@ AgreementStatus = Literal["ok", "no_data", "too_few_experiments", "no_variation"
 
 #: Fewest experiments for a correlation (and its bootstrap) and for the slope.
 MIN_EXPERIMENTS = 3
+#: Up to this many points the permutation p-value enumerates every permutation.
+EXACT_PERMUTATIONS = 8
 DEFAULT_RESAMPLES = 2000
 DEFAULT_SEED = 0
 
@@ -75,13 +77,16 @@ class SignCounts(JsonResult):
 @dataclass(frozen=True)
 class Correlation(JsonResult):
     """A correlation over the points and its percentile bootstrap interval over
-    experiments; ``resamples_used`` counts the resamples where it was defined."""
+    experiments; ``resamples_used`` counts the resamples where it was defined.
+    ``p_value`` (Spearman only): the one-sided permutation p-value of a
+    correlation at least this large when offline and online lifts are unrelated."""
 
     estimate: float | None
     ci: tuple[float, float] | None
     resamples_used: int
     status: AgreementStatus
     message: str
+    p_value: float | None = None
 
 
 @dataclass(frozen=True)
@@ -283,8 +288,35 @@ def correlations(
         if boot.size:
             lo, hi = np.quantile(boot, [alpha / 2, 1 - alpha / 2])
             ci = (float(lo), float(hi))
-        out.append(Correlation(estimate, ci, int(boot.size), "ok", ""))
+        p_value = spearman_p_value(x, y, estimate, resamples, seed) if name == "spearman" else None
+        out.append(Correlation(estimate, ci, int(boot.size), "ok", "", p_value))
     return out[0], out[1], out[2]
+
+
+def spearman_p_value(
+    x: np.ndarray, y: np.ndarray, observed: float, resamples: int, seed: int
+) -> float:
+    """One-sided permutation p-value of Spearman's ρ: the share of pairings of the
+    online lifts with the offline ones whose ρ is at least ``observed``. Every
+    permutation up to :data:`EXACT_PERMUTATIONS` points; beyond, ``resamples``
+    seeded random permutations and (count + 1) / (resamples + 1)."""
+    import itertools
+
+    import numpy as np
+
+    ones = np.ones((1, x.size))
+    rx = _ranks(x, ones)[0]
+    ry = _ranks(y, ones)[0]
+    if x.size <= EXACT_PERMUTATIONS:
+        orders = np.array(list(itertools.permutations(range(x.size))))
+        exact = True
+    else:
+        rng = np.random.default_rng(seed)
+        orders = np.array([rng.permutation(x.size) for _ in range(resamples)])
+        exact = False
+    rho = _weighted_pearson(rx, ry[orders], np.ones(orders.shape))
+    hits = int(np.sum(rho >= observed - 1e-12))
+    return hits / len(orders) if exact else (hits + 1) / (len(orders) + 1)
 
 
 # --------------------------------------------------------------------------- calibration

@@ -5,6 +5,7 @@ slope against hand calculations and statsmodels, decision quality by hand."""
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -80,6 +81,33 @@ def test_bootstrap_resamples_experiments(index, statistic) -> None:
     used, ci = _expanded_bootstrap(LISTED, statistic, 300, 7, 0.1)
     assert found.resamples_used == used
     assert found.ci == pytest.approx(ci, abs=1e-9)
+
+
+def test_spearman_permutation_p_value_enumerates_pairings() -> None:
+    # Six pairs: every one of the 720 pairings, each ρ by scipy.
+    rows = [("a", 0.1, 0.0), ("b", 0.3, 0.2), ("c", 0.2, 0.25), ("d", 0.5, 0.3),
+            ("e", 0.4, 0.3), ("f", 0.05, -0.1)]  # fmt: skip
+    x = np.array([r[1] for r in rows])
+    y = np.array([r[2] for r in rows])
+    observed = st.spearmanr(x, y).statistic
+    null = [st.spearmanr(x, y[list(p)]).statistic for p in itertools.permutations(range(6))]
+    expected = np.mean(np.array(null) >= observed - 1e-12)
+    spearman = correlations(_points(rows), 0.05, 100, 0)[0]
+    assert spearman.p_value == pytest.approx(expected, abs=1e-15)
+    # Four experiments in perfect order: 1 pairing in 24, though the bootstrap says [1, 1].
+    perfect = correlations(_points([(c, i, i * i) for i, c in enumerate("abcd")]), 0.05, 100, 0)
+    assert perfect[0].ci == (1.0, 1.0) and perfect[0].p_value == pytest.approx(1 / 24)
+
+
+def test_spearman_permutation_p_value_by_monte_carlo_beyond_eight_pairs() -> None:
+    x = np.array([r[1] for r in LISTED])
+    y = np.array([r[2] for r in LISTED])
+    observed = st.spearmanr(x, y).statistic
+    rng = np.random.default_rng(9)
+    null = [st.spearmanr(x, y[rng.permutation(len(x))]).statistic for _ in range(300)]
+    hits = int(np.sum(np.array(null) >= observed - 1e-12))
+    spearman = correlations(_points(), 0.05, 300, 9)[0]
+    assert spearman.p_value == pytest.approx((hits + 1) / 301, abs=1e-15)
 
 
 def test_bootstrap_is_seeded() -> None:
