@@ -5,6 +5,7 @@ where, the experiments without signals, the ranking, and the three formats."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import duckdb
 import pytest
@@ -17,6 +18,7 @@ from abeval.analysis.online import ReportOptions, build_report
 from abeval.report.agreement_html import render_html
 from abeval.report.agreement_text import render_text
 from abeval.store import open_store
+from abeval.store.ingest import ingest_file
 
 ISSUE_PAIR_KEYS = {"experiment", "arm", "online_metric", "online_lift", "online_ci", "signal",
                    "source", "offline_lift", "offline_ci"}  # fmt: skip
@@ -181,3 +183,30 @@ def test_html_board(board: AgreementBoard) -> None:
     assert scatter.find_all("line", class_="diagonal")
     replayed = page.find("details", class_="replayed")
     assert replayed.find_all("figure", data_source="replay")
+
+
+def test_an_experiment_whose_report_fails_is_skipped_and_named(tmp_path: Path) -> None:
+    events = tmp_path / "solo.csv"
+    events.write_text(
+        "experiment,arm,user_id,ts,event_type\n"
+        "solo,control,u1,2025-01-06T09:00:00Z,exposure\n"
+        "solo,control,u2,2025-01-06T09:01:00Z,exposure\n"
+    )
+    db = str(tmp_path / "solo.duckdb")
+    with open_store(db) as store:
+        ingest_file(store, events)
+    with open_store(db, read_only=True) as store:
+        board = agreement_board(store, AgreementOptions(resamples=100))
+    assert board.experiments_skipped == ("solo",)
+    assert board.experiments[0].message == (
+        "experiment 'solo' has one arm (control): nothing to compare; "
+        "check the arm column of the events"
+    )
+    assert (board.pairs, board.summary, board.experiments_with_signals) == ((), (), 0)
+    text = render_text(board)
+    assert "1 experiment: 0 with offline signals, 0 without, 1 skipped" in text
+    assert "  skipped solo: experiment 'solo' has one arm (control)" in text
+    assert "No pairs of an offline and an online lift: nothing to compare." in text
+    page = parse(render_html(board))
+    assert page.field("skipped") == "1"
+    assert page.find("tr", data_experiment="solo").attrs["data-status"] == "skipped"

@@ -150,7 +150,8 @@ class ExperimentCoverage(JsonResult):
 
 @dataclass(frozen=True)
 class AgreementBoard(JsonResult):
-    """The whole board: what ``--format json`` prints (docs/usage.md#agreement)."""
+    """The whole board: what ``--format json`` prints
+    (docs/usage.md#which-offline-signal-predicts-the-online-lift)."""
 
     schema_version: str
     abeval_version: str

@@ -9,8 +9,7 @@ from typing import Annotated
 
 import typer
 
-from abeval.choices import ReportFormat
-from abeval.cli.app import DbOption, app, command, emit, require
+from abeval.cli.app import DbOption, PageFormatOption, app, command, emit, page_out, require
 
 #: Bounds of --resamples: fewer makes a percentile interval meaningless, more
 #: only costs time and memory (resamples × pairs numbers per signal).
@@ -37,18 +36,8 @@ def agreement(
             help="Experiments to compare, comma-separated (default: every experiment).",
         ),
     ] = None,
-    fmt: Annotated[
-        ReportFormat, typer.Option("--format", "-f", help="What to write (default html).")
-    ] = "html",
-    out: Annotated[
-        Path | None,
-        typer.Option(
-            "--out",
-            "-o",
-            help="Where to write; - is stdout (html default: reports/agreement.html; "
-            "json and text default: stdout).",
-        ),
-    ] = None,
+    fmt: PageFormatOption = "html",
+    out: Annotated[Path | None, page_out("reports/agreement.html")] = None,
     primary: Annotated[
         str | None,
         typer.Option(

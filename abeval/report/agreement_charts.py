@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from abeval.formatting import interval, pct, printable
-from abeval.report.charts import Scale, Tick, nice_ticks
+from abeval.report.charts import Scale, Tick, _tick_digits, nice_ticks
 
 SCATTER_WIDTH = 380
 SCATTER_HEIGHT = 300
@@ -79,19 +79,9 @@ def _domain(values: Sequence[float], ends: Sequence[float]) -> tuple[float, floa
     return min(lo, ticks[0]), max(hi, ticks[-1])
 
 
-def _digits(ticks: Sequence[float]) -> int:
-    if len(ticks) < 2:
-        return 0
-    step = abs(ticks[1] - ticks[0]) * 100
-    for digits in (0, 1, 2, 3):
-        if abs(round(step, digits) - step) < 1e-9:
-            return digits
-    return 3
-
-
 def _ticks(scale: Scale) -> tuple[Tick, ...]:
     values = [t for t in nice_ticks(scale.lo, scale.hi, 4) if scale.lo <= t <= scale.hi]
-    digits = _digits(values)
+    digits = _tick_digits(values)
     return tuple(Tick(scale(t), pct(t, digits).replace("+", "")) for t in values)
 
 

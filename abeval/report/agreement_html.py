@@ -89,7 +89,6 @@ def _card(board: AgreementBoard, s: SignalSummary, index: int) -> SignalCard:
             y_ci=p.online_ci,
         )
         for p in _pairs(board, s)
-        if p.offline_lift is not None
     ]
     what = f"{s.signal} ({SOURCE_WORDS[s.source]})"
     return SignalCard(

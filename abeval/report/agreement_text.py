@@ -62,7 +62,8 @@ def _row(s: SignalSummary) -> str:
 def _experiments(board: AgreementBoard) -> list[str]:
     analysed = len(board.experiments)
     lines = [
-        f"{analysed} experiments: {board.experiments_with_signals} with offline signals, "
+        f"{analysed} experiment{'' if analysed == 1 else 's'}: "
+        f"{board.experiments_with_signals} with offline signals, "
         f"{len(board.experiments_without_signals)} without, "
         f"{len(board.experiments_skipped)} skipped"
     ]
