@@ -210,3 +210,16 @@ def test_an_experiment_whose_report_fails_is_skipped_and_named(tmp_path: Path) -
     page = parse(render_html(board))
     assert page.field("skipped") == "1"
     assert page.find("tr", data_experiment="solo").attrs["data-status"] == "skipped"
+
+
+def test_json_follows_its_schema(board: AgreementBoard) -> None:
+    import jsonschema
+
+    schema = json.loads(
+        (Path(__file__).parents[1] / "reports" / "agreement.schema.json").read_text()
+    )
+    jsonschema.validate(json.loads(json.dumps(board.to_dict())), schema)
+    broken = json.loads(json.dumps(board.to_dict()))
+    broken["pairs"][0]["source"] = "guess"
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(broken, schema)

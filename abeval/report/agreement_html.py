@@ -72,11 +72,7 @@ class AgreementContext:
 
 def _pairs(board: AgreementBoard, s: SignalSummary) -> list[AgreementPair]:
     key = (s.signal, s.source, s.online_metric)
-    return [
-        p
-        for p in board.pairs
-        if (p.signal, p.source, p.online_metric) == key and p.offline_lift is not None
-    ]
+    return [p for p in board.pairs if (p.signal, p.source, p.online_metric) == key]
 
 
 def _card(board: AgreementBoard, s: SignalSummary, index: int) -> SignalCard:
@@ -89,6 +85,7 @@ def _card(board: AgreementBoard, s: SignalSummary, index: int) -> SignalCard:
             y_ci=p.online_ci,
         )
         for p in _pairs(board, s)
+        if p.offline_lift is not None
     ]
     what = f"{s.signal} ({SOURCE_WORDS[s.source]})"
     return SignalCard(
