@@ -16,6 +16,7 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
+from abeval.choices import ReportFormat
 from abeval.errors import AbevalError, Terminated, note_signal
 
 app = typer.Typer(
@@ -61,6 +62,23 @@ DbOption = Annotated[
     ),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print the result as JSON on stdout.")]
+
+
+def page_out(default: str) -> Any:
+    """The ``--out``/``-o`` option of a command whose default is an HTML page
+    written to ``default`` (``Annotated[Path | None, page_out(...)]``)."""
+    return typer.Option(
+        "--out",
+        "-o",
+        help=f"Where to write; - is stdout (html default: {default}; "
+        "json and text default: stdout).",
+    )
+
+
+#: ``--format`` of the commands whose default is an HTML page (report, agreement).
+PageFormatOption = Annotated[
+    ReportFormat, typer.Option("--format", "-f", help="What to write (default html).")
+]
 
 
 def emit(text: str, out: Path | None, default: Path | None = None) -> None:

@@ -1,6 +1,7 @@
 """Registers every command module with the application."""
 
 from abeval.cli import (  # noqa: F401
+    agreement_commands,
     evaluate_commands,
     misc_commands,
     report_commands,

@@ -9,8 +9,17 @@ from typing import Annotated, get_args
 
 import typer
 
-from abeval.choices import Correction, Decision, RelativeIntervalChoice, ReportFormat
-from abeval.cli.app import DbOption, app, command, emit, require, require_positive
+from abeval.choices import Correction, Decision, RelativeIntervalChoice
+from abeval.cli.app import (
+    DbOption,
+    PageFormatOption,
+    app,
+    command,
+    emit,
+    page_out,
+    require,
+    require_positive,
+)
 
 DECISIONS: tuple[str, ...] = get_args(Decision)
 #: The exit code when a decision named by ``--fail-on`` was reached (docs/metrics.md#decision).
@@ -45,18 +54,8 @@ def report(
     experiment: Annotated[
         str, typer.Option("--experiment", "-e", metavar="NAME", help="Experiment key.")
     ],
-    fmt: Annotated[
-        ReportFormat, typer.Option("--format", "-f", help="What to write (default html).")
-    ] = "html",
-    out: Annotated[
-        Path | None,
-        typer.Option(
-            "--out",
-            "-o",
-            help="Where to write; - is stdout (html default: reports/<experiment>.html; "
-            "json and text default: stdout).",
-        ),
-    ] = None,
+    fmt: PageFormatOption = "html",
+    out: Annotated[Path | None, page_out("reports/<experiment>.html")] = None,
     control: Annotated[
         str | None,
         typer.Option(metavar="ARM", help="Control arm (default: recorded, else 'control')."),

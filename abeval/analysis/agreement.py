@@ -1,0 +1,429 @@
+"""``abeval agreement``: which offline signal predicted the online lift, over the
+experiments of a store (docs/metrics.md#agreement-across-experiments).
+
+For every experiment (all of the store's, or those named) this module builds
+the report once (:func:`abeval.analysis.online.build_report`, without the daily
+series) and reads back the latest recorded evaluation
+(:func:`abeval.store.evaluations.latest_evaluations`). Each treatment arm ×
+primary online metric × offline signal is one :class:`AgreementPair`; a signal
+comes from one of three sources:
+
+- ``evaluation``: a recorded ``abeval evaluate --experiment`` run, its relative
+  lift from :func:`abeval.analysis.recorded_lift.recorded_lift`;
+- ``replay``: a ranking metric replayed from the experiment's own logs, its
+  relative lift against control. It is computed from the same clicks as the
+  online metrics, so it is not independent evidence (``independent`` is False);
+- ``ope``: an off-policy estimate of the treatment's CTR from the control's logs
+  (each estimator a signal), its predicted lift.
+
+The statistics per (signal, source, online metric) come from
+:func:`abeval.stats.agreement.agreement`. Experiments without any offline signal,
+and those whose report could not be built, are counted and named.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Literal
+
+from abeval import __version__
+from abeval.analysis.online import build_report
+from abeval.analysis.online_metrics import DEFAULT_PRIMARY, METRICS
+from abeval.analysis.recorded_lift import recorded_lift
+from abeval.analysis.report_model import ExperimentReport, ReportOptions
+from abeval.errors import AbevalError, NotFoundError
+from abeval.metrics.registry import definition
+from abeval.stats.agreement import (
+    DEFAULT_RESAMPLES,
+    DEFAULT_SEED,
+    Agreement,
+    Point,
+    agreement,
+)
+from abeval.stats.results import JsonResult
+from abeval.store.evaluations import RecordedEvaluation, latest_evaluations
+from abeval.store.experiments import list_experiments, unknown_experiment_message
+
+if TYPE_CHECKING:
+    from abeval.store.engine import Store
+
+SCHEMA_VERSION = "1.0"
+Source = Literal["evaluation", "replay", "ope"]
+SOURCES: tuple[Source, ...] = ("evaluation", "ope", "replay")
+
+#: How the board ranks signals (docs/metrics.md#agreement-ranking).
+RANKING = (
+    "independent signals (recorded evaluations, off-policy estimates) before replayed ones; "
+    "then by the permutation p-value of Spearman's correlation (smallest first), Spearman, "
+    "and experiments covered; signals without a correlation last in their group"
+)
+
+
+@dataclass(frozen=True)
+class AgreementOptions:
+    """What ``abeval agreement`` lets a user choose. ``experiments``: None for all
+    of the store's; ``alpha``: the report's level and the intervals' (1 − α)."""
+
+    experiments: tuple[str, ...] | None = None
+    alpha: float = 0.05
+    seed: int = DEFAULT_SEED
+    resamples: int = DEFAULT_RESAMPLES
+    primary: tuple[str, ...] = DEFAULT_PRIMARY
+
+
+@dataclass(frozen=True)
+class AgreementPair(JsonResult):
+    """One experiment × treatment arm × primary online metric × offline signal:
+    relative lifts against the control with their 1 − α intervals. The online
+    interval is the report's (adjusted over primary metrics × arms);
+    ``offline_lift`` is None (with ``offline_status``) when the signal gave none."""
+
+    experiment: str
+    arm: str
+    online_metric: str
+    online_lift: float
+    online_ci: tuple[float, float] | None
+    online_se: float | None
+    signal: str
+    source: Source
+    offline_lift: float | None
+    offline_ci: tuple[float, float] | None
+    offline_status: str = "ok"
+
+
+@dataclass(frozen=True)
+class SignalSummary(JsonResult):
+    """One signal against one primary online metric over the experiments
+    (docs/metrics.md#agreement-across-experiments). ``rank`` is 1 for the signal
+    that predicts the online metric best (:data:`RANKING`); ``independent`` is
+    False for replayed metrics (same clicks as the online metrics)."""
+
+    rank: int
+    signal: str
+    source: Source
+    online_metric: str
+    independent: bool
+    offline_lower_is_better: bool
+    experiments: int
+    pairs: int
+    sign_agreement: float | None
+    agreeing_pairs: int
+    both_significant: int
+    both_significant_agreeing: int
+    spearman: float | None
+    spearman_ci: tuple[float, float] | None
+    spearman_p: float | None
+    kendall: float | None
+    kendall_ci: tuple[float, float] | None
+    pearson: float | None
+    pearson_ci: tuple[float, float] | None
+    slope: float | None
+    slope_se: float | None
+    slope_ci: tuple[float, float] | None
+    intercept: float | None
+    tau2: float | None
+    precision: float | None
+    false_negative_rate: float | None
+    true_positives: int
+    false_positives: int
+    false_negatives: int
+    true_negatives: int
+    status: str
+    message: str
+
+
+@dataclass(frozen=True)
+class ExperimentCoverage(JsonResult):
+    """What one experiment contributed: ``status`` ``ok`` (it has offline
+    signals), ``no_signals`` (none: no replay, propensities or recorded
+    evaluation) or ``skipped`` (its report could not be built; ``message`` says why)."""
+
+    experiment: str
+    control: str | None
+    treatments: tuple[str, ...]
+    signals: dict[str, int]  # source -> signals found
+    status: Literal["ok", "no_signals", "skipped"]
+    message: str
+
+
+@dataclass(frozen=True)
+class AgreementBoard(JsonResult):
+    """The whole board: what ``--format json`` prints
+    (docs/usage.md#which-offline-signal-predicts-the-online-lift)."""
+
+    schema_version: str
+    abeval_version: str
+    generated_at: str
+    store: str
+    alpha: float
+    seed: int
+    resamples: int
+    ranking: str
+    experiments: tuple[ExperimentCoverage, ...]
+    experiments_with_signals: int
+    experiments_without_signals: tuple[str, ...]
+    experiments_skipped: tuple[str, ...]
+    pairs: tuple[AgreementPair, ...]
+    summary: tuple[SignalSummary, ...]
+    notes: tuple[str, ...]
+
+
+def agreement_board(store: Store, o: AgreementOptions | None = None) -> AgreementBoard:
+    """Build every experiment's report once, collect the pairs, summarise per signal."""
+    o = o or AgreementOptions()
+    names = _experiments(store, o.experiments)
+    evaluations = latest_evaluations(store, names)
+    report_options = ReportOptions(alpha=o.alpha, daily=False, primary=o.primary)
+    pairs: list[AgreementPair] = []
+    coverage: list[ExperimentCoverage] = []
+    for name in names:
+        try:
+            report = build_report(store, name, report_options)
+        except AbevalError as exc:
+            coverage.append(ExperimentCoverage(name, None, (), {}, "skipped", exc.message))
+            continue
+        found = experiment_pairs(report, evaluations.get(name))
+        pairs += found
+        coverage.append(_coverage(report, found))
+    summary = summarise(pairs, o)
+    return AgreementBoard(
+        schema_version=SCHEMA_VERSION,
+        abeval_version=__version__,
+        generated_at=datetime.now(UTC).replace(microsecond=0).isoformat(),
+        store=store.display,
+        alpha=o.alpha,
+        seed=o.seed,
+        resamples=o.resamples,
+        ranking=RANKING,
+        experiments=tuple(coverage),
+        experiments_with_signals=sum(1 for c in coverage if c.status == "ok"),
+        experiments_without_signals=tuple(
+            c.experiment for c in coverage if c.status == "no_signals"
+        ),
+        experiments_skipped=tuple(c.experiment for c in coverage if c.status == "skipped"),
+        pairs=tuple(pairs),
+        summary=summary,
+        notes=_notes(o),
+    )
+
+
+def _experiments(store: Store, asked: Sequence[str] | None) -> list[str]:
+    """The experiments to analyse; an unknown name is an error with a did-you-mean."""
+    known = [e.experiment for e in list_experiments(store)]
+    if asked is None:
+        return known
+    for name in asked:
+        if name not in known:
+            raise NotFoundError(unknown_experiment_message(name, known))
+    return list(dict.fromkeys(asked))
+
+
+def _coverage(report: ExperimentReport, pairs: Sequence[AgreementPair]) -> ExperimentCoverage:
+    signals: dict[str, int] = {
+        source: len({p.signal for p in pairs if p.source == source})
+        for source in SOURCES
+        if any(p.source == source for p in pairs)
+    }
+    control = report.settings.control
+    treatments = tuple(a.arm for a in report.arms if not a.is_control)
+    if signals:
+        return ExperimentCoverage(report.experiment, control, treatments, signals, "ok", "")
+    why = "no replayed metric, no impression with a propensity, no recorded evaluation"
+    return ExperimentCoverage(report.experiment, control, treatments, {}, "no_signals", why)
+
+
+# --------------------------------------------------------------------------- pairs
+
+
+@dataclass(frozen=True)
+class _Lift:
+    value: float | None
+    ci: tuple[float, float] | None
+    status: str
+
+
+def experiment_pairs(
+    report: ExperimentReport, evaluation: RecordedEvaluation | None
+) -> list[AgreementPair]:
+    """Every (treatment arm, primary online metric, signal) of one experiment."""
+    pairs = []
+    for m in report.metrics:
+        rel = m.comparison.relative
+        if m.role != "primary" or rel.effect is None:
+            continue
+        for signal, source, lift in _signals(report, evaluation, m.arm):
+            pairs.append(
+                AgreementPair(
+                    experiment=report.experiment,
+                    arm=m.arm,
+                    online_metric=m.metric,
+                    online_lift=rel.effect,
+                    online_ci=rel.interval,
+                    online_se=rel.se,
+                    signal=signal,
+                    source=source,
+                    offline_lift=lift.value,
+                    offline_ci=lift.ci,
+                    offline_status=lift.status,
+                )
+            )
+    return pairs
+
+
+def _signals(
+    report: ExperimentReport, evaluation: RecordedEvaluation | None, arm: str
+) -> Iterable[tuple[str, Source, _Lift]]:
+    """(signal, source, offline lift) for one treatment arm. Offline intervals are
+    each signal's own 1 − α interval, not adjusted over the other signals."""
+    if evaluation is not None:
+        for metric in dict.fromkeys(r.metric for r in evaluation.metrics if r.arm == arm):
+            found = recorded_lift(evaluation, arm, metric)
+            if found is not None:
+                yield metric, "evaluation", _Lift(found.value, found.ci, found.status)
+    ope = report.ope
+    if ope is not None and ope.status == "ok":
+        control = report.settings.control
+        for d in ope.directions:
+            if d.source == control and d.target == arm:
+                for e in d.estimates:
+                    p = e.predicted_lift
+                    yield e.estimator, "ope", _Lift(p.value, p.ci, p.status)
+    for r in report.offline:
+        if r.arm == arm:
+            rel = r.comparison.relative
+            status = "ok" if rel.effect is not None else r.comparison.status
+            yield r.metric, "replay", _Lift(rel.effect, rel.ci, status)
+
+
+# --------------------------------------------------------------------------- summary
+
+
+def offline_lower_is_better(signal: str, source: Source) -> bool:
+    """A recorded or replayed metric where a smaller value is better (rmse, mae)."""
+    if source == "ope":
+        return False
+    try:
+        return definition(signal.split("@", 1)[0]).lower_is_better
+    except AbevalError:
+        return False
+
+
+def _point(p: AgreementPair, flip_offline: bool, flip_online: bool) -> Point | None:
+    """The pair as the statistics read it, oriented so that larger is better."""
+    if p.offline_lift is None:
+        return None
+
+    def orient(value: float, ci: tuple[float, float] | None, flip: bool) -> tuple:
+        if not flip:
+            return value, ci
+        return -value, None if ci is None else (-ci[1], -ci[0])
+
+    offline, offline_ci = orient(p.offline_lift, p.offline_ci, flip_offline)
+    online, online_ci = orient(p.online_lift, p.online_ci, flip_online)
+    return Point(p.experiment, offline, online, offline_ci, online_ci, p.online_se)
+
+
+def summarise(pairs: Sequence[AgreementPair], o: AgreementOptions) -> tuple[SignalSummary, ...]:
+    """One ranked :class:`SignalSummary` per (signal, source, online metric);
+    ranks count within each online metric, in the order of ``o.primary``."""
+    groups: dict[tuple[str, Source, str], list[AgreementPair]] = {}
+    for p in pairs:
+        groups.setdefault((p.signal, p.source, p.online_metric), []).append(p)
+    rows = []
+    for (signal, source, metric), group in groups.items():
+        flip_offline = offline_lower_is_better(signal, source)
+        online = METRICS.get(metric)
+        flip_online = online is not None and online.lower_is_better
+        points = [_point(p, flip_offline, flip_online) for p in group]
+        a = agreement([p for p in points if p is not None], o.alpha, o.resamples, o.seed)
+        rows.append(_summary(signal, source, metric, flip_offline, a))
+    order = {m: i for i, m in enumerate(o.primary)}
+    rows.sort(key=lambda r: (order.get(r.online_metric, len(order)), r.online_metric, _key(r)))
+    ranked, rank, previous = [], 0, None
+    for r in rows:
+        rank = rank + 1 if r.online_metric == previous else 1
+        previous = r.online_metric
+        ranked.append(replace(r, rank=rank))
+    return tuple(ranked)
+
+
+def _key(r: SignalSummary) -> tuple:
+    """Sort key of :data:`RANKING` (ascending sorts the best first)."""
+    return (
+        not r.independent,
+        r.spearman_p is None,
+        r.spearman_p if r.spearman_p is not None else 1.0,
+        -(r.spearman if r.spearman is not None else 0.0),
+        -r.experiments,
+        SOURCES.index(r.source),
+        r.signal,
+    )
+
+
+def _summary(
+    signal: str, source: Source, metric: str, flipped: bool, a: Agreement
+) -> SignalSummary:
+    c, d = a.calibration, a.decisions
+    return SignalSummary(
+        rank=0,
+        signal=signal,
+        source=source,
+        online_metric=metric,
+        independent=source != "replay",
+        offline_lower_is_better=flipped,
+        experiments=a.experiments,
+        pairs=a.points,
+        sign_agreement=a.sign.share,
+        agreeing_pairs=a.sign.agree,
+        both_significant=a.sign.both_significant,
+        both_significant_agreeing=a.sign.both_significant_agree,
+        spearman=a.spearman.estimate,
+        spearman_ci=a.spearman.ci,
+        spearman_p=a.spearman.p_value,
+        kendall=a.kendall.estimate,
+        kendall_ci=a.kendall.ci,
+        pearson=a.pearson.estimate,
+        pearson_ci=a.pearson.ci,
+        slope=c.slope,
+        slope_se=c.se,
+        slope_ci=c.ci,
+        intercept=c.intercept,
+        tau2=c.tau2,
+        precision=d.precision,
+        false_negative_rate=d.false_negative_rate,
+        true_positives=d.true_positives,
+        false_positives=d.false_positives,
+        false_negatives=d.false_negatives,
+        true_negatives=d.true_negatives,
+        status=a.spearman.status,
+        message=a.spearman.message,
+    )
+
+
+def _notes(o: AgreementOptions) -> tuple[str, ...]:
+    level = f"{1 - o.alpha:.0%}"
+    return (
+        "Replayed metrics are computed from the same clicks (and purchases) as the online "
+        "metrics: a replayed ranking metric that tracks CTR is close to circular, not evidence "
+        "that it predicts. Off-policy estimates and recorded evaluations do not read the "
+        "treatment's clicks.",
+        f"Lifts are relative to the control; intervals are {level}. The online interval is the "
+        "report's (adjusted over primary metrics × treatment arms); each offline interval is "
+        "its signal's own.",
+        f"Correlations: percentile bootstrap over experiments, {o.resamples:,} resamples, seed "
+        f"{o.seed}; at least 3 experiments. With few experiments the bootstrap is too narrow "
+        "(experiments in perfect order give [1, 1]); the permutation p-value of Spearman's "
+        "correlation (exact up to 8 pairs) says how often unrelated lifts would rank as well.",
+        "Calibration slope: online lift on offline lift, weighted by 1 / (se² + τ²) with τ² "
+        "the between-experiment variance by the method of moments; 1 means the offline lift "
+        "carries over as it is. The offline lift's own noise is not modelled, which pulls the "
+        "slope towards 0.",
+        "Decision quality: offline says better when its interval lies above 0; online is "
+        "better when its interval lies above 0. Precision = TP / (TP + FP); false-negative "
+        "rate = FN / (TP + FN).",
+        "A metric where lower is better (rmse, mae) is negated before comparing, so a good "
+        "predictor always shows positive correlations.",
+        f"Ranking: {RANKING}.",
+    )

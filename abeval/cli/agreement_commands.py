@@ -1,0 +1,91 @@
+"""``abeval agreement``: which offline signal predicted the online lift, over the
+store's experiments (docs/metrics.md#agreement-across-experiments)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from abeval.cli.app import DbOption, PageFormatOption, app, command, emit, page_out, require
+
+#: Bounds of --resamples: fewer makes a percentile interval meaningless, more
+#: only costs time and memory (resamples × pairs numbers per signal).
+MIN_RESAMPLES, MAX_RESAMPLES = 100, 100_000
+
+
+def _experiment_names(value: str | None) -> tuple[str, ...] | None:
+    """``a,b`` → the names; a usage error when the list is empty."""
+    if value is None:
+        return None
+    names = tuple(dict.fromkeys(n.strip() for n in value.split(",") if n.strip()))
+    require(bool(names), "--experiments", "no experiment given; name them as a,b")
+    return names
+
+
+@command(app, "agreement")
+def agreement(
+    experiments: Annotated[
+        str | None,
+        typer.Option(
+            "--experiments",
+            "-e",
+            metavar="NAMES",
+            help="Experiments to compare, comma-separated (default: every experiment).",
+        ),
+    ] = None,
+    fmt: PageFormatOption = "html",
+    out: Annotated[Path | None, page_out("reports/agreement.html")] = None,
+    primary: Annotated[
+        str | None,
+        typer.Option(
+            metavar="METRICS",
+            help="Online metrics to predict, comma-separated (default ctr,conversion).",
+        ),
+    ] = None,
+    alpha: Annotated[
+        float, typer.Option(help="Two-sided level of every interval (and of the reports).")
+    ] = 0.05,
+    seed: Annotated[int, typer.Option(help="Seed of the bootstrap over experiments.")] = 0,
+    resamples: Annotated[
+        int, typer.Option(help="Bootstrap resamples of the correlations' intervals.")
+    ] = 2000,
+    db: DbOption = None,
+) -> None:
+    """Rank offline signals (recorded evaluations, off-policy estimates, replayed
+    metrics) by how well they predicted the online lift across experiments."""
+    from abeval.analysis.agreement import AgreementOptions, agreement_board
+    from abeval.analysis.online_metrics import DEFAULT_PRIMARY, parse_metrics
+    from abeval.store import open_store
+
+    names = _experiment_names(experiments)
+    require(0 < alpha < 1, "--alpha", f"must be between 0 and 1 (exclusive), got {alpha:g}")
+    require(seed >= 0, "--seed", f"must be 0 or more, got {seed}")
+    require(
+        MIN_RESAMPLES <= resamples <= MAX_RESAMPLES,
+        "--resamples",
+        f"must be between {MIN_RESAMPLES:,} and {MAX_RESAMPLES:,}, got {resamples:,}",
+    )
+    metrics = parse_metrics(primary, DEFAULT_PRIMARY, "--primary")
+    require(bool(metrics), "--primary", "no metric given; name them as ctr,conversion")
+    options = AgreementOptions(
+        experiments=names,
+        alpha=alpha,
+        seed=seed,
+        resamples=resamples,
+        primary=metrics,
+    )
+    with open_store(db, read_only=True) as store:
+        board = agreement_board(store, options)
+    if fmt == "json":
+        emit(json.dumps(board.to_dict(), indent=2, allow_nan=False) + "\n", out)
+    elif fmt == "text":
+        from abeval.report.agreement_text import render_text
+
+        emit(render_text(board), out)
+    else:
+        from abeval.report.agreement_html import DEFAULT_PATH, render_html
+
+        emit(render_html(board), out, default=DEFAULT_PATH)

@@ -1,0 +1,129 @@
+"""The agreement board as one self-contained HTML page (``abeval agreement``, the
+default format): per primary online metric, the signals ranked by how well they
+predict its lift, a table of their statistics and, per signal, a scatter of the
+offline against the online lift with both intervals as crosshairs and the
+diagonal. Same page shell, stylesheet and filters as the experiment report
+(``reports/agreement.html.j2`` extends ``base.html.j2``); no JavaScript, nothing
+fetched. Nothing here computes a statistic.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from abeval.analysis.agreement import AgreementBoard, AgreementPair, SignalSummary
+from abeval.analysis.online_metrics import METRICS
+from abeval.report.agreement_charts import Scatter, ScatterInput, scatter
+from abeval.report.agreement_text import (
+    coefficient_interval,
+    sign_text,
+    signal_name,
+    source_label,
+)
+from abeval.report.templates import environment
+
+TEMPLATE = "agreement.html.j2"
+DEFAULT_PATH = Path("reports") / "agreement.html"
+
+SOURCE_WORDS = {
+    "evaluation": "recorded evaluation",
+    "ope": "off-policy estimate",
+    "replay": "replayed from the same clicks",
+}
+
+
+@dataclass(frozen=True)
+class SignalCard:
+    """One signal against one online metric: its summary, the words of its source,
+    its ``key`` (an id for the page), its scatter and the texts the table shows."""
+
+    summary: SignalSummary
+    key: str
+    name: str
+    source_label: str
+    source_words: str
+    scatter: Scatter | None
+    sign: str
+    spearman_ci: str
+    slope_ci: str
+
+
+@dataclass(frozen=True)
+class MetricBlock:
+    """The ranked signals of one primary online metric."""
+
+    metric: str
+    label: str
+    cards: tuple[SignalCard, ...]
+
+
+@dataclass(frozen=True)
+class AgreementContext:
+    """What ``agreement.html.j2`` reads: the board and the blocks built from it."""
+
+    title: str
+    version: str
+    board: AgreementBoard
+    level: str
+    blocks: tuple[MetricBlock, ...]
+    has_replay: bool
+
+
+def _pairs(board: AgreementBoard, s: SignalSummary) -> list[AgreementPair]:
+    key = (s.signal, s.source, s.online_metric)
+    return [p for p in board.pairs if (p.signal, p.source, p.online_metric) == key]
+
+
+def _card(board: AgreementBoard, s: SignalSummary, index: int) -> SignalCard:
+    points = [
+        ScatterInput(
+            label=f"{p.experiment} · {p.arm}",
+            x=p.offline_lift,
+            y=p.online_lift,
+            x_ci=p.offline_ci,
+            y_ci=p.online_ci,
+        )
+        for p in _pairs(board, s)
+        if p.offline_lift is not None
+    ]
+    what = f"{s.signal} ({SOURCE_WORDS[s.source]})"
+    return SignalCard(
+        summary=s,
+        key=f"signal-{index}",
+        name=signal_name(s),
+        source_label=source_label(s),
+        source_words=SOURCE_WORDS[s.source],
+        scatter=scatter(points, what) if points else None,
+        sign=sign_text(s),
+        spearman_ci=coefficient_interval(s.spearman_ci),
+        slope_ci=coefficient_interval(s.slope_ci),
+    )
+
+
+def build_context(board: AgreementBoard) -> AgreementContext:
+    """The page's context: one block per online metric, signals in rank order."""
+    blocks = []
+    index = 0
+    for metric in dict.fromkeys(s.online_metric for s in board.summary):
+        cards = []
+        for s in board.summary:
+            if s.online_metric == metric:
+                cards.append(_card(board, s, index))
+                index += 1
+        found = METRICS.get(metric)
+        label = found.label if found is not None else metric
+        blocks.append(MetricBlock(metric, label, tuple(cards)))
+    return AgreementContext(
+        title="Offline signals against online lifts",
+        version=board.abeval_version,
+        board=board,
+        level=f"{1 - board.alpha:.0%}",
+        blocks=tuple(blocks),
+        has_replay=any(not s.independent for s in board.summary),
+    )
+
+
+def render_html(board: AgreementBoard) -> str:
+    """The board as one HTML page."""
+    return environment().get_template(TEMPLATE).render(ctx=build_context(board))

@@ -1,0 +1,104 @@
+"""The agreement board as terminal text (docs/metrics.md#agreement-across-experiments).
+
+Per primary online metric, one table of signals ranked by how well they predict
+its lift (:data:`abeval.analysis.agreement.RANKING`); replayed metrics are
+marked as not independent. Then the experiments without offline signals and the
+notes. Numbers become text through :mod:`abeval.formatting` only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from abeval.analysis.agreement import AgreementBoard, SignalSummary
+from abeval.formatting import NA, fixed, printable, share
+
+
+def coefficient_interval(ci: Sequence[float] | None) -> str:
+    """A correlation's or slope's interval: ``(0.1, 0.92)`` → ``[0.10, 0.92]``."""
+    return NA if ci is None else f"[{fixed(ci[0], 2)}, {fixed(ci[1], 2)}]"
+
+
+def source_label(s: SignalSummary) -> str:
+    """``ope``, ``evaluation``, or ``replay*`` (the star: same clicks as the online metric)."""
+    return s.source if s.independent else f"{s.source}*"
+
+
+def signal_name(s: SignalSummary) -> str:
+    """The signal, with ``−`` before one where lower is better (it is negated)."""
+    return f"−{s.signal}" if s.offline_lower_is_better else s.signal
+
+
+def p_text(p: float | None) -> str:
+    """A permutation p-value with three decimals (``n/a`` when undefined)."""
+    return fixed(p, 3)
+
+
+def sign_text(s: SignalSummary) -> str:
+    return f"{s.agreeing_pairs}/{s.pairs} {share(s.sign_agreement, 0)}" if s.pairs else NA
+
+
+def _header() -> str:
+    return (
+        f"  {'#':>2} {'signal':<18} {'source':<11} {'exp':>3} {'sign agrees':>12} "
+        f"{'both sig':>8} {'spearman':>8} {'interval':>14} {'p':>6} {'kendall':>7} {'pearson':>7} "
+        f"{'slope':>7} {'interval':>16} {'precision':>9} {'FNR':>6}"
+    )
+
+
+def _row(s: SignalSummary) -> str:
+    both = f"{s.both_significant_agreeing}/{s.both_significant}"
+    return (
+        f"  {s.rank:>2} {printable(signal_name(s)):<18} {source_label(s):<11} "
+        f"{s.experiments:>3} {sign_text(s):>12} {both:>8} {fixed(s.spearman, 2):>8} "
+        f"{coefficient_interval(s.spearman_ci):>14} {p_text(s.spearman_p):>6} "
+        f"{fixed(s.kendall, 2):>7} "
+        f"{fixed(s.pearson, 2):>7} {fixed(s.slope, 2):>7} "
+        f"{coefficient_interval(s.slope_ci):>16} {share(s.precision, 0):>9} "
+        f"{share(s.false_negative_rate, 0):>6}"
+    )
+
+
+def _experiments(board: AgreementBoard) -> list[str]:
+    analysed = len(board.experiments)
+    lines = [
+        f"{analysed} experiment{'' if analysed == 1 else 's'}: "
+        f"{board.experiments_with_signals} with offline signals, "
+        f"{len(board.experiments_without_signals)} without, "
+        f"{len(board.experiments_skipped)} skipped"
+    ]
+    if board.experiments_without_signals:
+        names = ", ".join(printable(n) for n in board.experiments_without_signals)
+        lines.append(f"  without offline signals: {names}")
+    for c in board.experiments:
+        if c.status == "skipped":
+            lines.append(f"  skipped {printable(c.experiment)}: {printable(c.message)}")
+    return lines
+
+
+def render_text(board: AgreementBoard) -> str:
+    """The whole board as plain text."""
+    lines = [
+        f"Agreement across experiments · store {printable(board.store)} · "
+        f"{1 - board.alpha:.0%} intervals",
+        *_experiments(board),
+    ]
+    metrics = list(dict.fromkeys(s.online_metric for s in board.summary))
+    if not metrics:
+        lines += ["", "No pairs of an offline and an online lift: nothing to compare."]
+    for metric in metrics:
+        rows = [s for s in board.summary if s.online_metric == metric]
+        lines += ["", f"Online metric: {metric} (signals ranked best first)", _header()]
+        lines += [_row(s) for s in rows]
+        undefined = [s for s in rows if s.status != "ok"]
+        for s in undefined:
+            lines.append(f"     {printable(s.signal)} [{s.source}]: {printable(s.message)}")
+    if any(not s.independent for s in board.summary):
+        lines += [
+            "",
+            "* replayed from the same clicks as the online metrics: agreement with CTR is close "
+            "to circular; judge by ope and evaluation signals.",
+        ]
+    lines += ["", f"{len(board.pairs):,} pairs of lifts: --format json lists them."]
+    lines += ["", "Notes:", *(f"- {n}" for n in board.notes)]
+    return "\n".join(lines) + "\n"
