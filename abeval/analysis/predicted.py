@@ -101,7 +101,7 @@ def predicted_section(
     base = next(iter(baselines), control)
     head: dict[str, Any] = {
         "evaluation_id": evaluation.evaluation_id,
-        "recorded_at": evaluation.recorded_at.isoformat(),
+        "recorded_at": evaluation.recorded_at.isoformat(timespec="seconds"),
         "baseline": base,
         "conventions": dict(evaluation.conventions),
         "fingerprints": dict(evaluation.fingerprints),

@@ -11,6 +11,7 @@ from __future__ import annotations
 from abeval.analysis.report_model import CapInfo, ExperimentReport, MetricResult
 from abeval.formatting import NA, interval, number, pct, printable, pvalue, share, terminal_number
 from abeval.report.ope_text import ope_lines
+from abeval.report.predicted_text import predicted_lines
 
 #: Why the replayed metrics are not judged against the online lift (docs/metrics.md#log-replay).
 REPLAY_NOTE = (
@@ -187,7 +188,8 @@ def _segments(r: ExperimentReport) -> list[str]:
 
 def render_text(r: ExperimentReport) -> str:
     """The report as plain text: the decisions, header, health, verdicts, the metric
-    tables, then the offline replay, the off-policy estimates, power and segments
+    tables, then the offline replay, the off-policy estimates, the predicted lifts, power and
+    segments
     when the report has them."""
     sections = (
         _decisions,
@@ -197,6 +199,7 @@ def render_text(r: ExperimentReport) -> str:
         _metric_tables,
         _offline,
         ope_lines,
+        predicted_lines,
         _power,
         _segments,
     )
