@@ -74,7 +74,7 @@ def model_argument(text: str) -> tuple[str | None, str]:
     of docs/usage.md#named-models: an existing file is a path (``a=b.csv`` stays a
     file name), else ``NAME=PATH`` splits at the first ``=`` when NAME holds no path
     separator, else the whole text is a path; name None means "from the file name".
-    ValueError for an empty name or path."""
+    ValueError for an empty name or path, or a PATH that does not exist either."""
     if "=" not in text or Path(text).is_file():
         return None, text
     name, path = text.split("=", 1)
@@ -84,6 +84,8 @@ def model_argument(text: str) -> tuple[str | None, str]:
         raise ValueError(f"{text!r}: the model name before '=' is empty; write NAME=PATH")
     if not path:
         raise ValueError(f"{text!r}: the file after '=' is missing; write NAME=PATH")
+    if not Path(path).exists():
+        raise ValueError(f"{text!r}: no such file, nor {path!r} (as NAME=PATH); check the path")
     return name, path
 
 
