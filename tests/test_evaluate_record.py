@@ -27,13 +27,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from ingest_store import query, run
 from scipy import stats as sps
 from test_report import hand_rows, write_csv
 
 from abeval.store import open_store
 from abeval.store.evaluations import latest_evaluations
 from abeval.store.ingest import ingest_file
-from ingest_store import query, run
 
 EXP = "hand"
 TRUTH = {"u1": "a", "u2": "b", "u3": "c", "u4": "d"}
@@ -149,7 +149,11 @@ def test_records_the_rows_of_every_arm_and_metric(store: str, files: dict[str, P
         "recommendations:treatment": sha(files["treatment"]),
     }
     conv = json.loads(conventions)
-    assert (conv["alpha"], conv["gain"], conv["missing_recommendations"]) == ("0.05", "linear", "skip")
+    assert (conv["alpha"], conv["gain"], conv["missing_recommendations"]) == (
+        "0.05",
+        "linear",
+        "skip",
+    )
     assert query(store, "SELECT DISTINCT experiment FROM offline_evaluations") == [(EXP,)]
     assert result.stderr.splitlines()[-1] == (
         f"recorded evaluation {eid} against experiment hand (4 rows; baseline: the control "

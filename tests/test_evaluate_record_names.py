@@ -9,10 +9,10 @@ import shutil
 from pathlib import Path
 
 import pytest
+from ingest_store import run
 from test_evaluate_record import CONTROL, TREATMENT, TRUTH, write_lists
 
 from abeval.files import model_argument, named_models
-from ingest_store import run
 
 
 @pytest.fixture
