@@ -27,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from html_tree import parse
 from ingest_store import query, run
 from scipy import stats as sps
 from test_report import hand_rows, write_csv
@@ -178,6 +179,18 @@ def test_json_says_what_was_recorded(store: str, files: dict[str, Path]) -> None
     [c] = doc["comparisons"]
     assert (c["baseline"], c["model"], c["difference"]) == ("control", "treatment", 0.25)
     assert c["difference_se"] == pytest.approx((RR_TREATMENT - RR_CONTROL).std(ddof=1) / 2)
+
+
+def test_the_page_says_what_was_recorded(
+    tmp_path: Path, store: str, files: dict[str, Path]
+) -> None:
+    page = tmp_path / "evaluation.html"
+    result = record(store, files, "--format", "html", "-o", str(page))
+    assert result.exit_code == 0, result.output
+    [(eid,)] = query(store, "SELECT DISTINCT evaluation_id FROM offline_evaluations")
+    line = parse(page.read_text()).find(data_field="recorded")
+    assert line.field("evaluation-id") == eid
+    assert line.clean().startswith("Recorded against experiment hand as evaluation ")
 
 
 def test_the_order_of_the_files_does_not_change_the_baseline_and_recording_again_replaces(

@@ -10,12 +10,7 @@ from dataclasses import dataclass
 
 from abeval.analysis.predicted import PredictedLift, PredictedSection
 from abeval.analysis.report_model import ExperimentReport
-
-_AGREEMENT = {
-    "agree": ("pass", "✓ agrees"),
-    "disagree": ("fail", "✗ disagrees"),
-    "inconclusive": ("info", "inconclusive"),
-}
+from abeval.report.tones import AGREEMENT_STATES
 
 
 @dataclass(frozen=True)
@@ -39,4 +34,5 @@ def predicted_context(report: ExperimentReport) -> PredictedContext | None:
     s = report.predicted
     if s is None or s.status == "none_recorded":
         return None
-    return PredictedContext(s, tuple(PredictedRow(p, _AGREEMENT[p.agreement]) for p in s.lifts))
+    rows = tuple(PredictedRow(p, AGREEMENT_STATES[p.agreement]) for p in s.lifts)
+    return PredictedContext(s, rows)

@@ -19,6 +19,14 @@ from abeval.metrics.registry import definition
 
 Tone = Literal["good", "bad", ""]
 
+#: The state pill (kind, text) of an agreement between a predicted and an online
+#: lift (off-policy estimates, recorded evaluations).
+AGREEMENT_STATES = {
+    "agree": ("pass", "✓ agrees"),
+    "disagree": ("fail", "✗ disagrees"),
+    "inconclusive": ("info", "inconclusive"),
+}
+
 
 def tone(significant: bool, effect: float | None, lower_is_better: bool) -> Tone:
     """``good`` or ``bad`` for a significant, non-zero ``effect`` (by the metric's
