@@ -21,7 +21,15 @@ import pytest
 from html_tree import parse
 from ingest_store import query, run
 from scipy import stats as sps
-from test_evaluate_record import RR_CONTROL, RR_TREATMENT, files, record, store  # noqa: F401
+from test_evaluate_record import (  # noqa: F401
+    RR_CONTROL,
+    RR_TREATMENT,
+    files,
+    ingest_hand,
+    record,
+    store,
+)
+from test_postgres_report import assert_same
 
 from abeval.analysis.online import ReportOptions, build_report
 from abeval.report.html import render_html
@@ -236,3 +244,20 @@ def test_lifts_against_another_arm_are_not_compared(strong: str) -> None:
     assert f"  {p['message']}" in render_text(r).splitlines()
     section = parse(render_html(r)).find("section", id="predicted")
     assert section.field("predicted-status") == p["message"]
+
+
+@pytest.mark.postgres
+def test_the_section_is_the_same_on_postgres(
+    tmp_path: Path,
+    store: str,  # noqa: F811
+    files: dict[str, Path],  # noqa: F811
+    postgres_database: str,
+) -> None:
+    ingest_hand(postgres_database, tmp_path)
+    for db in (store, postgres_database):
+        assert record(db, files).exit_code == 0
+    duck = report(store).to_dict()["predicted"]
+    pg = report(postgres_database).to_dict()["predicted"]
+    assert duck["status"] == "ok" and len(duck["lifts"]) == 2
+    assert duck.pop("recorded_at") and pg.pop("recorded_at")  # when, not what
+    assert_same(duck, pg)

@@ -21,8 +21,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from abeval.analysis.online_metrics import online_lower_is_better
 from abeval.analysis.ope import agreement
 from abeval.analysis.recorded_lift import recorded_lift
+from abeval.metrics.registry import offline_lower_is_better
 from abeval.stats.ope import Interval
 from abeval.stats.results import JsonResult
 from abeval.store.evaluations import RecordedEvaluation, latest_evaluations
@@ -145,7 +147,7 @@ def _lifts(
     if predicted is None or row is None:
         return []
     base = evaluation.metric(control, metric)
-    offline_better = _better(predicted, _offline_lower_is_better(metric))
+    offline_better = _better(predicted, offline_lower_is_better(metric))
     out = []
     for m in online:
         lift = _online(m)
@@ -160,7 +162,9 @@ def _lifts(
                 online_metric=m.metric,
                 online_label=m.label,
                 online=lift,
-                agreement=agreement(offline_better, _better(lift, _online_lower_is_better(m))),
+                agreement=agreement(
+                    offline_better, _better(lift, online_lower_is_better(m.metric))
+                ),
             )
         )
     return out
@@ -182,20 +186,3 @@ def _better(x: Interval, lower_is_better: bool) -> Interval:
         return x
     value = None if x.value is None else -x.value
     return Interval(value, x.se, (-x.ci[1], -x.ci[0]), x.status, x.message)
-
-
-def _offline_lower_is_better(label: str) -> bool:
-    from abeval.errors import AbevalError
-    from abeval.metrics.registry import definition
-
-    try:
-        return definition(label.split("@", 1)[0]).lower_is_better
-    except AbevalError:
-        return False
-
-
-def _online_lower_is_better(m: MetricResult) -> bool:
-    from abeval.analysis.online_metrics import METRICS
-
-    found = METRICS.get(m.metric)
-    return found is not None and found.lower_is_better
