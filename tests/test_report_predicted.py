@@ -198,7 +198,12 @@ def _side(ci: list[float] | None) -> int:
 
 
 def test_agreement_labels(strong: str) -> None:
-    rows = {"up": (0.1, 0.05, 0.15), "down": (-0.1, -0.15, -0.05), "flat": (0.01, -0.05, 0.07)}
+    rows = {
+        "up": (0.1, 0.05, 0.15),
+        "down": (-0.1, -0.15, -0.05),
+        "flat": (0.01, -0.05, 0.07),
+        "rmse": (-0.1, -0.15, -0.05),  # lower is better: a fall predicts a better model
+    }
     with open_store(strong) as s:
         record_evaluation(s, _evaluation("home-reco-v2", "control", rows))
     doc = report(strong, "home-reco-v2").to_dict()
@@ -216,6 +221,8 @@ def test_agreement_labels(strong: str) -> None:
         "disagree",
         "inconclusive",
     ]
+    assert lifts[("rmse", "ctr")]["predicted"]["ci"] == pytest.approx([-0.3, -0.1])
+    assert lifts[("rmse", "ctr")]["agreement"] == "agree"
     # Conversion, whatever its online result, by the same rule.
     conv = _side(lifts[("up", "conversion")]["online"]["ci"])
     expected = {1: "agree", -1: "disagree", 0: "inconclusive"}[conv]
