@@ -28,6 +28,7 @@ from abeval.analysis.decision import decisions
 from abeval.analysis.offline_report import offline_results
 from abeval.analysis.ope import ope_results
 from abeval.analysis.planning import power_info
+from abeval.analysis.predicted import predicted_results
 from abeval.analysis.report_model import (
     SCHEMA_VERSION,
     ArmInfo,
@@ -111,6 +112,7 @@ def build_report(store: Store, experiment: str, o: ReportOptions | None = None) 
         finally:
             drop(conn, population)
         ope = ope_results(conn, experiment, control, treatments, o.ope, o.alpha)
+    predicted = predicted_results(store, experiment, control, treatments, results)
     segments, segment_warning = segment_results(seen.segments, control, o)
     power = _power(plain, seen.daily, control, treatments, o)
     decided = decisions(results, seen.health, power, o)
@@ -136,6 +138,7 @@ def build_report(store: Store, experiment: str, o: ReportOptions | None = None) 
         offline_status=offline_status,
         methodology=_methodology(seen, o),
         ope=ope,
+        predicted=predicted,
     )
 
 
@@ -149,7 +152,7 @@ def _observe(conn: Connection, experiment: str, o: ReportOptions) -> tuple[_Obse
             f"experiment {experiment!r} has one arm ({settings.arms[0]}): nothing to compare; "
             "check the arm column of the events"
         )
-    control, rule = _choose_control(settings.arms, settings.control_arm, o.control, experiment)
+    control, rule = choose_control(settings.arms, settings.control_arm, o.control, experiment)
     if o.segment is not None:
         known = segment_attributes(conn, experiment)
         if o.segment not in known:
@@ -202,11 +205,12 @@ def _observe(conn: Connection, experiment: str, o: ReportOptions) -> tuple[_Obse
     return observed, kept
 
 
-def _choose_control(
-    arms: list[str], recorded: str | None, asked: str | None, exp: str
+def choose_control(
+    arms: list[str], recorded: str | None, asked: str | None, exp: str, option: str = "--control"
 ) -> tuple[str, ControlRule]:
     """The control arm and the rule that chose it (docs/metrics.md#control-arm): the
-    one asked for, else the recorded one, else the arm named ``control``; never a guess."""
+    one asked for, else the recorded one, else the arm named ``control``; never a guess.
+    ``option`` is the option that names it in the error's fix ("" when none does)."""
     if asked is not None:
         if asked not in arms:
             raise NotFoundError(unknown_arm_message(exp, asked, arms))
@@ -217,8 +221,8 @@ def _choose_control(
         return "control", "named_control"
     raise AbevalError(
         f"experiment {exp!r} has no recorded control and no arm named 'control' "
-        f"(arms: {', '.join(arms)}); name it with --control ARM, or record it with "
-        f"`abeval experiment set {exp} --control ARM`"
+        f"(arms: {', '.join(arms)}); {f'name it with {option} ARM, or ' if option else ''}"
+        f"record it with `abeval experiment set {exp} --control ARM`"
     )
 
 

@@ -170,6 +170,12 @@ def has_pre_period(m: Moments, metric: OnlineMetric) -> bool:
     return all(m.ss(n) > 0 for n in names)
 
 
+def online_lower_is_better(metric: str) -> bool:
+    """The direction of the online metric called ``metric`` (False when unknown)."""
+    found = METRICS.get(metric)
+    return found is not None and found.lower_is_better
+
+
 def direction(c: Comparison) -> int:
     """+1 or −1 when the (multiplicity-adjusted, where set) interval of the lift
     excludes zero, else 0: what "significant" means everywhere in a report."""

@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from abeval.analysis.online_metrics import DEFAULT_GUARDRAILS, DEFAULT_PRIMARY
 from abeval.analysis.ope import OpeOptions, OpeSection
+from abeval.analysis.predicted import PredictedSection
 from abeval.choices import Decision as DecisionName
 from abeval.stats.results import (
     BayesianResult,
@@ -303,3 +304,5 @@ class ExperimentReport(JsonResult):
     offline_status: str
     methodology: Methodology
     ope: OpeSection | None = None  # off-policy estimates (docs/metrics.md#off-policy-estimates)
+    # lifts predicted by a recorded offline evaluation (docs/metrics.md#recorded-evaluations)
+    predicted: PredictedSection | None = None

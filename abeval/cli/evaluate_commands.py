@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from abeval.choices import ApDenominator, Duplicates, Empty, EvaluateFormat, Gain, Missing
-from abeval.cli.app import app, command, emit, require, require_share
+from abeval.cli.app import DbOption, app, command, emit, require, require_share
 from abeval.errors import AbevalError
 
 
@@ -21,6 +21,16 @@ def _ks(text: str) -> tuple[int, ...]:
         return parse_cutoffs(text)
     except ValueError as exc:
         raise AbevalError(f"--k {text!r}: {exc}") from None
+
+
+def _named(texts: list[str] | None, option: str) -> dict[str, str]:
+    """``-r [NAME=]FILE`` options as model name → file; a usage error naming the option."""
+    from abeval.files import named_models
+
+    try:
+        return named_models(texts or [])
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint=option) from None
 
 
 @command(app, "evaluate")
@@ -41,9 +51,11 @@ def evaluate_command(
         typer.Option(
             "--recommendations",
             "-r",
-            metavar="FILE",
+            metavar="[NAME=]FILE",
             help="Recommendations: user_id, item_id and rank or score. Repeat to compare "
-            "models; the first is the baseline.",
+            "models; the first is the baseline (with --experiment, the control arm's model). "
+            "NAME= names the model (default: the file name's stem); a FILE that exists is "
+            "never split at '='.",
             show_default=False,
         ),
     ] = None,
@@ -51,8 +63,9 @@ def evaluate_command(
         list[str] | None,
         typer.Option(
             "--predictions",
-            metavar="FILE",
-            help="Rating predictions: user_id, item_id, prediction (for rmse and mae). Repeatable.",
+            metavar="[NAME=]FILE",
+            help="Rating predictions: user_id, item_id, prediction (for rmse and mae). "
+            "Repeatable; NAME= as for -r.",
             show_default=False,
         ),
     ] = None,
@@ -161,6 +174,19 @@ def evaluate_command(
         int, typer.Option("--resamples", help="Sign-flip resamples of the randomisation test.")
     ] = 2000,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the randomisation test.")] = 0,
+    experiment: Annotated[
+        str | None,
+        typer.Option(
+            "--experiment",
+            "-e",
+            metavar="NAME",
+            help="Record the evaluation in the store against this experiment: every model "
+            "named after one of its arms (-r ARM=FILE), one of them its control; the report "
+            "then shows the lift each model predicted.",
+            show_default=False,
+        ),
+    ] = None,
+    db: DbOption = None,
 ) -> None:
     """Evaluate recommendation files against held-out truth (ranking metrics, beyond-accuracy
     metrics, RMSE/MAE) and compare models, paired over users."""
@@ -178,24 +204,37 @@ def evaluate_command(
         empty=empty,
         duplicates=duplicates,
     )
-    result = evaluate(
-        truth,
-        recommendations or [],
-        predictions=predictions or [],
-        items=items,
-        history=history,
-        k=_ks(k),
-        metrics=metrics,
-        conventions=conventions,
-        missing=missing,
-        min_relevance=min_relevance,
-        alpha=alpha,
-        resamples=resamples,
-        seed=seed,
-        per_user=per_user,
-    )
+    require(db is None or experiment is not None, "--db", "give it with --experiment NAME")
+    recs = _named(recommendations, "--recommendations")
+    preds = _named(predictions, "--predictions")
+    options: dict[str, Any] = {
+        "items": items,
+        "history": history,
+        "k": _ks(k),
+        "metrics": metrics,
+        "conventions": conventions,
+        "missing": missing,
+        "min_relevance": min_relevance,
+        "alpha": alpha,
+        "resamples": resamples,
+        "seed": seed,
+        "per_user": per_user,
+    }
+    if experiment is None:
+        result = evaluate(truth, recs, predictions=preds, **options)
+    else:
+        from abeval.analysis.evaluate.record import evaluate_for_experiment
+
+        result = evaluate_for_experiment(db, experiment, truth, recs, predictions=preds, **options)
     for warning in result.warnings:
         typer.echo(f"Warning: {warning}", err=True)
+    if result.recorded is not None:
+        r = result.recorded
+        typer.echo(
+            f"recorded evaluation {r.evaluation_id} against experiment {r.experiment} "
+            f"({r.rows} rows; baseline: the control arm {r.control})",
+            err=True,
+        )
     if fmt == "html":
         from abeval.report.evaluate_html import DEFAULT_PATH, render_html
 

@@ -72,6 +72,15 @@ def definition(name: str) -> MetricDefinition:
     return DEFINITIONS[key]
 
 
+def offline_lower_is_better(label: str) -> bool:
+    """The direction of the offline metric labelled ``label`` (``rmse``,
+    ``ndcg@10``), from its definition; False for a name the registry does not know."""
+    try:
+        return definition(label.split("@", 1)[0]).lower_is_better
+    except AbevalError:
+        return False
+
+
 def known_names() -> list[str]:
     return sorted(DEFINITIONS)
 

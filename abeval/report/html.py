@@ -36,6 +36,7 @@ from abeval.report.html_sections import (
     statistics_table,
 )
 from abeval.report.ope_context import ope_context
+from abeval.report.predicted_context import predicted_context
 from abeval.report.templates import environment
 from abeval.report.text import CONTROL_RULES
 
@@ -178,6 +179,7 @@ def build_context(report: ExperimentReport) -> ReportContext:
         generated=when(report.generated_at),
         freshness=fresh,
         ope=ope_context(report),
+        predicted=predicted_context(report),
     )
 
 

@@ -27,6 +27,7 @@ from abeval.analysis.report_model import (
 from abeval.report.charts import IntervalBar, LiftChart, Tick, UsersChart
 from abeval.report.offline_view import OfflineView
 from abeval.report.ope_context import OpeContext
+from abeval.report.predicted_context import PredictedContext
 from abeval.report.tones import Tone
 
 CheckState = Literal["pass", "fail", "warn", "info"]
@@ -215,6 +216,9 @@ class ReportContext:
       words (empty when unknown).
     - ``ope``: the off-policy estimates (:class:`~abeval.report.ope_context.OpeContext`),
       None when the report has none.
+    - ``predicted``: the lifts a recorded evaluation predicted
+      (:class:`~abeval.report.predicted_context.PredictedContext`), None when none is
+      recorded.
     """
 
     report: ExperimentReport
@@ -244,3 +248,5 @@ class ReportContext:
     generated: str
     freshness: str
     ope: OpeContext | None = None  # reports/_ope.html.j2 (abeval.report.ope_context)
+    # reports/_predicted.html.j2 (abeval.report.predicted_context)
+    predicted: PredictedContext | None = None

@@ -10,12 +10,8 @@ from dataclasses import dataclass
 
 from abeval.analysis.ope import OpeDirection, OpeSection
 from abeval.analysis.report_model import ExperimentReport
+from abeval.report.tones import AGREEMENT_STATES as _AGREEMENT
 
-_AGREEMENT = {
-    "agree": ("pass", "✓ agrees"),
-    "disagree": ("fail", "✗ disagrees"),
-    "inconclusive": ("info", "inconclusive"),
-}
 _SOURCES = {
     "file": "the target's probabilities from --target-propensities",
     "empirical": "the target arm's own frequency of each (item, position), context-free",

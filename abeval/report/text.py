@@ -24,6 +24,7 @@ from abeval.formatting import (
 )
 from abeval.report.offline_view import BeyondRow, offline_view, significant
 from abeval.report.ope_text import ope_lines
+from abeval.report.predicted_text import predicted_lines
 from abeval.stats.results import Lift
 
 #: Why the replayed metrics are not judged against the online lift (docs/metrics.md#log-replay).
@@ -241,7 +242,8 @@ def _segments(r: ExperimentReport) -> list[str]:
 
 def render_text(r: ExperimentReport) -> str:
     """The report as plain text: the decisions, header, health, verdicts, the metric
-    tables, then the offline replay, the off-policy estimates, power and segments
+    tables, then the offline replay, the off-policy estimates, the predicted lifts, power and
+    segments
     when the report has them."""
     sections = (
         _decisions,
@@ -251,6 +253,7 @@ def render_text(r: ExperimentReport) -> str:
         _metric_tables,
         _offline,
         ope_lines,
+        predicted_lines,
         _power,
         _segments,
     )

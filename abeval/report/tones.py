@@ -13,11 +13,27 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Literal
 
-from abeval.analysis.online_metrics import METRICS
-from abeval.errors import AbevalError
-from abeval.metrics.registry import definition
+from abeval.analysis.online_metrics import online_lower_is_better
+from abeval.metrics.registry import offline_lower_is_better
+
+__all__ = [
+    "AGREEMENT_STATES",
+    "Tone",
+    "excludes_zero",
+    "offline_lower_is_better",
+    "online_lower_is_better",
+    "tone",
+]
 
 Tone = Literal["good", "bad", ""]
+
+#: The state pill (kind, text) of an agreement between a predicted and an online
+#: lift (off-policy estimates, recorded evaluations).
+AGREEMENT_STATES = {
+    "agree": ("pass", "✓ agrees"),
+    "disagree": ("fail", "✗ disagrees"),
+    "inconclusive": ("info", "inconclusive"),
+}
 
 
 def tone(significant: bool, effect: float | None, lower_is_better: bool) -> Tone:
@@ -32,18 +48,3 @@ def tone(significant: bool, effect: float | None, lower_is_better: bool) -> Tone
 def excludes_zero(ci: Sequence[float] | None) -> bool:
     """True when the interval ``ci`` lies wholly above or below zero."""
     return ci is not None and (ci[0] > 0 or ci[1] < 0)
-
-
-def online_lower_is_better(metric: str) -> bool:
-    """The direction of the online metric called ``metric`` (False when unknown)."""
-    found = METRICS.get(metric)
-    return found is not None and found.lower_is_better
-
-
-def offline_lower_is_better(label: str) -> bool:
-    """The direction of the offline metric labelled ``label`` (``rmse``,
-    ``ndcg@10``), from its definition; False for a name the registry does not know."""
-    try:
-        return definition(label.split("@", 1)[0]).lower_is_better
-    except AbevalError:
-        return False

@@ -66,6 +66,8 @@ class PairedComparison:
     losses: int
     status: str = "ok"
     message: str = ""
+    # The paired t test's standard error of ``difference``, sd(d) / sqrt(n).
+    difference_se: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -113,7 +115,7 @@ def paired_comparison(
             status="undefined",
             message="fewer than two users with a value under both models",
         )
-    mean, t_stat, p_t, (lo, hi), message = _t_test(d, alpha)
+    mean, se, t_stat, p_t, (lo, hi), message = _t_test(d, alpha)
     return PairedComparison(
         metric=metric,
         model=model,
@@ -133,13 +135,14 @@ def paired_comparison(
         ties=ties,
         losses=losses,
         message=message,
+        difference_se=se,
     )
 
 
 def _t_test(
     d: np.ndarray, alpha: float
-) -> tuple[float, float | None, float, tuple[float, float], str]:
-    """(mean, t, two-sided p, interval, message) of the paired t test on ``d``
+) -> tuple[float, float, float | None, float, tuple[float, float], str]:
+    """(mean, standard error, t, two-sided p, interval, message) of the paired t test on ``d``
     (at least two values). When every difference is the same the test is
     degenerate: no t, p = 1 for a zero mean else 0, the interval is the mean."""
     from scipy import stats
@@ -149,11 +152,11 @@ def _t_test(
     se = float(d.std(ddof=1)) / math.sqrt(n)
     if se == 0:
         message = "every user has the same difference: the t test is degenerate"
-        return mean, None, 1.0 if mean == 0 else 0.0, (mean, mean), message
+        return mean, se, None, 1.0 if mean == 0 else 0.0, (mean, mean), message
     t_stat = mean / se
     p_t = float(2 * stats.t.sf(abs(t_stat), n - 1))
     half = float(stats.t.ppf(1 - alpha / 2, n - 1)) * se
-    return mean, t_stat, p_t, (mean - half, mean + half), ""
+    return mean, se, t_stat, p_t, (mean - half, mean + half), ""
 
 
 def sign_flip_p_value(d: np.ndarray, resamples: int, seed: int) -> float:

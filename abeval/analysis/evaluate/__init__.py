@@ -33,7 +33,12 @@ The modules, in the order a run uses them:
 - :mod:`~abeval.analysis.evaluate.beyond`: beyond-accuracy metrics;
 - :mod:`~abeval.analysis.evaluate.ratings`: RMSE and MAE;
 - :mod:`~abeval.analysis.evaluate.results`: the result types presenters read
-  (text: :mod:`abeval.report.evaluate_text`; HTML: :mod:`abeval.report.evaluate_html`).
+  (text: :mod:`abeval.report.evaluate_text`; HTML: :mod:`abeval.report.evaluate_html`);
+- :mod:`~abeval.analysis.evaluate.record`: ``--experiment X``, the evaluation
+  recorded against an experiment's arms (docs/metrics.md#recorded-evaluations).
+
+Models are named after their files, or by a mapping of name to file
+(``-r NAME=FILE``, docs/usage.md#named-models).
 """
 
 from abeval.analysis.evaluate.results import (

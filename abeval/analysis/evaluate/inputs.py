@@ -19,7 +19,7 @@ counted once with a warning.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -112,11 +112,23 @@ class Inputs:
         return any(f.role == role for f in self.files)
 
 
+#: A model file and its name.
+Named = tuple[str, str | Path]
+
+
+def named(files: Sequence[str | Path] | Mapping[str, str | Path]) -> list[Named]:
+    """(name, path) of each model file: the names given (a mapping), else
+    :func:`~abeval.files.model_names` of the paths."""
+    if isinstance(files, Mapping):
+        return list(files.items())
+    return list(zip(model_names(files), files, strict=True))
+
+
 def load_inputs(
     con: duckdb.DuckDBPyConnection,
     truth: str | Path,
-    recommendations: Sequence[str | Path],
-    predictions: Sequence[str | Path],
+    recommendations: Sequence[Named],
+    predictions: Sequence[Named],
     items: str | Path | None,
     history: str | Path | None,
     conventions: Conventions,
@@ -126,12 +138,12 @@ def load_inputs(
     reader = Reader(con)
     warnings: list[str] = []
     files = [load_truth(reader, truth, conventions, min_relevance, warnings)]
-    models = model_names(recommendations)
-    for i, path in enumerate(recommendations):
-        files.append(load_model(reader, RECOMMENDATIONS, i, path, models[i], conventions, warnings))
-    predictors = model_names(predictions)
-    for i, path in enumerate(predictions):
-        files.append(load_model(reader, PREDICTIONS, i, path, predictors[i], conventions, warnings))
+    for i, (name, path) in enumerate(recommendations):
+        files.append(load_model(reader, RECOMMENDATIONS, i, path, name, conventions, warnings))
+    for i, (name, path) in enumerate(predictions):
+        files.append(load_model(reader, PREDICTIONS, i, path, name, conventions, warnings))
+    models = [name for name, _ in recommendations]
+    predictors = [name for name, _ in predictions]
     if items is not None:
         files.append(load_items(reader, items))
     if history is not None:

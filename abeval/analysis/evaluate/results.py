@@ -94,6 +94,22 @@ class RatingResult:
 
 
 @dataclass(frozen=True)
+class Recorded:
+    """Where ``abeval evaluate --experiment X`` recorded the evaluation
+    (docs/metrics.md#recorded-evaluations): the store's ``offline_evaluations`` rows
+    of ``evaluation_id``, with ``control``'s model as the baseline."""
+
+    experiment: str
+    evaluation_id: str
+    control: str
+    recorded_at: str  # ISO 8601, UTC
+    rows: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
 class EvaluationResult:
     """Everything ``abeval evaluate`` computed: the one object its presenters read."""
 
@@ -106,6 +122,7 @@ class EvaluationResult:
     conventions: Mapping[str, str]
     warnings: tuple[str, ...] = ()
     per_user_path: str | None = None
+    recorded: Recorded | None = None  # with --experiment
 
     def metric(self, name: str, model: str | None = None) -> MetricResult:
         """The result of metric ``name`` (a label such as ``ndcg@10``) for ``model``."""
@@ -126,4 +143,5 @@ class EvaluationResult:
             "ratings": [r.to_dict() for r in self.ratings],
             "warnings": list(self.warnings),
             "per_user_path": self.per_user_path,
+            "recorded": self.recorded.to_dict() if self.recorded else None,
         }

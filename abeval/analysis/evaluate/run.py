@@ -11,14 +11,14 @@ metrics (:mod:`~abeval.analysis.evaluate.beyond`) and the rating metrics
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from abeval.analysis.evaluate import tables
 from abeval.analysis.evaluate.beyond import beyond_results
-from abeval.analysis.evaluate.inputs import Inputs, load_inputs
+from abeval.analysis.evaluate.inputs import Inputs, Named, load_inputs, named
 from abeval.analysis.evaluate.ratings import rating_results
 from abeval.analysis.evaluate.results import Comparison, Coverage, EvaluationResult
 from abeval.errors import AbevalError
@@ -56,9 +56,9 @@ class _Metrics:
 
 def evaluate(
     truth: str | Path,
-    recommendations: Sequence[str | Path] = (),
+    recommendations: Sequence[str | Path] | Mapping[str, str | Path] = (),
     *,
-    predictions: Sequence[str | Path] = (),
+    predictions: Sequence[str | Path] | Mapping[str, str | Path] = (),
     items: str | Path | None = None,
     history: str | Path | None = None,
     k: Sequence[int] = (5, 10),
@@ -70,29 +70,32 @@ def evaluate(
     resamples: int = 2000,
     seed: int = 0,
     per_user: str | Path | None = None,
+    baseline: str | None = None,
 ) -> EvaluationResult:
     """Evaluate recommendation (and rating prediction) files against a truth file.
 
     ``metrics`` is a comma-separated string or a list of names (``ndcg@10``,
     ``ap@5``, ``mrr``, ``coverage@10``, ``rmse``); by default precision, recall,
     AP, NDCG and hit rate at every ``k``, MRR, and RMSE/MAE when predictions are
-    given. With two or more recommendation files every model after the first
-    is compared with the first, paired over users.
+    given. ``recommendations`` and ``predictions`` are files (each model named
+    after its file, :func:`abeval.files.model_names`) or a mapping of model name to
+    file. With two or more recommendation files every model is compared with the
+    baseline, paired over users: the model named ``baseline``, else the first.
     """
     import duckdb
 
     conventions = conventions or Conventions()
-    chosen = _choose(recommendations, predictions, history, k, metrics, conventions, missing)
+    recs = _baseline_first(named(recommendations), baseline)
+    preds = named(predictions)
+    chosen = _choose(recs, preds, history, k, metrics, conventions, missing)
     con = duckdb.connect(":memory:")
     try:
         con.execute("SET preserve_insertion_order = false")
-        inputs = load_inputs(
-            con, truth, recommendations, predictions, items, history, conventions, min_relevance
-        )
+        inputs = load_inputs(con, truth, recs, preds, items, history, conventions, min_relevance)
         coverage: list[Coverage] = []
         results: list[MetricResult] = []
         comparisons: list[Comparison] = []
-        if recommendations:
+        if recs:
             coverage, results, comparisons = _evaluate_lists(
                 con, inputs, chosen, missing, alpha, resamples, seed, per_user
             )
@@ -112,9 +115,21 @@ def evaluate(
     )
 
 
+def _baseline_first(models: list[Named], baseline: str | None) -> list[Named]:
+    """The models with ``baseline`` (when given) moved to the front."""
+    if baseline is None:
+        return models
+    names = [n for n, _ in models]
+    if baseline not in names:
+        raise AbevalError(
+            f"no model named {baseline!r} to compare with; models: {', '.join(names)}"
+        )
+    return sorted(models, key=lambda m: m[0] != baseline)
+
+
 def _choose(
-    recommendations: Sequence[str | Path],
-    predictions: Sequence[str | Path],
+    recommendations: Sequence[Named],
+    predictions: Sequence[Named],
     history: str | Path | None,
     k: Sequence[int],
     metrics: str | Sequence[str] | None,

@@ -4,7 +4,6 @@ and :class:`Job`, what every step of one file's ingest shares."""
 
 from __future__ import annotations
 
-import hashlib
 import threading
 import time
 from collections.abc import Callable
@@ -13,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from abeval.choices import FileFormat as Format
+from abeval.files import sha256_file
 from abeval.store.ingest.notes import Normalised, notes_for
 from abeval.store.ingest.summary import IngestSummary
 
@@ -30,12 +30,7 @@ class Checksum(threading.Thread):
         self.size = 0  # bytes hashed
 
     def run(self) -> None:
-        h = hashlib.sha256()  # hardware-accelerated on current CPUs: 2.5x blake2b here
-        with self.path.open("rb") as f:
-            while chunk := f.read(1 << 22):
-                h.update(chunk)
-                self.size += len(chunk)
-        self.digest = h.hexdigest()
+        self.digest, self.size = sha256_file(self.path)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,159 @@
+"""``abeval evaluate --experiment X``: an evaluation recorded against an experiment
+(docs/metrics.md#recorded-evaluations).
+
+The models are named after the experiment's arms (``-r ARM=FILE``). Before any
+file is read, :func:`experiment_target` checks that every model is an arm and that
+the experiment's control (the report's rule, :func:`abeval.analysis.online.choose_control`)
+has a model; the evaluation then runs with the control as the baseline of the paired
+comparisons, whatever the order of the files, and :func:`recorded_evaluation` turns
+its result into the rows of :mod:`abeval.store.evaluations`: per (arm, metric) the
+value, its standard error over users and its users, and for the other arms the
+paired difference against the control with its standard error and interval.
+Metrics with no per-user values (coverage, Gini, RMSE, MAE ...) are recorded with
+their value only: they have no paired difference, so they predict no lift.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from abeval.analysis.evaluate.results import EvaluationResult, Recorded
+from abeval.errors import AbevalError, NotFoundError
+from abeval.files import sha256_file
+from abeval.store.evaluations import RecordedEvaluation, RecordedMetric, record_evaluation
+
+if TYPE_CHECKING:
+    from abeval.store.engine import Store
+
+#: Input roles of which there is one file; the models' files are keyed ``role:name``.
+_SINGLE_ROLES = ("truth", "items", "history")
+
+
+@dataclass(frozen=True)
+class Target:
+    """The experiment an evaluation is recorded against and its control arm."""
+
+    experiment: str
+    control: str
+    arms: tuple[str, ...]
+
+
+def experiment_target(
+    store: Store, experiment: str, models: Sequence[str], predictors: Sequence[str] = ()
+) -> Target:
+    """Check the models against the experiment's arms: each model an arm, the
+    control one of the recommendation models (of the predictions when there are
+    no recommendations). One-line errors; nothing is read or written."""
+    from abeval.analysis.online import choose_control
+    from abeval.store.experiments import get_settings, unknown_arm_message
+
+    with store.connect() as conn:
+        settings = get_settings(conn, experiment)
+    for name in [*models, *predictors]:
+        if name not in settings.arms:
+            raise NotFoundError(
+                unknown_arm_message(experiment, name, settings.arms)
+                + "; name each model after an arm, as -r ARM=FILE"
+            )
+    control, _ = choose_control(settings.arms, settings.control_arm, None, experiment, option="")
+    baseline_models = models or predictors
+    option = "-r" if models else "--predictions"
+    if control not in baseline_models:
+        raise AbevalError(
+            f"no model for the control arm {control!r} of experiment {experiment!r}: lifts are "
+            f"measured against it; give {option} {control}=FILE"
+        )
+    return Target(experiment, control, tuple(settings.arms))
+
+
+def fingerprints(result: EvaluationResult) -> dict[str, str]:
+    """SHA-256 of every input file, keyed by its role (``truth``, ``items``,
+    ``history``) or ``role:model`` (``recommendations:control``)."""
+    out = {}
+    for f in result.files:
+        key = f.role if f.role in _SINGLE_ROLES else f"{f.role}:{f.name}"
+        out[key] = sha256_file(f.path)[0]
+    return out
+
+
+def recorded_evaluation(
+    result: EvaluationResult,
+    target: Target,
+    alpha: float,
+    files: Mapping[str, str],
+    at: datetime,
+) -> RecordedEvaluation:
+    """The rows to record: one per (model, metric), in the result's order."""
+    paired = {(c.model, c.metric): c for c in result.comparisons}
+    rows: list[RecordedMetric] = []
+    for m in result.metrics:
+        c = paired.get((m.group, m.metric)) if m.group != target.control else None
+        rows.append(
+            RecordedMetric(
+                arm=m.group,
+                metric=m.metric,
+                value=m.value,
+                se=m.std_error,
+                users=m.users,
+                baseline_arm=c.baseline if c else None,
+                difference=c.difference if c else None,
+                difference_se=c.difference_se if c else None,
+                difference_low=c.ci_low if c else None,
+                difference_high=c.ci_high if c else None,
+                paired_users=c.users if c else None,
+            )
+        )
+    for r in result.ratings:  # no per-user values: the value over the pairs predicted
+        rows.append(RecordedMetric(r.model, r.metric, r.value, None, r.pairs_predicted))
+    return RecordedEvaluation(
+        experiment=target.experiment,
+        recorded_at=at,
+        conventions={**result.conventions, "alpha": f"{alpha:g}"},
+        fingerprints=dict(files),
+        metrics=tuple(rows),
+    )
+
+
+def evaluate_for_experiment(
+    db: str | None,
+    experiment: str,
+    truth: str | Path,
+    recommendations: Mapping[str, str | Path],
+    *,
+    predictions: Mapping[str, str | Path] | None = None,
+    alpha: float = 0.05,
+    **options: Any,
+) -> EvaluationResult:
+    """Check the models against ``experiment``'s arms, evaluate them with its
+    control as the baseline (``options`` as :func:`~abeval.analysis.evaluate.evaluate`
+    takes them) and record the evaluation in the store ``db``; the result says
+    what was recorded (``result.recorded``).
+
+    The store is opened twice, briefly: to check, and to record once the
+    evaluation is done, so that it is not held while the files are read."""
+    from dataclasses import replace
+
+    from abeval.analysis.evaluate.run import evaluate
+    from abeval.store import open_store
+
+    predictions = predictions or {}
+    with open_store(db, create=False) as store:
+        target = experiment_target(store, experiment, list(recommendations), list(predictions))
+    result = evaluate(
+        truth,
+        recommendations,
+        predictions=predictions,
+        alpha=alpha,
+        baseline=target.control if recommendations else None,
+        **options,
+    )
+    at = datetime.now(UTC).replace(tzinfo=None)
+    evaluation = recorded_evaluation(result, target, alpha, fingerprints(result), at)
+    with open_store(db, create=False) as store:
+        eid = record_evaluation(store, evaluation)
+    recorded = Recorded(experiment, eid, target.control, at.isoformat(), len(evaluation.metrics))
+    return replace(result, recorded=recorded)
