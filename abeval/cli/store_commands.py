@@ -194,9 +194,14 @@ def experiments(db: DbOption = None, as_json: JsonOption = False) -> None:
     """List the experiments in the store: arms, users, events by type, time range."""
     from abeval.store import open_store
     from abeval.store.experiments import list_experiments
+    from abeval.store.sources import source_experiments
 
     with open_store(db, read_only=True) as store:
         found = list_experiments(store)
+        in_place, problems = source_experiments(store)
+    found += in_place
+    for problem in problems:
+        typer.echo(printable(f"warning: {problem}"), err=True)
     if as_json:
         typer.echo(json.dumps([e.to_dict() for e in found], indent=2))
         return
@@ -205,7 +210,8 @@ def experiments(db: DbOption = None, as_json: JsonOption = False) -> None:
         return
     for e in found:
         control = f", control {e.control_arm}" if e.control_arm else ""
-        typer.echo(printable(f"{e.experiment}  {e.first_ts} .. {e.last_ts}{control}"))
+        place = f", read in place from source {e.source}" if e.source else ""
+        typer.echo(printable(f"{e.experiment}  {e.first_ts} .. {e.last_ts}{control}{place}"))
         for a in e.arms:
             events = ", ".join(f"{k} {v:,}" for k, v in a.events.items())
             typer.echo(printable(f"  {a.arm}: {_count(a.users, 'user')}; {events or 'no events'}"))
