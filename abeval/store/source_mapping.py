@@ -105,15 +105,14 @@ class Resolved:
     attributes: dict[str, str]
 
 
-def _pairs(text: str, option: str, example: str) -> list[tuple[str, str]]:
+def _pairs(text: str, option: str, form: str, example: str) -> list[tuple[str, str]]:
     """``A=B,C=D`` as pairs, stripped; one line naming ``option`` otherwise."""
     out = []
     for part in text.split(","):
         left, sep, right = part.partition("=")
         if not sep or not left.strip() or not right.strip():
             raise InputError(
-                f"cannot read {option} {text!r}; write it as {example.split('=')[0]}=..., "
-                f"such as {example}"
+                f"cannot read {option} {text!r}; write it as {form}, such as {example}"
             )
         out.append((left.strip(), right.strip()))
     return out
@@ -124,7 +123,7 @@ def parse_columns(text: str | None) -> dict[str, str]:
     if not text:
         return {}
     out: dict[str, str] = {}
-    for name, column in _pairs(text, "--map", "user_id=uid,ts=event_time"):
+    for name, column in _pairs(text, "--map", "FIELD=COLUMN,...", "user_id=uid,ts=event_time"):
         if name not in KNOWN:
             raise InputError(
                 f"--map {name}={column}: {name!r} is not a field of the event format; "
@@ -141,7 +140,7 @@ def parse_event_types(text: str | None) -> dict[str, str]:
     if not text:
         return {}
     out: dict[str, str] = {}
-    for kind, value in _pairs(text, "--event-type", "impression=view,click=clk"):
+    for kind, value in _pairs(text, "--event-type", "TYPE=VALUE,...", "impression=view,click=clk"):
         if kind not in EVENT_TYPES:
             raise InputError(
                 f"--event-type {kind}={value}: {kind!r} is not an event type; "

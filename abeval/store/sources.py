@@ -84,8 +84,8 @@ def list_sources(store: Store) -> list[Source]:
 
 def _unknown(name: str, known: list[str]) -> NotFoundError:
     close = close_matches(name, known)
-    hint = f"did you mean {', '.join(close)}? " if close else ""
-    return NotFoundError(f"no source {name!r}; {hint}(list them with `abeval source list`)")
+    hint = f"; did you mean {', '.join(close)}?" if close else ""
+    return NotFoundError(f"no source {name!r}{hint} (list them with `abeval source list`)")
 
 
 def remove_source(store: Store, name: str) -> Source:
