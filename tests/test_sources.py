@@ -236,3 +236,31 @@ def test_a_table_that_changed_is_named_at_report_time(
         "item_id, pos, revenue, event_id, propensity, dev; fix the table, or record the "
         "mapping again with `abeval source add lake --replace ...`"
     )
+
+
+def test_the_experiment_filter_reaches_the_parquet_scan(
+    template: tuple[Path, dict[str, Any]], tmp_path: Path
+) -> None:
+    """The view filters on the experiment, and DuckDB pushes that filter into the
+    Parquet reader (so row groups of other experiments are skipped)."""
+    from abeval.store.sources import read_in_place
+
+    con = duckdb.connect(str(template[0]), read_only=True)
+    try:
+        con.execute(
+            f"COPY (SELECT * FROM lake.events UNION ALL SELECT * REPLACE ('other' AS exp) "
+            f"FROM lake.events ORDER BY exp) TO '{tmp_path}/two.parquet'"
+        )
+    finally:
+        con.close()
+    db = str(tmp_path / "two.duckdb")
+    with open_store(db) as store:
+        add_source(store, "lake", f"{tmp_path}/two.parquet", MAPPING)
+    with (
+        open_store(db, read_only=True) as store,
+        store.connect() as conn,
+        read_in_place(conn, EXPERIMENT),
+    ):
+        plan = conn.execute(text("EXPLAIN SELECT COUNT(*) FROM events")).fetchall()[0][1]
+    scan = plan[plan.index("Read Parquet") :]
+    assert f"exp = '{EXPERIMENT}'" in scan

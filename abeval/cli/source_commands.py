@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from abeval.cli.app import DbOption, JsonOption, app, command, require
-from abeval.formatting import printable
+from abeval.formatting import counted, printable
 
 if TYPE_CHECKING:
     from abeval.store.sources import SourceCheck
@@ -127,21 +127,17 @@ def _say(check: SourceCheck, replaced: bool) -> None:
     typer.echo(printable(f"{verb} source {s.name!r}: {s.table}, read in place"), err=True)
     for exp, n in check.events.items():
         kept = " (the store's ingested copy is the one analysed)" if exp in check.in_store else ""
-        typer.echo(printable(f"  {exp}: {_count(n, 'event')}{kept}"), err=True)
+        typer.echo(printable(f"  {exp}: {counted(n, 'event')}{kept}"), err=True)
     if check.unmapped:
         total = sum(check.unmapped.values())
         values = ", ".join(f"{v} {n:,}" for v, n in list(check.unmapped.items())[:8])
         typer.echo(
             printable(
-                f"  {_count(total, 'row')} of event types that map to nothing, not analysed: "
+                f"  {counted(total, 'row')} of event types that map to nothing, not analysed: "
                 f"{values} (map them with --event-type TYPE=VALUE)"
             ),
             err=True,
         )
-
-
-def _count(n: int, noun: str) -> str:
-    return f"{n:,} {noun}{'' if n == 1 else 's'}"
 
 
 @command(source_app, "list")

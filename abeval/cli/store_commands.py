@@ -13,7 +13,7 @@ import typer
 
 from abeval.choices import FileFormat, OnError
 from abeval.cli.app import DbOption, JsonOption, app, command, require
-from abeval.formatting import printable
+from abeval.formatting import counted, printable
 
 if TYPE_CHECKING:
     from abeval.store.ingest import IngestSummary
@@ -214,14 +214,10 @@ def experiments(db: DbOption = None, as_json: JsonOption = False) -> None:
         typer.echo(printable(f"{e.experiment}  {e.first_ts} .. {e.last_ts}{control}{place}"))
         for a in e.arms:
             events = ", ".join(f"{k} {v:,}" for k, v in a.events.items())
-            typer.echo(printable(f"  {a.arm}: {_count(a.users, 'user')}; {events or 'no events'}"))
+            typer.echo(printable(f"  {a.arm}: {counted(a.users, 'user')}; {events or 'no events'}"))
         if e.users_in_several_arms:
-            several = _count(e.users_in_several_arms, "user")
+            several = counted(e.users_in_several_arms, "user")
             typer.echo(f"  {several} seen in several arms (left out of the analysis)")
-
-
-def _count(n: int, noun: str) -> str:
-    return f"{n:,} {noun}{'' if n == 1 else 's'}"
 
 
 @command(experiment_app, "set")

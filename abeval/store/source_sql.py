@@ -148,10 +148,14 @@ def experiment_text(r: Resolved) -> str:
     return as_text(r, "experiment") if r.experiment is None else quote_literal(r.experiment)
 
 
-def _field(r: Resolved, fld: str) -> str:
+def _field(dialect: str, r: Resolved, fld: str) -> str:
     col = _col(r, fld)
     if fld == "ts":
         assert col is not None
+        if r.families["ts"] == "timestamptz" and dialect == "duckdb":
+            # The UTC instant from its microseconds: DuckDB's AT TIME ZONE goes
+            # through ICU and costs a third of a pass over the table.
+            return f"make_timestamp(epoch_us({col}))"
         if r.families["ts"] == "timestamptz":
             return f"({col} AT TIME ZONE 'UTC')"
         return f"CAST({col} AS TIMESTAMP)"
@@ -193,7 +197,9 @@ def events_select(dialect: str, rel: Relation, r: Resolved, experiment: str | No
         where += f" AND {exp} = {quote_literal(experiment)}"
         exp = quote_literal(experiment)
     fields = [
-        f"CAST({exp} AS VARCHAR) AS experiment" if f == "experiment" else f"{_field(r, f)} AS {f}"
+        f"CAST({exp} AS VARCHAR) AS experiment"
+        if f == "experiment"
+        else f"{_field(dialect, r, f)} AS {f}"
         for f in KNOWN
         if f != "event_type"
     ]
