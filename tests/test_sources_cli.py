@@ -279,3 +279,20 @@ def test_no_experiment_column(store: Path) -> None:
     assert one.exit_code == 0, one.output
     assert "  solo: 4 events\n" in one.stderr
     assert sources(store)[0][2]["experiment"] == "solo"
+
+
+def test_settings_of_a_source_experiment_are_refused(store: Path) -> None:
+    assert runner.invoke(app, ADD).exit_code == 0
+    result = runner.invoke(
+        app, ["experiment", "set", "home", "--control", "control", "--db", "s.duckdb"]
+    )
+    assert result.exit_code == 1
+    assert result.stderr == (
+        "Error: experiment 'home' is read in place from source 'lake', and its settings are "
+        "not recorded; pass --control, --from and --to to `abeval report` instead\n"
+    )
+    unknown = runner.invoke(app, ["experiment", "set", "hme", "--control", "a", "--db", "s.duckdb"])
+    assert unknown.stderr == (
+        "Error: no experiment 'hme' in the store; did you mean home? "
+        "(list them with `abeval experiments`)\n"
+    )

@@ -244,8 +244,10 @@ def experiment_set(
 ) -> None:
     """Record an experiment's control arm, expected traffic split and analysis window."""
     from abeval.cli.report_commands import window_bound
+    from abeval.errors import NotFoundError
     from abeval.store import open_store
     from abeval.store.experiments import set_settings
+    from abeval.store.sources import refuse_settings
 
     if control is None and split is None and window_from is None and window_to is None:
         raise typer.BadParameter("give --control, --split, --from or --to")
@@ -253,7 +255,11 @@ def experiment_set(
     end = window_bound(window_to, "--to", end=True)
     require(start is None or end is None or start < end, "--to", "must come after --from")
     with open_store(db, create=False) as store:
-        s = set_settings(store, experiment, control, split, start, end)
+        try:
+            s = set_settings(store, experiment, control, split, start, end)
+        except NotFoundError:
+            refuse_settings(store, experiment)  # a source's experiment: say so
+            raise
     shares = ", ".join(f"{k}={v:.0%}" for k, v in (s.split or {}).items()) or "equal"
     if s.control_arm:
         chosen = s.control_arm

@@ -262,3 +262,16 @@ def source_experiments(store: Store) -> tuple[list[ExperimentSummary], list[str]
             ]
             found += [replace(e, source=source.name) for e in listed if e.experiment not in hidden]
     return found, problems
+
+
+def refuse_settings(store: Store, experiment: str) -> None:
+    """``experiment set`` found no ``experiment`` in the store: say so when a source
+    holds it (its settings are not recorded), or name the experiments of the
+    store and the sources."""
+    with store.connect() as conn, read_in_place(conn, experiment) as place:
+        if place is not None:
+            raise AbevalError(
+                f"experiment {experiment!r} is read in place from source "
+                f"{place.source.name!r}, and its settings are not recorded; pass --control, "
+                "--from and --to to `abeval report` instead"
+            )
