@@ -105,30 +105,34 @@ class Resolved:
     attributes: dict[str, str]
 
 
-def _pairs(text: str, option: str, form: str, example: str) -> list[tuple[str, str]]:
-    """``A=B,C=D`` as pairs, stripped; one line naming ``option`` otherwise."""
-    out = []
-    for part in text.split(","):
-        left, sep, right = part.partition("=")
-        if not sep or not left.strip() or not right.strip():
+def _pairs(
+    text: str | None, option: str, form: str, example: str, known: tuple[str, ...], what: str
+) -> list[tuple[str, str]]:
+    """``A=B,C=D`` as pairs, stripped, each ``A`` one of ``known`` (``what`` names
+    them: ``a field of the event format``); one line naming ``option`` otherwise."""
+    out: list[tuple[str, str]] = []
+    for part in text.split(",") if text else []:
+        left, sep, right = (s.strip() for s in part.partition("="))
+        if not sep or not left or not right:
             raise InputError(
                 f"cannot read {option} {text!r}; write it as {form}, such as {example}"
             )
-        out.append((left.strip(), right.strip()))
+        if left not in known:
+            raise InputError(
+                f"{option} {left}={right}: {left!r} is not {what}; "
+                f"{did_you_mean(left, known)}the {form.split('=')[0].lower()}s are "
+                f"{', '.join(known)}"
+            )
+        out.append((left, right))
     return out
 
 
 def parse_columns(text: str | None) -> dict[str, str]:
     """``--map user_id=uid,ts=event_time`` → {field: column}."""
-    if not text:
-        return {}
     out: dict[str, str] = {}
-    for name, column in _pairs(text, "--map", "FIELD=COLUMN,...", "user_id=uid,ts=event_time"):
-        if name not in KNOWN:
-            raise InputError(
-                f"--map {name}={column}: {name!r} is not a field of the event format; "
-                f"{did_you_mean(name, KNOWN)}the fields are {', '.join(KNOWN)}"
-            )
+    example = "user_id=uid,ts=event_time"
+    what = "a field of the event format"
+    for name, column in _pairs(text, "--map", "FIELD=COLUMN,...", example, KNOWN, what):
         if name in out:
             raise InputError(f"--map names the field {name} twice; keep one")
         out[name] = column
@@ -137,15 +141,12 @@ def parse_columns(text: str | None) -> dict[str, str]:
 
 def parse_event_types(text: str | None) -> dict[str, str]:
     """``--event-type impression=view,click=clk,click=tap`` → {value: event type}."""
-    if not text:
-        return {}
     out: dict[str, str] = {}
-    for kind, value in _pairs(text, "--event-type", "TYPE=VALUE,...", "impression=view,click=clk"):
-        if kind not in EVENT_TYPES:
-            raise InputError(
-                f"--event-type {kind}={value}: {kind!r} is not an event type; "
-                f"{did_you_mean(kind, EVENT_TYPES)}the types are {', '.join(EVENT_TYPES)}"
-            )
+    example = "impression=view,click=clk"
+    types = EVENT_TYPES
+    for kind, value in _pairs(
+        text, "--event-type", "TYPE=VALUE,...", example, types, "an event type"
+    ):
         if out.get(value, kind) != kind:
             raise InputError(
                 f"--event-type maps the value {value!r} to both {out[value]} and {kind}; keep one"
