@@ -99,6 +99,11 @@ def count(x: float | None) -> str:
     return f"{x:,.2f}"
 
 
+def counted(n: int, noun: str) -> str:
+    """A whole count and its noun, plural unless 1: ``1,204 users``, ``1 user``."""
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
+
+
 def number(x: float | None) -> str:
     """A metric value in its own units, with about four significant digits."""
     if x is None:

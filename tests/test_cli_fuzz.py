@@ -135,6 +135,18 @@ EVALUATE = {
 }
 EXPERIMENT_SET = {"--control": TEXT, "--split": TEXT, "--from": TEXT, "--to": TEXT}
 REJECTS = {"--ingest": NUMBER, "--limit": NUMBER, "--json": None}
+TABLE = st.one_of(
+    TEXT, st.sampled_from(["events.csv", "*.csv", "lake.events", "main.ingests", "x.parquet"])
+)
+SOURCE_ADD = {
+    "--table": TABLE,
+    "--map": st.one_of(TEXT, st.just("user_id=user_id,ts=ts"), st.just("ts=arm")),
+    "--event-type": st.one_of(TEXT, st.just("click=click,impression=view")),
+    "--experiment-column": TEXT,
+    "--experiment": TEXT,
+    "--attributes": st.one_of(TEXT, st.just("device")),
+    "--replace": None,
+}
 
 
 @pytest.fixture(scope="module")
@@ -209,3 +221,15 @@ def test_experiment_set(folder: Path, argv: list[str], name: str) -> None:
 @given(argv=_options(REJECTS))
 def test_rejects(folder: Path, argv: list[str]) -> None:
     _check(runner.invoke(app, ["rejects", "--db", str(folder / "s.duckdb"), *argv]))
+
+
+@FUZZ
+@given(argv=_options(SOURCE_ADD), name=st.one_of(st.just("lake"), TEXT))
+def test_source_add(folder: Path, argv: list[str], name: str) -> None:
+    copy = folder / "source.duckdb"
+    copy.write_bytes((folder / "s.duckdb").read_bytes())
+    db = ["--db", str(copy)]
+    _check(runner.invoke(app, ["source", "add", name, "--table", "events.csv", *db, *argv]))
+    _check(runner.invoke(app, ["source", "list", *db]))
+    _check(runner.invoke(app, ["experiments", *db]))
+    _check(runner.invoke(app, ["source", "remove", name, *db]))

@@ -87,6 +87,7 @@ def test_experiments_json(store: Path) -> None:
             "users_in_several_arms": 1,
             "control_arm": None,
             "split": None,
+            "source": None,
         },
         {
             "experiment": "search",
@@ -99,6 +100,7 @@ def test_experiments_json(store: Path) -> None:
             "users_in_several_arms": 0,
             "control_arm": None,
             "split": None,
+            "source": None,
         },
     ]
 

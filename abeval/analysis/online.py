@@ -25,6 +25,7 @@ from abeval.analysis.comparisons import (
     segment_results,
 )
 from abeval.analysis.decision import decisions
+from abeval.analysis.in_place import with_source
 from abeval.analysis.offline_report import offline_results
 from abeval.analysis.ope import ope_results
 from abeval.analysis.planning import power_info
@@ -56,6 +57,7 @@ from abeval.store.experiments import (
 from abeval.store.online_sql import CapValue, Moments
 from abeval.store.population import Window
 from abeval.store.shared_ctes import drop
+from abeval.store.sources import read_in_place
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
@@ -99,7 +101,7 @@ class _Observed:
 def build_report(store: Store, experiment: str, o: ReportOptions | None = None) -> ExperimentReport:
     """Everything ``abeval report`` shows for one experiment."""
     o = o or ReportOptions()
-    with store.connect() as conn:
+    with store.connect() as conn, read_in_place(conn, experiment) as place:
         seen, population = _observe(conn, experiment, o)
         try:  # the replay reads the population the online pass computed
             control, treatments = seen.control, seen.treatments
@@ -116,7 +118,7 @@ def build_report(store: Store, experiment: str, o: ReportOptions | None = None) 
     segments, segment_warning = segment_results(seen.segments, control, o)
     power = _power(plain, seen.daily, control, treatments, o)
     decided = decisions(results, seen.health, power, o)
-    return ExperimentReport(
+    report = ExperimentReport(
         schema_version=SCHEMA_VERSION,
         abeval_version=__version__,
         generated_at=datetime.now(UTC).replace(microsecond=0).isoformat(),
@@ -140,6 +142,7 @@ def build_report(store: Store, experiment: str, o: ReportOptions | None = None) 
         ope=ope,
         predicted=predicted,
     )
+    return with_source(report, place)
 
 
 def _observe(conn: Connection, experiment: str, o: ReportOptions) -> tuple[_Observed, list[str]]:

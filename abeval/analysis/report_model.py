@@ -196,6 +196,7 @@ class Health(JsonResult):
     problems: tuple[str, ...]
     events_outside_window: int = 0
     events_far_outside: int = 0
+    events_unmapped: int = 0
 
 
 @dataclass(frozen=True)

@@ -5,5 +5,6 @@ from abeval.cli import (  # noqa: F401
     evaluate_commands,
     misc_commands,
     report_commands,
+    source_commands,
     store_commands,
 )

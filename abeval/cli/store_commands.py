@@ -13,7 +13,7 @@ import typer
 
 from abeval.choices import FileFormat, OnError
 from abeval.cli.app import DbOption, JsonOption, app, command, require
-from abeval.formatting import printable
+from abeval.formatting import counted, printable
 
 if TYPE_CHECKING:
     from abeval.store.ingest import IngestSummary
@@ -194,9 +194,14 @@ def experiments(db: DbOption = None, as_json: JsonOption = False) -> None:
     """List the experiments in the store: arms, users, events by type, time range."""
     from abeval.store import open_store
     from abeval.store.experiments import list_experiments
+    from abeval.store.sources import source_experiments
 
     with open_store(db, read_only=True) as store:
         found = list_experiments(store)
+        in_place, problems = source_experiments(store)
+    found += in_place
+    for problem in problems:
+        typer.echo(printable(f"warning: {problem}"), err=True)
     if as_json:
         typer.echo(json.dumps([e.to_dict() for e in found], indent=2))
         return
@@ -205,17 +210,14 @@ def experiments(db: DbOption = None, as_json: JsonOption = False) -> None:
         return
     for e in found:
         control = f", control {e.control_arm}" if e.control_arm else ""
-        typer.echo(printable(f"{e.experiment}  {e.first_ts} .. {e.last_ts}{control}"))
+        place = f", read in place from source {e.source}" if e.source else ""
+        typer.echo(printable(f"{e.experiment}  {e.first_ts} .. {e.last_ts}{control}{place}"))
         for a in e.arms:
             events = ", ".join(f"{k} {v:,}" for k, v in a.events.items())
-            typer.echo(printable(f"  {a.arm}: {_count(a.users, 'user')}; {events or 'no events'}"))
+            typer.echo(printable(f"  {a.arm}: {counted(a.users, 'user')}; {events or 'no events'}"))
         if e.users_in_several_arms:
-            several = _count(e.users_in_several_arms, "user")
+            several = counted(e.users_in_several_arms, "user")
             typer.echo(f"  {several} seen in several arms (left out of the analysis)")
-
-
-def _count(n: int, noun: str) -> str:
-    return f"{n:,} {noun}{'' if n == 1 else 's'}"
 
 
 @command(experiment_app, "set")
@@ -242,8 +244,10 @@ def experiment_set(
 ) -> None:
     """Record an experiment's control arm, expected traffic split and analysis window."""
     from abeval.cli.report_commands import window_bound
+    from abeval.errors import NotFoundError
     from abeval.store import open_store
     from abeval.store.experiments import set_settings
+    from abeval.store.sources import refuse_settings
 
     if control is None and split is None and window_from is None and window_to is None:
         raise typer.BadParameter("give --control, --split, --from or --to")
@@ -251,7 +255,11 @@ def experiment_set(
     end = window_bound(window_to, "--to", end=True)
     require(start is None or end is None or start < end, "--to", "must come after --from")
     with open_store(db, create=False) as store:
-        s = set_settings(store, experiment, control, split, start, end)
+        try:
+            s = set_settings(store, experiment, control, split, start, end)
+        except NotFoundError:
+            refuse_settings(store, experiment)  # a source's experiment: say so
+            raise
     shares = ", ".join(f"{k}={v:.0%}" for k, v in (s.split or {}).items()) or "equal"
     if s.control_arm:
         chosen = s.control_arm

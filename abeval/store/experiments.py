@@ -33,6 +33,8 @@ class ExperimentSummary:
     users_in_several_arms: int
     control_arm: str | None
     split: dict[str, float] | None = field(default=None)
+    #: The source it is read from in place (``abeval source add``); None when ingested.
+    source: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -55,46 +57,52 @@ def _iso(value: Any) -> str | None:
 
 
 def list_experiments(store: Store, only: str | None = None) -> list[ExperimentSummary]:
+    """The store's (ingested) experiments; ``abeval.store.sources`` lists those read
+    in place."""
+    with store.connect() as conn:
+        return summaries(conn, only)
+
+
+def summaries(conn: Connection, only: str | None = None) -> list[ExperimentSummary]:
+    """The experiments ``events`` and ``experiments`` hold, on one connection."""
     from sqlalchemy import text
 
     where = "WHERE experiment = :e" if only else ""
     params = {"e": only} if only else {}
-    with store.connect() as conn:
-        settings = {
-            r[0]: r[1:]
-            for r in conn.execute(
-                text(
-                    "SELECT experiment, control_arm, split, first_ts, last_ts "
-                    f"FROM experiments {where}"
-                ),
-                params,
-            )
-        }
-        users = conn.execute(
+    settings = {
+        r[0]: r[1:]
+        for r in conn.execute(
             text(
-                "SELECT experiment, arm, COUNT(DISTINCT user_id) "
-                f"FROM events {where} GROUP BY experiment, arm"
+                f"SELECT experiment, control_arm, split, first_ts, last_ts FROM experiments {where}"
             ),
             params,
-        ).fetchall()
-        counts = conn.execute(
+        )
+    }
+    users = conn.execute(
+        text(
+            "SELECT experiment, arm, COUNT(DISTINCT user_id) "
+            f"FROM events {where} GROUP BY experiment, arm"
+        ),
+        params,
+    ).fetchall()
+    counts = conn.execute(
+        text(
+            f"SELECT experiment, arm, event_type, COUNT(*) FROM events {where} "
+            "GROUP BY experiment, arm, event_type"
+        ),
+        params,
+    ).fetchall()
+    several = {
+        str(exp): int(n)
+        for exp, n in conn.execute(
             text(
-                f"SELECT experiment, arm, event_type, COUNT(*) FROM events {where} "
-                "GROUP BY experiment, arm, event_type"
+                "SELECT experiment, COUNT(*) FROM (SELECT experiment, user_id FROM events "
+                f"{where} GROUP BY experiment, user_id HAVING COUNT(DISTINCT arm) > 1) x "
+                "GROUP BY experiment"
             ),
             params,
-        ).fetchall()
-        several = {
-            str(exp): int(n)
-            for exp, n in conn.execute(
-                text(
-                    "SELECT experiment, COUNT(*) FROM (SELECT experiment, user_id FROM events "
-                    f"{where} GROUP BY experiment, user_id HAVING COUNT(DISTINCT arm) > 1) x "
-                    "GROUP BY experiment"
-                ),
-                params,
-            )
-        }
+        )
+    }
     by_arm: dict[tuple[str, str], dict[str, int]] = {}
     for exp, arm, etype, n in counts:
         by_arm.setdefault((exp, arm), {})[etype] = int(n)

@@ -1,0 +1,183 @@
+"""``abeval source add|list|remove``: tables read in place, without ingesting them
+(docs/usage.md#tables-read-in-place)."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from abeval.cli.app import DbOption, JsonOption, app, command, require
+from abeval.formatting import counted, printable
+
+if TYPE_CHECKING:
+    from abeval.store.sources import SourceCheck
+
+source_app = typer.Typer(
+    help="Tables read in place: map a table's columns to the event format.",
+    no_args_is_help=True,
+)
+app.add_typer(source_app, name="source")
+
+NameArgument = Annotated[str, typer.Argument(metavar="NAME", help="The source's name.")]
+
+
+@command(source_app, "add")
+def source_add(
+    name: NameArgument,
+    table: Annotated[
+        str,
+        typer.Option(
+            "--table",
+            metavar="TABLE|FILES",
+            help="SCHEMA.TABLE of the store's database; on DuckDB also Parquet or CSV files "
+            "(a path or glob such as data/*.parquet).",
+        ),
+    ],
+    columns: Annotated[
+        str | None,
+        typer.Option(
+            "--map",
+            metavar="FIELD=COLUMN,...",
+            help="The table's column for each field of the event format whose column has "
+            "another name, e.g. user_id=uid,ts=event_time.",
+        ),
+    ] = None,
+    event_types: Annotated[
+        str | None,
+        typer.Option(
+            "--event-type",
+            metavar="TYPE=VALUE,...",
+            help="The table's value for each event type named otherwise, e.g. "
+            "impression=view,click=clk (a type may take several values).",
+        ),
+    ] = None,
+    experiment_column: Annotated[
+        str | None,
+        typer.Option(
+            "--experiment-column",
+            metavar="COLUMN",
+            help="The column naming each row's experiment (default: experiment).",
+        ),
+    ] = None,
+    experiment: Annotated[
+        str | None,
+        typer.Option(
+            "--experiment",
+            metavar="NAME",
+            help="The one experiment of a table that has no experiment column.",
+        ),
+    ] = None,
+    attributes: Annotated[
+        str | None,
+        typer.Option(
+            "--attributes",
+            metavar="COLUMN|NAME=COLUMN,...",
+            help="Other columns to keep as attributes (segments), e.g. country,device=dev.",
+        ),
+    ] = None,
+    replace: Annotated[
+        bool, typer.Option("--replace", help="Replace the mapping of an existing source.")
+    ] = False,
+    db: DbOption = None,
+) -> None:
+    """Read a table in place: check the mapping against it and record it. Its
+    experiments then appear in `abeval experiments` and `abeval report` reads them."""
+    from abeval.store import open_store
+    from abeval.store.source_mapping import (
+        Mapping,
+        parse_attributes,
+        parse_columns,
+        parse_event_types,
+    )
+    from abeval.store.sources import add_source
+
+    require(bool(table.strip()), "--table", "name a table or files")
+    mapped = parse_columns(columns)
+    if experiment_column is not None:
+        require(
+            "experiment" not in mapped,
+            "--experiment-column",
+            "give the experiment column once: here or in --map experiment=COLUMN",
+        )
+        require(bool(experiment_column.strip()), "--experiment-column", "name a column")
+        mapped["experiment"] = experiment_column.strip()
+    if experiment is not None:
+        require(bool(experiment.strip()), "--experiment", "name the table's experiment")
+        require(
+            "experiment" not in mapped,
+            "--experiment",
+            "a table has an experiment column or one experiment, not both",
+        )
+    mapping = Mapping(
+        columns=mapped,
+        event_types=parse_event_types(event_types),
+        experiment=experiment.strip() if experiment is not None else None,
+        attributes=parse_attributes(attributes),
+    )
+    with open_store(db) as store:
+        check = add_source(store, name, table.strip(), mapping, replace_existing=replace)
+    _say(check, replace)
+
+
+def _say(check: SourceCheck, replaced: bool) -> None:
+    s = check.source
+    verb = "replaced" if replaced else "added"
+    typer.echo(printable(f"{verb} source {s.name!r}: {s.table}, read in place"), err=True)
+    for exp, n in check.events.items():
+        kept = " (the store's ingested copy is the one analysed)" if exp in check.in_store else ""
+        typer.echo(printable(f"  {exp}: {counted(n, 'event')}{kept}"), err=True)
+    if check.unmapped:
+        total = sum(check.unmapped.values())
+        values = ", ".join(f"{v} {n:,}" for v, n in list(check.unmapped.items())[:8])
+        typer.echo(
+            printable(
+                f"  {counted(total, 'row')} of event types that map to nothing, not analysed: "
+                f"{values} (map them with --event-type TYPE=VALUE)"
+            ),
+            err=True,
+        )
+
+
+@command(source_app, "list")
+def source_list(db: DbOption = None, as_json: JsonOption = False) -> None:
+    """List the sources: name, table and mapping."""
+    from abeval.store import open_store
+    from abeval.store.source_mapping import as_dict, describe_mapping
+    from abeval.store.sources import list_sources
+
+    with open_store(db, read_only=True) as store:
+        sources = list_sources(store)
+    if as_json:
+        rows = [
+            {
+                "name": s.name,
+                "table": s.table,
+                "mapping": as_dict(s.mapping),
+                "created_at": s.created_at.isoformat(),
+                "updated_at": s.updated_at.isoformat(),
+            }
+            for s in sources
+        ]
+        typer.echo(json.dumps(rows, indent=2))
+        return
+    if not sources:
+        typer.echo("no sources; read a table in place with `abeval source add NAME --table T`")
+        return
+    for s in sources:
+        typer.echo(printable(f"{s.name}  {s.table}"))
+        typer.echo(printable(f"  {describe_mapping(s.mapping)}"))
+
+
+@command(source_app, "remove")
+def source_remove(name: NameArgument, db: DbOption = None) -> None:
+    """Forget a source (its table is not touched)."""
+    from abeval.store import open_store
+    from abeval.store.sources import remove_source
+
+    with open_store(db, create=False) as store:
+        removed = remove_source(store, name)
+    typer.echo(
+        printable(f"removed source {removed.name!r} ({removed.table} is not touched)"), err=True
+    )
