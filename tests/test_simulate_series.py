@@ -12,6 +12,7 @@ import itertools
 import math
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import numpy as np
@@ -79,18 +80,22 @@ def _marginals(orderings: dict[tuple[int, ...], float], n: int, shown: int) -> n
 RELEVANCE = [False, True, False, False, True, False]
 
 
-@pytest.mark.parametrize("tau", [0.0, 0.3, 0.8])
-def test_tilted_propensities_match_enumeration(tau: float) -> None:
-    config = SimulationConfig(
+def _six_candidates(tau: float, **more: Any) -> SimulationConfig:
+    """Three of six candidates shown; the treatment tilted by ``tau``."""
+    return SimulationConfig(
         users=10,
         list_length=3,
         candidates=6,
         catalogue=50,
         arms=("control", "treatment"),
-        true_ctr_lift={"treatment": 0.05},
         popularity_tilt={"treatment": tau},
+        **more,
     )
-    model = model_of(config)
+
+
+@pytest.mark.parametrize("tau", [0.0, 0.3, 0.8])
+def test_tilted_propensities_match_enumeration(tau: float) -> None:
+    model = model_of(_six_candidates(tau, true_ctr_lift={"treatment": 0.05}))
     weight = float(model.weights[1])
     exact = _marginals(_orderings(RELEVANCE, weight, tau), 6, 3)
     relevant = np.array(RELEVANCE)
@@ -113,15 +118,7 @@ def test_tilted_propensities_match_enumeration(tau: float) -> None:
 
 
 def test_the_sampler_draws_the_enumerated_orderings() -> None:
-    config = SimulationConfig(
-        users=10,
-        list_length=3,
-        candidates=6,
-        catalogue=50,
-        arms=("control", "treatment"),
-        popularity_tilt={"treatment": 0.6},
-    )
-    model = model_of(config)
+    model = model_of(_six_candidates(0.6))
     draws = 40_000
     pools = Pools(
         np.tile(np.array([3, 8, 11, 20, 27, 40]), (draws, 1)),
@@ -230,13 +227,8 @@ def test_files_ingest_and_evaluate(tmp_path: Path) -> None:
         summary = ingest_file(store, files.events)
     assert summary.rejected == 0 and summary.duplicates == 0
     assert summary.inserted == simulate(e.config).num_rows
-    result = evaluate(
-        files.truth,
-        [files.recommendations["control"], files.recommendations["treatment"]],
-        k=(10,),
-        metrics="ndcg@10,coverage@10",
-        resamples=50,
-    )
+    models = [files.recommendations[arm] for arm in ("control", "treatment")]
+    result = evaluate(files.truth, models, k=(10,), metrics="ndcg@10", resamples=50)
     assert result.models == ("control", "treatment")
     users_with_truth = len({line.split(",")[0] for line in files.truth.read_text().split()[1:]})
     for c in result.coverage:

@@ -66,14 +66,15 @@ def irrelevant_at_position(list_length: int, weight: float) -> np.ndarray:
     return t
 
 
-def _binomial_pmf(n: int, p: float) -> np.ndarray:
+def binomial_pmf(n: int, p: float) -> np.ndarray:
+    """``P(R = r)`` for ``r = 0..n``, ``R ~ Binomial(n, p)``."""
     return np.array([math.comb(n, k) * p**k * (1 - p) ** (n - k) for k in range(n + 1)])
 
 
 def _attractiveness_by_position(config: SimulationConfig, weight: float) -> np.ndarray:
     """``E_w[a_k]`` for each shown position."""
     q = relevant_at_position(config.pool, weight)[:, : config.list_length]
-    pmf = _binomial_pmf(config.pool, config.relevant_share)
+    pmf = binomial_pmf(config.pool, config.relevant_share)
     a0 = config.irrelevant_attractiveness
     return np.asarray(pmf @ (q + (1.0 - q) * a0))
 

@@ -50,7 +50,7 @@ import pyarrow as pa
 
 from abeval.simulate.columns import strings
 from abeval.simulate.config import SimulationConfig
-from abeval.simulate.effects import relevant_at_position
+from abeval.simulate.effects import binomial_pmf, relevant_at_position
 from abeval.simulate.events import draw_pools, order_pools, simulate_with_target
 from abeval.simulate.model import model_of
 from abeval.simulate.writers import labels_of, needs_quotes, write_events
@@ -166,10 +166,8 @@ def expected_ndcg(config: SimulationConfig, weight: float) -> float:
     n, shown = config.pool, config.list_length
     q = relevant_at_position(n, weight)[:, :shown]
     discount = 1.0 / np.log2(np.arange(2, shown + 2, dtype=np.float64))
-    r = np.arange(n + 1)
-    pmf = np.array([math.comb(n, k) for k in r]) * config.relevant_share**r
-    pmf = pmf * (1 - config.relevant_share) ** (n - r)
-    ideal = np.array([discount[: min(k, shown)].sum() for k in r])
+    pmf = binomial_pmf(n, config.relevant_share)
+    ideal = np.array([discount[: min(r, shown)].sum() for r in range(n + 1)])
     dcg = q @ discount
     ndcg = np.divide(dcg, ideal, out=np.zeros_like(dcg), where=ideal > 0)
     return float((pmf[1:] * ndcg[1:]).sum() / pmf[1:].sum())
