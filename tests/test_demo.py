@@ -12,6 +12,7 @@ held-out files; the correlations with scipy."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -123,6 +124,27 @@ def test_demo_writes_the_report_and_the_history(demo: Demo) -> None:
     for f in _files_of(demo_dir / "series"):
         lines = sum(1 for _ in f.events.open()) - 1
         assert stored[f.experiment.name] == lines  # every row ingested, none rejected
+
+
+def test_demo_says_how_to_explore_the_history(demo: Demo) -> None:
+    first = _files_of(demo.folder / "series")[0]
+    db = demo.folder / "demo.duckdb"
+    report = (
+        f"abeval report -e series-01 --db {db} --format text "
+        f"--target-propensities {first.target_propensities}"
+    )
+    evaluate_line = f"abeval evaluate --truth {first.truth} -r {first.recommendations['control']}"
+    assert f"explore: {report}" in demo.stderr.splitlines()
+    assert f"explore: {evaluate_line} -r {first.recommendations['treatment']}" in demo.stderr
+    # the report line, as JSON: off-policy estimates from the true probabilities, no warning
+    args = ["report", "-e", "series-01", "--db", str(db), "--format", "json", "--no-offline"]
+    result = runner.invoke(app, [*args, "--target-propensities", str(first.target_propensities)])
+    assert result.exit_code == 0, result.output
+    ope = json.loads(result.stdout)["ope"]
+    assert ope["warnings"] == [] and len(ope["directions"]) == 2
+    for direction in ope["directions"]:
+        assert direction["target_probabilities"] == "file"
+        assert abs(direction["diagnostics"]["mean_weight"] - 1) < 0.02
 
 
 def test_demo_history_recovers_its_relation(demo: Demo) -> None:

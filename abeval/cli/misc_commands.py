@@ -311,6 +311,17 @@ def _demo_history(out_dir: Path, db: Path, seed: int) -> None:
         f"logs, target propensities and held-out files in {folder}",
         err=True,
     )
+    first = files[0]
+    typer.echo(
+        f"explore: abeval report -e {first.experiment.name} --db {db} --format text "
+        f"--target-propensities {first.target_propensities}",
+        err=True,
+    )
+    typer.echo(
+        f"explore: abeval evaluate --truth {first.truth} "
+        + " ".join(f"-r {path}" for path in first.recommendations.values()),
+        err=True,
+    )
     for f in files:
         _record_demo_evaluation(db, f)
     _write_demo_board(db, out_dir)
