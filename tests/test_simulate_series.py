@@ -260,3 +260,75 @@ def test_target_file_gives_off_policy_estimates_without_warnings(tmp_path: Path)
     ips = next(x for x in forward.estimates if x.estimator == "ips")
     truth = expected_effects(e.config).arms["treatment"].ctr
     assert ips.ctr.ci is not None and ips.ctr.ci[0] <= truth <= ips.ctr.ci[1]
+
+
+def _ctr_and_se(con: duckdb.DuckDBPyConnection, arm: str) -> tuple[float, float]:
+    """Clicks per impression from exposure on, and its delta-method standard
+    error with users as clusters."""
+    rows = con.execute(
+        "WITH x AS (SELECT *, MIN(ts) FILTER (WHERE event_type = 'exposure') "
+        "OVER (PARTITION BY user_id) AS exposed FROM ev) "
+        "SELECT COUNT(*) FILTER (WHERE event_type = 'click'), "
+        "COUNT(*) FILTER (WHERE event_type = 'impression') FROM x "
+        "WHERE ts >= exposed AND arm = ? GROUP BY user_id",
+        [arm],
+    ).fetchall()
+    c, n = np.array(rows, dtype=np.float64).T
+    ratio = c.sum() / n.sum()
+    se = np.sqrt(np.var(c - ratio * n, ddof=1) / c.size) / n.mean()
+    return float(ratio), float(se)
+
+
+def test_the_tilt_moves_what_is_shown_not_the_clicks() -> None:
+    config = SimulationConfig(
+        users=6_000,
+        seed=4,
+        candidates=20,
+        catalogue=1_000,
+        pre_period_days=0,
+        requests_per_user=4.0,
+        true_ctr_lift={"treatment": 0.0},
+        popularity_tilt={"treatment": 0.8},
+    )
+    table = simulate(config)
+    con = duckdb.connect()
+    con.register("ev", table)
+    truth = expected_effects(config).arms["control"].ctr
+    for arm in ("control", "treatment"):
+        ctr, se = _ctr_and_se(con, arm)
+        assert abs(ctr - truth) < 4 * se, (arm, ctr, truth, se)
+    # the tilted arm shows popular items more often: a larger share of its
+    # impressions goes to the 50 items shown most overall
+    top = dict(
+        con.execute(
+            "WITH imp AS (SELECT arm, item_id FROM ev WHERE event_type = 'impression'), "
+            "top AS (SELECT item_id FROM imp GROUP BY item_id ORDER BY COUNT(*) DESC LIMIT 50) "
+            "SELECT arm, AVG(CASE WHEN item_id IN (SELECT item_id FROM top) THEN 1 ELSE 0 END) "
+            "FROM imp GROUP BY arm"
+        ).fetchall()
+    )
+    assert top["treatment"] > top["control"] + 0.02, top
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"candidates": 5}, "candidates must be in list_length..1000"),
+        ({"popularity_tilt": {"other": 0.2}}, "popularity_tilt names unknown arms: ['other']"),
+        ({"popularity_tilt": {"control": 1.0}}, "popularity_tilt values must be in [0, 1)"),
+        ({"candidates": 30, "catalogue": 20}, "catalogue must hold at least list_length"),
+    ],
+)
+def test_new_settings_are_checked(change: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError) as caught:
+        SimulationConfig(**change)
+    assert str(caught.value).startswith(message)
+
+
+def test_series_settings_are_checked() -> None:
+    with pytest.raises(ValueError, match="experiments must be >= 1"):
+        SeriesConfig(experiments=0)
+    with pytest.raises(ValueError, match="tilts must be in"):
+        SeriesConfig(tilt_range=(0.2, 1.0))
+    with pytest.raises(ValueError, match="exactly two arms"):
+        simulate_with_target(SimulationConfig(users=10, arms=("a", "b", "c")))
