@@ -6,7 +6,7 @@ import json
 import math
 import shutil
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -21,6 +21,9 @@ from abeval.cli.app import (
 )
 from abeval.formatting import count, pct
 from abeval.formatting import number as fmt_number
+
+if TYPE_CHECKING:
+    from abeval.simulate.series import ExperimentFiles
 
 
 def _check_mde(mde: float | None) -> None:
@@ -250,35 +253,30 @@ def demo(
     users: Annotated[int, typer.Option(help="Simulated users.")] = 30_000,
     seed: Annotated[int, typer.Option(help="Random seed.")] = 7,
 ) -> None:
-    """Simulate an experiment, ingest it into a fresh store and write its report."""
+    """Simulate an experiment, ingest it into a fresh store and write its report;
+    then simulate a history of experiments and ingest it too."""
     from abeval.analysis.online import ReportOptions, build_report
     from abeval.report.html import render_html
     from abeval.report.text import render_text
-    from abeval.simulate import SimulationConfig, write_events
+    from abeval.simulate.demo import (
+        demo_config,
+        ingest_experiment,
+        write_demo_experiment,
+    )
     from abeval.store import open_store
-    from abeval.store.experiments import set_settings
-    from abeval.store.ingest import ingest_file
 
     out_dir.mkdir(parents=True, exist_ok=True)
-    events = out_dir / "events.csv"
     db = out_dir / "demo.duckdb"
     for stale in (db, db.with_name(db.name + ".wal")):
         stale.unlink(missing_ok=True)
-    # A ranking change worth shipping: +8% CTR, +4% purchases per click.
-    config = SimulationConfig(
-        users=users,
-        seed=seed,
-        true_ctr_lift={"treatment": 0.08},
-        true_conversion_lift={"treatment": 0.04},
-    )
-    typer.echo(f"simulating {users:,} users into {events}", err=True)
-    write_events(config, events)
+    config = demo_config(users, seed)
+    typer.echo(f"simulating {users:,} users into {out_dir / 'events.csv'}", err=True)
+    events = write_demo_experiment(config, out_dir)
     with open_store(str(db)) as store:
-        summary = ingest_file(store, events)
+        loaded = ingest_experiment(store, config.experiment, config.control, events)
         typer.echo(
-            f"ingested {summary.inserted:,} events in {summary.seconds:.1f} s into {db}", err=True
+            f"ingested {loaded.inserted:,} events in {loaded.seconds:.1f} s into {db}", err=True
         )
-        set_settings(store, config.experiment, config.arms[0], None)
         report = build_report(store, config.experiment, ReportOptions(segment="device"))
     html_path = out_dir / f"{config.experiment}.html"
     html_path.write_text(render_html(report), encoding="utf-8")
@@ -286,9 +284,58 @@ def demo(
     json_path.write_text(json.dumps(report.to_dict(), indent=2, allow_nan=False), encoding="utf-8")
     width = shutil.get_terminal_size((100, 20)).columns
     typer.echo(render_text(report) if width >= 80 else "")
+    _demo_history(out_dir, db, seed)
     typer.echo(f"report: {html_path}", err=True)
     typer.echo(f"json:   {json_path}", err=True)
     typer.echo(
         f"explore: abeval report --experiment {config.experiment} --db {db} --format text",
         err=True,
     )
+
+
+def _demo_history(out_dir: Path, db: Path, seed: int) -> None:
+    """The demo's history of experiments (:mod:`abeval.simulate.series`): files,
+    logs ingested, then the evaluations recorded and the agreement board."""
+    from abeval.simulate.demo import ingest_series, write_demo_series
+    from abeval.store import open_store
+
+    files = write_demo_series(out_dir, seed)
+    with open_store(str(db)) as store:
+        loaded = ingest_series(store, files)
+    rows = sum(x.inserted for x in loaded)
+    seconds = sum(x.seconds for x in loaded)
+    folder = files[0].events.parent.parent
+    typer.echo(
+        f"history: {len(files)} experiments ({files[0].experiment.name} .. "
+        f"{files[-1].experiment.name}), {rows:,} events ingested in {seconds:.1f} s; "
+        f"logs, target propensities and held-out files in {folder}",
+        err=True,
+    )
+    first = files[0]
+    typer.echo(
+        f"explore: abeval report -e {first.experiment.name} --db {db} --format text "
+        f"--target-propensities {first.target_propensities}",
+        err=True,
+    )
+    typer.echo(
+        f"explore: abeval evaluate --truth {first.truth} "
+        + " ".join(f"-r {path}" for path in first.recommendations.values()),
+        err=True,
+    )
+    for f in files:
+        _record_demo_evaluation(db, f)
+    _write_demo_board(db, out_dir)
+
+
+def _record_demo_evaluation(db: Path, files: ExperimentFiles) -> None:
+    """Record one history experiment's offline evaluation in the store: the
+    held-out ``files.truth`` against ``files.recommendations`` (arm -> file), as
+    ``abeval evaluate -r control=... -r treatment=... --experiment NAME``.
+    Left for the merge with the recording of evaluations (issue 12 item 2): one
+    call here; until then the files are written and nothing is recorded."""
+
+
+def _write_demo_board(db: Path, out_dir: Path) -> None:
+    """Write the agreement board of every experiment in the store to
+    ``out_dir/agreement.html``, as ``abeval agreement``. Left for the merge with
+    the board (issue 12 item 3): one call here."""

@@ -22,20 +22,32 @@ equals the overall truth.
   control (nothing is treated before exposure), so pre-period metrics are a
   valid CUPED covariate: correlated with the post-period through ``λ_u`` and
   ``θ_u``, unaffected by the treatment.
-* Candidates. A request shows ``list_length`` distinct items drawn from a
-  catalogue with Zipf popularity ``p_i ∝ 1 / rank^item_popularity_exponent``
-  (item ids are a seeded permutation of the popularity ranks). Each candidate
-  is relevant to the request independently with probability ``relevant_share``.
-* Ranking (the logging policy). Items are ordered by a Plackett–Luce policy:
-  a relevant candidate has weight ``w_arm``, an irrelevant one weight 1. The
-  control (and every pre-period request) uses ``w = control_relevance_weight``;
-  each treatment arm uses the weight that yields its configured CTR lift
-  (solved exactly, see below), so a positive lift means relevant items are
-  ranked higher. ``propensity`` is the policy's marginal probability of showing
-  that item at that position given the candidates:
-  ``P(relevant item at k) = q_k(R) / R`` and ``P(irrelevant item at k) =
-  (1 - q_k(R)) / (L - R)``, where ``q_k(R)`` is the probability that position
-  *k* holds a relevant item when *R* of the *L* candidates are relevant.
+* Candidates. A request has ``n = candidates`` distinct candidate items
+  (``list_length`` by default) drawn from a catalogue with Zipf popularity
+  ``p_i ∝ 1 / rank^item_popularity_exponent`` (item ids are a seeded
+  permutation of the popularity ranks). Each candidate is relevant to the
+  request independently with probability ``relevant_share``.
+* Ranking (the logging policy). Candidates are ordered by a Plackett–Luce
+  policy: a relevant candidate has weight ``w_arm``, an irrelevant one weight 1;
+  the first ``L = list_length`` are shown. The control (and every pre-period
+  request) uses ``w = control_relevance_weight``; each treatment arm uses the
+  weight that yields its configured CTR lift (solved exactly, see below), so a
+  positive lift means relevant items are ranked higher. ``propensity`` is the
+  policy's marginal probability of showing that item at that position given
+  the candidates and their relevance: ``P(relevant item at k) = q_k(R) / R``
+  and ``P(irrelevant item at k) = (1 - q_k(R)) / (n - R)``, where ``q_k(R)`` is
+  the probability that position *k* holds a relevant item when *R* of the *n*
+  candidates are relevant.
+* Popularity tilt (``popularity_tilt``, τ per arm, 0 by default). With
+  probability τ a request's irrelevant candidates are put on the slots the
+  draw gave to irrelevant items in popularity order (most popular first)
+  instead of the draw's random order. Which slots hold a relevant item is
+  unchanged, so clicks and every truth below are too; what is shown (its
+  coverage, novelty, popularity) changes. An irrelevant item that is the
+  *m*-th most popular irrelevant candidate then has propensity
+  ``(1 - τ) (1 - q_k(R)) / (n - R) + τ t_k(R, m)``, with ``t_k(R, m)`` the
+  probability that position *k* holds the *m*-th irrelevant draw (the same
+  dynamic programme).
 * Clicks (examination model). ``P(click) = θ_u · e_k · a``, where
   ``e_k`` is the examination probability of position *k* (``position_bias``,
   default ``1 / log2(k + 1)``), ``a = 1`` for a relevant item and
@@ -54,9 +66,9 @@ equals the overall truth.
 
 True effects
 ------------
-With ``E_w[a_k] = Σ_R Binomial(R; L, relevant_share) · (q_k(R) + (1 - q_k(R))
+With ``E_w[a_k] = Σ_R Binomial(R; n, relevant_share) · (q_k(R) + (1 - q_k(R))
 · irrelevant_attractiveness)``, the expected click-through rate of an arm with
-weight *w* is ``E[θ] · (1/L) Σ_k e_k E_w[a_k]``, and ``q_k(R)`` is computed
+weight *w* is ``E[θ] · (1/L) Σ_{k ≤ L} e_k E_w[a_k]``, and ``q_k(R)`` is computed
 exactly by dynamic programming over the Plackett–Luce draws. Hence, per arm and
 exactly (up to the float precision of the solver):
 
@@ -81,6 +93,10 @@ in experiment or seed). Rows are in time order within blocks of about a million
 rows (blocks of users), not across them. ``ts`` is ``timestamp[ms, UTC]``; text
 files carry it as ``2025-03-03T08:00:00.000Z``.
 
+:mod:`~abeval.simulate.series` builds a history of such experiments whose
+offline-to-online relation is known (docs/metrics.md#simulated-history), and
+:mod:`~abeval.simulate.demo` the files and store of ``abeval demo``.
+
 The package: :mod:`~abeval.simulate.config` (what to simulate),
 :mod:`~abeval.simulate.effects` (the ranking maths and the truth),
 :mod:`~abeval.simulate.model` (the per-configuration model and
@@ -94,8 +110,19 @@ from abeval.simulate.config import (
     EVENT_COLUMNS,
     SimulationConfig,
 )
-from abeval.simulate.effects import ArmTruth, ExpectedEffects, relevant_at_position
-from abeval.simulate.events import EVENT_TYPES, event_schema, iter_event_batches, simulate
+from abeval.simulate.effects import (
+    ArmTruth,
+    ExpectedEffects,
+    irrelevant_at_position,
+    relevant_at_position,
+)
+from abeval.simulate.events import (
+    EVENT_TYPES,
+    event_schema,
+    iter_event_batches,
+    simulate,
+    simulate_with_target,
+)
 from abeval.simulate.model import expected_effects, expected_rows_per_user, users_for_rows
 from abeval.simulate.writers import FORMATS, EventFormat, format_of, write_events
 
@@ -113,9 +140,11 @@ __all__ = [
     "expected_effects",
     "expected_rows_per_user",
     "format_of",
+    "irrelevant_at_position",
     "iter_event_batches",
     "relevant_at_position",
     "simulate",
+    "simulate_with_target",
     "users_for_rows",
     "write_events",
 ]

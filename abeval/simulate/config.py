@@ -42,6 +42,9 @@ class SimulationConfig:
     #: Gamma shape of the per-user activity rate; smaller means more heterogeneous.
     activity_dispersion: float = 1.5
     list_length: int = 10
+    #: Candidates per request that the policy ranks (the top ``list_length`` are
+    #: shown); None: ``list_length`` (every candidate is shown).
+    candidates: int | None = None
     catalogue: int = 2_000
     item_popularity_exponent: float = 1.0
     #: Expected clicks per impression in the control arm.
@@ -62,6 +65,10 @@ class SimulationConfig:
     irrelevant_attractiveness: float = 0.1
     #: Plackett–Luce weight of a relevant item under the control policy (1 = random order).
     control_relevance_weight: float = 2.0
+    #: Per arm (control included; arms not named: 0), the probability τ in [0, 1)
+    #: that a request's irrelevant candidates are ordered by popularity instead of
+    #: at random: changes which items are shown, never how many relevant ones.
+    popularity_tilt: Mapping[str, float] | None = None
     #: Concentration (α + β) of the Beta distribution of users' click propensity.
     user_propensity_concentration: float = 3.0
     #: Attribute columns: column -> {value: share}.
@@ -89,6 +96,15 @@ class SimulationConfig:
             return 0.0
         lifts = self.true_conversion_lift
         return DEFAULT_CONVERSION_LIFT if lifts is None else float(lifts.get(arm, 0.0))
+
+    def tilt(self, arm: str) -> float:
+        """The configured popularity tilt τ of ``arm`` (0 when not named)."""
+        return float((self.popularity_tilt or {}).get(arm, 0.0))
+
+    @property
+    def pool(self) -> int:
+        """Candidates per request: ``candidates``, else ``list_length``."""
+        return self.list_length if self.candidates is None else self.candidates
 
     @property
     def shares(self) -> tuple[float, ...]:
@@ -127,7 +143,17 @@ def _validate(c: SimulationConfig) -> None:
     need(c.requests_per_user >= 1, "requests_per_user must be >= 1")
     need(c.activity_dispersion > 0, "activity_dispersion must be > 0")
     need(1 <= c.list_length <= 1000, "list_length must be in 1..1000")
-    need(c.catalogue >= c.list_length, "catalogue must hold at least list_length items")
+    need(
+        c.candidates is None or c.list_length <= c.candidates <= 1000,
+        "candidates must be in list_length..1000",
+    )
+    need(c.catalogue >= c.pool, "catalogue must hold at least list_length (candidates) items")
+    unknown_tilt = set(c.popularity_tilt or {}) - set(c.arms)
+    need(not unknown_tilt, f"popularity_tilt names unknown arms: {sorted(unknown_tilt)}")
+    need(
+        all(0 <= v < 1 for v in (c.popularity_tilt or {}).values()),
+        "popularity_tilt values must be in [0, 1)",
+    )
     need(c.item_popularity_exponent >= 0, "item_popularity_exponent must be >= 0")
     need(0 < c.base_ctr < 1, "base_ctr must be in (0, 1)")
     need(0 <= c.base_purchase_rate <= 1, "base_purchase_rate must be in [0, 1]")

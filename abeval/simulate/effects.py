@@ -38,14 +38,43 @@ def relevant_at_position(list_length: int, weight: float) -> np.ndarray:
     return q
 
 
-def _binomial_pmf(n: int, p: float) -> np.ndarray:
+def irrelevant_at_position(list_length: int, weight: float) -> np.ndarray:
+    """``t[R, k, m]``: probability that position ``k + 1`` holds the ``m + 1``-th
+    irrelevant item drawn, with ``R`` of ``list_length`` candidates relevant and
+    the Plackett–Luce policy of :func:`relevant_at_position`. Summed over ``m``
+    it is ``1 - q[R, k]``. Exact (the same dynamic programme: with ``h`` relevant
+    among the first ``k`` draws, an irrelevant draw at ``k`` is the ``k - h + 1``-th)."""
+    n = list_length
+    r = np.arange(n + 1, dtype=np.float64)[:, None]
+    h = np.arange(n + 1, dtype=np.float64)[None, :]
+    state = np.zeros((n + 1, n + 1))
+    state[:, 0] = 1.0
+    t = np.zeros((n + 1, n, n))
+    for j in range(n):
+        rel_left = np.clip(r - h, 0.0, None)
+        irr_left = np.clip((n - r) - (j - h), 0.0, None)
+        denom = rel_left * weight + irr_left
+        p_rel = np.divide(rel_left * weight, denom, out=np.zeros_like(denom), where=denom > 0)
+        p_irr = np.divide(irr_left, denom, out=np.zeros_like(denom), where=denom > 0)
+        took_irr = state * p_irr  # [R, h]: the draw is irrelevant, the (j - h + 1)-th
+        for hh in range(j + 1):
+            t[:, j, j - hh] += took_irr[:, hh]
+        took_rel = state * p_rel
+        new = state - took_rel
+        new[:, 1:] += took_rel[:, :-1]
+        state = new
+    return t
+
+
+def binomial_pmf(n: int, p: float) -> np.ndarray:
+    """``P(R = r)`` for ``r = 0..n``, ``R ~ Binomial(n, p)``."""
     return np.array([math.comb(n, k) * p**k * (1 - p) ** (n - k) for k in range(n + 1)])
 
 
 def _attractiveness_by_position(config: SimulationConfig, weight: float) -> np.ndarray:
-    """``E_w[a_k]`` for each position."""
-    q = relevant_at_position(config.list_length, weight)
-    pmf = _binomial_pmf(config.list_length, config.relevant_share)
+    """``E_w[a_k]`` for each shown position."""
+    q = relevant_at_position(config.pool, weight)[:, : config.list_length]
+    pmf = binomial_pmf(config.pool, config.relevant_share)
     a0 = config.irrelevant_attractiveness
     return np.asarray(pmf @ (q + (1.0 - q) * a0))
 

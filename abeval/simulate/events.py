@@ -33,14 +33,37 @@ def simulate(config: SimulationConfig | None = None) -> pa.Table:
 def iter_event_batches(config: SimulationConfig) -> Iterator[pa.Table]:
     """The simulation as a sequence of tables (blocks of users, about a million
     rows each, each sorted by time). Their concatenation is :func:`simulate`."""
+    for table, _ in _blocks(config, False):
+        yield table
+
+
+def simulate_with_target(config: SimulationConfig) -> tuple[pa.Table, pa.Table]:
+    """For a two-arm simulation, the event log of :func:`simulate` and, for every
+    impression of either arm's users from their exposure on, the probability that
+    the *other* arm's policy shows that item at that position given the request's
+    candidates and their relevance (columns ``request_id``, ``item_id``,
+    ``position``, ``probability``): exact, computed as the logged propensity is.
+    Rows for the control's requests give the treatment's probabilities and the
+    other way round, as ``abeval report --target-propensities`` reads them."""
+    if len(config.arms) != 2:
+        raise ValueError("target probabilities need exactly two arms")
+    events, targets = [], []
+    for table, target_table in _blocks(config, True):
+        events.append(table)
+        assert target_table is not None
+        targets.append(target_table)
+    return pa.concat_tables(events), pa.concat_tables(targets)
+
+
+def _blocks(config: SimulationConfig, target: bool) -> Iterator[tuple[pa.Table, pa.Table | None]]:
     model = model_of(config)
     start = _Offsets(0, 0, 0)
     for block, n_users in enumerate(_block_sizes(config)):
-        table, n_requests = _simulate_block(model, block, n_users, start)
+        table, target_table, n_requests = _simulate_block(model, block, n_users, start, target)
         start = _Offsets(
             start.user + n_users, start.request + n_requests, start.row + table.num_rows
         )
-        yield table
+        yield table, target_table
 
 
 def event_schema(config: SimulationConfig) -> pa.Schema:
@@ -115,6 +138,7 @@ class _Lists:
     items: np.ndarray  # (request, slot): item popularity rank
     relevant: np.ndarray  # (request, slot): bool
     n_relevant: np.ndarray  # relevant candidates per request
+    irrelevant_rank: np.ndarray  # (request, slot): popularity rank among irrelevant candidates
 
 
 @dataclass(frozen=True)
@@ -141,9 +165,12 @@ class _Rows:
     value: np.ndarray  # revenue (NaN but on purchases)
 
 
-def _simulate_block(model: Model, block: int, n: int, start: _Offsets) -> tuple[pa.Table, int]:
-    """The ``block``-th block of ``n`` users as a table in time order, and the
-    number of requests it made. Each block draws from its own random stream."""
+def _simulate_block(
+    model: Model, block: int, n: int, start: _Offsets, target: bool
+) -> tuple[pa.Table, pa.Table | None, int]:
+    """The ``block``-th block of ``n`` users as a table in time order, the other
+    arm's probabilities on its impressions (with ``target``) and the number of
+    requests it made. Each block draws from its own random stream."""
     c = model.config
     rng = np.random.default_rng(np.random.SeedSequence(c.seed, spawn_key=(block,)))
     start_ms = int(c.start.timestamp() * 1000)
@@ -153,7 +180,36 @@ def _simulate_block(model: Model, block: int, n: int, start: _Offsets) -> tuple[
     lists = _rank(rng, model, requests)
     actions = _behave(rng, model, users, requests, lists)
     rows = _rows(users, requests, actions, c.list_length)
-    return _table(model, users, requests, lists, rows, start), requests.user.size
+    table = _table(model, users, requests, lists, rows, start)
+    target_table = None
+    if target:
+        target_table = _target_table(model, users, lists, rows, start)
+    return table, target_table, requests.user.size
+
+
+def _target_table(
+    model: Model, users: _Users, lists: _Lists, rows: _Rows, start: _Offsets
+) -> pa.Table:
+    """The impressions from exposure on, each with the probability that the other
+    arm's policy (of two) shows the same item at the same position."""
+    keep = (rows.kind == _IMPRESSION) & (rows.ts >= users.exposure[rows.user])
+    req, slot = rows.request[keep], rows.slot[keep]
+    other = 1 - users.arm[rows.user[keep]]
+    probability = np.zeros(req.size)
+    for arm in (0, 1):
+        at = np.flatnonzero(other == arm)
+        r, k = req[at], slot[at]
+        probability[at] = model.propensities(
+            arm, lists.n_relevant[r], k, lists.relevant[r, k], lists.irrelevant_rank[r, k]
+        )
+    return pa.table(
+        {
+            "request_id": strings("r", req + start.request),
+            "item_id": model.item_ids.take(pa.array(lists.items[req, slot])),
+            "position": pa.array((slot + 1).astype(np.int32)),
+            "probability": pa.array(probability, pa.float64()),
+        }
+    )
 
 
 def _choice(rng: np.random.Generator, n: int, probabilities: np.ndarray) -> np.ndarray:
@@ -209,19 +265,66 @@ def _draw_requests(
     return _Requests(req_user, req_ts, policy)
 
 
+@dataclass(frozen=True)
+class Pools:
+    """Each request's candidates (item popularity ranks, ascending: most popular
+    first) and their relevance."""
+
+    items: np.ndarray  # (request, candidate)
+    relevant: np.ndarray  # (request, candidate): bool
+
+    @property
+    def irrelevant_rank(self) -> np.ndarray:
+        """Each candidate's popularity rank among its request's irrelevant ones
+        (0 = most popular; meaningless for a relevant candidate)."""
+        return np.cumsum(~self.relevant, axis=1) - 1
+
+
+def draw_pools(rng: np.random.Generator, model: Model, n_requests: int) -> Pools:
+    """Candidates from the popularity distribution, each relevant with
+    probability ``relevant_share``."""
+    c = model.config
+    items = _distinct_items(rng, model.item_cdf, n_requests, c.pool)
+    return Pools(items, rng.random((n_requests, c.pool)) < c.relevant_share)
+
+
+def order_pools(
+    rng: np.random.Generator, model: Model, pools: Pools, policy: np.ndarray
+) -> np.ndarray:
+    """The candidate indices each request shows, in order (the first
+    ``list_length``), under the arm ``policy`` of each request: Plackett–Luce
+    over relevance (Gumbel keys), then, with probability τ of that arm, the
+    irrelevant candidates put in popularity order on the irrelevant slots."""
+    c = model.config
+    n_req, n_pool = pools.items.shape
+    gumbel = -np.log(-np.log(rng.random((n_req, n_pool))))
+    keys = pools.relevant * np.log(model.weights)[policy][:, None] + gumbel
+    order = np.argsort(-keys, axis=1)
+    tau = model.tilts[policy]
+    if (tau > 0).any():
+        popular = np.flatnonzero(rng.random(n_req) < tau)
+        shown_relevant = np.take_along_axis(pools.relevant[popular], order[popular], axis=1)
+        # irrelevant slots in slot order; irrelevant candidates in popularity order
+        slots = np.argsort(shown_relevant, axis=1, kind="stable")
+        candidates = np.argsort(pools.relevant[popular], axis=1, kind="stable")
+        n_irrelevant = (~pools.relevant[popular]).sum(axis=1)
+        take = np.arange(n_pool)[None, :] < n_irrelevant[:, None]
+        rows = np.broadcast_to(popular[:, None], take.shape)
+        order[rows[take], slots[take]] = candidates[take]
+    return order[:, : c.list_length]
+
+
 def _rank(rng: np.random.Generator, model: Model, requests: _Requests) -> _Lists:
     """Draw each request's candidates and their relevance, and order them by the
-    Plackett–Luce policy of the arm serving it (Gumbel keys)."""
-    c = model.config
-    n_req, n_list = requests.user.size, c.list_length
-    candidates = _distinct_items(rng, model.item_cdf, n_req, n_list)
-    relevant = rng.random((n_req, n_list)) < c.relevant_share
-    gumbel = -np.log(-np.log(rng.random((n_req, n_list))))
-    keys = relevant * np.log(model.weights)[requests.policy][:, None] + gumbel
-    order = np.argsort(-keys, axis=1)
-    items = np.take_along_axis(candidates, order, axis=1)
-    rel = np.take_along_axis(relevant, order, axis=1)
-    return _Lists(items, rel, relevant.sum(axis=1))
+    policy of the arm serving it (:func:`order_pools`)."""
+    pools = draw_pools(rng, model, requests.user.size)
+    order = order_pools(rng, model, pools, requests.policy)
+    return _Lists(
+        np.take_along_axis(pools.items, order, axis=1),
+        np.take_along_axis(pools.relevant, order, axis=1),
+        pools.relevant.sum(axis=1),
+        np.take_along_axis(pools.irrelevant_rank, order, axis=1),
+    )
 
 
 def _distinct_items(rng: np.random.Generator, cdf: np.ndarray, rows: int, n: int) -> np.ndarray:
@@ -306,6 +409,24 @@ def _rows(users: _Users, requests: _Requests, actions: _Actions, n_list: int) ->
     )
 
 
+def _propensities(model: Model, policy: np.ndarray, lists: _Lists, rows: _Rows) -> np.ndarray:
+    """Each row's probability of showing its item at its position under the arm
+    index ``policy[request]`` (rows that are not impressions get a value too)."""
+    out = np.zeros(rows.kind.size)
+    arm = policy[rows.request]
+    for i in np.unique(arm):
+        at = np.flatnonzero(arm == i)
+        req, slot = rows.request[at], rows.slot[at]
+        out[at] = model.propensities(
+            int(i),
+            lists.n_relevant[req],
+            slot,
+            lists.relevant[req, slot],
+            lists.irrelevant_rank[req, slot],
+        )
+    return out
+
+
 def _table(
     model: Model,
     users: _Users,
@@ -338,12 +459,7 @@ def _table(
         prefix = f"{c.experiment}-{c.seed}-"
         columns["event_id"] = strings(prefix, np.arange(n_rows) + start.row)
     if c.with_propensities:
-        prop = model.propensity[
-            requests.policy[rows.request],
-            lists.n_relevant[rows.request],
-            rows.slot,
-            lists.relevant[rows.request, rows.slot].astype(np.int64),
-        ]
+        prop = _propensities(model, requests.policy, lists, rows)
         # 6 decimals keep text files short; tiny propensities keep full precision (never 0)
         prop = np.where(prop >= 1e-3, np.round(prop, 6), prop)
         columns["propensity"] = pa.array(prop, mask=~is_imp)

@@ -16,6 +16,7 @@ from abeval.simulate.effects import (
     ArmTruth,
     ExpectedEffects,
     click_weight,
+    irrelevant_at_position,
     relevant_at_position,
     solve_weight,
 )
@@ -42,18 +43,25 @@ class Model:
             [c.base_purchase_rate]
             + [c.base_purchase_rate * (1 + c.conversion_lift(a)) for a in c.arms[1:]]
         )
-        # propensity[arm, R, k, relevant]
-        n = c.list_length
-        self.propensity = np.zeros((len(c.arms), n + 1, n, 2))
+        # propensity[arm, R, k, relevant] without the tilt; R counts the relevant candidates
+        n, shown = c.pool, c.list_length
+        self.tilts = np.array([c.tilt(a) for a in c.arms])
+        self.propensity = np.zeros((len(c.arms), n + 1, shown, 2))
+        # irrelevant_rank[arm][R, k, m]: P(position k holds the m-th most popular irrelevant
+        # candidate | popularity order), only for tilted arms
+        self.irrelevant_rank: list[np.ndarray | None] = []
         counts = np.arange(n + 1, dtype=np.float64)[:, None]
         for i, w in enumerate(self.weights):
-            q = relevant_at_position(n, float(w))
+            q = relevant_at_position(n, float(w))[:, :shown]
             self.propensity[i, :, :, 1] = np.divide(
                 q, counts, out=np.zeros_like(q), where=counts > 0
             )
             self.propensity[i, :, :, 0] = np.divide(
                 1 - q, n - counts, out=np.zeros_like(q), where=counts < n
             )
+            tilted = self.tilts[i] > 0
+            rank = irrelevant_at_position(n, float(w))[:, :shown] if tilted else None
+            self.irrelevant_rank.append(rank)
         ranks = np.arange(1, c.catalogue + 1, dtype=np.float64)
         popularity = ranks ** (-c.item_popularity_exponent)
         self.item_cdf = np.cumsum(popularity / popularity.sum())
@@ -61,6 +69,25 @@ class Model:
         perm_rng = np.random.default_rng(np.random.SeedSequence(c.seed, spawn_key=(1 << 30,)))
         self.item_ids = strings("i", perm_rng.permutation(c.catalogue))  # by popularity rank
         self.value_mu = math.log(c.revenue_mean) - c.revenue_sigma**2 / 2
+
+    def propensities(
+        self,
+        arm: int,
+        n_relevant: np.ndarray,
+        slot: np.ndarray,
+        relevant: np.ndarray,
+        irrelevant_rank: np.ndarray,
+    ) -> np.ndarray:
+        """The policy of arm index ``arm``'s probability of showing each item at
+        ``slot`` (0-based), given its request's number of relevant candidates, its
+        relevance and (for an irrelevant one) its popularity rank among the
+        request's irrelevant candidates (0 = most popular). See :mod:`abeval.simulate`."""
+        base = self.propensity[arm, n_relevant, slot, relevant.astype(np.int64)]
+        table, tau = self.irrelevant_rank[arm], float(self.tilts[arm])
+        if table is None:
+            return np.asarray(base)
+        by_rank = table[n_relevant, slot, np.where(relevant, 0, irrelevant_rank)]
+        return np.asarray(np.where(relevant, base, (1 - tau) * base + tau * by_rank))
 
     def truth(self, arm_index: int, share: float, requests: float) -> ArmTruth:
         c = self.config

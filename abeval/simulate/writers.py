@@ -106,11 +106,16 @@ def write_events(
     source: SimulationConfig | pa.Table,
     path: str | Path,
     format: EventFormat | None = None,
+    *,
+    quote: bool | None = None,
 ) -> int:
     """Write a simulation (simulated block by block, never all in memory) or a
     table to ``path``, in the format its extension names unless ``format`` is
     given. Timestamps are ISO 8601 UTC text in CSV and JSON Lines, and
-    ``timestamp[ms, UTC]`` in Parquet. Returns the number of rows written."""
+    ``timestamp[ms, UTC]`` in Parquet. CSV strings are quoted when needed
+    (``quote``; None: never for a simulation whose labels need no quotes, else
+    always); unquoted, a value that would need quotes is refused rather than
+    written broken. Returns the number of rows written."""
     fmt = format or format_of(path)
     if fmt not in FORMATS:
         raise ValueError(f"unknown format {fmt!r}: one of {', '.join(FORMATS)}")
@@ -123,13 +128,19 @@ def write_events(
         return _write_jsonl(text, path)
     # Strings are quoted only when needed: the generator's own ids never need it, so
     # a simulation is written unquoted unless one of the configured labels needs quotes.
-    plain = isinstance(source, SimulationConfig) and not any(
-        set(label) & set(',"\r\n') for label in _labels_of(source)
-    )
-    return _write_csv(text, path, compress=fmt == "csv.gz", quote=not plain)
+    if quote is None:
+        quote = not isinstance(source, SimulationConfig) or needs_quotes(labels_of(source))
+    return _write_csv(text, path, compress=fmt == "csv.gz", quote=quote)
 
 
-def _labels_of(config: SimulationConfig) -> list[str]:
+def needs_quotes(labels: list[str]) -> bool:
+    """Whether any of these strings needs quotes in CSV."""
+    return any(set(label) & set(',"\r\n') for label in labels)
+
+
+def labels_of(config: SimulationConfig) -> list[str]:
+    """The configured strings a simulation writes: experiment, arms, segment
+    columns and values."""
     labels = [config.experiment, *config.arms, *config.segments]
     for values in config.segments.values():
         labels += list(values)
