@@ -35,6 +35,10 @@ def _state(db: str) -> tuple:
                                    "name them as a,b"),
         (["--primary", ","], "Invalid value for --primary: no metric given; name them as "
                              "ctr,conversion"),
+        (["--target-propensities", "t.csv"], "Invalid value for --target-propensities: give "
+                                             "EXPERIMENT=FILE, got 't.csv'"),
+        (["--target-propensities", "a=t.csv", "--target-propensities", "a=u.csv"],
+         "Invalid value for --target-propensities: experiment 'a' is given twice"),
     ],
 )  # fmt: skip
 def test_bad_options_are_usage_errors(db: str, args: list[str], message: str) -> None:
@@ -111,3 +115,13 @@ def test_help_lists_the_formats() -> None:
     result = run("agreement", "--help")
     assert result.exit_code == 0
     assert "--format <html|json|text>" in result.stdout
+
+
+def test_a_target_file_for_an_unknown_experiment_is_an_error(db: str, tmp_path: Path) -> None:
+    before = _state(db)
+    target = tmp_path / "t.csv"
+    target.write_text("request_id,item_id,position,probability\n")
+    result = run("agreement", "--db", db, "--target-propensities", f"bear={target}")
+    assert result.exit_code == 1
+    assert result.stderr.startswith("Error: no experiment 'bear' in the store; did you mean bare?")
+    assert _state(db) == before

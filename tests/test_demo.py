@@ -133,9 +133,14 @@ def test_demo_says_how_to_explore_the_history(demo: Demo) -> None:
         f"abeval report -e series-01 --db {db} --format text "
         f"--target-propensities {first.target_propensities}"
     )
-    evaluate_line = f"abeval evaluate --truth {first.truth} -r {first.recommendations['control']}"
+    recs = first.recommendations
+    evaluate_line = (
+        f"abeval evaluate --truth {first.truth} -r control={recs['control']} "
+        f"-r treatment={recs['treatment']} --experiment series-01 --db {db}"
+    )
     assert f"explore: {report}" in demo.stderr.splitlines()
-    assert f"explore: {evaluate_line} -r {first.recommendations['treatment']}" in demo.stderr
+    assert f"explore: {evaluate_line}" in demo.stderr.splitlines()
+    assert f"explore: abeval agreement --db {db} --format text" in demo.stderr.splitlines()
     # the report line, as JSON: off-policy estimates from the true probabilities, no warning
     args = ["report", "-e", "series-01", "--db", str(db), "--format", "json", "--no-offline"]
     result = runner.invoke(app, [*args, "--target-propensities", str(first.target_propensities)])
@@ -164,6 +169,41 @@ def test_demo_history_recovers_its_relation(demo: Demo) -> None:
         rho = spearmanr(r[metric], r["online"])
         assert abs(rho.statistic) < 0.4 and rho.pvalue > 0.2, (metric, rho)
     assert np.ptp(r["novelty@10"]) > 0.5 * np.ptp(r["ndcg@10"])
+
+
+def test_demo_records_the_evaluations_and_writes_the_board(demo: Demo) -> None:
+    """Each history experiment's held-out evaluation is recorded against it (the
+    control's model the baseline) and the board ranks the signals that follow the
+    treatments' quality, recorded NDCG and the off-policy estimates from the
+    target files, well above the replayed diversity."""
+    from abeval.analysis.agreement import AgreementOptions, agreement_board
+    from abeval.store.evaluations import latest_evaluations
+
+    files = _files_of(demo.folder / "series")
+    board_path = demo.folder / "agreement.html"
+    assert f"agreement board: {board_path}" in demo.stderr.splitlines()
+    assert "<svg" in board_path.read_text(encoding="utf-8")
+    with open_store(str(demo.folder / "demo.duckdb"), read_only=True) as store:
+        recorded = latest_evaluations(store)
+        assert sorted(recorded) == [f.experiment.name for f in files]
+        for evaluation in recorded.values():
+            ndcg = evaluation.metric("treatment", "ndcg@10")
+            assert ndcg is not None and ndcg.baseline_arm == "control"
+        targets = {f.experiment.name: str(f.target_propensities) for f in files}
+        board = agreement_board(
+            store,
+            AgreementOptions(
+                experiments=tuple(targets), target_propensities=targets, resamples=200
+            ),
+        )
+    rho = {
+        (s.source, s.signal): s.spearman
+        for s in board.summary
+        if s.online_metric == "ctr" and s.spearman is not None
+    }
+    assert rho[("evaluation", "ndcg@10")] > 0.7
+    assert rho[("ope", "snips")] > 0.7
+    assert abs(rho[("replay", "diversity@10")]) < 0.5
 
 
 @pytest.mark.slow

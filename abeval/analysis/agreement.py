@@ -23,14 +23,15 @@ and those whose report could not be built, are counted and named.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Literal
 
 from abeval import __version__
 from abeval.analysis.online import build_report
 from abeval.analysis.online_metrics import DEFAULT_PRIMARY, METRICS
+from abeval.analysis.ope import OpeOptions
 from abeval.analysis.recorded_lift import recorded_lift
 from abeval.analysis.report_model import ExperimentReport, ReportOptions
 from abeval.errors import AbevalError, NotFoundError
@@ -71,6 +72,9 @@ class AgreementOptions:
     seed: int = DEFAULT_SEED
     resamples: int = DEFAULT_RESAMPLES
     primary: tuple[str, ...] = DEFAULT_PRIMARY
+    #: experiment -> a file of the target's probabilities for its off-policy
+    #: estimates (``--target-propensities``); the others use the empirical ones.
+    target_propensities: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -174,13 +178,14 @@ def agreement_board(store: Store, o: AgreementOptions | None = None) -> Agreemen
     """Build every experiment's report once, collect the pairs, summarise per signal."""
     o = o or AgreementOptions()
     names = _experiments(store, o.experiments)
+    _experiments(store, list(o.target_propensities))  # every file names a known experiment
     evaluations = latest_evaluations(store, names)
     report_options = ReportOptions(alpha=o.alpha, daily=False, primary=o.primary)
     pairs: list[AgreementPair] = []
     coverage: list[ExperimentCoverage] = []
     for name in names:
         try:
-            report = build_report(store, name, report_options)
+            report = build_report(store, name, _report_options(report_options, o, name))
         except AbevalError as exc:
             coverage.append(ExperimentCoverage(name, None, (), {}, "skipped", exc.message))
             continue
@@ -207,6 +212,12 @@ def agreement_board(store: Store, o: AgreementOptions | None = None) -> Agreemen
         summary=summary,
         notes=_notes(o),
     )
+
+
+def _report_options(base: ReportOptions, o: AgreementOptions, name: str) -> ReportOptions:
+    """The report's options for one experiment: its target-probabilities file, if any."""
+    file = o.target_propensities.get(name)
+    return base if file is None else replace(base, ope=OpeOptions(target_propensities=file))
 
 
 def _experiments(store: Store, asked: Sequence[str] | None) -> list[str]:

@@ -25,6 +25,25 @@ def _experiment_names(value: str | None) -> tuple[str, ...] | None:
     return names
 
 
+def _target_files(values: list[str]) -> dict[str, str]:
+    """``EXPERIMENT=FILE`` options → {experiment: file}; a usage error otherwise."""
+    files: dict[str, str] = {}
+    for value in values:
+        name, sep, path = value.partition("=")
+        require(
+            bool(sep and name.strip() and path.strip()),
+            "--target-propensities",
+            f"give EXPERIMENT=FILE, got {value!r}",
+        )
+        require(
+            name.strip() not in files,
+            "--target-propensities",
+            f"experiment {name.strip()!r} is given twice",
+        )
+        files[name.strip()] = path.strip()
+    return files
+
+
 @command(app, "agreement")
 def agreement(
     experiments: Annotated[
@@ -52,6 +71,17 @@ def agreement(
     resamples: Annotated[
         int, typer.Option(help="Bootstrap resamples of the correlations' intervals.")
     ] = 2000,
+    target_propensities: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--target-propensities",
+            metavar="EXPERIMENT=FILE",
+            help="The target's probabilities for one experiment's off-policy estimates "
+            "(request_id, item_id, position, probability), as report takes them. Repeatable; "
+            "other experiments use the target arm's empirical frequencies.",
+            show_default=False,
+        ),
+    ] = None,
     db: DbOption = None,
 ) -> None:
     """Rank offline signals (recorded evaluations, off-policy estimates, replayed
@@ -76,6 +106,7 @@ def agreement(
         seed=seed,
         resamples=resamples,
         primary=metrics,
+        target_propensities=_target_files(target_propensities or []),
     )
     with open_store(db, read_only=True) as store:
         board = agreement_board(store, options)

@@ -319,23 +319,40 @@ def _demo_history(out_dir: Path, db: Path, seed: int) -> None:
     )
     typer.echo(
         f"explore: abeval evaluate --truth {first.truth} "
-        + " ".join(f"-r {path}" for path in first.recommendations.values()),
+        + " ".join(f"-r {arm}={path}" for arm, path in first.recommendations.items())
+        + f" --experiment {first.experiment.name} --db {db}",
         err=True,
     )
     for f in files:
         _record_demo_evaluation(db, f)
-    _write_demo_board(db, out_dir)
+    typer.echo(f"recorded: each history experiment's held-out evaluation ({len(files)})", err=True)
+    board = _write_demo_board(db, out_dir, files)
+    typer.echo(f"agreement board: {board}", err=True)
+    typer.echo(f"explore: abeval agreement --db {db} --format text", err=True)
 
 
 def _record_demo_evaluation(db: Path, files: ExperimentFiles) -> None:
-    """Record one history experiment's offline evaluation in the store: the
-    held-out ``files.truth`` against ``files.recommendations`` (arm -> file), as
-    ``abeval evaluate -r control=... -r treatment=... --experiment NAME``.
-    Left for the merge with the recording of evaluations (issue 12 item 2): one
-    call here; until then the files are written and nothing is recorded."""
+    """Record one history experiment's offline evaluation in the store, as
+    ``abeval evaluate --truth T -r control=C -r treatment=T --experiment NAME``."""
+    from abeval.analysis.evaluate.record import evaluate_for_experiment
+
+    evaluate_for_experiment(
+        str(db), files.experiment.name, files.truth, dict(files.recommendations)
+    )
 
 
-def _write_demo_board(db: Path, out_dir: Path) -> None:
+def _write_demo_board(db: Path, out_dir: Path, files: list[ExperimentFiles]) -> Path:
     """Write the agreement board of every experiment in the store to
-    ``out_dir/agreement.html``, as ``abeval agreement``. Left for the merge with
-    the board (issue 12 item 3): one call here."""
+    ``out_dir/agreement.html``, as ``abeval agreement`` with each history
+    experiment's target-propensities file."""
+    from abeval.analysis.agreement import AgreementOptions, agreement_board
+    from abeval.files import write_atomic
+    from abeval.report.agreement_html import render_html
+    from abeval.store import open_store
+
+    targets = {f.experiment.name: str(f.target_propensities) for f in files}
+    with open_store(str(db), read_only=True) as store:
+        board = agreement_board(store, AgreementOptions(target_propensities=targets))
+    path = out_dir / "agreement.html"
+    write_atomic(path, render_html(board))
+    return path
