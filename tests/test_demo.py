@@ -140,7 +140,7 @@ def test_demo_says_how_to_explore_the_history(demo: Demo) -> None:
     )
     assert f"explore: {report}" in demo.stderr.splitlines()
     assert f"explore: {evaluate_line}" in demo.stderr.splitlines()
-    assert f"explore: abeval agreement --db {db} --format text" in demo.stderr.splitlines()
+    assert f"explore: abeval agreement --db {db} --format text   (every experiment" in demo.stderr
     # the report line, as JSON: off-policy estimates from the true probabilities, no warning
     args = ["report", "-e", "series-01", "--db", str(db), "--format", "json", "--no-offline"]
     result = runner.invoke(app, [*args, "--target-propensities", str(first.target_propensities)])
@@ -182,7 +182,8 @@ def test_demo_records_the_evaluations_and_writes_the_board(demo: Demo) -> None:
     files = _files_of(demo.folder / "series")
     board_path = demo.folder / "agreement.html"
     assert f"agreement board: {board_path}" in demo.stderr.splitlines()
-    assert "<svg" in board_path.read_text(encoding="utf-8")
+    page = board_path.read_text(encoding="utf-8")
+    assert "<svg" in page and 'data-field="experiments">12<' in page and "home-reco-v2" not in page
     with open_store(str(demo.folder / "demo.duckdb"), read_only=True) as store:
         recorded = latest_evaluations(store)
         assert sorted(recorded) == [f.experiment.name for f in files]

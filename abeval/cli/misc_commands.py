@@ -328,7 +328,11 @@ def _demo_history(out_dir: Path, db: Path, seed: int) -> None:
     typer.echo(f"recorded: each history experiment's held-out evaluation ({len(files)})", err=True)
     board = _write_demo_board(db, out_dir, files)
     typer.echo(f"agreement board: {board}", err=True)
-    typer.echo(f"explore: abeval agreement --db {db} --format text", err=True)
+    typer.echo(
+        f"explore: abeval agreement --db {db} --format text   (every experiment; off-policy "
+        "estimates from empirical frequencies unless --target-propensities EXPERIMENT=FILE)",
+        err=True,
+    )
 
 
 def _record_demo_evaluation(db: Path, files: ExperimentFiles) -> None:
@@ -342,9 +346,11 @@ def _record_demo_evaluation(db: Path, files: ExperimentFiles) -> None:
 
 
 def _write_demo_board(db: Path, out_dir: Path, files: list[ExperimentFiles]) -> Path:
-    """Write the agreement board of every experiment in the store to
-    ``out_dir/agreement.html``, as ``abeval agreement`` with each history
-    experiment's target-propensities file."""
+    """Write the agreement board of the history to ``out_dir/agreement.html``, as
+    ``abeval agreement -e series-01,... --target-propensities series-01=FILE ...``.
+    The demo experiment is left out: its off-policy estimates have only the
+    empirical, context-free frequencies (mean weight far from 1), which the
+    history's exact probabilities make unnecessary."""
     from abeval.analysis.agreement import AgreementOptions, agreement_board
     from abeval.files import write_atomic
     from abeval.report.agreement_html import render_html
@@ -352,7 +358,8 @@ def _write_demo_board(db: Path, out_dir: Path, files: list[ExperimentFiles]) -> 
 
     targets = {f.experiment.name: str(f.target_propensities) for f in files}
     with open_store(str(db), read_only=True) as store:
-        board = agreement_board(store, AgreementOptions(target_propensities=targets))
+        options = AgreementOptions(experiments=tuple(targets), target_propensities=targets)
+        board = agreement_board(store, options)
     path = out_dir / "agreement.html"
     write_atomic(path, render_html(board))
     return path
