@@ -26,6 +26,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from abeval.store.memory import MEMORY_LIMIT_INFO
 from abeval.store.population import Window, population_ctes
 from abeval.store.shared_ctes import drop, materialize
 
@@ -258,8 +259,8 @@ def _gib(setting: str) -> float:
 @contextmanager
 def _memory_capped(conn: Connection) -> Iterator[None]:
     """On DuckDB, lower ``memory_limit`` to :data:`REPLAY_MEMORY_GIB` (unless it is
-    lower already) for the block, then reset it to DuckDB's default, the limit
-    abeval runs with (the shown setting is rounded, so it cannot be set back)."""
+    lower already) for the block, then set it back to the limit the store was
+    opened with (``ABEVAL_MEMORY_LIMIT``, :mod:`abeval.store.memory`)."""
     from sqlalchemy import text
 
     if conn.dialect.name != "duckdb":
@@ -273,7 +274,10 @@ def _memory_capped(conn: Connection) -> Iterator[None]:
     try:
         yield
     finally:
-        conn.execute(text("RESET memory_limit"))
+        opened = conn.info.get(MEMORY_LIMIT_INFO)
+        conn.execute(
+            text(f"SET memory_limit = '{int(opened)}B'" if opened else "RESET memory_limit")
+        )
 
 
 @contextmanager
