@@ -268,6 +268,13 @@ def after(conn, cursor, statement, *_):
     seconds = time.perf_counter() - started.pop()
     log.append([seconds, status("VmRSS"), status("VmHWM"), " ".join(statement.split())])
 
+@event.listens_for(Engine, "handle_error")
+def failed(context):
+    seconds = time.perf_counter() - started.pop() if started else 0.0
+    error = str(context.original_exception).splitlines()[0]
+    log.append([seconds, status("VmRSS"), status("VmHWM"), "FAILED " + error + ": "
+                + " ".join(str(context.statement).split())])
+
 from abeval.cli import app
 t0 = time.perf_counter()
 try:
@@ -370,7 +377,9 @@ def growth(sizes: list[int], data_dir: Path, nice: int, keep: bool) -> list[str]
                 flush=True,
             )
             if m.code != 0:
-                raise SystemExit(f"{name} at {rows:,} failed ({m.code}): {m.err.strip()[-1000:]}")
+                log = data_dir / f"failed-{name}-{size_label(rows)}.log"
+                log.write_text(m.err)
+                raise SystemExit(f"{name} at {rows:,} failed ({m.code}); its stderr is in {log}")
             runs[name] = m
         i, r, n = runs["ingest"], runs["report"], runs["no-offline"]
         lines.append(

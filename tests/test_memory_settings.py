@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from sqlalchemy import text
+from sqlalchemy.exc import DBAPIError
 from typer.testing import CliRunner
 
 from abeval.cli import app
@@ -215,3 +216,28 @@ def test_the_replay_puts_back_the_configured_limit(
             assert float(number) * SHOWN_UNITS[unit] <= 1.2 * GIB
         assert conn.execute(setting).scalar() == "2.7 GiB"
         assert conn.info["abeval_memory_limit_bytes"] == 3 * 10**9
+
+
+def test_a_query_that_fails_inside_the_replay_is_the_error_that_leaves(
+    cwd: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The failed statement aborts the transaction; dropping the replay's tables on the
+    # way out must not replace its error with "transaction is aborted".
+    monkeypatch.setenv("ABEVAL_MEMORY_LIMIT", "128MiB")
+    with (
+        open_store(str(cwd / "s.duckdb")) as store,
+        pytest.raises(StoreError) as caught,
+        store.connect() as conn,
+        open_replay(conn, "nope", {"click": 1.0, "purchase": 2.0}),
+    ):
+        conn.execute(text("SELECT length(list(i)) FROM range(50000000) t(i)")).scalar()
+    assert "Out of Memory Error" in caught.value.message
+    assert "ABEVAL_MEMORY_LIMIT" in caught.value.message
+    with (
+        open_store(str(cwd / "s.duckdb")) as store,
+        pytest.raises(DBAPIError, match="boom") as failed,
+        store.connect() as conn,
+        open_replay(conn, "nope", {"click": 1.0, "purchase": 2.0}),
+    ):
+        conn.execute(text("SELECT error('boom')")).scalar()
+    assert "transaction is aborted" not in str(failed.value).lower()

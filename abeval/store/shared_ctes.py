@@ -61,7 +61,17 @@ def materialize(
 
 
 def drop(conn: Connection, tables: Sequence[str]) -> None:
+    """Drop the temporary ``tables``; nothing when a failed statement has aborted the
+    transaction (DuckDB and PostgreSQL then refuse every statement): the tables go
+    with the rollback or the connection, and the failure that aborted it, on its
+    way out, is what the user must see, not a refused ``DROP``."""
     from sqlalchemy import text
+    from sqlalchemy.exc import DBAPIError
 
     for table in tables:
-        conn.execute(text(f"DROP TABLE IF EXISTS {table}"))
+        try:
+            conn.execute(text(f"DROP TABLE IF EXISTS {table}"))
+        except DBAPIError as exc:
+            if "transaction is aborted" in str(exc).lower():
+                return
+            raise
