@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from abeval.store.memory import MEMORY_LIMIT_INFO
 from abeval.store.population import Window, population_ctes
-from abeval.store.shared_ctes import drop, materialize
+from abeval.store.shared_ctes import drop, is_aborted, materialize
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
@@ -262,6 +262,7 @@ def _memory_capped(conn: Connection) -> Iterator[None]:
     lower already) for the block, then set it back to the limit the store was
     opened with (``ABEVAL_MEMORY_LIMIT``, :mod:`abeval.store.memory`)."""
     from sqlalchemy import text
+    from sqlalchemy.exc import DBAPIError
 
     if conn.dialect.name != "duckdb":
         yield
@@ -275,9 +276,12 @@ def _memory_capped(conn: Connection) -> Iterator[None]:
         yield
     finally:
         opened = conn.info.get(MEMORY_LIMIT_INFO)
-        conn.execute(
-            text(f"SET memory_limit = '{int(opened)}B'" if opened else "RESET memory_limit")
-        )
+        restore = f"SET memory_limit = '{int(opened)}B'" if opened else "RESET memory_limit"
+        try:
+            conn.execute(text(restore))
+        except DBAPIError as exc:  # after a failed statement: let its error through
+            if not is_aborted(exc):
+                raise
 
 
 @contextmanager
