@@ -7,11 +7,11 @@ on every DuckDB connection of the store (docs/architecture.md#memory-and-spillin
 
 - ``ABEVAL_MEMORY_LIMIT`` (default :data:`DEFAULT_MEMORY_LIMIT`): an amount such
   as ``4GB`` or ``3GiB``, or a share of this machine's memory such as ``25%``.
-  DuckDB's own default is 80% of the memory, which a report of 100M events would
-  fill; abeval's queries return only per-arm sums and their large operators
-  spill, so with 3 GiB the 100M-event ingest and report stay under 4 GB of
-  resident memory (DuckDB's memory outside its buffers and Python's take the
-  rest: benchmarks/RESULTS.md).
+  DuckDB's own default is 80% of the memory, which the hash aggregates of a
+  100M-event report would fill; abeval's queries return only per-arm sums and
+  their large operators spill, so with 3 GiB the 100M-event ingest peaked at
+  3.6 GiB and the report's online pass at 3.3 GiB (DuckDB's memory outside its
+  buffers and Python's take the rest: benchmarks/RESULTS.md).
 - ``ABEVAL_TEMP_DIR`` (default: the system's temporary folder, ``TMPDIR``): a
   writable folder. Each open store spills into a folder of its own inside it,
   which DuckDB creates at its first spill and which is removed when the store is
