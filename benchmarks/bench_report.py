@@ -28,6 +28,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import re
 import statistics
 import subprocess
 import sys
@@ -242,6 +244,159 @@ def startup(runs: int) -> list[str]:
     return lines
 
 
+# One report run in this process with every statement timed: the seconds, the
+# resident memory after it and the peak so far (VmRSS, VmHWM), and its text.
+STATEMENTS = r"""
+import json, sys, time
+from sqlalchemy import event
+from sqlalchemy.engine import Engine
+
+def status(key):
+    for line in open("/proc/self/status"):
+        if line.startswith(key):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+log, started = [], []
+
+@event.listens_for(Engine, "before_cursor_execute")
+def before(*_):
+    started.append(time.perf_counter())
+
+@event.listens_for(Engine, "after_cursor_execute")
+def after(conn, cursor, statement, *_):
+    seconds = time.perf_counter() - started.pop()
+    log.append([seconds, status("VmRSS"), status("VmHWM"), " ".join(statement.split())])
+
+@event.listens_for(Engine, "handle_error")
+def failed(context):
+    seconds = time.perf_counter() - started.pop() if started else 0.0
+    error = str(context.original_exception).splitlines()[0]
+    log.append([seconds, status("VmRSS"), status("VmHWM"), "FAILED " + error + ": "
+                + " ".join(str(context.statement).split())])
+
+from abeval.cli import app
+t0 = time.perf_counter()
+try:
+    app(sys.argv[2:], standalone_mode=False)
+finally:
+    total = time.perf_counter() - t0
+    with open(sys.argv[1], "w") as f:
+        json.dump({"total": total, "hwm": status("VmHWM"), "statements": log}, f)
+"""
+
+
+def statement_profile(db: Path, out: Path, top: int = 12, *extra: str) -> list[str]:
+    """Run the report with every statement timed; its statements, slowest first:
+    seconds, share of the run, resident memory after the statement and the peak so
+    far (MiB), and the statement's start."""
+    cmd = [sys.executable, "-c", STATEMENTS, str(out), *report_command(db, *extra)[3:]]
+    m = run_measured(cmd, GROWTH_TIMEOUT, cwd=HERE.parent)
+    if m.code != 0:
+        raise SystemExit(f"profiled report failed ({m.code}): {m.err.strip()[-1000:]}")
+    return slowest_statements(out, top)
+
+
+def slowest_statements(out: Path, top: int = 12) -> list[str]:
+    """The statements STATEMENTS logged to ``out``, slowest first, as a table."""
+    doc = json.loads(out.read_text())
+    rows = sorted(doc["statements"], key=lambda r: -r[0])
+    in_sql = sum(r[0] for r in rows)
+    lines = [
+        f"Report with every statement timed: {doc['total']:.1f} s, of which {in_sql:.1f} s in "
+        f"{len(rows)} statements; peak RSS {doc['hwm']:.0f} MiB.",
+        "",
+        "| s | share | RSS after MiB | peak so far MiB | statement |",
+        "|---:|---:|---:|---:|---|",
+    ]
+    for seconds, rss, hwm, sql in rows[:top]:
+        lines.append(
+            f"| {seconds:.1f} | {seconds / doc['total']:.0%} | {rss:.0f} | {hwm:.0f} "
+            f"| {statement_name(sql)} |"
+        )
+    return lines
+
+
+def statement_name(sql: str) -> str:
+    """A statement told apart from the others: the table it creates, and the names of
+    its last common table expressions (the shared ``exp_events``/``population`` left out)."""
+    created = re.match(r"CREATE (?:TEMP |TEMPORARY )?TABLE (\w+)", sql)
+    names = [n for n in re.findall(r"(\w+) AS \(", sql) if n.lower() not in _COMMON_CTES]
+    text = f"`{created.group(1)}` " if created else ""
+    shown = (f"({len(names) - 5} more) " if len(names) > 5 else "") + ", ".join(names[-5:])
+    return text + (f"WITH {shown}" if names else f"`{sql[:60]}`")
+
+
+_COMMON_CTES = {"exp_events", "population", "window_events"}
+
+
+GROWTH_TIMEOUT = 4 * 3600.0
+
+
+def growth(sizes: list[int], data_dir: Path, nice: int, keep: bool) -> list[str]:
+    """Ingest of the generated CSV and the report, at each size: time, peak RSS and
+    the most DuckDB spilled (the stores go to ``data_dir``, as do the CSV files)."""
+    from gen_events import data_path, size_label
+
+    spill = data_dir / "spill"
+    spill.mkdir(parents=True, exist_ok=True)
+    env = {"ABEVAL_TEMP_DIR": str(spill)}
+    prefix = ["nice", "-n", str(nice)] if nice else []
+    lines = [
+        "| events | CSV | ingest s | ingest peak RSS MiB | ingest spill MiB | store MiB "
+        "| report s | report peak RSS MiB | report spill MiB | --no-offline s "
+        "| --no-offline peak RSS MiB |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for rows in sizes:
+        csv = data_path(rows, "csv", data_dir)
+        if not csv.exists():
+            gen = [sys.executable, str(HERE / "gen_events.py"), "--sizes", size_label(rows)]
+            subprocess.run([*prefix, *gen, "--data-dir", str(data_dir)], check=True)
+        events = json.loads(csv.with_name(csv.name + ".json").read_text())["rows"]
+        db = data_dir / f"growth-{size_label(rows)}.duckdb"
+        for old in (db, db.with_name(db.name + ".wal")):
+            old.unlink(missing_ok=True)
+        ingest = [sys.executable, "-m", "abeval", "ingest", str(csv), "--db", str(db), "--quiet"]
+        # The default report runs with every statement timed (STATEMENTS): its cost is
+        # a clock read per statement, and one run at 100M gives both the totals and
+        # where the time goes.
+        timed = data_dir / f"statements-{size_label(rows)}.json"
+        report = [sys.executable, "-c", STATEMENTS, str(timed), *report_command(db)[3:]]
+        runs = {}
+        for name, cmd in (
+            ("ingest", ingest),
+            ("report", report),
+            ("no-offline", report_command(db, "--no-offline")),
+        ):
+            m = run_measured([*prefix, *cmd], GROWTH_TIMEOUT, HERE.parent, env, watch=spill)
+            print(
+                f"  {size_label(rows)} {name}: {m.seconds:.1f} s, {m.rss_mib:.0f} MiB, "
+                f"spill {m.watched_mib:.0f} MiB, exit {m.code}",
+                file=sys.stderr,
+                flush=True,
+            )
+            if m.code != 0:
+                log = data_dir / f"failed-{name}-{size_label(rows)}.log"
+                log.write_text(m.err)
+                raise SystemExit(f"{name} at {rows:,} failed ({m.code}); its stderr is in {log}")
+            runs[name] = m
+        i, r, n = runs["ingest"], runs["report"], runs["no-offline"]
+        lines.append(
+            f"| {events:,} | {csv.stat().st_size / 2**20:,.0f} MiB | {i.seconds:.1f} "
+            f"| {i.rss_mib:,.0f} | {i.watched_mib:,.0f} | {db.stat().st_size / 2**20:,.0f} "
+            f"| {r.seconds:.1f} | {r.rss_mib:,.0f} | {r.watched_mib:,.0f} | {n.seconds:.1f} "
+            f"| {n.rss_mib:,.0f} |"
+        )
+        if not keep:
+            db.unlink(missing_ok=True)
+    for rows in sizes:
+        timed = data_dir / f"statements-{size_label(rows)}.json"
+        lines += ["", f"{size_label(rows)} events: {slowest_statements(timed)[0]}"]
+        lines += ["", *slowest_statements(timed)[1:]]
+    return lines
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--rows", type=int, default=10_000_000)
@@ -253,7 +408,25 @@ def main() -> None:
         help="a copy of the code before a change (git archive COMMIT | tar -x -C DIR): "
         "its default report is timed in the same runs",
     )
+    ap.add_argument(
+        "--growth",
+        metavar="SIZES",
+        help="instead: ingest and report once at each size (e.g. 1M,10M,100M) from "
+        "gen_events.py's CSV files in --data-dir",
+    )
+    ap.add_argument("--data-dir", type=Path, default=DATA, help="files and stores of --growth")
+    ap.add_argument("--nice", type=int, default=0, help="run --growth's commands under nice -n")
+    ap.add_argument("--keep", action="store_true", help="keep --growth's stores")
+    ap.add_argument(
+        "--profile",
+        type=Path,
+        metavar="STORE",
+        help="instead: time every statement of one default report on STORE",
+    )
     args = ap.parse_args()
+    if args.growth or args.profile:
+        other(args)
+        return
     db = build_store(args.rows)
     base = "baseline: hand-written DuckDB query (online sums + replayed ranking metrics)"
     variants = {
@@ -292,6 +465,28 @@ def main() -> None:
     )
     lines += ["", f"Replayed ranking means, baseline vs report: largest difference {worst:.1e}."]
     lines += ["", "Start-up:", "", *startup(max(args.runs, 5))]
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if args.record:
+        with (HERE / "RESULTS.md").open("a") as f:
+            f.write("\n" + text)
+
+
+def other(args: argparse.Namespace) -> None:
+    """``--growth`` or ``--profile``: print (and with ``--record`` append) the table."""
+    from gen_events import parse_size
+
+    info = machine()
+    limit = os.environ.get("ABEVAL_MEMORY_LIMIT", "default")
+    if args.growth:
+        sizes = [parse_size(x) for x in args.growth.split(",")]
+        title = f"### Growth: ingest and report at {args.growth} events ({info['date']})"
+        body = growth(sizes, args.data_dir.resolve(), args.nice, args.keep)
+    else:
+        title = f"### Report statements on {args.profile.name} ({info['date']})"
+        out = args.data_dir / "statements.json"
+        body = statement_profile(args.profile.resolve(), out)
+    lines = [title, "", f"Machine: {describe(info)}; ABEVAL_MEMORY_LIMIT {limit}", "", *body]
     text = "\n".join(lines) + "\n"
     print(text)
     if args.record:

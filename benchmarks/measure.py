@@ -37,6 +37,7 @@ class Measured:
     out: str
     err: str
     timed_out: bool = False
+    watched_mib: float = 0.0  # the most the watched folder held while it ran
 
 
 def run_measured(
@@ -44,24 +45,29 @@ def run_measured(
     timeout: float,
     cwd: Path | None = None,
     env: Mapping[str, str] | None = None,
+    watch: Path | None = None,
 ) -> Measured:
     """Run ``argv`` (with ``env`` added to the environment); wall seconds, the child's
     own peak RSS (``wait4``) and its output. A child still running after ``timeout``
-    seconds is killed (``timed_out``)."""
+    seconds is killed (``timed_out``). With ``watch``, the size of that folder (a
+    spill folder) is sampled every 0.2 s and its largest value kept."""
     environ = {**os.environ, **env} if env else None
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         t0 = time.perf_counter()
         proc = subprocess.Popen(list(argv), cwd=cwd, stdout=out, stderr=err, env=environ)
-        timed_out = False
+        timed_out, watched, next_look = False, 0, 0.0
         while True:
             pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
             if pid:
                 break
-            if time.perf_counter() - t0 > timeout:
+            now = time.perf_counter()
+            if now - t0 > timeout:
                 proc.kill()
                 pid, status, usage = os.wait4(proc.pid, 0)
                 timed_out = True
                 break
+            if watch is not None and now >= next_look:
+                watched, next_look = max(watched, folder_bytes(watch)), now + 0.2
             time.sleep(0.005)
         seconds = time.perf_counter() - t0
         out.seek(0)
@@ -74,7 +80,19 @@ def run_measured(
             out=out.read().decode(errors="replace"),
             err=err.read().decode(errors="replace"),
             timed_out=timed_out,
+            watched_mib=watched / 2**20,
         )
+
+
+def folder_bytes(folder: Path) -> int:
+    """Bytes of the files under ``folder`` (0 when it does not exist); files that
+    vanish while it looks are skipped."""
+    total = 0
+    for root, _dirs, files in os.walk(folder):
+        for name in files:
+            with contextlib.suppress(OSError):
+                total += os.stat(os.path.join(root, name)).st_size
+    return total
 
 
 def machine(packages: Sequence[str] = ("duckdb",)) -> dict[str, str]:

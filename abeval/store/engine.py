@@ -1,6 +1,8 @@
 """Open the store: resolve ``--db`` / ``ABEVAL_DB``, create the engine, apply migrations.
 
-A DuckDB file admits one writing process at a time. abeval waits for a lock
+DuckDB's memory limit and spill folder come from ``ABEVAL_MEMORY_LIMIT`` and
+``ABEVAL_TEMP_DIR`` (:mod:`abeval.store.memory`). A DuckDB file admits one
+writing process at a time. abeval waits for a lock
 held by another process for up to ``ABEVAL_LOCK_TIMEOUT`` seconds (default 10),
 then stops with a message that names the process holding it.
 """
@@ -19,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from abeval.errors import StoreError, interruption
 from abeval.files import is_data_file
+from abeval.store.memory import MEMORY_LIMIT_INFO, DuckDBMemory, duckdb_memory
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection, Engine
@@ -104,6 +107,7 @@ class Store:
     engine: Engine
     url: str
     read_only: bool
+    memory: DuckDBMemory | None = None  # DuckDB's memory limit and spill folder
 
     @property
     def dialect(self) -> str:
@@ -148,6 +152,8 @@ class Store:
 
     def close(self) -> None:
         self.engine.dispose()
+        if self.memory is not None:
+            self.memory.remove_spill_dir()
 
     def __enter__(self) -> Store:
         return self
@@ -156,7 +162,7 @@ class Store:
         self.close()
 
 
-def _create_engine(url: str, read_only: bool) -> Engine:
+def _create_engine(url: str, read_only: bool, memory: DuckDBMemory | None = None) -> Engine:
     from sqlalchemy import create_engine
     from sqlalchemy.pool import StaticPool
 
@@ -165,7 +171,10 @@ def _create_engine(url: str, read_only: bool) -> Engine:
         # single connection lets ingest reuse it through ``driver_connection``.
         from sqlalchemy import event
 
-        engine = create_engine(url, poolclass=StaticPool, connect_args={"read_only": read_only})
+        args: dict[str, Any] = {"read_only": read_only}
+        if memory is not None:
+            args["config"] = memory.config()
+        engine = create_engine(url, poolclass=StaticPool, connect_args=args)
 
         @event.listens_for(engine, "connect")
         def _utc(dbapi_connection: Any, _record: Any) -> None:
@@ -173,6 +182,8 @@ def _create_engine(url: str, read_only: bool) -> Engine:
             dbapi_connection.execute("SET TimeZone = 'UTC'")
             # abeval reports its own progress; DuckDB's bar would garble stdout.
             dbapi_connection.execute("SET enable_progress_bar = false")
+            if memory is not None:  # for a statement that lowers it to put it back
+                _record.info[MEMORY_LIMIT_INFO] = memory.limit_bytes
 
         return engine
     return create_engine(url, pool_pre_ping=True)
@@ -244,13 +255,15 @@ def open_store(
     url = resolve_url(db)
     shown = display_url(url)
     _check_password(url, shown)
+    memory = None
     if url.startswith("duckdb"):
         _check_duckdb_file(url, shown, must_exist=read_only or not create)
+        memory = duckdb_memory()
     timeout = lock_timeout if lock_timeout is not None else _env_lock_timeout()
     deadline = time.monotonic() + timeout
     while True:
         try:
-            engine = _create_engine(url, read_only)
+            engine = _create_engine(url, read_only, memory)
         except Exception as exc:  # unknown dialect, missing driver, bad URL
             raise StoreError(_engine_error(shown, url, exc)) from None
         try:
@@ -271,7 +284,7 @@ def open_store(
                 ) from None
             reason = _first_line(_without_password(text, url))
             raise StoreError(f"cannot open the store {shown}: {reason}{_hint(reason)}") from None
-    store = Store(engine=engine, url=url, read_only=read_only)
+    store = Store(engine=engine, url=url, read_only=read_only, memory=memory)
     if migrate:
         from abeval.store.migrate import ensure_current
 
@@ -338,6 +351,11 @@ _FAULT_HINTS = (
     ("Is a directory", "a directory stands where the store's .wal file goes; move it away"),
     ("No space left", "the disk is full; free space and run the command again"),
     ("Read-only file system", "the store is on a read-only file system; copy it elsewhere"),
+    (
+        "Out of Memory Error",
+        "DuckDB needed more memory than ABEVAL_MEMORY_LIMIT allows and could not spill it; "
+        "raise ABEVAL_MEMORY_LIMIT or set ABEVAL_TEMP_DIR to a folder on a larger disk",
+    ),
 )
 
 

@@ -26,8 +26,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from abeval.store.memory import MEMORY_LIMIT_INFO
 from abeval.store.population import Window, population_ctes
-from abeval.store.shared_ctes import drop, materialize
+from abeval.store.shared_ctes import drop, is_aborted, materialize
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
@@ -258,9 +259,10 @@ def _gib(setting: str) -> float:
 @contextmanager
 def _memory_capped(conn: Connection) -> Iterator[None]:
     """On DuckDB, lower ``memory_limit`` to :data:`REPLAY_MEMORY_GIB` (unless it is
-    lower already) for the block, then reset it to DuckDB's default, the limit
-    abeval runs with (the shown setting is rounded, so it cannot be set back)."""
+    lower already) for the block, then set it back to the limit the store was
+    opened with (``ABEVAL_MEMORY_LIMIT``, :mod:`abeval.store.memory`)."""
     from sqlalchemy import text
+    from sqlalchemy.exc import DBAPIError
 
     if conn.dialect.name != "duckdb":
         yield
@@ -273,7 +275,13 @@ def _memory_capped(conn: Connection) -> Iterator[None]:
     try:
         yield
     finally:
-        conn.execute(text("RESET memory_limit"))
+        opened = conn.info.get(MEMORY_LIMIT_INFO)
+        restore = f"SET memory_limit = '{int(opened)}B'" if opened else "RESET memory_limit"
+        try:
+            conn.execute(text(restore))
+        except DBAPIError as exc:  # after a failed statement: let its error through
+            if not is_aborted(exc):
+                raise
 
 
 @contextmanager

@@ -61,7 +61,24 @@ def materialize(
 
 
 def drop(conn: Connection, tables: Sequence[str]) -> None:
+    """Drop the temporary ``tables``; nothing when a failed statement has aborted the
+    transaction (DuckDB and PostgreSQL then refuse every statement): the tables go
+    with the rollback or the connection, and the failure that aborted it, on its
+    way out, is what the user must see, not a refused ``DROP``."""
     from sqlalchemy import text
+    from sqlalchemy.exc import DBAPIError
 
     for table in tables:
-        conn.execute(text(f"DROP TABLE IF EXISTS {table}"))
+        try:
+            conn.execute(text(f"DROP TABLE IF EXISTS {table}"))
+        except DBAPIError as exc:
+            if is_aborted(exc):
+                return
+            raise
+
+
+def is_aborted(exc: BaseException) -> bool:
+    """Whether ``exc`` is the engine refusing a statement because an earlier one
+    failed in the same transaction (DuckDB and PostgreSQL say so alike): a clean-up
+    step that meets it leaves the earlier failure to be reported."""
+    return "transaction is aborted" in str(exc).lower()

@@ -123,7 +123,10 @@ class Source:
         return (
             f"read_csv({quote_literal(str(self.file))}, columns = {{'l': 'VARCHAR'}}, "
             f"header = false, auto_detect = false, delim = {_LINE_DELIM}, quote = '', "
-            f"escape = '', strict_mode = false, max_line_size = {_ANY_LINE}"
+            f"escape = '', strict_mode = false, max_line_size = {_ANY_LINE}, "
+            # DuckDB's default buffer is 16 lines of the longest: 16 GiB, which a
+            # compressed file allocates whole, past any ABEVAL_MEMORY_LIMIT.
+            f"buffer_size = {_ANY_LINE}"
             f"{', ignore_errors = true' if lenient else ''})"
         )
 

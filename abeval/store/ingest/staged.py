@@ -94,14 +94,18 @@ def load_staged(store: Store, job: Job, on_error: OnError) -> IngestSummary:
 @contextlib.contextmanager
 def _scratch(store: Store, conn: Connection) -> Iterator[Any]:
     """The DuckDB connection to stage in: the store's own, or an in-memory one for
-    another engine. Its staging tables are dropped after."""
+    another engine, with the store's memory limit and a spill folder of its own
+    (:mod:`abeval.store.memory`). Its staging tables are dropped after."""
     import duckdb
 
-    local = None
+    from abeval.store.memory import duckdb_memory
+
+    local, memory = None, None
     if store.is_duckdb:
         duck = conn.connection.driver_connection
     else:
-        local = duckdb.connect()
+        memory = duckdb_memory()
+        local = duckdb.connect(config=memory.config())
         local.execute("SET TimeZone = 'UTC'")
         duck = local
     assert duck is not None
@@ -109,8 +113,9 @@ def _scratch(store: Store, conn: Connection) -> Iterator[Any]:
         yield duck
     finally:
         drop_temp(duck)
-        if local is not None:
+        if local is not None and memory is not None:
             local.close()
+            memory.remove_spill_dir()
 
 
 def _stage(duck: Any, src: Source, on_duckdb: bool) -> _Counts:

@@ -1,0 +1,134 @@
+"""DuckDB's memory limit and spill folder, from ``ABEVAL_MEMORY_LIMIT`` and ``ABEVAL_TEMP_DIR``.
+
+DuckDB keeps its working data under ``memory_limit`` and writes what does not fit
+to files in ``temp_directory`` (hash aggregates, joins, sorts and windows all
+spill), so a store larger than memory is analysed out of core. abeval sets both
+on every DuckDB connection of the store (docs/architecture.md#memory-and-spilling):
+
+- ``ABEVAL_MEMORY_LIMIT`` (default :data:`DEFAULT_MEMORY_LIMIT`): an amount such
+  as ``4GB`` or ``3GiB``, or a share of this machine's memory such as ``25%``.
+  DuckDB's own default is 80% of the memory, which the hash aggregates of a
+  100M-event report would fill; abeval's queries return only per-arm sums and
+  their large operators spill, so with 3 GiB the 100M-event ingest peaked at
+  3.6 GiB and the report's online pass at 3.3 GiB (DuckDB's memory outside its
+  buffers and Python's take the rest: benchmarks/RESULTS.md).
+- ``ABEVAL_TEMP_DIR`` (default: the system's temporary folder, ``TMPDIR``): a
+  writable folder. Each open store spills into a folder of its own inside it,
+  which DuckDB creates at its first spill and which is removed when the store is
+  closed. It is never next to the store, so a read-only store on a read-only disk
+  can spill too.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from abeval.errors import StoreError
+
+MEMORY_ENV = "ABEVAL_MEMORY_LIMIT"
+TEMP_ENV = "ABEVAL_TEMP_DIR"
+DEFAULT_MEMORY_LIMIT = "3GiB"
+MIN_MEMORY_BYTES = 128 * 2**20
+# The key of a store connection's ``info`` that holds the limit it was opened with.
+MEMORY_LIMIT_INFO = "abeval_memory_limit_bytes"  # below this DuckDB fails on ordinary queries
+_UNITS = {
+    "kb": 10**3,
+    "mb": 10**6,
+    "gb": 10**9,
+    "tb": 10**12,
+    "kib": 2**10,
+    "mib": 2**20,
+    "gib": 2**30,
+    "tib": 2**40,
+}
+_AMOUNT = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*(%|[kmgt]i?b)\s*$", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class DuckDBMemory:
+    """The settings of one DuckDB connection: its memory limit in bytes and the
+    folder it spills into (created by DuckDB when first needed)."""
+
+    limit_bytes: int
+    spill_dir: Path
+
+    def config(self) -> dict[str, Any]:
+        """The ``config`` of ``duckdb.connect``."""
+        return {"memory_limit": f"{self.limit_bytes}B", "temp_directory": str(self.spill_dir)}
+
+    def remove_spill_dir(self) -> None:
+        """Remove the spill folder (DuckDB removes it when it closes cleanly; this is
+        for the files of a connection that did not)."""
+        shutil.rmtree(self.spill_dir, ignore_errors=True)
+
+
+def physical_memory() -> int | None:
+    """This machine's memory in bytes, when the system says."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, OSError, ValueError):
+        return None
+
+
+def parse_memory(value: str, total: int | None) -> int | None:
+    """Bytes of an amount such as ``4GB``, ``3GiB`` or ``25%`` (of ``total``), or
+    ``None`` when ``value`` is not one (or is a share with ``total`` unknown)."""
+    match = _AMOUNT.match(value)
+    if not match:
+        return None
+    number, unit = float(match.group(1)), match.group(2).lower()
+    if unit == "%":
+        if total is None or not 0 < number <= 100:
+            return None
+        return int(total * number / 100)
+    amount = number * _UNITS[unit]
+    return int(amount) if math.isfinite(amount) and amount < 2**62 else None
+
+
+def memory_limit() -> int:
+    """``ABEVAL_MEMORY_LIMIT`` (else the default) in bytes; a :class:`StoreError`
+    naming the variable when it is not an amount of at least 128 MiB."""
+    given = os.environ.get(MEMORY_ENV)
+    value = given or DEFAULT_MEMORY_LIMIT
+    total = physical_memory()
+    limit = parse_memory(value, total)
+    if limit is None or limit < MIN_MEMORY_BYTES:
+        raise StoreError(
+            f"{MEMORY_ENV} must be an amount of memory of at least 128MiB, such as 4GB, "
+            f"3GiB or 25% (of this machine's memory), got {value!r}"
+        )
+    if not given and total is not None:
+        limit = min(limit, int(total * 0.8))  # DuckDB's own default on a small machine
+    return limit
+
+
+def spill_root() -> Path:
+    """``ABEVAL_TEMP_DIR`` (else the system's temporary folder), checked to be a
+    folder abeval can write in."""
+    value = os.environ.get(TEMP_ENV)
+    if not value:
+        return Path(tempfile.gettempdir())
+    folder = Path(value).expanduser()
+    if not folder.is_dir():
+        why = "does not exist" if not folder.exists() else "is not a folder"
+        raise StoreError(f"{TEMP_ENV} must name a folder DuckDB can spill into; {value} {why}")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise StoreError(
+            f"{TEMP_ENV} must name a folder DuckDB can spill into; abeval cannot write in {value}"
+        )
+    return folder.resolve()
+
+
+def duckdb_memory() -> DuckDBMemory:
+    """The settings for a new DuckDB connection, read from the environment now: the
+    limit, and a spill folder of its own (not created yet) under the spill root."""
+    limit = memory_limit()
+    spill = spill_root() / f"abeval-spill-{os.getpid()}-{os.urandom(4).hex()}"
+    return DuckDBMemory(limit_bytes=limit, spill_dir=spill)
