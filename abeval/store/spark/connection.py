@@ -3,7 +3,7 @@
 The store code runs ``conn.execute(text(sql), params)`` and reads the result with
 ``fetchall``/``fetchone``/``one``/``scalar``/``scalars``, by index, by attribute
 or through ``row._mapping``; it asks ``conn.dialect.name``. No maintained
-SQLAlchemy dialect talks to Spark Connect (docs/design/spark.md#5), so this
+SQLAlchemy dialect talks to Spark Connect (docs/design/spark.md §5), so this
 module gives exactly those calls: every statement goes through
 :func:`abeval.store.spark.dialect.to_spark`, and the parameters are bound by
 Spark itself (named parameter markers, ``spark.sql(sql, args=...)``), never

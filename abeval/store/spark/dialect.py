@@ -2,11 +2,12 @@
 
 Every statement a Spark store runs goes through :func:`to_spark`: sqlglot
 transpiles it from DuckDB's dialect to Spark's, then a few rewrites fix what
-sqlglot gets wrong for abeval (docs/design/spark.md#4-every-sql-difference-found),
+sqlglot gets wrong for abeval (docs/design/spark.md §4),
 then checks refuse the known traps instead of letting Spark return wrong numbers:
 
-- ``CREATE TEMP TABLE t AS q`` becomes ``CACHE TABLE t AS q`` (a session-scoped
-  view, computed once). sqlglot would write ``CREATE TEMPORARY VIEW``, which Spark
+- ``CREATE TEMP TABLE t AS q`` becomes ``CACHE TABLE t AS q``: computed once, which
+  the adapter (:mod:`abeval.store.spark.connection`) runs as a checkpointed
+  temporary view. sqlglot would write ``CREATE TEMPORARY VIEW``, which Spark
   recomputes at every read.
 - ``CAST(x AS JSON) ->> key`` becomes ``FROM_JSON(x, 'map<string,string>')[key]``
   (sqlglot writes ``GET_JSON_OBJECT(TO_JSON(x), key)``, which Spark rejects).

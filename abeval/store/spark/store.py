@@ -1,7 +1,7 @@
 """A store on a Spark Connect server: ``--db sc://HOST:15002``.
 
 abeval reads the tables ``events``, ``experiments`` and ``ingests`` of the
-session's current database (docs/design/spark.md#7-what-is-built). Only reading
+session's current database (docs/design/spark.md §8). Only reading
 commands run on Spark in this version (``experiments``, ``report``); a command
 that writes stops with one line. Spark's errors become the one-line
 :class:`~abeval.errors.StoreError` the CLI prints.
