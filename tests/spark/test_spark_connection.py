@@ -8,6 +8,7 @@ temporary views, and refuse what a Spark store cannot do in one line.
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 from typing import Any
 
@@ -16,12 +17,13 @@ from sqlalchemy import text
 from typer.testing import CliRunner
 
 from abeval.cli import app
-
-pytest.importorskip("sqlglot")
-
 from abeval.store.spark.connection import SparkConnection
 
 runner = CliRunner()
+#: The adapter translates what it runs with sqlglot (the `test` and `spark` extras).
+needs_sqlglot = pytest.mark.skipif(
+    importlib.util.find_spec("sqlglot") is None, reason="needs sqlglot (pip install -e '.[test]')"
+)
 
 
 class FakeFrame:
@@ -58,6 +60,7 @@ class FakeSession:
         return FakeFrame(self.log, self.columns, self.rows)
 
 
+@needs_sqlglot
 def test_parameters_are_bound_by_spark_and_rows_read_like_sqlalchemy() -> None:
     session = FakeSession(["arm", "n"], [("control", 3), ("treatment", 4)])
     conn = SparkConnection(session, {})
@@ -88,6 +91,7 @@ def test_parameters_are_bound_by_spark_and_rows_read_like_sqlalchemy() -> None:
     assert conn.dialect.name == "spark"
 
 
+@needs_sqlglot
 def test_temporary_tables_become_computed_views_and_are_dropped() -> None:
     session = FakeSession([], [])
     kept: dict[str, Any] = {}
@@ -109,6 +113,7 @@ def test_temporary_tables_become_computed_views_and_are_dropped() -> None:
     assert session.log[-1] == ("sql", ("DROP TABLE IF EXISTS abeval_y", None))
 
 
+@needs_sqlglot
 def test_executemany_is_refused() -> None:
     conn = SparkConnection(FakeSession([], []), {})
     with pytest.raises(TypeError):
@@ -138,3 +143,13 @@ def test_what_a_spark_store_cannot_do_is_one_line(
     result = runner.invoke(app, args)
     assert (result.exit_code, result.stdout, result.stderr) == (1, "", f"Error: {message}\n")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["e.csv"]  # nothing written
+
+
+def test_without_pyspark_the_fix_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "pyspark.sql.connect.session", None)
+    result = runner.invoke(app, ["experiments", "--db", "sc://127.0.0.1:1"])
+    assert (result.exit_code, result.stdout) == (1, "")
+    assert result.stderr.startswith("Error: cannot open the store sc://127.0.0.1:1: Spark Connect")
+    assert result.stderr.endswith("is missing); install abeval[spark]\n")
