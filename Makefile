@@ -5,7 +5,9 @@ VENV := .venv
 BIN := $(VENV)/bin
 DEPS := $(VENV)/.deps-installed
 
-.PHONY: demo test lint typecheck unit package-check bench clean
+SPARK_DEPS := $(VENV)/.spark-installed
+
+.PHONY: demo test lint typecheck unit package-check bench clean test-spark
 
 $(DEPS): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -30,6 +32,16 @@ unit: $(DEPS)
 
 package-check: $(DEPS)
 	bash scripts/package_check.sh $(BIN)/python
+
+# The Spark tests (pytest -m spark): a local standalone cluster (master, two workers,
+# Spark Connect server; scripts/spark) from the pyspark package and the machine's Java 17.
+$(SPARK_DEPS): $(DEPS)
+	$(BIN)/python -m pip install --quiet -e '.[test,spark]'
+	touch $(SPARK_DEPS)
+
+test-spark: $(SPARK_DEPS)
+	@command -v java >/dev/null || { echo "make test-spark needs Java 17 (java on the PATH)"; exit 1; }
+	$(BIN)/python -m pytest -q -m spark tests/spark
 
 bench: $(DEPS)
 	$(BIN)/python benchmarks/bench_ingest.py

@@ -253,6 +253,10 @@ def open_store(
     does not exist is created unless ``read_only`` or ``create=False``.
     """
     url = resolve_url(db)
+    if url.startswith(("sc://", "spark://")):  # Spark Connect: no SQLAlchemy engine
+        from abeval.store.spark.store import open_spark_store
+
+        return open_spark_store(url, read_only=read_only)
     shown = display_url(url)
     _check_password(url, shown)
     memory = None

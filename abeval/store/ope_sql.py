@@ -273,27 +273,40 @@ def fill_file_arms(conn: Connection, experiment: str, control: str, treatment: s
     treatment for a control request, else the control)."""
     from sqlalchemy import text
 
+    other = (
+        "CASE WHEN request_id IN (SELECT request_id FROM events WHERE experiment = :experiment "
+        "AND arm = :control AND request_id IS NOT NULL) THEN :treatment ELSE :control END"
+    )
+    params = {"experiment": experiment, "control": control, "treatment": treatment}
+    if conn.dialect.name != "spark":
+        conn.execute(text(f"UPDATE {FILE_TABLE} SET arm = {other} WHERE arm IS NULL"), params)
+        return
+    # A Spark temporary view takes no UPDATE: build the filled rows, then swap them in.
+    filled = f"{FILE_TABLE}_filled"
     conn.execute(
         text(
-            f"UPDATE {FILE_TABLE} SET arm = CASE WHEN request_id IN (SELECT request_id FROM events "
-            "WHERE experiment = :experiment AND arm = :control AND request_id IS NOT NULL) "
-            "THEN :treatment ELSE :control END WHERE arm IS NULL"
+            f"CREATE TEMP TABLE {filled} AS SELECT COALESCE(arm, {other}) AS arm, request_id, "
+            f"item_id, position, probability FROM {FILE_TABLE}"
         ),
-        {"experiment": experiment, "control": control, "treatment": treatment},
+        params,
     )
+    conn.execute(text(f"DROP TABLE IF EXISTS {FILE_TABLE}"))
+    conn.execute(text(f"CREATE TEMP TABLE {FILE_TABLE} AS SELECT * FROM {filled}"))
+    conn.execute(text(f"DROP TABLE IF EXISTS {filled}"))
 
 
 def load_file(conn: Connection, rows: Sequence[tuple[str | None, str, str, int, float]]) -> None:
     """Put the target propensities (target arm, request, item, position,
     probability) into a temporary table of this connection: registered as an Arrow
-    table on DuckDB, copied on PostgreSQL, inserted row by row elsewhere."""
+    table on DuckDB, uploaded as one on Spark (a temporary view), copied on
+    PostgreSQL, inserted row by row elsewhere."""
     from sqlalchemy import text
 
     conn.execute(text(f"DROP TABLE IF EXISTS {FILE_TABLE}"))
     columns = (
         "arm TEXT, request_id TEXT, item_id TEXT, position INTEGER, probability DOUBLE PRECISION"
     )
-    if conn.dialect.name == "duckdb":
+    if conn.dialect.name in ("duckdb", "spark"):
         import pyarrow as pa
 
         names = ["arm", "request_id", "item_id", "position", "probability"]
@@ -301,6 +314,9 @@ def load_file(conn: Connection, rows: Sequence[tuple[str | None, str, str, int, 
         table = pa.table(
             [pa.array([r[i] for r in rows], type=t) for i, t in enumerate(types)], names=names
         )
+        if conn.dialect.name == "spark":  # a temporary view of the uploaded rows
+            conn.register_arrow(FILE_TABLE, table)  # type: ignore[attr-defined]
+            return
         duck = conn.connection.driver_connection
         assert duck is not None
         duck.register("abeval_ope_rows", table)

@@ -3,7 +3,8 @@
 A report runs several queries that start from the same CTEs (the population,
 the ranked lists). Engines recompute a CTE in every query that names it, so
 :func:`materialize` evaluates the chosen CTEs once into temporary tables and
-rewrites the CTE text to read them. Engines without temporary tables keep the
+rewrites the CTE text to read them (on Spark, cached views:
+abeval/store/spark/dialect.py). Engines without temporary tables keep the
 CTEs as they are: the results are the same, only slower.
 """
 
@@ -15,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
 
-TEMPORARY_TABLES = ("duckdb", "postgresql")
+TEMPORARY_TABLES = ("duckdb", "postgresql", "spark")
 
 
 def cte_span(ctes: str, name: str) -> tuple[int, int]:

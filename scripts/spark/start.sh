@@ -5,9 +5,9 @@
 # Usage: ./start.sh            (env overrides: see the variables below)
 set -euo pipefail
 
+HERE=$(cd "$(dirname "$0")" && pwd)
 LAB=${LAB:-${TMPDIR:-/tmp}/abeval-spark}
-VENV=${VENV:-$LAB/venv}
-PY=$VENV/bin/python
+PY=${PYTHON:-${VENV:-$LAB/venv}/bin/python}   # a Python with pyspark installed
 export SPARK_HOME=${SPARK_HOME:-$("$PY" -c 'import pyspark, os; print(os.path.dirname(pyspark.__file__))')}
 export JAVA_HOME=${JAVA_HOME:-$(dirname "$(dirname "$(readlink -f "$(command -v java)")")")}
 export SPARK_LOCAL_IP=127.0.0.1           # bind every JVM to loopback
@@ -22,7 +22,7 @@ export SPARK_NO_DAEMONIZE=1
 
 MASTER_PORT=${MASTER_PORT:-7077}
 MASTER_UI=${MASTER_UI:-18080}
-WORKER_UI_BASE=${WORKER_UI_BASE:-18081}   # worker i gets base+i-1
+WORKER_UI_BASE=${WORKER_UI_BASE:-18081}   # worker i gets base+i-1 (0: any free port)
 WORKERS=${WORKERS:-2}
 WORKER_CORES=${WORKER_CORES:-1}
 WORKER_MEM=${WORKER_MEM:-1g}              # memory a worker may give to executors
@@ -31,6 +31,7 @@ DRIVER_MEM=${DRIVER_MEM:-1g}              # Spark Connect server = the driver
 CONNECT_PORT=${CONNECT_PORT:-15002}
 WAREHOUSE=${WAREHOUSE:-$LAB/warehouse}
 TIMEOUT=${TIMEOUT:-120}
+SHUFFLE_PARTITIONS=${SHUFFLE_PARTITIONS:-4}   # Spark's default 200 is all overhead at this size
 MASTER_URL=spark://127.0.0.1:$MASTER_PORT
 
 mkdir -p "$SPARK_LOG_DIR" "$SPARK_PID_DIR" "$SPARK_WORKER_DIR" "$SPARK_LOCAL_DIRS" "$SPARK_CONF_DIR" "$WAREHOUSE"
@@ -52,7 +53,7 @@ EOF
 now() { date +%s.%N; }
 port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 alive() { [[ -f "$SPARK_PID_DIR/$1.pid" ]] && kill -0 "$(cat "$SPARK_PID_DIR/$1.pid")" 2>/dev/null; }
-fail() { echo "start.sh: $*" >&2; "$LAB/stop.sh" >&2 || true; exit 1; }
+fail() { echo "start.sh: $*" >&2; LAB=$LAB "$HERE/stop.sh" >&2 || true; exit 1; }
 
 # wait_for NAME "test command" : poll until the test succeeds, the process dies, or TIMEOUT.
 wait_for() {
@@ -82,7 +83,7 @@ launch master "$SPARK_HOME/bin/spark-class" org.apache.spark.deploy.master.Maste
 
 for i in $(seq 1 "$WORKERS"); do
   SPARK_WORKER_DIR=$SPARK_WORKER_DIR/w$i launch "worker$i" "$SPARK_HOME/bin/spark-class" \
-    org.apache.spark.deploy.worker.Worker --host 127.0.0.1 --webui-port $((WORKER_UI_BASE + i - 1)) \
+    org.apache.spark.deploy.worker.Worker --host 127.0.0.1 --webui-port $((WORKER_UI_BASE > 0 ? WORKER_UI_BASE + i - 1 : 0)) \
     --cores "$WORKER_CORES" --memory "$WORKER_MEM" --work-dir "$SPARK_WORKER_DIR/w$i" "$MASTER_URL"
 done
 # Workers retry registering until the master is up, so they start in parallel with it.
@@ -100,6 +101,7 @@ SPARK_DAEMON_MEMORY=$DRIVER_MEM launch connect "$SPARK_HOME/bin/spark-submit" \
   --conf spark.sql.warehouse.dir="$WAREHOUSE" \
   --conf spark.sql.session.timeZone=UTC \
   --conf spark.ui.enabled=false \
+  --conf spark.sql.shuffle.partitions="$SHUFFLE_PARTITIONS" \
   --conf spark.local.dir="$SPARK_LOCAL_DIRS" \
   --conf "spark.driver.extraJavaOptions=-Dderby.system.home=$LAB/run/derby" \
   ${CONNECT_EXTRA_CONF:-}

@@ -1,0 +1,185 @@
+"""A store on a Spark Connect server: ``--db sc://HOST:15002``.
+
+abeval reads the tables ``events``, ``experiments`` and ``ingests`` of the
+session's current database (docs/design/spark.md §8). Only reading
+commands run on Spark in this version (``experiments``, ``report``); a command
+that writes stops with one line. Spark's errors become the one-line
+:class:`~abeval.errors.StoreError` the CLI prints.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from typing import TYPE_CHECKING, Any, cast
+
+from abeval.errors import StoreError, interruption
+from abeval.store.engine import Store
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Connection
+
+SCHEME = "sc://"
+#: Retries of the first contact with the server (about 3 s in all).
+OPEN_RETRIES = 4
+#: The tables a report reads.
+TABLES = ("events", "experiments", "ingests")
+#: Session settings that make Spark read timestamps as abeval does: zone-less, in UTC.
+SESSION_CONF = {
+    "spark.sql.session.timeZone": "UTC",
+    "spark.sql.timestampType": "TIMESTAMP_NTZ",
+}
+
+
+def is_spark_url(url: str) -> bool:
+    return url.startswith(SCHEME) or url.startswith("spark://")
+
+
+def display_spark_url(url: str) -> str:
+    """The URL with any ``;token=...`` masked."""
+    return re.sub(r"(;token=)[^;]*", r"\1***", url)
+
+
+class SparkStore(Store):
+    """An open Spark Connect session, used like :class:`~abeval.store.engine.Store`."""
+
+    def __init__(self, session: Any, url: str, read_only: bool) -> None:
+        super().__init__(engine=cast(Any, None), url=url, read_only=read_only)
+        self.session = session
+        self.kept: dict[str, Any] = {}
+
+    @property
+    def dialect(self) -> str:
+        return "spark"
+
+    @property
+    def display(self) -> str:
+        return display_spark_url(self.url)
+
+    @contextmanager
+    def connect(self) -> Iterator[Connection]:
+        from abeval.store.spark.connection import SparkConnection
+
+        with self.faults():
+            yield cast("Connection", SparkConnection(self.session, self.kept))
+
+    @contextmanager
+    def begin(self) -> Iterator[Connection]:
+        raise StoreError(writes_refused(self.display))
+        yield  # pragma: no cover
+
+    @contextmanager
+    def faults(self) -> Iterator[None]:
+        try:
+            yield
+        except KeyboardInterrupt:
+            raise
+        except Exception as exc:
+            if not _is_spark_error(exc):
+                raise
+            raise StoreError(spark_message(self.display, exc)) from None
+
+    def close(self) -> None:
+        self.kept.clear()
+        with suppress(Exception):  # the server may be gone; nothing is left to release
+            self.session.stop()
+
+
+def writes_refused(shown: str) -> str:
+    return (
+        f"--db {shown}: abeval only reads a Spark store in this version "
+        "(experiments, report); load and change the data with DuckDB or PostgreSQL"
+    )
+
+
+def open_spark_store(url: str, *, read_only: bool) -> SparkStore:
+    """Connect to the Spark Connect server of ``url`` and check the tables abeval reads."""
+    shown = display_spark_url(url)
+    if url.startswith("spark://"):
+        raise StoreError(
+            f"--db {shown} is a Spark master; abeval talks to a Spark Connect server: "
+            "use sc://HOST:15002"
+        )
+    if not read_only:
+        raise StoreError(writes_refused(shown))
+    try:
+        from pyspark.sql.connect.session import SparkSession
+    except ImportError as exc:
+        raise StoreError(
+            f"cannot open the store {shown}: Spark Connect needs pyspark ({exc.name} is "
+            "missing); install abeval[spark]"
+        ) from None
+    quiet_spark_logs()
+    try:
+        session = SparkSession.builder.remote(url).create()
+        tables = _first_contact(session)
+    except KeyboardInterrupt:
+        raise interruption() from None
+    except Exception as exc:
+        if not _is_spark_error(exc):
+            raise
+        raise StoreError(f"cannot open the store {shown}: {_reason(exc)}") from None
+    missing = [t for t in TABLES if t not in tables]
+    if missing:
+        session.stop()
+        raise StoreError(
+            f"the Spark store {shown} has no table {', '.join(missing)} in its current "
+            "database; create the tables abeval reads (docs/design/spark.md)"
+        )
+    return SparkStore(session, url, read_only)
+
+
+def _first_contact(session: Any) -> set[str]:
+    """Set the session's time zone and timestamp type, and list the current
+    database's tables. A server that does not answer fails within seconds:
+    Spark's default retries, kept for the queries that follow, wait 10 minutes."""
+    import warnings
+
+    from pyspark.sql.connect.client.retries import DefaultPolicy
+
+    client = session.client
+    patient = client.get_retry_policies()
+    client.set_retry_policies([DefaultPolicy(max_retries=OPEN_RETRIES)])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # RETRIES_EXCEEDED: said in the error's line
+        try:
+            for key, value in SESSION_CONF.items():
+                session.conf.set(key, value)
+            tables = {str(r[1]).lower() for r in session.sql("SHOW TABLES").collect()}
+        except BaseException:
+            with suppress(Exception):  # with the short retries: nothing answers
+                session.stop()
+            raise
+    client.set_retry_policies(patient)
+    return tables
+
+
+def quiet_spark_logs() -> None:
+    """pyspark logs every failed query with its JVM stack on stderr; abeval says it
+    in one line instead."""
+    import logging
+
+    for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger"):
+        logging.getLogger(name).disabled = True
+
+
+def _is_spark_error(exc: BaseException) -> bool:
+    try:
+        from pyspark.errors import PySparkException
+    except ImportError:
+        return False
+    return isinstance(exc, PySparkException) or type(exc).__module__.startswith("grpc")
+
+
+def spark_message(shown: str, exc: BaseException) -> str:
+    return f"the store {shown} failed: {_reason(exc)}"
+
+
+def _reason(exc: BaseException) -> str:
+    """Spark's first line, without the JVM stack and the SQLSTATE trailer."""
+    text = str(exc).strip()
+    line = text.splitlines()[0] if text else type(exc).__name__
+    if "UNAVAILABLE" in text or "failed to connect" in text.lower():
+        return "no Spark Connect server answers there (is it started, and is the port right?)"
+    return re.sub(r"\s*SQLSTATE: \w+\.?$", "", line).strip()

@@ -1,0 +1,171 @@
+"""The same experiment gives the same report on a Spark cluster as on DuckDB.
+
+A simulated experiment is ingested into DuckDB; its tables are written as Parquet
+and registered in the cluster's catalog (tests/spark/spark_tables.py); then
+``abeval experiments`` and ``abeval report`` (online metrics, health, daily,
+segments, window, caps, offline replay, OPE, also from a target-propensities
+file; text and HTML renderings) run on both stores and every number must agree
+to a relative 1e-9 (tests/test_postgres_report.py's assert_same).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+from spark_tables import export_tables, register_tables
+from test_postgres_report import assert_same
+from test_spark_dialect import EXPERIMENT, OPTIONS
+from typer.testing import CliRunner
+
+from abeval.analysis.online import ReportOptions, build_report
+from abeval.cli import app
+from abeval.errors import NotFoundError, StoreError
+from abeval.report.html import render_html
+from abeval.report.text import render_text
+from abeval.simulate import SimulationConfig, write_events
+from abeval.store import open_store
+from abeval.store.ingest import ingest_file
+
+pytestmark = pytest.mark.spark
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def stores(spark_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
+    """(DuckDB store path, Spark URL) holding the same experiment."""
+    from pyspark.sql.connect.session import SparkSession
+
+    folder = tmp_path_factory.mktemp("spark-report")
+    events = folder / "events.csv"
+    write_events(SimulationConfig(users=500, seed=11, days=4, pre_period_days=3), events)
+    duck = folder / "s.duckdb"
+    with open_store(str(duck)) as store:
+        ingest_file(store, events)
+    folders = export_tables(duck, folder / "warehouse", "default")
+    session = SparkSession.builder.remote(spark_url).create()
+    try:
+        register_tables(session, "default", folders)
+    finally:
+        session.stop()
+    yield str(duck), spark_url
+
+
+def _cli(*args: str) -> Any:
+    result = runner.invoke(app, list(args))
+    assert (result.exit_code, result.stderr) == (0, ""), result.output
+    return result.stdout
+
+
+def test_experiments_agree(stores: tuple[str, str]) -> None:
+    duck, spark = stores
+    a = json.loads(_cli("experiments", "--json", "--db", duck))
+    b = json.loads(_cli("experiments", "--json", "--db", spark))
+    assert a and a[0]["experiment"] == EXPERIMENT
+    assert a == b
+
+
+def test_the_default_report_agrees(stores: tuple[str, str]) -> None:
+    duck, spark = stores
+    a = json.loads(_cli("report", "-e", EXPERIMENT, "--format", "json", "--db", duck))
+    b = json.loads(_cli("report", "-e", EXPERIMENT, "--format", "json", "--db", spark))
+    assert a["metrics"] and a["daily"] and a["offline"] and a["ope"]
+    assert b["store"] == spark
+    assert_same(a, b)
+
+
+def test_segment_window_and_caps_agree(stores: tuple[str, str]) -> None:
+    duck, spark = stores
+    with open_store(duck, read_only=True) as d, open_store(spark, read_only=True) as s:
+        ra, rb = (build_report(x, EXPERIMENT, OPTIONS) for x in (d, s))
+    a, b = ra.to_dict(), rb.to_dict()
+    assert a["segments"] and a["caps"][0]["users_capped_total"] > 0
+    assert a["health"]["events_outside_window"] > 0
+    assert_same(a, b)
+    # Text and HTML render the same; only where and when differ, and numbers
+    # that the engines' last bits round differently (507.525 as 507.52 or 507.53;
+    # the HTML's raw moments, numerically zero, as ±1e-14).
+    rb = replace(rb, store=ra.store, generated_at=ra.generated_at)
+    for render in (render_text, render_html):
+        assert_same_rendering(render(ra), render(rb))
+
+
+NUMBER = re.compile(r"[-+\u2212]?\d[\d,]*(?:\.\d+)?(?:e[-+]?\d+)?")
+
+
+def assert_same_rendering(a: str, b: str) -> None:
+    """The same text around the numbers, and each number equal to 1e-9 or within
+    one unit of its last shown digit."""
+    assert NUMBER.sub("#", a) == NUMBER.sub("#", b)
+    for x, y in zip(NUMBER.findall(a), NUMBER.findall(b), strict=True):
+        u, v = (float(n.replace(",", "").replace("\u2212", "-")) for n in (x, y))
+        close = math.isclose(u, v, rel_tol=1e-9, abs_tol=1e-9)
+        assert close or abs(u - v) <= 1.001 * max(_last_digit(x), _last_digit(y)), (x, y)
+
+
+def _last_digit(shown: str) -> float:
+    """The value of one unit in the last digit of a shown number: 0.01 for 507.52."""
+    mantissa, _, exponent = shown.lower().partition("e")
+    decimals = len(mantissa.partition(".")[2])
+    return 10.0 ** (int(exponent or 0) - decimals)
+
+
+def test_mistakes_read_the_same_on_spark(stores: tuple[str, str], tmp_path: Path) -> None:
+    duck, spark = stores
+    messages = []
+    for db in (duck, spark):
+        with open_store(db, read_only=True) as store, pytest.raises(NotFoundError) as caught:
+            build_report(store, "home-reco", ReportOptions(offline=False))
+        messages.append(caught.value.message)
+    assert messages[0] == messages[1]
+    assert "did you mean home-reco-v2?" in messages[0]
+    nobody = spark.rsplit(":", 1)[0] + ":1"
+    with pytest.raises(StoreError) as caught:
+        open_store(nobody, read_only=True)
+    assert caught.value.message == (
+        f"cannot open the store {nobody}: no Spark Connect server answers there "
+        "(is it started, and is the port right?)"
+    )
+
+
+def test_ope_from_a_target_propensities_file_agrees(
+    stores: tuple[str, str], tmp_path: Path
+) -> None:
+    """The file's rows reach Spark as an uploaded view, and the rows without a
+    target arm get the other arm by rebuilding it (a view takes no UPDATE)."""
+    import duckdb
+    import numpy as np
+    from ope_helpers import write_target_file
+
+    from abeval.analysis.ope import OpeOptions
+
+    duck, spark = stores
+    con = duckdb.connect(duck, read_only=True)
+    try:
+        shown = con.execute(
+            "SELECT request_id, item_id, position FROM events WHERE arm = 'control' "
+            "AND event_type = 'impression' AND propensity IS NOT NULL "
+            "ORDER BY request_id, position LIMIT 3000"
+        ).fetchall()
+    finally:
+        con.close()
+    probs = np.random.default_rng(3).uniform(0, 0.5, len(shown))
+    target = write_target_file(
+        tmp_path / "t.csv",
+        [(r, i, int(p), float(q)) for (r, i, p), q in zip(shown, probs, strict=True)],
+    )
+    options = ReportOptions(offline=False, ope=OpeOptions(cap=2.0, target_propensities=str(target)))
+    docs = []
+    for db in (duck, spark):
+        with open_store(db, read_only=True) as store:
+            ope = build_report(store, EXPERIMENT, options).ope
+        assert ope is not None and ope.status == "ok"
+        docs.append(ope.to_dict())
+    assert docs[0]["directions"][0]["target_probabilities"] == "file"
+    assert_same(docs[0], docs[1])
