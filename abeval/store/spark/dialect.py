@@ -75,7 +75,7 @@ def to_spark(sql: str) -> str:
     return out
 
 
-def _rewrite(tree: sg.Expression) -> sg.Expression:
+def _rewrite(tree: sg.Expr) -> sg.Expr:
     """The fixes of the module docstring, on the DuckDB tree."""
     from sqlglot import exp
 
