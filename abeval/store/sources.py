@@ -71,6 +71,9 @@ class InPlace:
 def _load(conn: Connection) -> list[Source]:
     from sqlalchemy import text
 
+    if conn.dialect.name == "spark":
+        # A Spark store has no abeval schema (no migrations run there): no sources yet.
+        return []
     rows = conn.execute(
         text("SELECT name, table_ref, mapping, created_at, updated_at FROM sources ORDER BY name")
     ).fetchall()

@@ -85,6 +85,8 @@ def test_parameters_are_bound_by_spark_and_rows_read_like_sqlalchemy() -> None:
     assert result.fetchall() == [("treatment", 4)]
     assert result.fetchone() is None
     assert conn.execute(text("SELECT arm, n FROM t")).scalar() == "control"
+    row = conn.execute(text("SELECT arm, n FROM t")).first()
+    assert row is not None and row.arm == "control"
     assert list(conn.execute(text("SELECT arm, n FROM t")).scalars()) == ["control", "treatment"]
     with pytest.raises(LookupError):
         conn.execute(text("SELECT arm, n FROM t")).one()

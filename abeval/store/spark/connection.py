@@ -65,6 +65,9 @@ class SparkResult:
         self._next += 1
         return self._rows[self._next - 1]
 
+    def first(self) -> SparkRow | None:
+        return self._rows[0] if self._rows else None
+
     def one(self) -> SparkRow:
         if len(self._rows) != 1:
             raise LookupError(f"expected one row, got {len(self._rows)}")
