@@ -151,6 +151,9 @@ def latest_evaluations(
         where = "WHERE experiment IN (" + ", ".join(f":x{i}" for i in range(len(names))) + ")"
         params = {f"x{i}": n for i, n in enumerate(names)}
     with store.connect() as conn:
+        if conn.dialect.name == "spark":
+            # A Spark store has no abeval schema (no migrations run there): nothing recorded.
+            return {}
         rows = conn.execute(
             text(
                 f"SELECT {', '.join(_COLUMNS)} FROM offline_evaluations {where} "
