@@ -77,7 +77,10 @@ def test_a_signal_during_ingest_says_so_and_loads_nothing(
             assert _stored(db) == 1_500_000
             continue
         stopped += 1
-        assert proc.returncode == code, err
+        # The shell's status for a death by the signal: 128 + N, either as our exit
+        # code or as the death itself (Popen's -N), when the signal is seen a second
+        # time on the way out after the message was written.
+        assert proc.returncode in (code, -signum), err
         assert err == f"Interrupted: nothing from {path} was loaded\n"
         assert out == ""
         assert _stored(db) == 0
