@@ -125,3 +125,15 @@ def test_a_target_file_for_an_unknown_experiment_is_an_error(db: str, tmp_path: 
     assert result.exit_code == 1
     assert result.stderr.startswith("Error: no experiment 'bear' in the store; did you mean bare?")
     assert _state(db) == before
+
+
+def test_a_missing_target_file_is_an_error_not_a_skipped_experiment(
+    db: str, tmp_path: Path
+) -> None:
+    before = _state(db)
+    missing = tmp_path / "nope.csv"
+    result = run("agreement", "--db", db, "--target-propensities", f"bare={missing}")
+    assert result.exit_code == 1
+    assert result.stderr == f"Error: {missing}: no such target propensities file; check the path\n"
+    assert result.stdout == ""
+    assert _state(db) == before

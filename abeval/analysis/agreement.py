@@ -32,6 +32,7 @@ from abeval import __version__
 from abeval.analysis.online import build_report
 from abeval.analysis.online_metrics import DEFAULT_PRIMARY, METRICS
 from abeval.analysis.ope import OpeOptions
+from abeval.analysis.ope_file import read_target_propensities
 from abeval.analysis.recorded_lift import recorded_lift
 from abeval.analysis.report_model import ExperimentReport, ReportOptions
 from abeval.errors import AbevalError, NotFoundError
@@ -179,6 +180,8 @@ def agreement_board(store: Store, o: AgreementOptions | None = None) -> Agreemen
     o = o or AgreementOptions()
     names = _experiments(store, o.experiments)
     _experiments(store, list(o.target_propensities))  # every file names a known experiment
+    for file in o.target_propensities.values():
+        read_target_propensities(file)  # a file the user gave is an error, not a skipped report
     evaluations = latest_evaluations(store, names)
     report_options = ReportOptions(alpha=o.alpha, daily=False, primary=o.primary)
     pairs: list[AgreementPair] = []

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from abeval.store.migrate import has_schema
+
 if TYPE_CHECKING:
     from abeval.store.engine import Store
 
@@ -151,8 +153,7 @@ def latest_evaluations(
         where = "WHERE experiment IN (" + ", ".join(f":x{i}" for i in range(len(names))) + ")"
         params = {f"x{i}": n for i, n in enumerate(names)}
     with store.connect() as conn:
-        if conn.dialect.name == "spark":
-            # A Spark store has no abeval schema (no migrations run there): nothing recorded.
+        if not has_schema(conn):
             return {}
         rows = conn.execute(
             text(

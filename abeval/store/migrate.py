@@ -63,6 +63,13 @@ def _ensure_table(conn: Connection) -> None:
     )
 
 
+def has_schema(conn: Connection) -> bool:
+    """Whether the store carries abeval's own tables (ingests, recorded evaluations,
+    sources). A Spark store does not yet: no migration runs there, its events are
+    tables the cluster already has (docs/design/spark.md)."""
+    return bool(conn.dialect.name != "spark")
+
+
 def applied_versions(conn: Connection) -> set[int]:
     """Versions recorded in the store; empty when the store is new."""
     from sqlalchemy import inspect, text

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from abeval.errors import AbevalError, InputError, NotFoundError, close_matches
 from abeval.store.experiments import ExperimentSummary, summaries, unknown_experiment_message
+from abeval.store.migrate import has_schema
 from abeval.store.source_mapping import Mapping, Resolved, check_name
 from abeval.store.source_sql import (
     Relation,
@@ -71,8 +72,7 @@ class InPlace:
 def _load(conn: Connection) -> list[Source]:
     from sqlalchemy import text
 
-    if conn.dialect.name == "spark":
-        # A Spark store has no abeval schema (no migrations run there): no sources yet.
+    if not has_schema(conn):
         return []
     rows = conn.execute(
         text("SELECT name, table_ref, mapping, created_at, updated_at FROM sources ORDER BY name")
