@@ -26,7 +26,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from abeval.stats.multiple import adjust_pvalues
 from abeval.stats.results import finite
 
 if TYPE_CHECKING:
@@ -194,6 +193,10 @@ def adjust_holm(comparisons: Sequence[PairedComparison]) -> list[PairedCompariso
 
 def _holm(comparisons: Sequence[PairedComparison], attr: str) -> list[tuple[int, float]]:
     """(index, Holm-adjusted p) of each comparison whose ``attr`` p-value is not None."""
+    # Not at import: abeval.stats.multiple loads scipy, which `abeval evaluate` of
+    # one model never needs (its start-up time counts, docs/architecture.md).
+    from abeval.stats.multiple import adjust_pvalues
+
     family = [i for i, c in enumerate(comparisons) if getattr(c, attr) is not None]
     p_values = [float(getattr(comparisons[i], attr)) for i in family]
     return [(i, float(p)) for i, p in zip(family, adjust_pvalues(p_values, "holm"), strict=True)]

@@ -43,10 +43,10 @@ def build_ranked(
     - AUC needs every item of every list: a window over all rows;
     - AP or NDCG over the whole list need the rank of every relevant item: the same
       window, keeping relevant items and the top K;
-    - otherwise (cutoff metrics and MRR) the top K of each list, from a top-K
-      aggregate instead of a sort, plus, for MRR over the whole list, the first
-      relevant item of lists that have none in the top K, ranked by counting the
-      items that beat it. The kernel sees the same ranks either way.
+    - otherwise (cutoff metrics and MRR) the top K of each list, found without
+      sorting whole lists (:func:`_rank_top_k`), plus, for MRR over the whole list,
+      the first relevant item of lists that have none in the top K, ranked by
+      counting the items that beat it. The kernel sees the same ranks either way.
     """
     cutoffs = [s.k for s in [*ranking, *beyond] if s.k is not None]
     top_k = max(cutoffs, default=1)
@@ -55,11 +55,15 @@ def build_ranked(
     if everything or whole_list:
         _rank_every_item(con, n_models, None if everything else top_k)
         return
-    _rank_top_k(con, n_models, top_k)
-    if any(s.k is None and s.name == "mrr" for s in ranking):
-        _add_first_relevant(con, n_models)
+    first_relevant = any(s.k is None and s.name == "mrr" for s in ranking)
+    con.execute(f"CREATE TABLE ranked_all ({_RANKED_COLUMNS})")
+    for i in range(n_models):
+        _rank_top_k(con, i, top_k, first_relevant)
 
 
+_RANKED_COLUMNS = (
+    "grp INTEGER, user_id VARCHAR, list_id VARCHAR, item_id VARCHAR, rank BIGINT, gain DOUBLE"
+)
 _TRUTH_JOIN = "LEFT JOIN truth t ON t.user_id = x.user_id AND t.item_id = x.item_id"
 
 
@@ -78,41 +82,60 @@ def _rank_every_item(con: duckdb.DuckDBPyConnection, n_models: int, top_k: int |
     )
 
 
-def _rank_top_k(con: duckdb.DuckDBPyConnection, n_models: int, top_k: int) -> None:
-    """The top K of each list, from a top-K aggregate."""
-    parts = " UNION ALL ".join(
-        f"SELECT {i} AS grp, x.user_id, x.item_id, x.rank, COALESCE(t.gain, 0.0) AS gain FROM "
-        f"(SELECT user_id, e.i AS item_id, rank FROM (SELECT user_id, unnest(top) AS e, "
-        "generate_subscripts(top, 1) AS rank FROM (SELECT s.user_id, "
-        f"max({{'k': s.key, 'i': s.item_id}}, {top_k}) AS top FROM src_{i} s "
-        "GROUP BY s.user_id) a SEMI JOIN truth_users u ON u.user_id = a.user_id) b) x "
-        f"{_TRUTH_JOIN}"
-        for i in range(n_models)
+def _rank_top_k(con: duckdb.DuckDBPyConnection, i: int, top_k: int, first_relevant: bool) -> None:
+    """Model ``i``'s top K of each list into ``ranked_all`` (and, with
+    ``first_relevant``, the first relevant item of lists without one in the top K).
+
+    Three passes over the file's rows, none of them a sort of whole lists:
+
+    - ``top_rel``, the relevant rows (a join with ``truth``): the only gains the top K
+      and MRR read;
+    - ``top_cut``, the K-th best key of each list (its lowest when the list is
+      shorter), an aggregate over numbers;
+    - the rows at or above their list's cut, ranked by a window. An item that beats
+      one of them is at or above the cut too, so its rank among them is its rank in
+      the whole list; ties at the cut are ranked like any other.
+    """
+    con.execute(
+        "CREATE TEMP TABLE top_rel AS SELECT s.user_id, s.item_id, s.key, t.gain "
+        f"FROM src_{i} s JOIN truth t ON t.user_id = s.user_id AND t.item_id = s.item_id "
+        "WHERE t.gain > 0"
     )
     con.execute(
-        "CREATE TABLE ranked_all AS SELECT grp, user_id, user_id AS list_id, item_id, rank, gain "
-        f"FROM ({parts}) r"
+        f"CREATE TEMP TABLE top_cut AS SELECT a.user_id, a.cut FROM (SELECT user_id, "
+        f"list_min(max(key, {top_k})) AS cut FROM src_{i} GROUP BY user_id) a "
+        "SEMI JOIN truth_users u ON u.user_id = a.user_id"
     )
+    con.execute(
+        f"INSERT INTO ranked_all SELECT {i}, x.user_id, x.user_id, x.item_id, x.rank, "
+        "COALESCE(r.gain, 0.0) FROM (SELECT s.user_id, s.item_id, ROW_NUMBER() OVER "
+        "(PARTITION BY s.user_id ORDER BY s.key DESC, s.item_id DESC) AS rank "
+        f"FROM src_{i} s SEMI JOIN top_cut c ON c.user_id = s.user_id AND s.key >= c.cut) x "
+        "LEFT JOIN top_rel r ON r.user_id = x.user_id AND r.item_id = x.item_id "
+        f"WHERE x.rank <= {top_k}"
+    )
+    if first_relevant:
+        _add_first_relevant(con, i)
+    con.execute("DROP TABLE top_rel")
+    con.execute("DROP TABLE top_cut")
 
 
-def _add_first_relevant(con: duckdb.DuckDBPyConnection, n_models: int) -> None:
-    """For MRR over the whole list: the first relevant item of each list that has
-    none in the top K, at its rank (1 + the items that beat it)."""
-    for i in range(n_models):
-        con.execute(
-            "INSERT INTO ranked_all "
-            f"WITH rel AS (SELECT s.user_id, {{'k': s.key, 'i': s.item_id}} AS key, t.gain "
-            f"FROM src_{i} s JOIN truth t ON t.user_id = s.user_id AND t.item_id = s.item_id "
-            "WHERE t.gain > 0), "
-            "best AS (SELECT user_id, max(key) AS key, arg_max(gain, key) AS gain FROM rel "
-            "GROUP BY user_id), "
-            "missing AS (SELECT b.* FROM best b WHERE NOT EXISTS (SELECT 1 FROM ranked_all a "
-            f"WHERE a.grp = {i} AND a.user_id = b.user_id AND a.gain > 0)) "
-            f"SELECT {i}, m.user_id, m.user_id, m.key.i, 1 + COUNT(*) FILTER "
-            "(WHERE {'k': s.key, 'i': s.item_id} > m.key), m.gain "
-            f"FROM src_{i} s JOIN missing m ON m.user_id = s.user_id "
-            "GROUP BY m.user_id, m.key, m.gain"
-        )
+def _add_first_relevant(con: duckdb.DuckDBPyConnection, i: int) -> None:
+    """For MRR over the whole list: the first relevant item of each of model ``i``'s
+    lists that has none in the top K, at its rank (1 + the items that beat it: a
+    higher key, or the same key and a higher item id), from ``top_rel``."""
+    best = "{'k': key, 'i': item_id}"
+    con.execute(
+        "INSERT INTO ranked_all "
+        f"WITH best AS (SELECT user_id, max({best}) AS best, arg_max(gain, {best}) AS gain "
+        "FROM top_rel GROUP BY user_id), "
+        "missing AS (SELECT b.* FROM best b WHERE NOT EXISTS (SELECT 1 FROM ranked_all a "
+        f"WHERE a.grp = {i} AND a.user_id = b.user_id AND a.gain > 0)) "
+        f"SELECT {i}, m.user_id, m.user_id, any_value(m.best.i), 1 + COUNT(*) FILTER "
+        "(WHERE s.key > m.best.k OR s.item_id > m.best.i), any_value(m.gain) "
+        f"FROM src_{i} s JOIN missing m ON m.user_id = s.user_id WHERE s.key >= m.best.k "
+        "GROUP BY m.user_id"
+    )
 
 
 def coverage(con: duckdb.DuckDBPyConnection, models: Sequence[str]) -> list[Coverage]:
