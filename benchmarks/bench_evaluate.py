@@ -18,8 +18,14 @@ imports, reading, building each tool's input, evaluating, averaging):
 
 The order rotates between runs so that background load hits all alike. Printed:
 median and minimum wall time, the ratio to abeval (> 1: abeval is faster), the
-median peak RSS of each process (``wait4``), and the metric means of each tool,
-which must agree with abeval's. ``--record`` appends the table with a line
+median CPU seconds (user + system, every thread) and peak RSS of each process
+(``wait4``), and the metric means of each tool, which must agree with abeval's.
+Each run also times, in the same rotation, ``python -c pass`` (the interpreter's
+own start), ``abeval --help`` five times, and one ``benchmarks/evaluate_phases.py``
+process: abeval's evaluation phase by phase (imports, reading and checking each
+file, the top K, the metric SQL, output; wall and CPU), whose medians are printed
+too. The load average before and after is printed: on a shared machine CPU
+seconds move less than wall seconds. ``--record`` appends the tables with a line
 describing the machine to ``benchmarks/RESULTS.md``.
 
     python benchmarks/bench_evaluate.py                 # generate if missing, 3 runs
@@ -27,7 +33,8 @@ describing the machine to ``benchmarks/RESULTS.md``.
     python benchmarks/bench_evaluate.py --users 10000   # a smaller data set
 
 ranx is not a dependency of abeval: ``pip install ranx`` first (it is skipped,
-with a note, when missing).
+with a note, when missing), or give ``--ranx-python`` an interpreter that has
+ranx, pandas and pyarrow.
 """
 
 from __future__ import annotations
@@ -35,10 +42,13 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import os
+import resource
 import statistics
 import subprocess
 import sys
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -123,14 +133,34 @@ print(json.dumps({names[k]: float(v) for k, v in out.items()}))
 """
 
 
-def run_checked(argv: list[str], timeout: float) -> tuple[float, float, str]:
-    """Wall seconds, the child's own peak RSS in MiB and its stdout; a failure raises."""
-    m = run_measured(argv, timeout)
+@dataclass
+class Sample:
+    """One tool's measured runs."""
+
+    wall: list[float] = field(default_factory=list)
+    cpu: list[float] = field(default_factory=list)
+    rss: list[float] = field(default_factory=list)
+
+
+def children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def run_checked(argv: list[str], timeout: float, sample: Sample | None = None) -> str:
+    """Run ``argv``, add its wall seconds, CPU seconds and peak RSS (MiB) to
+    ``sample``, return its stdout; a failure raises."""
+    cpu = children_cpu()
+    m = run_measured(argv, timeout, cwd=REPO)
     if m.timed_out:
         raise RuntimeError(f"{argv[:3]} timed out after {timeout:.0f} s")
     if m.code != 0:
         raise RuntimeError(f"{' '.join(argv[:4])} failed ({m.code}): {m.err.strip()[-2000:]}")
-    return m.seconds, m.rss_mib, m.out
+    if sample is not None:
+        sample.wall.append(m.seconds)
+        sample.cpu.append(children_cpu() - cpu)
+        sample.rss.append(m.rss_mib)
+    return m.out
 
 
 def ensure_data(users: int, python: str, force: bool) -> tuple[Path, Path]:
@@ -157,6 +187,7 @@ def main() -> int:
     parser.add_argument("--users", type=int, default=100_000, help="users (100 items each)")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--python", default=sys.executable)
+    parser.add_argument("--ranx-python", help="interpreter for ranx (default: --python)")
     parser.add_argument("--timeout", type=float, default=900)
     parser.add_argument("--only", choices=("abeval", "pytrec_eval", "ranx"), action="append")
     parser.add_argument("--force", action="store_true", help="regenerate the data")
@@ -164,14 +195,15 @@ def main() -> int:
     args = parser.parse_args()
 
     recs, truth = ensure_data(args.users, args.python, args.force)
+    ranx_python = args.ranx_python or args.python
     tools: dict[str, list[str]] = {
         "abeval": [args.python, "-m", "abeval", "evaluate", "-t", str(truth), "-r", str(recs),
                    "-m", METRICS, "--format", "json"],
         "pytrec_eval": [args.python, "-c", PYTREC, str(recs), str(truth)],
-        "ranx": [args.python, "-c", RANX, str(recs), str(truth)],
+        "ranx": [ranx_python, "-c", RANX, str(recs), str(truth)],
     }  # fmt: skip
     notes: list[str] = []
-    if not have_module(args.python, "ranx"):
+    if not have_module(ranx_python, "ranx"):
         del tools["ranx"]
         notes.append("ranx is not installed (`pip install ranx`): skipped")
     if args.only:
@@ -181,55 +213,31 @@ def main() -> int:
         with open(path, "rb") as f:
             while f.read(1 << 24):
                 pass
-    times: dict[str, list[float]] = {k: [] for k in tools}
-    rss: dict[str, list[float]] = {k: [] for k in tools}
+    extra = {
+        "python -c pass": [args.python, "-c", "pass"],
+        "abeval --help": [args.python, "-m", "abeval", "--help"],
+        "phases": [args.python, str(HERE / "evaluate_phases.py"), str(truth), str(recs), METRICS],
+    }
+    samples = {k: Sample() for k in [*tools, *extra]}
+    phases: list[dict[str, list[float]]] = []
     means: dict[str, dict[str, float]] = {}
-    order = list(tools)
+    order = [*tools, *extra]
+    load_before = os.getloadavg()
     for r in range(args.runs):
         for name in order[r % len(order) :] + order[: r % len(order)]:
-            seconds, peak, out = run_checked(tools[name], args.timeout)
-            times[name].append(seconds)
-            rss[name].append(peak)
-            data = json.loads(out)
-            if name == "abeval":
-                data = {m["metric"]: m["value"] for m in data["metrics"]}
-            means[name] = data
-            print(f"run {r + 1}: {name:12s} {seconds:7.2f} s", file=sys.stderr)
-
-    base = statistics.median(times["abeval"]) if "abeval" in times else None
-    with open(truth) as f:
-        truth_rows = sum(1 for _ in f) - 1
-    lines = [
-        f"{args.users:,} users × 100 items ({args.users * 100:,} rows, Parquet) + truth CSV "
-        f"({truth_rows:,} rows); {METRICS}; {args.runs} runs, "
-        "end to end in fresh processes",
-        "",
-        "| tool | median s | min s | × abeval time | peak RSS MiB |",
-        "|---|---:|---:|---:|---:|",
-    ]
-    for name in tools:
-        med = statistics.median(times[name])
-        ratio = f"{med / base:.2f}" if base else "–"
-        lines.append(
-            f"| {name} | {med:.2f} | {min(times[name]):.2f} | {ratio} | "
-            f"{statistics.median(rss[name]):.0f} |"
-        )
-    lines.append("")
-    if "abeval" in means:
-        ours = means["abeval"]
-        for name, theirs in means.items():
-            if name == "abeval":
-                continue
-            diffs = {m: abs(ours[m] - theirs[m]) for m in ours if m in theirs}
-            worst = max(diffs, key=lambda m: diffs[m])
-            lines.append(
-                f"- means vs {name}: largest difference {diffs[worst]:.1e} ({worst})"
-                + ("" if diffs[worst] < 1e-9 else f"; abeval {ours[worst]:.6f}, "
-                   f"{name} {theirs[worst]:.6f}")
-            )  # fmt: skip
-        lines.append("- abeval means: " + ", ".join(f"{m} {v:.6f}" for m, v in ours.items()))
-    lines += [f"- {n}" for n in notes]
-    table = "\n".join(lines)
+            argv = tools.get(name) or extra[name]
+            for _ in range(5 if name == "abeval --help" else 1):
+                out = run_checked(argv, args.timeout, samples[name])
+            if name == "phases":
+                phases.append(json.loads(out))
+            elif name in tools:
+                data = json.loads(out)
+                if name == "abeval":
+                    data = {m["metric"]: m["value"] for m in data["metrics"]}
+                means[name] = data
+            print(f"run {r + 1}: {name:14s} {samples[name].wall[-1]:7.2f} s", file=sys.stderr)
+    load = (load_before, os.getloadavg())
+    table = report(args, truth, tools, samples, phases, means, notes, load)
     print(table)
     if args.record:
         stamp = dt.datetime.now().strftime("%Y-%m-%d %H:%M")
@@ -246,6 +254,72 @@ def main() -> int:
             f.write(section)
         print(f"appended to {RESULTS}", file=sys.stderr)
     return 0
+
+
+def report(
+    args: argparse.Namespace,
+    truth: Path,
+    tools: dict[str, list[str]],
+    samples: dict[str, Sample],
+    phases: list[dict[str, list[float]]],
+    means: dict[str, dict[str, float]],
+    notes: list[str],
+    load: tuple[tuple[float, float, float], tuple[float, float, float]],
+) -> str:
+    """The Markdown tables: tools, abeval's phases, start-up; the means compared."""
+    med = statistics.median
+    base = med(samples["abeval"].wall) if "abeval" in tools else None
+    with open(truth) as f:
+        truth_rows = sum(1 for _ in f) - 1
+    lines = [
+        f"{args.users:,} users × 100 items ({args.users * 100:,} rows, Parquet) + truth CSV "
+        f"({truth_rows:,} rows); {METRICS}; {args.runs} runs, "
+        "end to end in fresh processes; load average (1, 5, 15 min) "
+        f"{', '.join(f'{x:.1f}' for x in load[0])} before, "
+        f"{', '.join(f'{x:.1f}' for x in load[1])} after",
+        "",
+        "| tool | median s | min s | × abeval time | median CPU s | peak RSS MiB |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for name in tools:
+        s = samples[name]
+        ratio = f"{med(s.wall) / base:.2f}" if base else "–"
+        lines.append(
+            f"| {name} | {med(s.wall):.2f} | {min(s.wall):.2f} | {ratio} | {med(s.cpu):.2f} | "
+            f"{med(s.rss):.0f} |"
+        )
+    lines += ["", "abeval's run, phase by phase (`benchmarks/evaluate_phases.py`, medians):", ""]
+    lines += ["| phase | wall s | CPU s |", "|---|---:|---:|"]
+    start = samples["python -c pass"]
+    lines.append(f"| interpreter start (`python -c pass`) | {med(start.wall):.3f} | "
+                 f"{med(start.cpu):.3f} |")  # fmt: skip
+    for phase in phases[0] if phases else {}:
+        wall = med(p.get(phase, [0.0, 0.0])[0] for p in phases)
+        cpu = med(p.get(phase, [0.0, 0.0])[1] for p in phases)
+        lines.append(f"| {phase} | {wall:.3f} | {cpu:.3f} |")
+    phase_total = med(samples["phases"].wall)
+    lines.append(f"| whole phases process | {phase_total:.3f} | {med(samples['phases'].cpu):.3f} |")
+    helps = samples["abeval --help"]
+    lines += [
+        "",
+        f"- `abeval --help`: median {med(helps.wall):.3f} s, min {min(helps.wall):.3f} s "
+        f"({len(helps.wall)} runs, CPU {med(helps.cpu):.3f} s); target under 0.3 s",
+    ]
+    if "abeval" in means:
+        ours = means["abeval"]
+        for name, theirs in means.items():
+            if name == "abeval":
+                continue
+            diffs = {m: abs(ours[m] - theirs[m]) for m in ours if m in theirs}
+            worst = max(diffs, key=lambda m: diffs[m])
+            lines.append(
+                f"- means vs {name}: largest difference {diffs[worst]:.1e} ({worst})"
+                + ("" if diffs[worst] < 1e-9 else f"; abeval {ours[worst]:.6f}, "
+                   f"{name} {theirs[worst]:.6f}")
+            )  # fmt: skip
+        lines.append("- abeval means: " + ", ".join(f"{m} {v:.6f}" for m, v in ours.items()))
+    lines += [f"- {n}" for n in notes]
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":
