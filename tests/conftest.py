@@ -7,6 +7,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+# Property tests check laws, not speed: time limits live in benchmarks/, and a
+# shared machine can take a fresh example past hypothesis's default 200 ms.
+settings.register_profile("abeval", deadline=None)
+settings.load_profile("abeval")
 
 
 @pytest.fixture
