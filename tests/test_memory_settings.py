@@ -15,9 +15,9 @@ from typer.testing import CliRunner
 
 from abeval.cli import app
 from abeval.errors import StoreError
-from abeval.store import open_store
+from abeval.store import open_store, replay_sql
 from abeval.store.memory import parse_memory, physical_memory
-from abeval.store.replay_sql import open_replay
+from abeval.store.replay_sql import open_replay, replay_memory_gib
 
 runner = CliRunner()
 GAINS = {"click": 1.0, "purchase": 2.0}
@@ -233,3 +233,42 @@ def test_a_statement_that_fails_inside_the_replay_keeps_its_error(cwd: Path) -> 
     ):
         conn.execute(text("SELECT error('boom')")).scalar()
     assert "transaction is aborted" not in str(failed.value).lower()
+
+
+LISTS = (
+    "experiment,arm,user_id,ts,event_type,request_id,item_id,position\n"
+    "e1,A,u1,2024-05-01T00:00:00,exposure,,,\n"
+    "e1,A,u1,2024-05-01T00:01:00,impression,r1,i1,1\n"
+    "e1,A,u1,2024-05-01T00:01:00,impression,r1,i2,2\n"
+    "e1,A,u1,2024-05-01T00:01:00,impression,r1,i3,3\n"
+)
+
+
+def test_the_replay_cap_grows_with_the_lists() -> None:
+    # 1.2 GiB up to the lists that need more at 64 bytes a row: 1.2 * 2**30 / 64 rows.
+    assert replay_memory_gib(0) == 1.2
+    assert replay_memory_gib(20_132_659) == 1.2
+    assert replay_memory_gib(51_000_000) == pytest.approx(51_000_000 * 64 / GIB)
+
+
+@pytest.mark.parametrize("bytes_per_row", [64, GIB])
+def test_lists_that_need_more_than_the_cap_get_the_store_limit(
+    cwd: Path, monkeypatch: pytest.MonkeyPatch, bytes_per_row: int
+) -> None:
+    # Three rows of lists: at 1 GiB a row they need 3 GiB, more than the cap, and the
+    # replay runs under the store's own limit; at 64 bytes a row, under the cap.
+    monkeypatch.setenv("ABEVAL_MEMORY_LIMIT", "3GB")  # shown cut: 2.7 GiB
+    monkeypatch.setattr(replay_sql, "REPLAY_BYTES_PER_ROW", bytes_per_row)
+    (cwd / "lists.csv").write_text(LISTS)
+    assert runner.invoke(app, ["ingest", "lists.csv", "--db", "s.duckdb"]).exit_code == 0
+    setting = text("SELECT current_setting('memory_limit')")
+    with open_store(str(cwd / "s.duckdb")) as store, store.connect() as conn:
+        with open_replay(conn, "e1", GAINS) as source:
+            assert source.ranked_rows() == 3
+            shown = conn.execute(setting).scalar()
+        assert conn.execute(setting).scalar() == "2.7 GiB"
+    if bytes_per_row == GIB:
+        assert shown == "2.7 GiB"
+    else:
+        number, unit = str(shown).split()
+        assert float(number) * SHOWN_UNITS[unit] <= 1.2 * GIB
