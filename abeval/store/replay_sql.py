@@ -36,7 +36,9 @@ if TYPE_CHECKING:
 # CTEs that several replay queries share, computed once per replay. ``r_imp`` (every
 # impression row) is not among them: ``ranked`` keeps what the counts need of it
 # (``copies``), and only the message about a repeated item reads it again.
-SHARED = ("population", "r_rel", "ranked", "r_catalogue", "r_interactions")
+# ``r_lists`` is ``ranked`` grouped by list once: the arm counts and the ranking
+# kernel's lists read it instead of grouping every shown item again.
+SHARED = ("population", "r_rel", "ranked", "r_lists", "r_catalogue", "r_interactions")
 
 # The relations :func:`replay_ctes` defines for the beyond-accuracy metrics, by role
 # (the fields of :class:`abeval.metrics.BeyondInputs`).
@@ -74,7 +76,8 @@ def replay_ctes(
 ) -> tuple[str, dict[str, Any]]:
     """The CTEs (after ``WITH``) that define ``ranked`` and ``judged`` for the kernels,
     plus ``r_imp`` (impressions of analysed users), ``r_rel`` (relevance per request
-    and item) and the beyond-accuracy inputs ``r_catalogue``, ``r_interactions``,
+    and item), ``r_lists`` (one row per list of ``ranked``: its items, impression rows
+    and repeats) and the beyond-accuracy inputs ``r_catalogue``, ``r_interactions``,
     ``r_popularity``; and the bind parameters besides ``:experiment``.
 
     ``population`` names a table already holding the experiment's analysed
@@ -104,6 +107,8 @@ def replay_ctes(
         "ranked AS (SELECT f.grp, f.user_id, f.list_id, f.item_id, f.position AS rank, f.copies, "
         "COALESCE(r.gain, CAST(0 AS DOUBLE PRECISION)) AS gain FROM r_first f "
         "LEFT JOIN r_rel r ON r.list_id = f.list_id AND r.item_id = f.item_id)",
+        "r_lists AS (SELECT grp, user_id, list_id, COUNT(*) AS items, SUM(copies) AS impressions, "
+        "SUM(copies - 1) AS extra FROM ranked GROUP BY grp, user_id, list_id)",
         "judged AS (SELECT list_id, gain FROM ranked WHERE gain > 0)",
         "r_catalogue AS (SELECT DISTINCT item_id FROM exp_events WHERE item_id IS NOT NULL)",
         "r_interactions AS (SELECT DISTINCT e.user_id, e.item_id FROM exp_events e "
@@ -128,9 +133,9 @@ def _given_population(table: str, window: Window | None) -> str:
 ARM_COUNTS_CTES = """r_arms AS (SELECT arm AS grp, COUNT(*) AS users FROM population GROUP BY arm),
 r_imp_arm AS (
     SELECT grp, COUNT(DISTINCT user_id) AS users_with_requests,
-           COUNT(DISTINCT list_id) AS requests, SUM(copies) AS impressions,
-           SUM(copies - 1) AS extra
-    FROM ranked GROUP BY grp
+           COUNT(DISTINCT list_id) AS requests, SUM(impressions) AS impressions,
+           SUM(extra) AS extra
+    FROM r_lists GROUP BY grp
 ),
 r_ties AS (
     SELECT grp, COUNT(DISTINCT list_id) AS tied FROM (
@@ -205,8 +210,9 @@ class ReplaySource:
         logged for several users belongs to the first, as in the metrics),
         ``requests``, ``impressions`` (repeats included), ``duplicates`` (repeated
         impressions of an item in one request) and ``tied`` (requests showing two
-        items at the same position), from ``ranked``, whose ``copies`` count the
-        impression rows (the impression rows themselves are not kept)."""
+        items at the same position), from ``r_lists`` and ``ranked``, whose
+        ``copies`` count the impression rows (the impression rows themselves are not
+        kept)."""
         return [
             {key: str(value) if key == "arm" else int(value) for key, value in row.items()}
             for row in self.rows(ARM_COUNTS_CTES, ARM_COUNTS_SELECT)
