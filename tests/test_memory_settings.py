@@ -13,6 +13,7 @@ from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 from typer.testing import CliRunner
 
+from abeval.analysis.replay import replay
 from abeval.cli import app
 from abeval.errors import StoreError
 from abeval.store import open_store, replay_sql
@@ -272,3 +273,60 @@ def test_lists_that_need_more_than_the_cap_get_the_store_limit(
     else:
         number, unit = str(shown).split()
         assert float(number) * SHOWN_UNITS[unit] <= 1.2 * GIB
+
+
+# 2,000 users in two arms, ten requests each of ten items from 500, about one in seven
+# shown items clicked (one in five of those requests ends in a purchase): 200,000
+# impressions, made by DuckDB itself so the test stays quick.
+OUT_OF_CORE_EVENTS = """
+INSERT INTO events (experiment, arm, user_id, ts, event_type, request_id, item_id, position,
+                    row_key, ingest_id)
+WITH u AS (SELECT i AS u, CASE WHEN i % 2 = 0 THEN 'control' ELSE 'treatment' END AS arm
+           FROM range(2000) t(i)),
+r AS (SELECT u.u, u.arm, j AS r FROM u, range(10) s(j)),
+shown AS (SELECT r.*, p AS pos, (r.u * 7 + r.r * 13 + p * p * 31) % 500 AS item
+          FROM r, range(1, 11) q(p))
+SELECT 'e2', arm, 'user-' || u, TIMESTAMP '2024-01-02 01:00:00', 'exposure', NULL, NULL, NULL,
+       'x' || u, 1 FROM u
+UNION ALL
+SELECT 'e2', arm, 'user-' || u, TIMESTAMP '2024-01-02 02:00:00', 'impression',
+       'request-' || u || '-' || r, 'item-' || item, pos, 'i' || u || '-' || r || '-' || pos, 1
+FROM shown
+UNION ALL
+SELECT 'e2', arm, 'user-' || u, TIMESTAMP '2024-01-02 03:00:00',
+       CASE WHEN (u + r) % 5 = 0 THEN 'purchase' ELSE 'click' END, 'request-' || u || '-' || r,
+       'item-' || item, NULL, 'c' || u || '-' || r || '-' || pos, 1
+FROM shown WHERE (u * 3 + r * 5 + pos) % 7 = 0
+"""
+
+
+def test_the_replay_runs_out_of_core_with_the_same_values(
+    cwd: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Every operator of the replay (lists, counts, ranking kernel, beyond-accuracy
+    # metrics with diversity's item pairs) must spill: under 80 MB, where these lists do
+    # not fit (the same replay with memory to spare writes nothing to disk), an
+    # operator that holds its whole state in memory fails this test.
+    monkeypatch.setenv("ABEVAL_TEMP_DIR", str(cwd))
+    with open_store(str(cwd / "s.duckdb")) as store, store.begin() as conn:
+        conn.execute(text(OUT_OF_CORE_EVENTS))
+
+    def replayed(limit: str | None) -> tuple[list[tuple[str, str, float | None]], int]:
+        with open_store(str(cwd / "s.duckdb"), read_only=True) as store, store.connect() as conn:
+            conn.execute(text("SET threads = 2"))
+            if limit:
+                conn.execute(text(f"SET memory_limit = '{limit}'"))
+            result = replay(conn, "e2")
+            spilled = conn.execute(
+                text("SELECT SUM(temporary_storage_bytes) FROM duckdb_memory()")
+            ).scalar()
+        assert {a.impressions for a in result.arms} == {100_000}
+        return [(m.metric, m.group, m.value) for m in result.metrics], int(spilled or 0)
+
+    free, spilled_free = replayed(None)
+    tight, spilled_tight = replayed("80MB")
+    assert spilled_free == 0 and spilled_tight > 0
+    assert [m[:2] for m in tight] == [m[:2] for m in free]
+    for (metric, arm, a), (_, _, b) in zip(free, tight, strict=True):
+        assert a is not None and b is not None, (metric, arm)
+        assert b == pytest.approx(a, rel=1e-9, abs=1e-12), (metric, arm)
