@@ -16,9 +16,9 @@ from typer.testing import CliRunner
 from abeval.analysis.replay import replay
 from abeval.cli import app
 from abeval.errors import StoreError
-from abeval.store import open_store, replay_sql
-from abeval.store.memory import parse_memory, physical_memory
-from abeval.store.replay_sql import open_replay, replay_memory_gib
+from abeval.store import memory, open_store
+from abeval.store.memory import capped_gib, parse_memory, physical_memory
+from abeval.store.replay_sql import open_replay
 
 runner = CliRunner()
 GAINS = {"click": 1.0, "purchase": 2.0}
@@ -245,11 +245,11 @@ LISTS = (
 )
 
 
-def test_the_replay_cap_grows_with_the_lists() -> None:
+def test_the_cap_grows_with_the_rows() -> None:
     # 1.2 GiB up to the lists that need more at 64 bytes a row: 1.2 * 2**30 / 64 rows.
-    assert replay_memory_gib(0) == 1.2
-    assert replay_memory_gib(20_132_659) == 1.2
-    assert replay_memory_gib(51_000_000) == pytest.approx(51_000_000 * 64 / GIB)
+    assert capped_gib(0) == 1.2
+    assert capped_gib(20_132_659) == 1.2
+    assert capped_gib(51_000_000) == pytest.approx(51_000_000 * 64 / GIB)
 
 
 @pytest.mark.parametrize("bytes_per_row", [64, GIB])
@@ -259,7 +259,7 @@ def test_lists_that_need_more_than_the_cap_get_the_store_limit(
     # Three rows of lists: at 1 GiB a row they need 3 GiB, more than the cap, and the
     # replay runs under the store's own limit; at 64 bytes a row, under the cap.
     monkeypatch.setenv("ABEVAL_MEMORY_LIMIT", "3GB")  # shown cut: 2.7 GiB
-    monkeypatch.setattr(replay_sql, "REPLAY_BYTES_PER_ROW", bytes_per_row)
+    monkeypatch.setattr(memory, "CAP_BYTES_PER_ROW", bytes_per_row)
     (cwd / "lists.csv").write_text(LISTS)
     assert runner.invoke(app, ["ingest", "lists.csv", "--db", "s.duckdb"]).exit_code == 0
     setting = text("SELECT current_setting('memory_limit')")

@@ -26,9 +26,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from abeval.store.memory import MEMORY_LIMIT_INFO
+from abeval.store.memory import memory_capped
 from abeval.store.population import Window, population_ctes
-from abeval.store.shared_ctes import drop, is_aborted, materialize
+from abeval.store.shared_ctes import drop, materialize
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
@@ -250,89 +250,6 @@ class ReplaySource:
         return bool(n)
 
 
-# DuckDB's memory for the replay: above the online pass, its largest joins (the item
-# pairs of diversity@10) would take the process from 0.85 to 1.6 GB at 10M events;
-# capped, DuckDB spills what does not fit (benchmarks/RESULTS.md, issue 13).
-REPLAY_MEMORY_GIB = 1.2
-# What the replay's queries need per row of ``ranked`` to run at all: the item-pair
-# join of diversity, its similarity lookup and its per-list aggregate run in one
-# pipeline, each thread holding its own part, and failed below about 27 bytes a row
-# (0.13 GiB at 5.1M rows, 10M events; 1.2 GiB at 51M rows, 100M events). Above the
-# cap this need (with a margin) lifts the cap, up to the store's own limit.
-REPLAY_BYTES_PER_ROW = 64
-_UNITS = {"bytes": 2**-30, "KiB": 2**-20, "MiB": 2**-10, "GiB": 1.0, "TiB": 2**10}
-
-
-def _gib(setting: str) -> float:
-    """DuckDB's ``memory_limit`` as shown (``18.8 GiB``) in GiB; unknown: infinite."""
-    number, _, unit = setting.strip().partition(" ")
-    try:
-        return float(number) * _UNITS[unit]
-    except (ValueError, KeyError):
-        return float("inf")
-
-
-def replay_memory_gib(ranked_rows: int) -> float:
-    """The replay's memory cap for lists of ``ranked_rows`` rows:
-    :data:`REPLAY_MEMORY_GIB`, or what the lists need when that is more
-    (:data:`REPLAY_BYTES_PER_ROW`)."""
-    return max(REPLAY_MEMORY_GIB, ranked_rows * REPLAY_BYTES_PER_ROW / 2**30)
-
-
-class _Cap:
-    """DuckDB's ``memory_limit`` while the replay runs
-    (docs/architecture.md#memory-and-spilling)."""
-
-    def __init__(self, conn: Connection) -> None:
-        self.conn = conn
-        self.lowered = False
-
-    def lower(self) -> None:
-        """Lower the limit to :data:`REPLAY_MEMORY_GIB` unless it is lower already."""
-        from sqlalchemy import text
-
-        current = str(self.conn.execute(text("SELECT current_setting('memory_limit')")).scalar())
-        if _gib(current) > REPLAY_MEMORY_GIB:
-            self.conn.execute(text(f"SET memory_limit = '{REPLAY_MEMORY_GIB}GiB'"))
-            self.lowered = True
-
-    def fit(self, ranked_rows: int) -> None:
-        """Once the lists are known: the store's own limit again when they need
-        more than the cap (:func:`replay_memory_gib`)."""
-        if self.lowered and replay_memory_gib(ranked_rows) > REPLAY_MEMORY_GIB:
-            self.restore()
-
-    def restore(self) -> None:
-        """Set the limit back to the one the store was opened with
-        (``ABEVAL_MEMORY_LIMIT``, :mod:`abeval.store.memory`)."""
-        from sqlalchemy import text
-        from sqlalchemy.exc import DBAPIError
-
-        if not self.lowered:
-            return
-        opened = self.conn.info.get(MEMORY_LIMIT_INFO)
-        restore = f"SET memory_limit = '{int(opened)}B'" if opened else "RESET memory_limit"
-        try:
-            self.conn.execute(text(restore))
-            self.lowered = False
-        except DBAPIError as exc:  # after a failed statement: let its error through
-            if not is_aborted(exc):
-                raise
-
-
-@contextmanager
-def _memory_capped(conn: Connection) -> Iterator[_Cap]:
-    """On DuckDB, the replay's memory cap for the block (:class:`_Cap`), then the
-    store's limit again; elsewhere a cap that does nothing."""
-    cap = _Cap(conn)
-    if conn.dialect.name == "duckdb":
-        cap.lower()
-    try:
-        yield cap
-    finally:
-        cap.restore()
-
-
 @contextmanager
 def open_replay(
     conn: Connection,
@@ -345,8 +262,8 @@ def open_replay(
 ) -> Iterator[ReplaySource]:
     """The replay's relations for ``experiment`` (its events inside ``window``): the
     shared CTEs computed once into temporary tables (dropped on leaving), the others
-    left to each query, with DuckDB's memory capped (:data:`REPLAY_MEMORY_GIB`)
-    meanwhile, unless the lists need more (:func:`replay_memory_gib`).
+    left to each query, with DuckDB's memory capped meanwhile
+    (:func:`abeval.store.memory.memory_capped`: 1.2 GiB, unless the lists need more).
     ``population``: a table already holding the population of that window
     (:func:`replay_ctes`)."""
     ctes, params = replay_ctes(
@@ -354,12 +271,12 @@ def open_replay(
     )
     params["experiment"] = experiment
     shared = SHARED if population is None else tuple(n for n in SHARED if n != "population")
-    with _memory_capped(conn) as cap:
+    with memory_capped(conn) as cap:
         ctes, temporary = materialize(conn, ctes, shared, params, "abeval_replay_")
         try:
             source = ReplaySource(conn=conn, ctes=ctes, params=params)
             if cap.lowered:
-                cap.fit(source.ranked_rows())
+                cap.fit(source.ranked_rows())  # diversity's pairs: per row of the lists
             yield source
         finally:
             drop(conn, temporary)
