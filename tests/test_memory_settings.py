@@ -13,10 +13,11 @@ from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 from typer.testing import CliRunner
 
+from abeval.analysis.replay import replay
 from abeval.cli import app
 from abeval.errors import StoreError
-from abeval.store import open_store
-from abeval.store.memory import parse_memory, physical_memory
+from abeval.store import memory, open_store
+from abeval.store.memory import capped_gib, parse_memory, physical_memory
 from abeval.store.replay_sql import open_replay
 
 runner = CliRunner()
@@ -233,3 +234,99 @@ def test_a_statement_that_fails_inside_the_replay_keeps_its_error(cwd: Path) -> 
     ):
         conn.execute(text("SELECT error('boom')")).scalar()
     assert "transaction is aborted" not in str(failed.value).lower()
+
+
+LISTS = (
+    "experiment,arm,user_id,ts,event_type,request_id,item_id,position\n"
+    "e1,A,u1,2024-05-01T00:00:00,exposure,,,\n"
+    "e1,A,u1,2024-05-01T00:01:00,impression,r1,i1,1\n"
+    "e1,A,u1,2024-05-01T00:01:00,impression,r1,i2,2\n"
+    "e1,A,u1,2024-05-01T00:01:00,impression,r1,i3,3\n"
+)
+
+
+def test_the_cap_grows_with_the_rows() -> None:
+    # 1.2 GiB up to the lists that need more at 64 bytes a row: 1.2 * 2**30 / 64 rows.
+    assert capped_gib(0) == 1.2
+    assert capped_gib(20_132_659) == 1.2
+    assert capped_gib(51_000_000) == pytest.approx(51_000_000 * 64 / GIB)
+
+
+@pytest.mark.parametrize("bytes_per_row", [64, GIB])
+def test_lists_that_need_more_than_the_cap_get_the_store_limit(
+    cwd: Path, monkeypatch: pytest.MonkeyPatch, bytes_per_row: int
+) -> None:
+    # Three rows of lists: at 1 GiB a row they need 3 GiB, more than the cap, and the
+    # replay runs under the store's own limit; at 64 bytes a row, under the cap.
+    monkeypatch.setenv("ABEVAL_MEMORY_LIMIT", "3GB")  # shown cut: 2.7 GiB
+    monkeypatch.setattr(memory, "CAP_BYTES_PER_ROW", bytes_per_row)
+    (cwd / "lists.csv").write_text(LISTS)
+    assert runner.invoke(app, ["ingest", "lists.csv", "--db", "s.duckdb"]).exit_code == 0
+    setting = text("SELECT current_setting('memory_limit')")
+    with open_store(str(cwd / "s.duckdb")) as store, store.connect() as conn:
+        with open_replay(conn, "e1", GAINS) as source:
+            assert source.ranked_rows() == 3
+            shown = conn.execute(setting).scalar()
+        assert conn.execute(setting).scalar() == "2.7 GiB"
+    if bytes_per_row == GIB:
+        assert shown == "2.7 GiB"
+    else:
+        number, unit = str(shown).split()
+        assert float(number) * SHOWN_UNITS[unit] <= 1.2 * GIB
+
+
+# 2,000 users in two arms, ten requests each of ten items from 500, about one in seven
+# shown items clicked (one in five of those requests ends in a purchase): 200,000
+# impressions, made by DuckDB itself so the test stays quick.
+OUT_OF_CORE_EVENTS = """
+INSERT INTO events (experiment, arm, user_id, ts, event_type, request_id, item_id, position,
+                    row_key, ingest_id)
+WITH u AS (SELECT i AS u, CASE WHEN i % 2 = 0 THEN 'control' ELSE 'treatment' END AS arm
+           FROM range(2000) t(i)),
+r AS (SELECT u.u, u.arm, j AS r FROM u, range(10) s(j)),
+shown AS (SELECT r.*, p AS pos, (r.u * 7 + r.r * 13 + p * p * 31) % 500 AS item
+          FROM r, range(1, 11) q(p))
+SELECT 'e2', arm, 'user-' || u, TIMESTAMP '2024-01-02 01:00:00', 'exposure', NULL, NULL, NULL,
+       'x' || u, 1 FROM u
+UNION ALL
+SELECT 'e2', arm, 'user-' || u, TIMESTAMP '2024-01-02 02:00:00', 'impression',
+       'request-' || u || '-' || r, 'item-' || item, pos, 'i' || u || '-' || r || '-' || pos, 1
+FROM shown
+UNION ALL
+SELECT 'e2', arm, 'user-' || u, TIMESTAMP '2024-01-02 03:00:00',
+       CASE WHEN (u + r) % 5 = 0 THEN 'purchase' ELSE 'click' END, 'request-' || u || '-' || r,
+       'item-' || item, NULL, 'c' || u || '-' || r || '-' || pos, 1
+FROM shown WHERE (u * 3 + r * 5 + pos) % 7 = 0
+"""
+
+
+def test_the_replay_runs_out_of_core_with_the_same_values(
+    cwd: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Every operator of the replay (lists, counts, ranking kernel, beyond-accuracy
+    # metrics with diversity's item pairs) must spill: under 80 MB, where these lists do
+    # not fit (the same replay with memory to spare writes nothing to disk), an
+    # operator that holds its whole state in memory fails this test.
+    monkeypatch.setenv("ABEVAL_TEMP_DIR", str(cwd))
+    with open_store(str(cwd / "s.duckdb")) as store, store.begin() as conn:
+        conn.execute(text(OUT_OF_CORE_EVENTS))
+
+    def replayed(limit: str | None) -> tuple[list[tuple[str, str, float | None]], int]:
+        with open_store(str(cwd / "s.duckdb"), read_only=True) as store, store.connect() as conn:
+            conn.execute(text("SET threads = 2"))
+            if limit:
+                conn.execute(text(f"SET memory_limit = '{limit}'"))
+            result = replay(conn, "e2")
+            spilled = conn.execute(
+                text("SELECT SUM(temporary_storage_bytes) FROM duckdb_memory()")
+            ).scalar()
+        assert {a.impressions for a in result.arms} == {100_000}
+        return [(m.metric, m.group, m.value) for m in result.metrics], int(spilled or 0)
+
+    free, spilled_free = replayed(None)
+    tight, spilled_tight = replayed("80MB")
+    assert spilled_free == 0 and spilled_tight > 0
+    assert [m[:2] for m in tight] == [m[:2] for m in free]
+    for (metric, arm, a), (_, _, b) in zip(free, tight, strict=True):
+        assert a is not None and b is not None, (metric, arm)
+        assert b == pytest.approx(a, rel=1e-9, abs=1e-12), (metric, arm)

@@ -31,6 +31,7 @@ from abeval.stats.ope import (
 )
 from abeval.stats.results import JsonResult
 from abeval.store import ope_sql
+from abeval.store.memory import memory_capped
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
@@ -137,21 +138,24 @@ def ope_results(
         return not_run(
             "no_propensities", "no impression of this experiment carries a propensity", o, alpha
         )
-    source, tables = ope_sql.open_ope(conn, experiment)
-    try:
-        if rows is not None:
-            _load(conn, experiment, rows, control, treatments)
-        from_file = ope_sql.file_pairs(conn, experiment) if rows is not None else set()
-        unmatched = ope_sql.file_rows_unmatched(conn, experiment) if rows is not None else 0
-        counts = source.arm_counts()
-        directions = []
-        for arm in treatments:
-            for src, tgt in ((control, arm), (arm, control)):
-                if src in counts and tgt in counts:
-                    sums = source.direction(src, tgt, o.cap, (src, tgt) in from_file)
-                    directions.append(_direction(sums, counts, alpha))
-    finally:
-        ope_sql.close_ope(conn, tables)
+    # DuckDB's memory capped as for the replay: 1.8 GB at 10M events uncapped.
+    with memory_capped(conn) as memory:
+        source, tables = ope_sql.open_ope(conn, experiment)
+        try:
+            if rows is not None:
+                _load(conn, experiment, rows, control, treatments)
+            from_file = ope_sql.file_pairs(conn, experiment) if rows is not None else set()
+            unmatched = ope_sql.file_rows_unmatched(conn, experiment) if rows is not None else 0
+            counts = source.arm_counts()
+            memory.fit(sum(c.impressions for c in counts.values()))
+            directions = []
+            for arm in treatments:
+                for src, tgt in ((control, arm), (arm, control)):
+                    if src in counts and tgt in counts:
+                        sums = source.direction(src, tgt, o.cap, (src, tgt) in from_file)
+                        directions.append(_direction(sums, counts, alpha))
+        finally:
+            ope_sql.close_ope(conn, tables)
     arms = tuple(_arm(c, alpha) for c in counts.values())
     empty = [a for a in [control, *treatments] if a not in counts]
     warnings = [f"{a}: no impressions, so no estimate from or of it" for a in empty]

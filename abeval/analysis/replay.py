@@ -250,7 +250,7 @@ def _ranking_results(
     ranking = [s for s in specs if s.kind == "ranking"]
     if not ranking:
         return []
-    query = ranking_query(ranking)
+    query = ranking_query(ranking, lists="r_lists")
     rows = source.rows(query.ctes, query.group_query())
     return query.results(rows, extra_convention=extra)
 

@@ -13,7 +13,7 @@ SQL written here must be portable (DuckDB, PostgreSQL 15): ``LN(x) / LN(2)``, no
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
@@ -134,6 +134,9 @@ class ListAggregates:
 PerList = Callable[["MetricSpec", ListAggregates], str]
 Undefined = Callable[["MetricSpec", ListAggregates], "tuple[str, str] | None"]
 GroupSql = Callable[["MetricSpec", "BeyondInputs", str], "tuple[list[str], str]"]
+SharedGroupSql = Callable[
+    ["Sequence[MetricSpec]", "BeyondInputs", str], "tuple[list[str], list[str]] | None"
+]
 
 
 @dataclass(frozen=True)
@@ -183,6 +186,10 @@ class MetricDefinition:
       (CTE definitions, a SELECT of ``grp, value, counted, left_out, n, s, ss``);
       ``counted`` and ``left_out_reason`` name those two counts; ``per_user`` says
       that ``n, s, ss`` are per-user sufficient statistics.
+    - ``shared_group_sql``: optionally, the same for several specs of the metric at
+      once, ``(specs, inputs, prefix)`` → (CTE definitions, one SELECT per spec), or
+      None where sharing does not apply (diversity's item pairs, built once for
+      every cutoff).
     - ``rating_sql``: for rating metrics, an aggregate over ``prediction`` and ``rating``.
     - ``doc``: the module docstring (formula and reference).
     - ``lower_is_better``: a smaller value is better (RMSE, MAE); the pages colour
@@ -204,6 +211,7 @@ class MetricDefinition:
     per_list: PerList | None = None
     undefined: Undefined | None = None
     group_sql: GroupSql | None = None
+    shared_group_sql: SharedGroupSql | None = None
     counted: str = ""
     left_out_reason: str = ""
     per_user: bool = False

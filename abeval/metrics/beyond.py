@@ -103,16 +103,33 @@ def _undefined_message(name: str) -> str:
 
 
 def beyond_query(specs: Sequence[MetricSpec], inputs: BeyondInputs) -> BeyondQuery:
-    """Build one statement computing every beyond-accuracy metric in ``specs``."""
-    ctes: list[str] = []
-    selects: list[str] = []
+    """Build one statement computing every beyond-accuracy metric in ``specs``; the
+    specs of a metric with ``shared_group_sql`` share their CTEs (diversity's item
+    pairs are joined once for all its cutoffs)."""
+    by_metric: dict[str, list[int]] = {}
     for i, spec in enumerate(specs):
         d = spec.definition
         if d.kind != "beyond" or d.group_sql is None:
             raise ValueError(f"{spec.label} is not a beyond-accuracy metric")
-        more, select = d.group_sql(spec, inputs, f"b{i}")
-        ctes += more
-        selects.append(f"SELECT {i} AS metric_index, q{i}.* FROM ({select}) q{i}")
+        if d.shared_group_sql is not None:
+            by_metric.setdefault(d.name, []).append(i)
+    ctes: list[str] = []
+    selects: dict[int, str] = {}
+    for indices in (found for found in by_metric.values() if len(found) > 1):
+        shared = specs[indices[0]].definition.shared_group_sql
+        assert shared is not None
+        got = shared([specs[i] for i in indices], inputs, f"b{indices[0]}")
+        if got is not None:
+            ctes += got[0]
+            selects.update(zip(indices, got[1], strict=True))
+    for i, spec in enumerate(specs):
+        if i not in selects:
+            assert spec.definition.group_sql is not None
+            more, selects[i] = spec.definition.group_sql(spec, inputs, f"b{i}")
+            ctes += more
+    parts = [
+        f"SELECT {i} AS metric_index, q{i}.* FROM ({selects[i]}) q{i}" for i in range(len(specs))
+    ]
     return BeyondQuery(
-        specs=tuple(specs), ctes=",\n".join(ctes), select="\nUNION ALL\n".join(selects)
+        specs=tuple(specs), ctes=",\n".join(ctes), select="\nUNION ALL\n".join(parts)
     )

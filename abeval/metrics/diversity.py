@@ -26,6 +26,8 @@ diversification", WWW 2005 (intra-list similarity); Smyth and McClave,
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from abeval.metrics.base import DOUBLE, BeyondInputs, MetricDefinition, as_double
 from abeval.metrics.similarity import cooccurring_pairs_ctes
 from abeval.metrics.spec import MetricSpec
@@ -97,17 +99,17 @@ def _list_values(inp: BeyondInputs, p: str) -> list[str]:
     return _pairs(inp, p)
 
 
-def group_sql(spec: MetricSpec, inp: BeyondInputs, p: str) -> tuple[list[str], str]:
-    k = int(spec.k or 0)
+def _per_group(p: str, lists: str, sizes: str) -> tuple[list[str], str]:
+    """The per-user and per-group CTEs from the list values ``lists(grp, user_id,
+    list_id, v)`` and the list sizes ``sizes(grp, list_id, n)`` (the lists with an
+    item in the top K), and the SELECT of the metric's row per group."""
     ctes = [
-        f"{p}_top AS (SELECT grp, user_id, list_id, item_id FROM {inp.ranked} WHERE rank <= {k})",
-        *_list_values(inp, p),
-        f"{p}_user AS (SELECT grp, user_id, AVG(v) AS v, COUNT(*) AS nl FROM {p}_list "
+        f"{p}_user AS (SELECT grp, user_id, AVG(v) AS v, COUNT(*) AS nl FROM {lists} l "
         "GROUP BY grp, user_id)",
         f"{p}_grp AS (SELECT grp, AVG(v) AS value, SUM(nl) AS counted, COUNT(v) AS n, "
         f"SUM(v) AS s, COALESCE(VAR_POP(v), 0) * COUNT(v) AS ss FROM {p}_user GROUP BY grp)",
         f"{p}_small AS (SELECT grp, SUM(CASE WHEN n < 2 THEN 1 ELSE 0 END) AS small FROM "
-        f"(SELECT grp, list_id, COUNT(*) AS n FROM {p}_top GROUP BY grp, list_id) x GROUP BY grp)",
+        f"{sizes} x GROUP BY grp)",
     ]
     select = (
         "SELECT m.grp, g.value, COALESCE(g.counted, 0) AS counted, m.small AS left_out, "
@@ -116,6 +118,56 @@ def group_sql(spec: MetricSpec, inp: BeyondInputs, p: str) -> tuple[list[str], s
         f"FROM {p}_small m LEFT JOIN {p}_grp g ON g.grp = m.grp"
     )
     return ctes, select
+
+
+def group_sql(spec: MetricSpec, inp: BeyondInputs, p: str) -> tuple[list[str], str]:
+    k = int(spec.k or 0)
+    sizes = f"(SELECT grp, list_id, COUNT(*) AS n FROM {p}_top GROUP BY grp, list_id)"
+    per_group, select = _per_group(p, f"{p}_list", sizes)
+    ctes = [
+        f"{p}_top AS (SELECT grp, user_id, list_id, item_id FROM {inp.ranked} WHERE rank <= {k})",
+        *_list_values(inp, p),
+        *per_group,
+    ]
+    return ctes, select
+
+
+def shared_group_sql(
+    specs: Sequence[MetricSpec], inp: BeyondInputs, p: str
+) -> tuple[list[str], list[str]] | None:
+    """Co-occurrence diversity at several cutoffs from one join of the item pairs of
+    the top max(K): a pair counts at K when both its items rank within K. Category
+    and feature similarity build no pairs: None (each cutoff on its own)."""
+    if inp.similarity != "cooccurrence":
+        return None
+    ks = [int(spec.k or 0) for spec in specs]
+    within = [f"a.rank <= {k} AND b.rank <= {k}" for k in ks]
+    sums = ", ".join(
+        f"SUM(CASE WHEN {w} THEN COALESCE(s.sim, 0) ELSE 0 END) AS s{j}, "
+        f"COUNT(CASE WHEN {w} THEN 1 END) AS c{j}"
+        for j, w in enumerate(within)
+    )
+    counts = ", ".join(f"COUNT(CASE WHEN rank <= {k} THEN 1 END) AS n{j}" for j, k in enumerate(ks))
+    ctes = [
+        f"{p}_top AS (SELECT grp, user_id, list_id, item_id, rank FROM {inp.ranked} "
+        f"WHERE rank <= {max(ks)})",
+        *cooccurring_pairs_ctes(inp, p),
+        f"{p}_pairs AS (SELECT a.grp, a.user_id, a.list_id, {sums} FROM {p}_top a "
+        f"JOIN {p}_top b ON b.grp = a.grp AND b.list_id = a.list_id AND a.item_id < b.item_id "
+        f"LEFT JOIN {p}_sim s ON s.item_lo = a.item_id AND s.item_hi = b.item_id "
+        "GROUP BY a.grp, a.user_id, a.list_id)",
+        f"{p}_sizes AS (SELECT grp, list_id, {counts} FROM {p}_top GROUP BY grp, list_id)",
+    ]
+    selects = []
+    for j in range(len(ks)):
+        lists = (
+            f"(SELECT grp, user_id, list_id, 1 - s{j} / c{j} AS v FROM {p}_pairs WHERE c{j} > 0)"
+        )
+        sizes = f"(SELECT grp, list_id, n{j} AS n FROM {p}_sizes WHERE n{j} > 0)"
+        per_group, select = _per_group(f"{p}_{j}", lists, sizes)
+        ctes += per_group
+        selects.append(select)
+    return ctes, selects
 
 
 DEFINITION = MetricDefinition(
@@ -127,6 +179,7 @@ DEFINITION = MetricDefinition(
     reference="Ziegler et al. 2005 (WWW); Smyth & McClave 2001",
     doc=__doc__ or "",
     group_sql=group_sql,
+    shared_group_sql=shared_group_sql,
     counted="lists",
     left_out_reason="lists_with_fewer_than_two_items",
     per_user=True,

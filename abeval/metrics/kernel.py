@@ -136,16 +136,22 @@ class RankingQuery:
 
 
 def ranking_query(
-    specs: Sequence[MetricSpec], *, ranked: str = "ranked", judged: str = "judged"
+    specs: Sequence[MetricSpec],
+    *,
+    ranked: str = "ranked",
+    judged: str = "judged",
+    lists: str | None = None,
 ) -> RankingQuery:
     """Build the kernel for ``specs`` (ranking metrics only) over ``ranked`` and ``judged``:
     the per-list aggregates the metrics need, each metric's per-list value, then
-    each user's mean."""
+    each user's mean. ``lists``: a relation holding ``ranked``'s distinct
+    ``(grp, user_id, list_id)`` already (the replay's ``r_lists``), else they are
+    grouped from ``ranked``."""
     aggs = ListAggregates()
     columns, exprs = _metric_columns(specs, aggs)
     needed = sorted(aggs.needed, key=lambda a: a.column)
     want_auc = any(a.kind in ("auc_pairs", "auc_correct") for a in needed)
-    ctes = _per_list_ctes(needed, want_auc, ranked, judged)
+    ctes = _per_list_ctes(needed, want_auc, ranked, judged, lists)
     pairs_flag = "CASE WHEN r > 0 AND auc_pairs = 0 THEN 1 ELSE 0 END" if want_auc else "0"
     ctes.append(
         "k_list_values AS (SELECT grp, user_id, list_id, r, "
@@ -192,15 +198,16 @@ def _metric_columns(
     return columns, exprs
 
 
-def _per_list_ctes(needed: list[Aggregate], want_auc: bool, ranked: str, judged: str) -> list[str]:
+def _per_list_ctes(
+    needed: list[Aggregate], want_auc: bool, ranked: str, judged: str, lists: str | None
+) -> list[str]:
     """CTEs ending in ``k_per_list``: one row per list with R and every aggregate in
     ``needed`` (hits, AP sums, DCG and first relevant rank from the relevant rows,
     IDCG from ``judged``, AUC pairs from a join of the relevant rows to their list)."""
     hit_aggs = [a for a in needed if a.kind in ("hits", "ap_sum", "dcg", "first_relevant")]
     idcg_aggs = [a for a in needed if a.kind == "idcg"]
-    ctes: list[str] = [
-        f"k_lists AS (SELECT grp, user_id, list_id FROM {ranked} GROUP BY grp, user_id, list_id)"
-    ]
+    grouped = f"{ranked} GROUP BY grp, user_id, list_id" if lists is None else lists
+    ctes: list[str] = [f"k_lists AS (SELECT grp, user_id, list_id FROM {grouped})"]
     per_list_cols = [
         "l.grp",
         "l.user_id",

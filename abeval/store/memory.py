@@ -17,6 +17,10 @@ on every DuckDB connection of the store (docs/architecture.md#memory-and-spillin
   which DuckDB creates at its first spill and which is removed when the store is
   closed. It is never next to the store, so a read-only store on a read-only disk
   can spill too.
+
+The replay and the off-policy sums, which run after the online pass, lower the
+limit while they run (:func:`memory_capped`, :data:`CAP_GIB`) unless their rows
+need more (:data:`CAP_BYTES_PER_ROW`), and then put back the store's.
 """
 
 from __future__ import annotations
@@ -26,11 +30,17 @@ import os
 import re
 import shutil
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from abeval.errors import StoreError
+from abeval.store.shared_ctes import is_aborted
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Connection
 
 MEMORY_ENV = "ABEVAL_MEMORY_LIMIT"
 TEMP_ENV = "ABEVAL_TEMP_DIR"
@@ -132,3 +142,86 @@ def duckdb_memory() -> DuckDBMemory:
     limit = memory_limit()
     spill = spill_root() / f"abeval-spill-{os.getpid()}-{os.urandom(4).hex()}"
     return DuckDBMemory(limit_bytes=limit, spill_dir=spill)
+
+
+# DuckDB's memory for the steps after the online pass (the replay, the off-policy
+# sums): above the online pass, the replay's largest joins (the item pairs of
+# diversity@10) would take the process from 0.85 to 1.6 GB at 10M events and the
+# off-policy impressions to 1.8 GB; capped, DuckDB spills what does not fit
+# (benchmarks/RESULTS.md, issue 13).
+CAP_GIB = 1.2
+# What such a step needs per row of its largest table (the replay's ``ranked``, the
+# off-policy impressions) to run at all: diversity's item-pair join, its similarity
+# lookup and its per-list sums run in one pipeline, each thread holding its own
+# part, and failed below about 27 bytes a row (0.13 GiB at 5.1M rows, 10M events;
+# 1.2 GiB at 51M rows, 100M events). Above the cap this need, with a margin, lifts
+# the cap, up to the store's own limit (docs/architecture.md#memory-and-spilling).
+CAP_BYTES_PER_ROW = 64
+_SHOWN = {"bytes": 2**-30, "KiB": 2**-20, "MiB": 2**-10, "GiB": 1.0, "TiB": 2**10}
+
+
+def shown_gib(setting: str) -> float:
+    """DuckDB's ``memory_limit`` as shown (``18.8 GiB``) in GiB; unknown: infinite."""
+    number, _, unit = setting.strip().partition(" ")
+    try:
+        return float(number) * _SHOWN[unit]
+    except (ValueError, KeyError):
+        return float("inf")
+
+
+def capped_gib(rows: int) -> float:
+    """The cap for a step whose largest table has ``rows`` rows: :data:`CAP_GIB`, or
+    what the rows need when that is more (:data:`CAP_BYTES_PER_ROW`)."""
+    return max(CAP_GIB, rows * CAP_BYTES_PER_ROW / 2**30)
+
+
+class MemoryCap:
+    """DuckDB's ``memory_limit`` lowered while a step runs."""
+
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
+        self.lowered = False
+
+    def lower(self) -> None:
+        """Lower the limit to :data:`CAP_GIB` unless it is lower already."""
+        from sqlalchemy import text
+
+        current = str(self.conn.execute(text("SELECT current_setting('memory_limit')")).scalar())
+        if shown_gib(current) > CAP_GIB:
+            self.conn.execute(text(f"SET memory_limit = '{CAP_GIB}GiB'"))
+            self.lowered = True
+
+    def fit(self, rows: int) -> None:
+        """Once the step's largest table is known: the store's own limit again when
+        its ``rows`` need more than the cap (:func:`capped_gib`)."""
+        if self.lowered and capped_gib(rows) > CAP_GIB:
+            self.restore()
+
+    def restore(self) -> None:
+        """Set the limit back to the one the store was opened with (``ABEVAL_MEMORY_LIMIT``)."""
+        from sqlalchemy import text
+        from sqlalchemy.exc import DBAPIError
+
+        if not self.lowered:
+            return
+        opened = self.conn.info.get(MEMORY_LIMIT_INFO)
+        restore = f"SET memory_limit = '{int(opened)}B'" if opened else "RESET memory_limit"
+        try:
+            self.conn.execute(text(restore))
+            self.lowered = False
+        except DBAPIError as exc:  # after a failed statement: let its error through
+            if not is_aborted(exc):
+                raise
+
+
+@contextmanager
+def memory_capped(conn: Connection) -> Iterator[MemoryCap]:
+    """On DuckDB, the cap for the block (:class:`MemoryCap`), then the store's limit
+    again; elsewhere a cap that does nothing."""
+    cap = MemoryCap(conn)
+    if conn.dialect.name == "duckdb":
+        cap.lower()
+    try:
+        yield cap
+    finally:
+        cap.restore()

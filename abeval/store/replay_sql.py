@@ -26,9 +26,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from abeval.store.memory import MEMORY_LIMIT_INFO
+from abeval.store.memory import memory_capped
 from abeval.store.population import Window, population_ctes
-from abeval.store.shared_ctes import drop, is_aborted, materialize
+from abeval.store.shared_ctes import drop, materialize
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
@@ -36,7 +36,9 @@ if TYPE_CHECKING:
 # CTEs that several replay queries share, computed once per replay. ``r_imp`` (every
 # impression row) is not among them: ``ranked`` keeps what the counts need of it
 # (``copies``), and only the message about a repeated item reads it again.
-SHARED = ("population", "r_rel", "ranked", "r_catalogue", "r_interactions")
+# ``r_lists`` is ``ranked`` grouped by list once: the arm counts and the ranking
+# kernel's lists read it instead of grouping every shown item again.
+SHARED = ("population", "r_rel", "ranked", "r_lists", "r_catalogue", "r_interactions")
 
 # The relations :func:`replay_ctes` defines for the beyond-accuracy metrics, by role
 # (the fields of :class:`abeval.metrics.BeyondInputs`).
@@ -74,7 +76,8 @@ def replay_ctes(
 ) -> tuple[str, dict[str, Any]]:
     """The CTEs (after ``WITH``) that define ``ranked`` and ``judged`` for the kernels,
     plus ``r_imp`` (impressions of analysed users), ``r_rel`` (relevance per request
-    and item) and the beyond-accuracy inputs ``r_catalogue``, ``r_interactions``,
+    and item), ``r_lists`` (one row per list of ``ranked``: its items, impression rows
+    and repeats) and the beyond-accuracy inputs ``r_catalogue``, ``r_interactions``,
     ``r_popularity``; and the bind parameters besides ``:experiment``.
 
     ``population`` names a table already holding the experiment's analysed
@@ -104,6 +107,8 @@ def replay_ctes(
         "ranked AS (SELECT f.grp, f.user_id, f.list_id, f.item_id, f.position AS rank, f.copies, "
         "COALESCE(r.gain, CAST(0 AS DOUBLE PRECISION)) AS gain FROM r_first f "
         "LEFT JOIN r_rel r ON r.list_id = f.list_id AND r.item_id = f.item_id)",
+        "r_lists AS (SELECT grp, user_id, list_id, COUNT(*) AS items, SUM(copies) AS impressions, "
+        "SUM(copies - 1) AS extra FROM ranked GROUP BY grp, user_id, list_id)",
         "judged AS (SELECT list_id, gain FROM ranked WHERE gain > 0)",
         "r_catalogue AS (SELECT DISTINCT item_id FROM exp_events WHERE item_id IS NOT NULL)",
         "r_interactions AS (SELECT DISTINCT e.user_id, e.item_id FROM exp_events e "
@@ -128,9 +133,9 @@ def _given_population(table: str, window: Window | None) -> str:
 ARM_COUNTS_CTES = """r_arms AS (SELECT arm AS grp, COUNT(*) AS users FROM population GROUP BY arm),
 r_imp_arm AS (
     SELECT grp, COUNT(DISTINCT user_id) AS users_with_requests,
-           COUNT(DISTINCT list_id) AS requests, SUM(copies) AS impressions,
-           SUM(copies - 1) AS extra
-    FROM ranked GROUP BY grp
+           COUNT(DISTINCT list_id) AS requests, SUM(impressions) AS impressions,
+           SUM(extra) AS extra
+    FROM r_lists GROUP BY grp
 ),
 r_ties AS (
     SELECT grp, COUNT(DISTINCT list_id) AS tied FROM (
@@ -205,8 +210,9 @@ class ReplaySource:
         logged for several users belongs to the first, as in the metrics),
         ``requests``, ``impressions`` (repeats included), ``duplicates`` (repeated
         impressions of an item in one request) and ``tied`` (requests showing two
-        items at the same position), from ``ranked``, whose ``copies`` count the
-        impression rows (the impression rows themselves are not kept)."""
+        items at the same position), from ``r_lists`` and ``ranked``, whose
+        ``copies`` count the impression rows (the impression rows themselves are not
+        kept)."""
         return [
             {key: str(value) if key == "arm" else int(value) for key, value in row.items()}
             for row in self.rows(ARM_COUNTS_CTES, ARM_COUNTS_SELECT)
@@ -229,6 +235,10 @@ class ReplaySource:
         """(request, item) pairs with a relevant event whose item the request did not show."""
         return int(self.rows("", NOT_SHOWN_SQL)[0]["n"])
 
+    def ranked_rows(self) -> int:
+        """The rows of ``ranked``: one per (arm, request, item) shown."""
+        return int(self.rows("", "SELECT COUNT(*) AS n FROM ranked")[0]["n"])
+
     def experiment_has_events(self) -> bool:
         """Whether the store holds any event of the experiment."""
         from sqlalchemy import text
@@ -238,50 +248,6 @@ class ReplaySource:
             {"experiment": self.params["experiment"]},
         ).scalar()
         return bool(n)
-
-
-# DuckDB's memory for the replay: above the online pass, its largest joins (the item
-# pairs of diversity@10) would take the process from 0.85 to 1.6 GB at 10M events;
-# capped, DuckDB spills what does not fit (benchmarks/RESULTS.md, issue 13).
-REPLAY_MEMORY_GIB = 1.2
-_UNITS = {"bytes": 2**-30, "KiB": 2**-20, "MiB": 2**-10, "GiB": 1.0, "TiB": 2**10}
-
-
-def _gib(setting: str) -> float:
-    """DuckDB's ``memory_limit`` as shown (``18.8 GiB``) in GiB; unknown: infinite."""
-    number, _, unit = setting.strip().partition(" ")
-    try:
-        return float(number) * _UNITS[unit]
-    except (ValueError, KeyError):
-        return float("inf")
-
-
-@contextmanager
-def _memory_capped(conn: Connection) -> Iterator[None]:
-    """On DuckDB, lower ``memory_limit`` to :data:`REPLAY_MEMORY_GIB` (unless it is
-    lower already) for the block, then set it back to the limit the store was
-    opened with (``ABEVAL_MEMORY_LIMIT``, :mod:`abeval.store.memory`)."""
-    from sqlalchemy import text
-    from sqlalchemy.exc import DBAPIError
-
-    if conn.dialect.name != "duckdb":
-        yield
-        return
-    current = str(conn.execute(text("SELECT current_setting('memory_limit')")).scalar())
-    if _gib(current) <= REPLAY_MEMORY_GIB:
-        yield
-        return
-    conn.execute(text(f"SET memory_limit = '{REPLAY_MEMORY_GIB}GiB'"))
-    try:
-        yield
-    finally:
-        opened = conn.info.get(MEMORY_LIMIT_INFO)
-        restore = f"SET memory_limit = '{int(opened)}B'" if opened else "RESET memory_limit"
-        try:
-            conn.execute(text(restore))
-        except DBAPIError as exc:  # after a failed statement: let its error through
-            if not is_aborted(exc):
-                raise
 
 
 @contextmanager
@@ -296,17 +262,21 @@ def open_replay(
 ) -> Iterator[ReplaySource]:
     """The replay's relations for ``experiment`` (its events inside ``window``): the
     shared CTEs computed once into temporary tables (dropped on leaving), the others
-    left to each query, with DuckDB's memory capped (:data:`REPLAY_MEMORY_GIB`)
-    meanwhile. ``population``: a table already holding the population of that
-    window (:func:`replay_ctes`)."""
+    left to each query, with DuckDB's memory capped meanwhile
+    (:func:`abeval.store.memory.memory_capped`: 1.2 GiB, unless the lists need more).
+    ``population``: a table already holding the population of that window
+    (:func:`replay_ctes`)."""
     ctes, params = replay_ctes(
         gains, post_exposure_only=post_exposure_only, window=window, population=population
     )
     params["experiment"] = experiment
     shared = SHARED if population is None else tuple(n for n in SHARED if n != "population")
-    with _memory_capped(conn):
+    with memory_capped(conn) as cap:
         ctes, temporary = materialize(conn, ctes, shared, params, "abeval_replay_")
         try:
-            yield ReplaySource(conn=conn, ctes=ctes, params=params)
+            source = ReplaySource(conn=conn, ctes=ctes, params=params)
+            if cap.lowered:
+                cap.fit(source.ranked_rows())  # diversity's pairs: per row of the lists
+            yield source
         finally:
             drop(conn, temporary)
