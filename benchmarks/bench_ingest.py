@@ -9,8 +9,12 @@ subprocesses load the file into a fresh DuckDB *file*, in alternating order:
 * ``duckdb``: ``CREATE TABLE t AS SELECT * FROM read_csv('FILE')`` in a new
   Python process: the floor the ingest is compared with.
 
-Reported per file: median (and min) wall time of each, the ratio abeval / duckdb,
-the median peak RSS of each process (from ``wait4``), and rows per second. The
+Reported per file: median (and min) wall time of each, the ratio abeval / duckdb
+of the medians and the median of the ratios within each round (the two loads of
+a round run back to back, so a shared machine's load changes less between
+them), the median CPU seconds of each process (user + system, which the load
+changes less than wall time), the median peak RSS of each process (from
+``wait4``), rows per second, and the load average while it ran. The
 table is printed as Markdown; ``--record`` appends it, with a description of
 the machine, to ``benchmarks/RESULTS.md``. The file is read once before timing
 so that both sides see a warm page cache.
@@ -24,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import shutil
 import statistics
@@ -69,6 +74,9 @@ class Run:
     rows: int | None
     ok: bool
     message: str = ""
+    round: int = 0
+    cpu_seconds: float = 0.0
+    load: float = 0.0  # the 1-minute load average when it started
 
 
 @dataclass
@@ -95,6 +103,21 @@ class FileResult:
 
     def failures(self, method: str) -> list[Run]:
         return [r for r in self.runs if r.method == method and not r.ok]
+
+    def cpu(self, method: str) -> float | None:
+        runs = self.of(method)
+        return statistics.median(r.cpu_seconds for r in runs) if runs else None
+
+    def paired_ratio(self) -> float | None:
+        """The median over rounds of abeval's time over duckdb's in the same round."""
+        a = {r.round: r.seconds for r in self.of("abeval")}
+        d = {r.round: r.seconds for r in self.of("duckdb")}
+        ratios = [a[i] / d[i] for i in a if i in d]
+        return statistics.median(ratios) if ratios else None
+
+    def loads(self) -> tuple[float, float, float] | None:
+        loads = [r.load for r in self.runs]
+        return (min(loads), statistics.median(loads), max(loads)) if loads else None
 
 
 def _find_rows(doc: Any) -> int | None:
@@ -131,7 +154,13 @@ class Bench:
                 argv = [self.python, "-m", "abeval", "ingest", str(path), "--db", str(db)]
                 argv += self.abeval_flags
             env_cwd = REPO  # `-m abeval` finds the checkout even without an install
+            load = os.getloadavg()[0]
+            before = os.times()
             m = run_measured(argv, self.timeout, cwd=env_cwd)
+            after = os.times()
+            cpu = (after.children_user - before.children_user) + (
+                after.children_system - before.children_system
+            )
             code, seconds, rss, out, err = m.code, m.seconds, m.rss_mib, m.out, m.err
             if method == "abeval" and code == 2 and "--quiet" in err and self.abeval_flags:
                 self.abeval_flags = ["--json"]  # an older ingest without --quiet
@@ -139,14 +168,16 @@ class Bench:
             if code != 0:
                 lines = (err or out).strip().splitlines()
                 why = lines[-1] if lines else f"exit code {code}"
-                return Run(method, seconds, rss, None, False, f"exit {code}: {why[:200]}")
+                return Run(
+                    method, seconds, rss, None, False, f"exit {code}: {why[:200]}", 0, cpu, load
+                )
             try:
                 rows = (
                     _find_rows(json.loads(out)) if method == "abeval" else json.loads(out)["rows"]
                 )
             except (ValueError, KeyError, TypeError):
                 rows = None
-            return Run(method, seconds, rss, rows, True)
+            return Run(method, seconds, rss, rows, True, "", 0, cpu, load)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
 
@@ -166,8 +197,14 @@ def bench_file(bench: Bench, path: Path, runs: int, methods: tuple[str, ...]) ->
         order = methods if i % 2 == 0 else tuple(reversed(methods))
         for method in order:
             run = bench.once(method, path)
+            run.round = i
             result.runs.append(run)
-            status = f"{run.seconds:7.2f} s  {run.peak_rss_mib:7.0f} MiB" if run.ok else run.message
+            status = (
+                f"{run.seconds:7.2f} s  {run.cpu_seconds:7.2f} s CPU  {run.peak_rss_mib:7.0f} MiB  "
+                f"load {run.load:.1f}"
+                if run.ok
+                else run.message
+            )
             print(f"  run {i + 1}/{runs} {method:<7} {status}", file=sys.stderr, flush=True)
             if run.ok and rows is not None and run.rows is not None and run.rows != rows:
                 print(
@@ -184,8 +221,9 @@ def _fmt(x: float | None, spec: str = ".2f", unit: str = "") -> str:
 def markdown(results: list[FileResult], runs: int) -> str:
     head = (
         "| file | rows | size | abeval ingest (median / min) | duckdb read_csv (median / min) "
-        "| ratio | abeval peak RSS | duckdb peak RSS | abeval rows/s |\n"
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|\n"
+        "| ratio | ratio within rounds | CPU s abeval / duckdb | abeval peak RSS "
+        "| duckdb peak RSS | abeval rows/s | load average (min / median / max) |\n"
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n"
     )
     lines = []
     for r in results:
@@ -193,6 +231,8 @@ def markdown(results: list[FileResult], runs: int) -> str:
         ratio = f"{a / d:.2f}x" if a and d else "n/a"
         rate = f"{r.rows / a:,.0f}" if a and r.rows else "n/a"
         rows = f"{r.rows:,}" if r.rows else "?"
+        paired = r.paired_ratio()
+        loads = r.loads()
         cells = [
             r.path.name,
             rows,
@@ -200,9 +240,12 @@ def markdown(results: list[FileResult], runs: int) -> str:
             f"{_fmt(a, '.2f', ' s')} / {_fmt(r.minimum('abeval'), '.2f', ' s')}",
             f"{_fmt(d, '.2f', ' s')} / {_fmt(r.minimum('duckdb'), '.2f', ' s')}",
             ratio,
+            _fmt(paired, ".2f", "x"),
+            f"{_fmt(r.cpu('abeval'))} / {_fmt(r.cpu('duckdb'))}",
             _fmt(r.rss("abeval"), ",.0f", " MiB"),
             _fmt(r.rss("duckdb"), ",.0f", " MiB"),
             rate,
+            " / ".join(f"{x:.1f}" for x in loads) if loads else "n/a",
         ]
         lines.append("| " + " | ".join(cells) + " |")
     notes = []

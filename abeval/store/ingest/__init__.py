@@ -5,14 +5,16 @@ How a file is loaded into a DuckDB store:
 1. **Direct load.** One ``INSERT INTO events ... SELECT`` reads the file with
    DuckDB's own reader (``read_csv`` with every column as text, ``read_parquet``,
    ``read_json`` with every key as text), converts the types and checks every
-   row in the same pass. A bad row stops the statement (DuckDB's ``error()``); so
-   does a malformed CSV line (the reader's reject table is checked after). Rows
-   already in the store and rows repeated in the file (same ``event_id``, or the
-   same full row when there is no ``event_id``) are then deleted from what was
-   just inserted, and ``experiments`` and ``ingests`` are updated, all in one
-   transaction. A clean file, the common case, is read and written once. An
-   ``event_id`` used with different content (a conflict, in the file or against
-   the store) also sends the file to the staged load, where its rows are bad rows.
+   row in the same pass (the staging SQL in a cheaper form that stores the same
+   values, :mod:`~abeval.store.ingest.direct_sql`). A bad row stops the
+   statement (DuckDB's ``error()``); so does a malformed CSV line (the reader's
+   reject table is checked after). Rows already in the store and rows repeated
+   in the file (same ``event_id``, or the same full row when there is no
+   ``event_id``) are then deleted from what was just inserted, and
+   ``experiments`` and ``ingests`` are updated, all in one transaction. A clean
+   file, the common case, is read and written once. An ``event_id`` used with
+   different content (a conflict, in the file or against the store) also sends
+   the file to the staged load, where its rows are bad rows.
 2. **Staged load**, when the direct load stopped (and on other engines): the
    transaction is rolled back, and the file is read into a temporary staging
    table with a bad-row flag and the column and reason of the first failed
@@ -42,6 +44,8 @@ The package, one responsibility a module:
 - :mod:`~abeval.store.ingest.source`: the file's format and columns, and its readers;
 - :mod:`~abeval.store.ingest.staging`: the SQL that types, checks and keys the rows;
 - :mod:`~abeval.store.ingest.direct` and :mod:`~abeval.store.ingest.staged`: the two loads;
+- :mod:`~abeval.store.ingest.direct_sql`: the staging SQL in the cheaper form the
+  direct load runs, equal wherever it calls a row good;
 - :mod:`~abeval.store.ingest.locate`: the line of each bad row (``FILE:LINE:COLUMN``);
 - :mod:`~abeval.store.ingest.repeats`: rows loaded once, conflicting event ids;
 - :mod:`~abeval.store.ingest.lines`: byte-order marks, the header line and the

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from abeval.store.ingest.direct_sql import direct_select
 from abeval.store.ingest.notes import Normalised
 from abeval.store.ingest.record import Job, finish, next_ingest_id
 from abeval.store.ingest.repeats import (
@@ -15,7 +16,7 @@ from abeval.store.ingest.repeats import (
     may_repeat,
 )
 from abeval.store.ingest.source import Source, column_notes
-from abeval.store.ingest.staging import EVENT_COLUMNS, drop_temp, prepare, stage_select
+from abeval.store.ingest.staging import EVENT_COLUMNS, drop_temp, prepare
 from abeval.store.ingest.summary import IngestSummary
 from abeval.store.quoting import quote_literal
 
@@ -143,9 +144,9 @@ def _insert_checked(duck: Any, src: Source, ingest_id: int) -> int:
     marker = quote_literal(_BAD_ROW_MARKER)
     read = duck.execute(
         f"INSERT INTO events ({cols}, ingest_id) SELECT {cols}, "
-        f"CASE WHEN bad THEN CAST(error({marker}) AS BIGINT) "
-        f"ELSE {int(ingest_id)} + norm * {_FLAG} END "
-        f"FROM ({stage_select(src)}) s"
+        f"CASE WHEN good THEN {int(ingest_id)} + norm * {_FLAG} "
+        f"ELSE CAST(error({marker}) AS BIGINT) END "
+        f"FROM ({direct_select(src)}) s"
     ).fetchone()[0]
     if src.fmt == "csv" and duck.execute("SELECT count(*) FROM abeval_reject_errors").fetchone()[0]:
         raise _NeedsStaging

@@ -78,21 +78,30 @@ def stage_sql(src: Source) -> str:
 def stage_select(src: Source) -> str:
     """The ``SELECT`` of :func:`stage_sql`."""
     columns = src.read_columns
+    return (
+        f"SELECT {', '.join(KNOWN)}, attributes, bad, {normalised()} AS norm, "
+        f"{row_key_sql()} AS row_key "
+        f"FROM (SELECT *, {attributes_sql(columns)} AS attributes, ({bad_expression()}) AS bad "
+        f"FROM ({layered(src.reader(), columns)}) abeval_l) abeval_s"
+    )
+
+
+def attributes_sql(columns: list[str]) -> str:
+    """SQL over the text layer: the extra columns of a row as a JSON object (text),
+    or NULL when the file has none."""
     names = extras(columns)
-    if names:
-        pairs = ", ".join(
-            f"{quote_literal(c)}, CAST({extra_alias(i)} AS VARCHAR)" for i, c in enumerate(names)
-        )
-        attributes = f"CAST(json_object({pairs}) AS VARCHAR)"
-    else:
-        attributes = "CAST(NULL AS VARCHAR)"
+    if not names:
+        return "CAST(NULL AS VARCHAR)"
+    pairs = ", ".join(
+        f"{quote_literal(c)}, CAST({extra_alias(i)} AS VARCHAR)" for i, c in enumerate(names)
+    )
+    return f"CAST(json_object({pairs}) AS VARCHAR)"
+
+
+def row_key_sql() -> str:
+    """SQL over a typed row with ``attributes``: for a row without ``event_id``, a
+    digest of the whole row, which identifies it for deduplication."""
     key_parts = ", ".join(
         f"COALESCE(CAST({c} AS VARCHAR), '')" for c in (*KNOWN, "attributes") if c != "event_id"
     )
-    return (
-        f"SELECT {', '.join(KNOWN)}, attributes, bad, {normalised()} AS norm, "
-        "CASE WHEN event_id IS NULL "
-        f"THEN 'h:' || md5(concat_ws(chr(31), {key_parts})) END AS row_key "
-        f"FROM (SELECT *, {attributes} AS attributes, ({bad_expression()}) AS bad "
-        f"FROM ({layered(src.reader(), columns)}) abeval_l) abeval_s"
-    )
+    return f"CASE WHEN event_id IS NULL THEN 'h:' || md5(concat_ws(chr(31), {key_parts})) END"
