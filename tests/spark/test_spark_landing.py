@@ -103,13 +103,37 @@ class FakeFrame:
     def selectExpr(self, *exprs: str) -> FakeFrame:
         return self
 
+    @property
+    def schema(self) -> list[str]:
+        return self.columns
+
+
+class FakeConf:
+    def __init__(self, values: dict[str, str]) -> None:
+        self.values = values
+
+    def get(self, key: str, default: str | None = None) -> str | None:
+        return self.values.get(key, default)
+
+
+class FakeReader:
+    def __init__(self, held: set[str]) -> None:
+        self.held = held
+
+    def parquet(self, path: str) -> FakeFrame:
+        if path not in self.held:
+            raise RuntimeError(f"[PATH_NOT_FOUND] Path does not exist: {path}.")
+        return FakeFrame([], [("x",)])
+
 
 class FakeSession:
-    """Answers what the landing asks: the tables' descriptions, no partitions, no rows."""
+    """Answers what the landing asks: a Hive catalog, the tables' descriptions, no
+    partitions, no rows; ``held`` are folders that hold Parquet files already."""
 
-    def __init__(self, tables: set[str]) -> None:
+    def __init__(self, catalog: str = "hive", held: set[str] | None = None) -> None:
         self.log: list[tuple[str, Any]] = []
-        self.tables = tables
+        self.conf = FakeConf({"spark.sql.catalogImplementation": catalog})
+        self.read = FakeReader(held or set())
 
     def sql(self, sql: str, args: dict[str, Any] | None = None) -> FakeFrame:
         self.log.append(("sql", sql))
@@ -135,7 +159,7 @@ class FakeSession:
 @pytest.fixture
 def fake(monkeypatch: pytest.MonkeyPatch) -> FakeSession:
     """``--db sc://...`` opens a store on a fake session with no abeval table yet."""
-    session = FakeSession(set())
+    session = FakeSession()
 
     def open_spark(url: str, *, read_only: bool) -> spark_store.SparkStore:
         return spark_store.SparkStore(session, url, read_only, set())
@@ -208,6 +232,32 @@ def test_a_bad_row_is_reported_before_spark_is_asked_anything(
         said.append(result.stderr)
     assert said[0] == said[1] and said[0].startswith(f"Error: {bad}:3:ts: ")
     assert fake.log == []
+
+
+@pytest.mark.parametrize(
+    ("session", "message"),
+    [
+        (
+            FakeSession(catalog="in-memory"),
+            f"the Spark Connect server of {SHOWN} keeps its catalog in memory, so tables loaded "
+            "now would vanish when it restarts; start it with --conf "
+            "spark.sql.catalogImplementation=hive (or a metastore) before abeval ingest",
+        ),
+        (
+            FakeSession(held={"/wh/events"}),
+            "the folder /wh/events holds the files of an earlier table; abeval creates its "
+            "tables in new folders: set ABEVAL_SPARK_WAREHOUSE to another folder, or register "
+            "the old tables in the catalog again",
+        ),
+    ],
+)
+def test_a_catalog_that_forgets_and_a_used_folder_are_refused(
+    fake: FakeSession, events: Path, session: FakeSession, message: str
+) -> None:
+    fake.conf, fake.read = session.conf, session.read
+    result = runner.invoke(app, ["ingest", str(events), "--db", URL])
+    assert (result.exit_code, result.stdout, result.stderr) == (1, "", f"Error: {message}\n")
+    assert not [s for kind, s in fake.log if kind == "sql" and not s.startswith("SELECT")]
 
 
 @pytest.mark.parametrize(

@@ -84,7 +84,7 @@ class Landing:
 
         self.session = store.session
         self.conn: SparkConnection = SparkConnection(store.session, store.kept)
-        self.layout: Layout = ensure_tables(store.session, store.tables)
+        self.layout: Layout = ensure_tables(store.session, store.tables, store.display)
         store.tables |= set(COLUMNS)
         self.ingest_id = self._recover()
 

@@ -80,6 +80,8 @@ COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
 #: The tables partitioned by ingest (one partition per ingest).
 PARTITIONED = ("events", "ingests")
 PARTITION = "ingest_id"
+#: The server's catalog: ``hive`` (a metastore) keeps tables; ``in-memory`` does not.
+CATALOG_CONF = "spark.sql.catalogImplementation"
 #: The folder of the first, empty version of ``experiments``.
 FIRST_VERSION = "v0"
 
@@ -138,14 +140,23 @@ class Layout:
         return f"{self.events}/_staging"
 
 
-def ensure_tables(session: Any, present: set[str]) -> Layout:
+def ensure_tables(session: Any, present: set[str], shown: str) -> Layout:
     """Create the tables abeval needs that ``present`` lacks; check that the
-    partitioned ones are partitioned by ingest; return where they all live."""
+    catalog keeps them and that the partitioned ones are partitioned by ingest;
+    return where they all live."""
+    if session.conf.get(CATALOG_CONF, "in-memory") == "in-memory":
+        raise StoreError(
+            f"the Spark Connect server of {shown} keeps its catalog in memory, so tables "
+            "loaded now would vanish when it restarts; start it with --conf "
+            f"{CATALOG_CONF}=hive (or a metastore) before abeval ingest"
+        )
     missing = [t for t in COLUMNS if t not in present]
     if missing:
-        root = os.environ.get(WAREHOUSE_ENV) or _database_folder(session)
+        root = (os.environ.get(WAREHOUSE_ENV) or _database_folder(session)).rstrip("/")
         for table in missing:
-            session.sql(create_table_sql(table, f"{root.rstrip('/')}/{table}")).collect()
+            _must_be_new(session, f"{root}/{table}")
+        for table in missing:
+            session.sql(create_table_sql(table, f"{root}/{table}")).collect()
     where = {t: _described(session, t) for t in COLUMNS}
     for table in PARTITIONED:
         parts = where[table][1]
@@ -160,6 +171,23 @@ def ensure_tables(session: Any, present: set[str]) -> Layout:
         events=where["events"][0],
         ingests=where["ingests"][0],
         experiments=experiments.rsplit("/", 1)[0],
+    )
+
+
+def _must_be_new(session: Any, folder: str) -> None:
+    """Refuse to create a table in a folder that holds Parquet files already (the
+    tables of an earlier store, dropped from the catalog): its ingests would write
+    over their partitions."""
+    try:
+        session.read.parquet(folder).schema  # noqa: B018 (lists the folder)
+    except Exception as exc:
+        if "PATH_NOT_FOUND" in str(exc) or "UNABLE_TO_INFER_SCHEMA" in str(exc):
+            return
+        raise
+    raise StoreError(
+        f"the folder {folder} holds the files of an earlier table; abeval creates its "
+        f"tables in new folders: set {WAREHOUSE_ENV} to another folder, or register the "
+        "old tables in the catalog again"
     )
 
 
