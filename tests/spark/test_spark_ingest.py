@@ -65,7 +65,12 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     other = folder / "other.csv"
     write_events(SimulationConfig(users=30, seed=4, days=1, pre_period_days=0), other)
     other.write_text(other.read_text().replace("home-reco-v2", "other-exp"))
-    return {"good": good, "bad": bad, "other": other}
+    clash = folder / "clash.csv"  # other.csv's first rows, one with another user
+    head, *kept = other.read_text().splitlines()[:9]
+    moved = kept[4].split(",")
+    moved[2] += "-moved"
+    clash.write_text("\n".join([head, *kept[:4], ",".join(moved), *kept[5:]]) + "\n")
+    return {"good": good, "bad": bad, "other": other, "clash": clash}
 
 
 def _run(*args: str, code: int = 0) -> Any:
@@ -159,6 +164,11 @@ def test_a_bad_row_fails_the_file_and_leaves_spark_as_it_was(
     assert "nothing was loaded from this file" in said[0]
     assert _state(spark) == before
     assert before["events"][0] == ["ingest_id=1"]
+    said = [_said("ingest", str(files["clash"]), "--db", db, code=1) for db in (duck, spark)]
+    assert said[0] == said[1]
+    assert said[0].startswith(f"Error: {files['clash']}:6:event_id: event_id '")
+    assert "is already in the store (ingest 1) with different content" in said[0]
+    assert _state(spark) == before
 
 
 def test_a_load_interrupted_before_its_commit_leaves_spark_as_it_was(

@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any, cast
 from abeval.choices import OnError
 from abeval.errors import AbevalError, InputError, Interrupted
 from abeval.store.ingest.notes import Normalised, notes_for
-from abeval.store.ingest.repeats import first_copies, may_repeat
+from abeval.store.ingest.record import with_notes
+from abeval.store.ingest.repeats import find_conflicts, first_copies, may_repeat
 from abeval.store.ingest.source import column_notes
 from abeval.store.ingest.staging import EVENT_COLUMNS, prepare
 from abeval.store.ingest.summary import IngestSummary
@@ -39,7 +40,7 @@ def load_spark(store: SparkStore, job: Job, on_error: OnError) -> IngestSummary:
     """Check ``job``'s file locally, land its new rows on ``store``'s cluster, and
     say what happened as DuckDB's ingest says it."""
     from abeval.store.ingest import staged
-    from abeval.store.spark.landing import Landing
+    from abeval.store.spark.landing import Clashes, Landing
 
     if on_error == "skip":
         raise InputError(
@@ -58,9 +59,14 @@ def load_spark(store: SparkStore, job: Job, on_error: OnError) -> IngestSummary:
             r[0] for r in duck.execute(f"SELECT DISTINCT experiment FROM ({good}) s").fetchall()
         ]
         job.say("uploading to Spark")
-        with store.faults():
-            landing = Landing(store)
-            held, repeated = _land(landing, duck, good, counts.good, job.shown, names)
+        try:
+            with store.faults():
+                landing = Landing(store)
+                held, repeated = _land(landing, duck, good, counts.good, job.shown, names)
+        except Clashes as clashes:
+            refused = _flag_clashes(duck, clashes.ids)
+            errors = staged._locate(duck, src, job, on_error, refused)
+            raise staged._refusal(errors, refused) from None
         summary = IngestSummary(
             file=job.shown,
             format=job.kind,
@@ -95,6 +101,29 @@ def _land(
     first = int(duck.execute(f"SELECT count(*) FROM ({fresh}) s").fetchall()[0][0])
     _upload(landing, duck, fresh, landing.layout.partition("events", landing.ingest_id))
     return 0, n_good - first
+
+
+def _flag_clashes(duck: Any, ids: list[tuple[str, str, int]]) -> int:
+    """Flag as bad, with DuckDB's reason, the staged rows whose ``event_id`` the
+    Spark store holds with other content (``ids``: experiment, id, ingest); return
+    how many rows were flagged. The ids are set against rows that differ from
+    every row of the file, so that :func:`find_conflicts` words them as it does
+    on a DuckDB store."""
+    duck.execute(
+        "CREATE OR REPLACE TEMP TABLE abeval_spark_held AS SELECT *, "
+        "CAST(NULL AS BIGINT) AS ingest_id FROM abeval_stage WHERE false"
+    )
+    duck.executemany(
+        "INSERT INTO abeval_spark_held (experiment, event_id, ingest_id) VALUES (?, ?, ?)",
+        [list(i) for i in ids],
+    )
+    find_conflicts(duck, "(SELECT * FROM abeval_stage WHERE NOT bad) n", "abeval_spark_held o")
+    return int(
+        duck.execute(
+            "SELECT count(*) FROM abeval_stage s JOIN abeval_conflicts k "
+            "ON s.experiment = k.experiment AND s.event_id = k.event_id WHERE NOT s.bad"
+        ).fetchall()[0][0]
+    )
 
 
 def _upload(landing: Landing, duck: Any, query: str, to: str) -> None:
@@ -144,13 +173,4 @@ def _commit(
     with store.faults():
         conn = cast("Connection", landing.conn)
         said = notes_for(conn, landing.ingest_id, normalised, bool(summary.inserted))
-    return replace(
-        summary,
-        seconds=seconds,
-        notes=[*said.notes, *summary.notes],
-        warnings=said.warnings,
-        trimmed_ids=normalised.trimmed,
-        lowercased_event_types=normalised.lowercased,
-        far_timestamps=said.far_timestamps,
-        far_timestamp_range=list(said.far_range) if said.far_range else None,
-    )
+    return replace(with_notes(summary, said, normalised), seconds=seconds)

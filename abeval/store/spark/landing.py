@@ -30,11 +30,9 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from abeval.errors import InputError
 from abeval.store.ingest.repeats import KEY, differs
 from abeval.store.spark.schema import (
     COLUMNS,
@@ -68,12 +66,13 @@ _EXPERIMENTS_SQL = (
 )
 
 
-@dataclass(frozen=True)
-class Landed:
-    """What the store held already of the uploaded rows."""
+class Clashes(Exception):
+    """Staged rows whose ``event_id`` the store holds with other content: the file
+    is refused, its rows reported as DuckDB reports them (:mod:`.ingest`)."""
 
-    ingest_id: int
-    already_stored: int
+    def __init__(self, ids: list[tuple[str, str, int]]) -> None:
+        super().__init__(f"{len(ids)} event ids held with other content")
+        self.ids = ids
 
 
 class Landing:
@@ -125,8 +124,8 @@ class Landing:
     def keep_new(self, file: str) -> tuple[int, int]:
         """Copy into this ingest's partition folder the first copy of each staged row
         the store does not hold yet; return how many staged rows it held and how many
-        of the others repeated a row before them. An ``event_id`` the store holds
-        with other content stops the load with one line."""
+        of the others repeated a row before them; :class:`Clashes` when the store
+        holds one of their ``event_id`` with other content."""
         from sqlalchemy import text
 
         self.session.read.parquet(self.layout.staging).createOrReplaceTempView(_STAGED)
@@ -142,7 +141,7 @@ class Landing:
             )
         ).one()
         if row.clash is not None:
-            self._clash(file, row.clash)
+            raise Clashes(self._clashes())
         cols = ", ".join(data_columns("events"))
         fresh = self._sql(
             f"SELECT {cols} FROM (SELECT s.*, ROW_NUMBER() OVER (PARTITION BY s.experiment, "
@@ -153,21 +152,19 @@ class Landing:
         self.session.catalog.dropTempView(_STAGED)
         return int(row.held), int(row.new) - int(row.firsts)
 
-    def _clash(self, file: str, event_id: str) -> None:
+    def _clashes(self) -> list[tuple[str, str, int]]:
+        """``(experiment, event_id, ingest)`` of every staged id the store holds with
+        other content (the ingest that holds it first)."""
         from sqlalchemy import text
 
-        first = self.conn.execute(
+        rows = self.conn.execute(
             text(
-                f"SELECT MIN(e.ingest_id) FROM events e JOIN {_STAGED} s ON {_MATCH} "
-                "WHERE s.event_id = :id"
-            ),
-            {"id": event_id},
-        ).scalar()
-        raise InputError(
-            f"{file}: event_id {event_id!r} is already in the store (ingest {first}) "
-            "with different content; give each event its own event_id (nothing was "
-            "loaded from this file)"
-        )
+                f"SELECT s.experiment, s.event_id, MIN(e.ingest_id) FROM {_STAGED} s "
+                f"JOIN events e ON {_MATCH} WHERE {differs('e', 's')} "
+                "GROUP BY s.experiment, s.event_id"
+            )
+        ).fetchall()
+        return [(str(r[0]), str(r[1]), int(r[2])) for r in rows]
 
     def record(self, values: dict[str, Any]) -> None:
         """Write the ingest's ``ingests`` row into its (unregistered) partition folder."""
