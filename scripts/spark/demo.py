@@ -2,7 +2,8 @@
 
 Usage: python scripts/spark/demo.py sc://HOST:PORT OUT_DIR
 
-Simulates the demo experiment of `abeval demo` (same users, seed and effects),
+Simulates the demo experiment of `abeval demo` (same users, seed and effects;
+USERS=N for fewer users),
 loads it into a DuckDB store and, with `abeval ingest --db sc://...`, into the
 Spark cluster; writes the report computed on Spark as HTML and JSON into OUT_DIR;
 and checks that every number of it equals the DuckDB report's to a relative 1e-9.
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import subprocess
 import sys
 import time
@@ -31,7 +33,8 @@ def main(url: str, out: Path) -> int:
     from abeval.store import open_store
 
     out.mkdir(parents=True, exist_ok=True)
-    config = demo_config(30_000, 7)  # what `abeval demo` simulates by default
+    # What `abeval demo` simulates by default; USERS=5000 for a quicker run.
+    config = demo_config(int(os.environ.get("USERS", "30000")), 7)
     events = write_demo_experiment(config, out)
     duck = out / "demo.duckdb"
     duck.unlink(missing_ok=True)
