@@ -7,7 +7,7 @@ DEPS := $(VENV)/.deps-installed
 
 SPARK_DEPS := $(VENV)/.spark-installed
 
-.PHONY: demo test lint typecheck unit package-check bench clean test-spark
+.PHONY: demo test lint typecheck unit package-check bench clean test-spark spark-demo
 
 $(DEPS): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -42,6 +42,11 @@ $(SPARK_DEPS): $(DEPS)
 test-spark: $(SPARK_DEPS)
 	@command -v java >/dev/null || { echo "make test-spark needs Java 17 (java on the PATH)"; exit 1; }
 	$(BIN)/python -m pytest -q -m spark tests/spark
+
+# The demo experiment loaded into a local Spark cluster with `abeval ingest --db sc://...`,
+# its report written from Spark into demo/spark and checked against DuckDB's.
+spark-demo: $(SPARK_DEPS)
+	bash scripts/spark/demo.sh $(BIN)/python
 
 bench: $(DEPS)
 	$(BIN)/python benchmarks/bench_ingest.py

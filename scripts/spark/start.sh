@@ -32,6 +32,9 @@ CONNECT_PORT=${CONNECT_PORT:-15002}
 WAREHOUSE=${WAREHOUSE:-$LAB/warehouse}
 TIMEOUT=${TIMEOUT:-120}
 SHUFFLE_PARTITIONS=${SHUFFLE_PARTITIONS:-4}   # Spark's default 200 is all overhead at this size
+# The catalog: hive = a Derby metastore under $LAB/run/derby, so abeval's tables and their
+# partitions outlive a restart of the Connect server (in-memory: they vanish with it).
+CATALOG=${CATALOG:-hive}
 MASTER_URL=spark://127.0.0.1:$MASTER_PORT
 
 mkdir -p "$SPARK_LOG_DIR" "$SPARK_PID_DIR" "$SPARK_WORKER_DIR" "$SPARK_LOCAL_DIRS" "$SPARK_CONF_DIR" "$WAREHOUSE"
@@ -102,6 +105,7 @@ SPARK_DAEMON_MEMORY=$DRIVER_MEM launch connect "$SPARK_HOME/bin/spark-submit" \
   --conf spark.sql.session.timeZone=UTC \
   --conf spark.ui.enabled=false \
   --conf spark.sql.shuffle.partitions="$SHUFFLE_PARTITIONS" \
+  --conf spark.sql.catalogImplementation="$CATALOG" \
   --conf spark.local.dir="$SPARK_LOCAL_DIRS" \
   --conf "spark.driver.extraJavaOptions=-Dderby.system.home=$LAB/run/derby" \
   ${CONNECT_EXTRA_CONF:-}

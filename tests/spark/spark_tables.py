@@ -1,8 +1,10 @@
-"""Put a DuckDB store's tables into a Spark cluster's catalog, as Parquet.
+"""abeval's tables on the test cluster: dropped before a test loads its own, or
+put there from a DuckDB store as Parquet.
 
-Test scaffolding until ``abeval ingest --db sc://...`` exists: DuckDB writes each
-table the report reads as one Parquet file under the warehouse, and Spark
-registers it with ``CREATE TABLE ... USING parquet LOCATION``.
+The report tests load their data with ``abeval ingest --db sc://...``;
+:func:`export_tables` and :func:`register_tables` remain for tests that need
+tables abeval did not create (DuckDB writes each table as one Parquet file,
+Spark registers it with ``CREATE TABLE ... USING parquet LOCATION``).
 """
 
 from __future__ import annotations
@@ -11,6 +13,19 @@ from pathlib import Path
 from typing import Any
 
 from abeval.store.spark.store import TABLES
+
+
+def drop_abeval_tables(url: str) -> None:
+    """Drop ``events``, ``ingests`` and ``experiments`` of the current database (their
+    files stay: abeval creates them as external tables)."""
+    from pyspark.sql.connect.session import SparkSession
+
+    session = SparkSession.builder.remote(url).create()
+    try:
+        for table in ("events", "ingests", "experiments"):
+            session.sql(f"DROP TABLE IF EXISTS {table}").collect()
+    finally:
+        session.stop()
 
 
 def export_tables(store_path: Path, warehouse: Path, database: str) -> dict[str, Path]:

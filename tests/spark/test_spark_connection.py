@@ -126,11 +126,6 @@ def test_executemany_is_refused() -> None:
     ("args", "message"),
     [
         (
-            ["ingest", "e.csv", "--db", "sc://h:1/;token=s3cret"],
-            "--db sc://h:1/;token=***: abeval only reads a Spark store in this version "
-            "(experiments, report); load and change the data with DuckDB or PostgreSQL",
-        ),
-        (
             ["report", "-e", "x", "--db", "spark://h:7077"],
             "--db spark://h:7077 is a Spark master; abeval talks to a Spark Connect server: "
             "use sc://HOST:15002",

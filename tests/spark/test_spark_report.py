@@ -1,7 +1,7 @@
 """The same experiment gives the same report on a Spark cluster as on DuckDB.
 
-A simulated experiment is ingested into DuckDB; its tables are written as Parquet
-and registered in the cluster's catalog (tests/spark/spark_tables.py); then
+A simulated experiment is ingested into DuckDB and, with ``abeval ingest --db
+sc://...``, into the cluster (an empty Spark store: tests/spark/spark_tables.py); then
 ``abeval experiments`` and ``abeval report`` (online metrics, health, daily,
 segments, window, caps, offline replay, OPE, also from a target-propensities
 file; text and HTML renderings) run on both stores and every number must agree
@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from spark_tables import export_tables, register_tables
+from spark_tables import drop_abeval_tables
 from test_postgres_report import assert_same
 from test_spark_dialect import EXPERIMENT, OPTIONS
 from typer.testing import CliRunner
@@ -40,20 +40,16 @@ runner = CliRunner()
 @pytest.fixture(scope="module")
 def stores(spark_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
     """(DuckDB store path, Spark URL) holding the same experiment."""
-    from pyspark.sql.connect.session import SparkSession
-
     folder = tmp_path_factory.mktemp("spark-report")
     events = folder / "events.csv"
     write_events(SimulationConfig(users=500, seed=11, days=4, pre_period_days=3), events)
     duck = folder / "s.duckdb"
     with open_store(str(duck)) as store:
         ingest_file(store, events)
-    folders = export_tables(duck, folder / "warehouse", "default")
-    session = SparkSession.builder.remote(spark_url).create()
-    try:
-        register_tables(session, "default", folders)
-    finally:
-        session.stop()
+    drop_abeval_tables(spark_url)
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("ABEVAL_SPARK_WAREHOUSE", str(folder / "warehouse"))
+        _cli("ingest", str(events), "--quiet", "--db", spark_url)
     yield str(duck), spark_url
 
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from abeval.choices import FileFormat as Format
 from abeval.files import sha256_file
-from abeval.store.ingest.notes import Normalised, notes_for
+from abeval.store.ingest.notes import Normalised, Notes, notes_for
 from abeval.store.ingest.summary import IngestSummary
 
 if TYPE_CHECKING:
@@ -70,7 +70,17 @@ def finish(
     if summary.inserted:
         _refresh_experiments(conn, summary.ingest_id)
     said = notes_for(conn, summary.ingest_id, normalised, bool(summary.inserted))
-    summary = replace(
+    summary = with_notes(summary, said, normalised)
+    job.checksum.join()
+    done = replace(summary, seconds=time.perf_counter() - job.t0)
+    _record_ingest(conn, done, job.checksum.size, job.checksum.digest, job.started)
+    return done
+
+
+def with_notes(summary: IngestSummary, said: Notes, normalised: Normalised) -> IngestSummary:
+    """``summary`` with the notes and warnings of :func:`notes_for` and what
+    normalising changed (also for the ingest into Spark, abeval.store.spark.ingest)."""
+    return replace(
         summary,
         notes=[*said.notes, *summary.notes],
         warnings=said.warnings,
@@ -79,10 +89,6 @@ def finish(
         far_timestamps=said.far_timestamps,
         far_timestamp_range=list(said.far_range) if said.far_range else None,
     )
-    job.checksum.join()
-    done = replace(summary, seconds=time.perf_counter() - job.t0)
-    _record_ingest(conn, done, job.checksum.size, job.checksum.digest, job.started)
-    return done
 
 
 def _refresh_experiments(conn: Connection, ingest_id: int) -> None:

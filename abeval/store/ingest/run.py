@@ -39,6 +39,10 @@ def ingest_file(
     # DuckDB's CSV reader skips a leading byte-order mark; its JSON reader does not.
     with without_bom(path) if kind == "jsonl" else contextlib.nullcontext(path) as data:
         job = Job(path, kind, checksum, progress or (lambda _msg: None), started, t0, data=data)
+        if store.dialect == "spark":  # checked here, landed on the cluster
+            from abeval.store.spark.ingest import load_spark
+
+            return load_spark(store, job, on_error)  # type: ignore[arg-type]
         if store.is_duckdb:
             direct = load_direct(store, job)
             if direct is not None:

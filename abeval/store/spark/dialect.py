@@ -15,6 +15,12 @@ then checks refuse the known traps instead of letting Spark return wrong numbers
   ``quantile_cont(v, p)`` become ``PERCENTILE(v, p)``, Spark's exact quantile with
   the same linear interpolation (sqlglot writes the *approximate*
   ``PERCENTILE_APPROX`` for the first and a call Spark rejects for the second).
+- ``percentile_disc(p) WITHIN GROUP (ORDER BY v)`` (the median timestamp of the
+  ingest's far-timestamp note) becomes the ``ceil(p * n)``-th of the sorted values,
+  ``ELEMENT_AT(ARRAY_SORT(COLLECT_LIST(v)), ...)``: exact and for any type (sqlglot
+  writes the approximate ``PERCENTILE_APPROX``, and Spark's ``percentile_disc``
+  takes no timestamps). It holds a group's values in one task: fit for the note,
+  which runs only when an ingest's experiment spans more than two years.
 - Refused: a statement sqlglot cannot parse (kept as a raw command), several
   statements, list slices, numbered parameters (``$1``), JSON functions left over,
   a temporary table with a column list, functions sqlglot does not know (passed
@@ -28,7 +34,7 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from abeval.errors import AbevalError
 
@@ -75,6 +81,26 @@ def to_spark(sql: str) -> str:
     return out
 
 
+def spark_native(sql: str) -> str:
+    """``sql``, Spark SQL that abeval writes for Spark alone (the DDL of
+    :mod:`abeval.store.spark.schema`, the ingest's partitions), checked: one
+    statement that sqlglot parses as Spark SQL (not as a raw command) and writes
+    back unchanged."""
+    import sqlglot
+    from sqlglot import exp
+    from sqlglot.errors import SqlglotError
+
+    try:
+        trees = [t for t in sqlglot.parse(sql, read="spark") if t is not None]
+    except SqlglotError as exc:
+        raise DialectError(_problem(sql, f"not Spark SQL ({_first(exc)})")) from None
+    if len(trees) != 1 or isinstance(trees[0], exp.Command):
+        raise DialectError(_problem(sql, "not one Spark SQL statement sqlglot understands"))
+    if trees[0].sql(dialect="spark") != sql:
+        raise DialectError(_problem(sql, "the Spark text does not read back the same"))
+    return sql
+
+
 def _rewrite(tree: sg.Expr) -> sg.Expr:
     """The fixes of the module docstring, on the DuckDB tree."""
     from sqlglot import exp
@@ -96,6 +122,10 @@ def _rewrite(tree: sg.Expr) -> sg.Expr:
             order = node.expression.expressions if node.expression else []
             if len(order) == 1:
                 return _percentile(order[0].this, node.this.this)
+        if isinstance(node, exp.WithinGroup) and isinstance(node.this, exp.PercentileDisc):
+            order = node.expression.expressions if node.expression else []
+            if len(order) == 1:
+                return _percentile_disc(order[0].this, node.this.this)
         if isinstance(node, exp.PercentileCont) and node.expression is not None:
             return _percentile(node.this, node.expression)
         return node
@@ -129,6 +159,16 @@ def _percentile(value: sg.Expression, fraction: sg.Expression) -> sg.Expression:
     from sqlglot import exp
 
     return exp.Anonymous(this="PERCENTILE", expressions=[value, fraction])
+
+
+def _percentile_disc(value: sg.Expression, fraction: sg.Expression) -> sg.Expression:
+    """The discrete percentile: the ``ceil(p * n)``-th smallest value (the first)."""
+    import sqlglot
+
+    v, p = value.sql("spark"), fraction.sql("spark")
+    rank = f"CAST(GREATEST(CEIL({p} * COUNT({v})), 1) AS INT)"
+    tree = sqlglot.parse_one(f"ELEMENT_AT(ARRAY_SORT(COLLECT_LIST({v})), {rank})", read="spark")
+    return cast("sg.Expression", tree)
 
 
 def _check(sql: str, out: str) -> None:

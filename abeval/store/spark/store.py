@@ -1,9 +1,11 @@
 """A store on a Spark Connect server: ``--db sc://HOST:15002``.
 
 abeval reads the tables ``events``, ``experiments`` and ``ingests`` of the
-session's current database (docs/design/spark.md §8). Only reading
-commands run on Spark in this version (``experiments``, ``report``); a command
-that writes stops with one line. Spark's errors become the one-line
+session's current database (docs/design/spark.md §8), and ``abeval ingest``
+creates them when they are missing and loads files into them
+(:mod:`abeval.store.spark.ingest`, §9). Those are the commands that run on Spark
+in this version (``ingest``, ``experiments``, ``report``); any other command that
+writes stops with one line. Spark's errors become the one-line
 :class:`~abeval.errors.StoreError` the CLI prints.
 """
 
@@ -44,10 +46,14 @@ def display_spark_url(url: str) -> str:
 class SparkStore(Store):
     """An open Spark Connect session, used like :class:`~abeval.store.engine.Store`."""
 
-    def __init__(self, session: Any, url: str, read_only: bool) -> None:
+    def __init__(
+        self, session: Any, url: str, read_only: bool, tables: set[str] | None = None
+    ) -> None:
         super().__init__(engine=cast(Any, None), url=url, read_only=read_only)
         self.session = session
         self.kept: dict[str, Any] = {}
+        #: The tables of the session's current database (lower case), as listed on opening.
+        self.tables: set[str] = set(tables or ())
 
     @property
     def dialect(self) -> str:
@@ -88,8 +94,9 @@ class SparkStore(Store):
 
 def writes_refused(shown: str) -> str:
     return (
-        f"--db {shown}: abeval only reads a Spark store in this version "
-        "(experiments, report); load and change the data with DuckDB or PostgreSQL"
+        f"--db {shown}: on a Spark store abeval only loads events and reads them in this "
+        "version (ingest, experiments, report); record settings and evaluations with "
+        "DuckDB or PostgreSQL"
     )
 
 
@@ -101,8 +108,6 @@ def open_spark_store(url: str, *, read_only: bool) -> SparkStore:
             f"--db {shown} is a Spark master; abeval talks to a Spark Connect server: "
             "use sc://HOST:15002"
         )
-    if not read_only:
-        raise StoreError(writes_refused(shown))
     try:
         from pyspark.sql.connect.session import SparkSession
     except ImportError as exc:
@@ -121,13 +126,14 @@ def open_spark_store(url: str, *, read_only: bool) -> SparkStore:
             raise
         raise StoreError(f"cannot open the store {shown}: {_reason(exc)}") from None
     missing = [t for t in TABLES if t not in tables]
-    if missing:
+    if missing and read_only:
         session.stop()
         raise StoreError(
             f"the Spark store {shown} has no table {', '.join(missing)} in its current "
-            "database; create the tables abeval reads (docs/design/spark.md)"
+            f"database; load events with `abeval ingest --db {shown} FILE`, which creates "
+            "them (docs/design/spark.md)"
         )
-    return SparkStore(session, url, read_only)
+    return SparkStore(session, url, read_only, tables)
 
 
 def _first_contact(session: Any) -> set[str]:

@@ -1,0 +1,176 @@
+"""``abeval ingest --db sc://...``: one file checked by DuckDB here, landed on Spark.
+
+The file is read and every row checked by the same code as on any other engine
+(the staged load of :mod:`abeval.store.ingest`, in an in-memory DuckDB): the
+same one-line message for a bad row, the same accounting of every row read, the
+same notes. The good rows (the first copy of a row repeated in the file) then
+land on the cluster as Parquet and become visible in one commit
+(:mod:`abeval.store.spark.landing`); the summary is the one DuckDB gives
+(docs/design/spark.md#9-ingest-into-spark).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, cast
+
+from abeval.choices import OnError
+from abeval.errors import AbevalError, InputError, Interrupted
+from abeval.store.ingest.notes import Normalised, notes_for
+from abeval.store.ingest.record import with_notes
+from abeval.store.ingest.repeats import find_conflicts, first_copies, may_repeat
+from abeval.store.ingest.source import column_notes
+from abeval.store.ingest.staging import EVENT_COLUMNS, prepare
+from abeval.store.ingest.summary import IngestSummary
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Connection
+
+    from abeval.store.ingest.record import Job
+    from abeval.store.spark.landing import Landing
+    from abeval.store.spark.store import SparkStore
+
+#: Rows DuckDB hands over per Arrow record batch.
+BATCH_ROWS = 100_000
+
+
+def load_spark(store: SparkStore, job: Job, on_error: OnError) -> IngestSummary:
+    """Check ``job``'s file locally, land its new rows on ``store``'s cluster, and
+    say what happened as DuckDB's ingest says it."""
+    from abeval.store.ingest import staged
+    from abeval.store.spark.landing import Clashes, Landing
+
+    if on_error == "skip":
+        raise InputError(
+            f"{job.shown}: --on-error skip keeps bad rows in rejected_rows, which a Spark "
+            "store does not have yet; fix the rows, or load the file with the default "
+            "--on-error abort (nothing was loaded from this file)"
+        )
+    with staged._scratch(store, cast(Any, None)) as duck:
+        src = prepare(duck, job.path, job.kind, job.say, job.data)
+        counts = staged._stage(duck, src, False)
+        if counts.refused:
+            errors = staged._locate(duck, src, job, on_error, counts.refused)
+            raise staged._refusal(errors, counts.refused)
+        good = f"SELECT {', '.join(EVENT_COLUMNS)} FROM abeval_stage s WHERE NOT bad"
+        names = [
+            r[0] for r in duck.execute(f"SELECT DISTINCT experiment FROM ({good}) s").fetchall()
+        ]
+        job.say("uploading to Spark")
+        try:
+            with store.faults():
+                landing = Landing(store)
+                held, repeated = _land(landing, duck, good, counts.good, job.shown, names)
+        except Clashes as clashes:
+            refused = _flag_clashes(duck, clashes.ids)
+            errors = staged._locate(duck, src, job, on_error, refused)
+            raise staged._refusal(errors, refused) from None
+        summary = IngestSummary(
+            file=job.shown,
+            format=job.kind,
+            status="ok",
+            rows_read=counts.read,
+            inserted=counts.good - held - repeated,
+            duplicates=held + repeated,
+            rejected=0,
+            seconds=0.0,
+            ingest_id=landing.ingest_id,
+            repeated_in_file=repeated,
+            already_stored=held,
+            notes=column_notes(src),
+        )
+        normalised = staged._normalised(duck)
+    return _commit(store, landing, summary, job, normalised)
+
+
+def _land(
+    landing: Landing, duck: Any, good: str, n_good: int, file: str, names: list[str]
+) -> tuple[int, int]:
+    """Upload the rows of ``good`` (a DuckDB query) and keep in the ingest's partition
+    folder the first copy of each row the store does not hold; return how many rows
+    the store held and how many repeated another row of the file (counted in that
+    order, as DuckDB counts them)."""
+    if landing.holds(names):
+        _upload(landing, duck, good, landing.layout.staging)
+        return landing.keep_new(file)
+    fresh = good
+    if may_repeat(duck, f"({good}) s"):
+        fresh = first_copies(", ".join(EVENT_COLUMNS))
+    first = int(duck.execute(f"SELECT count(*) FROM ({fresh}) s").fetchall()[0][0])
+    _upload(landing, duck, fresh, landing.layout.partition("events", landing.ingest_id))
+    return 0, n_good - first
+
+
+def _flag_clashes(duck: Any, ids: list[tuple[str, str, int]]) -> int:
+    """Flag as bad, with DuckDB's reason, the staged rows whose ``event_id`` the
+    Spark store holds with other content (``ids``: experiment, id, ingest); return
+    how many rows were flagged. The ids are set against rows that differ from
+    every row of the file, so that :func:`find_conflicts` words them as it does
+    on a DuckDB store."""
+    duck.execute(
+        "CREATE OR REPLACE TEMP TABLE abeval_spark_held AS SELECT *, "
+        "CAST(NULL AS BIGINT) AS ingest_id FROM abeval_stage WHERE false"
+    )
+    duck.executemany(
+        "INSERT INTO abeval_spark_held (experiment, event_id, ingest_id) VALUES (?, ?, ?)",
+        [list(i) for i in ids],
+    )
+    find_conflicts(duck, "(SELECT * FROM abeval_stage WHERE NOT bad) n", "abeval_spark_held o")
+    return int(
+        duck.execute(
+            "SELECT count(*) FROM abeval_stage s JOIN abeval_conflicts k "
+            "ON s.experiment = k.experiment AND s.event_id = k.event_id WHERE NOT s.bad"
+        ).fetchall()[0][0]
+    )
+
+
+def _upload(landing: Landing, duck: Any, query: str, to: str) -> None:
+    """The rows of ``query`` to the folder ``to``, streamed as Arrow record batches."""
+    reader = duck.sql(query).to_arrow_reader(BATCH_ROWS)
+    try:
+        landing.upload(iter(reader), to)
+    finally:
+        reader.close()
+
+
+def _commit(
+    store: SparkStore, landing: Landing, summary: IngestSummary, job: Job, normalised: Normalised
+) -> IngestSummary:
+    """Record the ingest, commit it, finish the bookkeeping and add the notes."""
+    job.checksum.join()
+    seconds = time.perf_counter() - job.t0
+    with store.faults():
+        landing.record(
+            {
+                "source": summary.file,
+                "format": summary.format,
+                "size_bytes": job.checksum.size,
+                "checksum": "sha256:" + job.checksum.digest,
+                "rows_read": summary.rows_read,
+                "rows_inserted": summary.inserted,
+                "rows_duplicate": summary.duplicates,
+                "rows_rejected": 0,
+                "status": summary.status,
+                "started_at": datetime.fromtimestamp(job.started, UTC).replace(tzinfo=None),
+                "finished_at": datetime.now(UTC).replace(tzinfo=None),
+            }
+        )
+        landing.commit()
+    try:
+        with store.faults():
+            landing.bookkeep(landing.ingest_id)
+    except (KeyboardInterrupt, AbevalError) as exc:
+        loaded = (
+            f"the rows of {job.shown} were loaded (ingest {landing.ingest_id}); the next "
+            "abeval ingest completes its record"
+        )
+        if isinstance(exc, AbevalError):
+            exc.details.append(loaded)
+            raise
+        raise Interrupted(loaded, signum=getattr(exc, "signum", 2)) from None
+    with store.faults():
+        conn = cast("Connection", landing.conn)
+        said = notes_for(conn, landing.ingest_id, normalised, bool(summary.inserted))
+    return replace(with_notes(summary, said, normalised), seconds=seconds)

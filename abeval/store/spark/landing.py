@@ -1,0 +1,226 @@
+"""Where validated rows land on Spark: Parquet files written by the cluster, made
+visible by one metastore operation (docs/design/spark.md#9-ingest-into-spark).
+
+One ingest ``N`` of a file, after DuckDB has checked every row locally:
+
+1. **Recover**: an ingest committed earlier whose bookkeeping did not finish
+   (an ``events`` partition without its ``ingests`` partition) is finished now.
+2. **Upload**: the rows go to the cluster as Arrow tables in chunks
+   (``createDataFrame``; no shared file system needed) and Spark writes them as
+   Parquet: straight into the folder of partition ``N`` when the store holds no
+   rows of the file's experiments, else into ``_staging``, from which Spark
+   copies the rows the store does not hold yet (a row is known by its
+   ``event_id``, else by the digest of the whole row; an ``event_id`` stored
+   with other content stops the load). The ingest's ``ingests`` row is written
+   into that table's partition folder ``N``.
+3. **Commit**: ``ALTER TABLE events ADD PARTITION (ingest_id=N)``, one metastore
+   operation: before it no reader sees any of the rows, after it every reader sees
+   all of them. An interrupted load leaves only unregistered folders, which the
+   next ingest (taking the same ``N``) overwrites.
+4. **Bookkeeping**, idempotent and finished by the next ingest if cut short:
+   ``experiments`` rewritten into a new folder the table is pointed at, then
+   ``ALTER TABLE ingests ADD PARTITION (ingest_id=N)`` (last, so that a missing
+   ``ingests`` partition says the bookkeeping is unfinished).
+
+One writer at a time, as on DuckDB: two ingests started together may take the same
+``N``; the second commit then fails on the existing partition and loads nothing.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from abeval.store.ingest.repeats import KEY, differs
+from abeval.store.spark.schema import (
+    COLUMNS,
+    Layout,
+    add_partition_sql,
+    data_columns,
+    ensure_tables,
+    set_location_sql,
+)
+
+if TYPE_CHECKING:
+    from abeval.store.spark.connection import SparkConnection
+    from abeval.store.spark.store import SparkStore
+
+#: Rows per Arrow upload: about 25 MB of events, below Spark Connect's message limits.
+CHUNK_ROWS = 200_000
+_STAGED = "abeval_staged"
+_MATCH = f"e.experiment = s.experiment AND {KEY.format(t='e.')} = {KEY.format(t='s.')}"
+
+_EXPERIMENTS_SQL = (
+    "WITH touched AS (SELECT DISTINCT experiment FROM events WHERE ingest_id = :i), "
+    "fresh AS (SELECT experiment, STRING_AGG(DISTINCT arm, ',' ORDER BY arm) AS arms, "
+    "MIN(ts) AS first_ts, MAX(ts) AS last_ts FROM events "
+    "WHERE experiment IN (SELECT experiment FROM touched) GROUP BY experiment) "
+    "SELECT COALESCE(f.experiment, o.experiment) AS experiment, "
+    "COALESCE(f.arms, o.arms) AS arms, COALESCE(f.first_ts, o.first_ts) AS first_ts, "
+    "COALESCE(f.last_ts, o.last_ts) AS last_ts, o.control_arm, o.split, "
+    "CASE WHEN f.experiment IS NULL THEN o.updated_at ELSE :now END AS updated_at, "
+    "o.window_from, o.window_to "
+    "FROM fresh f FULL OUTER JOIN experiments o ON o.experiment = f.experiment"
+)
+
+
+class Clashes(Exception):
+    """Staged rows whose ``event_id`` the store holds with other content: the file
+    is refused, its rows reported as DuckDB reports them (:mod:`.ingest`)."""
+
+    def __init__(self, ids: list[tuple[str, str, int]]) -> None:
+        super().__init__(f"{len(ids)} event ids held with other content")
+        self.ids = ids
+
+
+class Landing:
+    """One ingest's steps on the cluster of ``store`` (module docstring)."""
+
+    def __init__(self, store: SparkStore) -> None:
+        from abeval.store.spark.connection import SparkConnection
+
+        self.session = store.session
+        self.conn: SparkConnection = SparkConnection(store.session, store.kept)
+        self.layout: Layout = ensure_tables(store.session, store.tables, store.display)
+        store.tables |= set(COLUMNS)
+        self.ingest_id = self._recover()
+
+    # 1. recover
+    def _partitions(self, table: str) -> set[int]:
+        rows = self.session.sql(f"SHOW PARTITIONS {table}").collect()
+        return {int(str(r[0]).split("=", 1)[1]) for r in rows}
+
+    def _recover(self) -> int:
+        """Finish the bookkeeping of committed ingests; return the next ingest id."""
+        events, ingests = self._partitions("events"), self._partitions("ingests")
+        for unfinished in sorted(events - ingests):
+            self.bookkeep(unfinished)
+        return max(events | ingests, default=0) + 1
+
+    # 2. upload
+    def holds(self, experiments: list[str]) -> bool:
+        """Whether the store holds rows of any of ``experiments``."""
+        if not experiments:
+            return False
+        names = ", ".join(f":x{i}" for i in range(len(experiments)))
+        found = self.conn.execute(
+            f"SELECT 1 FROM events WHERE experiment IN ({names}) LIMIT 1",
+            {f"x{i}": x for i, x in enumerate(experiments)},
+        )
+        return found.first() is not None
+
+    def upload(self, batches: Iterator[Any], to: str) -> None:
+        """Write the Arrow record ``batches`` (events' data columns) as Parquet into
+        the folder ``to``, replacing what an interrupted load left there."""
+        mode = "overwrite"
+        for chunk in _chunks(batches):
+            self.session.createDataFrame(chunk, schema=_ddl("events")).write.mode(mode).parquet(to)
+            mode = "append"
+        if mode == "overwrite":  # no rows: an empty partition still marks the ingest
+            self.session.createDataFrame([], schema=_ddl("events")).write.mode(mode).parquet(to)
+
+    def keep_new(self, file: str) -> tuple[int, int]:
+        """Copy into this ingest's partition folder the first copy of each staged row
+        the store does not hold yet; return how many staged rows it held and how many
+        of the others repeated a row before them; :class:`Clashes` when the store
+        holds one of their ``event_id`` with other content."""
+        from sqlalchemy import text
+
+        self.session.read.parquet(self.layout.staging).createOrReplaceTempView(_STAGED)
+        key = KEY.format(t="s.")
+        row = self.conn.execute(
+            text(
+                "SELECT COUNT(e.experiment) FILTER (WHERE NOT "
+                f"{differs('e', 's')}) AS held, COUNT(*) FILTER (WHERE e.experiment IS NULL) "
+                f"AS new, COUNT(DISTINCT s.experiment, {key}) FILTER (WHERE e.experiment IS "
+                "NULL) AS firsts, MIN(CASE WHEN e.experiment IS NOT NULL AND "
+                f"{differs('e', 's')} THEN s.event_id END) "
+                f"AS clash FROM {_STAGED} s LEFT JOIN events e ON {_MATCH}"
+            )
+        ).one()
+        if row.clash is not None:
+            raise Clashes(self._clashes())
+        cols = ", ".join(data_columns("events"))
+        fresh = self._sql(
+            f"SELECT {cols} FROM (SELECT s.*, ROW_NUMBER() OVER (PARTITION BY s.experiment, "
+            f"{key} ORDER BY s.ts) AS abeval_k FROM {_STAGED} s WHERE NOT EXISTS "
+            f"(SELECT 1 FROM events e WHERE {_MATCH})) s WHERE abeval_k = 1"
+        )
+        fresh.write.mode("overwrite").parquet(self.layout.partition("events", self.ingest_id))
+        self.session.catalog.dropTempView(_STAGED)
+        return int(row.held), int(row.new) - int(row.firsts)
+
+    def _clashes(self) -> list[tuple[str, str, int]]:
+        """``(experiment, event_id, ingest)`` of every staged id the store holds with
+        other content (the ingest that holds it first)."""
+        from sqlalchemy import text
+
+        rows = self.conn.execute(
+            text(
+                f"SELECT s.experiment, s.event_id, MIN(e.ingest_id) FROM {_STAGED} s "
+                f"JOIN events e ON {_MATCH} WHERE {differs('e', 's')} "
+                "GROUP BY s.experiment, s.event_id"
+            )
+        ).fetchall()
+        return [(str(r[0]), str(r[1]), int(r[2])) for r in rows]
+
+    def record(self, values: dict[str, Any]) -> None:
+        """Write the ingest's ``ingests`` row into its (unregistered) partition folder."""
+        row = tuple(values[c] for c in data_columns("ingests"))
+        frame = self.session.createDataFrame([row], schema=_ddl("ingests"))
+        frame.write.mode("overwrite").parquet(self.layout.partition("ingests", self.ingest_id))
+
+    # 3. commit
+    def commit(self) -> None:
+        """The one step that makes the ingest's rows visible."""
+        self._add_partition("events", self.ingest_id)
+
+    # 4. bookkeeping
+    def bookkeep(self, ingest_id: int) -> None:
+        """Bring ``experiments`` up to date with ingest ``ingest_id`` and register its
+        ``ingests`` row; both steps can be repeated."""
+        self.refresh_experiments(ingest_id)
+        self._add_partition("ingests", ingest_id)
+
+    def refresh_experiments(self, ingest_id: int) -> None:
+        """Recompute arms and time range of the experiments ingest ``ingest_id``
+        added to, keeping the recorded settings, into a new version of the table."""
+        now = datetime.now(UTC).replace(tzinfo=None)
+        frame = self._sql(_EXPERIMENTS_SQL, {"i": ingest_id, "now": now})
+        typed = frame.selectExpr(*(f"CAST({c} AS {t}) AS {c}" for c, t in COLUMNS["experiments"]))
+        folder = f"{self.layout.experiments}/v{int(ingest_id)}-{uuid.uuid4().hex[:8]}"
+        typed.write.mode("error").parquet(folder)
+        self.session.sql(set_location_sql("experiments", folder)).collect()
+
+    def _add_partition(self, table: str, ingest_id: int) -> None:
+        where = self.layout.partition(table, ingest_id)
+        self.session.sql(add_partition_sql(table, ingest_id, where)).collect()
+
+    def _sql(self, sql: str, params: dict[str, Any] | None = None) -> Any:
+        """A DataFrame of ``sql`` (abeval's portable SQL) through the dialect layer."""
+        from abeval.store.spark.dialect import to_spark
+
+        return self.session.sql(to_spark(sql), args=params or None)
+
+
+def _ddl(table: str) -> str:
+    """The data columns of ``table`` as a Spark schema string."""
+    return ", ".join(f"{c} {t}" for c, t in COLUMNS[table] if c in data_columns(table))
+
+
+def _chunks(batches: Iterator[Any]) -> Iterator[Any]:
+    """Arrow tables of about :data:`CHUNK_ROWS` rows from record ``batches``."""
+    import pyarrow as pa
+
+    held: list[Any] = []
+    size = 0
+    for batch in batches:
+        held.append(batch)
+        size += batch.num_rows
+        if size >= CHUNK_ROWS:
+            yield pa.Table.from_batches(held)
+            held, size = [], 0
+    if size:
+        yield pa.Table.from_batches(held)

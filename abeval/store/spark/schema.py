@@ -1,0 +1,213 @@
+"""abeval's tables on Spark: the Spark SQL that creates them, and where they live.
+
+``migrations/`` is the schema on DuckDB and PostgreSQL; no migration runs on
+Spark, so this module mirrors the tables a Spark store keeps (``events``,
+``ingests``, ``experiments``: the columns of ``0001_initial.sql`` and
+``0002_analysis_window.sql``) in Spark SQL, and a test checks that the columns
+and types match a migrated DuckDB store (docs/design/spark.md#9-ingest-into-spark).
+
+- Parquet tables, created with an explicit ``LOCATION`` (external: dropping one
+  never deletes data), under ``ABEVAL_SPARK_WAREHOUSE`` when it is set, else the
+  current database's own folder (``spark.sql.warehouse.dir`` for ``default``).
+- ``events`` and ``ingests`` are partitioned by ``ingest_id``: one ingest is one
+  partition, added by one metastore operation (the ingest's commit).
+- ``experiments`` is small and rewritten whole: each version is a new folder
+  ``<folder>/v<N>-<token>`` that the table is pointed at (``SET LOCATION``).
+- ``ts`` and the other times are ``TIMESTAMP_NTZ``: zone-less, as DuckDB's
+  ``TIMESTAMP``. The ``NOT NULL`` constraints of the migrations are not declared
+  (Parquet tables do not enforce them); the ingest checks every row before it
+  lands (:mod:`abeval.store.ingest`).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from abeval.errors import StoreError
+from abeval.store.spark.dialect import spark_native
+
+#: Where abeval creates its tables on Spark (a URI the cluster can write:
+#: ``s3a://bucket/abeval``, ``hdfs:///abeval``, a local folder for one machine).
+WAREHOUSE_ENV = "ABEVAL_SPARK_WAREHOUSE"
+
+#: Column and Spark type of each table, in the migrations' order; the partition
+#: column comes last (Spark keeps partition columns at the end).
+COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
+    "ingests": (
+        ("source", "STRING"),
+        ("format", "STRING"),
+        ("size_bytes", "BIGINT"),
+        ("checksum", "STRING"),
+        ("rows_read", "BIGINT"),
+        ("rows_inserted", "BIGINT"),
+        ("rows_duplicate", "BIGINT"),
+        ("rows_rejected", "BIGINT"),
+        ("status", "STRING"),
+        ("started_at", "TIMESTAMP_NTZ"),
+        ("finished_at", "TIMESTAMP_NTZ"),
+        ("ingest_id", "BIGINT"),
+    ),
+    "events": (
+        ("experiment", "STRING"),
+        ("arm", "STRING"),
+        ("user_id", "STRING"),
+        ("ts", "TIMESTAMP_NTZ"),
+        ("event_type", "STRING"),
+        ("request_id", "STRING"),
+        ("item_id", "STRING"),
+        ("position", "INT"),
+        ("value", "DOUBLE"),
+        ("event_id", "STRING"),
+        ("propensity", "DOUBLE"),
+        ("attributes", "STRING"),
+        ("row_key", "STRING"),
+        ("ingest_id", "BIGINT"),
+    ),
+    "experiments": (
+        ("experiment", "STRING"),
+        ("arms", "STRING"),
+        ("first_ts", "TIMESTAMP_NTZ"),
+        ("last_ts", "TIMESTAMP_NTZ"),
+        ("control_arm", "STRING"),
+        ("split", "STRING"),
+        ("updated_at", "TIMESTAMP_NTZ"),
+        ("window_from", "TIMESTAMP_NTZ"),
+        ("window_to", "TIMESTAMP_NTZ"),
+    ),
+}
+#: The tables partitioned by ingest (one partition per ingest).
+PARTITIONED = ("events", "ingests")
+PARTITION = "ingest_id"
+#: The server's catalog: ``hive`` (a metastore) keeps tables; ``in-memory`` does not.
+CATALOG_CONF = "spark.sql.catalogImplementation"
+#: The folder of the first, empty version of ``experiments``.
+FIRST_VERSION = "v0"
+
+
+def create_table_sql(table: str, location: str) -> str:
+    """``CREATE TABLE IF NOT EXISTS`` for ``table`` at ``location`` (Spark SQL)."""
+    cols = ", ".join(f"{name} {kind}" for name, kind in COLUMNS[table])
+    parts = f" PARTITIONED BY ({PARTITION})" if table in PARTITIONED else ""
+    where = location + (f"/{FIRST_VERSION}" if table == "experiments" else "")
+    return spark_native(
+        f"CREATE TABLE IF NOT EXISTS {table} ({cols}) USING PARQUET{parts} "
+        f"LOCATION {spark_string(where)}"
+    )
+
+
+def add_partition_sql(table: str, ingest_id: int, location: str) -> str:
+    """The commit of one ingest into ``table``: its partition, at ``location``."""
+    return spark_native(
+        f"ALTER TABLE {table} ADD PARTITION({PARTITION} = {int(ingest_id)}) "
+        f"LOCATION {spark_string(location)}"
+    )
+
+
+def set_location_sql(table: str, location: str) -> str:
+    """Point ``table`` at a new folder (a new version of a table rewritten whole)."""
+    return spark_native(f"ALTER TABLE {table} SET LOCATION {spark_string(location)}")
+
+
+def data_columns(table: str) -> tuple[str, ...]:
+    """The columns of ``table`` that its Parquet files hold (not the partition)."""
+    parts = table in PARTITIONED
+    return tuple(name for name, _ in COLUMNS[table] if not (parts and name == PARTITION))
+
+
+def spark_string(text: str) -> str:
+    """``text`` as a Spark SQL string literal (backslashes and quotes escaped)."""
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where the tables' files are: the folder of each table (``experiments``: the
+    folder its versions are made in)."""
+
+    events: str
+    ingests: str
+    experiments: str
+
+    def partition(self, table: str, ingest_id: int) -> str:
+        return f"{getattr(self, table)}/{PARTITION}={int(ingest_id)}"
+
+    @property
+    def staging(self) -> str:
+        """Rows uploaded before they are compared with the store; ``_`` hides the
+        folder from the table's listing (and from ``MSCK REPAIR TABLE``)."""
+        return f"{self.events}/_staging"
+
+
+def ensure_tables(session: Any, present: set[str], shown: str) -> Layout:
+    """Create the tables abeval needs that ``present`` lacks; check that the
+    catalog keeps them and that the partitioned ones are partitioned by ingest;
+    return where they all live."""
+    if session.conf.get(CATALOG_CONF, "in-memory") == "in-memory":
+        raise StoreError(
+            f"the Spark Connect server of {shown} keeps its catalog in memory, so tables "
+            "loaded now would vanish when it restarts; start it with --conf "
+            f"{CATALOG_CONF}=hive (or a metastore) before abeval ingest"
+        )
+    missing = [t for t in COLUMNS if t not in present]
+    if missing:
+        root = (os.environ.get(WAREHOUSE_ENV) or _database_folder(session)).rstrip("/")
+        for table in missing:
+            _must_be_new(session, f"{root}/{table}")
+        for table in missing:
+            session.sql(create_table_sql(table, f"{root}/{table}")).collect()
+    where = {t: _described(session, t) for t in COLUMNS}
+    for table in PARTITIONED:
+        parts = where[table][1]
+        if parts != [PARTITION]:
+            raise StoreError(
+                f"the Spark table {table} is not partitioned by {PARTITION} (it was not "
+                "created by abeval ingest), so abeval cannot add files to it; load into "
+                f"another database, or drop it and let abeval create it ({WAREHOUSE_ENV})"
+            )
+    experiments = where["experiments"][0]
+    return Layout(
+        events=where["events"][0],
+        ingests=where["ingests"][0],
+        experiments=experiments.rsplit("/", 1)[0],
+    )
+
+
+def _must_be_new(session: Any, folder: str) -> None:
+    """Refuse to create a table in a folder that holds Parquet files already (the
+    tables of an earlier store, dropped from the catalog): its ingests would write
+    over their partitions."""
+    try:
+        session.read.parquet(folder).schema  # noqa: B018 (lists the folder)
+    except Exception as exc:
+        if "PATH_NOT_FOUND" in str(exc) or "UNABLE_TO_INFER_SCHEMA" in str(exc):
+            return
+        raise
+    raise StoreError(
+        f"the folder {folder} holds the files of an earlier table; abeval creates its "
+        f"tables in new folders: set {WAREHOUSE_ENV} to another folder, or register the "
+        "old tables in the catalog again"
+    )
+
+
+def _database_folder(session: Any) -> str:
+    name = session.catalog.currentDatabase()
+    return str(session.catalog.getDatabase(name).locationUri)
+
+
+def _described(session: Any, table: str) -> tuple[str, list[str]]:
+    """The table's location and partition columns, from ``DESCRIBE TABLE EXTENDED``."""
+    rows = session.sql(f"DESCRIBE TABLE EXTENDED {table}").collect()
+    location, parts, in_parts = "", [], False
+    for row in rows:
+        name = (row[0] or "").strip()
+        if name == "# Partition Information":
+            in_parts = True
+        elif name.startswith("#") or not name:
+            in_parts = in_parts and name.startswith("# col_name")
+        elif in_parts:
+            parts.append(name)
+        if name == "Location":
+            location = str(row[1]).strip()
+    return location, parts
