@@ -2,9 +2,12 @@
 
 abeval reads the tables ``events``, ``experiments`` and ``ingests`` of the
 session's current database (docs/design/spark.md §8). Only reading
-commands run on Spark in this version (``experiments``, ``report``); a command
-that writes stops with one line. Spark's errors become the one-line
-:class:`~abeval.errors.StoreError` the CLI prints.
+commands run on Spark in this version (``experiments``, ``report``,
+``agreement``), and the writes of abeval's own small tables (``source add``,
+``source remove``, ``evaluate --record``; :meth:`SparkStore.own_tables`); any
+other command that writes stops with one line when it begins to write.
+Spark's errors become the one-line :class:`~abeval.errors.StoreError` the CLI
+prints.
 """
 
 from __future__ import annotations
@@ -70,6 +73,14 @@ class SparkStore(Store):
         yield  # pragma: no cover
 
     @contextmanager
+    def own_tables(self) -> Iterator[Connection]:
+        """A connection for writing abeval's own small tables (sources, recorded
+        evaluations; :mod:`abeval.store.spark.own_tables`). Spark has no
+        transaction: each write is one statement."""
+        with self.connect() as conn:
+            yield conn
+
+    @contextmanager
     def faults(self) -> Iterator[None]:
         try:
             yield
@@ -89,7 +100,8 @@ class SparkStore(Store):
 def writes_refused(shown: str) -> str:
     return (
         f"--db {shown}: abeval only reads a Spark store in this version "
-        "(experiments, report); load and change the data with DuckDB or PostgreSQL"
+        "(experiments, report, agreement; it records sources and offline evaluations); "
+        "load and change the data with DuckDB or PostgreSQL"
     )
 
 
@@ -101,8 +113,6 @@ def open_spark_store(url: str, *, read_only: bool) -> SparkStore:
             f"--db {shown} is a Spark master; abeval talks to a Spark Connect server: "
             "use sc://HOST:15002"
         )
-    if not read_only:
-        raise StoreError(writes_refused(shown))
     try:
         from pyspark.sql.connect.session import SparkSession
     except ImportError as exc:
@@ -174,6 +184,11 @@ def _is_spark_error(exc: BaseException) -> bool:
 
 def spark_message(shown: str, exc: BaseException) -> str:
     return f"the store {shown} failed: {_reason(exc)}"
+
+
+def spark_reason(exc: BaseException) -> str:
+    """Spark's first line of ``exc`` (:func:`_reason`)."""
+    return _reason(exc)
 
 
 def _reason(exc: BaseException) -> str:
