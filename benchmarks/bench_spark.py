@@ -11,7 +11,7 @@ tests/spark/spark_tables.py does. Then ``abeval report -e home-reco-v2 --format
 json`` runs once on each store, in its own process, with every statement timed,
 and the two reports must agree (largest relative difference printed).
 
-Measured: wall time and the abeval process's peak RSS (``wait4``) of each
+Measured: wall time and the abeval process's peak RSS (its ``VmHWM``) of each
 report; on Spark also the resident memory of the cluster's JVMs (master,
 workers, the Spark Connect server and the executors), sampled every 0.5 s, at
 its highest and before the report; each engine's cost of a query that does
@@ -42,24 +42,20 @@ REPO = HERE.parent
 sys.path.insert(0, str(HERE))
 from bench_report import STATEMENTS, report_command, statement_name  # noqa: E402
 from gen_events import data_path, parse_size, size_label  # noqa: E402
-from measure import describe, machine, run_measured  # noqa: E402
+from measure import describe, machine, publish, run_measured  # noqa: E402
 
 EXPERIMENT = "home-reco-v2"
 TABLES = ("events", "experiments", "ingests")
 VOLATILE = {"generated_at", "store", "finished_at"}
 
-# The report with every Spark statement timed (the adapter collects each
-# statement's rows inside ``execute``, so the time includes the fetch).
-SPARK_STATEMENTS = r"""
-import json, sys, time
+# The report with every Spark statement timed: bench_report.STATEMENTS with the
+# adapter's ``execute`` timed instead of SQLAlchemy's cursor (the adapter collects
+# each statement's rows inside ``execute``, so the time includes the fetch).
+_HEAD, _REST = STATEMENTS.split("log, started = [], []", 1)
+SPARK_STATEMENTS = (
+    _HEAD
+    + r"""
 import abeval.store.spark.connection as c
-
-def status(key):
-    for line in open("/proc/self/status"):
-        if line.startswith(key):
-            return int(line.split()[1]) / 1024
-    return 0.0
-
 log, run = [], c.SparkConnection.execute
 
 def timed(self, statement, parameters=None):
@@ -71,15 +67,9 @@ def timed(self, statement, parameters=None):
         log.append([time.perf_counter() - t, status("VmRSS"), status("VmHWM"), sql])
 
 c.SparkConnection.execute = timed
-from abeval.cli import app
-t0 = time.perf_counter()
-try:
-    app(sys.argv[2:], standalone_mode=False)
-finally:
-    with open(sys.argv[1], "w") as f:
-        json.dump({"total": time.perf_counter() - t0, "hwm": status("VmHWM"),
-                   "statements": log}, f)
 """
+    + _REST[_REST.index("from abeval.cli import app") :]
+)
 
 
 def free_port() -> int:
@@ -291,7 +281,9 @@ def run_size(rows: int, args: argparse.Namespace, url: str, lab: Path | None) ->
         doc = json.loads(out.read_text())
         result[engine] = {
             "seconds": m.seconds,
-            "rss": m.rss_mib,
+            # The process's own VmHWM: wait4's figure starts from this launcher's
+            # resident memory (pyspark and DuckDB are loaded here), kept across exec.
+            "rss": doc["hwm"],
             "statements": len(doc["statements"]),
             "in_sql": sum(s[0] for s in doc["statements"]),
             "by_statement": by_statement(out),
@@ -299,7 +291,7 @@ def run_size(rows: int, args: argparse.Namespace, url: str, lab: Path | None) ->
             "cluster_peak": sampler.peak,
         }
         reports[engine] = json.loads(m.out)
-        print(f"  {label} {engine}: {m.seconds:.1f} s, {m.rss_mib:.0f} MiB", file=sys.stderr)
+        print(f"  {label} {engine}: {m.seconds:.1f} s, {doc['hwm']:.0f} MiB", file=sys.stderr)
     result["difference"] = largest_difference(reports["duckdb"], reports["spark"])
     return result
 
@@ -397,11 +389,7 @@ def main() -> None:
         "",
         *statements_table(results, args.top),
     ]
-    text = "\n".join(lines) + "\n"
-    print(text)
-    if args.record:
-        with (HERE / "RESULTS.md").open("a") as f:
-            f.write("\n" + text)
+    publish(lines, args.record)
 
 
 if __name__ == "__main__":

@@ -130,13 +130,11 @@ def _record_on_spark(store: Store, eid: str, rows: list[dict[str, Any]]) -> None
     """A Parquet table takes no DELETE: the table's rows of other evaluations and
     ``rows`` are written back together (docs/design/spark.md §9)."""
     from abeval.store.spark import own_tables
-    from abeval.store.spark.store import SparkStore
 
-    assert isinstance(store, SparkStore)
-    with store.own_tables() as conn:
-        kept = [r for r in own_tables.read_rows(conn, "offline_evaluations")]
-        kept = [r for r in kept if r["evaluation_id"] != eid]
-        own_tables.write_all(conn, "offline_evaluations", kept + rows)
+    with own_tables.writing(store) as conn:
+        own_tables.replace_rows(
+            conn, "offline_evaluations", lambda r: r["evaluation_id"] != eid, rows
+        )
 
 
 def _metric_row(m: RecordedMetric) -> dict[str, Any]:

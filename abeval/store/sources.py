@@ -97,7 +97,7 @@ def remove_source(store: Store, name: str) -> Source:
         sources = {s.name: s for s in _load(conn)}
         if name not in sources:
             raise _unknown(name, sorted(sources))
-        _save(conn, sources, name, None)
+        _save(conn, name, None)
     return sources[name]
 
 
@@ -108,37 +108,32 @@ def _writing(store: Store) -> Iterator[Connection]:
         with store.begin() as conn:
             yield conn
         return
-    from abeval.store.spark.store import SparkStore
+    from abeval.store.spark import own_tables
 
-    assert isinstance(store, SparkStore)
-    with store.own_tables() as conn:
+    with own_tables.writing(store) as conn:
         yield conn
 
 
-def _save(conn: Connection, sources: dict[str, Source], name: str, new: Source | None) -> None:
+def _save(conn: Connection, name: str, new: Source | None) -> None:
     """The source ``name`` replaced by ``new`` (None: removed). A Parquet table on
     Spark takes no DELETE: its few rows are written again."""
     from sqlalchemy import text
 
+    rows = [_row(new)] if new is not None else []
     if conn.dialect.name == "spark":
         from abeval.store.spark import own_tables
 
-        kept = [s for s in sources.values() if s.name != name] + ([new] if new else [])
-        own_tables.write_all(conn, "sources", [_row(s) for s in sorted(kept, key=_name)])
+        own_tables.replace_rows(conn, "sources", lambda r: r["name"] != name, rows)
         return
     conn.execute(text("DELETE FROM sources WHERE name = :n"), {"n": name})
-    if new is not None:
+    for row in rows:
         conn.execute(
             text(
                 "INSERT INTO sources (name, table_ref, mapping, created_at, updated_at) "
                 "VALUES (:name, :table_ref, :mapping, :created_at, :updated_at)"
             ),
-            _row(new),
+            row,
         )
-
-
-def _name(source: Source) -> str:
-    return source.name
 
 
 def _row(s: Source) -> dict[str, object]:
@@ -174,7 +169,7 @@ def add_source(
         now = datetime.now(UTC).replace(tzinfo=None, microsecond=0)
         created = existing[name].created_at if name in existing else now
         source = Source(name, rel.shown, mapping, created, now)
-        _save(conn, existing, name, source)
+        _save(conn, name, source)
         in_store = _in_store(conn, sorted(events))
     return SourceCheck(source, events, unmapped, in_store)
 

@@ -20,14 +20,12 @@ from typing import Any
 import duckdb
 import pytest
 from spark_tables import export_tables, register_tables
-from test_sources import EXPERIMENT, OPTIONS, SCROLLS, assert_same_as_ingested, make_lake
+from test_sources import EXPERIMENT, OPTIONS, SCROLLS, assert_same_as_ingested, lake_store
 from typer.testing import CliRunner
 
 from abeval.analysis.online import build_report
 from abeval.cli import app
-from abeval.simulate import SimulationConfig, write_events
 from abeval.store import open_store
-from abeval.store.ingest import ingest_file
 
 pytestmark = pytest.mark.spark
 runner = CliRunner()
@@ -53,14 +51,7 @@ def lake(
     from pyspark.sql.connect.session import SparkSession
 
     folder = tmp_path_factory.mktemp("spark-sources")
-    events = folder / "events.csv"
-    write_events(SimulationConfig(users=500, seed=11, days=4, pre_period_days=3), events)
-    duck = folder / "s.duckdb"
-    with open_store(str(duck)) as store:
-        ingest_file(store, events)
-        ingested = build_report(store, EXPERIMENT, OPTIONS).to_dict()
-        with store.begin() as conn:
-            make_lake(conn)
+    duck, ingested = lake_store(folder, users=500)
     folders = export_tables(duck, folder / "warehouse", "default")
     parquet = folder / "warehouse" / "lake" / "events"
     parquet.mkdir(parents=True)

@@ -13,7 +13,8 @@ one job; there is no transaction around it, and no other writer is expected
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +22,8 @@ from abeval.store.migrate import has_own_table
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
+
+    from abeval.store.engine import Store
 
 #: Column -> SQL type (DuckDB's spelling; the dialect writes Spark's), in order.
 SOURCES = {
@@ -103,3 +106,25 @@ def write_all(conn: Connection, table: str, rows: Sequence[Mapping[str, Any]]) -
         for c, v in row.items()
     }
     conn.execute(text(overwrite_sql(table, len(rows))), params)
+
+
+def replace_rows(
+    conn: Connection,
+    table: str,
+    keep: Callable[[dict[str, Any]], bool],
+    rows: Sequence[Mapping[str, Any]],
+) -> None:
+    """The table's rows that ``keep`` keeps, and ``rows``, as its whole content:
+    what ``DELETE ... WHERE NOT keep`` then ``INSERT rows`` do elsewhere."""
+    kept = [r for r in read_rows(conn, table) if keep(r)]
+    write_all(conn, table, [*kept, *rows])
+
+
+@contextmanager
+def writing(store: Store) -> Iterator[Connection]:
+    """A connection to write abeval's own tables of a Spark store (no transaction)."""
+    from abeval.store.spark.store import SparkStore
+
+    assert isinstance(store, SparkStore)
+    with store.own_tables() as conn:
+        yield conn

@@ -4,7 +4,7 @@ abeval reads the tables ``events``, ``experiments`` and ``ingests`` of the
 session's current database (docs/design/spark.md §8). Only reading
 commands run on Spark in this version (``experiments``, ``report``,
 ``agreement``), and the writes of abeval's own small tables (``source add``,
-``source remove``, ``evaluate --record``; :meth:`SparkStore.own_tables`); any
+``source remove``, ``evaluate --experiment``; :meth:`SparkStore.own_tables`); any
 other command that writes stops with one line when it begins to write.
 Spark's errors become the one-line :class:`~abeval.errors.StoreError` the CLI
 prints.
@@ -129,7 +129,7 @@ def open_spark_store(url: str, *, read_only: bool) -> SparkStore:
     except Exception as exc:
         if not _is_spark_error(exc):
             raise
-        raise StoreError(f"cannot open the store {shown}: {_reason(exc)}") from None
+        raise StoreError(f"cannot open the store {shown}: {spark_reason(exc)}") from None
     missing = [t for t in TABLES if t not in tables]
     if missing:
         session.stop()
@@ -183,15 +183,10 @@ def _is_spark_error(exc: BaseException) -> bool:
 
 
 def spark_message(shown: str, exc: BaseException) -> str:
-    return f"the store {shown} failed: {_reason(exc)}"
+    return f"the store {shown} failed: {spark_reason(exc)}"
 
 
 def spark_reason(exc: BaseException) -> str:
-    """Spark's first line of ``exc`` (:func:`_reason`)."""
-    return _reason(exc)
-
-
-def _reason(exc: BaseException) -> str:
     """Spark's first line, without the JVM stack and the SQLSTATE trailer."""
     text = str(exc).strip()
     line = text.splitlines()[0] if text else type(exc).__name__
