@@ -3,7 +3,8 @@
 - :func:`run_measured` runs a command in its own process and returns its exit code,
   wall time, peak resident memory (the child's own, from ``wait4``) and output.
 - :func:`machine` describes the machine and the versions a result depends on;
-  :func:`describe` puts that on one line for ``RESULTS.md``.
+  :func:`describe` puts that on one line for ``RESULTS.md``; :func:`publish`
+  prints a result and appends it there.
 
 The benchmark scripts import this module from the ``benchmarks`` folder; it
 imports nothing heavy, so a child's peak RSS is not inflated by the launcher's.
@@ -137,3 +138,12 @@ def machine(packages: Sequence[str] = ("duckdb",)) -> dict[str, str]:
 def describe(info: dict[str, str]) -> str:
     """``machine()`` on one line, without the date."""
     return ", ".join(f"{k} {v}" for k, v in info.items() if k != "date")
+
+
+def publish(lines: Sequence[str], record: bool) -> None:
+    """Print a result's lines; with ``record``, also append them to ``RESULTS.md``."""
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if record:
+        with (REPO / "benchmarks" / "RESULTS.md").open("a") as f:
+            f.write("\n" + text)

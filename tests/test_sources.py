@@ -99,13 +99,11 @@ def assert_same_as_ingested(ingested: dict[str, Any], in_place: dict[str, Any], 
     assert_same(a, b)
 
 
-@pytest.fixture(scope="module")
-def template(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+def lake_store(folder: Path, users: int) -> tuple[Path, dict[str, Any]]:
     """A store whose events were ingested, the report of that copy, and then the
-    events moved to ``lake.events`` under other names."""
-    folder = tmp_path_factory.mktemp("sources")
+    events moved to ``lake.events`` under other names (tests/spark reuses it)."""
     events = folder / "events.csv"
-    write_events(SimulationConfig(users=700, seed=11, days=4, pre_period_days=3), events)
+    write_events(SimulationConfig(users=users, seed=11, days=4, pre_period_days=3), events)
     db = folder / "template.duckdb"
     with open_store(str(db)) as store:
         ingest_file(store, events)
@@ -113,6 +111,11 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, 
         with store.begin() as conn:
             make_lake(conn)
     return db, report
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+    return lake_store(tmp_path_factory.mktemp("sources"), users=700)
 
 
 def copy_of(template: tuple[Path, dict[str, Any]], tmp_path: Path) -> str:

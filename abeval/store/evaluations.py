@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from abeval.store.migrate import has_schema
+from abeval.store.migrate import has_own_table
 
 if TYPE_CHECKING:
     from abeval.store.engine import Store
@@ -109,6 +109,9 @@ def record_evaluation(store: Store, evaluation: RecordedEvaluation) -> str:
         "recorded_at": evaluation.recorded_at,
     }
     rows = [{**shared, **_metric_row(m)} for m in evaluation.metrics]
+    if store.dialect == "spark":
+        _record_on_spark(store, eid, rows)
+        return eid
     placeholders = ", ".join(f":{c}" for c in _COLUMNS)
     with store.begin() as conn:
         conn.execute(text("DELETE FROM offline_evaluations WHERE evaluation_id = :e"), {"e": eid})
@@ -121,6 +124,17 @@ def record_evaluation(store: Store, evaluation: RecordedEvaluation) -> str:
                 rows,
             )
     return eid
+
+
+def _record_on_spark(store: Store, eid: str, rows: list[dict[str, Any]]) -> None:
+    """A Parquet table takes no DELETE: the table's rows of other evaluations and
+    ``rows`` are written back together (docs/design/spark.md §10)."""
+    from abeval.store.spark import own_tables
+
+    with own_tables.writing(store) as conn:
+        own_tables.replace_rows(
+            conn, "offline_evaluations", lambda r: r["evaluation_id"] != eid, rows
+        )
 
 
 def _metric_row(m: RecordedMetric) -> dict[str, Any]:
@@ -153,7 +167,7 @@ def latest_evaluations(
         where = "WHERE experiment IN (" + ", ".join(f":x{i}" for i in range(len(names))) + ")"
         params = {f"x{i}": n for i, n in enumerate(names)}
     with store.connect() as conn:
-        if not has_schema(conn):
+        if not has_own_table(conn, "offline_evaluations"):
             return {}
         rows = conn.execute(
             text(

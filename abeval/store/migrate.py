@@ -63,11 +63,14 @@ def _ensure_table(conn: Connection) -> None:
     )
 
 
-def has_schema(conn: Connection) -> bool:
-    """Whether the store carries abeval's own tables (ingests, recorded evaluations,
-    sources). A Spark store does not yet: no migration runs there, its events are
-    tables the cluster already has (docs/design/spark.md)."""
-    return bool(conn.dialect.name != "spark")
+def has_own_table(conn: Connection, table: str) -> bool:
+    """Whether the store has abeval's own table ``table`` (``sources``,
+    ``offline_evaluations``). Migrations make them on DuckDB and PostgreSQL; on
+    Spark no migration runs, and the first write that needs one creates it
+    (:mod:`abeval.store.spark.own_tables`)."""
+    if conn.dialect.name != "spark":
+        return True
+    return bool(conn.has_table(table))  # type: ignore[attr-defined]
 
 
 def applied_versions(conn: Connection) -> set[int]:

@@ -93,12 +93,32 @@ def describe(conn: Connection, rel: Relation) -> dict[str, str]:
                 f"no table or view {rel.shown} in the store's database (--table); "
                 "name it as SCHEMA.TABLE, as `\\dt` in psql lists it"
             )
+    elif dialect == "spark":
+        return dict(_spark_columns(conn, rel))
     else:
         raise StoreError(
             f"reading a table in place is not supported on {dialect} yet; "
-            "use a DuckDB or PostgreSQL store"
+            "use a DuckDB, PostgreSQL or Spark store"
         )
     return {str(r[0]): str(r[1]) for r in rows}
+
+
+def _spark_columns(conn: Connection, rel: Relation) -> list[tuple[str, str]]:
+    """The columns Spark's analyser gives the table (nothing is run), their types
+    upper case as DuckDB shows its own (``STRING``, ``BIGINT``, ``TIMESTAMP_NTZ``)."""
+    from abeval.store.spark.store import spark_reason
+
+    try:
+        columns = conn.columns(f"SELECT * FROM {rel.sql}")  # type: ignore[attr-defined]
+        return [(str(n), str(t).upper()) for n, t in columns]
+    except Exception as exc:
+        reason = spark_reason(exc)
+        if "TABLE_OR_VIEW_NOT_FOUND" in reason:
+            raise InputError(
+                f"no table or view {rel.shown} in the Spark catalog (--table); name it as "
+                "DATABASE.TABLE, as SHOW TABLES IN DATABASE lists it"
+            ) from None
+        raise InputError(f"cannot read --table {rel.shown}: {reason}") from None
 
 
 def _unreadable(rel: Relation, exc: Exception) -> InputError:
@@ -156,6 +176,10 @@ def _field(dialect: str, r: Resolved, fld: str) -> str:
             # The UTC instant from its microseconds: DuckDB's AT TIME ZONE goes
             # through ICU and costs a third of a pass over the table.
             return f"make_timestamp(epoch_us({col}))"
+        if r.families["ts"] == "timestamptz" and dialect == "spark":
+            # An instant as the session's wall clock, and the session's zone is UTC
+            # (abeval.store.spark.store.SESSION_CONF): the UTC time, zone-less.
+            return f"CAST({col} AS TIMESTAMP)"
         if r.families["ts"] == "timestamptz":
             return f"({col} AT TIME ZONE 'UTC')"
         return f"CAST({col} AS TIMESTAMP)"

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 from abeval.errors import AbevalError, InputError, NotFoundError, close_matches
 from abeval.store.experiments import ExperimentSummary, summaries, unknown_experiment_message
-from abeval.store.migrate import has_schema
+from abeval.store.migrate import has_own_table
 from abeval.store.source_mapping import Mapping, Resolved, check_name
 from abeval.store.source_sql import (
     Relation,
@@ -72,7 +72,7 @@ class InPlace:
 def _load(conn: Connection) -> list[Source]:
     from sqlalchemy import text
 
-    if not has_schema(conn):
+    if not has_own_table(conn, "sources"):
         return []
     rows = conn.execute(
         text("SELECT name, table_ref, mapping, created_at, updated_at FROM sources ORDER BY name")
@@ -93,14 +93,57 @@ def _unknown(name: str, known: list[str]) -> NotFoundError:
 
 def remove_source(store: Store, name: str) -> Source:
     """Forget a source; its table is not touched."""
-    from sqlalchemy import text
-
-    with store.begin() as conn:
+    with _writing(store) as conn:
         sources = {s.name: s for s in _load(conn)}
         if name not in sources:
             raise _unknown(name, sorted(sources))
-        conn.execute(text("DELETE FROM sources WHERE name = :n"), {"n": name})
+        _save(conn, name, None)
     return sources[name]
+
+
+@contextmanager
+def _writing(store: Store) -> Iterator[Connection]:
+    """A transaction; on Spark, which has none, the connection for abeval's own tables."""
+    if store.dialect != "spark":
+        with store.begin() as conn:
+            yield conn
+        return
+    from abeval.store.spark import own_tables
+
+    with own_tables.writing(store) as conn:
+        yield conn
+
+
+def _save(conn: Connection, name: str, new: Source | None) -> None:
+    """The source ``name`` replaced by ``new`` (None: removed). A Parquet table on
+    Spark takes no DELETE: its few rows are written again."""
+    from sqlalchemy import text
+
+    rows = [_row(new)] if new is not None else []
+    if conn.dialect.name == "spark":
+        from abeval.store.spark import own_tables
+
+        own_tables.replace_rows(conn, "sources", lambda r: r["name"] != name, rows)
+        return
+    conn.execute(text("DELETE FROM sources WHERE name = :n"), {"n": name})
+    for row in rows:
+        conn.execute(
+            text(
+                "INSERT INTO sources (name, table_ref, mapping, created_at, updated_at) "
+                "VALUES (:name, :table_ref, :mapping, :created_at, :updated_at)"
+            ),
+            row,
+        )
+
+
+def _row(s: Source) -> dict[str, object]:
+    return {
+        "name": s.name,
+        "table_ref": s.table,
+        "mapping": s.mapping.to_json(),
+        "created_at": s.created_at,
+        "updated_at": s.updated_at,
+    }
 
 
 def add_source(
@@ -108,10 +151,8 @@ def add_source(
 ) -> SourceCheck:
     """Check ``mapping`` against ``table`` and record the source; nothing is
     recorded when a check fails. One pass over the table counts its events."""
-    from sqlalchemy import text
-
     check_name(name)
-    with store.begin() as conn:
+    with _writing(store) as conn:
         existing = {s.name: s for s in _load(conn)}
         if name in existing and not replace_existing:
             raise InputError(
@@ -127,16 +168,9 @@ def add_source(
             )
         now = datetime.now(UTC).replace(tzinfo=None, microsecond=0)
         created = existing[name].created_at if name in existing else now
-        conn.execute(text("DELETE FROM sources WHERE name = :n"), {"n": name})
-        conn.execute(
-            text(
-                "INSERT INTO sources (name, table_ref, mapping, created_at, updated_at) "
-                "VALUES (:n, :t, :m, :c, :u)"
-            ),
-            {"n": name, "t": rel.shown, "m": mapping.to_json(), "c": created, "u": now},
-        )
+        source = Source(name, rel.shown, mapping, created, now)
+        _save(conn, name, source)
         in_store = _in_store(conn, sorted(events))
-    source = Source(name, rel.shown, mapping, created, now)
     return SourceCheck(source, events, unmapped, in_store)
 
 

@@ -48,6 +48,10 @@ class FakeCatalog:
     def dropTempView(self, name: str) -> None:
         self.log.append(("drop view", name))
 
+    def tableExists(self, name: str) -> bool:
+        self.log.append(("exists", name))
+        return name == "sources"
+
 
 class FakeSession:
     def __init__(self, columns: list[str], rows: list[tuple]) -> None:
@@ -120,6 +124,109 @@ def test_executemany_is_refused() -> None:
     conn = SparkConnection(FakeSession([], []), {})
     with pytest.raises(TypeError):
         conn.execute(text("SELECT :a"), [{"a": 1}, {"a": 2}])  # type: ignore[arg-type]
+
+
+@needs_sqlglot
+def test_views_of_a_table_read_in_place_are_views_of_plans() -> None:
+    """``CREATE TEMPORARY VIEW`` (abeval.store.source_sql) becomes a view of the
+    query's plan; ``DROP VIEW IF EXISTS`` drops only the session's own view."""
+    session = FakeSession([], [])
+    conn = SparkConnection(session, {})
+    conn.execute(text("CREATE TEMPORARY VIEW events AS SELECT CAST(a AS VARCHAR) AS b FROM t"))
+    conn.execute(text("DROP VIEW IF EXISTS events"))
+    assert session.log == [
+        ("sql", ("SELECT CAST(a AS STRING) AS b FROM t", None)),
+        ("view", "events"),
+        ("drop view", "events"),
+    ]
+    assert conn.has_table("sources") and not conn.has_table("offline_evaluations")
+
+
+@needs_sqlglot
+def test_own_tables_are_written_whole_with_typed_parameters() -> None:
+    """A Parquet table takes no DELETE: the rows are written back by one INSERT
+    OVERWRITE whose values are bound by Spark and cast to the column types."""
+    from datetime import datetime
+
+    from abeval.store.spark import own_tables
+
+    session = FakeSession([], [])
+    conn = SparkConnection(session, {})
+    at = datetime(2026, 1, 2, 3, 4, 5)
+    row = {"name": "lake", "table_ref": "lake.events", "mapping": "{}"}
+    own_tables.write_all(conn, "sources", [{**row, "created_at": at, "updated_at": at}])
+    own_tables.write_all(conn, "sources", [])
+    created = (
+        "CREATE TABLE IF NOT EXISTS sources (name STRING, table_ref STRING, mapping STRING, "
+        "created_at TIMESTAMP_NTZ, updated_at TIMESTAMP_NTZ) USING PARQUET"
+    )
+    overwrite = (
+        "INSERT OVERWRITE TABLE sources VALUES (CAST(:name_0 AS STRING), "
+        "CAST(:table_ref_0 AS STRING), CAST(:mapping_0 AS STRING), "
+        "CAST(:created_at_0 AS TIMESTAMP_NTZ), CAST(:updated_at_0 AS TIMESTAMP_NTZ))"
+    )
+    params = {
+        "name_0": "lake",
+        "table_ref_0": "lake.events",
+        "mapping_0": "{}",
+        "created_at_0": "2026-01-02 03:04:05",
+        "updated_at_0": "2026-01-02 03:04:05",
+    }
+    assert session.log == [
+        ("sql", (created, None)),
+        ("sql", (overwrite, params)),
+        ("sql", (created, None)),
+        ("sql", ("TRUNCATE TABLE sources", None)),
+    ]
+
+
+class _Builder:
+    def __init__(self, session: FakeSession) -> None:
+        self.session = session
+
+    def remote(self, url: str) -> _Builder:
+        return self
+
+    def create(self) -> FakeSession:
+        return self.session
+
+
+@pytest.fixture
+def fake_spark(monkeypatch: pytest.MonkeyPatch) -> FakeSession:
+    """``open_store("sc://...")`` on a fake session whose database has abeval's tables."""
+    import sys
+    import types
+
+    from abeval.store.spark import store
+
+    session = FakeSession([], [])
+    session.stop = lambda: None  # type: ignore[attr-defined]
+    module = types.ModuleType("pyspark.sql.connect.session")
+    module.SparkSession = types.SimpleNamespace(builder=_Builder(session))  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "pyspark.sql.connect.session", module)
+    monkeypatch.setattr(store, "_first_contact", lambda _: set(store.TABLES))
+    return session
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["experiment", "set", "x", "--control", "a", "--db", "sc://h:1/;token=s3cret"],
+    ],
+)
+def test_a_command_that_changes_settings_stops_when_it_begins_to_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fake_spark: FakeSession, args: list[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "e.csv").write_text("experiment,arm,user_id,ts,event_type\n")
+    result = runner.invoke(app, args)
+    message = (
+        "--db sc://h:1/;token=***: on a Spark store abeval loads events (ingest), reads "
+        "them (experiments, report, agreement) and records sources and offline evaluations "
+        "in this version; change experiment settings with DuckDB or PostgreSQL"
+    )
+    assert (result.exit_code, result.stdout, result.stderr) == (1, "", f"Error: {message}\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["e.csv"]  # nothing written
 
 
 @pytest.mark.parametrize(

@@ -58,6 +58,11 @@ class SparkNamed:
         self._sent.append(str(statement))
         return self._conn.execute(statement, parameters)
 
+    def has_table(self, name: str) -> bool:
+        """abeval's own tables (sources, recorded evaluations): none yet, as on a
+        Spark store where nothing was recorded."""
+        return False
+
 
 def spark_named(store: Store, sent: list[str]) -> None:
     plain = store.connect

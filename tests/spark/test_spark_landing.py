@@ -271,9 +271,9 @@ def test_a_catalog_that_forgets_and_a_used_folder_are_refused(
         ),
         (
             ["experiment", "set", "x", "--control", "a", "--db", URL],
-            f"--db {SHOWN}: on a Spark store abeval only loads events and reads them in this "
-            "version (ingest, experiments, report); record settings and evaluations with "
-            "DuckDB or PostgreSQL",
+            f"--db {SHOWN}: on a Spark store abeval loads events (ingest), reads them "
+            "(experiments, report, agreement) and records sources and offline evaluations in "
+            "this version; change experiment settings with DuckDB or PostgreSQL",
         ),
     ],
 )

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +23,9 @@ from abeval.store.spark.dialect import to_spark
 _MARKER = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
 _CACHE = re.compile(r"CACHE TABLE (\w+) AS (.*)", re.DOTALL)
 _DROP = re.compile(r"DROP TABLE IF EXISTS (\w+)")
+#: A table read in place is presented through temporary views (abeval.store.source_sql).
+_VIEW = re.compile(r"CREATE TEMPORARY VIEW (\w+) AS (.*)", re.DOTALL)
+_DROP_VIEW = re.compile(r"DROP VIEW IF EXISTS (\w+)")
 
 
 class SparkRow(tuple[Any, ...]):
@@ -103,6 +107,14 @@ class SparkConnection:
         """Run one statement (a ``text()`` clause or a string) with named parameters."""
         if parameters is not None and not isinstance(parameters, Mapping):
             raise TypeError("a Spark store runs one statement per call; no executemany")
+        view = _VIEW.fullmatch(str(statement).strip())
+        if view:  # a view of the query's plan: analysed once, read like a table
+            self._frame(to_spark(view.group(2)), parameters).createOrReplaceTempView(view.group(1))
+            return SparkResult([])
+        drop_view = _DROP_VIEW.fullmatch(str(statement).strip())
+        if drop_view:  # only the session's own view: never a table of that name
+            self.session.catalog.dropTempView(drop_view.group(1))
+            return SparkResult([])
         sql = to_spark(str(statement))
         cache = _CACHE.fullmatch(sql)
         if cache:
@@ -117,6 +129,18 @@ class SparkConnection:
         fields = tuple(frame.columns)
         return SparkResult([SparkRow(tuple(r), fields) for r in frame.collect()])
 
+    def columns(self, statement: Any) -> list[tuple[str, str]]:
+        """The (name, type) of each column ``statement`` returns, as Spark names
+        the types (``string``, ``bigint``, ``timestamp_ntz``, ...), without running
+        it; Spark's ``timestamp`` (an instant, shown in the session's zone) is
+        called ``timestamp_ltz``."""
+        frame = self.session.sql(to_spark(str(statement)))
+        return [(n, "timestamp_ltz" if t == "timestamp" else t) for n, t in frame.dtypes]
+
+    def has_table(self, name: str) -> bool:
+        """Whether the session's current database has the table ``name``."""
+        return bool(self.session.catalog.tableExists(name))
+
     def _frame(self, sql: str, parameters: Mapping[str, Any] | None) -> Any:
         used = set(_MARKER.findall(sql))
         args = {k: v for k, v in (parameters or {}).items() if k in used}
@@ -127,10 +151,30 @@ class SparkConnection:
         as the temporary view ``name``. A view of SQL text (``CACHE TABLE``) would be
         analysed again at every read, and Spark 4.3 fails to resolve the CTEs of one
         such view read from another's query; a view of a checkpoint is plain data."""
-        done = frame.localCheckpoint(eager=True)
+        with _active(self.session):
+            done = frame.localCheckpoint(eager=True)
         done.createOrReplaceTempView(name)
         self.kept[name] = done  # the checkpoint lives while this reference does
 
     def register_arrow(self, name: str, table: Any) -> None:
         """``table`` (a pyarrow Table) as the session's temporary view ``name``."""
         self._keep(name, self.session.createDataFrame(table))
+
+
+@contextmanager
+def _active(session: Any) -> Iterator[None]:
+    """``session`` as the thread's active Spark session for the block. pyspark 4.3
+    gives a checkpoint's result to the *active* session, which is the first one
+    the process opened while that one is open: with two sessions open (a
+    notebook's and abeval's), the checkpoint's view would be made in the other
+    session and the query here would not find it (DATAFRAME_NOT_FOUND)."""
+    holder = getattr(type(session), "_active_session", None)
+    if holder is None:  # not a pyspark session
+        yield
+        return
+    previous = getattr(holder, "session", None)
+    holder.session = session
+    try:
+        yield
+    finally:
+        holder.session = previous

@@ -11,6 +11,9 @@ then checks refuse the known traps instead of letting Spark return wrong numbers
   recomputes at every read.
 - ``CAST(x AS JSON) ->> key`` becomes ``FROM_JSON(x, 'map<string,string>')[key]``
   (sqlglot writes ``GET_JSON_OBJECT(TO_JSON(x), key)``, which Spark rejects).
+- ``json_object(k, v, ...)`` (the attributes of a table read in place) becomes
+  ``TO_JSON(MAP(k, v, ...))``: the same JSON object, keys in the order given
+  (sqlglot writes a ``JSON_OBJECT`` Spark does not have).
 - ``percentile_cont(p) WITHIN GROUP (ORDER BY v)`` and DuckDB's
   ``quantile_cont(v, p)`` become ``PERCENTILE(v, p)``, Spark's exact quantile with
   the same linear interpolation (sqlglot writes the *approximate*
@@ -118,6 +121,8 @@ def _rewrite(tree: sg.Expr) -> sg.Expr:
     def fix(node: exp.Expression) -> exp.Expression:
         if isinstance(node, exp.JSONExtractScalar):
             return _json_text(node)
+        if isinstance(node, exp.JSONObject):
+            return _json_object(node)
         if isinstance(node, exp.WithinGroup) and isinstance(node.this, exp.PercentileCont):
             order = node.expression.expressions if node.expression else []
             if len(order) == 1:
@@ -153,6 +158,19 @@ def _json_text(node: sg.JSONExtractScalar) -> sg.Expression:
         raise DialectError(_problem(node.sql("duckdb"), "JSON path other than one key"))
     parsed = exp.Anonymous(this="FROM_JSON", expressions=[source, exp.Literal.string(_JSON_MAP)])
     return exp.Bracket(this=parsed, expressions=[key])
+
+
+def _json_object(node: sg.JSONObject) -> sg.Expression:
+    """``TO_JSON(MAP(k1, v1, ...))``: a JSON object of text values, as DuckDB's
+    ``json_object`` and PostgreSQL's ``json_build_object`` write it."""
+    from sqlglot import exp
+
+    pairs = node.expressions
+    if not pairs or not all(isinstance(p, exp.JSONKeyValue) for p in pairs):
+        raise DialectError(_problem(node.sql("duckdb"), "json_object other than key, value pairs"))
+    keys = exp.Array(expressions=[p.this for p in pairs])
+    values = exp.Array(expressions=[p.expression for p in pairs])
+    return exp.JSONFormat(this=exp.VarMap(keys=keys, values=values))
 
 
 def _percentile(value: sg.Expression, fraction: sg.Expression) -> sg.Expression:
@@ -200,6 +218,8 @@ def _trap(node: object) -> str | None:
         return "a list slice, which Spark cannot parse"
     if isinstance(node, exp.Placeholder) and re.fullmatch(r"\d+", str(node.this or "")):
         return "a numbered parameter; bind parameters by name (:name)"
+    if isinstance(node, exp.JSONFormat) and isinstance(node.this, exp.VarMap | exp.Map):
+        return None  # TO_JSON(MAP(...)): an object built from values, not text parsed
     if isinstance(node, exp.JSONExtract | exp.JSONExtractScalar | exp.JSONFormat):
         return "a JSON function Spark would apply to text; read attributes with ->> key"
     if isinstance(node, exp.ApproxQuantile):

@@ -1,11 +1,12 @@
 """A store on a Spark Connect server: ``--db sc://HOST:15002``.
 
 abeval reads the tables ``events``, ``experiments`` and ``ingests`` of the
-session's current database (docs/design/spark.md §8), and ``abeval ingest``
-creates them when they are missing and loads files into them
-(:mod:`abeval.store.spark.ingest`, §9). Those are the commands that run on Spark
-in this version (``ingest``, ``experiments``, ``report``); any other command that
-writes stops with one line. Spark's errors become the one-line
+session's current database (docs/design/spark.md §8). ``abeval ingest`` creates
+them when they are missing and loads files into them (:mod:`abeval.store.spark.ingest`,
+§9); ``experiments``, ``report`` and ``agreement`` read them; ``source add``/``remove``
+and ``evaluate --experiment`` write abeval's own small tables
+(:meth:`SparkStore.own_tables`). Any other command that writes stops with one line
+when it begins to write. Spark's errors become the one-line
 :class:`~abeval.errors.StoreError` the CLI prints.
 """
 
@@ -76,6 +77,14 @@ class SparkStore(Store):
         yield  # pragma: no cover
 
     @contextmanager
+    def own_tables(self) -> Iterator[Connection]:
+        """A connection for writing abeval's own small tables (sources, recorded
+        evaluations; :mod:`abeval.store.spark.own_tables`). Spark has no
+        transaction: each write is one statement."""
+        with self.connect() as conn:
+            yield conn
+
+    @contextmanager
     def faults(self) -> Iterator[None]:
         try:
             yield
@@ -94,9 +103,9 @@ class SparkStore(Store):
 
 def writes_refused(shown: str) -> str:
     return (
-        f"--db {shown}: on a Spark store abeval only loads events and reads them in this "
-        "version (ingest, experiments, report); record settings and evaluations with "
-        "DuckDB or PostgreSQL"
+        f"--db {shown}: on a Spark store abeval loads events (ingest), reads them "
+        "(experiments, report, agreement) and records sources and offline evaluations in "
+        "this version; change experiment settings with DuckDB or PostgreSQL"
     )
 
 
@@ -124,7 +133,7 @@ def open_spark_store(url: str, *, read_only: bool) -> SparkStore:
     except Exception as exc:
         if not _is_spark_error(exc):
             raise
-        raise StoreError(f"cannot open the store {shown}: {_reason(exc)}") from None
+        raise StoreError(f"cannot open the store {shown}: {spark_reason(exc)}") from None
     missing = [t for t in TABLES if t not in tables]
     if missing and read_only:
         session.stop()
@@ -179,10 +188,10 @@ def _is_spark_error(exc: BaseException) -> bool:
 
 
 def spark_message(shown: str, exc: BaseException) -> str:
-    return f"the store {shown} failed: {_reason(exc)}"
+    return f"the store {shown} failed: {spark_reason(exc)}"
 
 
-def _reason(exc: BaseException) -> str:
+def spark_reason(exc: BaseException) -> str:
     """Spark's first line, without the JVM stack and the SQLSTATE trailer."""
     text = str(exc).strip()
     line = text.splitlines()[0] if text else type(exc).__name__

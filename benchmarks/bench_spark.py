@@ -1,0 +1,397 @@
+"""The report on a Spark cluster against the same report on DuckDB, at growing sizes.
+
+    python benchmarks/bench_spark.py --sizes 1M,10M --data-dir /tmp/abeval-spark-bench \\
+        --nice 10 --record
+
+At each size: the CSV of ``gen_events.py`` (generated when missing) is ingested
+into a DuckDB store (kept in ``--data-dir`` and reused); the store's ``events``,
+``experiments`` and ``ingests`` are written as Parquet by DuckDB and registered
+in the cluster's catalog (``CREATE TABLE ... USING parquet LOCATION``), as
+tests/spark/spark_tables.py does. Then ``abeval report -e home-reco-v2 --format
+json`` runs once on each store, in its own process, with every statement timed,
+and the two reports must agree (largest relative difference printed).
+
+Measured: wall time and the abeval process's peak RSS (its ``VmHWM``) of each
+report; on Spark also the resident memory of the cluster's JVMs (master,
+workers, the Spark Connect server and the executors), sampled every 0.5 s, at
+its highest and before the report; each engine's cost of a query that does
+nothing (``SELECT 1``) and of one pass over the experiment's events (a count);
+and, per statement (by its last CTEs), the seconds on each engine.
+
+The cluster is started with scripts/spark/start.sh (under ``--data-dir``, free
+ports) and stopped at the end, unless ``--spark-url`` names a running one
+(``--lab`` then says where its pid files are, for the memory samples).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+sys.path.insert(0, str(HERE))
+from bench_report import STATEMENTS, report_command, statement_name  # noqa: E402
+from gen_events import data_path, parse_size, size_label  # noqa: E402
+from measure import describe, machine, publish, run_measured  # noqa: E402
+
+EXPERIMENT = "home-reco-v2"
+TABLES = ("events", "experiments", "ingests")
+VOLATILE = {"generated_at", "store", "finished_at"}
+
+# The report with every Spark statement timed: bench_report.STATEMENTS with the
+# adapter's ``execute`` timed instead of SQLAlchemy's cursor (the adapter collects
+# each statement's rows inside ``execute``, so the time includes the fetch).
+_HEAD, _REST = STATEMENTS.split("log, started = [], []", 1)
+SPARK_STATEMENTS = (
+    _HEAD
+    + r"""
+import abeval.store.spark.connection as c
+log, run = [], c.SparkConnection.execute
+
+def timed(self, statement, parameters=None):
+    t = time.perf_counter()
+    try:
+        return run(self, statement, parameters)
+    finally:
+        sql = " ".join(str(statement).split())
+        log.append([time.perf_counter() - t, status("VmRSS"), status("VmHWM"), sql])
+
+c.SparkConnection.execute = timed
+"""
+    + _REST[_REST.index("from abeval.cli import app") :]
+)
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def start_cluster(lab: Path, nice: int) -> tuple[str, float]:
+    """A cluster of scripts/spark/start.sh under ``lab``; its URL and start seconds."""
+    env = {
+        **os.environ,
+        "LAB": str(lab),
+        "PYTHON": sys.executable,
+        "MASTER_PORT": str(free_port()),
+        "CONNECT_PORT": str(free_port()),
+        "MASTER_UI": "0",
+        "WORKER_UI_BASE": "0",
+        "TIMEOUT": "300",
+    }
+    prefix = ["nice", "-n", str(nice)] if nice else []
+    t0 = time.perf_counter()
+    subprocess.run([*prefix, "bash", str(REPO / "scripts/spark/start.sh")], env=env, check=True)
+    return f"sc://127.0.0.1:{env['CONNECT_PORT']}", time.perf_counter() - t0
+
+
+def stop_cluster(lab: Path) -> None:
+    env = {**os.environ, "LAB": str(lab)}
+    subprocess.run(["bash", str(REPO / "scripts/spark/stop.sh")], env=env, check=False)
+
+
+def cluster_pids(lab: Path) -> list[int]:
+    """The JVMs of the cluster: those of the pid files and their children (executors)."""
+    roots = []
+    for f in (lab / "run" / "pids").glob("*.pid"):
+        try:
+            roots.append(int(f.read_text().strip()))
+        except (OSError, ValueError):
+            continue
+    parents: dict[int, int] = {}
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                parents[int(proc.name)] = int(
+                    (proc / "stat").read_text().rsplit(")", 1)[1].split()[1]
+                )
+            except (OSError, IndexError, ValueError):
+                continue
+    found, todo = set(roots), list(roots)
+    while todo:
+        pid = todo.pop()
+        for child, parent in parents.items():
+            if parent == pid and child not in found:
+                found.add(child)
+                todo.append(child)
+    return sorted(found)
+
+
+def rss_mib(pids: list[int]) -> float:
+    total = 0
+    for pid in pids:
+        try:
+            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                if line.startswith("VmRSS"):
+                    total += int(line.split()[1])
+        except OSError:
+            continue
+    return total / 1024
+
+
+class Sampler:
+    """The cluster's resident memory every 0.5 s while a report runs: the highest sum."""
+
+    def __init__(self, lab: Path | None) -> None:
+        self.lab, self.peak, self._stop = lab, 0.0, threading.Event()
+        self.before = rss_mib(cluster_pids(lab)) if lab else 0.0
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while self.lab and not self._stop.wait(0.5):
+            self.peak = max(self.peak, rss_mib(cluster_pids(self.lab)))
+
+    def __enter__(self) -> Sampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def prepare(rows: int, data_dir: Path, nice: int) -> tuple[Path, dict[str, Path], int]:
+    """The DuckDB store of ``rows`` events and its tables as Parquet folders."""
+    prefix = ["nice", "-n", str(nice)] if nice else []
+    label = size_label(rows)
+    csv = data_path(rows, "csv", data_dir)
+    if not csv.exists():
+        gen = [sys.executable, str(HERE / "gen_events.py"), "--sizes", label]
+        subprocess.run([*prefix, *gen, "--data-dir", str(data_dir)], check=True)
+    events = int(json.loads(csv.with_name(csv.name + ".json").read_text())["rows"])
+    db = data_dir / f"store-{label}.duckdb"
+    if not db.exists():
+        ingest = [sys.executable, "-m", "abeval", "ingest", str(csv), "--db", str(db), "--quiet"]
+        subprocess.run([*prefix, *ingest], check=True, cwd=REPO)
+    folders = {t: data_dir / f"parquet-{label}" / t for t in TABLES}
+    if not all((f / "part-0.parquet").exists() for f in folders.values()):
+        import duckdb
+
+        con = duckdb.connect(str(db), read_only=True)
+        try:
+            for table, folder in folders.items():
+                folder.mkdir(parents=True, exist_ok=True)
+                con.execute(f"COPY {table} TO '{folder / 'part-0.parquet'}' (FORMAT parquet)")
+        finally:
+            con.close()
+    return db, folders, events
+
+
+def register(url: str, folders: dict[str, Path]) -> float:
+    """The Parquet folders as the tables of the session's current database; seconds."""
+    from pyspark.sql.connect.session import SparkSession
+
+    t0 = time.perf_counter()
+    session = SparkSession.builder.remote(url).create()
+    try:
+        for table, folder in folders.items():
+            session.sql(f"DROP TABLE IF EXISTS {table}").collect()
+            session.sql(f"CREATE TABLE {table} USING parquet LOCATION '{folder}'").collect()
+    finally:
+        session.stop()
+    return time.perf_counter() - t0
+
+
+def query_costs(url: str, db: Path) -> dict[str, float]:
+    """Median seconds of ``SELECT 1`` and of a count of the experiment's events on
+    each engine (through the same code path as the report: one statement each)."""
+    from sqlalchemy import text
+
+    from abeval.store import open_store
+
+    count = "SELECT COUNT(*) FROM events WHERE experiment = :e"
+    out: dict[str, float] = {}
+    for engine, where in (("spark", url), ("duckdb", str(db))):
+        with open_store(where, read_only=True) as store, store.connect() as conn:
+            for name, sql, runs in (("select 1", "SELECT 1", 5), ("count", count, 3)):
+                seconds = []
+                for _ in range(runs):
+                    t0 = time.perf_counter()
+                    conn.execute(text(sql), {"e": EXPERIMENT}).fetchall()
+                    seconds.append(time.perf_counter() - t0)
+                out[f"{engine} {name}"] = statistics.median(seconds)
+    return out
+
+
+def largest_difference(a: Any, b: Any, path: str = "") -> tuple[float, list[str]]:
+    """The largest relative difference between the numbers of two reports, and the
+    paths where anything else differs."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        worst, other = 0.0, [] if set(a) == set(b) else [f"{path}: keys"]
+        for key in set(a) & set(b) - VOLATILE:
+            w, o = largest_difference(a[key], b[key], f"{path}.{key}")
+            worst, other = max(worst, w), other + o
+        return worst, other
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        worst, other = 0.0, []
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            w, o = largest_difference(x, y, f"{path}[{i}]")
+            worst, other = max(worst, w), other + o
+        return worst, other
+    if isinstance(a, float | int) and isinstance(b, float | int) and not isinstance(a, bool):
+        scale = max(abs(a), abs(b))
+        return (0.0 if scale < 1e-12 else abs(a - b) / scale), []
+    return 0.0, ([] if a == b else [path])
+
+
+def profiled(engine: str, db: str, out: Path, nice: int, timeout: float, lab: Path | None):
+    """One report with its statements timed; (measured run, cluster sampler)."""
+    script = SPARK_STATEMENTS if engine == "spark" else STATEMENTS
+    cmd = [sys.executable, "-c", script, str(out), *report_command(Path(db))[3:]]
+    cmd[cmd.index("--db") + 1] = db
+    prefix = ["nice", "-n", str(nice)] if nice else []
+    with Sampler(lab if engine == "spark" else None) as sampler:
+        m = run_measured([*prefix, *cmd], timeout, cwd=REPO)
+    if m.code != 0:
+        raise SystemExit(f"the {engine} report failed ({m.code}): {m.err.strip()[-1500:]}")
+    return m, sampler
+
+
+def by_statement(out: Path) -> dict[str, float]:
+    seconds: dict[str, float] = {}
+    for s, _rss, _hwm, sql in json.loads(out.read_text())["statements"]:
+        name = statement_name(sql)
+        seconds[name] = seconds.get(name, 0.0) + s
+    return seconds
+
+
+def run_size(rows: int, args: argparse.Namespace, url: str, lab: Path | None) -> dict[str, Any]:
+    label = size_label(rows)
+    db, folders, events = prepare(rows, args.data_dir, args.nice)
+    registered = register(url, folders)
+    costs = query_costs(url, db)
+    result: dict[str, Any] = {"rows": events, "register": registered, "costs": costs}
+    reports = {}
+    for engine, where in (("duckdb", str(db)), ("spark", url)):
+        out = args.data_dir / f"statements-{engine}-{label}.json"
+        m, sampler = profiled(engine, where, out, args.nice, args.timeout, lab)
+        doc = json.loads(out.read_text())
+        result[engine] = {
+            "seconds": m.seconds,
+            # The process's own VmHWM: wait4's figure starts from this launcher's
+            # resident memory (pyspark and DuckDB are loaded here), kept across exec.
+            "rss": doc["hwm"],
+            "statements": len(doc["statements"]),
+            "in_sql": sum(s[0] for s in doc["statements"]),
+            "by_statement": by_statement(out),
+            "cluster_before": sampler.before,
+            "cluster_peak": sampler.peak,
+        }
+        reports[engine] = json.loads(m.out)
+        print(f"  {label} {engine}: {m.seconds:.1f} s, {doc['hwm']:.0f} MiB", file=sys.stderr)
+    result["difference"] = largest_difference(reports["duckdb"], reports["spark"])
+    return result
+
+
+def table(results: list[dict[str, Any]], started: float | None) -> list[str]:
+    lines = [
+        "| events | engine | report s | statements | s in statements | abeval peak RSS MiB "
+        "| cluster RSS MiB before → peak | `SELECT 1` s | count of the events s |",
+        "|---:|---|---:|---:|---:|---:|---|---:|---:|",
+    ]
+    for r in results:
+        for engine in ("duckdb", "spark"):
+            e, c = r[engine], r["costs"]
+            cluster = (
+                f"{e['cluster_before']:,.0f} → {e['cluster_peak']:,.0f}"
+                if e["cluster_peak"]
+                else "–"
+            )
+            lines.append(
+                f"| {r['rows']:,} | {engine} | {e['seconds']:.1f} | {e['statements']} "
+                f"| {e['in_sql']:.1f} | {e['rss']:,.0f} | {cluster} "
+                f"| {c[f'{engine} select 1']:.4f} | {c[f'{engine} count']:.3f} |"
+            )
+    lines.append("")
+    for r in results:
+        worst, other = r["difference"]
+        lines.append(
+            f"- {r['rows']:,} events: the two reports' numbers differ by at most {worst:.1e} "
+            f"(relative){'; other differences: ' + ', '.join(other[:5]) if other else ''}; "
+            f"registering the Parquet tables took {r['register']:.1f} s."
+        )
+    if started is not None:
+        lines.append(f"- The cluster (scripts/spark/start.sh) started in {started:.1f} s.")
+    return lines
+
+
+def statements_table(results: list[dict[str, Any]], top: int) -> list[str]:
+    """Per statement, the seconds on each engine at each size, slowest on Spark first."""
+    last = results[-1]
+    names = sorted(last["spark"]["by_statement"], key=lambda n: -last["spark"]["by_statement"][n])
+    head = " | ".join(
+        f"{size_label_of(r['rows'])} spark s | {size_label_of(r['rows'])} duckdb s" for r in results
+    )
+    lines = [f"| statement | {head} |", "|---|" + "---:|" * (2 * len(results))]
+    for name in names[:top]:
+        cells = " | ".join(
+            f"{r['spark']['by_statement'].get(name, math.nan):.1f} | "
+            f"{r['duckdb']['by_statement'].get(name, math.nan):.2f}"
+            for r in results
+        )
+        lines.append(f"| {name} | {cells} |")
+    return lines
+
+
+def size_label_of(rows: int) -> str:
+    """The size a generated file was asked for (999,606 events: 1M)."""
+    return size_label(round(rows, -6) if rows >= 500_000 else rows)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    ap.add_argument("--sizes", default="1M,10M", help="comma-separated event counts")
+    ap.add_argument("--data-dir", type=Path, default=Path("/tmp/abeval-spark-bench"))
+    ap.add_argument("--spark-url", help="a running Spark Connect server (default: start one)")
+    ap.add_argument("--lab", type=Path, help="with --spark-url: its start.sh LAB (memory)")
+    ap.add_argument("--nice", type=int, default=0, help="run the commands under nice -n")
+    ap.add_argument("--timeout", type=float, default=3600.0, help="seconds per report")
+    ap.add_argument("--top", type=int, default=12, help="statements shown")
+    ap.add_argument("--record", action="store_true", help="append to benchmarks/RESULTS.md")
+    args = ap.parse_args()
+    args.data_dir.mkdir(parents=True, exist_ok=True)
+    sizes = [parse_size(s) for s in args.sizes.split(",")]
+    lab, started = args.lab, None
+    if args.spark_url:
+        url = args.spark_url
+    else:
+        lab = args.data_dir / "cluster"
+        url, started = start_cluster(lab, args.nice)
+    results: list[dict[str, Any]] = []
+    try:
+        for rows in sizes:  # each size's numbers are kept as soon as they are known
+            results.append(run_size(rows, args, url, lab))
+            (args.data_dir / "results.json").write_text(json.dumps(results, indent=1))
+    finally:
+        if not args.spark_url and lab is not None:
+            stop_cluster(lab)
+    info = machine(("duckdb", "pyspark"))
+    lines = [
+        f"### Report on Spark against DuckDB ({info['date']}, one run each)",
+        "",
+        f"Machine: {describe(info)}",
+        "",
+        *table(results, started),
+        "",
+        "Seconds per statement (by its last CTEs; the same statement summed over the report):",
+        "",
+        *statements_table(results, args.top),
+    ]
+    publish(lines, args.record)
+
+
+if __name__ == "__main__":
+    main()
