@@ -40,6 +40,13 @@ def _seconds(*args: str) -> float:
     return time.monotonic() - start
 
 
+def _as_from_a_terminal() -> None:
+    """Ctrl-C reaches a command started from a terminal; a test run started in the
+    background of a script (``cmd &``) passes SIGINT on ignored, and Python then
+    never sees it."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _wait_for(db: Path, proc: subprocess.Popen[str]) -> None:
     """Until ``db`` exists (or the process ended, or a minute passed)."""
     deadline = time.monotonic() + 60
@@ -76,6 +83,7 @@ def test_a_signal_during_ingest_says_so_and_loads_nothing(
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
+            preexec_fn=_as_from_a_terminal,
         )
         _wait_for(db, proc)
         time.sleep((seconds - start) * share)  # during the load
