@@ -31,7 +31,7 @@ MAX_SHOWN = 5
 
 
 @dataclass(frozen=True)
-class _Counts:
+class Counts:
     """The rows of the staged file: good, failing a check, and malformed (CSV lines
     the reader could not split into the header's fields)."""
 
@@ -57,12 +57,8 @@ class _Counts:
 def load_staged(store: Store, job: Job, on_error: OnError) -> IngestSummary:
     """Stage ``job``'s file, report or set aside its bad rows, and insert the good
     ones, all in one transaction of ``store``."""
-    with store.begin() as conn, _scratch(store, conn) as duck:
-        src = prepare(duck, job.path, job.kind, job.say, job.data)
-        counts = _stage(duck, src, store.is_duckdb)
-        errors = _locate(duck, src, job, on_error, counts.refused) if counts.refused else []
-        if counts.refused and on_error == "abort":
-            raise _refusal(errors, counts.refused)
+    with store.begin() as conn, checked(store, conn, job, on_error) as check:
+        duck, src, counts, errors = check.duck, check.src, check.counts, check.errors
         job.say("inserting")
         ingest_id = next_ingest_id(conn)
         stored, repeated = _insert(store, conn, duck, ingest_id, job.shown)
@@ -87,12 +83,39 @@ def load_staged(store: Store, job: Job, on_error: OnError) -> IngestSummary:
                 notes=column_notes(src),
             ),
             job,
-            _normalised(duck),
+            normalised(duck),
         )
 
 
+@dataclass(frozen=True)
+class Checked:
+    """A file read into ``abeval_stage`` of ``duck`` and its bad rows located."""
+
+    duck: Any
+    src: Source
+    counts: Counts
+    errors: list[str]  # the first bad rows' messages
+
+
 @contextlib.contextmanager
-def _scratch(store: Store, conn: Connection) -> Iterator[Any]:
+def checked(
+    store: Store, conn: Connection | None, job: Job, on_error: OnError
+) -> Iterator[Checked]:
+    """Stage ``job``'s file in DuckDB (the store's own connection ``conn``, or an
+    in-memory one for another engine) and check every row; with
+    ``on_error="abort"`` a bad row stops here (:func:`refusal`). The staging
+    tables last for the block."""
+    with scratch(store, conn) as duck:
+        src = prepare(duck, job.path, job.kind, job.say, job.data)
+        counts = stage(duck, src, store.is_duckdb)
+        errors = locate(duck, src, job, on_error, counts.refused) if counts.refused else []
+        if counts.refused and on_error == "abort":
+            raise refusal(errors, counts.refused)
+        yield Checked(duck, src, counts, errors)
+
+
+@contextlib.contextmanager
+def scratch(store: Store, conn: Connection | None) -> Iterator[Any]:
     """The DuckDB connection to stage in: the store's own, or an in-memory one for
     another engine, with the store's memory limit and a spill folder of its own
     (:mod:`abeval.store.memory`). Its staging tables are dropped after."""
@@ -102,6 +125,7 @@ def _scratch(store: Store, conn: Connection) -> Iterator[Any]:
 
     local, memory = None, None
     if store.is_duckdb:
+        assert conn is not None
         duck = conn.connection.driver_connection
     else:
         memory = duckdb_memory()
@@ -118,7 +142,7 @@ def _scratch(store: Store, conn: Connection) -> Iterator[Any]:
             memory.remove_spill_dir()
 
 
-def _stage(duck: Any, src: Source, on_duckdb: bool) -> _Counts:
+def stage(duck: Any, src: Source, on_duckdb: bool) -> Counts:
     """Read the file into ``abeval_stage`` and count its rows; rows whose event_id
     conflicts (see :func:`find_conflicts`) are flagged bad there. On another engine
     the store's rows are compared on the server (:func:`insert_via_copy`)."""
@@ -150,10 +174,10 @@ def _stage(duck: Any, src: Source, on_duckdb: bool) -> _Counts:
                 "WHERE NOT s.bad AND s.experiment = k.experiment AND s.event_id = k.event_id"
             ).fetchone()[0]
         )
-    return _Counts(int(n_good) - n_conflicts, int(n_bad), int(n_malformed), n_conflicts)
+    return Counts(int(n_good) - n_conflicts, int(n_bad), int(n_malformed), n_conflicts)
 
 
-def _normalised(duck: Any) -> Normalised:
+def normalised(duck: Any) -> Normalised:
     """The good rows that normalising changed (see :func:`notes_for`)."""
     trimmed, lowered = duck.execute(
         "SELECT count(*) FILTER (WHERE norm % 2 = 1), count(*) FILTER (WHERE norm >= 2) "
@@ -162,7 +186,7 @@ def _normalised(duck: Any) -> Normalised:
     return Normalised(int(trimmed), int(lowered))
 
 
-def _locate(duck: Any, src: Source, job: Job, on_error: OnError, n_bad: int) -> list[str]:
+def locate(duck: Any, src: Source, job: Job, on_error: OnError, n_bad: int) -> list[str]:
     """Find the lines of the bad rows (all of them when they are kept in
     ``rejected_rows``); return the first few as messages.
 
@@ -180,7 +204,7 @@ def _locate(duck: Any, src: Source, job: Job, on_error: OnError, n_bad: int) -> 
     return first_errors(duck, src, MAX_SHOWN)
 
 
-def _refusal(errors: list[str], n_rejected: int) -> InputError:
+def refusal(errors: list[str], n_rejected: int) -> InputError:
     """The error that stops an ``on_error="abort"`` ingest of a file with bad rows."""
     more = n_rejected - len(errors)
     details = errors[1:] + ([f"... and {more} more bad rows"] if more > 0 else [])

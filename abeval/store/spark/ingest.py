@@ -22,7 +22,7 @@ from abeval.store.ingest.notes import Normalised, notes_for
 from abeval.store.ingest.record import with_notes
 from abeval.store.ingest.repeats import find_conflicts, first_copies, may_repeat
 from abeval.store.ingest.source import column_notes
-from abeval.store.ingest.staging import EVENT_COLUMNS, prepare
+from abeval.store.ingest.staging import EVENT_COLUMNS
 from abeval.store.ingest.summary import IngestSummary
 
 if TYPE_CHECKING:
@@ -48,12 +48,8 @@ def load_spark(store: SparkStore, job: Job, on_error: OnError) -> IngestSummary:
             "store does not have yet; fix the rows, or load the file with the default "
             "--on-error abort (nothing was loaded from this file)"
         )
-    with staged._scratch(store, cast(Any, None)) as duck:
-        src = prepare(duck, job.path, job.kind, job.say, job.data)
-        counts = staged._stage(duck, src, False)
-        if counts.refused:
-            errors = staged._locate(duck, src, job, on_error, counts.refused)
-            raise staged._refusal(errors, counts.refused)
+    with staged.checked(store, None, job, on_error) as check:
+        duck, src, counts = check.duck, check.src, check.counts
         good = f"SELECT {', '.join(EVENT_COLUMNS)} FROM abeval_stage s WHERE NOT bad"
         names = [
             r[0] for r in duck.execute(f"SELECT DISTINCT experiment FROM ({good}) s").fetchall()
@@ -65,8 +61,8 @@ def load_spark(store: SparkStore, job: Job, on_error: OnError) -> IngestSummary:
                 held, repeated = _land(landing, duck, good, counts.good, job.shown, names)
         except Clashes as clashes:
             refused = _flag_clashes(duck, clashes.ids)
-            errors = staged._locate(duck, src, job, on_error, refused)
-            raise staged._refusal(errors, refused) from None
+            errors = staged.locate(duck, src, job, on_error, refused)
+            raise staged.refusal(errors, refused) from None
         summary = IngestSummary(
             file=job.shown,
             format=job.kind,
@@ -81,7 +77,7 @@ def load_spark(store: SparkStore, job: Job, on_error: OnError) -> IngestSummary:
             already_stored=held,
             notes=column_notes(src),
         )
-        normalised = staged._normalised(duck)
+        normalised = staged.normalised(duck)
     return _commit(store, landing, summary, job, normalised)
 
 
