@@ -14,7 +14,9 @@ runs (:mod:`abeval.stats.forecast_batch`) and records, per cell: how often the
 95% prediction interval holds the candidate's true lift θ₀, the same for the
 plug-in interval (REML τ̂, HKSJ-scaled parameter covariance, t(k − 2): the
 baseline the mixture replaces), the 95% HKSJ slope interval's coverage of β,
-and β̂'s bias (mean and median)::
+and β̂'s bias (mean and median), all over the runs ``fit`` accepts; ``refused``
+is the share it answers ``noise_only`` (the offline lifts vary no more than
+their noise)::
 
     nice -n 10 python benchmarks/bench_forecast.py --runs 2000 [--record]
 """
@@ -53,6 +55,7 @@ class Cell:
 
 @dataclass(frozen=True)
 class Outcome:
+    refused: float
     coverage: float
     plugin: float
     width: float
@@ -79,6 +82,7 @@ def simulate(cell: Cell, runs: int, rng: np.random.Generator) -> Outcome:
     mix = fb.predictive(grid, fb.posterior(grid), xhat0, resid0)
     low, high = mix.quantile(0.025), mix.quantile(0.975)
     target = theta[:, 0]
+    ok = ~cal.floored  # the runs fit() accepts (the others are "noise_only")
     best = fb.reml_index(grid)
     se, q = fb.hksj(grid, best, k)
     t = -special.stdtrit(k - 2, 0.025)
@@ -92,12 +96,13 @@ def simulate(cell: Cell, runs: int, rng: np.random.Generator) -> Outcome:
     var = par + tau_hat**2 + (beta_hat**2 + se**2) * resid0
     point = fb.at(grid.alpha, best) + beta_hat * h
     return Outcome(
-        coverage=float(np.mean((low <= target) & (target <= high))),
-        plugin=float(np.mean(np.abs(target - point) <= t * np.sqrt(var))),
-        width=float(np.median(high - low)),
-        slope_coverage=float(np.mean(np.abs(beta_hat - cell.beta) <= t * se)),
-        mean_beta=float(np.mean(beta_hat)),
-        median_beta=float(np.median(beta_hat)),
+        refused=float(np.mean(~ok)),
+        coverage=float(np.mean(((low <= target) & (target <= high))[ok])),
+        plugin=float(np.mean((np.abs(target - point) <= t * np.sqrt(var))[ok])),
+        width=float(np.median((high - low)[ok])),
+        slope_coverage=float(np.mean((np.abs(beta_hat - cell.beta) <= t * se)[ok])),
+        mean_beta=float(np.mean(beta_hat[ok])),
+        median_beta=float(np.median(beta_hat[ok])),
     )
 
 
@@ -120,13 +125,14 @@ def misspecified_cells() -> list[Cell]:
 
 def table(results: list[tuple[Cell, Outcome]]) -> list[str]:
     lines = [
-        "| link, u | k | τ/s | β | σ/s | PI coverage | plug-in PI | median PI width "
+        "| link, u | k | τ/s | β | σ/s | refused | PI coverage | plug-in PI | median PI width "
         "| slope coverage | β̂ bias (mean) | β̂ bias (median) |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for c, o in results:
         lines.append(
-            f"| {c.kind} | {c.k} | {c.tau:g} | {c.beta:g} | {c.sigma:g} | {o.coverage:.3f} "
+            f"| {c.kind} | {c.k} | {c.tau:g} | {c.beta:g} | {c.sigma:g} | {o.refused:.3f} "
+            f"| {o.coverage:.3f} "
             f"| {o.plugin:.3f} | {o.width:.4f} | {o.slope_coverage:.3f} "
             f"| {bias(o.mean_beta, c.beta)} | {bias(o.median_beta, c.beta)} |"
         )
@@ -136,9 +142,9 @@ def table(results: list[tuple[Cell, Outcome]]) -> list[str]:
 def summary(results: list[tuple[Cell, Outcome]]) -> list[str]:
     """Per k and τ: the range of coverages over β and σ."""
     lines = [
-        "| k | τ/s | PI coverage (min–max over β, σ) | plug-in PI | slope coverage "
-        "| β̂ mean bias, σ = s/2, β > 0 |",
-        "|---|---|---|---|---|---|",
+        "| k | τ/s | refused (max) | PI coverage (min–max over β, σ) | plug-in PI "
+        "| slope coverage | β̂ mean bias, σ = s/2, β > 0 |",
+        "|---|---|---|---|---|---|---|",
     ]
     for k in KS:
         for t in TAUS:
@@ -149,8 +155,9 @@ def summary(results: list[tuple[Cell, Outcome]]) -> list[str]:
             biases = [
                 100 * (o.mean_beta - c.beta) / c.beta for c, o in rows if c.beta > 0 and c.sigma
             ]
+            refused = max(o.refused for _, o in rows)
             lines.append(
-                f"| {k} | {t:g} | {min(cov):.3f}–{max(cov):.3f} "
+                f"| {k} | {t:g} | {refused:.3f} | {min(cov):.3f}–{max(cov):.3f} "
                 f"| {min(plug):.3f}–{max(plug):.3f} | {min(slope):.3f}–{max(slope):.3f} "
                 f"| {min(biases):+.1f}% to {max(biases):+.1f}% |"
             )

@@ -4,7 +4,8 @@ model in docs/metrics.md#forecasting-the-online-lift).
 
 The history is the store's (the agreement board's pairs) or a file
 (``--history``). Per online metric, the signal is the one asked for, else the
-best the board ranks (of a file: its only signal). Each experiment enters once:
+best the board ranks among those the model can fit (of a file: its only
+signal). Each experiment enters once:
 the arms of one experiment share its control, so their lifts are averaged and
 so are their standard errors (the standard error of the mean of positively
 correlated lifts is at most that: conservative). The fit and the forecast come
@@ -109,14 +110,16 @@ def _unknown_signal(signal: str, known: Sequence[str], where: str) -> AbevalErro
     return AbevalError(f"--signal {signal}: {where} has no such signal; it has {', '.join(ranked)}")
 
 
-def _choose_signal(
+def _candidate_signals(
     metric: str,
-    signals: Sequence[str],
+    entries: Sequence[HistoryEntry],
     ranking: Sequence[str] | None,
     evidence: Evidence,
     o: ForecastOptions,
     where: str,
-) -> str:
+) -> list[str]:
+    """The asked signal, else the signals the candidate has, best ranked first."""
+    signals = list(dict.fromkeys(e.signal for e in entries))
     if o.signal is not None:
         if o.signal not in signals:
             raise _unknown_signal(o.signal, signals, where)
@@ -125,7 +128,7 @@ def _choose_signal(
                 f"--signal {o.signal}: the candidate's evaluation has no lift on it; it has "
                 f"{', '.join(evidence.lifts)}"
             )
-        return o.signal
+        return [o.signal]
     usable = [s for s in (ranking or signals) if s in signals and evidence.lift(s) is not None]
     if not usable:
         raise AbevalError(
@@ -137,7 +140,7 @@ def _choose_signal(
             f"{where} has several signals for {metric} ({', '.join(sorted(usable))}); "
             "name one with --signal"
         )
-    return usable[0]
+    return usable
 
 
 def forecast_metric(
@@ -211,10 +214,11 @@ def build_forecast(store: Store | None, evidence: Evidence, o: ForecastOptions) 
     results = []
     for metric in metrics:
         of_metric = [e for e in entries if e.metric == metric]
-        signals = list(dict.fromkeys(e.signal for e in of_metric))
         order = None if ranking is None else ranking.get(metric, ())
-        signal = _choose_signal(metric, signals, order, evidence, o, where)
-        results.append(forecast_metric(metric, signal, of_metric, evidence, users_per_day, o))
+        signals = _candidate_signals(metric, of_metric, order, evidence, o, where)
+        # the best ranked signal the model can fit (too few experiments, noise only: next)
+        tried = [forecast_metric(metric, s, of_metric, evidence, users_per_day, o) for s in signals]
+        results.append(next((r for r in tried if r.fit.status == "ok"), tried[0]))
     if all(r.fit.status == "too_few_experiments" for r in results):
         first = results[0]
         raise AbevalError(

@@ -21,6 +21,12 @@ if TYPE_CHECKING:
 RECENT = 5
 
 
+def signal_key(signal: str, source: str) -> str:
+    """The name a store signal goes by in the forecast: a replayed metric is
+    ``ndcg@10 (replay)``, apart from a recorded evaluation's ``ndcg@10``."""
+    return f"{signal} (replay)" if source == "replay" else signal
+
+
 @dataclass(frozen=True)
 class StoreHistory:
     """The entries, the board's signals best first per online metric, and the
@@ -47,19 +53,20 @@ def store_history(store: Store, primary: tuple[str, ...], alpha: float) -> Store
 
     board = agreement_board(store, AgreementOptions(alpha=alpha, primary=primary))
     summaries = {e.experiment: e for e in list_experiments(store)}
+    controls = {c.experiment: c.control for c in board.experiments}
     z = norm_isf(alpha / 2)
     entries: list[HistoryEntry] = []
     skipped: list[str] = []
     for p in board.pairs:
         if p.offline_lift is None or p.offline_ci is None or p.online_se is None:
-            skipped.append(f"{p.experiment}/{p.arm}/{p.signal}")
+            skipped.append(f"{p.experiment}/{p.arm}/{signal_key(p.signal, p.source)}")
             continue
         summary = summaries.get(p.experiment)
         users = None
         date = ""
         if summary is not None:
             arm_users = {a.arm: a.users for a in summary.arms}
-            control = summary.control_arm
+            control = controls.get(p.experiment)
             if control in arm_users and p.arm in arm_users:
                 users = float(arm_users[control] + arm_users[p.arm])
             date = summary.first_ts or ""
@@ -67,7 +74,7 @@ def store_history(store: Store, primary: tuple[str, ...], alpha: float) -> Store
             HistoryEntry(
                 row=0,
                 experiment=p.experiment,
-                signal=p.signal,
+                signal=signal_key(p.signal, p.source),
                 metric=p.online_metric,
                 arm=p.arm,
                 date=date,
@@ -80,7 +87,7 @@ def store_history(store: Store, primary: tuple[str, ...], alpha: float) -> Store
         )
     ranking: dict[str, list[str]] = {}
     for s in board.summary:
-        ranking.setdefault(s.online_metric, []).append(s.signal)
+        ranking.setdefault(s.online_metric, []).append(signal_key(s.signal, s.source))
     recent = sorted(summaries.values(), key=lambda e: e.first_ts or "", reverse=True)[:RECENT]
     rates = sorted(
         sum(a.users for a in e.arms) / days
@@ -91,5 +98,5 @@ def store_history(store: Store, primary: tuple[str, ...], alpha: float) -> Store
         entries=tuple(entries),
         ranking={m: tuple(dict.fromkeys(v)) for m, v in ranking.items()},
         users_per_day=rates[len(rates) // 2] if rates else None,
-        skipped=tuple(skipped),
+        skipped=tuple(dict.fromkeys(skipped)),
     )
