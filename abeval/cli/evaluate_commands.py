@@ -11,7 +11,7 @@ import typer
 
 from abeval.choices import ApDenominator, Duplicates, Empty, EvaluateFormat, Gain, Missing
 from abeval.cli.app import DbOption, app, command, emit, require, require_share
-from abeval.errors import AbevalError
+from abeval.errors import OptionError
 
 
 def _ks(text: str) -> tuple[int, ...]:
@@ -20,7 +20,7 @@ def _ks(text: str) -> tuple[int, ...]:
     try:
         return parse_cutoffs(text)
     except ValueError as exc:
-        raise AbevalError(f"--k {text!r}: {exc}") from None
+        raise OptionError("k", text, str(exc)) from None
 
 
 def _named(texts: list[str] | None, option: str) -> dict[str, str]:
