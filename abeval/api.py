@@ -110,12 +110,15 @@ class Store:
         self, experiment: str, checked: ReportOptions | None = None, **options: Any
     ) -> ExperimentReport:
         """The report of ``experiment`` (what ``abeval report`` writes): ``options``
-        as :func:`report_options` takes them, or options it ``checked`` already."""
+        as :func:`report_options` takes them, or options it ``checked`` already.
+        In Jupyter the report shows as its HTML page."""
         from abeval.analysis.online import build_report
+        from abeval.report.notebook import ShownReport
 
         if checked is not None and options:
             raise TypeError("give either checked options or keyword options, not both")
-        return build_report(self._store, experiment, checked or report_options(**options))
+        report = build_report(self._store, experiment, checked or report_options(**options))
+        return ShownReport.of(report)
 
     def power(
         self,

@@ -227,3 +227,23 @@ def test_option_error_line_names_the_option_as_the_cli_spells_it() -> None:
     assert OptionError("control", None, "none recorded").line("--control") == (
         "--control: none recorded"
     )
+
+
+def test_input_error_carries_where_and_keeps_its_old_form() -> None:
+    from abeval.errors import InputError
+
+    old = InputError("events.csv: line 3: bad ts")
+    assert (old.message, old.file, old.line, old.column, old.exit_code) == (
+        "events.csv: line 3: bad ts",
+        None,
+        None,
+        None,
+        1,
+    )
+    new = InputError("events.csv: line 3, column ts: bad", file="events.csv", line=3, column="ts")
+    assert (new.file, new.line, new.column, str(new)) == (
+        "events.csv",
+        3,
+        "ts",
+        "events.csv: line 3, column ts: bad",
+    )

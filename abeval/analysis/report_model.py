@@ -307,9 +307,3 @@ class ExperimentReport(JsonResult):
     ope: OpeSection | None = None  # off-policy estimates (docs/metrics.md#off-policy-estimates)
     # lifts predicted by a recorded offline evaluation (docs/metrics.md#recorded-evaluations)
     predicted: PredictedSection | None = None
-
-    def _repr_html_(self) -> str:
-        """The HTML report, for Jupyter (the page ``abeval report`` writes)."""
-        from abeval.report.html import render_html
-
-        return render_html(self)
