@@ -19,6 +19,7 @@ import argparse
 import io
 import json
 import math
+import os
 import statistics
 import subprocess
 import sys
@@ -35,9 +36,12 @@ TIMEOUT = 600.0
 
 
 def _unpack(ref: str, into: Path) -> None:
-    """The ``abeval`` package of git ``ref``, written under ``into``."""
+    """The ``abeval`` package of git ``ref`` and the folders it reads at run time
+    (migrations, report templates), written under ``into``."""
     archive = subprocess.run(
-        ["git", "-C", str(REPO), "archive", ref, "abeval"], capture_output=True, check=True
+        ["git", "-C", str(REPO), "archive", ref, "abeval", "migrations", "reports"],
+        capture_output=True,
+        check=True,
     ).stdout
     with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
         tar.extractall(into, filter="data")
@@ -76,6 +80,7 @@ def main() -> None:
     parser.add_argument("--before", default="main", help="git ref of the code before")
     parser.add_argument("--record", action="store_true", help="append to RESULTS.md")
     args = parser.parse_args()
+    load = [os.getloadavg()[0]]
     with tempfile.TemporaryDirectory(prefix="abeval-bench-power-") as scratch:
         folder = Path(scratch)
         before_code = folder / "before"
@@ -95,6 +100,7 @@ def main() -> None:
                 times[side].append(m.seconds)
                 rss[side].append(m.rss_mib)
                 outputs[side] = m.out
+        load.append(os.getloadavg()[0])
         if not _same_rows(outputs["before"], outputs["after"]):
             raise SystemExit("before and after printed different power rows")
     med = {side: statistics.median(t) for side, t in times.items()}
@@ -102,7 +108,8 @@ def main() -> None:
         f"### abeval power --experiment: the session's power rows alone (issue 22), "
         f"{args.users:,} users, {args.runs} runs each, interleaved",
         "",
-        f"- machine: {describe(machine())}",
+        f"- machine: {describe(machine())}; load average {load[0]:.1f} at the start, "
+        f"{load[1]:.1f} at the end (1 min)",
         f"- before ({args.before}: the whole report): median {med['before']:.2f} s "
         f"(runs {', '.join(f'{t:.2f}' for t in times['before'])}), "
         f"peak RSS {max(rss['before']):.0f} MiB",
