@@ -195,7 +195,7 @@ def evaluate_command(
     require(0 <= seed < 2**32, "--seed", f"give a whole number from 0 to 2**32 - 1, got {seed}")
     if min_relevance is not None:
         require(math.isfinite(min_relevance), "--min-relevance", "give a finite relevance grade")
-    from abeval.analysis.evaluate import evaluate
+    from abeval import api
     from abeval.metrics import Conventions
 
     conventions = Conventions(
@@ -221,7 +221,7 @@ def evaluate_command(
         "per_user": per_user,
     }
     if experiment is None:
-        result = evaluate(truth, recs, predictions=preds, **options)
+        result = api.evaluate(truth, recs, predictions=preds, **options)
     else:
         from abeval.analysis.evaluate.record import evaluate_for_experiment
 
