@@ -340,16 +340,6 @@ def test_segment_breakdown(hand_store: str) -> None:
             "Error: no experiment 'hnad' in the store; did you mean hand? "
             "(list them with `abeval experiments`)",
         ),
-        (
-            ["-e", EXP, "--segment", "devce"],
-            "Error: experiment 'hand' has no attribute 'devce' (--segment); did you mean device? "
-            "known attributes: device",
-        ),
-        (
-            ["-e", EXP, "--segment", "country"],
-            "Error: experiment 'hand' has no attribute 'country' (--segment); "
-            "known attributes: device",
-        ),
     ],
 )
 def test_report_errors(hand_store: str, args: list[str], message: str) -> None:
@@ -372,6 +362,16 @@ def test_report_errors(hand_store: str, args: list[str], message: str) -> None:
             "Error: --primary 'ctr,convrsion': unknown metric 'convrsion'; did you mean "
             "conversion? known: ctr, conversion, revenue_per_user, clicks_per_user, "
             "purchases_per_user, impressions_per_user, aov",
+        ),
+        (
+            ["-e", EXP, "--segment", "devce"],
+            "Error: --segment 'devce': experiment 'hand' has no attribute 'devce'; did you mean "
+            "device? known attributes: device",
+        ),
+        (
+            ["-e", EXP, "--segment", "country"],
+            "Error: --segment 'country': experiment 'hand' has no attribute 'country'; "
+            "known attributes: device",
         ),
         (
             ["-e", EXP, "--guardrails", "ctr,foo"],
@@ -417,9 +417,9 @@ def test_segment_without_attributes_says_where_they_come_from(tmp_path: Path) ->
     result = CliRunner().invoke(
         app, ["report", "-e", EXP, "--db", db, "--format", "json", "--segment", "device"]
     )
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert result.stderr.strip() == (
-        "Error: experiment 'hand' has no event attributes to segment by (--segment device); "
+        "Error: --segment 'device': experiment 'hand' has no event attributes to segment by; "
         "extra columns of the event files become attributes"
     )
 

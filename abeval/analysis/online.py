@@ -153,7 +153,8 @@ def _observe(conn: Connection, experiment: str, o: ReportOptions) -> tuple[_Obse
     if o.segment is not None:
         known = segment_attributes(conn, experiment)
         if o.segment not in known:
-            raise NotFoundError(unknown_segment_message(experiment, o.segment, known))
+            message = unknown_segment_message(experiment, o.segment, known)
+            raise OptionError("segment", o.segment, message, allowed=tuple(known))
     arms = [control] + [a for a in settings.arms if a != control]
     window = _window(settings, o)
     base, temporary = online_sql.shared(conn, experiment, o.cuped_days, window)
