@@ -247,3 +247,25 @@ def test_input_error_carries_where_and_keeps_its_old_form() -> None:
         "ts",
         "events.csv: line 3, column ts: bad",
     )
+
+
+@pytest.mark.parametrize(
+    ("args", "line"),
+    [
+        ([], "Error: --recommendations: nothing to evaluate; give recommendations or predictions"),
+        (["-r", "R", "-m", "rmse"], "Error: --predictions: rmse needs rating predictions"),
+        (["-r", "R", "-m", "serendipity@5"],
+         "Error: --history: serendipity needs the users' history"),
+        (["--predictions", "R", "-m", "ndcg@5"],
+         "Error: --recommendations: ndcg@5 needs recommendations"),
+    ],
+)  # fmt: skip
+def test_evaluate_missing_inputs_are_usage_errors(
+    tmp_path: Path, args: list[str], line: str
+) -> None:
+    truth = tmp_path / "truth.csv"
+    truth.write_text("user_id,item_id\nu1,a\n")
+    given = [str(truth) if a == "R" else a for a in args]
+    result = runner.invoke(app, ["evaluate", "-t", str(truth), *given])
+    assert result.exit_code == 2, result.output
+    assert result.stderr.splitlines() == [line]

@@ -140,8 +140,8 @@ def _choose(
     if missing not in MISSING:
         raise OptionError("missing", missing, "use skip or zero", allowed=MISSING)
     if not recommendations and not predictions:
-        raise AbevalError(
-            "nothing to evaluate; give --recommendations FILE (or --predictions FILE)"
+        raise OptionError(
+            "recommendations", None, "nothing to evaluate; give recommendations or predictions"
         )
     ks = sorted({int(x) for x in k})
     if any(x < 1 for x in ks):
@@ -150,13 +150,11 @@ def _choose(
     chosen = _Metrics.of(specs)
     if (chosen.ranking or chosen.beyond) and not recommendations:
         first = (chosen.ranking or chosen.beyond)[0]
-        raise AbevalError(f"{first.label} needs recommendations; give --recommendations FILE")
+        raise OptionError("recommendations", None, f"{first.label} needs recommendations")
     if chosen.rating and not predictions:
-        raise AbevalError(
-            f"{chosen.rating[0].label} needs rating predictions; give --predictions FILE"
-        )
+        raise OptionError("predictions", None, f"{chosen.rating[0].label} needs rating predictions")
     if any(s.name == "serendipity" for s in chosen.beyond) and history is None:
-        raise AbevalError("serendipity needs the users' history; give --history FILE")
+        raise OptionError("history", None, "serendipity needs the users' history")
     return chosen
 
 
