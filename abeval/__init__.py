@@ -12,12 +12,14 @@ TYPE_CHECKING = False  # not typing's: importing typing would slow `import abeva
 
 __version__ = "0.1.0"
 
-__all__ = ["AbevalError", "InputError", "OptionError", "Store", "__version__", "evaluate", "open"]
+# ``open`` is left out so that ``from abeval import *`` keeps the builtin open.
+__all__ = ["AbevalError", "InputError", "OptionError", "Store", "__version__", "evaluate"]
 
 if TYPE_CHECKING:
     from typing import Any
 
-    from abeval.api import Store, evaluate, open
+    from abeval.api import Store, evaluate
+    from abeval.api import open as open
     from abeval.errors import AbevalError, InputError, OptionError
 
 _LAZY = {
