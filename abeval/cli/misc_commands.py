@@ -331,6 +331,36 @@ def _demo_history(out_dir: Path, db: Path, seed: int) -> None:
         "estimates from empirical frequencies unless --target-propensities EXPERIMENT=FILE)",
         err=True,
     )
+    _demo_forecast(out_dir, db, seed)
+
+
+def _demo_forecast(out_dir: Path, db: Path, seed: int) -> None:
+    """Forecast an untested candidate's CTR lift from the history, beside its
+    true lift (known to the simulator), as ``abeval forecast -t ... -r ...`` does."""
+    from abeval.analysis.forecast import ForecastOptions, build_forecast
+    from abeval.analysis.forecast_candidate import evaluation_evidence
+    from abeval.formatting import interval, pct
+    from abeval.simulate.demo import write_demo_candidate
+    from abeval.store import open_store
+
+    c = write_demo_candidate(out_dir, seed)
+    models = {"control": str(c.control), "candidate": str(c.candidate)}
+    evidence = evaluation_evidence(c.truth, models)
+    options = ForecastOptions(signal="ndcg@10", primary=("ctr",))
+    with open_store(str(db), read_only=True) as store:
+        f = build_forecast(store, evidence, options).forecasts[0]
+    p = f.forecast
+    typer.echo(
+        f"forecast: an untested candidate (ndcg@10 {pct(p.offline_lift)} offline): CTR lift "
+        f"{pct(p.point)}, 95% interval {interval(p.interval)} from {f.fit.k} experiments; "
+        f"its true CTR lift (simulator): {pct(c.true_ctr_lift)}",
+        err=True,
+    )
+    typer.echo(
+        f"explore: abeval forecast --db {db} -t {c.truth} -r control={c.control} "
+        f"-r candidate={c.candidate} --signal ndcg@10",
+        err=True,
+    )
 
 
 def _record_demo_evaluation(db: Path, files: ExperimentFiles) -> None:
