@@ -24,6 +24,7 @@ the two to each other and to a sort in Python.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -36,6 +37,9 @@ from abeval.files import format_of
 if TYPE_CHECKING:
     import duckdb
     import pyarrow as pa
+
+
+_CELLS = 1 << 17  # cells of a matrix slice ranked at once
 
 
 @dataclass(frozen=True)
@@ -173,10 +177,20 @@ class Lists:
         lengths = np.diff(np.append(starts, len(users)))
         self._blocks = [_block(segs, starts, lengths, items, keys) for segs in _by_length(lengths)]
 
+    def _chunks(self) -> Iterator[_Block]:
+        """The blocks in slices of about ``_CELLS`` cells: the temporary matrices stay
+        small, in the cache and in memory the allocator gives again (fresh pages from
+        the system cost more than the sorting)."""
+        for b in self._blocks:
+            step = max(1, _CELLS // b.width)
+            for start in range(0, len(b.segs), step):
+                rows = slice(start, start + step)
+                yield _Block(b.segs[rows], b.items[rows], b.keys[rows])
+
     @property
     def has_repeats(self) -> bool:
         """Whether an item appears twice in one list."""
-        for b in self._blocks:
+        for b in self._chunks():
             s = np.sort(b.items, axis=1)
             if bool((s[:, 1:] == s[:, :-1]).any()):  # padding values are all distinct
                 return True
@@ -211,10 +225,15 @@ class Lists:
         # In list order: the searches then walk the lists forward (ten times faster).
         by_list = np.argsort(t_seg * len(self.items) + t_rank)
         t_seg, t_rank, t_gain = t_seg[by_list], t_rank[by_list], truth.gain[found][by_list]
-        parts = [
-            _ranked_block(b, t_seg, t_rank, t_gain, with_truth, len(self.items), top_k)
-            for b in self._blocks
-        ]
+        parts = []
+        for b in self._chunks():
+            lo, hi = np.searchsorted(t_seg, [b.segs[0], b.segs[-1] + 1])
+            mine = slice(int(lo), int(hi))
+            parts.append(
+                _ranked_block(
+                    b, t_seg[mine], t_rank[mine], t_gain[mine], with_truth, len(self.items), top_k
+                )
+            )
         segs = np.concatenate([p[0] for p in parts])
         item_ranks = np.concatenate([p[1] for p in parts])
         user_ids = self.users.take(pa.array(self.seg_user[segs]))
@@ -331,11 +350,10 @@ def _relevant(
     (row number × spread + item) form one ascending array."""
     width = b.width
     spread = n_items + width  # an item shifted past the padding is below this
-    row_of_seg = np.full(int(b.segs.max()) + 1, -1, dtype=np.int64)
-    row_of_seg[b.segs] = np.arange(len(b.segs))
-    inside = t_seg < len(row_of_seg)
-    t_row = np.full(len(t_seg), -1, dtype=np.int64)
-    t_row[inside] = row_of_seg[t_seg[inside]]
+    first = int(b.segs[0])  # the truth rows given are those of segs first .. last
+    row_of_seg = np.full(int(b.segs[-1]) + 1 - first, -1, dtype=np.int64)
+    row_of_seg[b.segs - first] = np.arange(len(b.segs))
+    t_row = row_of_seg[t_seg - first]
     mine = t_row >= 0
     if not mine.any():
         empty = np.zeros(0, dtype=np.int64)
