@@ -31,20 +31,11 @@ from typing import Any
 PHASES = {  # function of abeval.analysis.evaluate that sent the statement -> phase
     "load_truth": "truth: read and check",
     "load_model": "run: read and check",
-    "load_recommendations": "run: read and check",
     "build_ranked": "top K of each list",
     "coverage": "coverage",
     "build_per_user": "metric SQL",
     "ranking_results": "metric SQL",
     "compare_models": "paired comparison",
-}
-#: numpy passes of abeval.analysis.evaluate.columnar (their DuckDB fetches included)
-COLUMNAR = {
-    ("inputs", "read_run"): "run: read as columns (numpy)",
-    ("columnar.Lists", "__init__"): "run: lists grouped (numpy)",
-    ("columnar.Lists", "has_repeats"): "run: repeat check (numpy)",
-    ("tables", "read_truth"): "truth as columns (numpy)",
-    ("columnar.Lists", "ranked"): "ranks and gains (numpy)",
 }
 totals: dict[str, list[float]] = {}
 
@@ -102,33 +93,8 @@ class Timed:
     def description(self) -> Any:
         return self._con.description
 
-    def __getattr__(self, name: str) -> Any:  # sql, register, complete ...: untimed here
-        return getattr(self._con, name)
-
-
-def time_columnar() -> None:
-    """Charge the numpy passes (``COLUMNAR``) to their phases."""
-    import importlib
-
-    def timed(function: Any, phase: str) -> Any:
-        def run(*args: Any, **kwargs: Any) -> Any:
-            w, c = time.perf_counter(), time.process_time()
-            out = function(*args, **kwargs)
-            add(phase, time.perf_counter() - w, time.process_time() - c)
-            return out
-
-        return run
-
-    for (where, name), phase in COLUMNAR.items():
-        module, _, cls = where.partition(".")
-        owner: Any = importlib.import_module(f"abeval.analysis.evaluate.{module}")
-        if cls:
-            owner = getattr(owner, cls)
-        original = getattr(owner, name)
-        if isinstance(original, property):
-            setattr(owner, name, property(timed(original.fget, phase)))
-        else:
-            setattr(owner, name, timed(original, phase))
+    def close(self) -> None:
+        self._con.close()
 
 
 def main() -> None:
@@ -140,7 +106,6 @@ def main() -> None:
     from abeval.analysis.evaluate import evaluate
 
     add("imports", time.perf_counter() - w, time.process_time() - c)
-    time_columnar()
     connect = duckdb.connect
     duckdb.connect = lambda *a, **k: Timed(connect(*a, **k))  # type: ignore[assignment]
     w, c = time.perf_counter(), time.process_time()

@@ -6,7 +6,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import duckdb
-import pytest
 
 from abeval.metrics import Conventions, parse_metrics, ranking_query
 
@@ -53,18 +52,3 @@ def write_csv(path: Path, header: str, rows: Sequence[Sequence[object]]) -> Path
     lines = [header, *(",".join(str(v) for v in r) for r in rows)]
     path.write_text("\n".join(lines) + "\n")
     return path
-
-
-#: (model, user) -> {metric: value}, as in evaluate's ``--per-user`` file
-PerUser = dict[tuple[str, str], dict[str, float | None]]
-
-
-def assert_same_values(got: PerUser, expected: PerUser) -> None:
-    """The same (model, user) keys, and every value equal to 1e-9 (None to None)."""
-    assert set(got) == set(expected)
-    for key, values in expected.items():
-        for metric, value in values.items():
-            if value is None:
-                assert got[key][metric] is None, (key, metric)
-            else:
-                assert got[key][metric] == pytest.approx(value, abs=1e-9), (key, metric)

@@ -20,7 +20,6 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from metrics_helpers import assert_same_values as assert_same
 from metrics_helpers import write_csv
 
 from abeval.analysis.evaluate import evaluate
@@ -86,6 +85,20 @@ def per_user(
     cols = [d[0] for d in cur.description or []]
     rows = [dict(zip(cols, r, strict=True)) for r in cur.fetchall()]
     return {(str(r["model"]), str(r["user_id"])): {m: r[m] for m in FAST} for r in rows}
+
+
+def assert_same(
+    fast: dict[tuple[str, str], dict[str, float | None]],
+    whole: dict[tuple[str, str], dict[str, float | None]],
+) -> None:
+    assert set(fast) == set(whole)
+    for key, values in whole.items():
+        for metric, value in values.items():
+            got = fast[key][metric]
+            if value is None:
+                assert got is None, (key, metric)
+            else:
+                assert got == pytest.approx(value, abs=1e-9), (key, metric)
 
 
 def _rank_key(key: float) -> tuple[int, float]:

@@ -3,10 +3,9 @@
 Every input file (CSV, CSV.gz, Parquet, JSONL) is read by DuckDB itself
 (``read_csv``, ``read_parquet``, ``read_json``) into an in-memory database; the
 metrics are computed there by the same SQL kernels as log replay
-(:mod:`abeval.metrics.kernel`, :mod:`abeval.metrics.beyond`). The lists are
-ranked by numpy over whole columns (:mod:`~abeval.analysis.evaluate.columnar`),
-or by SQL when a list repeats an item; no row passes through Python objects. Only
-per-user values come back for the paired model comparison (:mod:`abeval.stats.paired`).
+(:mod:`abeval.metrics.kernel`, :mod:`abeval.metrics.beyond`). No user's list
+passes through Python; only per-user values come back for the paired model
+comparison (:mod:`abeval.stats.paired`).
 
 Conventions (docs/metrics.md#evaluate-from-files, docs/metrics.md#ranking-conventions):
 
@@ -29,8 +28,6 @@ The modules, in the order a run uses them:
 - :mod:`~abeval.analysis.evaluate.reader`: one file into a table, with one-line errors;
 - :mod:`~abeval.analysis.evaluate.inputs`: the columns of each input role and the
   tables prepared from them;
-- :mod:`~abeval.analysis.evaluate.columnar`: each recommendations file's lists as
-  columns, checked for repeated items and ranked by numpy;
 - :mod:`~abeval.analysis.evaluate.tables`: ranked lists, coverage, per-user values,
   the ranking results, the paired comparison and the per-user file;
 - :mod:`~abeval.analysis.evaluate.beyond`: beyond-accuracy metrics;

@@ -19,15 +19,14 @@ counted once with a warning.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from abeval.analysis.evaluate.columnar import Lists, read_run
 from abeval.analysis.evaluate.reader import Column, Reader
 from abeval.analysis.evaluate.results import FileSummary
-from abeval.analysis.evaluate.sql import count, insert_arrow, scalar
+from abeval.analysis.evaluate.sql import count, scalar
 from abeval.errors import AbevalError, InputError
 from abeval.files import model_names
 from abeval.metrics import Conventions
@@ -101,16 +100,12 @@ HISTORY = Role("history", "history_raw", (_USER, _ITEM), "columns user_id and it
 @dataclass(frozen=True)
 class Inputs:
     """What was loaded: a summary per file (in the order read), the model name of
-    each recommendations file and of each predictions file, and the warnings;
-    ``lists``: each recommendations file's lists held as columns
-    (:mod:`~abeval.analysis.evaluate.columnar`), None where SQL ranks them (repeated
-    items counted once)."""
+    each recommendations file and of each predictions file, and the warnings."""
 
     files: tuple[FileSummary, ...]
     models: tuple[str, ...]
     predictors: tuple[str, ...]
     warnings: tuple[str, ...]
-    lists: tuple[Lists | None, ...] = ()
 
     def has(self, role: str) -> bool:
         """Whether a file of ``role`` (items, history ...) was given."""
@@ -143,11 +138,8 @@ def load_inputs(
     reader = Reader(con)
     warnings: list[str] = []
     files = [load_truth(reader, truth, conventions, min_relevance, warnings)]
-    lists: list[Lists | None] = []
     for i, (name, path) in enumerate(recommendations):
-        summary, held = load_recommendations(reader, i, path, name, conventions, warnings)
-        files.append(summary)
-        lists.append(held)
+        files.append(load_model(reader, RECOMMENDATIONS, i, path, name, conventions, warnings))
     for i, (name, path) in enumerate(predictions):
         files.append(load_model(reader, PREDICTIONS, i, path, name, conventions, warnings))
     models = [name for name, _ in recommendations]
@@ -156,7 +148,7 @@ def load_inputs(
         files.append(load_items(reader, items))
     if history is not None:
         files.append(load_history(reader, history))
-    return Inputs(tuple(files), tuple(models), tuple(predictors), tuple(warnings), tuple(lists))
+    return Inputs(tuple(files), tuple(models), tuple(predictors), tuple(warnings))
 
 
 @dataclass(frozen=True)
@@ -190,12 +182,9 @@ def _read(
     i: int,
     conventions: Conventions,
     warnings: list[str],
-    screen: Callable[[str, dict[str, str]], bool] | None = None,
 ) -> _Read:
     """The file of ``role`` (number ``i``) into its table, checked for its columns
-    and for repeated (user, item) pairs. ``screen(table, columns)``, when given,
-    says whether the table may hold a repeated pair (False: none, and SQL does not
-    look for them)."""
+    and for repeated (user, item) pairs."""
     table = role.table.format(i=i)
     cols = reader.load(path, table, role.name, role.columns, role.expected)
     if role.one_of and not any(c in cols for c in role.one_of):
@@ -204,9 +193,7 @@ def _read(
             f"{role.one_of_fix}"
         )
     rows = count(reader.con, table)
-    removed = 0
-    if screen is None or screen(table, cols):
-        removed = _drop_repeats(reader.con, table, Path(path), role, conventions, warnings)
+    removed = _drop_repeats(reader.con, table, Path(path), role, conventions, warnings)
     return _Read(role, path, table, cols, rows, removed)
 
 
@@ -256,41 +243,17 @@ def load_model(
     warnings: list[str],
 ) -> FileSummary:
     """Recommendations or predictions file number ``i``, of the model ``name``."""
-    if role is RECOMMENDATIONS:
-        return load_recommendations(reader, i, path, name, conventions, warnings)[0]
     read = _read(reader, role, path, i, conventions, warnings)
-    return read.summary(name, _one_prediction_per_pair(reader.con, read))
+    if role is RECOMMENDATIONS:
+        users = _rank_lists(reader.con, i, read)
+    else:
+        users = _one_prediction_per_pair(reader.con, read)
+    return read.summary(name, users)
 
 
-def load_recommendations(
-    reader: Reader,
-    i: int,
-    path: str | Path,
-    name: str,
-    conventions: Conventions,
-    warnings: list[str],
-) -> tuple[FileSummary, Lists | None]:
-    """Recommendations file number ``i``, of the model ``name``, and its lists held as
-    columns; None when a list repeats an item (SQL then reports the repeat, or with
-    ``duplicates=dedupe`` keeps each item once and ranks the lists)."""
-    held: list[Lists] = []
-
-    def screen(table: str, cols: dict[str, str]) -> bool:
-        held.append(Lists(read_run(reader.con, Path(path), table, cols)))
-        return held[0].has_repeats
-
-    read = _read(reader, RECOMMENDATIONS, path, i, conventions, warnings, screen)
-    lists = held[0] if held and not read.removed else None
-    users = _rank_lists(reader.con, i, read, lists)
-    return read.summary(name, users), lists
-
-
-def _rank_lists(
-    con: duckdb.DuckDBPyConnection, i: int, read: _Read, lists: Lists | None = None
-) -> int:
+def _rank_lists(con: duckdb.DuckDBPyConnection, i: int, read: _Read) -> int:
     """``src_i`` (the ranking key: -rank, else score; a repeated item at its best
-    position) and ``rec_users_i`` (from ``lists`` when given); returns the number of
-    users."""
+    position) and ``rec_users_i``; returns the number of users."""
     table, cols = read.table, read.cols
     source = table
     if read.removed:
@@ -302,11 +265,7 @@ def _rank_lists(
     # The ranking key: higher is better; ties break by item id descending (trec_eval).
     key = "-rank" if "rank" in cols else "score"
     con.execute(f"CREATE VIEW src_{i} AS SELECT user_id, item_id, {key} AS key FROM {source} s")
-    if lists is None:
-        con.execute(f"CREATE TABLE rec_users_{i} AS SELECT user_id FROM {table} GROUP BY user_id")
-    else:
-        rows = lists.user_ids()
-        insert_arrow(con, f"CREATE TABLE rec_users_{i} AS SELECT user_id FROM arrow_rows", rows)
+    con.execute(f"CREATE TABLE rec_users_{i} AS SELECT user_id FROM {table} GROUP BY user_id")
     return count(con, f"rec_users_{i}")
 
 

@@ -193,7 +193,7 @@ def _evaluate_lists(
     the recommendation files (the ``--per-user`` file written on the way)."""
     models = inputs.models
     extra = {"ties": TIE_RULE, "missing_recommendations": missing}
-    tables.build_ranked(con, len(models), chosen.ranking, chosen.beyond, inputs.lists)
+    tables.build_ranked(con, len(models), chosen.ranking, chosen.beyond)
     coverage = tables.coverage(con, models)
     results: list[MetricResult] = []
     comparisons: list[Comparison] = []

@@ -6,7 +6,6 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import duckdb
-    import pyarrow as pa
 
 
 def count(con: duckdb.DuckDBPyConnection, table: str) -> int:
@@ -26,22 +25,6 @@ def rows(cur: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
     """The rows of the query just run on ``cur``, as dicts by column name."""
     cols = [d[0] for d in cur.description or []]
     return [dict(zip(cols, r, strict=True)) for r in cur.fetchall()]
-
-
-def arrow(con: duckdb.DuckDBPyConnection, sql: str) -> pa.Table:
-    """The rows of ``sql`` as an Arrow table (the result of an earlier statement,
-    fetched or not, is closed first)."""
-    con.complete()
-    return con.sql(sql).to_arrow_table()
-
-
-def insert_arrow(con: duckdb.DuckDBPyConnection, sql: str, data: pa.Table) -> None:
-    """Run ``sql``, which reads the Arrow table ``data`` as ``arrow_rows``."""
-    con.register("arrow_rows", data)
-    try:
-        con.execute(sql)
-    finally:
-        con.unregister("arrow_rows")
 
 
 def first_line(exc: BaseException) -> str:

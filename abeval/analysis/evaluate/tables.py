@@ -15,9 +15,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from abeval.analysis.evaluate.columnar import Lists, read_truth
 from abeval.analysis.evaluate.results import Comparison, Coverage
-from abeval.analysis.evaluate.sql import count, first_line, insert_arrow, rows, scalar
+from abeval.analysis.evaluate.sql import count, first_line, rows, scalar
 from abeval.errors import AbevalError
 from abeval.files import split_name
 from abeval.metrics import MetricResult, MetricSpec, RankingQuery
@@ -34,7 +33,6 @@ def build_ranked(
     n_models: int,
     ranking: Sequence[MetricSpec],
     beyond: Sequence[MetricSpec],
-    lists: Sequence[Lists | None] = (),
 ) -> None:
     """``ranked_all(grp, user_id, list_id, item_id, rank, gain)``: the lists of the users
     that have truth, ranked 1..n by key descending then item id descending, with the
@@ -42,41 +40,25 @@ def build_ranked(
 
     The kernel reads only what the metrics need, so only that is built:
 
-    - AUC needs every item of every list;
-    - the other metrics need the relevant items at their rank in the whole list
-      (AP, NDCG and MRR over the whole list, cutoff metrics), one row of each list
-      (the kernel's lists) and, for the beyond-accuracy metrics, the top K.
-
-    A model whose lists are held as columns (``lists[i]``, from
-    :mod:`~abeval.analysis.evaluate.columnar`) is ranked by numpy in one pass per
-    matrix of lists, the rows passed to DuckDB as Arrow. Otherwise SQL ranks it: a
-    window over all rows (AUC, or AP or NDCG over the whole list), else the top K
-    found without sorting whole lists (:func:`_rank_top_k`) plus, for MRR over the
-    whole list, the first relevant item of lists that have none in the top K, ranked
-    by counting the items that beat it. The kernel sees the same ranks either way.
+    - AUC needs every item of every list: a window over all rows;
+    - AP or NDCG over the whole list need the rank of every relevant item: the same
+      window, keeping relevant items and the top K;
+    - otherwise (cutoff metrics and MRR) the top K of each list, found without
+      sorting whole lists (:func:`_rank_top_k`), plus, for MRR over the whole list,
+      the first relevant item of lists that have none in the top K, ranked by
+      counting the items that beat it. The kernel sees the same ranks either way.
     """
     cutoffs = [s.k for s in [*ranking, *beyond] if s.k is not None]
     top_k = max(cutoffs, default=1)
     everything = any(s.name == "auc" for s in ranking)
     whole_list = any(s.k is None and s.name in ("ap", "map", "ndcg") for s in ranking)
-    held = list(lists) + [None] * (n_models - len(lists))
-    sql_models = [i for i in range(n_models) if held[i] is None]
-    if sql_models and (everything or whole_list):
-        _rank_every_item(con, sql_models, None if everything else top_k)
-    else:
-        con.execute(f"CREATE TABLE ranked_all ({_RANKED_COLUMNS})")
-        first_relevant = any(s.k is None and s.name == "mrr" for s in ranking)
-        for i in sql_models:
-            _rank_top_k(con, i, top_k, first_relevant)
-    columns = [(i, h) for i, h in enumerate(held) if h is not None]
-    if columns:
-        # The kernel reads the relevant items and the lists (one row each suffices):
-        # only the beyond-accuracy metrics read the rest of the top K.
-        keep_k = top_k if beyond else 1
-        truth = read_truth(con)
-        for i, h in columns:
-            rows = h.ranked(truth, i, None if everything else keep_k)
-            insert_arrow(con, "INSERT INTO ranked_all SELECT * FROM arrow_rows", rows)
+    if everything or whole_list:
+        _rank_every_item(con, n_models, None if everything else top_k)
+        return
+    first_relevant = any(s.k is None and s.name == "mrr" for s in ranking)
+    con.execute(f"CREATE TABLE ranked_all ({_RANKED_COLUMNS})")
+    for i in range(n_models):
+        _rank_top_k(con, i, top_k, first_relevant)
 
 
 _RANKED_COLUMNS = (
@@ -85,17 +67,14 @@ _RANKED_COLUMNS = (
 _TRUTH_JOIN = "LEFT JOIN truth t ON t.user_id = x.user_id AND t.item_id = x.item_id"
 
 
-def _rank_every_item(
-    con: duckdb.DuckDBPyConnection, models: Sequence[int], top_k: int | None
-) -> None:
-    """Every item of the lists of ``models`` ranked by a window; with ``top_k``, only
-    the relevant ones and the top K."""
+def _rank_every_item(con: duckdb.DuckDBPyConnection, n_models: int, top_k: int | None) -> None:
+    """Every item ranked by a window; with ``top_k``, only the relevant ones and the top K."""
     where = "" if top_k is None else f" WHERE gain > 0 OR rank <= {top_k}"
     parts = " UNION ALL ".join(
         f"SELECT {i} AS grp, x.user_id, x.item_id, ROW_NUMBER() OVER (PARTITION BY x.user_id "
         "ORDER BY x.key DESC, x.item_id DESC) AS rank, COALESCE(t.gain, 0.0) AS gain "
         f"FROM src_{i} x JOIN truth_users u ON u.user_id = x.user_id {_TRUTH_JOIN}"
-        for i in models
+        for i in range(n_models)
     )
     con.execute(
         "CREATE TABLE ranked_all AS SELECT grp, user_id, user_id AS list_id, item_id, rank, "
