@@ -44,6 +44,8 @@ from abeval.stats.agreement import (
     Point,
     agreement,
 )
+from abeval.stats.agreement_familywise import familywise_p
+from abeval.stats.agreement_noise import expected_precision, noise_ceiling, rho_over_ceiling
 from abeval.stats.results import JsonResult
 from abeval.store.evaluations import RecordedEvaluation, latest_evaluations
 from abeval.store.experiments import list_experiments, unknown_experiment_message
@@ -137,6 +139,12 @@ class SignalSummary(JsonResult):
     true_negatives: int
     status: str
     message: str
+    reliability: float | None = None
+    ceiling: float | None = None
+    ceiling_status: str = "too_few_points"
+    rho_over_ceiling: float | None = None
+    expected_precision: float | None = None
+    familywise_p: float | None = None
 
 
 @dataclass(frozen=True)
@@ -336,7 +344,7 @@ def _point(p: AgreementPair, flip_offline: bool, flip_online: bool) -> Point | N
 
     offline, offline_ci = orient(p.offline_lift, p.offline_ci, flip_offline)
     online, online_ci = orient(p.online_lift, p.online_ci, flip_online)
-    return Point(p.experiment, offline, online, offline_ci, online_ci, p.online_se)
+    return Point(p.experiment, offline, online, offline_ci, online_ci, p.online_se, p.arm)
 
 
 def summarise(pairs: Sequence[AgreementPair], o: AgreementOptions) -> tuple[SignalSummary, ...]:
@@ -346,13 +354,16 @@ def summarise(pairs: Sequence[AgreementPair], o: AgreementOptions) -> tuple[Sign
     for p in pairs:
         groups.setdefault((p.signal, p.source, p.online_metric), []).append(p)
     rows = []
+    oriented: dict[tuple[str, Source, str], list[Point]] = {}
     for (signal, source, metric), group in groups.items():
         flip_offline = offline_lower_is_better(signal, source)
         online = METRICS.get(metric)
         flip_online = online is not None and online.lower_is_better
         points = [_point(p, flip_offline, flip_online) for p in group]
-        a = agreement([p for p in points if p is not None], o.alpha, o.resamples, o.seed)
-        rows.append(_summary(signal, source, metric, flip_offline, a))
+        kept = oriented[(signal, source, metric)] = [p for p in points if p is not None]
+        a = agreement(kept, o.alpha, o.resamples, o.seed)
+        rows.append(_with_noise(_summary(signal, source, metric, flip_offline, a), kept, o))
+    rows = _with_familywise(rows, oriented, o)
     order = {m: i for i, m in enumerate(o.primary)}
     rows.sort(key=lambda r: (order.get(r.online_metric, len(order)), r.online_metric, _key(r)))
     ranked, rank, previous = [], 0, None
@@ -361,6 +372,43 @@ def summarise(pairs: Sequence[AgreementPair], o: AgreementOptions) -> tuple[Sign
         previous = r.online_metric
         ranked.append(replace(r, rank=rank))
     return tuple(ranked)
+
+
+def _with_noise(row: SignalSummary, points: Sequence[Point], o: AgreementOptions) -> SignalSummary:
+    """The row with its online lifts' reliability, noise ceiling and expected precision."""
+    online = [p.online for p in points]
+    se = [p.online_se for p in points]
+    c = noise_ceiling(online, se, seed=o.seed)
+    says = [p.offline_ci is not None and p.offline_ci[0] > 0 for p in points]
+    e = expected_precision(online, se, says)
+    return replace(
+        row,
+        reliability=c.reliability,
+        ceiling=c.ceiling,
+        ceiling_status=c.status,
+        rho_over_ceiling=rho_over_ceiling(row.spearman, c),
+        expected_precision=e.expected_precision,
+    )
+
+
+def _with_familywise(
+    rows: Sequence[SignalSummary],
+    points: Mapping[tuple[str, Source, str], Sequence[Point]],
+    o: AgreementOptions,
+) -> list[SignalSummary]:
+    """Each row with its family-wise p-value: the family is every signal of the
+    same online metric and the same independence (replayed metrics, close to
+    circular, would otherwise set the bar for the others)."""
+    families: dict[tuple[str, bool], list[int]] = {}
+    for i, r in enumerate(rows):
+        families.setdefault((r.online_metric, r.independent), []).append(i)
+    out = list(rows)
+    for members in families.values():
+        keys = [(rows[i].signal, rows[i].source, rows[i].online_metric) for i in members]
+        found = familywise_p([points[k] for k in keys], o.resamples, o.seed)
+        for i, p in zip(members, found.p_values, strict=True):
+            out[i] = replace(out[i], familywise_p=p)
+    return out
 
 
 def _key(r: SignalSummary) -> tuple:
