@@ -46,6 +46,9 @@ from abeval.stats.agreement import (
 )
 from abeval.stats.agreement_familywise import familywise_p
 from abeval.stats.agreement_noise import expected_precision, noise_ceiling, rho_over_ceiling
+from abeval.stats.agreement_predictive import loo_score
+from abeval.stats.distributions import norm_isf
+from abeval.stats.forecast import HistoryRow
 from abeval.stats.results import JsonResult
 from abeval.store.evaluations import RecordedEvaluation, latest_evaluations
 from abeval.store.experiments import list_experiments, unknown_experiment_message
@@ -60,8 +63,9 @@ SOURCES: tuple[Source, ...] = ("evaluation", "ope", "replay")
 #: How the board ranks signals (docs/metrics.md#agreement-ranking).
 RANKING = (
     "independent signals (recorded evaluations, off-policy estimates) before replayed ones; "
-    "then by the permutation p-value of Spearman's correlation (smallest first), Spearman, "
-    "and experiments covered; signals without a correlation last in their group"
+    "then by the leave-one-experiment-out predictive score of the forecast model against an "
+    "intercept-only model (largest gain in log score first), the family-wise p-value, "
+    "Spearman, and experiments covered; signals without a score last in their group"
 )
 
 
@@ -145,6 +149,10 @@ class SignalSummary(JsonResult):
     rho_over_ceiling: float | None = None
     expected_precision: float | None = None
     familywise_p: float | None = None
+    log_score: float | None = None
+    baseline_log_score: float | None = None
+    predictive_gain: float | None = None
+    scored: int = 0
 
 
 @dataclass(frozen=True)
@@ -362,7 +370,8 @@ def summarise(pairs: Sequence[AgreementPair], o: AgreementOptions) -> tuple[Sign
         points = [_point(p, flip_offline, flip_online) for p in group]
         kept = oriented[(signal, source, metric)] = [p for p in points if p is not None]
         a = agreement(kept, o.alpha, o.resamples, o.seed)
-        rows.append(_with_noise(_summary(signal, source, metric, flip_offline, a), kept, o))
+        row = _with_noise(_summary(signal, source, metric, flip_offline, a), kept, o)
+        rows.append(_with_score(row, history_rows(kept, o.alpha)))
     rows = _with_familywise(rows, oriented, o)
     order = {m: i for i, m in enumerate(o.primary)}
     rows.sort(key=lambda r: (order.get(r.online_metric, len(order)), r.online_metric, _key(r)))
@@ -391,6 +400,34 @@ def _with_noise(row: SignalSummary, points: Sequence[Point], o: AgreementOptions
     )
 
 
+def history_rows(points: Sequence[Point], alpha: float) -> list[HistoryRow]:
+    """The forecast model's rows of a signal's points: those with an online
+    standard error above 0; the offline standard error is read off the offline
+    1 − α interval as its width / (2 z), 0 without an interval."""
+    z = norm_isf(alpha / 2)
+    rows = []
+    for p in points:
+        if p.online_se is None or not p.online_se > 0:
+            continue
+        ci = p.offline_ci
+        se = 0.0 if ci is None else max(ci[1] - ci[0], 0.0) / (2 * z)
+        rows.append(HistoryRow(p.offline, se, p.online, p.online_se, p.cluster))
+    return rows
+
+
+def _with_score(row: SignalSummary, history: Sequence[HistoryRow]) -> SignalSummary:
+    """The row with the leave-one-experiment-out log scores (forecast model and
+    intercept-only) and their difference."""
+    score = loo_score(history)
+    return replace(
+        row,
+        log_score=score.log_score,
+        baseline_log_score=score.baseline_log_score,
+        predictive_gain=score.gain,
+        scored=score.scored,
+    )
+
+
 def _with_familywise(
     rows: Sequence[SignalSummary],
     points: Mapping[tuple[str, Source, str], Sequence[Point]],
@@ -415,8 +452,9 @@ def _key(r: SignalSummary) -> tuple:
     """Sort key of :data:`RANKING` (ascending sorts the best first)."""
     return (
         not r.independent,
-        r.spearman_p is None,
-        r.spearman_p if r.spearman_p is not None else 1.0,
+        r.predictive_gain is None,
+        -(r.predictive_gain if r.predictive_gain is not None else 0.0),
+        r.familywise_p if r.familywise_p is not None else 1.0,
         -(r.spearman if r.spearman is not None else 0.0),
         -r.experiments,
         SOURCES.index(r.source),
