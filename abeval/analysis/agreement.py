@@ -48,7 +48,7 @@ from abeval.stats.agreement_familywise import familywise_p
 from abeval.stats.agreement_noise import expected_precision, noise_ceiling, rho_over_ceiling
 from abeval.stats.agreement_predictive import loo_score
 from abeval.stats.distributions import norm_isf
-from abeval.stats.forecast import HistoryRow
+from abeval.stats.forecast import HistoryRow, fit
 from abeval.stats.results import JsonResult
 from abeval.store.evaluations import RecordedEvaluation, latest_evaluations
 from abeval.store.experiments import list_experiments, unknown_experiment_message
@@ -64,8 +64,8 @@ SOURCES: tuple[Source, ...] = ("evaluation", "ope", "replay")
 RANKING = (
     "independent signals (recorded evaluations, off-policy estimates) before replayed ones; "
     "then by the leave-one-experiment-out predictive score of the forecast model against an "
-    "intercept-only model (largest gain in log score first), the family-wise p-value, "
-    "Spearman, and experiments covered; signals without a score last in their group"
+    "intercept-only model (largest gain in log score first; a signal too short to score "
+    "counts as no gain), then the family-wise p-value, Spearman, and experiments covered"
 )
 
 
@@ -153,6 +153,11 @@ class SignalSummary(JsonResult):
     baseline_log_score: float | None = None
     predictive_gain: float | None = None
     scored: int = 0
+    model_slope: float | None = None
+    model_slope_ci: tuple[float, float] | None = None
+    model_intercept: float | None = None
+    model_tau: float | None = None
+    model_experiments: int = 0
 
 
 @dataclass(frozen=True)
@@ -371,7 +376,7 @@ def summarise(pairs: Sequence[AgreementPair], o: AgreementOptions) -> tuple[Sign
         kept = oriented[(signal, source, metric)] = [p for p in points if p is not None]
         a = agreement(kept, o.alpha, o.resamples, o.seed)
         row = _with_noise(_summary(signal, source, metric, flip_offline, a), kept, o)
-        rows.append(_with_score(row, history_rows(kept, o.alpha)))
+        rows.append(_with_score(row, history_rows(kept, o.alpha), o.alpha))
     rows = _with_familywise(rows, oriented, o)
     order = {m: i for i, m in enumerate(o.primary)}
     rows.sort(key=lambda r: (order.get(r.online_metric, len(order)), r.online_metric, _key(r)))
@@ -415,16 +420,23 @@ def history_rows(points: Sequence[Point], alpha: float) -> list[HistoryRow]:
     return rows
 
 
-def _with_score(row: SignalSummary, history: Sequence[HistoryRow]) -> SignalSummary:
-    """The row with the leave-one-experiment-out log scores (forecast model and
-    intercept-only) and their difference."""
+def _with_score(row: SignalSummary, history: Sequence[HistoryRow], alpha: float) -> SignalSummary:
+    """The row with the forecast model's fit on every row, and the
+    leave-one-experiment-out log scores (forecast model and intercept-only) and
+    their difference."""
     score = loo_score(history)
+    model = fit(history, alpha)
     return replace(
         row,
         log_score=score.log_score,
         baseline_log_score=score.baseline_log_score,
         predictive_gain=score.gain,
         scored=score.scored,
+        model_slope=model.slope,
+        model_slope_ci=model.slope_interval,
+        model_intercept=model.intercept,
+        model_tau=model.tau,
+        model_experiments=len({r.experiment for r in history}),
     )
 
 
@@ -452,7 +464,6 @@ def _key(r: SignalSummary) -> tuple:
     """Sort key of :data:`RANKING` (ascending sorts the best first)."""
     return (
         not r.independent,
-        r.predictive_gain is None,
         -(r.predictive_gain if r.predictive_gain is not None else 0.0),
         r.familywise_p if r.familywise_p is not None else 1.0,
         -(r.spearman if r.spearman is not None else 0.0),
@@ -517,9 +528,27 @@ def _notes(o: AgreementOptions) -> tuple[str, ...]:
         "(experiments in perfect order give [1, 1]); the permutation p-value of Spearman's "
         "correlation (exact up to 8 pairs) says how often unrelated lifts would rank as well.",
         "Calibration slope: online lift on offline lift, weighted by 1 / (se² + τ²) with τ² "
-        "the between-experiment variance by the method of moments; 1 means the offline lift "
-        "carries over as it is. The offline lift's own noise is not modelled, which pulls the "
-        "slope towards 0.",
+        "the between-experiment variance by the method of moments, its interval by "
+        "Hartung–Knapp–Sidik–Jonkman with t(k − 2); 1 means the offline lift carries over as "
+        "it is. The offline lift's own noise is not modelled there, which pulls it towards 0; "
+        "the forecast model's slope (model slope) corrects for it by regression calibration.",
+        "Noise: reliability R = max(0, 1 − mean(se²) / var(online lift)) is the share of the "
+        "online lifts' spread that is real. The ceiling is the Spearman correlation a perfect "
+        "predictor would reach on average against lifts this noisy (simulated, seed "
+        f"{o.seed}); read Spearman as Spearman / ceiling. Below a ceiling of 0.2 the ratio is "
+        "not given.",
+        "Expected precision: of the points where the offline interval lies above 0, the "
+        "expected share whose true online lift is above 0, each P(lift > 0 | observed) under "
+        "normal–normal shrinkage towards the mean with the between-experiment variance. Raw "
+        "precision counts only significant online lifts and is low even for a perfect "
+        "predictor when the tests are small.",
+        "Family-wise p: how often the best of all the signals of this online metric (replayed "
+        "ones a family of their own) would rank the lifts at least this well if none were "
+        "related, permuting whole experiments (arms sharing a control move together); "
+        f"{o.resamples:,} permutations, or all of them up to 10,000.",
+        "LOO gain: each experiment forecast by the forecast model fitted on the others, the "
+        "mean log density of its observed online lift minus that of an intercept-only model "
+        "(no offline signal); above 0 the signal improved the forecasts.",
         "Decision quality: offline says better when its interval lies above 0; online is "
         "better when its interval lies above 0. Precision = TP / (TP + FP); false-negative "
         "rate = FN / (TP + FN).",

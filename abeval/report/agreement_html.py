@@ -16,6 +16,7 @@ from abeval.analysis.agreement import AgreementBoard, AgreementPair, SignalSumma
 from abeval.analysis.online_metrics import METRICS
 from abeval.report.agreement_charts import Scatter, ScatterInput, scatter
 from abeval.report.agreement_text import (
+    ceiling_text,
     coefficient_interval,
     sign_text,
     signal_name,
@@ -47,6 +48,8 @@ class SignalCard:
     sign: str
     spearman_ci: str
     slope_ci: str
+    model_slope_ci: str
+    ceiling: str
 
 
 @dataclass(frozen=True)
@@ -88,16 +91,21 @@ def _card(board: AgreementBoard, s: SignalSummary, index: int) -> SignalCard:
         if p.offline_lift is not None
     ]
     what = f"{s.signal} ({SOURCE_WORDS[s.source]})"
+    line = None
+    if s.slope is not None and s.intercept is not None:
+        line = (s.intercept, s.slope)
     return SignalCard(
         summary=s,
         key=f"signal-{index}",
         name=signal_name(s),
         source_label=source_label(s),
         source_words=SOURCE_WORDS[s.source],
-        scatter=scatter(points, what) if points else None,
+        scatter=scatter(points, what, line) if points else None,
         sign=sign_text(s),
         spearman_ci=coefficient_interval(s.spearman_ci),
         slope_ci=coefficient_interval(s.slope_ci),
+        model_slope_ci=coefficient_interval(s.model_slope_ci),
+        ceiling=ceiling_text(s),
     )
 
 

@@ -34,6 +34,25 @@ def p_text(p: float | None) -> str:
     return fixed(p, 3)
 
 
+#: Why ρ is not divided by the ceiling, per ``ceiling_status``.
+CEILING_WORDS = {
+    "too_few_points": "too few lifts",
+    "no_signal_variance": "lifts all noise",
+    "ceiling_too_small": "too small",
+}
+
+
+def ceiling_text(s: SignalSummary) -> str:
+    """The noise ceiling, or why there is none to divide by: ``0.71``,
+    ``0.12 too small``, ``lifts all noise``."""
+    why = CEILING_WORDS.get(s.ceiling_status)
+    if why is None:
+        return fixed(s.ceiling, 2)
+    if s.ceiling_status == "ceiling_too_small":
+        return f"{fixed(s.ceiling, 2)} {why}"
+    return why
+
+
 def sign_text(s: SignalSummary) -> str:
     return f"{s.agreeing_pairs}/{s.pairs} {share(s.sign_agreement, 0)}" if s.pairs else NA
 
@@ -57,6 +76,30 @@ def _row(s: SignalSummary) -> str:
         f"{coefficient_interval(s.slope_ci):>16} {share(s.precision, 0):>9} "
         f"{share(s.false_negative_rate, 0):>6}"
     )
+
+
+def _noise_header() -> str:
+    return (
+        f"  {'#':>2} {'signal':<18} {'reliability':>11} {'ceiling':>17} {'rho/ceiling':>11} "
+        f"{'exp. precision':>14} {'raw':>5} {'fw p':>6} {'LOO gain':>8} "
+        f"{'model slope':>11} {'interval':>16} {'tau':>6}"
+    )
+
+
+def _noise_row(s: SignalSummary) -> str:
+    return (
+        f"  {s.rank:>2} {printable(signal_name(s)):<18} {share(s.reliability, 0):>11} "
+        f"{ceiling_text(s):>17} {fixed(s.rho_over_ceiling, 2):>11} "
+        f"{share(s.expected_precision, 0):>14} {share(s.precision, 0):>5} "
+        f"{p_text(s.familywise_p):>6} {fixed(s.predictive_gain, 3):>8} "
+        f"{fixed(s.model_slope, 2):>11} {coefficient_interval(s.model_slope_ci):>16} "
+        f"{pct_or_na(s.model_tau):>6}"
+    )
+
+
+def pct_or_na(x: float | None) -> str:
+    """A standard deviation of lifts in percent (``0.012`` → ``1.2%``)."""
+    return NA if x is None else share(x, 1)
 
 
 def _experiments(board: AgreementBoard) -> list[str]:
@@ -93,6 +136,8 @@ def render_text(board: AgreementBoard) -> str:
         undefined = [s for s in rows if s.status != "ok"]
         for s in undefined:
             lines.append(f"     {printable(s.signal)} [{s.source}]: {printable(s.message)}")
+        lines += ["", f"  Noise and prediction ({metric}):", _noise_header()]
+        lines += [_noise_row(s) for s in rows]
     if any(not s.independent for s in board.summary):
         lines += [
             "",
