@@ -26,10 +26,12 @@ from typing import Literal
 
 from abeval.stats.results import JsonResult
 
-ForecastStatus = Literal["ok", "too_few_experiments", "no_variation", "invalid_input"]
+ForecastStatus = Literal["ok", "too_few_experiments", "no_variation", "noise_only", "invalid_input"]
 
-#: Fewest past experiments the model fits (two coefficients and a residual).
-MIN_EXPERIMENTS = 3
+#: Fewest past experiments the forecast needs. τ's restricted likelihood falls
+#: off as τ^−(k−2): with 3 experiments its posterior under a flat prior is
+#: improper (the interval would be set by the grid's end), with 4 it is proper.
+MIN_EXPERIMENTS = 4
 
 
 @dataclass(frozen=True)
@@ -65,8 +67,9 @@ class ForecastFit(JsonResult):
     (``tau``), the slope's HKSJ standard error and 1 − ``alpha`` interval with
     t(k − 2), their covariance (HKSJ-scaled, ((var α, cov), (cov, var β))), τ's
     posterior mean and 1 − ``alpha`` credible interval, and what regression
-    calibration used (the offline lifts' mean and true variance S²;
-    ``reliability_floored`` when var(x) − mean(σ²) fell below the floor)."""
+    calibration used (the offline lifts' mean and true variance S²).
+    ``noise_only`` when var(x) − mean(σ²) falls below 5% of var(x): the
+    offline lifts' spread is their noise, and the slope would be noise too."""
 
     status: ForecastStatus
     message: str
@@ -151,6 +154,16 @@ def fit(rows: Sequence[HistoryRow], alpha: float = 0.05) -> ForecastFit:
     y = np.array([[r.online_lift for r in rows]])
     s = np.array([[r.online_se for r in rows]])
     cal = fb.calibrate(x, sx)
+    if bool(cal.floored[0]):
+        spread = float(np.var(x[0], ddof=1))
+        noise = float(np.mean(sx[0] ** 2))
+        return ForecastFit(
+            "noise_only",
+            f"the offline lifts vary no more than their own noise (variance {spread:.3g}, "
+            f"mean squared standard error {noise:.3g}): this signal tells nothing of the "
+            "online lift",
+            k, alpha,
+        )  # fmt: skip
     grid = fb.wls_on_grid(cal.xhat, y, s, fb.tau_grid(y, s))
     weight = fb.posterior(grid)
     best = fb.reml_index(grid)

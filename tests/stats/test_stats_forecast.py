@@ -195,7 +195,7 @@ def test_degenerate_histories_give_a_status(rows, status):
 
 
 def test_too_few_says_how_many():
-    assert fit(_history(k=2)).message == "2 past experiments: the forecast needs 3 or more"
+    assert fit(_history(k=2)).message == "2 past experiments: the forecast needs 4 or more"
 
 
 def test_a_bad_candidate_is_a_status():
