@@ -46,7 +46,7 @@ from abeval.stats.agreement import (
 )
 from abeval.stats.agreement_familywise import familywise_p
 from abeval.stats.agreement_noise import expected_precision, noise_ceiling, rho_over_ceiling
-from abeval.stats.agreement_predictive import loo_score
+from abeval.stats.agreement_predictive import Backtest, backtest, loo_score
 from abeval.stats.distributions import norm_isf
 from abeval.stats.forecast import HistoryRow, fit
 from abeval.stats.results import JsonResult
@@ -57,8 +57,8 @@ if TYPE_CHECKING:
     from abeval.store.engine import Store
 
 SCHEMA_VERSION = "1.0"
-Source = Literal["evaluation", "replay", "ope"]
-SOURCES: tuple[Source, ...] = ("evaluation", "ope", "replay")
+Source = Literal["evaluation", "replay", "ope", "history"]
+SOURCES: tuple[Source, ...] = ("evaluation", "ope", "history", "replay")
 
 #: How the board ranks signals (docs/metrics.md#agreement-ranking).
 RANKING = (
@@ -82,6 +82,10 @@ class AgreementOptions:
     #: experiment -> a file of the target's probabilities for its off-policy
     #: estimates (``--target-propensities``); the others use the empirical ones.
     target_propensities: Mapping[str, str] = field(default_factory=dict)
+    #: ``--backtest``: forecast each experiment from the earlier ones.
+    backtest: bool = False
+    #: ``--primary`` was given (a history file otherwise keeps all its metrics).
+    primary_given: bool = False
 
 
 @dataclass(frozen=True)
@@ -194,6 +198,22 @@ class AgreementBoard(JsonResult):
     pairs: tuple[AgreementPair, ...]
     summary: tuple[SignalSummary, ...]
     notes: tuple[str, ...]
+    #: ``--backtest``: per signal and online metric, each experiment forecast
+    #: from the earlier ones (empty unless asked for).
+    backtest: tuple[SignalBacktest, ...] = ()
+
+
+@dataclass(frozen=True)
+class SignalBacktest(JsonResult):
+    """The backtest of one signal against one online metric: experiments in the
+    order of ``ordered_by`` (``start`` of the experiment, or the history's
+    ``date``, or ``row`` order when a date is missing)."""
+
+    signal: str
+    source: Source
+    online_metric: str
+    ordered_by: str
+    result: Backtest
 
 
 def agreement_board(store: Store, o: AgreementOptions | None = None) -> AgreementBoard:
@@ -217,6 +237,8 @@ def agreement_board(store: Store, o: AgreementOptions | None = None) -> Agreemen
         pairs += found
         coverage.append(_coverage(report, found))
     summary = summarise(pairs, o)
+    starts = {e.experiment: e.first_ts or "" for e in list_experiments(store)}
+    order = sorted(names, key=lambda n: (starts.get(n, ""), n))
     return AgreementBoard(
         schema_version=SCHEMA_VERSION,
         abeval_version=__version__,
@@ -234,8 +256,41 @@ def agreement_board(store: Store, o: AgreementOptions | None = None) -> Agreemen
         experiments_skipped=tuple(c.experiment for c in coverage if c.status == "skipped"),
         pairs=tuple(pairs),
         summary=summary,
-        notes=_notes(o),
+        notes=notes(o),
+        backtest=backtests(pairs, order, "start", o) if o.backtest else (),
     )
+
+
+def backtests(
+    pairs: Sequence[AgreementPair], order: Sequence[str], ordered_by: str, o: AgreementOptions
+) -> tuple[SignalBacktest, ...]:
+    """The backtest of every (signal, source, online metric) of ``pairs``, in the
+    summary's order of online metrics, experiments in ``order``."""
+    out = []
+    for (signal, source, metric), points in _oriented(pairs).items():
+        rows = history_rows(points, o.alpha)
+        result = backtest(rows, list(order), o.alpha)
+        out.append(SignalBacktest(signal, source, metric, ordered_by, result))
+    rank = {m: i for i, m in enumerate(o.primary)}
+    out.sort(key=lambda b: (rank.get(b.online_metric, len(rank)), b.online_metric,
+                            SOURCES.index(b.source), b.signal))  # fmt: skip
+    return tuple(out)
+
+
+def _oriented(pairs: Sequence[AgreementPair]) -> dict[tuple[str, Source, str], list[Point]]:
+    """The pairs grouped per (signal, source, online metric), as points oriented
+    so that larger is better (pairs without an offline lift left out)."""
+    groups: dict[tuple[str, Source, str], list[AgreementPair]] = {}
+    for p in pairs:
+        groups.setdefault((p.signal, p.source, p.online_metric), []).append(p)
+    out = {}
+    for (signal, source, metric), group in groups.items():
+        flip_offline = offline_lower_is_better(signal, source)
+        online = METRICS.get(metric)
+        flip_online = online is not None and online.lower_is_better
+        points = [_point(p, flip_offline, flip_online) for p in group]
+        out[(signal, source, metric)] = [p for p in points if p is not None]
+    return out
 
 
 def _report_options(base: ReportOptions, o: AgreementOptions, name: str) -> ReportOptions:
@@ -363,17 +418,10 @@ def _point(p: AgreementPair, flip_offline: bool, flip_online: bool) -> Point | N
 def summarise(pairs: Sequence[AgreementPair], o: AgreementOptions) -> tuple[SignalSummary, ...]:
     """One ranked :class:`SignalSummary` per (signal, source, online metric);
     ranks count within each online metric, in the order of ``o.primary``."""
-    groups: dict[tuple[str, Source, str], list[AgreementPair]] = {}
-    for p in pairs:
-        groups.setdefault((p.signal, p.source, p.online_metric), []).append(p)
     rows = []
-    oriented: dict[tuple[str, Source, str], list[Point]] = {}
-    for (signal, source, metric), group in groups.items():
+    oriented = _oriented(pairs)
+    for (signal, source, metric), kept in oriented.items():
         flip_offline = offline_lower_is_better(signal, source)
-        online = METRICS.get(metric)
-        flip_online = online is not None and online.lower_is_better
-        points = [_point(p, flip_offline, flip_online) for p in group]
-        kept = oriented[(signal, source, metric)] = [p for p in points if p is not None]
         a = agreement(kept, o.alpha, o.resamples, o.seed)
         row = _with_noise(_summary(signal, source, metric, flip_offline, a), kept, o)
         rows.append(_with_score(row, history_rows(kept, o.alpha), o.alpha))
@@ -513,7 +561,7 @@ def _summary(
     )
 
 
-def _notes(o: AgreementOptions) -> tuple[str, ...]:
+def notes(o: AgreementOptions) -> tuple[str, ...]:
     level = f"{1 - o.alpha:.0%}"
     return (
         "Replayed metrics are computed from the same clicks (and purchases) as the online "

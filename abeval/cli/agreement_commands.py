@@ -82,14 +82,41 @@ def agreement(
             show_default=False,
         ),
     ] = None,
+    backtest: Annotated[
+        bool,
+        typer.Option(
+            "--backtest",
+            help="Also forecast each experiment from the earlier ones (by start date, or the "
+            "history's date) and report coverage, sign accuracy, error and what gating on "
+            "P(lift > 0) > 0.5 would have kept and missed.",
+        ),
+    ] = False,
+    history: Annotated[
+        Path | None,
+        typer.Option(
+            "--history",
+            metavar="FILE",
+            help="Read past experiments from a CSV or Parquet file (experiment, signal, "
+            "offline_lift, offline_se, online_lift, online_se; optional metric, arm, date), "
+            "as abeval forecast --history, instead of the store.",
+            show_default=False,
+        ),
+    ] = None,
     db: DbOption = None,
 ) -> None:
     """Rank offline signals (recorded evaluations, off-policy estimates, replayed
     metrics) by how well they predicted the online lift across experiments."""
     from abeval.analysis.agreement import AgreementOptions, agreement_board
     from abeval.analysis.online_metrics import DEFAULT_PRIMARY, parse_metrics
-    from abeval.store import open_store
 
+    if history is not None:
+        require(experiments is None, "--experiments", "a history file has no store to pick from")
+        require(
+            not target_propensities,
+            "--target-propensities",
+            "a history file already holds its offline lifts",
+        )
+        require(db is None, "--db", "give either --history or --db")
     names = _experiment_names(experiments)
     require(0 < alpha < 1, "--alpha", f"must be between 0 and 1 (exclusive), got {alpha:g}")
     require(seed >= 0, "--seed", f"must be 0 or more, got {seed}")
@@ -98,7 +125,11 @@ def agreement(
         "--resamples",
         f"must be between {MIN_RESAMPLES:,} and {MAX_RESAMPLES:,}, got {resamples:,}",
     )
-    metrics = parse_metrics(primary, DEFAULT_PRIMARY, "--primary")
+    if history is None:
+        metrics = parse_metrics(primary, DEFAULT_PRIMARY, "--primary")
+    else:  # a history's metrics are its own names
+        metrics = tuple(n.strip() for n in (primary or "").split(",") if n.strip())
+        metrics = metrics if primary is not None else DEFAULT_PRIMARY
     require(bool(metrics), "--primary", "no metric given; name them as ctr,conversion")
     options = AgreementOptions(
         experiments=names,
@@ -107,9 +138,18 @@ def agreement(
         resamples=resamples,
         primary=metrics,
         target_propensities=_target_files(target_propensities or []),
+        backtest=backtest,
+        primary_given=primary is not None,
     )
-    with open_store(db, read_only=True) as store:
-        board = agreement_board(store, options)
+    if history is not None:
+        from abeval.analysis.agreement_history import history_board
+
+        board = history_board(history, options)
+    else:
+        from abeval.store import open_store
+
+        with open_store(db, read_only=True) as store:
+            board = agreement_board(store, options)
     if fmt == "json":
         emit(json.dumps(board.to_dict(), indent=2, allow_nan=False) + "\n", out)
     elif fmt == "text":

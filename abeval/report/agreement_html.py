@@ -16,6 +16,7 @@ from abeval.analysis.agreement import AgreementBoard, AgreementPair, SignalSumma
 from abeval.analysis.online_metrics import METRICS
 from abeval.report.agreement_charts import Scatter, ScatterInput, scatter
 from abeval.report.agreement_text import (
+    ORDERED_BY,
     ceiling_text,
     coefficient_interval,
     sign_text,
@@ -23,6 +24,7 @@ from abeval.report.agreement_text import (
     source_label,
 )
 from abeval.report.templates import environment
+from abeval.stats.forecast import MIN_EXPERIMENTS
 
 TEMPLATE = "agreement.html.j2"
 DEFAULT_PATH = Path("reports") / "agreement.html"
@@ -31,6 +33,7 @@ SOURCE_WORDS = {
     "evaluation": "recorded evaluation",
     "ope": "off-policy estimate",
     "replay": "replayed from the same clicks",
+    "history": "from the history file",
 }
 
 
@@ -71,6 +74,8 @@ class AgreementContext:
     level: str
     blocks: tuple[MetricBlock, ...]
     has_replay: bool
+    ordered_by: str
+    min_history: int
 
 
 def _pairs(board: AgreementBoard, s: SignalSummary) -> list[AgreementPair]:
@@ -129,6 +134,8 @@ def build_context(board: AgreementBoard) -> AgreementContext:
         level=f"{1 - board.alpha:.0%}",
         blocks=tuple(blocks),
         has_replay=any(not s.independent for s in board.summary),
+        ordered_by=ORDERED_BY.get(board.backtest[0].ordered_by, "") if board.backtest else "",
+        min_history=MIN_EXPERIMENTS,
     )
 
 

@@ -102,6 +102,42 @@ def pct_or_na(x: float | None) -> str:
     return NA if x is None else share(x, 1)
 
 
+ORDERED_BY = {
+    "start": "experiment start",
+    "date": "the history's date",
+    "row": "row order (a row has no date)",
+}
+
+
+def backtest_lines(board: AgreementBoard) -> list[str]:
+    """The ``--backtest`` table: one row per signal and online metric."""
+    if not board.backtest:
+        return []
+    by = ORDERED_BY.get(board.backtest[0].ordered_by, board.backtest[0].ordered_by)
+    lines = [
+        "",
+        f"Backtest: each experiment forecast from the earlier ones (ordered by {by}); "
+        f"coverage of the {1 - board.alpha:.0%} interval for the observed lift; gating keeps "
+        "a test when P(lift > 0) > 0.5",
+        f"  {'signal':<18} {'source':<10} {'metric':<12} {'forecast':>8} {'skipped':>7} "
+        f"{'coverage':>8} {'sign right':>10} {'MAE':>7} {'kept':>4} {'better':>6} "
+        f"{'worse':>5} {'missed':>6} {'avoided':>7}",
+    ]
+    for b in board.backtest:
+        r = b.result
+        lines.append(
+            f"  {printable(b.signal):<18} {b.source:<10} {printable(b.online_metric):<12} "
+            f"{r.forecast:>8} {r.skipped:>7} {share(r.coverage, 0):>8} "
+            f"{share(r.sign_accuracy, 0):>10} {pct_or_na(r.mean_absolute_error):>7} "
+            f"{r.kept:>4} {r.kept_better:>6} {r.kept_worse:>5} {r.missed:>6} {r.avoided:>7}"
+        )
+    lines.append(
+        "  better / worse: kept tests whose online interval lay above / below 0; missed: "
+        "not kept but significantly better online; avoided: not kept and significantly worse."
+    )
+    return lines
+
+
 def _experiments(board: AgreementBoard) -> list[str]:
     analysed = len(board.experiments)
     lines = [
@@ -144,6 +180,7 @@ def render_text(board: AgreementBoard) -> str:
             "* replayed from the same clicks as the online metrics: agreement with CTR is close "
             "to circular; judge by ope and evaluation signals.",
         ]
+    lines += backtest_lines(board)
     lines += ["", f"{len(board.pairs):,} pairs of lifts: --format json lists them."]
     lines += ["", "Notes:", *(f"- {n}" for n in board.notes)]
     return "\n".join(lines) + "\n"

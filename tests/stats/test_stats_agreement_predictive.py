@@ -85,7 +85,7 @@ def test_loo_score_holds_out_every_arm_of_an_experiment() -> None:
     rows = _history(6)
     twin = HistoryRow(0.03, 0.003, 0.02, 0.01, "e0")  # a second arm of e0
     score = loo_score([*rows, twin])
-    assert score.experiments == 6 and score.scored == 7
+    assert score.experiments == 6 and score.scored == 7  # rows of e1 … e5: 5 ≥ 4
     rest = rows[1:]
     f = predict(fit(rest), twin.offline_lift, twin.offline_se)
     expected = math.log(_mixture_density(f, twin.online_lift, twin.online_se))
@@ -102,17 +102,18 @@ def test_a_signal_that_predicts_gains_and_noise_does_not() -> None:
     assert noise.gain is not None and noise.gain < good.gain
 
 
-def test_loo_score_needs_four_experiments() -> None:
-    score = loo_score(_history(3))
+def test_loo_score_needs_five_experiments() -> None:
+    # The forecast model needs 4 experiments (MIN_EXPERIMENTS), one more is held out.
+    score = loo_score(_history(4))
     assert score.status == "too_few_experiments" and score.gain is None
-    assert score.message == "3 experiments: leaving one out needs 4 or more"
+    assert score.message == "4 experiments: leaving one out needs 5 or more"
 
 
 def test_backtest_forecasts_each_experiment_from_the_earlier_ones() -> None:
     rows = _history(9)
     order = [f"e{i}" for i in (8, 7, 6, 5, 4, 3, 2, 1, 0)]
     b = backtest(rows, order, alpha=0.1)
-    assert b.status == "ok" and b.skipped == 3 and b.forecast == 6
+    assert b.status == "ok" and b.skipped == 4 and b.forecast == 5
     by_name = {r.experiment: r for r in rows}
     for step in b.steps:
         i = order.index(step.experiment)
@@ -152,5 +153,5 @@ def test_observed_interval_widens_the_forecast_by_the_noise() -> None:
 
 
 def test_backtest_with_too_few_experiments() -> None:
-    b = backtest(_history(3), ["e0", "e1", "e2"])
-    assert b.status == "too_few_experiments" and b.skipped == 3 and b.coverage is None
+    b = backtest(_history(4), ["e0", "e1", "e2", "e3"])
+    assert b.status == "too_few_experiments" and b.skipped == 4 and b.coverage is None
