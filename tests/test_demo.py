@@ -13,6 +13,7 @@ held-out files; the correlations with scipy."""
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -224,3 +225,29 @@ def test_a_bigger_history_recovers_its_relation_tightly(tmp_path: Path) -> None:
     for metric in ("coverage@10", "novelty@10"):
         rho = spearmanr(r[metric], r["online"])
         assert abs(rho.statistic) < 0.4 and rho.pvalue > 0.2, (metric, rho)
+
+
+def test_demo_ends_with_a_forecast_beside_the_true_lift(demo: Demo) -> None:
+    """The last lines: an untested candidate's CTR lift forecast from the history's
+    recorded ndcg@10, and its true lift (known to the simulator)."""
+    from abeval.simulate.demo import CANDIDATE_CTR_LIFT
+
+    lines = demo.stderr.splitlines()
+    forecast = next(line for line in lines if line.startswith("forecast: "))
+    match = re.fullmatch(
+        r"forecast: an untested candidate \(ndcg@10 ([+-][\d.]+)% offline\): CTR lift "
+        r"([+-][\d.]+)%, 95% interval \[([+-][\d.]+)%, ([+-][\d.]+)%\] from 12 experiments; "
+        r"its true CTR lift \(simulator\): ([+-][\d.]+)%",
+        forecast,
+    )
+    assert match, forecast
+    offline, point, low, high, true = (float(v) / 100 for v in match.groups())
+    assert true == pytest.approx(CANDIDATE_CTR_LIFT)
+    assert offline > 0 and low < point < high
+    candidate = demo.folder / "candidate"
+    explore = (
+        f"explore: abeval forecast --db {demo.folder / 'demo.duckdb'} -t {candidate / 'truth.csv'} "
+        f"-r control={candidate / 'control.csv'} -r candidate={candidate / 'candidate.csv'} "
+        "--signal ndcg@10"
+    )
+    assert lines[lines.index(forecast) + 1] == explore

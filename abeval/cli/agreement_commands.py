@@ -9,11 +9,8 @@ from typing import Annotated
 
 import typer
 
+from abeval.api import MAX_RESAMPLES, MIN_RESAMPLES
 from abeval.cli.app import DbOption, PageFormatOption, app, command, emit, page_out, require
-
-#: Bounds of --resamples: fewer makes a percentile interval meaningless, more
-#: only costs time and memory (resamples × pairs numbers per signal).
-MIN_RESAMPLES, MAX_RESAMPLES = 100, 100_000
 
 
 def _experiment_names(value: str | None) -> tuple[str, ...] | None:
@@ -106,7 +103,7 @@ def agreement(
 ) -> None:
     """Rank offline signals (recorded evaluations, off-policy estimates, replayed
     metrics) by how well they predicted the online lift across experiments."""
-    from abeval.analysis.agreement import AgreementOptions, agreement_board
+    from abeval import api
     from abeval.analysis.online_metrics import DEFAULT_PRIMARY, parse_metrics
 
     if history is not None:
@@ -126,30 +123,27 @@ def agreement(
         f"must be between {MIN_RESAMPLES:,} and {MAX_RESAMPLES:,}, got {resamples:,}",
     )
     if history is None:
-        metrics = parse_metrics(primary, DEFAULT_PRIMARY, "--primary")
-    else:  # a history's metrics are its own names
-        metrics = tuple(n.strip() for n in (primary or "").split(",") if n.strip())
-        metrics = metrics if primary is not None else DEFAULT_PRIMARY
-    require(bool(metrics), "--primary", "no metric given; name them as ctr,conversion")
-    options = AgreementOptions(
-        experiments=names,
-        alpha=alpha,
-        seed=seed,
-        resamples=resamples,
-        primary=metrics,
-        target_propensities=_target_files(target_propensities or []),
-        backtest=backtest,
-        primary_given=primary is not None,
-    )
-    if history is not None:
-        from abeval.analysis.agreement_history import history_board
-
-        board = history_board(history, options)
-    else:
-        from abeval.store import open_store
-
-        with open_store(db, read_only=True) as store:
-            board = agreement_board(store, options)
+        metrics: tuple[str, ...] | None = parse_metrics(primary, DEFAULT_PRIMARY, "primary")
+        require(bool(metrics), "--primary", "no metric given; name them as ctr,conversion")
+        with api.open(db, read_only=True) as store:
+            board = store.agreement(
+                names,
+                alpha=alpha,
+                seed=seed,
+                resamples=resamples,
+                primary=metrics,
+                target_propensities=_target_files(target_propensities or []),
+                backtest=backtest,
+            )
+    else:  # a history's metrics are its own names; by default all of them
+        metrics = None
+        if primary is not None:
+            metrics = tuple(n.strip() for n in primary.split(",") if n.strip())
+            require(bool(metrics), "--primary", "no metric given; name them as ctr,conversion")
+        board = api.agreement_history(
+            history, alpha=alpha, seed=seed, resamples=resamples, primary=metrics,
+            backtest=backtest,
+        )  # fmt: skip
     if fmt == "json":
         emit(json.dumps(board.to_dict(), indent=2, allow_nan=False) + "\n", out)
     elif fmt == "text":

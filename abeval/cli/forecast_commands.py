@@ -64,7 +64,11 @@ def forecast(
     truth: Annotated[
         Path | None,
         typer.Option(
-            "--truth", "-t", help="Held-out truth to evaluate -r's models on.", show_default=False
+            "--truth",
+            "-t",
+            metavar="FILE",
+            help="Held-out truth to evaluate -r's models on.",
+            show_default=False,
         ),
     ] = None,
     recommendations: Annotated[
@@ -79,13 +83,17 @@ def forecast(
         ),
     ] = None,
     k: Annotated[
-        str, typer.Option("--k", help="Cutoffs of the evaluation's metrics, comma-separated.")
+        str,
+        typer.Option(
+            "--k", metavar="K,K...", help="Cutoffs of the evaluation's metrics, comma-separated."
+        ),
     ] = "5,10",
     signal: Annotated[
         str | None,
         typer.Option(
             "--signal",
             "-s",
+            metavar="NAME",
             help="The offline signal (ndcg@10, an OPE estimator...); default: the one the "
             "agreement board ranks best (a history file's only one).",
             show_default=False,
@@ -95,6 +103,7 @@ def forecast(
         Path | None,
         typer.Option(
             "--history",
+            metavar="FILE",
             help="Past experiments from a CSV or Parquet file (experiment, signal, "
             "offline_lift, offline_se, online_lift, online_se; optional metric, arm, date, "
             "users) instead of the store's.",

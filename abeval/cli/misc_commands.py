@@ -128,23 +128,21 @@ def _power_from_data(
     db: str | None,
     as_json: bool,
 ) -> None:
+    from abeval import api
     from abeval.analysis.online_metrics import DEFAULT_PRIMARY, METRICS, parse_metrics
-    from abeval.analysis.planning import plan_from_data
-    from abeval.analysis.report_model import ReportOptions
-    from abeval.store import open_store
 
-    metrics = parse_metrics(metric, DEFAULT_PRIMARY, "--metric")
-    options = ReportOptions(
-        alpha=alpha,
-        power=power_,
-        sequential=sequential,
-        tuning_n=tuning_n,
-        cuped_days=cuped_days,
-        target_mde=0.02 if mde is None else mde,
-        offline=False,
-    )
-    with open_store(db, read_only=True) as store:
-        rows = plan_from_data(store, experiment, metrics, options)
+    metrics = parse_metrics(metric, DEFAULT_PRIMARY, "metric")
+    with api.open(db, read_only=True) as store:
+        rows = store.power(
+            experiment,
+            metric=metrics,
+            mde=mde,
+            alpha=alpha,
+            power=power_,
+            sequential=sequential,
+            tuning_n=tuning_n,
+            cuped_days=cuped_days,
+        )
     if as_json:
         typer.echo(json.dumps([r.to_dict() for r in rows], indent=2, allow_nan=False))
         return
@@ -331,6 +329,36 @@ def _demo_history(out_dir: Path, db: Path, seed: int) -> None:
     typer.echo(
         f"explore: abeval agreement --db {db} --format text   (every experiment; off-policy "
         "estimates from empirical frequencies unless --target-propensities EXPERIMENT=FILE)",
+        err=True,
+    )
+    _demo_forecast(out_dir, db, seed)
+
+
+def _demo_forecast(out_dir: Path, db: Path, seed: int) -> None:
+    """Forecast an untested candidate's CTR lift from the history, beside its
+    true lift (known to the simulator), as ``abeval forecast -t ... -r ...`` does."""
+    from abeval.analysis.forecast import ForecastOptions, build_forecast
+    from abeval.analysis.forecast_candidate import evaluation_evidence
+    from abeval.formatting import interval, pct
+    from abeval.simulate.demo import write_demo_candidate
+    from abeval.store import open_store
+
+    c = write_demo_candidate(out_dir, seed)
+    models = {"control": str(c.control), "candidate": str(c.candidate)}
+    evidence = evaluation_evidence(c.truth, models)
+    options = ForecastOptions(signal="ndcg@10", primary=("ctr",))
+    with open_store(str(db), read_only=True) as store:
+        f = build_forecast(store, evidence, options).forecasts[0]
+    p = f.forecast
+    typer.echo(
+        f"forecast: an untested candidate (ndcg@10 {pct(p.offline_lift)} offline): CTR lift "
+        f"{pct(p.point)}, 95% interval {interval(p.interval)} from {f.fit.k} experiments; "
+        f"its true CTR lift (simulator): {pct(c.true_ctr_lift)}",
+        err=True,
+    )
+    typer.echo(
+        f"explore: abeval forecast --db {db} -t {c.truth} -r control={c.control} "
+        f"-r candidate={c.candidate} --signal ndcg@10",
         err=True,
     )
 

@@ -26,7 +26,8 @@ def learned_line(m: MetricForecast) -> str:
     return (
         f"Learned from {f.k} experiments: slope {fixed(f.slope, 2)}{slope_ci} "
         f"(about {share(f.slope, 0)} of an offline lift carries over), "
-        f"τ {share(f.tau, 2)} (likely range {tau_range(f.tau_interval)})"
+        f"τ {share(f.tau, 2)} (REML; {share(1 - f.alpha, 0)} credible range "
+        f"{tau_range(f.tau_interval)})"
     )
 
 

@@ -83,3 +83,48 @@ def ingest_series(store: Store, files: list[ExperimentFiles]) -> list[Ingested]:
         ingest_experiment(store, f.experiment.name, f.experiment.config.control, f.events)
         for f in files
     ]
+
+
+#: The candidate the demo forecasts: a treatment the history has not tested,
+#: with this true relative CTR lift (known to the simulator, not to the forecast).
+CANDIDATE_CTR_LIFT = 0.045
+CANDIDATE_FOLDER = "candidate"
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """The untested candidate's held-out files and its true CTR lift."""
+
+    truth: Path
+    control: Path
+    candidate: Path
+    true_ctr_lift: float
+
+
+def write_demo_candidate(out_dir: Path, seed: int) -> Candidate:
+    """Held-out truth and ranked lists of production (``control.csv``) and of a
+    new candidate (``candidate.csv``) of true CTR lift :data:`CANDIDATE_CTR_LIFT`,
+    from the history's model, into ``out_dir/candidate/``."""
+    from dataclasses import replace
+
+    from abeval.simulate.series import ARMS, heldout
+
+    s = demo_series_config(seed)
+    config = replace(
+        s.base,
+        experiment="candidate",
+        arms=ARMS,
+        seed=s.seed * 1_000 + 999,
+        true_ctr_lift={"treatment": CANDIDATE_CTR_LIFT},
+        popularity_tilt={"control": s.control_tilt, "treatment": s.control_tilt},
+    )
+    truth, lists = heldout(config, s.heldout_users)
+    folder = out_dir / CANDIDATE_FOLDER
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = Candidate(
+        folder / "truth.csv", folder / "control.csv", folder / "candidate.csv", CANDIDATE_CTR_LIFT
+    )
+    write_events(truth, paths.truth, quote=False)
+    write_events(lists["control"], paths.control, quote=False)
+    write_events(lists["treatment"], paths.candidate, quote=False)
+    return paths

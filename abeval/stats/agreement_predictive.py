@@ -20,12 +20,19 @@ inputs give a ``status``, never an exception.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from abeval.stats.forecast import MIN_EXPERIMENTS, Forecast, HistoryRow, fit, predict
+from abeval.stats.forecast import (
+    MIN_EXPERIMENTS,
+    Forecast,
+    HistoryRow,
+    fit,
+    log_score,
+    observed_interval,
+    predict,
+)
 from abeval.stats.results import JsonResult
 
 ScoreStatus = Literal["ok", "too_few_experiments"]
@@ -88,29 +95,6 @@ class Backtest(JsonResult):
     message: str
 
 
-def observed_log_density(f: Forecast, observed: float, observed_se: float) -> float:
-    """log p(observed) under the forecast's mixture with ``observed_se``² added."""
-    from abeval.stats.distributions import norm_pdf
-
-    total = 0.0
-    for w, m, sd in zip(f.weights, f.means, f.sds, strict=True):
-        scale = math.sqrt(sd * sd + observed_se * observed_se)
-        total += w * norm_pdf((observed - m) / scale) / scale
-    return math.log(max(total, 1e-300))
-
-
-def observed_interval(f: Forecast, observed_se: float, alpha: float) -> tuple[float, float]:
-    """The 1 − α interval of the observed lift: quantiles of the forecast's
-    mixture with ``observed_se``² added to every component."""
-    import numpy as np
-
-    from abeval.stats.forecast_batch import Mixture
-
-    sd = np.sqrt(np.square(f.sds) + observed_se**2)[None, :]
-    mix = Mixture(np.array([f.weights]), np.array([f.means]), sd)
-    return float(mix.quantile(alpha / 2)[0]), float(mix.quantile(1 - alpha / 2)[0])
-
-
 def intercept_only(rows: Sequence[HistoryRow]) -> Forecast:
     """The forecast of a new experiment's true lift without any offline signal:
     y = α + u + e, u ~ N(0, τ²), the τ grid and REML posterior of the forecast
@@ -171,8 +155,12 @@ def loo_score(rows: Sequence[HistoryRow]) -> PredictiveScore:
             f = predict(fitted, r.offline_lift, r.offline_se)
             if f.status != "ok":
                 continue
-            model.append(observed_log_density(f, r.online_lift, r.online_se))
-            base.append(observed_log_density(baseline, r.online_lift, r.online_se))
+            scored = log_score(f, r.online_lift, r.online_se)
+            against = log_score(baseline, r.online_lift, r.online_se)
+            if scored is None or against is None:
+                continue
+            model.append(scored)
+            base.append(against)
     if not model:
         return PredictiveScore(
             k, 0, None, None, None, "too_few_experiments",
@@ -207,8 +195,10 @@ def backtest(
         for r in groups.get(name, []):
             f = predict(fitted, r.offline_lift, r.offline_se, alpha)
             if f.status != "ok" or f.point is None or f.interval is None:
-                continue
+                continue  # pragma: no cover - a fitted model always forecasts
             seen = observed_interval(f, r.online_se, alpha)
+            if seen is None:
+                continue
             y = r.online_lift
             low, high = y - z * r.online_se, y + z * r.online_se
             p = f.p_positive if f.p_positive is not None else 0.5

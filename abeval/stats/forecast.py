@@ -22,9 +22,12 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from abeval.stats.results import JsonResult
+
+if TYPE_CHECKING:
+    from abeval.stats import forecast_batch as fb
 
 ForecastStatus = Literal["ok", "too_few_experiments", "no_variation", "noise_only", "invalid_input"]
 
@@ -289,3 +292,46 @@ def prob_above(forecast: Forecast, threshold: float) -> float | None:
         w * norm_sf(threshold, m, sd)
         for w, m, sd in zip(forecast.weights, forecast.means, forecast.sds, strict=True)
     )
+
+
+def _observed_mixture(forecast: Forecast, observed_se: float) -> fb.Mixture:
+    """The forecast of what a test with standard error ``observed_se`` would
+    measure: each component's variance plus ``observed_se²``."""
+    import numpy as np
+
+    from abeval.stats import forecast_batch as fb
+
+    sds = np.sqrt(np.array([forecast.sds]) ** 2 + observed_se**2)
+    return fb.Mixture(np.array([forecast.weights]), np.array([forecast.means]), sds)
+
+
+def log_score(forecast: Forecast, observed: float, observed_se: float) -> float | None:
+    """The log predictive density of an online lift ``observed`` measured with
+    standard error ``observed_se``: log Σ p_g N(observed; m_g, sd_g² + se²).
+    The score of a leave-one-out or backtest forecast (larger is better); None
+    without a forecast."""
+    import numpy as np
+
+    if forecast.status != "ok" or not forecast.weights:
+        return None
+    if not (math.isfinite(observed) and math.isfinite(observed_se) and observed_se >= 0):
+        return None
+    mix = _observed_mixture(forecast, observed_se)
+    z = (observed - mix.mean) / mix.sd
+    log_terms = np.log(np.maximum(mix.weight, 1e-300)) - 0.5 * z**2 - np.log(mix.sd)
+    top = float(log_terms.max())
+    return top + math.log(float(np.exp(log_terms - top).sum())) - 0.5 * math.log(2 * math.pi)
+
+
+def observed_interval(
+    forecast: Forecast, observed_se: float, alpha: float = 0.05
+) -> tuple[float, float] | None:
+    """The 1 − ``alpha`` interval for what a test with standard error
+    ``observed_se`` would measure (the true lift's forecast plus the test's
+    noise): what a backtest can check against measured lifts."""
+    if forecast.status != "ok" or not forecast.weights:
+        return None
+    if not (math.isfinite(observed_se) and observed_se >= 0):
+        return None
+    mix = _observed_mixture(forecast, observed_se)
+    return float(mix.quantile(alpha / 2)[0]), float(mix.quantile(1 - alpha / 2)[0])

@@ -17,9 +17,8 @@ from abeval.stats.agreement_predictive import (
     backtest,
     intercept_only,
     loo_score,
-    observed_log_density,
 )
-from abeval.stats.forecast import HistoryRow, fit, predict
+from abeval.stats.forecast import HistoryRow, fit, log_score, predict
 
 
 def _history(k: int = 8, seed: int = 3, slope: float = 0.8) -> list[HistoryRow]:
@@ -62,7 +61,7 @@ def test_intercept_only_matches_integration_over_tau() -> None:
     pdf, _ = integrate.quad(density, 0, top, limit=200)
     f = intercept_only(rows)
     assert f.point == pytest.approx(point / norm, rel=1e-2)
-    assert math.exp(observed_log_density(f, y0, se0)) == pytest.approx(pdf / norm, rel=1e-2)
+    assert math.exp(log_score(f, y0, se0)) == pytest.approx(pdf / norm, rel=1e-2)
 
 
 def test_loo_score_is_the_mean_held_out_log_density() -> None:
@@ -89,7 +88,7 @@ def test_loo_score_holds_out_every_arm_of_an_experiment() -> None:
     rest = rows[1:]
     f = predict(fit(rest), twin.offline_lift, twin.offline_se)
     expected = math.log(_mixture_density(f, twin.online_lift, twin.online_se))
-    assert observed_log_density(f, twin.online_lift, twin.online_se) == pytest.approx(expected)
+    assert log_score(f, twin.online_lift, twin.online_se) == pytest.approx(expected)
 
 
 def test_a_signal_that_predicts_gains_and_noise_does_not() -> None:

@@ -15,7 +15,14 @@ from scipy import integrate, optimize
 from scipy import stats as st
 
 from abeval.stats import forecast_batch as fb
-from abeval.stats.forecast import HistoryRow, fit, predict, prob_above
+from abeval.stats.forecast import (
+    HistoryRow,
+    fit,
+    log_score,
+    observed_interval,
+    predict,
+    prob_above,
+)
 
 
 def _history(k: int = 10, seed: int = 4, tau: float = 0.01, sigma: float = 0.004):
@@ -201,3 +208,20 @@ def test_too_few_says_how_many():
 def test_a_bad_candidate_is_a_status():
     p = predict(fit(_history()), math.inf, 0.01)
     assert p.status == "invalid_input" and p.point is None
+
+
+def test_log_score_and_observed_interval_add_the_test_s_noise():
+    """Against the mixture written out with scipy: density of N(m_g, sd_g² + se²)."""
+    f = predict(fit(_history()), 0.031, 0.008)
+    se = 0.01
+    w, m, sd = (np.array(v) for v in (f.weights, f.means, f.sds))
+    total = np.sqrt(sd**2 + se**2)
+    for y in (-0.02, 0.015, 0.08):
+        expected = math.log(float(np.sum(w * st.norm.pdf(y, m, total))))
+        assert log_score(f, y, se) == pytest.approx(expected, rel=1e-9)
+    low, high = observed_interval(f, se) or (0.0, 0.0)
+    for end, prob in ((low, 0.025), (high, 0.975)):
+        assert float(np.sum(w * st.norm.cdf(end, m, total))) == pytest.approx(prob, abs=1e-9)
+    assert f.interval is not None and low < f.interval[0] and high > f.interval[1]
+    none = predict(fit(_history(k=2)), 0.03, 0.01)
+    assert log_score(none, 0.0, 0.01) is None and observed_interval(none, 0.01) is None
