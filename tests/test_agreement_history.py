@@ -181,3 +181,16 @@ def test_a_metric_the_file_lacks(history: Path) -> None:
         f"Error: {history}: no row of the metric revenue; the file has ctr (choose with "
         "--primary)\n"
     )
+
+
+def test_the_python_api_reads_a_history(history: Path) -> None:
+    from abeval import api
+    from abeval.errors import OptionError
+
+    board = api.agreement_history(history, resamples=200, backtest=True)
+    assert [s.signal for s in board.summary] == ["good", "noise"]
+    assert {b.signal for b in board.backtest} == {"good", "noise"}
+    assert api.agreement_history(history, resamples=200, primary="ctr").backtest == ()
+    with pytest.raises(OptionError) as raised:
+        api.agreement_history(history, alpha=2.0)
+    assert raised.value.parameter == "alpha"
