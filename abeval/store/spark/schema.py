@@ -61,6 +61,7 @@ COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
         ("value", "DOUBLE"),
         ("event_id", "STRING"),
         ("propensity", "DOUBLE"),
+        ("propensity_given_above", "DOUBLE"),
         ("attributes", "STRING"),
         ("row_key", "STRING"),
         ("ingest_id", "BIGINT"),
