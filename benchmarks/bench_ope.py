@@ -76,7 +76,7 @@ def user_table(world: RankedWorld, logs: pd.DataFrame) -> pd.DataFrame:
     k = world.positions
     items = world.log_scores.shape[1]
     n = len(logs) // k
-    lists = np.array([int(i[1:]) for i in logs["item"]]).reshape(n, k)
+    lists = logs["item"].str.slice(1).astype(int).to_numpy().reshape(n, k)
     types = logs["type"].to_numpy()[::k]
     users = pd.factorize(logs["user"].to_numpy()[::k], sort=True)[0]
     m = users.max() + 1
@@ -165,8 +165,9 @@ def user_diagnostics(table: pd.DataFrame) -> dict[str, tuple[float, float, float
     for name, (wcol, wc) in WEIGHTS.items():
         wu = table[wcol].to_numpy()
         ess = wu.sum() ** 2 / (wu**2).sum() if (wu**2).sum() > 0 else float("nan")
-        v = np.sort(table[wc].to_numpy())[::-1]
-        share = v[:top].sum() / v.sum() if v.sum() > 0 else float("nan")
+        order = np.argsort(-wu, kind="stable")
+        v = table[wc].to_numpy()
+        share = v[order[:top]].sum() / v.sum() if v.sum() > 0 else float("nan")
         out[name] = (ess / m, share, ess)
     return out
 
@@ -231,7 +232,7 @@ def cell(
     values = {n: [] for n in NAMES}
     covered = {n: 0 for n in NAMES}
     boot_covered = {n: 0 for n in NAMES}
-    per_run: list[tuple[str, float, bool, bool]] = []
+    per_run: list[tuple[str, float, float, bool, bool | None]] = []
     diag = {n: [] for n in NAMES}
     kept: list[pd.DataFrame] = []
     for r in range(runs):
@@ -248,7 +249,7 @@ def cell(
             hit = e.ctr.ci[0] <= truth <= e.ctr.ci[1]
             covered[name] += hit
             boot_covered[name] += bc.get(name, False)
-            per_run.append((name, ud[name][2], hit, bc.get(name, False)))
+            per_run.append((name, ud[name][2], ud[name][1], hit, bc[name] if bc else None))
             diag[name].append(ud[name])
     worst = None
     if kept:
@@ -259,6 +260,7 @@ def cell(
         "values": values,
         "covered": covered,
         "boot_covered": boot_covered,
+        "boot": boot,
         "per_run": per_run,
         "diag": diag,
         "store_worst": worst,
@@ -281,44 +283,50 @@ def table(results: dict[tuple[str, int], dict[str, object]], runs: int) -> list[
             bias = (v.mean() - truth) / truth
             mc = v.std(ddof=1) / np.sqrt(len(v)) / truth
             cov = res["covered"][name] / runs  # type: ignore[index]
-            boot = res["boot_covered"][name] / runs  # type: ignore[index]
+            boot = res["boot_covered"][name] / runs if res["boot"] else None  # type: ignore[index]
             d = np.array(res["diag"][name])  # type: ignore[index]
             lines.append(
                 f"| {model} | {users:,} | {name} | {ASSUMPTIONS[name]} | {bias:+.2%} | {mc:.2%} | "
-                f"{cov:.1%} | {boot:.1%} | {np.nanmean(d[:, 2]):.0f} ({np.nanmean(d[:, 0]):.1%}) | "
+                f"{cov:.1%} | {'—' if boot is None else f'{boot:.1%}'} | "
+                f"{np.nanmean(d[:, 2]):.0f} ({np.nanmean(d[:, 0]):.1%}) | "
                 f"{np.nanmean(d[:, 1]):.1%} |"
             )
     return lines
 
 
-#: ESS-over-users bins of the coverage-by-ESS table (lower edges).
-ESS_BINS = (0, 10, 20, 40, 80, 160, 320)
+#: Lower edges of the bins of the coverage tables: ESS over users, top-1% share.
+ESS_BINS = (0, 10, 20, 30, 40, 60, 80, 160, 320)
+TOP_BINS = (0, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5)
 
 
-def by_ess(results: dict[tuple[str, int], dict[str, object]]) -> list[str]:
-    """Coverage of the normal and the bootstrap interval by ESS over users, over
-    every run of every cell for the estimators valid under its click model."""
+def by_bins(
+    results: dict[tuple[str, int], dict[str, object]], what: int, edges: tuple[float, ...]
+) -> list[str]:
+    """Coverage of the normal and the bootstrap interval by ESS over users
+    (``what`` 1) or by the top 1% of users' share of Σ w·c (``what`` 2), over
+    every run of every cell, for the estimators valid under its click model."""
     valid = {"position_based": set(NAMES), "cascade": {"rips", "snrips", "sips", "cascade_dr"}}
     rows = [
-        (name, ess, hit, boot)
+        (run[what], run[3], run[4])
         for (model, _), res in results.items()
-        for name, ess, hit, boot in res["per_run"]  # type: ignore[attr-defined]
-        if name in valid[model]
+        for run in res["per_run"]  # type: ignore[attr-defined]
+        if run[0] in valid[model]
     ]
+    title = "ESS over users" if what == 1 else "top 1% share of Σ w·c"
     lines = [
-        "| ESS over users | estimates | normal coverage | bootstrap coverage |",
-        "|---|---:|---:|---:|",
+        f"| {title} | estimates | normal coverage | bootstrapped | bootstrap coverage |",
+        "|---|---:|---:|---:|---:|",
     ]
-    edges = [*ESS_BINS, float("inf")]
-    for lo, hi in itertools.pairwise(edges):
-        sel = [(h, b) for _, e, h, b in rows if lo <= e < hi]
+    for lo, hi in itertools.pairwise([*edges, float("inf")]):
+        sel = [(h, b) for x, h, b in rows if lo <= x < hi]
         if not sel:
             continue
         n = len(sel)
+        boots = [b for _, b in sel if b is not None]
         label = f"{lo:g}–{hi:g}" if hi != float("inf") else f"≥ {lo:g}"
+        shown = f"{sum(boots) / len(boots):.1%}" if boots else "—"
         lines.append(
-            f"| {label} | {n:,} | {sum(h for h, _ in sel) / n:.1%} | "
-            f"{sum(b for _, b in sel) / n:.1%} |"
+            f"| {label} | {n:,} | {sum(h for h, _ in sel) / n:.1%} | {len(boots):,} | {shown} |"
         )
     return lines
 
@@ -330,6 +338,9 @@ def main() -> None:
     ap.add_argument("--store-runs", type=int, default=10)
     ap.add_argument("--seed", type=int, default=2026)
     ap.add_argument("--boot", type=int, default=200, help="bootstrap resamples (0: none)")
+    ap.add_argument(
+        "--boot-max-users", type=int, default=200, help="bootstrap only cells this small"
+    )
     ap.add_argument("--record", action="store_true")
     a = ap.parse_args()
     started = time.time()
@@ -337,15 +348,22 @@ def main() -> None:
     notes = []
     for model in ("position_based", "cascade"):
         for users in (int(u) for u in a.users.split(",")):
-            res = cell(model, users, a.runs, a.store_runs, a.seed + users, a.boot)  # type: ignore[arg-type]
+            boot = a.boot if users <= a.boot_max_users else 0
+            res = cell(model, users, a.runs, a.store_runs, a.seed + users, boot)  # type: ignore[arg-type]
             results[(model, users)] = res
             notes.append(
                 f"- {model}, {users:,} users: truth {res['truth']:.6f}; store path on "
                 f"{res['store_runs']} runs, largest relative difference from the numpy path "
-                f"{res['store_worst']:.1e}"
+                f"{res['store_worst'] or 0:.1e}"
             )
             print(notes[-1], flush=True)
-    lines = [*table(results, a.runs), "", *by_ess(results)]
+    lines = [
+        *table(results, a.runs),
+        "",
+        *by_bins(results, 1, ESS_BINS),
+        "",
+        *by_bins(results, 2, TOP_BINS),
+    ]
     load = os.getloadavg()
     header = [
         f"## Off-policy estimators on ranked logs: bias and coverage (issue 20), "
@@ -354,7 +372,8 @@ def main() -> None:
         f"Machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
         f"Python {platform.python_version()}; load average {load[0]:.1f} at the end; "
         f"{time.time() - started:.0f} s. Command: `python benchmarks/bench_ope.py --runs "
-        f"{a.runs} --users {a.users} --store-runs {a.store_runs} --boot {a.boot} --record`. "
+        f"{a.runs} --users {a.users} --store-runs {a.store_runs} --boot {a.boot} "
+        f"--boot-max-users {a.boot_max_users} --record`. "
         f"{a.runs} runs per cell; world: `abeval.simulate.ranked.example_world` "
         "(3 user types, 6 items, 3 positions, 1-4 requests per user).",
         "",

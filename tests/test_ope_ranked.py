@@ -220,3 +220,44 @@ def test_postgres_gives_the_same_step_estimates(ranked, postgres_database: str) 
     for name, (value, se, _, _) in ref.items():
         assert (by[name].ctr.value, by[name].ctr.se) == pytest.approx((value, se), rel=1e-5)
     assert d.headline == "cascade_dr"
+
+
+def test_weights_over_users_match_numpy(ranked) -> None:  # type: ignore[no-untyped-def]
+    """Kish's effective number of users and the share of the weighted clicks of
+    the 1% of users with the largest weight sums, for ips and rips."""
+    logs, target, tmp = ranked
+    (tmp / "u").mkdir()
+    d = _store(tmp / "u", logs, target)
+    src = logs[logs.arm == "control"].sort_values(["request", "position"]).copy()
+    file = target.set_index(["request_id", "item_id", "position"])
+    key = pd.MultiIndex.from_arrays([src.request, src.item, src.position])
+    src["ips"] = file.probability.reindex(key).fillna(0.0).to_numpy() / src.propensity
+    rho = file.probability_given_above.reindex(key).fillna(0.0).to_numpy()
+    src["rips"] = (rho / src.propensity_given_above).groupby(src.request).cumprod()
+    by = {e.estimator: e for e in d.estimates}
+    for name in ("ips", "rips"):
+        per_user = src.assign(wc=src[name] * src.clicked).groupby("user")[[name, "wc"]].sum()
+        w = per_user[name].to_numpy()
+        top = per_user.sort_values(name, ascending=False).head(int(np.ceil(len(w) / 100)))
+        u = by[name].users
+        assert u is not None
+        assert u.ess_users == pytest.approx(w.sum() ** 2 / (w**2).sum(), rel=1e-9)
+        assert u.ess_users_share == pytest.approx(u.ess_users / len(w), rel=1e-12)
+        assert u.top_share == pytest.approx(top.wc.sum() / per_user.wc.sum(), rel=1e-9)
+
+
+def test_few_users_make_the_headline_interval_unreliable(tmp_path: Path) -> None:
+    from abeval.stats.ope import MIN_ESS_USERS
+
+    world = example_world("position_based", seed=1)
+    rng = np.random.default_rng(2)
+    logs = pd.concat(
+        [impressions(world, rng, "control", 12), impressions(world, rng, "treatment", 5, True)]
+    )
+    d = _store(tmp_path, logs, target_rows(world, logs[logs.arm == "control"], "treatment"))
+    head = next(e for e in d.estimates if e.estimator == d.headline)
+    assert head.users is not None and head.users.ess_users is not None
+    assert head.users.ess_users <= 12 < MIN_ESS_USERS
+    assert head.users.interval == "unreliable"
+    expected = f"{d.headline}: its weights are worth {head.users.ess_users:.1f} users (below "
+    assert any(w.startswith(expected) for w in d.warnings), d.warnings

@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Literal
 from abeval.analysis.ope_file import TargetRow, read_target_propensities
 from abeval.errors import InputError
 from abeval.stats.ope import (
+    MAX_TOP_SHARE,
+    MIN_ESS_USERS,
     STEP_ESTIMATORS,
     Diagnostics,
     Estimate,
@@ -236,10 +238,11 @@ def _step_estimates(
         return tuple(unavailable(n, "no_given_above", message) for n in names), reason
     s = d.user
     found = [
-        estimate_terms(s, name, ({num: 1, den: -1},), alpha, target_ctr)
+        estimate_terms(s, name, ({num: 1, den: -1},), alpha, target_ctr, d.top)
         for name, (num, den) in STEP_ESTIMATORS.items()
     ]
-    found.insert(1, estimate_terms(s, "snrips", snrips_terms(steps.groups), alpha, target_ctr))
+    snrips = snrips_terms(steps.groups)
+    found.insert(1, estimate_terms(s, "snrips", snrips, alpha, target_ctr, d.top))
     reason = "given_above"
     if steps.short_pairs:
         found[-1] = unavailable(
@@ -261,11 +264,12 @@ def _direction(
     target = counts[d.target].observed
     target_ctr = target.sums["c"] / target.sums["n"] if target.sums["n"] else None
     steps, reason = _step_estimates(d, alpha, target_ctr)
-    found = estimates(s, alpha, target_ctr) + steps
+    found = estimates(s, alpha, target_ctr, d.top) + steps
     online = independent_lift(target, counts[d.source].observed, alpha)
     chosen = "cascade_dr" if reason == "given_above" else HEADLINE
     head = next(e for e in found if e.estimator == chosen)
     overall = diagnose(None, d.positions)
+    warnings = overall.warnings + _user_warnings(head)
     return OpeDirection(
         source=d.source,
         target=d.target,
@@ -282,5 +286,25 @@ def _direction(
         agreement=agreement(head.predicted_lift, online),
         diagnostics=overall,
         positions=tuple(diagnose(p.position, [p]) for p in d.positions),
-        warnings=overall.warnings,
+        warnings=warnings,
+    )
+
+
+def _user_warnings(head: Estimate) -> tuple[str, ...]:
+    """Why the headline estimate's normal interval is unreliable, if it is
+    (thresholds :data:`~abeval.stats.ope.MIN_ESS_USERS`, ``MAX_TOP_SHARE``)."""
+    u = head.users
+    if u is None or u.interval == "normal":
+        return ()
+    why = []
+    if u.ess_users is not None and u.ess_users < MIN_ESS_USERS:
+        why.append(f"its weights are worth {u.ess_users:.1f} users (below {MIN_ESS_USERS:g})")
+    if u.top_share is not None and u.top_share > MAX_TOP_SHARE:
+        why.append(
+            f"the top 1% of users carry {u.top_share:.1%} of its weighted clicks "
+            f"(above {MAX_TOP_SHARE:.0%})"
+        )
+    return (
+        f"{head.estimator}: {' and '.join(why)}, so its normal interval is unreliable "
+        "(it covered less than 90% of the time in simulation at such weights)",
     )

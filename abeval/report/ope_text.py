@@ -45,6 +45,7 @@ def _direction(d: OpeDirection) -> list[str]:
             f"{pct(e.relative_error, 1):>8} {pct(e.predicted_lift.value):>14} "
             f"{interval(e.predicted_lift.ci):>22}  {assumption(e.assumption)}"
             + ("" if e.ctr.value is not None or not e.ctr.message else f" ({e.ctr.message})")
+            + ("; interval unreliable" if e.users and e.users.interval == "unreliable" else "")
         )
     o = d.online_lift
     lines += [

@@ -66,6 +66,23 @@ ASSUMPTIONS: Mapping[str, str] = {
 }
 
 
+#: Per estimator: the per-user sum of its weights and of its weighted clicks,
+#: which its diagnostics over users read.
+USER_WEIGHTS: Mapping[str, tuple[str, str]] = {
+    **dict.fromkeys(("ips", "snips"), ("w", "wc")),
+    **dict.fromkeys(("capped_ips", "ncis"), ("k", "kc")),
+    **dict.fromkeys(("rips", "snrips", "cascade_dr"), ("r", "rc")),
+    "sips": ("s", "sc"),
+}
+#: The share of users whose weighted clicks :class:`UserWeights` adds up.
+TOP_USERS = 0.01
+#: Below this effective number of users, or above this share of Σ w·c carried by
+#: the 1% of users with the largest weights, the normal interval is marked unreliable
+#: (docs/metrics.md#ope-intervals: measured in benchmarks/bench_ope.py).
+MIN_ESS_USERS = 40.0
+MAX_TOP_SHARE = 0.25
+
+
 def snrips_terms(groups: Sequence[int]) -> tuple[Term, ...]:
     """Self-normalised cascade IPS, normalised per position group g:
     Σ_g (Σ W·c at g / Σ W at g) · (impressions at g) / (all impressions), with
@@ -158,6 +175,42 @@ def monomials(s: UserSums, terms: Sequence[Term], alpha: float, offset: float = 
 
 
 @dataclass(frozen=True)
+class UserWeights(JsonResult):
+    """An estimator's weights over users: the effective number of users
+    (Σ_u w_u)² / Σ_u w_u² (Kish, w_u a user's sum of weights), its share of the
+    users, the share of Σ w·c carried by the 1% of users with the largest w_u,
+    and whether the normal interval can be relied on (``normal``) or not
+    (``unreliable``)."""
+
+    ess_users: float | None
+    ess_users_share: float | None
+    top_share: float | None
+    interval: Literal["normal", "unreliable"]
+
+
+def user_weights(s: UserSums, estimator: str, top: Mapping[str, float]) -> UserWeights | None:
+    """:class:`UserWeights` of ``estimator`` from the per-user sums and ``top``
+    (per weighted-click variable, its sum over the :data:`TOP_USERS` of users
+    with the largest weights); None when the sums lack its variables."""
+    w, wc = USER_WEIGHTS[estimator]
+    if w not in s.sums or (w, w) not in s.products or not s.users:
+        return None
+    sw, sw2 = s.sums[w], s.products[(w, w)]
+    ess = sw * sw / sw2 if sw2 > 0 else None
+    total = s.sums.get(wc, 0.0)
+    share = top[wc] / total if wc in top and total > 0 else None
+    unreliable = (ess is not None and ess < MIN_ESS_USERS) or (
+        share is not None and share > MAX_TOP_SHARE
+    )
+    return UserWeights(
+        finite(ess),
+        finite(ess / s.users if ess is not None else None),
+        finite(share),
+        "unreliable" if unreliable else "normal",
+    )
+
+
+@dataclass(frozen=True)
 class Estimate(JsonResult):
     """One estimator of the target's CTR per impression from the source's logs,
     the lift it predicts over the source's observed CTR, and its error against
@@ -169,6 +222,7 @@ class Estimate(JsonResult):
     predicted_lift: Interval
     relative_error: float | None
     assumption: str = "position_based"
+    users: UserWeights | None = None
 
 
 def _lift_terms(terms: Sequence[Term]) -> tuple[Term, ...]:
@@ -188,29 +242,38 @@ def estimate_terms(
     terms: Sequence[Term],
     alpha: float,
     target_ctr: float | None = None,
+    top: Mapping[str, float] | None = None,
 ) -> Estimate:
     """The estimate ``Σ_t Π mean^p`` of the target's CTR and its predicted relative
-    lift, ``estimate / (Σc / Σn) − 1``, both clustered by user."""
+    lift, ``estimate / (Σc / Σn) − 1``, both clustered by user, with its weights
+    over users (:func:`user_weights`, ``top`` as there)."""
     ctr = monomials(s, terms, alpha)
     lift = monomials(s, _lift_terms(terms), alpha, offset=1.0)
     error = None
     if ctr.value is not None and target_ctr:
         error = ctr.value / target_ctr - 1.0
-    return Estimate(estimator, ctr, lift, finite(error), ASSUMPTIONS[estimator])
+    users = user_weights(s, estimator, top or {})
+    return Estimate(estimator, ctr, lift, finite(error), ASSUMPTIONS[estimator], users)
 
 
 def estimate(
-    s: UserSums, estimator: str, alpha: float, target_ctr: float | None = None
+    s: UserSums,
+    estimator: str,
+    alpha: float,
+    target_ctr: float | None = None,
+    top: Mapping[str, float] | None = None,
 ) -> Estimate:
     """An estimator of :data:`ESTIMATORS` and its predicted relative lift,
     ``estimate / (Σc / Σn) − 1``, both clustered by user."""
     num, den = ESTIMATORS[estimator]
-    return estimate_terms(s, estimator, ({num: 1, den: -1},), alpha, target_ctr)
+    return estimate_terms(s, estimator, ({num: 1, den: -1},), alpha, target_ctr, top)
 
 
-def estimates(s: UserSums, alpha: float, target_ctr: float | None) -> tuple[Estimate, ...]:
+def estimates(
+    s: UserSums, alpha: float, target_ctr: float | None, top: Mapping[str, float] | None = None
+) -> tuple[Estimate, ...]:
     """Every estimator of :data:`ESTIMATORS`."""
-    return tuple(estimate(s, name, alpha, target_ctr) for name in ESTIMATORS)
+    return tuple(estimate(s, name, alpha, target_ctr, top) for name in ESTIMATORS)
 
 
 def unavailable(estimator: str, status: OpeStatus, message: str) -> Estimate:

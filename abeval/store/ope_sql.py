@@ -28,7 +28,7 @@ value is a bind parameter.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from abeval.store.ope_cascade_sql import (
@@ -46,6 +46,9 @@ if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
 
 USER_VARIABLES = ("wc", "w", "n", "kc", "k", "c")
+#: (weights, weighted clicks): the diagnostics add up the weighted clicks of the
+#: 1% of users with the largest sums of weights.
+TOP_VARIABLES = (("w", "wc"), ("k", "kc"), ("r", "rc"), ("s", "sc"))
 #: The temporary table a ``--target-propensities`` file is loaded into.
 FILE_TABLE = "abeval_ope_target"
 
@@ -183,6 +186,9 @@ class DirectionSums:
     user: UserSums
     positions: tuple[PositionSums, ...]
     steps: StepSupport | None = None
+    #: Per weighted-click variable, its sum over the 1% of users with the
+    #: largest sums of the matching weights (:data:`TOP_VARIABLES`).
+    top: dict[str, float] = field(default_factory=dict)
 
 
 class OpeSource:
@@ -257,20 +263,32 @@ class OpeSource:
         else:
             ctes = f"{base},\n{_user_cte(None)}"
         pairs = _pairs(names)
+        ranked = [(w, wc) for w, wc in TOP_VARIABLES if w in names]
         select = ", ".join(
-            ["COUNT(*)"] + [f"SUM({v})" for v in names] + [f"SUM({a} * {b})" for a, b in pairs]
+            ["COUNT(*)"]
+            + [f"SUM({v})" for v in names]
+            + [f"SUM({a} * {b})" for a, b in pairs]
+            # The top 1% of users by w: rank k with 100·k <= m + 99, i.e. k <= ceil(m / 100).
+            + [f"SUM(CASE WHEN 100 * t_{w} <= t_m + 99 THEN {wc} ELSE 0 END)" for w, wc in ranked]
         )
-        row = self._rows(f"{ctes} SELECT {select} FROM o_user", **params)[0]
+        windows = ", ".join(
+            ["COUNT(*) OVER () AS t_m"]
+            + [f"ROW_NUMBER() OVER (ORDER BY {w} DESC) AS t_{w}" for w, _ in ranked]
+        )
+        row = self._rows(
+            f"{ctes} SELECT {select} FROM (SELECT o_user.*, {windows} FROM o_user) u", **params
+        )[0]
         users = int(row[0])
         values = [float(x) if x is not None else 0.0 for x in row[1:]]
-        nv = len(names)
+        nv, npairs = len(names), len(pairs)
         user = UserSums(
             users=users,
             sums=dict(zip(names, values[:nv], strict=True)),
-            products=dict(zip(pairs, values[nv:], strict=True)),
+            products=dict(zip(pairs, values[nv : nv + npairs], strict=True)),
         )
+        top = dict(zip((wc for _, wc in ranked), values[nv + npairs :], strict=True))
         positions = self._positions(f"{base},\n{_user_cte(None)}", params)
-        return DirectionSums(source, target, from_file, user, positions, steps)
+        return DirectionSums(source, target, from_file, user, positions, steps, top)
 
     def _step_support(self, base: str, params: dict[str, Any]) -> StepSupport:
         n, g = self._rows(f"{base} SELECT COUNT(*), COUNT(g) FROM o_src", **params)[0]
