@@ -291,20 +291,24 @@ def _direction(
 
 
 def _user_warnings(head: Estimate) -> tuple[str, ...]:
-    """Why the headline estimate's normal interval is unreliable, if it is
-    (thresholds :data:`~abeval.stats.ope.MIN_ESS_USERS`, ``MAX_TOP_SHARE``)."""
+    """What the headline estimate's weights over users call for: its normal
+    interval is unreliable below :data:`~abeval.stats.ope.MIN_ESS_USERS`
+    effective users; it rests on a handful of users above
+    :data:`~abeval.stats.ope.MAX_TOP_SHARE` of its weighted clicks in the top 1%."""
     u = head.users
-    if u is None or u.interval == "normal":
+    if u is None:
         return ()
-    why = []
-    if u.ess_users is not None and u.ess_users < MIN_ESS_USERS:
-        why.append(f"its weights are worth {u.ess_users:.1f} users (below {MIN_ESS_USERS:g})")
-    if u.top_share is not None and u.top_share > MAX_TOP_SHARE:
-        why.append(
-            f"the top 1% of users carry {u.top_share:.1%} of its weighted clicks "
-            f"(above {MAX_TOP_SHARE:.0%})"
+    out = []
+    if u.interval == "unreliable" and u.ess_users is not None:
+        out.append(
+            f"{head.estimator}: its weights are worth {u.ess_users:.1f} users (below "
+            f"{MIN_ESS_USERS:g}), so its normal interval is unreliable (in simulation such "
+            "intervals covered 87-93% of the time, not 95%)"
         )
-    return (
-        f"{head.estimator}: {' and '.join(why)}, so its normal interval is unreliable "
-        "(it covered less than 90% of the time in simulation at such weights)",
-    )
+    if u.top_share is not None and u.top_share > MAX_TOP_SHARE:
+        out.append(
+            f"{head.estimator}: the 1% of users with the largest weights carry "
+            f"{u.top_share:.1%} of its weighted clicks (above {MAX_TOP_SHARE:.0%}): the "
+            "estimate rests on a handful of users"
+        )
+    return tuple(out)

@@ -48,8 +48,18 @@ def _direction(d: OpeDirection) -> list[str]:
             + ("; interval unreliable" if e.users and e.users.interval == "unreliable" else "")
         )
     o = d.online_lift
+    head = next(e for e in d.estimates if e.estimator == d.headline)
     lines += [
         f"    judged: {d.headline}, because {headline_reason(d.headline_reason)}",
+        *(
+            [
+                f"    {d.headline}'s weights over users: worth {fixed(u.ess_users, 1)} users "
+                f"({share(u.ess_users_share)}); the 1% of users with the largest weights carry "
+                f"{share(u.top_share)} of its weighted clicks; interval {u.interval}"
+            ]
+            if (u := head.users) is not None
+            else []
+        ),
         f"    online lift {pct(o.value)} {interval(o.ci)}; predicted ({d.headline}) vs online: "
         f"{d.agreement}",
         f"    weights: mean {fixed(g.mean_weight, 4)}, ESS {fixed(g.ess, 1)} "
