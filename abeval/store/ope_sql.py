@@ -109,6 +109,7 @@ def _user_cte(steps: tuple[int, ...] | None) -> str:
     """Per-user sums over ``o_w``, or with ``steps`` (the ``snrips`` groups) over
     ``o_dr`` with the step estimators' variables too."""
     extra = "".join(f",\n        {sql} AS {name}" for name, sql in step_user_columns(steps or ()))
+    extra += ",\n        SUM(short) AS short"
     rows = "o_w" if steps is None else "o_dr"
     return f"""o_user AS (
     SELECT user_id, SUM(w * clicked) AS wc, SUM(w) AS w, CAST(COUNT(*) AS DOUBLE PRECISION) AS n,
@@ -249,16 +250,7 @@ class OpeSource:
                     f"{base} SELECT DISTINCT {group_of()} FROM o_src ORDER BY 1", **params
                 )
             )
-            step_ctes = f"{base},\n{CASCADE_CTES},\n{DR_CTES}"
-            short = self._rows(f"{step_ctes} SELECT SUM(short) FROM o_dr", **params)[0][0]
-            steps = StepSupport(
-                steps.impressions,
-                steps.with_given_above,
-                steps.target_given_above,
-                groups,
-                int(short or 0),
-            )
-            ctes = f"{step_ctes},\n{_user_cte(groups)}"
+            ctes = f"{base},\n{CASCADE_CTES},\n{DR_CTES},\n{_user_cte(groups)}"
             names += [name for name, _ in step_user_columns(groups)]
         else:
             ctes = f"{base},\n{_user_cte(None)}"
@@ -270,6 +262,8 @@ class OpeSource:
             + [f"SUM({a} * {b})" for a, b in pairs]
             # The top 1% of users by w: rank k with 100·k <= m + 99, i.e. k <= ceil(m / 100).
             + [f"SUM(CASE WHEN 100 * t_{w} <= t_m + 99 THEN {wc} ELSE 0 END)" for w, wc in ranked]
+            # Cascade-DR's (request, position) pairs short of candidates, in the same pass.
+            + (["SUM(short)"] if "dr" in names else [])
         )
         windows = ", ".join(
             ["COUNT(*) OVER () AS t_m"]
@@ -286,7 +280,16 @@ class OpeSource:
             sums=dict(zip(names, values[:nv], strict=True)),
             products=dict(zip(pairs, values[nv : nv + npairs], strict=True)),
         )
-        top = dict(zip((wc for _, wc in ranked), values[nv + npairs :], strict=True))
+        end = nv + npairs + len(ranked)
+        top = dict(zip((wc for _, wc in ranked), values[nv + npairs : end], strict=True))
+        if steps is not None and steps.ok:
+            steps = StepSupport(
+                steps.impressions,
+                steps.with_given_above,
+                steps.target_given_above,
+                groups,
+                int(values[end]),
+            )
         positions = self._positions(f"{base},\n{_user_cte(None)}", params)
         return DirectionSums(source, target, from_file, user, positions, steps, top)
 
