@@ -21,13 +21,19 @@ from typing import TYPE_CHECKING, Literal
 from abeval.analysis.ope_file import TargetRow, read_target_propensities
 from abeval.errors import InputError
 from abeval.stats.ope import (
+    MAX_TOP_SHARE,
+    MIN_ESS_USERS,
+    STEP_ESTIMATORS,
     Diagnostics,
     Estimate,
     Interval,
     diagnose,
+    estimate_terms,
     estimates,
     independent_lift,
     log_linear,
+    snrips_terms,
+    unavailable,
 )
 from abeval.stats.results import JsonResult
 from abeval.store import ope_sql
@@ -37,8 +43,21 @@ if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
 
 DEFAULT_CAP = 100.0
-#: The estimator whose predicted lift is set beside the online lift and judged.
+#: The estimator whose predicted lift is set beside the online lift and judged,
+#: by the rule :data:`HEADLINE_RULE`: ``cascade_dr`` (unbiased under cascade
+#: clicks, which include position-based ones) when the source's impressions and
+#: the target's probabilities carry step probabilities and it is defined, else
+#: ``snips``. ``headline_reason`` says which case held (:func:`headline`).
 HEADLINE = "snips"
+HEADLINE_RULE = "cascade_dr_if_given_above_else_snips"
+HeadlineReason = Literal[
+    "given_above",
+    "empirical_target",
+    "no_source_given_above",
+    "no_target_given_above",
+    "incomplete_candidates",
+    "cascade_dr_undefined",
+]
 
 OpeStatusWord = Literal["ok", "not_requested", "no_propensities"]
 
@@ -77,6 +96,8 @@ class OpeDirection(JsonResult):
     target_ctr: float | None
     estimates: tuple[Estimate, ...]
     headline: str
+    headline_rule: str
+    headline_reason: str
     online_lift: Interval
     agreement: str  # "agree", "disagree", "inconclusive"
     diagnostics: Diagnostics
@@ -194,16 +215,61 @@ def _arm(c: ope_sql.ArmCounts, alpha: float) -> ArmPropensities:
     )
 
 
+def _step_estimates(
+    d: ope_sql.DirectionSums, alpha: float, target_ctr: float | None
+) -> tuple[tuple[Estimate, ...], HeadlineReason]:
+    """The step estimators (``rips``, ``snrips``, ``sips``, ``cascade_dr``) of a
+    direction whose target probabilities come from a file, and why the headline
+    is what it is."""
+    steps = d.steps
+    names = ("rips", "snrips", "sips", "cascade_dr")
+    if steps is None:
+        return (), "empirical_target"
+    if not steps.ok:
+        if steps.with_given_above < steps.impressions:
+            reason: HeadlineReason = "no_source_given_above"
+            message = (
+                f"{steps.impressions - steps.with_given_above:,} of {steps.impressions:,} "
+                "source impressions have no propensity_given_above"
+            )
+        else:
+            reason = "no_target_given_above"
+            message = "the target probabilities have no probability_given_above"
+        return tuple(unavailable(n, "no_given_above", message) for n in names), reason
+    s = d.user
+    found = [
+        estimate_terms(s, name, ({num: 1, den: -1},), alpha, target_ctr, d.top)
+        for name, (num, den) in STEP_ESTIMATORS.items()
+    ]
+    snrips = snrips_terms(steps.groups)
+    found.insert(1, estimate_terms(s, "snrips", snrips, alpha, target_ctr, d.top))
+    reason = "given_above"
+    if steps.short_pairs:
+        found[-1] = unavailable(
+            "cascade_dr",
+            "incomplete_candidates",
+            f"at {steps.short_pairs:,} (request, position) pairs the target's step "
+            "probabilities over the candidate items sum below 1",
+        )
+        reason = "incomplete_candidates"
+    elif found[-1].ctr.value is None:
+        reason = "cascade_dr_undefined"
+    return tuple(found), reason
+
+
 def _direction(
     d: ope_sql.DirectionSums, counts: dict[str, ope_sql.ArmCounts], alpha: float
 ) -> OpeDirection:
     s = d.user
     target = counts[d.target].observed
     target_ctr = target.sums["c"] / target.sums["n"] if target.sums["n"] else None
-    found = estimates(s, alpha, target_ctr)
+    steps, reason = _step_estimates(d, alpha, target_ctr)
+    found = estimates(s, alpha, target_ctr, d.top) + steps
     online = independent_lift(target, counts[d.source].observed, alpha)
-    head = next(e for e in found if e.estimator == HEADLINE)
+    chosen = "cascade_dr" if reason == "given_above" else HEADLINE
+    head = next(e for e in found if e.estimator == chosen)
     overall = diagnose(None, d.positions)
+    warnings = overall.warnings + _user_warnings(head)
     return OpeDirection(
         source=d.source,
         target=d.target,
@@ -213,10 +279,36 @@ def _direction(
         source_ctr=s.sums["c"] / s.sums["n"] if s.sums["n"] else None,
         target_ctr=target_ctr,
         estimates=found,
-        headline=HEADLINE,
+        headline=chosen,
+        headline_rule=HEADLINE_RULE,
+        headline_reason=reason,
         online_lift=online,
         agreement=agreement(head.predicted_lift, online),
         diagnostics=overall,
         positions=tuple(diagnose(p.position, [p]) for p in d.positions),
-        warnings=overall.warnings,
+        warnings=warnings,
     )
+
+
+def _user_warnings(head: Estimate) -> tuple[str, ...]:
+    """What the headline estimate's weights over users call for: its normal
+    interval is unreliable below :data:`~abeval.stats.ope.MIN_ESS_USERS`
+    effective users; it rests on a handful of users above
+    :data:`~abeval.stats.ope.MAX_TOP_SHARE` of its weighted clicks in the top 1%."""
+    u = head.users
+    if u is None:
+        return ()
+    out = []
+    if u.interval == "unreliable" and u.ess_users is not None:
+        out.append(
+            f"{head.estimator}: its weights are worth {u.ess_users:.1f} users (below "
+            f"{MIN_ESS_USERS:g}), so its normal interval is unreliable (in simulation such "
+            "intervals covered 87-93% of the time, not 95%)"
+        )
+    if u.top_share is not None and u.top_share > MAX_TOP_SHARE:
+        out.append(
+            f"{head.estimator}: the 1% of users with the largest weights carry "
+            f"{u.top_share:.1%} of its weighted clicks (above {MAX_TOP_SHARE:.0%}): the "
+            "estimate rests on a handful of users"
+        )
+    return tuple(out)

@@ -3,7 +3,10 @@
 Columns: ``request_id``, ``item_id``, ``position`` (whole number ≥ 1) and
 ``probability`` (in [0, 1]): the target's probability of showing the item at
 that position on that request, for requests of the source arm. An optional
-``arm`` column names the target arm; without it the target of a request is the
+``probability_given_above`` (in [0, 1]) is the target's probability of the item
+at that position given the items the source's list shows above it (the step
+estimators, docs/metrics.md#ranked-lists-cascade-and-whole-list-estimators). An
+optional ``arm`` column names the target arm; without it the target of a request is the
 other arm of a two-arm experiment. DuckDB reads the file (CSV, Parquet, JSON
 Lines) with the readers of ``abeval evaluate``; a problem is one line naming
 ``FILE:LINE:COLUMN`` and the fix.
@@ -17,8 +20,8 @@ from abeval.analysis.evaluate.reader import Column, Reader
 from abeval.errors import InputError
 from abeval.files import format_of
 
-#: (target arm or None, request_id, item_id, position, probability)
-TargetRow = tuple[str | None, str, str, int, float]
+#: (target arm or None, request_id, item_id, position, probability, given above)
+TargetRow = tuple[str | None, str, str, int, float, float | None]
 
 _COLUMNS = (
     Column("request_id", ("request_id",), "text"),
@@ -26,8 +29,12 @@ _COLUMNS = (
     Column("position", ("position", "rank"), "number"),
     Column("probability", ("probability", "propensity"), "number"),
     Column("arm", ("arm",), "text", required=False),
+    Column("probability_given_above", ("probability_given_above",), "number", required=False),
 )
-_EXPECTED = "columns request_id, item_id, position, probability (and optionally arm)"
+_EXPECTED = (
+    "columns request_id, item_id, position, probability (and optionally arm, "
+    "probability_given_above)"
+)
 
 
 def _where(path: Path, row: int) -> str:
@@ -54,10 +61,14 @@ def read_target_propensities(path: str | Path) -> list[TargetRow]:
                 "OR TRY_CAST(v AS DOUBLE) <> FLOOR(TRY_CAST(v AS DOUBLE))",
                 "is not a whole number from 1 (the top of the list)",
             ),
-            (
-                "probability",
-                "TRY_CAST(v AS DOUBLE) < 0 OR TRY_CAST(v AS DOUBLE) > 1",
-                "is not a probability between 0 and 1",
+            *(
+                (
+                    name,
+                    "TRY_CAST(v AS DOUBLE) < 0 OR TRY_CAST(v AS DOUBLE) > 1",
+                    "is not a probability between 0 and 1",
+                )
+                for name in ("probability", "probability_given_above")
+                if name in found
             ),
         )
         for name, condition, what in checks:
@@ -79,9 +90,14 @@ def read_target_propensities(path: str | Path) -> list[TargetRow]:
                 f"{_where(path, int(dup[0]))}:{found['request_id']}: request {dup[1]} lists "
                 "the same item at the same position twice; keep one row"
             )
+        given = "probability_given_above" if "probability_given_above" in found else "NULL"
         rows = con.execute(
-            f"SELECT {arm}, request_id, item_id, CAST(position AS INTEGER), probability FROM t"
+            f"SELECT {arm}, request_id, item_id, CAST(position AS INTEGER), probability, "
+            f"CAST({given} AS DOUBLE) FROM t"
         ).fetchall()
     finally:
         con.close()
-    return [(a, str(r), str(i), int(p), float(q)) for a, r, i, p, q in rows]
+    return [
+        (a, str(r), str(i), int(p), float(q), None if g is None else float(g))
+        for a, r, i, p, q, g in rows
+    ]

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from abeval.analysis.ope import OpeDirection, OpeSection
 from abeval.analysis.report_model import ExperimentReport
+from abeval.report.ope_words import assumption, headline_reason
 from abeval.report.tones import AGREEMENT_STATES as _AGREEMENT
 
 _SOURCES = {
@@ -21,11 +22,14 @@ _SOURCES = {
 @dataclass(frozen=True)
 class OpeDirectionView:
     """One direction: the result, how π_target was obtained, the agreement's
-    state pill (kind, text)."""
+    state pill (kind, text), each estimator's assumption in words (by
+    estimator) and why the headline estimator leads."""
 
     result: OpeDirection
     probabilities: str
     state: tuple[str, str]
+    assumptions: dict[str, str]
+    headline_why: str
 
 
 @dataclass(frozen=True)
@@ -42,7 +46,13 @@ def ope_context(report: ExperimentReport) -> OpeContext | None:
     if s is None:
         return None
     views = tuple(
-        OpeDirectionView(d, _SOURCES[d.target_probabilities], _AGREEMENT[d.agreement])
+        OpeDirectionView(
+            d,
+            _SOURCES[d.target_probabilities],
+            _AGREEMENT[d.agreement],
+            {e.estimator: assumption(e.assumption) for e in d.estimates},
+            headline_reason(d.headline_reason),
+        )
         for d in s.directions
     )
     return OpeContext(s, views)
