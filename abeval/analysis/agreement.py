@@ -14,7 +14,14 @@ comes from one of three sources:
   relative lift against control. It is computed from the same clicks as the
   online metrics, so it is not independent evidence (``independent`` is False);
 - ``ope``: an off-policy estimate of the treatment's CTR from the control's logs
-  (each estimator a signal), its predicted lift.
+  (each estimator a signal), its predicted lift. A post-hoc one (no target
+  probabilities: the treatment's own frequency of (item, position)) is not
+  independent evidence either, and is summarised apart from the predictions.
+
+Where the offline signal predicts the online metric itself (an off-policy CTR
+lift against the online CTR lift), each pair also has z = (predicted −
+observed) / √(se_pred² + se_obs²), and :func:`with_z_scores` adds their mean and
+the share with |z| < 1.96 to the summary (:mod:`abeval.stats.consistency`).
 
 The statistics per (signal, source, online metric) come from
 :func:`abeval.stats.agreement.agreement`. Experiments without any offline signal,
@@ -44,6 +51,7 @@ from abeval.stats.agreement import (
     Point,
     agreement,
 )
+from abeval.stats.consistency import lift_difference, z_scores
 from abeval.stats.results import JsonResult
 from abeval.store.evaluations import RecordedEvaluation, latest_evaluations
 from abeval.store.experiments import list_experiments, unknown_experiment_message
@@ -96,6 +104,11 @@ class AgreementPair(JsonResult):
     offline_lift: float | None
     offline_ci: tuple[float, float] | None
     offline_status: str = "ok"
+    #: False for replayed metrics and post-hoc off-policy estimates.
+    independent: bool = True
+    offline_se: float | None = None
+    #: (offline − online) / √(se² + se²) where both are the same quantity, else None.
+    z: float | None = None
 
 
 @dataclass(frozen=True)
@@ -137,6 +150,11 @@ class SignalSummary(JsonResult):
     true_negatives: int
     status: str
     message: str
+    #: Pairs with a z (the signal predicts the online metric itself), their mean z
+    #: and the share with |z| < 1.96 (:func:`with_z_scores`).
+    z_pairs: int = 0
+    z_mean: float | None = None
+    z_within: float | None = None
 
 
 @dataclass(frozen=True)
@@ -195,7 +213,7 @@ def agreement_board(store: Store, o: AgreementOptions | None = None) -> Agreemen
         found = experiment_pairs(report, evaluations.get(name))
         pairs += found
         coverage.append(_coverage(report, found))
-    summary = summarise(pairs, o)
+    summary = with_z_scores(summarise(pairs, o), pairs)
     return AgreementBoard(
         schema_version=SCHEMA_VERSION,
         abeval_version=__version__,
@@ -256,6 +274,10 @@ class _Lift:
     value: float | None
     ci: tuple[float, float] | None
     status: str
+    se: float | None = None
+    independent: bool = True
+    #: The signal predicts the online metric of this name itself (z is defined).
+    predicts: str | None = None
 
 
 def experiment_pairs(
@@ -268,6 +290,9 @@ def experiment_pairs(
         if m.role != "primary" or rel.effect is None:
             continue
         for signal, source, lift in _signals(report, evaluation, m.arm):
+            z = None
+            if lift.predicts == m.metric:
+                z = lift_difference(lift.value, lift.se, rel.effect, rel.se, 0.05).z
             pairs.append(
                 AgreementPair(
                     experiment=report.experiment,
@@ -281,6 +306,9 @@ def experiment_pairs(
                     offline_lift=lift.value,
                     offline_ci=lift.ci,
                     offline_status=lift.status,
+                    independent=lift.independent and source != "replay",
+                    offline_se=lift.se,
+                    z=z,
                 )
             )
     return pairs
@@ -303,7 +331,8 @@ def _signals(
             if d.source == control and d.target == arm:
                 for e in d.estimates:
                     p = e.predicted_lift
-                    yield e.estimator, "ope", _Lift(p.value, p.ci, p.status)
+                    own = d.evidence == "prediction"
+                    yield e.estimator, "ope", _Lift(p.value, p.ci, p.status, p.se, own, "ctr")
     for r in report.offline:
         if r.arm == arm:
             rel = r.comparison.relative
@@ -342,17 +371,19 @@ def _point(p: AgreementPair, flip_offline: bool, flip_online: bool) -> Point | N
 def summarise(pairs: Sequence[AgreementPair], o: AgreementOptions) -> tuple[SignalSummary, ...]:
     """One ranked :class:`SignalSummary` per (signal, source, online metric);
     ranks count within each online metric, in the order of ``o.primary``."""
-    groups: dict[tuple[str, Source, str], list[AgreementPair]] = {}
+    groups: dict[tuple[str, Source, str, bool], list[AgreementPair]] = {}
     for p in pairs:
-        groups.setdefault((p.signal, p.source, p.online_metric), []).append(p)
+        groups.setdefault((p.signal, p.source, p.online_metric, p.independent), []).append(p)
     rows = []
-    for (signal, source, metric), group in groups.items():
+    for (signal, source, metric, independent), group in groups.items():
         flip_offline = offline_lower_is_better(signal, source)
         online = METRICS.get(metric)
         flip_online = online is not None and online.lower_is_better
         points = [_point(p, flip_offline, flip_online) for p in group]
         a = agreement([p for p in points if p is not None], o.alpha, o.resamples, o.seed)
-        rows.append(_summary(signal, source, metric, flip_offline, a))
+        rows.append(
+            replace(_summary(signal, source, metric, flip_offline, a), independent=independent)
+        )
     order = {m: i for i, m in enumerate(o.primary)}
     rows.sort(key=lambda r: (order.get(r.online_metric, len(order)), r.online_metric, _key(r)))
     ranked, rank, previous = [], 0, None
@@ -361,6 +392,26 @@ def summarise(pairs: Sequence[AgreementPair], o: AgreementOptions) -> tuple[Sign
         previous = r.online_metric
         ranked.append(replace(r, rank=rank))
     return tuple(ranked)
+
+
+def with_z_scores(
+    summary: Sequence[SignalSummary], pairs: Sequence[AgreementPair]
+) -> tuple[SignalSummary, ...]:
+    """Each summary row with the mean z and the share |z| < 1.96 of its pairs
+    (:mod:`abeval.stats.consistency`); rows whose pairs have no z are unchanged."""
+    out = []
+    for r in summary:
+        zs = [
+            p.z
+            for p in pairs
+            if (p.signal, p.source, p.online_metric, p.independent)
+            == (r.signal, r.source, r.online_metric, r.independent)
+        ]
+        found = z_scores(zs)
+        if found.pairs:
+            r = replace(r, z_pairs=found.pairs, z_mean=found.z_mean, z_within=found.z_within)
+        out.append(r)
+    return tuple(out)
 
 
 def _key(r: SignalSummary) -> tuple:
@@ -440,4 +491,9 @@ def _notes(o: AgreementOptions) -> tuple[str, ...]:
         "A metric where lower is better (rmse, mae) is negated before comparing, so a good "
         "predictor always shows positive correlations.",
         f"Ranking: {RANKING}.",
+        "Predicted against observed: where the signal predicts the online metric itself (an "
+        "off-policy CTR lift), z = (predicted − observed) / √(se_pred² + se_obs²) per "
+        "experiment; a signal whose stated errors are right has mean z near 0 and |z| < 1.96 "
+        "in about 95% of experiments. The shared baseline makes the sum of variances an "
+        "upper bound, so the share is if anything too high.",
     )

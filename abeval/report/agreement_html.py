@@ -31,6 +31,7 @@ SOURCE_WORDS = {
     "ope": "off-policy estimate",
     "replay": "replayed from the same clicks",
 }
+POST_HOC_WORDS = "post-hoc off-policy estimate (the treatment's own impressions)"
 
 
 @dataclass(frozen=True)
@@ -71,8 +72,8 @@ class AgreementContext:
 
 
 def _pairs(board: AgreementBoard, s: SignalSummary) -> list[AgreementPair]:
-    key = (s.signal, s.source, s.online_metric)
-    return [p for p in board.pairs if (p.signal, p.source, p.online_metric) == key]
+    key = (s.signal, s.source, s.online_metric, s.independent)
+    return [p for p in board.pairs if (p.signal, p.source, p.online_metric, p.independent) == key]
 
 
 def _card(board: AgreementBoard, s: SignalSummary, index: int) -> SignalCard:
@@ -87,13 +88,14 @@ def _card(board: AgreementBoard, s: SignalSummary, index: int) -> SignalCard:
         for p in _pairs(board, s)
         if p.offline_lift is not None
     ]
-    what = f"{s.signal} ({SOURCE_WORDS[s.source]})"
+    words = POST_HOC_WORDS if s.source == "ope" and not s.independent else SOURCE_WORDS[s.source]
+    what = f"{s.signal} ({words})"
     return SignalCard(
         summary=s,
         key=f"signal-{index}",
         name=signal_name(s),
         source_label=source_label(s),
-        source_words=SOURCE_WORDS[s.source],
+        source_words=words,
         scatter=scatter(points, what) if points else None,
         sign=sign_text(s),
         spearman_ci=coefficient_interval(s.spearman_ci),
