@@ -238,24 +238,40 @@ def _readme_claim() -> dict[str, float]:
     }
 
 
-def test_the_readme_claim_is_what_abeval_agreement_prints(demo: Demo) -> None:
-    """``abeval agreement --db demo/demo.duckdb`` with no other option: its snips
-    row and z row carry the README's numbers. The README quotes the full demo
-    (30,000 users in home-reco-v2); this one has 1,500 there, so one experiment of
-    13 differs: the numbers must match to 0.05 (Spearman, mean z) and the share of
-    |z| < 1.96 to one experiment."""
+def test_the_readme_claim_is_what_abeval_agreement_prints(
+    demo: Demo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``abeval agreement --db demo/demo.duckdb`` with no other option writes the
+    page ``reports/agreement.html``: its snips row and z row carry the README's
+    numbers, and ``--format text`` prints the same. The README quotes the full
+    demo (30,000 users in home-reco-v2); this one has 1,500 there, so one
+    experiment of 13 differs: Spearman must match to 0.05, the mean z to 3/13
+    (that experiment's z moving by up to 3) and the share of |z| < 1.96 to one
+    experiment."""
+    from html_tree import parse
+
     claim = _readme_claim()
-    result = runner.invoke(app, ["agreement", "--db", str(demo.folder / "demo.duckdb")])
+    db = str(demo.folder / "demo.duckdb")
+    monkeypatch.chdir(tmp_path)
+    result = runner.invoke(app, ["agreement", "--db", db])
     assert result.exit_code == 0, result.output
-    lines = result.stdout.splitlines()
+    assert result.stderr == f"wrote {Path('reports') / 'agreement.html'}\n"
+    page = parse((tmp_path / "reports" / "agreement.html").read_text(encoding="utf-8"))
+    table = page.find("table", class_="agreement", data_metric="ctr")
+    rho = float(table.find("tr", data_signal="snips", data_source="ope").field("spearman"))
+    z_row = page.find("table", class_="z-scores", data_metric="ctr").find("tr", data_signal="snips")
+    z_mean, z_within = float(z_row.field("z-mean")), float(z_row.field("z-within")[:-1]) / 100
+    assert abs(rho - claim["rho"]) <= 0.05
+    assert abs(z_mean - claim["z"]) <= 3 / 13
+    assert abs(z_within - claim["share"]) <= 1 / 13 + 1e-9
+    text_out = runner.invoke(app, ["agreement", "--db", db, "--format", "text"]).stdout
+    lines = text_out.splitlines()
     start = lines.index("Online metric: ctr (signals ranked best first)")
     block = lines[start : lines.index("", start)]
     snips = next(x.split() for x in block if x.split()[1:3] == ["snips", "ope"])
-    assert abs(float(snips[7]) - claim["rho"]) <= 0.05
-    z_row = next(x.split() for x in block if x.split()[:2] == ["snips", "ope"])
-    assert z_row[2] == "13"
-    assert abs(float(z_row[3]) - claim["z"]) <= 0.05
-    assert abs(float(z_row[4].rstrip("%")) / 100 - claim["share"]) <= 1 / 13 + 1e-9
+    assert float(snips[7]) == rho
+    z_text = next(x.split() for x in block if x.split()[:2] == ["snips", "ope"])
+    assert (float(z_text[3]), z_text[4]) == (z_mean, z_row.field("z-within"))
 
 
 @pytest.mark.slow
