@@ -1,8 +1,9 @@
 """How often the report calls an off-policy prediction *consistent* with the online
 lift when the target probabilities are exact (docs/metrics.md#predicted-against-observed).
 
-Each run simulates one two-arm experiment (abeval.simulate; a random true CTR
-lift in [-10%, +10%]; personalised Plackett–Luce logging), records the target's
+Each run simulates one two-arm experiment of the demo history's kind
+(abeval.simulate.series: a random true CTR lift in [-10%, +10%]; personalised
+Plackett–Luce logging), records the target's
 exact probabilities with it (as ``abeval experiment set --target-propensities``
 does) and reads both directions of the report's off-policy section: z =
 (predicted − observed) / √(se_pred² + se_obs²) of the headline (snips). With
@@ -19,6 +20,7 @@ import argparse
 import math
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -27,21 +29,21 @@ import numpy as np
 def one_run(seed: int, users: int, folder: Path) -> list[tuple[float, str]]:
     from abeval.analysis.ope import OpeOptions, ope_results
     from abeval.analysis.ope_file import target_file
-    from abeval.simulate import SimulationConfig, simulate_with_target, write_events
+    from abeval.simulate import simulate_with_target, write_events
+    from abeval.simulate.series import SeriesConfig
     from abeval.store import open_store
     from abeval.store.experiments import set_settings
     from abeval.store.ingest import ingest_file
 
     lift = float(np.random.default_rng(seed).uniform(-0.1, 0.1))
-    config = SimulationConfig(
+    # the demo history's experiment (abeval.simulate.series), at this size and lift
+    config = replace(
+        SeriesConfig().base,
         experiment=f"run-{seed}",
+        arms=("control", "treatment"),
         users=users,
         seed=seed,
-        days=4,
-        pre_period_days=0,
-        segments={},
         true_ctr_lift={"treatment": lift},
-        true_conversion_lift={"treatment": 0.0},
     )
     events, target = simulate_with_target(config)
     write_events(events, folder / "e.csv", quote=False)
