@@ -180,8 +180,20 @@ def test_another_experiments_file_is_refused(tmp_path: Path) -> None:
     result = _invoke("experiment", "set", EXP, "--db", db, "--target-propensities", str(path))
     assert result.exit_code == 1
     assert result.stderr.strip() == (
-        f"Error: {path}: names 120 requests of experiment 'other', not of 'small'; give "
-        "experiment 'small''s target probabilities"
+        f"Error: {path}: gives the logged item of 120 requests of experiment 'other' and of 0 "
+        "of 'small'; give experiment 'small''s target probabilities"
+    )
+    assert _stored(db) == (0, [])
+    # another experiment whose request ids are this one's (simulated ids repeat)
+    twin = [(a, "t" + u, r, "z" + i, k, c, p) for a, u, r, i, k, c, p in _rows()]
+    with open_store(db) as store:
+        ingest_file(store, write_impressions(tmp_path / "w.csv", "twin", twin))
+    twin_file = write_target_file(tmp_path / "w-t.csv", _targets(0.5, twin))
+    result = _invoke("experiment", "set", EXP, "--db", db, "--target-propensities", str(twin_file))
+    assert result.exit_code == 1
+    assert result.stderr.strip() == (
+        f"Error: {twin_file}: gives the logged item of 120 requests of experiment 'twin' and "
+        "of 0 of 'small'; give experiment 'small''s target probabilities"
     )
     assert _stored(db) == (0, [])
     # recorded with its own experiment, it is accepted

@@ -246,10 +246,33 @@ def check(conn: Connection, experiment: str, shown: str) -> TargetCheck:
 
 
 def _refuse_other_experiment(conn: Connection, experiment: str, shown: str) -> None:
-    """Rows whose request is no request of ``experiment`` but an impression (same
-    item at the same position) of another experiment: the file is that one's."""
+    """The file is another experiment's: its rows match the impressions (same
+    request, item and position) of more requests of another experiment than of
+    ``experiment``, or name requests that are not ``experiment``'s but another's
+    impressions. Request ids may repeat across experiments (simulated ones do)."""
     from sqlalchemy import text
 
+    params = {"experiment": experiment}
+    matched = conn.execute(
+        text(
+            "SELECT e.experiment, COUNT(DISTINCT f.request_id) FROM "
+            "(SELECT DISTINCT experiment, request_id, item_id, position FROM events "
+            "WHERE event_type = 'impression' AND request_id IS NOT NULL) e "
+            f"JOIN {FILE_TABLE} f ON f.request_id = e.request_id AND f.item_id = e.item_id "
+            "AND f.position = e.position GROUP BY e.experiment"
+        ),
+        params,
+    ).fetchall()
+    counts = {str(x): int(n) for x, n in matched}
+    own = counts.pop(experiment, 0)
+    if counts:
+        other, most = max(counts.items(), key=lambda kv: (kv[1], kv[0]))
+        if most > own:
+            raise InputError(
+                f"{shown}: gives the logged item of {most:,} requests of experiment {other!r} "
+                f"and of {own:,} of {experiment!r}; give experiment {experiment!r}'s target "
+                "probabilities"
+            )
     row = conn.execute(
         text(
             "SELECT MIN(e.experiment), COUNT(DISTINCT f.request_id), COUNT(DISTINCT e.experiment) "
@@ -259,7 +282,7 @@ def _refuse_other_experiment(conn: Connection, experiment: str, shown: str) -> N
             "WHERE f.request_id NOT IN (SELECT request_id FROM events WHERE experiment = "
             ":experiment AND request_id IS NOT NULL)"
         ),
-        {"experiment": experiment},
+        params,
     ).fetchone()
     if row is None or not row[1]:
         return
