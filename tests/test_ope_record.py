@@ -171,33 +171,28 @@ def test_bad_files_are_refused_and_nothing_is_stored(
     assert not out.exists()
 
 
-def test_another_experiments_file_is_refused(tmp_path: Path) -> None:
-    other = [(a, "o" + u, "o" + r, i, k, c, p) for a, u, r, i, k, c, p in _rows()]
+@pytest.mark.parametrize(
+    ("name", "renamed"),
+    [
+        ("other", lambda u, r, i: ("o" + u, "o" + r, i)),  # its own request ids
+        ("twin", lambda u, r, i: ("t" + u, r, "z" + i)),  # this one's ids (simulated ids repeat)
+    ],
+)
+def test_another_experiments_file_is_refused(tmp_path: Path, name: str, renamed: Any) -> None:
+    other = [(a, *renamed(u, r, i), k, c, p) for a, u, r, i, k, c, p in _rows()]
     db = _store(tmp_path, _rows())
     with open_store(db) as store:
-        ingest_file(store, write_impressions(tmp_path / "o.csv", "other", other))
+        ingest_file(store, write_impressions(tmp_path / "o.csv", name, other))
     path = write_target_file(tmp_path / "t.csv", _targets(0.5, other))
     result = _invoke("experiment", "set", EXP, "--db", db, "--target-propensities", str(path))
     assert result.exit_code == 1
     assert result.stderr.strip() == (
-        f"Error: {path}: gives the logged item of 120 requests of experiment 'other' and of 0 "
+        f"Error: {path}: gives the logged item of 120 requests of experiment {name!r} and of 0 "
         "of 'small'; give experiment 'small''s target probabilities"
     )
     assert _stored(db) == (0, [])
-    # another experiment whose request ids are this one's (simulated ids repeat)
-    twin = [(a, "t" + u, r, "z" + i, k, c, p) for a, u, r, i, k, c, p in _rows()]
-    with open_store(db) as store:
-        ingest_file(store, write_impressions(tmp_path / "w.csv", "twin", twin))
-    twin_file = write_target_file(tmp_path / "w-t.csv", _targets(0.5, twin))
-    result = _invoke("experiment", "set", EXP, "--db", db, "--target-propensities", str(twin_file))
-    assert result.exit_code == 1
-    assert result.stderr.strip() == (
-        f"Error: {twin_file}: gives the logged item of 120 requests of experiment 'twin' and "
-        "of 0 of 'small'; give experiment 'small''s target probabilities"
-    )
-    assert _stored(db) == (0, [])
     # recorded with its own experiment, it is accepted
-    ok = _invoke("experiment", "set", "other", "--db", db, "--target-propensities", str(path))
+    ok = _invoke("experiment", "set", name, "--db", db, "--target-propensities", str(path))
     assert ok.exit_code == 0, ok.output
     assert _stored(db)[0] == 240
 
