@@ -219,13 +219,18 @@ def test_without_target_probabilities_the_estimate_is_post_hoc(db: str, tmp_path
     assert POST_HOC in html and 'data-field="ope-supply"' in html
 
 
-def test_personalised_logging_gives_no_context_free_estimate(tmp_path: Path) -> None:
-    """The control logs a0 at position 1 with 1/3 for some users and 1/4 for others:
-    its context-free frequency is not used; a file still gives an estimate."""
-    rows = [
+def _personalised() -> list[Impression]:
+    """The control logs a0 at position 1 with 1/3 for some users and 1/4 for others."""
+    return [
         (a, u, r, i, k, c, 0.25 if a == "control" and k == 1 and int(u[7:]) % 2 else p)
         for a, u, r, i, k, c, p in _rows()
     ]
+
+
+def test_personalised_logging_gives_no_context_free_estimate(tmp_path: Path) -> None:
+    """The control logs a0 at position 1 with 1/3 for some users and 1/4 for others:
+    its context-free frequency is not used; a file still gives an estimate."""
+    rows = _personalised()
     db = _store(tmp_path, rows)
     ope = _ope(db)
     assert ope["not_estimated"] == [
@@ -281,3 +286,22 @@ def test_the_board_counts_post_hoc_estimates_as_not_independent(db: str, tmp_pat
     assert _invoke("experiment", "set", EXP, "--db", db, "--target-propensities", str(path))
     after = board()
     assert all(p["independent"] for p in after["pairs"] if p["source"] == "ope")
+
+
+def test_reports_with_recorded_and_without_estimates_follow_the_schema(tmp_path: Path) -> None:
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = json.loads((Path(__file__).parents[1] / "reports" / "report.schema.json").read_text())
+    rows = _personalised()
+    db = _store(tmp_path, rows)
+    args = ["report", "-e", EXP, "--db", db, "-f", "json", "--no-offline"]
+    personalised = json.loads(_invoke(*args).stdout)
+    assert personalised["ope"]["not_estimated"]
+    jsonschema.validate(personalised, schema)
+    control_only = [r for r in rows if r[0] == "control"]
+    path = write_target_file(tmp_path / "t.csv", _targets(0.5, control_only))
+    assert _invoke("experiment", "set", EXP, "--db", db, "--target-propensities", str(path))
+    recorded = json.loads(_invoke(*args).stdout)
+    assert recorded["ope"]["target_origin"] == "recorded"
+    verdict = recorded["ope"]["directions"][0]["difference"]["verdict"]
+    assert verdict in ("consistent", "inconsistent")
+    jsonschema.validate(recorded, schema)
