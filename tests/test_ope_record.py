@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from html_tree import parse
 from ope_helpers import Impression, write_impressions, write_target_file
 from sqlalchemy import text
 from test_ope_cli import EXP, _rows, _store
@@ -85,6 +86,14 @@ def test_recorded_probabilities_are_used_with_no_flag(db: str, tmp_path: Path) -
     out = _invoke("report", "-e", EXP, "--db", db, "--no-offline", "-f", "text").stdout
     assert f"  target probabilities recorded with the experiment from {path} (" in out
     assert "treatment predicted from control's logs (target probabilities recorded with " in out
+    page = tmp_path / "r.html"
+    assert _invoke("report", "-e", EXP, "--db", db, "--no-offline", "-o", str(page)).exit_code == 0
+    tree = parse(page.read_text())
+    assert tree.field("ope-recorded").startswith(
+        f"Target probabilities recorded with the experiment from {path} ("
+    )
+    shown = [n.clean() for n in tree.find_all(data_field="ope-difference")]
+    assert len(shown) == 2 and all(x.endswith(": consistent at α = 0.05") for x in shown)
 
 
 def test_a_file_overrides_the_recorded_ones_for_one_run(db: str, tmp_path: Path) -> None:
