@@ -234,3 +234,35 @@ def test_json_follows_its_schema(board: AgreementBoard) -> None:
     broken["pairs"][0]["source"] = "guess"
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(broken, schema)
+
+
+def test_z_columns_follow_from_the_pairs(board: AgreementBoard) -> None:
+    """Per off-policy estimator against CTR: z of each pair re-derived from its lifts
+    and standard errors, their mean and the share with |z| < 1.96; other signals
+    (a recorded NDCG lift is not a CTR lift) have none."""
+    import numpy as np
+
+    for s in board.summary:
+        pairs = [
+            p for p in board.pairs
+            if (p.signal, p.source, p.online_metric) == (s.signal, s.source, s.online_metric)
+        ]  # fmt: skip
+        if s.source != "ope" or s.online_metric != "ctr":
+            assert (s.z_pairs, s.z_mean, s.z_within) == (0, None, None)
+            continue
+        assert s.independent  # the history records the target's probabilities
+        z = np.array(
+            [
+                (p.offline_lift - p.online_lift) / np.hypot(p.offline_se, p.online_se)
+                for p in pairs
+                if p.offline_lift is not None and p.offline_se and p.online_se
+            ]
+        )
+        assert s.z_pairs == len(z) == 4
+        assert s.z_mean == pytest.approx(z.mean(), rel=1e-9)
+        assert s.z_within == pytest.approx(np.mean(np.abs(z) < 1.96), rel=1e-12)
+    text = render_text(board)
+    assert "predicted against observed, z = (predicted − observed) / √(se_pred² + se_obs²):" in text
+    page = parse(render_html(board))
+    table = page.find("table", class_="z-scores")
+    assert table is not None and table.find_all("tr", data_source="ope")

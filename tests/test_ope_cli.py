@@ -128,8 +128,7 @@ def _file(tmp_path: Path, text: str) -> Path:
         ("request_id,item_id,position\nr,a0,1\n", "{f}: missing column probability or "
          "propensity; expected columns request_id, item_id, position, probability (and "
          "optionally arm, probability_given_above) (found: request_id, item_id, position); "
-         "rename the columns in "
-         "the header"),
+         "rename the columns in the header"),
         ("request_id,item_id,position,probability\nr,a0,1,0.5\nr,a1,1,1.5\n",
          "{f}:3:probability: 1.5 is not a probability between 0 and 1; fix or remove the row"),
         ("request_id,item_id,position,probability\nr,a0,0,0.5\n",

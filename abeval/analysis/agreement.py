@@ -14,7 +14,14 @@ comes from one of three sources:
   relative lift against control. It is computed from the same clicks as the
   online metrics, so it is not independent evidence (``independent`` is False);
 - ``ope``: an off-policy estimate of the treatment's CTR from the control's logs
-  (each estimator a signal), its predicted lift.
+  (each estimator a signal), its predicted lift. A post-hoc one (no target
+  probabilities: the treatment's own frequency of (item, position)) is not
+  independent evidence either, and is summarised apart from the predictions.
+
+Where the offline signal predicts the online metric itself (an off-policy CTR
+lift against the online CTR lift), each pair also has z = (predicted −
+observed) / √(se_pred² + se_obs²), and :func:`with_z_scores` adds their mean and
+the share with |z| < 1.96 to the summary (:mod:`abeval.stats.consistency`).
 
 The statistics per (signal, source, online metric) come from
 :func:`abeval.stats.agreement.agreement`. Experiments without any offline signal,
@@ -47,6 +54,7 @@ from abeval.stats.agreement import (
 from abeval.stats.agreement_familywise import familywise_p
 from abeval.stats.agreement_noise import expected_precision, noise_ceiling, rho_over_ceiling
 from abeval.stats.agreement_predictive import Backtest, backtest, loo_score
+from abeval.stats.consistency import lift_difference, z_scores
 from abeval.stats.distributions import norm_isf
 from abeval.stats.forecast import HistoryRow, fit
 from abeval.stats.results import JsonResult
@@ -106,6 +114,11 @@ class AgreementPair(JsonResult):
     offline_lift: float | None
     offline_ci: tuple[float, float] | None
     offline_status: str = "ok"
+    #: False for replayed metrics and post-hoc off-policy estimates.
+    independent: bool = True
+    offline_se: float | None = None
+    #: (offline − online) / √(se² + se²) where both are the same quantity, else None.
+    z: float | None = None
 
 
 @dataclass(frozen=True)
@@ -162,6 +175,11 @@ class SignalSummary(JsonResult):
     model_intercept: float | None = None
     model_tau: float | None = None
     model_experiments: int = 0
+    #: Pairs with a z (the signal predicts the online metric itself), their mean z
+    #: and the share with |z| < 1.96 (:func:`with_z_scores`).
+    z_pairs: int = 0
+    z_mean: float | None = None
+    z_within: float | None = None
 
 
 @dataclass(frozen=True)
@@ -236,9 +254,10 @@ def agreement_board(store: Store, o: AgreementOptions | None = None) -> Agreemen
         found = experiment_pairs(report, evaluations.get(name))
         pairs += found
         coverage.append(_coverage(report, found))
-    summary = summarise(pairs, o)
+    summary = with_z_scores(summarise(pairs, o), pairs)
     starts = {e.experiment: e.first_ts or "" for e in list_experiments(store)}
     order = sorted(names, key=lambda n: (starts.get(n, ""), n))
+    summary = with_z_scores(summarise(pairs, o), pairs)
     return AgreementBoard(
         schema_version=SCHEMA_VERSION,
         abeval_version=__version__,
@@ -267,7 +286,9 @@ def backtests(
     """The backtest of every (signal, source, online metric) of ``pairs``, in the
     summary's order of online metrics, experiments in ``order``."""
     out = []
-    for (signal, source, metric), points in _oriented(pairs).items():
+    for (signal, source, metric, independent), points in _oriented(pairs).items():
+        if not independent and source != "replay":  # post-hoc estimates forecast nothing
+            continue
         rows = history_rows(points, o.alpha)
         result = backtest(rows, list(order), o.alpha)
         out.append(SignalBacktest(signal, source, metric, ordered_by, result))
@@ -277,19 +298,23 @@ def backtests(
     return tuple(out)
 
 
-def _oriented(pairs: Sequence[AgreementPair]) -> dict[tuple[str, Source, str], list[Point]]:
-    """The pairs grouped per (signal, source, online metric), as points oriented
-    so that larger is better (pairs without an offline lift left out)."""
-    groups: dict[tuple[str, Source, str], list[AgreementPair]] = {}
+#: A board row's key: signal, source, online metric, independent evidence or not.
+RowKey = tuple[str, Source, str, bool]
+
+
+def _oriented(pairs: Sequence[AgreementPair]) -> dict[RowKey, list[Point]]:
+    """The pairs grouped per (signal, source, online metric, independence), as
+    points oriented so that larger is better (pairs without an offline lift left out)."""
+    groups: dict[RowKey, list[AgreementPair]] = {}
     for p in pairs:
-        groups.setdefault((p.signal, p.source, p.online_metric), []).append(p)
+        groups.setdefault((p.signal, p.source, p.online_metric, p.independent), []).append(p)
     out = {}
-    for (signal, source, metric), group in groups.items():
+    for (signal, source, metric, independent), group in groups.items():
         flip_offline = offline_lower_is_better(signal, source)
         online = METRICS.get(metric)
         flip_online = online is not None and online.lower_is_better
         points = [_point(p, flip_offline, flip_online) for p in group]
-        out[(signal, source, metric)] = [p for p in points if p is not None]
+        out[(signal, source, metric, independent)] = [p for p in points if p is not None]
     return out
 
 
@@ -332,6 +357,10 @@ class _Lift:
     value: float | None
     ci: tuple[float, float] | None
     status: str
+    se: float | None = None
+    independent: bool = True
+    #: The signal predicts the online metric of this name itself (z is defined).
+    predicts: str | None = None
 
 
 def experiment_pairs(
@@ -344,6 +373,9 @@ def experiment_pairs(
         if m.role != "primary" or rel.effect is None:
             continue
         for signal, source, lift in _signals(report, evaluation, m.arm):
+            z = None
+            if lift.predicts == m.metric:
+                z = lift_difference(lift.value, lift.se, rel.effect, rel.se, 0.05).z
             pairs.append(
                 AgreementPair(
                     experiment=report.experiment,
@@ -357,6 +389,9 @@ def experiment_pairs(
                     offline_lift=lift.value,
                     offline_ci=lift.ci,
                     offline_status=lift.status,
+                    independent=lift.independent and source != "replay",
+                    offline_se=lift.se,
+                    z=z,
                 )
             )
     return pairs
@@ -379,7 +414,8 @@ def _signals(
             if d.source == control and d.target == arm:
                 for e in d.estimates:
                     p = e.predicted_lift
-                    yield e.estimator, "ope", _Lift(p.value, p.ci, p.status)
+                    own = d.evidence == "prediction"
+                    yield e.estimator, "ope", _Lift(p.value, p.ci, p.status, p.se, own, "ctr")
     for r in report.offline:
         if r.arm == arm:
             rel = r.comparison.relative
@@ -420,10 +456,11 @@ def summarise(pairs: Sequence[AgreementPair], o: AgreementOptions) -> tuple[Sign
     ranks count within each online metric, in the order of ``o.primary``."""
     rows = []
     oriented = _oriented(pairs)
-    for (signal, source, metric), kept in oriented.items():
+    for (signal, source, metric, independent), kept in oriented.items():
         flip_offline = offline_lower_is_better(signal, source)
         a = agreement(kept, o.alpha, o.resamples, o.seed)
-        row = _with_noise(_summary(signal, source, metric, flip_offline, a), kept, o)
+        row = replace(_summary(signal, source, metric, flip_offline, a), independent=independent)
+        row = _with_noise(row, kept, o)
         rows.append(_with_score(row, history_rows(kept, o.alpha), o.alpha))
     rows = _with_familywise(rows, oriented, o)
     order = {m: i for i, m in enumerate(o.primary)}
@@ -490,7 +527,7 @@ def _with_score(row: SignalSummary, history: Sequence[HistoryRow], alpha: float)
 
 def _with_familywise(
     rows: Sequence[SignalSummary],
-    points: Mapping[tuple[str, Source, str], Sequence[Point]],
+    points: Mapping[RowKey, Sequence[Point]],
     o: AgreementOptions,
 ) -> list[SignalSummary]:
     """Each row with its family-wise p-value: the family is every signal of the
@@ -501,11 +538,34 @@ def _with_familywise(
         families.setdefault((r.online_metric, r.independent), []).append(i)
     out = list(rows)
     for members in families.values():
-        keys = [(rows[i].signal, rows[i].source, rows[i].online_metric) for i in members]
+        keys = [
+            (rows[i].signal, rows[i].source, rows[i].online_metric, rows[i].independent)
+            for i in members
+        ]
         found = familywise_p([points[k] for k in keys], o.resamples, o.seed)
         for i, p in zip(members, found.p_values, strict=True):
             out[i] = replace(out[i], familywise_p=p)
     return out
+
+
+def with_z_scores(
+    summary: Sequence[SignalSummary], pairs: Sequence[AgreementPair]
+) -> tuple[SignalSummary, ...]:
+    """Each summary row with the mean z and the share |z| < 1.96 of its pairs
+    (:mod:`abeval.stats.consistency`); rows whose pairs have no z are unchanged."""
+    out = []
+    for r in summary:
+        zs = [
+            p.z
+            for p in pairs
+            if (p.signal, p.source, p.online_metric, p.independent)
+            == (r.signal, r.source, r.online_metric, r.independent)
+        ]
+        found = z_scores(zs)
+        if found.pairs:
+            r = replace(r, z_pairs=found.pairs, z_mean=found.z_mean, z_within=found.z_within)
+        out.append(r)
+    return tuple(out)
 
 
 def _key(r: SignalSummary) -> tuple:
@@ -603,4 +663,9 @@ def notes(o: AgreementOptions) -> tuple[str, ...]:
         "A metric where lower is better (rmse, mae) is negated before comparing, so a good "
         "predictor always shows positive correlations.",
         f"Ranking: {RANKING}.",
+        "Predicted against observed: where the signal predicts the online metric itself (an "
+        "off-policy CTR lift), z = (predicted − observed) / √(se_pred² + se_obs²) per "
+        "experiment; a signal whose stated errors are right has mean z near 0 and |z| < 1.96 "
+        "in about 95% of experiments. The shared baseline makes the sum of variances an "
+        "upper bound, so the share is if anything too high.",
     )

@@ -10,7 +10,17 @@ comes from, and judges whether the predicted lift agrees with the online one.
 
 An OPE estimate does not reuse the target arm's clicks, so unlike the replayed
 metrics it is independent evidence about the online lift: its *agreement*
-(``agree``, ``disagree``, ``inconclusive``) is the one the report judges.
+(``agree``, ``disagree``, ``inconclusive``, by sign) and its *difference* from
+the online lift (consistent or inconsistent at α,
+:func:`abeval.stats.consistency.lift_difference`) are what the report judges.
+
+π_target (:mod:`abeval.store.ope_target`) comes from a ``--target-propensities``
+file for this run, else from the probabilities recorded with the experiment,
+else from the target arm's own frequency of (item, position). The last is
+*post-hoc* (``evidence``): it reads the target arm's own impressions and
+assumes its lists do not depend on the user, so it is no prediction; and when
+the source arm's logged propensity of one (item, position) varies between
+requests (personalised logging) it is not used at all (``not_estimated``).
 """
 
 from __future__ import annotations
@@ -18,8 +28,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from abeval.analysis.ope_file import TargetRow, read_target_propensities
-from abeval.errors import InputError
+from abeval.analysis.ope_file import read_target_propensities
+from abeval.stats.consistency import LiftDifference, lift_difference
 from abeval.stats.ope import (
     MAX_TOP_SHARE,
     MIN_ESS_USERS,
@@ -36,7 +46,7 @@ from abeval.stats.ope import (
     unavailable,
 )
 from abeval.stats.results import JsonResult
-from abeval.store import ope_sql
+from abeval.store import ope_sql, ope_target
 from abeval.store.memory import memory_capped
 
 if TYPE_CHECKING:
@@ -60,6 +70,10 @@ HeadlineReason = Literal[
 ]
 
 OpeStatusWord = Literal["ok", "not_requested", "no_propensities"]
+#: Where π_target came from: this run's file, the experiment's record, neither.
+TargetOrigin = Literal["file", "recorded", "none"]
+#: A prediction (π_target given) or post-hoc (the target arm's own frequency).
+Evidence = Literal["prediction", "post_hoc"]
 
 
 @dataclass(frozen=True)
@@ -89,7 +103,7 @@ class OpeDirection(JsonResult):
 
     source: str
     target: str
-    target_probabilities: str  # "file" or "empirical"
+    target_probabilities: str  # "file", "recorded" or "empirical"
     users: int
     impressions: int
     source_ctr: float | None
@@ -103,6 +117,22 @@ class OpeDirection(JsonResult):
     diagnostics: Diagnostics
     positions: tuple[Diagnostics, ...]
     warnings: tuple[str, ...]
+    evidence: Evidence = "prediction"
+    #: The headline's predicted lift minus the online lift (consistent at α or not).
+    difference: LiftDifference | None = None
+
+
+@dataclass(frozen=True)
+class NotEstimated(JsonResult):
+    """A direction with no estimate: ``personalised_logging`` when no target
+    probabilities cover it and the source's logged propensity of one (item,
+    position) varies between requests (``varying`` of ``pairs`` pairs)."""
+
+    source: str
+    target: str
+    status: Literal["personalised_logging"]
+    pairs: int
+    varying: int
 
 
 @dataclass(frozen=True)
@@ -117,10 +147,21 @@ class OpeSection(JsonResult):
     arms: tuple[ArmPropensities, ...]
     directions: tuple[OpeDirection, ...]
     warnings: tuple[str, ...]
+    target_origin: TargetOrigin = "none"
+    #: When the recorded probabilities were recorded (ISO 8601, UTC).
+    recorded_at: str | None = None
+    #: Without target probabilities: the command that records them.
+    supply_command: str | None = None
+    not_estimated: tuple[NotEstimated, ...] = ()
 
 
 def not_run(status: OpeStatusWord, message: str, o: OpeOptions, alpha: float) -> OpeSection:
     return OpeSection(status, message, o.cap, alpha, o.target_propensities, (), (), ())
+
+
+def supply_command(experiment: str) -> str:
+    """The command that records an experiment's target probabilities."""
+    return f"abeval experiment set {experiment} --target-propensities FILE"
 
 
 def agreement(predicted: Interval, online: Interval) -> str:
@@ -150,59 +191,88 @@ def ope_results(
     if not o.enabled:
         return not_run("not_requested", "not requested (--no-ope)", o, alpha)
     rows = read_target_propensities(o.target_propensities) if o.target_propensities else None
-    if rows is not None and any(r[0] is None for r in rows) and len(treatments) > 1:
-        raise InputError(
-            f"{o.target_propensities}: no arm column and {len(treatments)} treatment arms; "
-            "add a column arm naming the target arm of each row"
-        )
     if not ope_sql.has_propensities(conn, experiment):
         return not_run(
             "no_propensities", "no impression of this experiment carries a propensity", o, alpha
         )
+    arms = [control, *treatments]
     # DuckDB's memory capped as for the replay: 1.8 GB at 10M events uncapped.
     with memory_capped(conn) as memory:
         source, tables = ope_sql.open_ope(conn, experiment)
         try:
-            if rows is not None:
-                _load(conn, experiment, rows, control, treatments)
-            from_file = ope_sql.file_pairs(conn, experiment) if rows is not None else set()
-            unmatched = ope_sql.file_rows_unmatched(conn, experiment) if rows is not None else 0
+            origin, shown, at, unmatched = _targets(conn, experiment, arms, rows, o)
+            from_file = ope_sql.file_pairs(conn, experiment) if origin != "none" else set()
             counts = source.arm_counts()
             memory.fit(sum(c.impressions for c in counts.values()))
-            directions = []
+            directions, skipped = [], []
             for arm in treatments:
                 for src, tgt in ((control, arm), (arm, control)):
-                    if src in counts and tgt in counts:
-                        sums = source.direction(src, tgt, o.cap, (src, tgt) in from_file)
-                        directions.append(_direction(sums, counts, alpha))
+                    if src not in counts or tgt not in counts:
+                        continue
+                    covered = (src, tgt) in from_file
+                    if not covered:
+                        varying = ope_target.varying_propensities(source, src)
+                        if varying.varying:
+                            skipped.append(
+                                NotEstimated(
+                                    src, tgt, "personalised_logging", varying.pairs, varying.varying
+                                )
+                            )
+                            continue
+                    sums = source.direction(src, tgt, o.cap, covered)
+                    directions.append(_direction(sums, counts, alpha, origin))
         finally:
             ope_sql.close_ope(conn, tables)
-    arms = tuple(_arm(c, alpha) for c in counts.values())
-    empty = [a for a in [control, *treatments] if a not in counts]
+    arms_found = tuple(_arm(c, alpha) for c in counts.values())
+    empty = [a for a in arms if a not in counts]
     warnings = [f"{a}: no impressions, so no estimate from or of it" for a in empty]
     if unmatched:
         warnings.append(
-            f"{o.target_propensities}: {unmatched:,} rows name no request of this experiment "
-            "and are not used"
+            f"{shown}: {unmatched:,} rows name no request of this experiment and are not used"
         )
     warnings += [
         f"{a.arm}: {a.without_propensity:,} impressions have no propensity and are left "
         "out of the estimates from its logs"
-        for a in arms
+        for a in arms_found
         if a.without_propensity
     ]
     warnings += [f"{d.target} from {d.source}'s logs: {w}" for d in directions for w in d.warnings]
     return OpeSection(
-        "ok", "", o.cap, alpha, o.target_propensities, arms, tuple(directions), tuple(warnings)
+        "ok",
+        "",
+        o.cap,
+        alpha,
+        shown,
+        arms_found,
+        tuple(directions),
+        tuple(warnings),
+        target_origin=origin,
+        recorded_at=at,
+        supply_command=supply_command(experiment) if origin != "recorded" else None,
+        not_estimated=tuple(skipped),
     )
 
 
-def _load(
-    conn: Connection, experiment: str, rows: list[TargetRow], control: str, treatments: list[str]
-) -> None:
-    ope_sql.load_file(conn, rows)
-    if treatments:
-        ope_sql.fill_file_arms(conn, experiment, control, treatments[0])
+def _targets(
+    conn: Connection,
+    experiment: str,
+    arms: list[str],
+    rows: list[ope_target.TargetRow] | None,
+    o: OpeOptions,
+) -> tuple[TargetOrigin, str | None, str | None, int]:
+    """Fill the target table: this run's file (checked as a recording is), else
+    the experiment's record. Returns where π_target came from, the file's name,
+    when it was recorded and the file's rows that name no request."""
+    if rows is not None and o.target_propensities is not None:
+        ope_target.load_rows(conn, rows)
+        ope_target.fill_arms(conn, experiment, arms, o.target_propensities)
+        found = ope_target.check(conn, experiment, o.target_propensities)
+        return "file", o.target_propensities, None, found.unmatched
+    recorded = ope_target.load_recorded(conn, experiment)
+    if recorded is None:
+        return "none", None, None, 0
+    at = recorded.recorded_at.isoformat(timespec="seconds")
+    return "recorded", recorded.file, at, 0
 
 
 def _arm(c: ope_sql.ArmCounts, alpha: float) -> ArmPropensities:
@@ -258,7 +328,10 @@ def _step_estimates(
 
 
 def _direction(
-    d: ope_sql.DirectionSums, counts: dict[str, ope_sql.ArmCounts], alpha: float
+    d: ope_sql.DirectionSums,
+    counts: dict[str, ope_sql.ArmCounts],
+    alpha: float,
+    origin: TargetOrigin,
 ) -> OpeDirection:
     s = d.user
     target = counts[d.target].observed
@@ -270,10 +343,13 @@ def _direction(
     head = next(e for e in found if e.estimator == chosen)
     overall = diagnose(None, d.positions)
     warnings = overall.warnings + _user_warnings(head)
+    predicted = head.predicted_lift
     return OpeDirection(
         source=d.source,
         target=d.target,
-        target_probabilities="file" if d.from_file else "empirical",
+        target_probabilities=("recorded" if origin == "recorded" else "file")
+        if d.from_file
+        else "empirical",
         users=s.users,
         impressions=int(s.sums["n"]),
         source_ctr=s.sums["c"] / s.sums["n"] if s.sums["n"] else None,
@@ -283,10 +359,12 @@ def _direction(
         headline_rule=HEADLINE_RULE,
         headline_reason=reason,
         online_lift=online,
-        agreement=agreement(head.predicted_lift, online),
+        agreement=agreement(predicted, online),
         diagnostics=overall,
         positions=tuple(diagnose(p.position, [p]) for p in d.positions),
         warnings=warnings,
+        evidence="prediction" if d.from_file else "post_hoc",
+        difference=lift_difference(predicted.value, predicted.se, online.value, online.se, alpha),
     )
 
 

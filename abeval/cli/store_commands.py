@@ -16,6 +16,7 @@ from abeval.cli.app import DbOption, JsonOption, app, command, require
 from abeval.formatting import counted, printable
 
 if TYPE_CHECKING:
+    from abeval.store.experiments import ExperimentSettings, TargetsRecorded
     from abeval.store.ingest import IngestSummary
 
 experiment_app = typer.Typer(help="Record settings of one experiment.", no_args_is_help=True)
@@ -234,26 +235,51 @@ def experiment_set(
             "--to", metavar="DATE|TIMESTAMP", help="End of the analysis window (a date: that day)."
         ),
     ] = None,
+    target_propensities: Annotated[
+        Path | None,
+        typer.Option(
+            "--target-propensities",
+            metavar="FILE",
+            help="The target policy's probabilities (columns request_id, item_id, position, "
+            "probability; optionally arm, probability_given_above), recorded for the "
+            "off-policy estimates of report and agreement.",
+        ),
+    ] = None,
     db: DbOption = None,
 ) -> None:
-    """Record an experiment's control arm, expected traffic split and analysis window."""
+    """Record an experiment's control arm, expected traffic split, analysis window and
+    target probabilities."""
     from abeval.cli.report_commands import window_bound
     from abeval.errors import NotFoundError
     from abeval.store import open_store
-    from abeval.store.experiments import set_settings
+    from abeval.store.experiments import set_experiment
     from abeval.store.sources import refuse_settings
 
-    if control is None and split is None and window_from is None and window_to is None:
-        raise typer.BadParameter("give --control, --split, --from or --to")
+    given = (control, split, window_from, window_to, target_propensities)
+    if all(x is None for x in given):
+        raise typer.BadParameter("give --control, --split, --from, --to or --target-propensities")
     start = window_bound(window_from, "--from", end=False)
     end = window_bound(window_to, "--to", end=True)
     require(start is None or end is None or start < end, "--to", "must come after --from")
+    targets = None
+    if target_propensities is not None:
+        from abeval.analysis.ope_file import target_file
+
+        targets = target_file(target_propensities)
     with open_store(db, create=False) as store:
         try:
-            s = set_settings(store, experiment, control, split, start, end)
+            s, recorded = set_experiment(store, experiment, control, split, start, end, targets)
         except NotFoundError:
             refuse_settings(store, experiment)  # a source's experiment: say so
             raise
+    if any(x is not None for x in given[:4]):
+        typer.echo(_settings_line(experiment, s), err=True)
+    if recorded is not None:
+        typer.echo(printable(_targets_line(experiment, recorded)), err=True)
+
+
+def _settings_line(experiment: str, s: ExperimentSettings) -> str:
+    """The settings now recorded: control, split, window."""
     shares = ", ".join(f"{k}={v:.0%}" for k, v in (s.split or {}).items()) or "equal"
     if s.control_arm:
         chosen = s.control_arm
@@ -266,4 +292,18 @@ def experiment_set(
         first = s.window_from.isoformat(sep=" ") if s.window_from else "the first event"
         last = s.window_to.isoformat(sep=" ") if s.window_to else "the last event"
         line += f"; window {first} to {last} (excluded)"
-    typer.echo(line, err=True)
+    return line
+
+
+def _targets_line(experiment: str, done: TargetsRecorded) -> str:
+    """What was recorded, with the coverage of each direction and the rows left out."""
+    found, r = done.check, done.recorded
+    covered = "; ".join(
+        f"{c.target} from {c.source}'s logs: {c.covered:,} of {c.requests:,} requests "
+        f"({c.share:.1%})"
+        for c in found.coverage
+    )
+    line = f"{experiment}: target probabilities recorded from {r.file}: {r.rows:,} rows; {covered}"
+    if found.unmatched:
+        line += f"; {found.unmatched:,} rows name no request of this experiment (not recorded)"
+    return line

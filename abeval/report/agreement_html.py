@@ -35,6 +35,7 @@ SOURCE_WORDS = {
     "replay": "replayed from the same clicks",
     "history": "from the history file",
 }
+POST_HOC_WORDS = "post-hoc off-policy estimate (the treatment's own impressions)"
 
 
 @dataclass(frozen=True)
@@ -79,8 +80,8 @@ class AgreementContext:
 
 
 def _pairs(board: AgreementBoard, s: SignalSummary) -> list[AgreementPair]:
-    key = (s.signal, s.source, s.online_metric)
-    return [p for p in board.pairs if (p.signal, p.source, p.online_metric) == key]
+    key = (s.signal, s.source, s.online_metric, s.independent)
+    return [p for p in board.pairs if (p.signal, p.source, p.online_metric, p.independent) == key]
 
 
 def _card(board: AgreementBoard, s: SignalSummary, index: int) -> SignalCard:
@@ -95,7 +96,8 @@ def _card(board: AgreementBoard, s: SignalSummary, index: int) -> SignalCard:
         for p in _pairs(board, s)
         if p.offline_lift is not None
     ]
-    what = f"{s.signal} ({SOURCE_WORDS[s.source]})"
+    words = POST_HOC_WORDS if s.source == "ope" and not s.independent else SOURCE_WORDS[s.source]
+    what = f"{s.signal} ({words})"
     line = None
     if s.slope is not None and s.intercept is not None:
         line = (s.intercept, s.slope)
@@ -104,7 +106,7 @@ def _card(board: AgreementBoard, s: SignalSummary, index: int) -> SignalCard:
         key=f"signal-{index}",
         name=signal_name(s),
         source_label=source_label(s),
-        source_words=SOURCE_WORDS[s.source],
+        source_words=words,
         scatter=scatter(points, what, line) if points else None,
         sign=sign_text(s),
         spearman_ci=coefficient_interval(s.spearman_ci),

@@ -138,6 +138,23 @@ def backtest_lines(board: AgreementBoard) -> list[str]:
     return lines
 
 
+def z_lines(rows: Sequence[SignalSummary]) -> list[str]:
+    """The signals that predict the online metric itself: their mean z and share
+    of |z| < 1.96 (none when no row has a z)."""
+    found = [s for s in rows if s.z_pairs]
+    if not found:
+        return []
+    return [
+        "  predicted against observed, z = (predicted − observed) / √(se_pred² + se_obs²):",
+        f"     {'signal':<18} {'source':<11} {'exp':>3} {'mean z':>7} {'|z|<1.96':>8}",
+        *(
+            f"     {printable(signal_name(s)):<18} {source_label(s):<11} {s.z_pairs:>3} "
+            f"{fixed(s.z_mean, 2):>7} {share(s.z_within, 0):>8}"
+            for s in found
+        ),
+    ]
+
+
 def _experiments(board: AgreementBoard) -> list[str]:
     analysed = len(board.experiments)
     lines = [
@@ -174,11 +191,19 @@ def render_text(board: AgreementBoard) -> str:
             lines.append(f"     {printable(s.signal)} [{s.source}]: {printable(s.message)}")
         lines += ["", f"  Noise and prediction ({metric}):", _noise_header()]
         lines += [_noise_row(s) for s in rows]
-    if any(not s.independent for s in board.summary):
+        lines += z_lines(rows)
+    if any(not s.independent and s.source == "replay" for s in board.summary):
         lines += [
             "",
             "* replayed from the same clicks as the online metrics: agreement with CTR is close "
             "to circular; judge by ope and evaluation signals.",
+        ]
+    if any(not s.independent and s.source == "ope" for s in board.summary):
+        lines += [
+            "",
+            "ope* post-hoc: without target probabilities, the treatment's own frequency of (item, "
+            "position) from its own impressions; not a prediction. Record them with `abeval "
+            "experiment set EXPERIMENT --target-propensities FILE`.",
         ]
     lines += backtest_lines(board)
     lines += ["", f"{len(board.pairs):,} pairs of lifts: --format json lists them."]

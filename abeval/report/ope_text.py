@@ -12,11 +12,19 @@ from __future__ import annotations
 from abeval.analysis.ope import OpeDirection, OpeSection
 from abeval.analysis.report_model import ExperimentReport
 from abeval.formatting import count, fixed, interval, pct, share
+from abeval.report.ope_context import (
+    POST_HOC,
+    difference_sentence,
+    not_estimated_sentence,
+    supply_sentence,
+)
 from abeval.report.ope_words import assumption, headline_reason
 
 _SOURCES = {
     "file": "target probabilities from --target-propensities",
-    "empirical": "target probabilities = the target arm's frequency of (item, position)",
+    "recorded": "target probabilities recorded with the experiment",
+    "empirical": f"target probabilities = the target arm's frequency of (item, position); "
+    f"{POST_HOC}",
 }
 
 
@@ -49,6 +57,7 @@ def _direction(d: OpeDirection) -> list[str]:
         )
     o = d.online_lift
     head = next(e for e in d.estimates if e.estimator == d.headline)
+    against = f"; {difference_sentence(d.difference)}" if d.difference is not None else ""
     lines += [
         f"    judged: {d.headline}, because {headline_reason(d.headline_reason)}",
         *(
@@ -61,7 +70,7 @@ def _direction(d: OpeDirection) -> list[str]:
             else []
         ),
         f"    online lift {pct(o.value)} {interval(o.ci)}; predicted ({d.headline}) vs online: "
-        f"{d.agreement}",
+        f"{d.agreement} (sign){against}",
         f"    weights: mean {fixed(g.mean_weight, 4)}, ESS {fixed(g.ess, 1)} "
         f"({share(g.ess_share)} of N), largest {fixed(g.max_weight, 3)}, capped "
         f"{share(g.capped_share)}, support deficit {share(g.support_deficit)}",
@@ -88,10 +97,16 @@ def ope_lines(r: ExperimentReport) -> list[str]:
         f"* = the estimator judged against the online lift)",
     ]
     lines += [f"!! {w}" for w in s.warnings]
+    if s.target_origin == "recorded":
+        lines.append(f"  target probabilities recorded with the experiment from {s.file} "
+                     f"({s.recorded_at} UTC)")  # fmt: skip
+    if s.supply_command:
+        lines.append(f"  {supply_sentence(s.supply_command)}")
     lines += [
         "  impressions with a propensity: "
         + "; ".join(f"{a.arm} {a.with_propensity:,} of {a.impressions:,}" for a in s.arms)
     ]
+    lines += [f"  {not_estimated_sentence(n)}" for n in s.not_estimated]
     for d in s.directions:
         lines += _direction(d)
     return lines

@@ -49,7 +49,8 @@ USER_VARIABLES = ("wc", "w", "n", "kc", "k", "c")
 #: (weights, weighted clicks): the diagnostics add up the weighted clicks of the
 #: 1% of users with the largest sums of weights.
 TOP_VARIABLES = (("w", "wc"), ("k", "kc"), ("r", "rc"), ("s", "sc"))
-#: The temporary table a ``--target-propensities`` file is loaded into.
+#: The temporary table of the target's probabilities (a ``--target-propensities``
+#: file or those recorded with the experiment), filled by :mod:`abeval.store.ope_target`.
 FILE_TABLE = "abeval_ope_target"
 
 _BASE = """o_clk AS (
@@ -341,107 +342,6 @@ def file_pairs(conn: Connection, experiment: str) -> set[tuple[str, str]]:
         {"experiment": experiment},
     ).fetchall()
     return {(str(a), str(b)) for a, b in rows}
-
-
-def file_rows_unmatched(conn: Connection, experiment: str) -> int:
-    """Rows of the loaded file whose request is not an impression request of the
-    experiment (they weigh nothing)."""
-    from sqlalchemy import text
-
-    row = conn.execute(
-        text(
-            f"SELECT COUNT(*) FROM {FILE_TABLE} f WHERE f.request_id NOT IN (SELECT request_id "
-            "FROM events WHERE experiment = :experiment AND event_type = 'impression' "
-            "AND request_id IS NOT NULL)"
-        ),
-        {"experiment": experiment},
-    ).fetchone()
-    return int(row[0]) if row else 0
-
-
-def fill_file_arms(conn: Connection, experiment: str, control: str, treatment: str) -> None:
-    """Rows without a target arm: the other arm of a two-arm experiment (the
-    treatment for a control request, else the control)."""
-    from sqlalchemy import text
-
-    other = (
-        "CASE WHEN request_id IN (SELECT request_id FROM events WHERE experiment = :experiment "
-        "AND arm = :control AND request_id IS NOT NULL) THEN :treatment ELSE :control END"
-    )
-    params = {"experiment": experiment, "control": control, "treatment": treatment}
-    if conn.dialect.name != "spark":
-        conn.execute(text(f"UPDATE {FILE_TABLE} SET arm = {other} WHERE arm IS NULL"), params)
-        return
-    # A Spark temporary view takes no UPDATE: build the filled rows, then swap them in.
-    filled = f"{FILE_TABLE}_filled"
-    conn.execute(
-        text(
-            f"CREATE TEMP TABLE {filled} AS SELECT COALESCE(arm, {other}) AS arm, request_id, "
-            f"item_id, position, probability, probability_given_above FROM {FILE_TABLE}"
-        ),
-        params,
-    )
-    conn.execute(text(f"DROP TABLE IF EXISTS {FILE_TABLE}"))
-    conn.execute(text(f"CREATE TEMP TABLE {FILE_TABLE} AS SELECT * FROM {filled}"))
-    conn.execute(text(f"DROP TABLE IF EXISTS {filled}"))
-
-
-#: (target arm or None, request, item, position, probability, probability given above)
-FileRow = tuple[str | None, str, str, int, float, float | None]
-
-
-def load_file(
-    conn: Connection,
-    rows: Sequence[tuple[str | None, str, str, int, float] | FileRow],
-) -> None:
-    """Put the target propensities (target arm, request, item, position,
-    probability and, optionally, the probability given the items above) into a
-    temporary table of this connection: registered as an Arrow table on DuckDB,
-    uploaded as one on Spark (a temporary view), copied on PostgreSQL, inserted
-    row by row elsewhere."""
-    from sqlalchemy import text
-
-    full: list[FileRow] = [
-        (r[0], r[1], r[2], r[3], r[4], r[5] if len(r) > 5 else None) for r in rows
-    ]
-    conn.execute(text(f"DROP TABLE IF EXISTS {FILE_TABLE}"))
-    columns = (
-        "arm TEXT, request_id TEXT, item_id TEXT, position INTEGER, probability DOUBLE PRECISION, "
-        "probability_given_above DOUBLE PRECISION"
-    )
-    if conn.dialect.name in ("duckdb", "spark"):
-        import pyarrow as pa
-
-        names = ["arm", "request_id", "item_id", "position", "probability"]
-        names.append("probability_given_above")
-        types = [pa.string(), pa.string(), pa.string(), pa.int32(), pa.float64(), pa.float64()]
-        table = pa.table(
-            [pa.array([r[i] for r in full], type=t) for i, t in enumerate(types)], names=names
-        )
-        if conn.dialect.name == "spark":  # a temporary view of the uploaded rows
-            conn.register_arrow(FILE_TABLE, table)  # type: ignore[attr-defined]
-            return
-        duck = conn.connection.driver_connection
-        assert duck is not None
-        duck.register("abeval_ope_rows", table)
-        try:
-            duck.execute(f"CREATE TEMP TABLE {FILE_TABLE} AS SELECT * FROM abeval_ope_rows")
-        finally:
-            duck.unregister("abeval_ope_rows")
-        return
-    conn.execute(text(f"CREATE TEMP TABLE {FILE_TABLE} ({columns})"))
-    if conn.dialect.name == "postgresql":
-        raw = conn.connection.driver_connection
-        assert raw is not None
-        with raw.cursor() as cur, cur.copy(f"COPY {FILE_TABLE} FROM STDIN") as copy:
-            for row in full:
-                copy.write_row(row)
-        return
-    if full:
-        conn.execute(
-            text(f"INSERT INTO {FILE_TABLE} VALUES (:a, :r, :i, :p, :q, :g)"),
-            [{"a": a, "r": r, "i": i, "p": p, "q": q, "g": g} for a, r, i, p, q, g in full],
-        )
 
 
 def has_propensities(conn: Connection, experiment: str) -> bool:
