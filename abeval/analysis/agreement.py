@@ -414,6 +414,8 @@ def _signals(
             if d.source == control and d.target == arm:
                 for e in d.estimates:
                     p = e.predicted_lift
+                    if p.status in UNSUPPORTED:  # the logs cannot form it: not a signal here
+                        continue
                     own = d.evidence == "prediction"
                     yield e.estimator, "ope", _Lift(p.value, p.ci, p.status, p.se, own, "ctr")
     for r in report.offline:
@@ -421,6 +423,10 @@ def _signals(
             rel = r.comparison.relative
             status = "ok" if rel.effect is not None else r.comparison.status
             yield r.metric, "replay", _Lift(rel.effect, rel.ci, status)
+
+
+#: Estimate statuses that mean the logs cannot support the estimator at all.
+UNSUPPORTED = frozenset({"no_given_above", "incomplete_candidates"})
 
 
 # --------------------------------------------------------------------------- summary
