@@ -12,6 +12,7 @@ methodology. The store computes sums and the statistics layer does the maths.
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -225,7 +226,7 @@ def choose_control(
     raise AbevalError(
         f"experiment {exp!r} has no recorded control and no arm named 'control' "
         f"(arms: {', '.join(arms)}); {f'name it with {option} ARM, or ' if option else ''}"
-        f"record it with `abeval experiment set {exp} --control ARM`"
+        f"record it with `abeval experiment set {shlex.quote(exp)} --control ARM`"
     )
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import shlex
 import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -288,9 +289,14 @@ def demo(
     typer.echo(f"report: {html_path}", err=True)
     typer.echo(f"json:   {json_path}", err=True)
     typer.echo(
-        f"explore: abeval report --experiment {config.experiment} --db {db} --format text",
+        f"explore: abeval report --experiment {_q(config.experiment)} --db {_q(db)} --format text",
         err=True,
     )
+
+
+def _q(value: object) -> str:
+    """``value`` as one shell word, for a command the user may paste."""
+    return shlex.quote(str(value))
 
 
 def _demo_history(out_dir: Path, db: Path, seed: int) -> None:
@@ -313,14 +319,14 @@ def _demo_history(out_dir: Path, db: Path, seed: int) -> None:
     )
     first = files[0]
     typer.echo(
-        f"explore: abeval report -e {first.experiment.name} --db {db} --format text "
-        f"--target-propensities {first.target_propensities}",
+        f"explore: abeval report -e {_q(first.experiment.name)} --db {_q(db)} --format text "
+        f"--target-propensities {_q(first.target_propensities)}",
         err=True,
     )
     typer.echo(
-        f"explore: abeval evaluate --truth {first.truth} "
-        + " ".join(f"-r {arm}={path}" for arm, path in first.recommendations.items())
-        + f" --experiment {first.experiment.name} --db {db}",
+        f"explore: abeval evaluate --truth {_q(first.truth)} "
+        + " ".join(f"-r {_q(f'{arm}={path}')}" for arm, path in first.recommendations.items())
+        + f" --experiment {_q(first.experiment.name)} --db {_q(db)}",
         err=True,
     )
     for f in files:
@@ -329,7 +335,7 @@ def _demo_history(out_dir: Path, db: Path, seed: int) -> None:
     board = _write_demo_board(db, out_dir, files)
     typer.echo(f"agreement board: {board}", err=True)
     typer.echo(
-        f"explore: abeval agreement --db {db} --format text   (every experiment; off-policy "
+        f"explore: abeval agreement --db {_q(db)} --format text   (every experiment; off-policy "
         "estimates from empirical frequencies unless --target-propensities EXPERIMENT=FILE)",
         err=True,
     )

@@ -10,6 +10,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from abeval.errors import AbevalError, NotFoundError, close_matches
+from abeval.store.arm_lists import parse_arms
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
@@ -106,16 +107,15 @@ def summaries(conn: Connection, only: str | None = None) -> list[ExperimentSumma
     by_arm: dict[tuple[str, str], dict[str, int]] = {}
     for exp, arm, etype, n in counts:
         by_arm.setdefault((exp, arm), {})[etype] = int(n)
+    # One pass over the arm rows, sorted once: each experiment takes its own.
+    arms_of: dict[str, list[ArmSummary]] = {}
+    for exp, arm, n in sorted(users):
+        events = dict(sorted(by_arm.get((exp, arm), {}).items()))
+        arms_of.setdefault(exp, []).append(ArmSummary(arm=arm, users=int(n), events=events))
     out = []
     for exp in sorted(settings):
         control, split, first, last = settings[exp]
-        arms = [
-            ArmSummary(
-                arm=arm, users=int(n), events=dict(sorted(by_arm.get((exp, arm), {}).items()))
-            )
-            for e, arm, n in sorted(users)
-            if e == exp
-        ]
+        arms = arms_of.get(exp, [])
         out.append(
             ExperimentSummary(
                 experiment=exp,
@@ -144,7 +144,7 @@ def get_settings(conn: Connection, experiment: str) -> ExperimentSettings:
     if row is None:
         known = [r[0] for r in conn.execute(text("SELECT experiment FROM experiments ORDER BY 1"))]
         raise NotFoundError(unknown_experiment_message(experiment, known))
-    arms = [a for a in str(row[0]).split(",") if a]
+    arms = parse_arms(row[0])
     return ExperimentSettings(
         experiment=experiment,
         arms=arms,
