@@ -9,12 +9,13 @@ then stops with a message that names the process holding it.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import shlex
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -219,12 +220,16 @@ def open_store(
     migrate: bool = True,
     lock_timeout: float | None = None,
     create: bool = True,
+    on_lock_wait: Callable[[str], None] | None = None,
 ) -> Store:
     """Open (and, when writable, create or upgrade) the store.
 
     A read-only open of a store that lacks migrations raises a
     :class:`StoreError` naming the command that upgrades it. A DuckDB file that
     does not exist is created unless ``read_only`` or ``create=False``.
+    ``on_lock_wait`` is called once, with a sentence, when the store is locked by
+    another process and abeval starts waiting for it (``lock_timeout`` seconds at
+    most; ``math.inf``: as long as it takes).
     """
     url = resolve_url(db)
     if url.startswith(("sc://", "spark://")):  # Spark Connect: no SQLAlchemy engine
@@ -239,6 +244,7 @@ def open_store(
         memory = duckdb_memory()
     timeout = lock_timeout if lock_timeout is not None else _env_lock_timeout()
     deadline = time.monotonic() + timeout
+    told = False
     while True:
         try:
             engine = _create_engine(url, read_only, memory)
@@ -252,6 +258,12 @@ def open_store(
             engine.dispose()
             text = str(exc)
             if "Could not set lock" in text or "Conflicting lock" in text:
+                if on_lock_wait is not None and not told and time.monotonic() < deadline:
+                    told = True
+                    on_lock_wait(
+                        f"the store {shown} is locked by {_lock_holder(text)}; waiting for it"
+                        + ("" if math.isinf(timeout) else f" (up to {timeout:g} s)")
+                    )
                 if time.monotonic() < deadline:
                     time.sleep(0.2)
                     continue
