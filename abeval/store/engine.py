@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from abeval import signals
 from abeval.errors import StoreError, interruption
 from abeval.files import is_data_file
 from abeval.store.memory import MEMORY_LIMIT_INFO, DuckDBMemory, duckdb_memory
@@ -97,14 +98,35 @@ class Store:
 
     @contextmanager
     def begin(self) -> Iterator[Connection]:
-        """A connection inside one transaction, committed on success."""
-        with self.faults(), self.engine.begin() as conn:
-            yield conn
+        """A connection inside one transaction, committed on success. A signal
+        during the commit or the closing of the connection is kept until the
+        command has said what it committed (:mod:`abeval.signals`)."""
+        signals.checkpoint()
+        with self.faults():
+            conn = self.engine.connect()
+            try:
+                transaction = conn.begin()
+                yield conn
+            except BaseException:
+                with signals.held():
+                    conn.close()  # rolls the transaction back
+                raise
+            with signals.held():
+                try:
+                    transaction.commit()
+                finally:
+                    conn.close()
+                signals.committed()
 
     @contextmanager
     def connect(self) -> Iterator[Connection]:
-        with self.faults(), self.engine.connect() as conn:
-            yield conn
+        with self.faults():
+            conn = self.engine.connect()
+            try:
+                yield conn
+            finally:
+                with signals.held():
+                    conn.close()
 
     @contextmanager
     def faults(self) -> Iterator[None]:
@@ -124,7 +146,8 @@ class Store:
             raise StoreError(_fault_message(self.display, self.url, exc)) from None
 
     def close(self) -> None:
-        self.engine.dispose()
+        with signals.held():
+            self.engine.dispose()
         if self.memory is not None:
             self.memory.remove_spill_dir()
 

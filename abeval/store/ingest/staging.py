@@ -33,6 +33,7 @@ _TEMP_TABLES = (
     "abeval_conflicts",
     "abeval_reject_errors",
     "abeval_reject_scans",
+    "abeval_long_lines",
 )
 
 
