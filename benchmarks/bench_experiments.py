@@ -60,6 +60,9 @@ def main() -> None:
     ap.add_argument("--users", type=int, default=3)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--baseline", type=Path, help="source tree of the abeval to compare with")
+    ap.add_argument(
+        "--baseline-max", type=int, default=None, help="skip the baseline above this count"
+    )
     ap.add_argument("--record", action="store_true")
     a = ap.parse_args()
     counts = [int(c) for c in a.counts.split(",") if c]
@@ -73,22 +76,24 @@ def main() -> None:
             events = Path(tmp) / f"events_{n}.csv"
             rows = write_events(events, n, a.users)
             stores = {}
-            for side, src in sides.items():
+            here = {s: p for s, p in sides.items() if s == "this" or n <= (a.baseline_max or n)}
+            for side, src in here.items():
                 db = Path(tmp) / f"{side}_{n}.duckdb"
-                ok(run_measured(abeval("ingest", str(events), "--db", str(db), "-q"),
-                                TIMEOUT, env=env_for(src)), f"{side} ingest")  # fmt: skip
+                load = abeval("ingest", str(events), "--db", str(db), "-q")
+                ok(run_measured(load, TIMEOUT, cwd=Path(tmp), env=env_for(src)), f"{side} ingest")
                 stores[side] = db
             commands = {"experiments": ["experiments"]} if n in counts else {}
             if n in agreement:
                 commands["agreement"] = ["agreement", "--format", "json", "-o", "-"]
             for what, args in commands.items():
-                times: dict[str, list[float]] = {s: [] for s in sides}
+                times: dict[str, list[float]] = {s: [] for s in here}
                 for _ in range(a.runs):
-                    for side, src in sides.items():
+                    for side, src in here.items():
                         argv = abeval(*args, "--db", str(stores[side]))
-                        m = ok(run_measured(argv, TIMEOUT, env=env_for(src)), f"{side} {what}")
-                        times[side].append(m.seconds)
-                for side in sides:
+                        # In the scratch folder: `python -m` puts the working folder first.
+                        m = run_measured(argv, TIMEOUT, cwd=Path(tmp), env=env_for(src))
+                        times[side].append(ok(m, f"{side} {what}").seconds)
+                for side in here:
                     median = statistics.median(times[side])
                     table.append((what, n, side, median))
                     print(f"{what:12s} {n:>6,} experiments ({rows:,} rows)  {side:8s} "

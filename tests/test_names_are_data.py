@@ -17,7 +17,8 @@ from abeval.resources import data_dir
 from abeval.store import open_store
 from abeval.store.arm_lists import parse_arms
 from abeval.store.experiments import get_settings
-from abeval.store.migrate import apply
+from abeval.store.ingest import ingest_file
+from abeval.store.migrate import Migration, apply
 
 runner = CliRunner()
 #: Arms with the characters a separated list or a JSON text could trip on.
@@ -92,3 +93,18 @@ def test_a_store_before_0007_gets_its_arm_lists_rebuilt(tmp_path: Path) -> None:
 )
 def test_parse_arms(stored: str | None, arms: list[str]) -> None:
     assert parse_arms(stored) == arms
+
+
+@pytest.mark.postgres
+def test_arms_with_separators_on_postgres(tmp_path: Path, postgres_database: str) -> None:
+    csv = tmp_path / "e.csv"
+    csv.write_text(events())
+    with open_store(postgres_database) as store:
+        ingest_file(store, csv)
+        with store.begin() as conn:  # as a store before 0007 held it: rebuilt by the step
+            conn.execute(text("UPDATE experiments SET arms = 'bert,v2,control'"))
+            step = Migration(7, "arm_lists", data_dir("migrations") / "0007_arm_lists.sql")
+            for statement in step.statements():
+                conn.execute(text(statement))
+        with store.connect() as conn:
+            assert get_settings(conn, "e1").arms == sorted(ARMS)
