@@ -23,10 +23,12 @@ from __future__ import annotations
 import os
 import signal
 import sys
-import threading
-from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+
+TYPE_CHECKING = False  # not typing's: `import abeval` runs this module, and stays fast
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from typing import Any
 
 #: Packages whose import runs native initialisation that must not be interrupted.
 _NATIVE = ("duckdb", "pyarrow", "numpy", "scipy", "pandas", "sqlalchemy", "psycopg", "pyspark")
@@ -51,15 +53,6 @@ def install() -> None:
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
 
 
-def is_the_program() -> bool:
-    """Whether this process is the ``abeval`` command (``abeval`` or
-    ``python -m abeval``), not a program that imports abeval."""
-    argv = list(getattr(sys, "orig_argv", sys.argv))
-    if "-m" in argv:
-        return argv[argv.index("-m") + 1 : argv.index("-m") + 2] == ["abeval"]
-    return len(argv) > 1 and os.path.basename(argv[1]) == "abeval"
-
-
 def _native_import_running() -> bool:
     for name, module in list(sys.modules.items()):
         if name.split(".", 1)[0] in _NATIVE:
@@ -76,6 +69,8 @@ def _handle(signum: int, _frame: object) -> None:
     if phase == "done":
         return
     if _native_import_running():
+        import threading
+
         timer = threading.Timer(_RETRY_SECONDS, os.kill, (os.getpid(), signum))
         timer.daemon = True
         timer.start()

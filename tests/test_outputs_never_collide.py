@@ -22,7 +22,7 @@ def test_a_suggested_command_is_quoted_for_the_shell(tmp_path: Path) -> None:
     db = str(tmp_path / "s.duckdb")
     assert run("ingest", str(events), "--db", db, "-q").exit_code == 0
     result = run("report", "-e", HOSTILE, "--db", db, "--format", "text", "-o", "-")
-    assert result.exit_code == 1
+    assert result.exit_code == 2  # --control is missing
     command = result.stderr.split("`")[1]
     assert command == f"abeval experiment set {shlex.quote(HOSTILE)} --control ARM"
     assert shlex.split(command)[3] == HOSTILE  # pasted, it names the experiment

@@ -76,8 +76,10 @@ def plan_from_data(
     store: Store, experiment: str, metrics: tuple[str, ...], o: ReportOptions
 ) -> tuple[PowerInfo, ...]:
     """The power rows of ``metrics`` for ``experiment``, exactly as its report
-    (under the same options) shows them for its primary metrics."""
-    from abeval.analysis.online import build_report
+    (under the same options) shows them for its primary metrics: from the
+    experiment's session, without the replay or the off-policy estimates."""
+    from abeval.analysis.session import ExperimentSession
 
     options = replace(o, primary=metrics, offline=False)
-    return build_report(store, experiment, options).power
+    with ExperimentSession(store, experiment, options) as session:
+        return session.power

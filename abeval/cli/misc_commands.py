@@ -129,23 +129,21 @@ def _power_from_data(
     db: str | None,
     as_json: bool,
 ) -> None:
+    from abeval import api
     from abeval.analysis.online_metrics import DEFAULT_PRIMARY, METRICS, parse_metrics
-    from abeval.analysis.planning import plan_from_data
-    from abeval.analysis.report_model import ReportOptions
-    from abeval.store import open_store
 
-    metrics = parse_metrics(metric, DEFAULT_PRIMARY, "--metric")
-    options = ReportOptions(
-        alpha=alpha,
-        power=power_,
-        sequential=sequential,
-        tuning_n=tuning_n,
-        cuped_days=cuped_days,
-        target_mde=0.02 if mde is None else mde,
-        offline=False,
-    )
-    with open_store(db, read_only=True) as store:
-        rows = plan_from_data(store, experiment, metrics, options)
+    metrics = parse_metrics(metric, DEFAULT_PRIMARY, "metric")
+    with api.open(db, read_only=True) as store:
+        rows = store.power(
+            experiment,
+            metric=metrics,
+            mde=mde,
+            alpha=alpha,
+            power=power_,
+            sequential=sequential,
+            tuning_n=tuning_n,
+            cuped_days=cuped_days,
+        )
     if as_json:
         typer.echo(json.dumps([r.to_dict() for r in rows], indent=2, allow_nan=False))
         return

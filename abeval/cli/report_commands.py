@@ -155,13 +155,9 @@ def report(
     db: DbOption = None,
 ) -> None:
     """Analyse one experiment: online lifts, health checks, offline metrics, power."""
-    from abeval.analysis.capping import parse_caps
-    from abeval.analysis.online import ReportOptions, build_report
-    from abeval.analysis.online_metrics import DEFAULT_GUARDRAILS, DEFAULT_PRIMARY, parse_metrics
-    from abeval.analysis.ope import OpeOptions
-    from abeval.metrics.base import parse_cutoffs
-    from abeval.store import open_store
+    from abeval import api
 
+    # Checked here too so that a usage error keeps Typer's usage lines.
     require(0 < alpha < 1, "--alpha", "alpha must be between 0 and 1")
     require(cuped_days >= 0, "--cuped-days", "must be 0 or more")
     require_positive(tuning_n, "--tuning-n")
@@ -170,16 +166,8 @@ def report(
     start = window_bound(window_from, "--from", end=False)
     end = window_bound(window_to, "--to", end=True)
     require(start is None or end is None or start < end, "--to", "must come after --from")
-    try:
-        caps = parse_caps(cap or [])
-    except ValueError as exc:
-        raise typer.BadParameter(str(exc), param_hint="--cap") from None
     require_positive(ope_cap, "--ope-cap")
-    try:
-        ks = parse_cutoffs(k)
-    except ValueError as exc:
-        raise typer.BadParameter(str(exc), param_hint="--k") from None
-    options = ReportOptions(
+    options = api.report_options(
         control=control,
         alpha=alpha,
         correction=correction,
@@ -188,18 +176,20 @@ def report(
         tuning_n=tuning_n,
         cuped_days=cuped_days,
         segment=segment,
-        primary=parse_metrics(primary, DEFAULT_PRIMARY, "--primary"),
-        guardrails=parse_metrics(guardrails, DEFAULT_GUARDRAILS, "--guardrails"),
+        primary=primary,
+        guardrails=guardrails,
         target_mde=target_mde,
-        offline_ks=ks,
+        k=k,
         offline=offline,
         window_from=start,
         window_to=end,
-        caps=caps,
-        ope=OpeOptions(ope, ope_cap, str(target_propensities) if target_propensities else None),
+        cap=cap,
+        target_propensities=target_propensities,
+        ope_cap=ope_cap,
+        ope=ope,
     )
-    with open_store(db, read_only=True) as store:
-        result = build_report(store, experiment, options)
+    with api.open(db, read_only=True) as store:
+        result = store.report(experiment, options)
     if fmt == "json":
         emit(json.dumps(result.to_dict(), indent=2, allow_nan=False) + "\n", out)
     elif fmt == "text":
