@@ -84,3 +84,33 @@ def test_driver_messages_lose_query_secrets() -> None:
     url = PG.format(user="", query=f"?password={SECRET}")
     message = f'FATAL: password "{SECRET}" for user alice rejected'
     assert without_secrets(message, url) == 'FATAL: password "***" for user alice rejected'
+
+
+@pytest.mark.postgres
+def test_pages_and_json_of_a_reachable_store_hold_no_secret(
+    tmp_path: Path, postgres_database: str
+) -> None:
+    url = postgres_database + ("&" if "?" in postgres_database else "?") + f"sslpassword={SECRET}"
+    events = tmp_path / "e.csv"
+    events.write_text(
+        "experiment,arm,user_id,ts,event_type\n"
+        + "".join(
+            f"e1,{a},{a}{i},2024-05-01,exposure\n" for a in ("control", "t") for i in range(5)
+        )
+    )
+    outputs = []
+    for args in (
+        ["ingest", str(events)],
+        ["experiments", "--json"],
+        ["report", "-e", "e1", "-o", str(tmp_path / "r.html")],
+        ["report", "-e", "e1", "--format", "json", "-o", str(tmp_path / "r.json")],
+        ["agreement", "-o", str(tmp_path / "a.html")],
+        ["agreement", "--format", "json", "-o", "-"],
+    ):
+        result = runner.invoke(app, [*args, "--db", url])
+        assert result.exit_code == 0, (args, result.output)
+        outputs.append(result.stdout + result.stderr)
+    outputs += [p.read_text() for p in tmp_path.iterdir() if p.suffix in (".html", ".json")]
+    assert len(outputs) == 9  # six commands, three files
+    assert not any(SECRET in text for text in outputs)
+    assert any("sslpassword=***" in text for text in outputs)  # the store is still named
