@@ -303,6 +303,9 @@ def open_store(
 
         try:
             ensure_current(store)
+            # The schema's bookkeeping is no write to report: a signal kept during
+            # it stops the command now, not after its work (abeval.signals).
+            signals.checkpoint()
         except BaseException:
             # Close the connection: in this process a DuckDB file open read-only
             # cannot be opened again for writing (`abeval migrate`) until it is.
