@@ -41,8 +41,15 @@ def test_arms_with_separators_are_one_arm_each(tmp_path: Path) -> None:
     assert runner.invoke(app, ["ingest", str(csv), "--db", db, "-q"]).exit_code == 0
     with open_store(db) as store, store.connect() as conn:
         assert get_settings(conn, "e1").arms == sorted(ARMS)
-    result = runner.invoke(app, ["experiment", "set", "e1", "--control", "bert,v2", "--db", db])
+    split = ",".join(f"{arm}={i + 1}" for i, arm in enumerate(ARMS))  # commas in names too
+    result = runner.invoke(
+        app, ["experiment", "set", "e1", "--control", "bert,v2", "--split", split, "--db", db]
+    )
     assert result.exit_code == 0, result.output
+    with open_store(db) as store, store.connect() as conn:
+        recorded = get_settings(conn, "e1").split
+    total = sum(range(1, len(ARMS) + 1))
+    assert recorded == pytest.approx({arm: (i + 1) / total for i, arm in enumerate(ARMS)})
     result = runner.invoke(app, ["report", "-e", "e1", "--db", db, "--format", "json", "-o", "-"])
     assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout)

@@ -215,11 +215,28 @@ def unknown_experiment_message(experiment: str, known: list[str]) -> str:
     )
 
 
+def _split_parts(text_value: str, arms: list[str]) -> list[str]:
+    """``ARM=WEIGHT`` parts of a split: at the commas, except those inside an arm's
+    name (``bert,v2=50,control=50`` has two parts when ``bert,v2`` is an arm)."""
+    known = {a.strip() for a in arms}
+    parts: list[str] = []
+    held = ""
+    for piece in text_value.split(","):
+        held = f"{held},{piece}" if held else piece
+        name, sep, _ = held.rpartition("=")
+        if sep and (name.strip() in known or not any(a.startswith(held) for a in known)):
+            parts.append(held)
+            held = ""
+    if held:
+        parts.append(held)
+    return parts
+
+
 def parse_split(text_value: str, arms: list[str]) -> dict[str, float]:
     """``control=50,treatment=50`` → {arm: share}, checked against the arms."""
     split: dict[str, float] = {}
-    for part in text_value.split(","):
-        name, sep, weight = part.partition("=")
+    for part in _split_parts(text_value, arms):
+        name, sep, weight = part.rpartition("=")
         name = name.strip()
         try:
             value = float(weight)
