@@ -12,6 +12,24 @@ TYPE_CHECKING = False  # not typing's: importing typing would slow `import abeva
 
 __version__ = "0.1.0"
 
+
+def _is_the_program() -> bool:
+    """Whether this process is the ``abeval`` command (``abeval`` or
+    ``python -m abeval``), not a program that imports abeval."""
+    import os
+    import sys
+
+    argv = list(getattr(sys, "orig_argv", sys.argv))
+    if "-m" in argv:
+        return argv[argv.index("-m") + 1 : argv.index("-m") + 2] == ["abeval"]
+    return len(argv) > 1 and os.path.basename(argv[1]) == "abeval"
+
+
+if _is_the_program():  # first thing: a signal from now on exits cleanly (abeval.signals)
+    from abeval import signals as _signals
+
+    _signals.install()
+
 # ``open`` is left out so that ``from abeval import *`` keeps the builtin open.
 __all__ = ["AbevalError", "InputError", "OptionError", "Store", "__version__", "evaluate"]
 

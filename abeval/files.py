@@ -72,14 +72,20 @@ def model_names(paths: Sequence[str | Path]) -> list[str]:
 def model_argument(text: str) -> tuple[str | None, str]:
     """``(name, path)`` of one model option (``-r``, ``--predictions``), by the rule
     of docs/usage.md#named-models: an existing file is a path (``a=b.csv`` stays a
-    file name), else ``NAME=PATH`` splits at the first ``=`` when NAME holds no path
-    separator, else the whole text is a path; name None means "from the file name".
-    ValueError for an empty name or path, or a PATH that does not exist either."""
+    file name), else ``NAME=PATH`` splits at the *last* ``=`` whose right side is an
+    existing file, so a name may hold ``/`` or ``=`` (``ranker/v1=runs/r.csv``);
+    when no right side exists, at the first ``=`` if the name holds no path
+    separator, else the whole text is a path. Name None means "from the file name". ValueError
+    for an empty name or path, or a PATH that does not exist either."""
     if "=" not in text or Path(text).is_file():
         return None, text
-    name, path = text.split("=", 1)
-    if "/" in name or os.sep in name or (os.altsep and os.altsep in name):
-        return None, text
+    cuts = [i for i, c in enumerate(text) if c == "="]
+    found = next((i for i in reversed(cuts) if Path(text[i + 1 :]).exists()), None)
+    if found is None:  # no FILE exists: a NAME holds no path separator
+        found = cuts[0]
+        if any(sep and sep in text[:found] for sep in ("/", os.sep, os.altsep)):
+            return None, text
+    name, path = text[:found], text[found + 1 :]
     if not name.strip():
         raise ValueError(f"{text!r}: the model name before '=' is empty; write NAME=PATH")
     if not path:

@@ -54,7 +54,16 @@ def test_an_existing_file_with_an_equals_sign_is_a_path(here: Path) -> None:
     # The whole text names a file: a path, named after its stem; else split at the first '='.
     assert doc["models"] == ["v=1", "new"]
     assert [f["path"] for f in doc["files"][1:]] == ["v=1.csv", "v=1.csv"]
-    assert model_argument("runs/a=b.csv") == (None, "runs/a=b.csv")  # a name has no '/'
+    assert model_argument("runs/a=b.csv") == (None, "runs/a=b.csv")  # no FILE exists
+
+
+def test_a_model_name_may_hold_a_slash(here: Path) -> None:
+    # Issue 25: `-r ranker/v1=FILE` was taken as a path named 'ranker/v1=ctl.csv'.
+    assert model_argument("ranker/v1=ctl.csv") == ("ranker/v1", "ctl.csv")
+    assert model_argument("a=b=ctl.csv") == ("a=b", "ctl.csv")
+    code, doc = evaluate("-r", "ranker/v1=ctl.csv", "-r", "trt.csv")
+    assert code == 0 and isinstance(doc, dict), doc
+    assert doc["models"] == ["ranker/v1", "trt"]
 
 
 def test_named_predictions(here: Path) -> None:

@@ -121,7 +121,7 @@ def test_set_control_and_split(store: Path) -> None:
     assert result.stderr == "home: control control; split control=25%, treatment=75%\n"
     assert settings(store)[0] == (
         "home",
-        "control,treatment",
+        '["control","treatment"]',
         "control",
         '{"control": 0.25, "treatment": 0.75}',
     )

@@ -455,15 +455,12 @@ def test_zstd_csv_with_a_byte_that_is_not_utf8_is_one_line(tmp_path: Path) -> No
 
 def test_jsonl_line_over_the_json_readers_limit(tmp_path: Path) -> None:
     rows = jsonl_rows(2)
-    # DuckDB reads objects up to twice its maximum_object_size (16 MiB) at a line's end.
+    # Over the JSON reader's maximum_object_size (16 MiB): the line is read whole
+    # (issue 25: the file was refused without naming the line).
     rows[1] = rows[1].replace('"u1"', '"' + "x" * (33 * 2**20) + '"')
     rows.append(rows[0])
     (tmp_path / "e.jsonl").write_text("\n".join(rows) + "\n")
-    refused(
-        tmp_path,
-        "e.jsonl",
-        "Error: e.jsonl: a line is longer than 16,777,216 bytes, the most the JSON reader "
-        "takes for one object; shorten or remove it (nothing was loaded from this file)",
-        "--on-error",
-        "skip",
-    )
+    result = run("ingest", "e.jsonl", "--db", str(tmp_path / "store.duckdb"), "--json")
+    assert result.exit_code == 0, result.output
+    [doc] = json.loads(result.stdout)["files"]
+    assert (doc["rows_read"], doc["inserted"], doc["repeated_in_file"]) == (3, 2, 1)

@@ -4,6 +4,7 @@ file name is safe whatever the experiment is called (issue 11, items 4 and 7).""
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import typing
 from pathlib import Path
@@ -181,9 +182,9 @@ def test_overflowing_revenue_renders_in_every_format(overflow_store: str, tmp_pa
     ("experiment", "expected"),
     [
         ("home-reco-v2", "home-reco-v2.html"),
-        ("a/b\\c", "a_b_c.html"),
-        ("../../etc/passwd", "_.._etc_passwd.html"),
-        ("bell\x07and\x1b]0;pwned", "bell_and__0_pwned.html"),
+        ("a/b\\c", "a_b_c-"),
+        ("../../etc/passwd", "_.._etc_passwd-"),
+        ("bell\x07and\x1b]0;pwned", "bell_and__0_pwned-"),
         ("..", None),
         ("", None),
     ],
@@ -191,10 +192,20 @@ def test_overflowing_revenue_renders_in_every_format(overflow_store: str, tmp_pa
 def test_default_path_is_safe(experiment: str, expected: str | None) -> None:
     path = default_path(experiment)
     assert path.parent == Path("reports")
-    if expected is not None:
+    digest = hashlib.sha256(experiment.encode()).hexdigest()[:12]
+    if expected is None:  # nothing usable is left: a hash of the name
+        assert path.stem == digest
+    elif expected.endswith(".html"):  # a safe name as it is
         assert path.name == expected
-    else:  # nothing usable is left: a hash of the name
-        assert len(path.stem) == 12 and all(c in "0123456789abcdef" for c in path.stem)
+    else:  # the safe characters, then a hash of the whole name
+        assert path.name == f"{expected}{digest}.html"
+
+
+def test_default_paths_never_collide() -> None:
+    # Issue 25: `a/b\\c` and `a_b_c` wrote the same page, the second over the first.
+    names = ["a/b\\c", "a_b_c", "a b c", "A_b_c", "a_b_c-" + "0" * 12, "a?b*c", "x" * 300]
+    paths = [default_path(n) for n in names]
+    assert len({str(p).lower() for p in paths}) == len(names)
 
 
 def test_long_names_are_shortened_with_a_hash() -> None:

@@ -17,7 +17,8 @@ from typer.testing import CliRunner
 from abeval.cli import app
 from abeval.errors import StoreError
 from abeval.store import open_store, resolve_url
-from abeval.store.engine import _without_password, display_url
+from abeval.store.engine import display_url
+from abeval.store.url_secrets import without_secrets
 
 runner = CliRunner()
 EVENTS = "experiment,arm,user_id,ts,event_type\ne1,A,u1,2024-05-01,exposure\n"
@@ -198,8 +199,8 @@ def test_display_url_masks_passwords() -> None:
 
 def test_driver_messages_lose_the_password() -> None:
     url = "postgresql+psycopg://bob:s3cret@db/ab"
-    assert _without_password('password "s3cret" rejected', url) == 'password "***" rejected'
-    assert _without_password("refused", url) == "refused"
+    assert without_secrets('password "s3cret" rejected', url) == 'password "***" rejected'
+    assert without_secrets("refused", url) == "refused"
 
 
 @pytest.mark.parametrize(
@@ -354,9 +355,9 @@ def test_store_faults_inside_a_command_name_the_store_and_the_fix() -> None:
 def test_passwords_are_masked_by_their_place_in_the_url_not_by_replacing_text() -> None:
     url = "postgresql+psycopg://bob:se@db/ab"
     message = "could not translate host name: Name or service not known"
-    assert _without_password(message, url) == message
-    assert _without_password("auth failed for se", url) == "auth failed for ***"
-    assert _without_password(f"cannot reach {url}", url) == (
+    assert without_secrets(message, url) == message
+    assert without_secrets("auth failed for se", url) == "auth failed for ***"
+    assert without_secrets(f"cannot reach {url}", url) == (
         "cannot reach postgresql+psycopg://bob:***@db/ab"
     )
     assert display_url("postgresql://bob:a/b@host/db") == "postgresql://bob:***@host/db"

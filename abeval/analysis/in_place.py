@@ -4,6 +4,7 @@ problem line, and the source and its mapping in the methodology."""
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import replace
 
 from abeval.analysis.report_model import ExperimentReport
@@ -28,7 +29,8 @@ def with_source(report: ExperimentReport, place: InPlace | None) -> ExperimentRe
                 f"{unmapped:,} {'event' if unmapped == 1 else 'events'} of source "
                 f"{source.name!r} with an event type that maps to nothing ({values}): "
                 f"not analysed; map them with "
-                f"`abeval source add {source.name} --replace --event-type TYPE=VALUE ...`.",
+                f"`abeval source add {shlex.quote(source.name)} --replace "
+                "--event-type TYPE=VALUE ...`.",
             ),
         )
     note = (

@@ -12,6 +12,7 @@ methodology. The store computes sums and the statistics layer does the maths.
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -228,7 +229,7 @@ def choose_control(
     message = (
         f"experiment {exp!r} has no recorded control and no arm named 'control' "
         f"(arms: {', '.join(arms)}); {'name one, or ' if parameter else ''}"
-        f"record it with `abeval experiment set {exp} --control ARM`"
+        f"record it with `abeval experiment set {shlex.quote(exp)} --control ARM`"
     )
     if parameter is None:
         raise AbevalError(message)

@@ -17,6 +17,7 @@ counts the other way).
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
@@ -87,7 +88,8 @@ def predicted_results(
         return PredictedSection(
             "none_recorded",
             "no offline evaluation is recorded for this experiment; record one with "
-            f"`abeval evaluate -r {control}=FILE -r ARM=FILE ... --experiment {experiment}`",
+            f"`abeval evaluate -r {shlex.quote(control)}=FILE -r ARM=FILE ... "
+            f"--experiment {shlex.quote(experiment)}`",
         )
     return predicted_section(evaluation, control, treatments, metrics)
 

@@ -18,8 +18,9 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
+from abeval import signals
 from abeval.choices import ReportFormat
-from abeval.errors import AbevalError, OptionError, Terminated, note_signal
+from abeval.errors import AbevalError, Interrupted, OptionError
 
 app = typer.Typer(
     name="abeval",
@@ -151,18 +152,33 @@ def command(on: typer.Typer, *args: Any, **kwargs: Any) -> Callable[[F], F]:
     def decorate(fn: F) -> F:
         @functools.wraps(fn)
         def wrapper(*a: Any, **k: Any) -> Any:
+            signals.running()
             try:
-                return fn(*a, **k)
-            except OptionError as exc:
-                line = exc.line(option_name(exc.parameter))
-                raise fail(line, exc.details, exc.exit_code, exc.label) from None
-            except AbevalError as exc:
+                result = fn(*a, **k)
+            except Interrupted as exc:  # the command said what it kept
+                signals.finished()
                 raise fail(exc.message, exc.details, exc.exit_code, exc.label) from None
+            except AbevalError as exc:
+                signals.finished()
+                if signals.seen() is not None:  # DuckDB's "Query interrupted" as a file error
+                    raise _stopped(signals.seen()) from None
+                if isinstance(exc, OptionError):
+                    line = exc.line(option_name(exc.parameter))
+                else:
+                    line = exc.message
+                raise fail(line, exc.details, exc.exit_code, exc.label) from None
             except KeyboardInterrupt as exc:
-                signum = getattr(exc, "signum", signal.SIGINT)
-                raise fail(
-                    "stopped before the command finished", [], 128 + signum, "Interrupted"
-                ) from None
+                signals.finished()
+                raise _stopped(getattr(exc, "signum", signal.SIGINT)) from None
+            except Exception:
+                signals.finished()
+                if signals.seen() is not None:  # a library's own error for the interrupt
+                    raise _stopped(signals.seen()) from None
+                raise
+            # A signal kept since the last commit came too late to stop anything: the
+            # command finished and said what it wrote.
+            signals.finished()
+            return result
 
         on.command(*args, **kwargs)(wrapper)
         return fn
@@ -170,13 +186,13 @@ def command(on: typer.Typer, *args: Any, **kwargs: Any) -> Callable[[F], F]:
     return decorate
 
 
-def _terminate(signum: int, _frame: object) -> None:
-    note_signal(signum)
-    raise Terminated
+def _stopped(signum: int | None) -> typer.Exit:
+    code = 128 + (signum or signal.SIGINT)
+    return fail("stopped before the command finished", [], code, "Interrupted")
 
 
 def run() -> None:
-    """Run the application with SIGTERM handled like Ctrl-C: the command stops,
-    its transaction rolls back, and it says so in one line."""
-    signal.signal(signal.SIGTERM, _terminate)
+    """Run the application with SIGINT and SIGTERM handled by :mod:`abeval.signals`:
+    the command stops, its transaction rolls back, and it says so in one line."""
+    signals.install()
     app()

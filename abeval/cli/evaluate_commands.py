@@ -225,7 +225,15 @@ def evaluate_command(
     else:
         from abeval.analysis.evaluate.record import evaluate_for_experiment
 
-        result = evaluate_for_experiment(db, experiment, truth, recs, predictions=preds, **options)
+        result = evaluate_for_experiment(
+            db,
+            experiment,
+            truth,
+            recs,
+            predictions=preds,
+            on_lock_wait=lambda message: typer.echo(message, err=True),
+            **options,
+        )
     for warning in result.warnings:
         typer.echo(f"Warning: {warning}", err=True)
     if result.recorded is not None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import shlex
 import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -289,9 +290,14 @@ def demo(
     typer.echo(f"report: {html_path}", err=True)
     typer.echo(f"json:   {json_path}", err=True)
     typer.echo(
-        f"explore: abeval report --experiment {config.experiment} --db {db} --format text",
+        f"explore: abeval report --experiment {_q(config.experiment)} --db {_q(db)} --format text",
         err=True,
     )
+
+
+def _q(value: object) -> str:
+    """``value`` as one shell word, for a command the user may paste."""
+    return shlex.quote(str(value))
 
 
 def _demo_history(out_dir: Path, db: Path, seed: int) -> None:
@@ -314,13 +320,13 @@ def _demo_history(out_dir: Path, db: Path, seed: int) -> None:
     )
     first = files[0]
     typer.echo(
-        f"explore: abeval report -e {first.experiment.name} --db {db} --format text",
+        f"explore: abeval report -e {_q(first.experiment.name)} --db {_q(db)} --format text",
         err=True,
     )
     typer.echo(
-        f"explore: abeval evaluate --truth {first.truth} "
-        + " ".join(f"-r {arm}={path}" for arm, path in first.recommendations.items())
-        + f" --experiment {first.experiment.name} --db {db}",
+        f"explore: abeval evaluate --truth {_q(first.truth)} "
+        + " ".join(f"-r {_q(f'{arm}={path}')}" for arm, path in first.recommendations.items())
+        + f" --experiment {_q(first.experiment.name)} --db {_q(db)}",
         err=True,
     )
     for f in files:
@@ -329,7 +335,7 @@ def _demo_history(out_dir: Path, db: Path, seed: int) -> None:
     board = _write_demo_board(db, out_dir)
     typer.echo(f"agreement board: {board}", err=True)
     typer.echo(
-        f"explore: abeval agreement --db {db} --format text   (every experiment; off-policy "
+        f"explore: abeval agreement --db {_q(db)} --format text   (every experiment; off-policy "
         "estimates from the target probabilities recorded with each)",
         err=True,
     )
@@ -359,8 +365,8 @@ def _demo_forecast(out_dir: Path, db: Path, seed: int) -> None:
         err=True,
     )
     typer.echo(
-        f"explore: abeval forecast --db {db} -t {c.truth} -r control={c.control} "
-        f"-r candidate={c.candidate} --signal ndcg@10",
+        f"explore: abeval forecast --db {_q(db)} -t {_q(c.truth)} "
+        f"-r {_q(f'control={c.control}')} -r {_q(f'candidate={c.candidate}')} --signal ndcg@10",
         err=True,
     )
 

@@ -18,6 +18,7 @@ filters of :mod:`abeval.formatting`.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from abeval.analysis.report_model import ExperimentReport
@@ -58,21 +59,34 @@ MAX_STEM_BYTES = 100
 
 
 def default_path(experiment: str) -> Path:
-    """``reports/<experiment>.html``: characters unsafe in a file name (path
-    separators, control characters, spaces ...) as ``_``, no leading dot, and a
-    name longer than :data:`MAX_STEM_BYTES` shortened and ended with a hash of the
-    whole name, so that two long names stay apart."""
+    """``reports/<experiment>.html``, one file per experiment: a name that is a
+    safe file name as it is (letters, digits, ``-_.``, lower case, no leading dot)
+    stays as it is; any other name has its unsafe characters as ``_``, is cut to
+    :data:`MAX_STEM_BYTES` and ends with a hash of the whole name, so that two
+    names never share a file (``a/b\\c`` and ``a_b_c``; ``Exp`` and ``exp`` on a
+    file system that ignores case)."""
     import hashlib
 
     safe = "".join(
         ch if (ch.isalnum() and ch.isprintable()) or ch in "-_." else "_" for ch in experiment
     )
     safe = safe.lstrip(".")
-    if not safe or len(safe.encode()) > MAX_STEM_BYTES:
+    as_is = (
+        bool(safe)
+        and safe == experiment
+        and safe == safe.lower()
+        and len(safe.encode()) <= MAX_STEM_BYTES
+        and not _HASHED.search(safe)
+    )
+    if not as_is:
         digest = hashlib.sha256(experiment.encode("utf-8", "surrogatepass")).hexdigest()[:12]
         head = safe.encode()[: MAX_STEM_BYTES - 13].decode("utf-8", "ignore")
         safe = f"{head}-{digest}" if head else digest
     return Path("reports") / f"{safe}.html"
+
+
+#: The end of a name :func:`default_path` made (a name that ends so is hashed too).
+_HASHED = re.compile(r"(^|-)[0-9a-f]{12}$")
 
 
 def _span(report: ExperimentReport) -> tuple[str | None, str | None, int | None]:

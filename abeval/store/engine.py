@@ -9,19 +9,23 @@ then stops with a message that names the process holding it.
 
 from __future__ import annotations
 
+import math
 import os
 import re
+import shlex
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from abeval import signals
 from abeval.errors import StoreError, interruption
 from abeval.files import is_data_file
 from abeval.store.memory import MEMORY_LIMIT_INFO, DuckDBMemory, duckdb_memory
+from abeval.store.url_secrets import masked_url, split_credentials, without_secrets
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection, Engine
@@ -39,8 +43,8 @@ def resolve_url(db: str | None) -> str:
 
 
 def display_url(url: str) -> str:
-    """The URL as it may be shown to a user: the password is masked, and a
-    DuckDB URL is shown as its file path."""
+    """The URL as it may be shown to a user: its password and secret parameters
+    masked (:mod:`abeval.store.url_secrets`), and a DuckDB URL shown as its file path."""
     from sqlalchemy.engine import make_url
     from sqlalchemy.exc import ArgumentError
 
@@ -49,32 +53,14 @@ def display_url(url: str) -> str:
     except (ArgumentError, ValueError):
         parsed = None
     if parsed is not None and parsed.drivername.startswith("duckdb"):
-        return parsed.database or ":memory:"
-    user, password, rest = _split_credentials(url)
-    if password is None:
-        return parsed.render_as_string(hide_password=True) if parsed is not None else url
-    return f"{user}:***@{rest}"
-
-
-def _split_credentials(url: str) -> tuple[str, str | None, str]:
-    """``(scheme://user, password, host...)`` of a URL, or ``(url, None, "")`` when it
-    has no password. The user information runs to the *last* ``@`` before the
-    query, so a password with a raw ``@`` or ``/`` in it is masked whole (SQLAlchemy
-    would end it at the first ``@``, and its tail would show as the host)."""
-    scheme, sep, rest = url.partition("://")
-    if not sep:
-        return url, None, ""
-    at = rest.split("?", 1)[0].rfind("@")
-    if at < 0 or ":" not in rest[:at]:
-        return url, None, ""
-    user, _, password = rest[:at].partition(":")
-    return f"{scheme}://{user}", password, rest[at + 1 :]
+        return masked_url(parsed.database or ":memory:")
+    return masked_url(url)
 
 
 def _check_password(url: str, shown: str) -> None:
     """Refuse a password that a URL cannot hold as it is: SQLAlchemy would end it at
     the first ``@`` and try to reach a host named after the rest of it."""
-    _, password, _ = _split_credentials(url)
+    _, password, _ = split_credentials(url)
     bad = sorted({c for c in password or "" if c in "@/?#"})
     if bad:
         chars = " ".join(bad)
@@ -83,18 +69,6 @@ def _check_password(url: str, shown: str) -> None:
             f"--db {shown}: the password holds {chars}, which a URL cannot hold as it is; "
             f"percent-encode it ({codes})"
         )
-
-
-def _without_password(text: str, url: str) -> str:
-    """``text`` (a driver's message) without the URL's password: the URL itself is
-    shown masked, and the password is masked where it stands as a word of its own
-    (never inside another word: a password ``se`` leaves "service" alone)."""
-    _, password, _ = _split_credentials(url)
-    if not password:
-        return text
-    text = text.replace(url, display_url(url))
-    word = re.compile(r"(?<![\w])" + re.escape(password) + r"(?![\w])")
-    return word.sub("***", text)
 
 
 @dataclass
@@ -124,14 +98,35 @@ class Store:
 
     @contextmanager
     def begin(self) -> Iterator[Connection]:
-        """A connection inside one transaction, committed on success."""
-        with self.faults(), self.engine.begin() as conn:
-            yield conn
+        """A connection inside one transaction, committed on success. A signal
+        during the commit or the closing of the connection is kept until the
+        command has said what it committed (:mod:`abeval.signals`)."""
+        signals.checkpoint()
+        with self.faults():
+            conn = self.engine.connect()
+            try:
+                transaction = conn.begin()
+                yield conn
+            except BaseException:
+                with signals.held():
+                    conn.close()  # rolls the transaction back
+                raise
+            with signals.held():
+                try:
+                    transaction.commit()
+                finally:
+                    conn.close()
+                signals.committed()
 
     @contextmanager
     def connect(self) -> Iterator[Connection]:
-        with self.faults(), self.engine.connect() as conn:
-            yield conn
+        with self.faults():
+            conn = self.engine.connect()
+            try:
+                yield conn
+            finally:
+                with signals.held():
+                    conn.close()
 
     @contextmanager
     def faults(self) -> Iterator[None]:
@@ -151,7 +146,8 @@ class Store:
             raise StoreError(_fault_message(self.display, self.url, exc)) from None
 
     def close(self) -> None:
-        self.engine.dispose()
+        with signals.held():
+            self.engine.dispose()
         if self.memory is not None:
             self.memory.remove_spill_dir()
 
@@ -203,12 +199,14 @@ def _check_duckdb_file(url: str, shown: str, must_exist: bool) -> None:
     if is_data_file(file):
         raise StoreError(
             f"--db {shown} names an event file, not a store; the store is a DuckDB file "
-            f"such as {DEFAULT_DB} (load events with `abeval ingest {shown} --db {DEFAULT_DB}`)"
+            f"such as {DEFAULT_DB} (load events with "
+            f"`abeval ingest {shlex.quote(shown)} --db {DEFAULT_DB}`)"
         )
     if not file.exists():
         if must_exist:
             raise StoreError(
-                f"no store at {shown}; load events first with `abeval ingest FILE --db {shown}`"
+                f"no store at {shown}; load events first with "
+                f"`abeval ingest FILE --db {shlex.quote(shown)}`"
             )
         return
     if file.is_dir():
@@ -245,12 +243,16 @@ def open_store(
     migrate: bool = True,
     lock_timeout: float | None = None,
     create: bool = True,
+    on_lock_wait: Callable[[str], None] | None = None,
 ) -> Store:
     """Open (and, when writable, create or upgrade) the store.
 
     A read-only open of a store that lacks migrations raises a
     :class:`StoreError` naming the command that upgrades it. A DuckDB file that
     does not exist is created unless ``read_only`` or ``create=False``.
+    ``on_lock_wait`` is called once, with a sentence, when the store is locked by
+    another process and abeval starts waiting for it (``lock_timeout`` seconds at
+    most; ``math.inf``: as long as it takes).
     """
     url = resolve_url(db)
     if url.startswith(("sc://", "spark://")):  # Spark Connect: no SQLAlchemy engine
@@ -265,6 +267,7 @@ def open_store(
         memory = duckdb_memory()
     timeout = lock_timeout if lock_timeout is not None else _env_lock_timeout()
     deadline = time.monotonic() + timeout
+    told = False
     while True:
         try:
             engine = _create_engine(url, read_only, memory)
@@ -278,6 +281,12 @@ def open_store(
             engine.dispose()
             text = str(exc)
             if "Could not set lock" in text or "Conflicting lock" in text:
+                if on_lock_wait is not None and not told and time.monotonic() < deadline:
+                    told = True
+                    on_lock_wait(
+                        f"the store {shown} is locked by {_lock_holder(text)}; waiting for it"
+                        + ("" if math.isinf(timeout) else f" (up to {timeout:g} s)")
+                    )
                 if time.monotonic() < deadline:
                     time.sleep(0.2)
                     continue
@@ -286,7 +295,7 @@ def open_store(
                     f"wait for it to finish (waited {timeout:g} s, set ABEVAL_LOCK_TIMEOUT "
                     "to wait longer) or use another --db"
                 ) from None
-            reason = _first_line(_without_password(text, url))
+            reason = _first_line(without_secrets(text, url))
             raise StoreError(f"cannot open the store {shown}: {reason}{_hint(reason)}") from None
     store = Store(engine=engine, url=url, read_only=read_only, memory=memory)
     if migrate:
@@ -294,6 +303,9 @@ def open_store(
 
         try:
             ensure_current(store)
+            # The schema's bookkeeping is no write to report: a signal kept during
+            # it stops the command now, not after its work (abeval.signals).
+            signals.checkpoint()
         except BaseException:
             # Close the connection: in this process a DuckDB file open read-only
             # cannot be opened again for writing (`abeval migrate`) until it is.
@@ -318,9 +330,9 @@ def _engine_error(shown: str, url: str, exc: Exception) -> str:
             "install it, or name an installed driver in the URL (postgresql+psycopg://...)"
         )
     if isinstance(exc, ArgumentError | ValueError):
-        reason = _without_password(str(exc), url)
+        reason = without_secrets(str(exc), url)
         return f"cannot open the store {shown}: not a valid SQLAlchemy URL ({reason})"
-    return f"cannot open the store {shown}: {_first_line(_without_password(str(exc), url))}"
+    return f"cannot open the store {shown}: {_first_line(without_secrets(str(exc), url))}"
 
 
 def _is_store_fault(exc: BaseException) -> bool:
@@ -372,7 +384,7 @@ def _hint(reason: str) -> str:
 def _fault_message(shown: str, url: str, exc: BaseException) -> str:
     """``the store X failed: <driver's first line>; <fix>`` with the password masked."""
     orig = getattr(exc, "orig", None) or exc
-    reason = _first_line(_without_password(str(orig), url))
+    reason = _first_line(without_secrets(str(orig), url))
     return f"the store {shown} failed: {reason}{_hint(reason)}"
 
 

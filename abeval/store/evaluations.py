@@ -7,8 +7,9 @@ of the experiment, and each (arm, metric) is one :class:`RecordedMetric`. The
 baseline arm (the experiment's control) carries only its value; every other arm
 also carries the paired difference against the baseline and its interval
 (docs/metrics.md#comparing-models). The evaluation's id is a digest of its input
-fingerprints and conventions, so recording the same evaluation again replaces
-it; :func:`latest_evaluations` gives, per experiment, the one recorded last.
+fingerprints, conventions and metric names (cutoffs included), so recording the
+same evaluation again replaces it; :func:`latest_evaluations` gives, per
+experiment, the one recorded last.
 """
 
 from __future__ import annotations
@@ -78,9 +79,16 @@ class RecordedEvaluation:
 
     @property
     def evaluation_id(self) -> str:
-        """A digest of the experiment, the inputs and the conventions."""
+        """A digest of the experiment, the inputs, the conventions and the metrics
+        recorded (their names carry the cutoffs: ``ndcg@10``), so that the same
+        files evaluated with other ``--k`` or ``-m`` are another evaluation."""
         key = json.dumps(
-            [self.experiment, sorted(self.fingerprints.items()), sorted(self.conventions.items())]
+            [
+                self.experiment,
+                sorted(self.fingerprints.items()),
+                sorted(self.conventions.items()),
+                sorted({m.metric for m in self.metrics}),
+            ]
         )
         return hashlib.sha256(key.encode()).hexdigest()[:16]
 

@@ -10,6 +10,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from abeval.errors import AbevalError, NotFoundError, close_matches
+from abeval.store.arm_lists import parse_arms
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -109,16 +110,15 @@ def summaries(conn: Connection, only: str | None = None) -> list[ExperimentSumma
     by_arm: dict[tuple[str, str], dict[str, int]] = {}
     for exp, arm, etype, n in counts:
         by_arm.setdefault((exp, arm), {})[etype] = int(n)
+    # One pass over the arm rows, sorted once: each experiment takes its own.
+    arms_of: dict[str, list[ArmSummary]] = {}
+    for exp, arm, n in sorted(users):
+        events = dict(sorted(by_arm.get((exp, arm), {}).items()))
+        arms_of.setdefault(exp, []).append(ArmSummary(arm=arm, users=int(n), events=events))
     out = []
     for exp in sorted(settings):
         control, split, first, last = settings[exp]
-        arms = [
-            ArmSummary(
-                arm=arm, users=int(n), events=dict(sorted(by_arm.get((exp, arm), {}).items()))
-            )
-            for e, arm, n in sorted(users)
-            if e == exp
-        ]
+        arms = arms_of.get(exp, [])
         out.append(
             ExperimentSummary(
                 experiment=exp,
@@ -147,7 +147,7 @@ def get_settings(conn: Connection, experiment: str) -> ExperimentSettings:
     if row is None:
         known = [r[0] for r in conn.execute(text("SELECT experiment FROM experiments ORDER BY 1"))]
         raise NotFoundError(unknown_experiment_message(experiment, known))
-    arms = [a for a in str(row[0]).split(",") if a]
+    arms = parse_arms(row[0])
     return ExperimentSettings(
         experiment=experiment,
         arms=arms,
@@ -218,11 +218,28 @@ def unknown_experiment_message(experiment: str, known: list[str]) -> str:
     )
 
 
+def _split_parts(text_value: str, arms: list[str]) -> list[str]:
+    """``ARM=WEIGHT`` parts of a split: at the commas, except those inside an arm's
+    name (``bert,v2=50,control=50`` has two parts when ``bert,v2`` is an arm)."""
+    known = {a.strip() for a in arms}
+    parts: list[str] = []
+    held = ""
+    for piece in text_value.split(","):
+        held = f"{held},{piece}" if held else piece
+        name, sep, _ = held.rpartition("=")
+        if sep and (name.strip() in known or not any(a.startswith(held) for a in known)):
+            parts.append(held)
+            held = ""
+    if held:
+        parts.append(held)
+    return parts
+
+
 def parse_split(text_value: str, arms: list[str]) -> dict[str, float]:
     """``control=50,treatment=50`` → {arm: share}, checked against the arms."""
     split: dict[str, float] = {}
-    for part in text_value.split(","):
-        name, sep, weight = part.partition("=")
+    for part in _split_parts(text_value, arms):
+        name, sep, weight = part.rpartition("=")
         name = name.strip()
         try:
             value = float(weight)

@@ -8,6 +8,7 @@ the store exactly as it was before that step.
 from __future__ import annotations
 
 import re
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -158,7 +159,7 @@ def ensure_current(store: Store, folder: Path | None = None) -> None:
             names = ", ".join(f"{m.version:04d}_{m.name}" for m in missing)
             raise StoreError(
                 f"the store {store.display} needs schema upgrades ({names}); "
-                f"run `abeval migrate --db {store.display}`"
+                f"run `abeval migrate --db {shlex.quote(store.display)}`"
             )
         return
     apply(store, folder)

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from abeval.errors import InputError, StoreError
+from abeval.store.arm_lists import ARMS_JSON
 from abeval.store.events_format import KNOWN
 from abeval.store.quoting import quote_ident, quote_literal
 from abeval.store.source_mapping import (
@@ -241,7 +242,7 @@ def events_select(dialect: str, rel: Relation, r: Resolved, experiment: str | No
 
 
 EXPERIMENTS_SELECT = (
-    "SELECT experiment, STRING_AGG(DISTINCT arm, ',' ORDER BY arm) AS arms, "
+    f"SELECT experiment, {ARMS_JSON} AS arms, "
     "MIN(ts) AS first_ts, MAX(ts) AS last_ts, CAST(NULL AS VARCHAR) AS control_arm, "
     "CAST(NULL AS VARCHAR) AS split, CURRENT_TIMESTAMP AS updated_at, "
     "CAST(NULL AS TIMESTAMP) AS window_from, CAST(NULL AS TIMESTAMP) AS window_to "

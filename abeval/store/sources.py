@@ -14,6 +14,7 @@ the first source, by name, that holds it.
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -226,7 +227,8 @@ def _refit(source: Source, exc: AbevalError) -> AbevalError:
     """A source whose table no longer fits its mapping, said at report time."""
     return type(exc)(
         f"source {source.name!r} no longer fits its table: {exc.message}; fix the table, or "
-        f"record the mapping again with `abeval source add {source.name} --replace ...`"
+        "record the mapping again with "
+        f"`abeval source add {shlex.quote(source.name)} --replace ...`"
     )
 
 

@@ -113,6 +113,9 @@ class Reader:
                 f"DESCRIBE SELECT * FROM {_reader(fmt)}", _params(path, fmt)
             ).fetchall()
         except Exception as exc:
+            too_long = _too_long(path, fmt)
+            if too_long is not None:
+                raise too_long from None
             raise InputError(f"{path}: cannot read the file as {fmt}: {first_line(exc)}") from None
         return [(str(r[0]), str(r[1])) for r in rows]
 
@@ -194,6 +197,9 @@ class Reader:
                     line, column, raw = reject
                     value = _field(raw, column, found)
                     raise _not_a_number(path, "line", line, column, value) from None
+            too_long = _too_long(path, fmt)
+            if too_long is not None:
+                raise too_long from None
             raise InputError(f"{path}: cannot read the file: {first_line(exc)}") from None
 
     def _check_present(
@@ -295,6 +301,31 @@ def _field(raw: str, column: str, found: Sequence[_Found]) -> str:
     if column in names and len(parts) == len(names):
         return parts[names.index(column)]
     return raw
+
+
+#: The longest line DuckDB's readers take as they are called here (their defaults).
+_LONGEST = {"csv": 2_097_152, "json": 16_777_216}
+
+
+def _too_long(path: Path, fmt: str) -> InputError | None:
+    """After a failed read: the first line longer than the reader takes, named by
+    its line number (DuckDB's own message names the line its sniffer stopped at)."""
+    from abeval.store.ingest.lines import can_read, long_lines
+
+    limit = _LONGEST.get(fmt)
+    if limit is None or not can_read(path):
+        return None
+    try:
+        found = long_lines(path, limit)
+    except (OSError, EOFError):
+        return None
+    if not found:
+        return None
+    line, size = found[0]
+    return InputError(
+        f"{path}:{line}: the line is {size:,} bytes, more than the {limit:,} bytes a line "
+        "abeval evaluate reads; shorten it or remove it"
+    )
 
 
 def _not_a_number(path: Path, fmt: str, row: int, column: str, value: Any) -> InputError:

@@ -15,7 +15,8 @@ their value only: they have no paired difference, so they predict no lift.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import math
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -126,6 +127,7 @@ def evaluate_for_experiment(
     *,
     predictions: Mapping[str, str | Path] | None = None,
     alpha: float = 0.05,
+    on_lock_wait: Callable[[str], None] | None = None,
     **options: Any,
 ) -> EvaluationResult:
     """Check the models against ``experiment``'s arms, evaluate them with its
@@ -134,7 +136,10 @@ def evaluate_for_experiment(
     what was recorded (``result.recorded``).
 
     The store is opened twice, briefly: to check, and to record once the
-    evaluation is done, so that it is not held while the files are read."""
+    evaluation is done, so that it is not held while the files are read. A
+    finished evaluation is never thrown away for a lock: the record waits for
+    the store as long as another process holds it, and ``on_lock_wait`` is told
+    once, with a sentence naming the holder."""
     from dataclasses import replace
 
     from abeval.analysis.evaluate.run import evaluate
@@ -153,7 +158,7 @@ def evaluate_for_experiment(
     )
     at = datetime.now(UTC).replace(tzinfo=None)
     evaluation = recorded_evaluation(result, target, alpha, fingerprints(result), at)
-    with open_store(db, create=False) as store:
+    with open_store(db, create=False, lock_timeout=math.inf, on_lock_wait=on_lock_wait) as store:
         eid = record_evaluation(store, evaluation)
     recorded = Recorded(experiment, eid, target.control, at.isoformat(), len(evaluation.metrics))
     return replace(result, recorded=recorded)

@@ -144,6 +144,8 @@ def _insert_checked(duck: Any, src: Source, ingest_id: int) -> int:
     """Insert every row of the file under ``ingest_id``, stopping at the first bad
     row, and raise :class:`_NeedsStaging` if the CSV reader skipped a malformed
     line; return the number of rows read."""
+    if src.fmt == "csv" and src.long:  # the reader would drop the longest without a word
+        raise _NeedsStaging
     cols = ", ".join(EVENT_COLUMNS)
     marker = quote_literal(_BAD_ROW_MARKER)
     read = duck.execute(

@@ -48,6 +48,21 @@ _REJECT_REASON = f"""CASE
 END"""
 
 
+#: The long lines (:func:`note_long_lines`) that the CSV reader did not report.
+_REPORTED = "(SELECT line FROM abeval_reject_errors)"
+LONG_NOT_REJECTED = f"SELECT {{count}} FROM abeval_long_lines WHERE line NOT IN {_REPORTED}"
+
+
+def note_long_lines(duck: Any, src: Source) -> None:
+    """``abeval_long_lines(line, bytes)``: the file's lines over the limit. DuckDB's
+    CSV reader reports one up to about 30 MB and drops a longer one without a
+    word; these are counted and reported as rejected all the same."""
+    duck.execute("CREATE OR REPLACE TEMP TABLE abeval_long_lines (line BIGINT, bytes BIGINT)")
+    if src.long:
+        values = ", ".join(f"({int(line)}, {int(size)})" for line, size in src.long)
+        duck.execute(f"INSERT INTO abeval_long_lines VALUES {values}")
+
+
 def format_error(path: Path, fmt: Format, line: int, column: str | None, reason: str) -> str:
     """``FILE:LINE:COLUMN: reason`` (``FILE:row N`` for Parquet; no column when
     the whole line is at fault)."""
@@ -142,10 +157,16 @@ def _locate_errors(duck: Any, src: Source, limit: int | None) -> None:
             " UNION ALL SELECT COALESCE(l.n, r.dline), CASE WHEN r.etype IN "
             f"({_WHOLE_LINE}) THEN NULL ELSE r.column_name END, {_REJECT_REASON}, "
             "COALESCE(l.raw, r.raw) FROM abeval_rejects r LEFT JOIN abeval_lines l "
-            "ON l.dline = r.dline"
+            "ON l.dline = r.dline UNION ALL SELECT g.line, NULL, 'the line is ' || g.bytes || "
+            f"' bytes, over the limit of {MAX_LINE_BYTES:,} bytes a line; check the quoting', "
+            f"l.raw FROM ({LONG_NOT_REJECTED.format(count='*')}) g "
+            "LEFT JOIN abeval_lines l ON l.n = g.line"
         )
         # Every malformed line, also those past the limit, is missing from the rows.
-        not_rejected = "AND dline NOT IN (SELECT line FROM abeval_reject_errors)"
+        not_rejected = (
+            "AND dline NOT IN (SELECT line FROM abeval_reject_errors) "
+            "AND n NOT IN (SELECT line FROM abeval_long_lines)"
+        )
     else:
         is_object = (
             "CASE WHEN json_valid(m.raw) AND NOT m.bad_utf8 THEN json_type(m.raw) = 'OBJECT' "

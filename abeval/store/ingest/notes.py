@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from abeval.store.arm_lists import parse_arms
+
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
 
@@ -133,7 +135,7 @@ def _look_alikes(conn: Connection, ingest_id: int) -> list[str]:
                 f"experiment {experiment!r}: arms {_names(group)} differ only in case or "
                 "spaces: they are analysed as different arms; fix the names in the files "
                 "if they are one"
-                for group in _groups(arms.split(","))
+                for group in _groups(parse_arms(arms))
             ]
     return out
 

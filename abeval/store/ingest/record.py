@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from abeval.choices import FileFormat as Format
 from abeval.files import sha256_file
+from abeval.store.arm_lists import ARMS_JSON
 from abeval.store.ingest.notes import Normalised, Notes, notes_for
 from abeval.store.ingest.summary import IngestSummary
 
@@ -99,7 +100,7 @@ def _refresh_experiments(conn: Connection, ingest_id: int) -> None:
     conn.execute(
         text(
             "INSERT INTO experiments (experiment, arms, first_ts, last_ts, updated_at) "
-            "SELECT experiment, STRING_AGG(DISTINCT arm, ',' ORDER BY arm), MIN(ts), MAX(ts), "
+            f"SELECT experiment, {ARMS_JSON}, MIN(ts), MAX(ts), "
             "CURRENT_TIMESTAMP FROM events WHERE experiment IN "
             "(SELECT DISTINCT experiment FROM events WHERE ingest_id = :i) GROUP BY experiment "
             "ON CONFLICT (experiment) DO UPDATE SET arms = excluded.arms, "

@@ -4,7 +4,7 @@ functions that read its rows and its raw lines."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, cast
 
@@ -21,6 +21,8 @@ _LINE_DELIM = "chr(28) || chr(29) || chr(30) || chr(31)"
 # The text reader of raw lines takes lines of any length (rows over the limit
 # are the row reader's to refuse, and are shown from here).
 _ANY_LINE = 1 << 30
+#: The JSON reader's default ``maximum_object_size``.
+_JSON_OBJECT = 1 << 24
 NOT_UTF8 = "not valid UTF-8; save the file as UTF-8"
 
 
@@ -81,6 +83,8 @@ class Source:
     columns: list[str]  # as found: CSV header, JSON keys, Parquet schema
     delim: str = ","
     data: Path | None = None  # the file the readers read, when not ``path``
+    #: ``(line, bytes)`` of the lines over :data:`~.lines.MAX_LINE_BYTES` (CSV, JSONL).
+    long: tuple[tuple[int, int], ...] = ()
 
     @property
     def file(self) -> Path:
@@ -112,9 +116,12 @@ class Source:
         # reads the same either way. A malformed line becomes a row of NULLs (flagged
         # bad below), so rows keep their order.
         cols = ", ".join(f"{quote_literal(n)}: 'VARCHAR'" for n in self.read_columns)
+        # A line longer than the reader's default largest object is read whole.
+        longest = max((n for _, n in self.long), default=0)
+        size = f", maximum_object_size = {longest + 1}" if longest >= _JSON_OBJECT else ""
         return (
             f"read_json({p}, format = 'newline_delimited', columns = {{{cols}}}, "
-            "ignore_errors = true)"
+            f"ignore_errors = true{size})"
         )
 
     def lines_reader(self, lenient: bool = False) -> str:
@@ -138,6 +145,8 @@ def open_source(duck: Any, path: Path, fmt: Format, data: Path | None = None) ->
     src = _find_columns(duck, path, fmt, data)
     _check_names(src)
     _check_required(src)
+    if fmt != "parquet" and lines.can_read(src.file):
+        src = replace(src, long=tuple(lines.long_lines(src.file)))
     return src
 
 

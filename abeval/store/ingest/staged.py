@@ -12,7 +12,12 @@ from typing import TYPE_CHECKING, Any
 
 from abeval.choices import OnError
 from abeval.errors import InputError
-from abeval.store.ingest.locate import collect_errors, first_errors
+from abeval.store.ingest.locate import (
+    LONG_NOT_REJECTED,
+    collect_errors,
+    first_errors,
+    note_long_lines,
+)
 from abeval.store.ingest.notes import Normalised
 from abeval.store.ingest.postgres_copy import insert_via_copy
 from abeval.store.ingest.record import Job, finish, next_ingest_id
@@ -163,9 +168,11 @@ def stage(duck: Any, src: Source, on_duckdb: bool) -> Counts:
     ).fetchone()
     n_malformed = 0
     if src.fmt == "csv":
-        n_malformed = duck.execute(
-            "SELECT count(DISTINCT line) FROM abeval_reject_errors"
-        ).fetchone()[0]
+        note_long_lines(duck, src)
+        n_malformed = (
+            duck.execute("SELECT count(DISTINCT line) FROM abeval_reject_errors").fetchone()[0]
+            + duck.execute(LONG_NOT_REJECTED.format(count="count(*)")).fetchone()[0]
+        )
     n_conflicts = 0
     stored = "events o" if on_duckdb else None
     if find_conflicts(duck, "(SELECT * FROM abeval_stage WHERE NOT bad) n", stored):

@@ -34,6 +34,7 @@ _TEMP_TABLES = (
     "abeval_request_faults",
     "abeval_reject_errors",
     "abeval_reject_scans",
+    "abeval_long_lines",
 )
 
 

@@ -33,6 +33,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from abeval.store.arm_lists import ARMS_JSON
 from abeval.store.ingest.repeats import KEY, differs
 from abeval.store.spark.schema import (
     COLUMNS,
@@ -54,7 +55,7 @@ _MATCH = f"e.experiment = s.experiment AND {KEY.format(t='e.')} = {KEY.format(t=
 
 _EXPERIMENTS_SQL = (
     "WITH touched AS (SELECT DISTINCT experiment FROM events WHERE ingest_id = :i), "
-    "fresh AS (SELECT experiment, STRING_AGG(DISTINCT arm, ',' ORDER BY arm) AS arms, "
+    f"fresh AS (SELECT experiment, {ARMS_JSON} AS arms, "
     "MIN(ts) AS first_ts, MAX(ts) AS last_ts FROM events "
     "WHERE experiment IN (SELECT experiment FROM touched) GROUP BY experiment) "
     "SELECT COALESCE(f.experiment, o.experiment) AS experiment, "

@@ -13,12 +13,14 @@ when it begins to write. Spark's errors become the one-line
 from __future__ import annotations
 
 import re
+import shlex
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING, Any, cast
 
 from abeval.errors import StoreError, interruption
 from abeval.store.engine import Store
+from abeval.store.url_secrets import masked_url, without_secrets
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
@@ -40,8 +42,8 @@ def is_spark_url(url: str) -> bool:
 
 
 def display_spark_url(url: str) -> str:
-    """The URL with any ``;token=...`` masked."""
-    return re.sub(r"(;token=)[^;]*", r"\1***", url)
+    """The URL with its password and any ``;token=...`` masked."""
+    return masked_url(url)
 
 
 class SparkStore(Store):
@@ -133,13 +135,15 @@ def open_spark_store(url: str, *, read_only: bool) -> SparkStore:
     except Exception as exc:
         if not _is_spark_error(exc):
             raise
-        raise StoreError(f"cannot open the store {shown}: {spark_reason(exc)}") from None
+        reason = without_secrets(spark_reason(exc), url)
+        raise StoreError(f"cannot open the store {shown}: {reason}") from None
     missing = [t for t in TABLES if t not in tables]
     if missing and read_only:
         session.stop()
         raise StoreError(
             f"the Spark store {shown} has no table {', '.join(missing)} in its current "
-            f"database; load events with `abeval ingest --db {shown} FILE`, which creates "
+            "database; load events with "
+            f"`abeval ingest --db {shlex.quote(shown)} FILE`, which creates "
             "them (docs/design/spark.md)"
         )
     return SparkStore(session, url, read_only, tables)
