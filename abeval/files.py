@@ -8,10 +8,13 @@ mean the same thing everywhere.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 from collections.abc import Sequence
 from pathlib import Path
+
+from abeval.errors import OutputError
 
 #: The formats abeval reads, by the name DuckDB's readers and ``--format`` use.
 FORMATS: tuple[str, ...] = ("csv", "parquet", "jsonl")
@@ -119,13 +122,61 @@ def sha256_file(path: str | Path) -> tuple[str, int]:
     return h.hexdigest(), size
 
 
-def write_atomic(path: str | Path, text: str) -> None:
+def write_atomic(path: str | Path, text: str, *, make_folders: bool = False) -> None:
     """Write ``text`` to ``path`` through a temporary file beside it and a rename,
-    so that the file is either the old one or the whole new one."""
+    so that the file is either the old one or the whole new one.
+
+    :class:`~abeval.errors.OutputError` (one line naming the path and the fix, and
+    nothing left behind) when ``path`` is a folder, lies under a file, in a folder
+    that does not exist (created instead when ``make_folders``), or where nothing
+    can be written."""
     out = Path(path)
+    folder = _output_folder(out, make_folders)
     tmp = out.with_name(out.name + ".tmp")
     try:
         tmp.write_text(text, encoding="utf-8")
         os.replace(tmp, out)
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise OutputError(
+            f"cannot write {out}: the folder {folder} takes no new file ({reason}); "
+            "choose a folder you can write to",
+            path=str(out),
+        ) from None
     finally:
-        tmp.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+
+
+def _output_folder(out: Path, make_folders: bool) -> Path:
+    """The folder ``out`` will be written in, checked (and created when
+    ``make_folders``); OutputError when ``out`` cannot be a file there."""
+    if out.is_dir():
+        raise OutputError(
+            f"cannot write {out}: it is a folder; name a file inside it",
+            path=str(out),
+        )
+    folder = out.parent
+    existing = next((p for p in (folder, *folder.parents) if p.exists()), None)
+    if existing is not None and not existing.is_dir():
+        raise OutputError(
+            f"cannot write {out}: {existing} is a file, not a folder; choose another path",
+            path=str(out),
+        )
+    if existing == folder:
+        return folder
+    if not make_folders:
+        raise OutputError(
+            f"cannot write {out}: the folder {folder} does not exist; "
+            f"create it (mkdir -p {folder}) or choose another path",
+            path=str(out),
+        )
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OutputError(
+            f"cannot write {out}: cannot create the folder {folder} "
+            f"({exc.strerror or type(exc).__name__}); choose another path",
+            path=str(out),
+        ) from None
+    return folder
