@@ -31,6 +31,9 @@ _SUFFIXES: dict[str, str] = {
     ".jsonl": "jsonl",
     ".ndjson": "jsonl",
     ".json": "jsonl",
+    # trec_eval's files, which ``evaluate`` reads (abeval/analysis/evaluate/trec.py)
+    ".qrels": "qrels",
+    ".run": "run",
 }
 
 
@@ -53,7 +56,8 @@ def split_name(path: str | Path) -> tuple[str, str | None, str | None]:
 
 
 def format_of(path: str | Path) -> str | None:
-    """The format (one of :data:`FORMATS`) a file's name says, or None."""
+    """The format a file's name says (one of :data:`FORMATS`, or ``qrels`` or
+    ``run`` for trec_eval's files), or None."""
     return split_name(path)[1]
 
 
@@ -180,3 +184,59 @@ def _output_folder(out: Path, make_folders: bool) -> Path:
             path=str(out),
         ) from None
     return folder
+
+
+#: Byte-order marks of the encodings abeval does not read (UTF-32 first: its
+#: little-endian mark starts with UTF-16's).
+_WIDE_BOMS = (
+    (b"\xff\xfe\x00\x00", "UTF-32"),
+    (b"\x00\x00\xfe\xff", "UTF-32"),
+    (b"\xff\xfe", "UTF-16"),
+    (b"\xfe\xff", "UTF-16"),
+)
+
+
+def wide_encoding(head: bytes) -> str | None:
+    """The encoding of text whose first bytes are ``head`` when it is UTF-16 or
+    UTF-32: ``"UTF-16"``/``"UTF-32"`` after a byte-order mark (iconv reads the byte
+    order from it), else ``"UTF-16LE"``, ``"UTF-16BE"``, ``"UTF-32LE"`` or
+    ``"UTF-32BE"`` told by where the zero bytes of ASCII characters fall. None for
+    anything else (UTF-8, Latin-1, binary without that pattern)."""
+    for bom, name in _WIDE_BOMS:
+        if head.startswith(bom):
+            return name
+    for width, names in ((4, ("UTF-32LE", "UTF-32BE")), (2, ("UTF-16LE", "UTF-16BE"))):
+        units = [head[i : i + width] for i in range(0, len(head) - width + 1, width)]
+        if len(units) < 2:
+            continue
+        little = sum(u[0] != 0 and not any(u[1:]) for u in units)
+        big = sum(u[-1] != 0 and not any(u[:-1]) for u in units)
+        for count, name in ((little, names[0]), (big, names[1])):
+            if count >= 0.6 * len(units):
+                return name
+    return None
+
+
+def wide_text_error(path: str | Path, shown: str | None = None) -> str | None:
+    """The one line for a UTF-16 or UTF-32 text file (with or without a byte-order
+    mark, plain or gzip-compressed), naming the encoding and the ``iconv`` command
+    that converts it; None for a file in any other encoding, or unreadable."""
+    import gzip
+
+    p = Path(path)
+    compressed = p.name.lower().endswith(".gz")
+    try:
+        with gzip.open(p, "rb") if compressed else p.open("rb") as f:
+            head = f.read(4096)
+    except (OSError, EOFError):
+        return None
+    encoding = wide_encoding(head)
+    if encoding is None:
+        return None
+    name = shown or str(p)
+    stem, fmt, _ = split_name(p)
+    converted = f"{stem}.utf8.{fmt or 'csv'}"
+    convert = f"iconv -f {encoding} -t UTF-8 {name} > {converted}"
+    if compressed:
+        convert = f"gzip -dc {name} | iconv -f {encoding} -t UTF-8 > {converted}"
+    return f"{name} is {encoding} text; abeval reads UTF-8: convert it with `{convert}`"

@@ -20,13 +20,6 @@ from pathlib import Path
 from typing import IO, Any, cast
 
 UTF8_BOM = b"\xef\xbb\xbf"
-# Byte-order marks of the encodings abeval does not read, by name.
-_OTHER_BOMS = (
-    (b"\xff\xfe\x00\x00", "UTF-32"),
-    (b"\x00\x00\xfe\xff", "UTF-32"),
-    (b"\xff\xfe", "UTF-16"),
-    (b"\xfe\xff", "UTF-16"),
-)
 #: The longest line a CSV row may be (DuckDB's reader's ``max_line_size``).
 MAX_LINE_BYTES = 2_000_000
 _BATCH = 100_000
@@ -42,18 +35,6 @@ def open_bytes(path: Path) -> IO[bytes]:
 def can_read(path: Path) -> bool:
     """Whether Python can read the file's text (plain or gzip; not zstd)."""
     return not path.name.lower().endswith(".zst")
-
-
-def other_encoding(path: Path) -> str | None:
-    """``"UTF-16"`` or ``"UTF-32"`` when the file starts with that byte-order mark."""
-    if not can_read(path):
-        return None
-    try:
-        with open_bytes(path) as f:
-            head = f.read(4)
-    except (OSError, EOFError):
-        return None
-    return next((name for bom, name in _OTHER_BOMS if head.startswith(bom)), None)
 
 
 def first_line(path: Path) -> bytes:

@@ -10,7 +10,7 @@ from typing import Any, cast
 
 from abeval.choices import FileFormat as Format
 from abeval.errors import InputError, close_matches
-from abeval.files import FORMATS, split_name
+from abeval.files import FORMATS, split_name, wide_text_error
 from abeval.store.events_format import COLUMN_ALIASES, KNOWN, REQUIRED, extras
 from abeval.store.ingest import lines
 from abeval.store.quoting import quote_literal
@@ -31,6 +31,10 @@ def detect_format(path: Path, fmt: str | None) -> Format:
             raise InputError(f"{path}: unknown --format {fmt!r}; use csv, parquet or jsonl")
         return cast(Format, fmt)
     found = split_name(path)[1]
+    if found in ("qrels", "run"):
+        raise InputError(
+            f"{path}: a TREC {found} file is read by `abeval evaluate`, not loaded as events"
+        )
     if found is None:
         raise InputError(
             f"{path}: cannot tell the format from the extension; "
@@ -49,11 +53,8 @@ def check_file(path: Path, fmt: str | None) -> Format:
     kind = detect_format(path, fmt)
     if path.stat().st_size == 0:
         raise InputError(_empty_file_message(shown, kind))
-    if kind != "parquet" and (encoding := lines.other_encoding(path)):
-        raise InputError(
-            f"{shown}: the file is {encoding} (it starts with a {encoding} byte-order mark); "
-            "save it as UTF-8"
-        )
+    if kind != "parquet" and (wide := wide_text_error(path, shown)):
+        raise InputError(wide, file=shown)
     return kind
 
 
