@@ -11,8 +11,11 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-from collections.abc import Sequence
+import shutil
+import tempfile
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import BinaryIO
 
 from abeval.errors import OutputError
 
@@ -240,3 +243,23 @@ def wide_text_error(path: str | Path, shown: str | None = None) -> str | None:
     if compressed:
         convert = f"gzip -dc {name} | iconv -f {encoding} -t UTF-8 > {converted}"
     return f"{name} is {encoding} text; abeval reads UTF-8: convert it with `{convert}`"
+
+
+#: Magic bytes of the compressions a spooled stream may carry.
+_MAGIC = ((b"\x1f\x8b", ".gz"), (b"\x28\xb5\x2f\xfd", ".zst"))
+
+
+@contextlib.contextmanager
+def spooled(stream: BinaryIO, fmt: str) -> Iterator[Path]:
+    """The bytes of ``stream`` (standard input) copied to a temporary file named
+    for ``fmt`` (and for the gzip or zstd compression its first bytes show), so
+    that readers that read a file twice (the staged load, its line numbers) can;
+    the file and its folder are removed on leaving, whatever happens."""
+    with tempfile.TemporaryDirectory(prefix="abeval-stdin-") as folder:
+        head = stream.read(4)
+        compression = next((c for magic, c in _MAGIC if head.startswith(magic)), "")
+        path = Path(folder) / f"stdin.{fmt}{compression}"
+        with path.open("wb") as out:
+            out.write(head)
+            shutil.copyfileobj(stream, out, 1 << 22)
+        yield path

@@ -36,12 +36,21 @@ def _progress(enabled: bool) -> object:
 def ingest(
     files: Annotated[
         list[Path],
-        typer.Argument(metavar="FILE", help="Event files: .csv, .csv.gz, .parquet, .jsonl."),
+        typer.Argument(
+            metavar="FILE",
+            help="Event files: .csv, .csv.gz, .parquet, .jsonl; - reads standard input.",
+        ),
     ],
     db: DbOption = None,
-    fmt: Annotated[
+    input_format: Annotated[
         FileFormat | None,
-        typer.Option("--format", help="The files' format (default: by extension)."),
+        typer.Option(
+            "--input-format",
+            help="The files' format (default: by extension; needed for -).",
+        ),
+    ] = None,
+    fmt: Annotated[
+        FileFormat | None, typer.Option("--format", hidden=True, help="Former --input-format.")
     ] = None,
     on_error: Annotated[
         OnError,
@@ -57,6 +66,8 @@ def ingest(
     """Load event files into the store. Each file is all or nothing; re-loading adds nothing."""
     from abeval.errors import AbevalError, Interrupted
 
+    if sum(str(f) == "-" for f in files) > 1:
+        raise typer.BadParameter("standard input can be read once; give - once", param_hint="FILE")
     summaries: list[IngestSummary] = []
     try:
         from abeval import api
@@ -66,7 +77,7 @@ def ingest(
                 try:
                     summary = store.ingest(
                         path,
-                        fmt=fmt,
+                        input_format=input_format or fmt,
                         on_error=on_error,
                         progress=_progress(not quiet and not as_json),  # type: ignore[arg-type]
                     )

@@ -28,17 +28,21 @@ def ingest_file(
     fmt: str | None = None,
     on_error: OnError = "abort",
     progress: Callable[[str], None] | None = None,
+    shown: str | None = None,
 ) -> IngestSummary:
-    """Load one event file into ``store``; see :mod:`abeval.store.ingest`."""
+    """Load one event file into ``store``; see :mod:`abeval.store.ingest`.
+    ``shown``: how messages, the summary and the record name the input when not
+    by ``path`` (``-`` for standard input spooled to ``path``)."""
     started = time.time()
     t0 = time.perf_counter()
     path = Path(path)
-    kind = check_file(path, fmt)
+    kind = check_file(path, fmt, shown)
     checksum = Checksum(path)
     checksum.start()
     # DuckDB's CSV reader skips a leading byte-order mark; its JSON reader does not.
     with without_bom(path) if kind == "jsonl" else contextlib.nullcontext(path) as data:
-        job = Job(path, kind, checksum, progress or (lambda _msg: None), started, t0, data=data)
+        named = Path(shown) if shown is not None else path
+        job = Job(named, kind, checksum, progress or (lambda _msg: None), started, t0, data=data)
         if store.dialect == "spark":  # checked here, landed on the cluster
             from abeval.store.spark.ingest import load_spark
 

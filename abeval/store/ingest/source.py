@@ -25,10 +25,10 @@ NOT_UTF8 = "not valid UTF-8; save the file as UTF-8"
 
 
 def detect_format(path: Path, fmt: str | None) -> Format:
-    """The format ``--format`` names or, without it, the one the file's name says."""
+    """The format ``--input-format`` names or, without it, the one the file's name says."""
     if fmt:
         if fmt not in FORMATS:
-            raise InputError(f"{path}: unknown --format {fmt!r}; use csv, parquet or jsonl")
+            raise InputError(f"{path}: unknown --input-format {fmt!r}; use csv, parquet or jsonl")
         return cast(Format, fmt)
     found = split_name(path)[1]
     if found in ("qrels", "run"):
@@ -38,14 +38,15 @@ def detect_format(path: Path, fmt: str | None) -> Format:
     if found is None:
         raise InputError(
             f"{path}: cannot tell the format from the extension; "
-            "name it .csv, .csv.gz, .parquet or .jsonl, or pass --format"
+            "name it .csv, .csv.gz, .parquet or .jsonl, or pass --input-format"
         )
     return cast(Format, found)
 
 
-def check_file(path: Path, fmt: str | None) -> Format:
-    """Refuse a path that is not a non-empty file; return the file's format."""
-    shown = str(path)
+def check_file(path: Path, fmt: str | None, shown: str | None = None) -> Format:
+    """Refuse a path that is not a non-empty file; return the file's format.
+    ``shown`` names the file in messages when ``path`` does not (standard input)."""
+    shown = shown or str(path)
     if path.is_dir():
         raise InputError(f"{shown}: is a directory; name the event files in it")
     if not path.is_file():
@@ -147,7 +148,7 @@ def _find_columns(duck: Any, path: Path, fmt: Format, data: Path | None) -> Sour
     import duckdb
 
     if fmt == "csv":
-        names, delim = _csv_header(path)
+        names, delim = _csv_header(data or path, path)
         for i, name in enumerate(names, start=1):
             if not name:
                 raise InputError(
@@ -171,18 +172,19 @@ def _where(src: Source) -> str:
     return f"{src.path}:1" if src.fmt == "csv" else str(src.path)
 
 
-def _csv_header(path: Path) -> tuple[list[str], str]:
-    """Column names and delimiter from the first line (gzip-aware).
+def _csv_header(file: Path, path: Path) -> tuple[list[str], str]:
+    """Column names and delimiter from the first line of ``file`` (gzip-aware),
+    named ``path`` in messages.
 
     Reading the header ourselves, rather than letting DuckDB sniff it, keeps the
     dialect fixed: a malformed row further down is then reported as such instead
     of changing what the reader guesses the header to be.
     """
 
-    if not lines.can_read(path):
-        return _csv_header_duckdb(path)
+    if not lines.can_read(file):
+        return _csv_header_duckdb(file, path)
     try:
-        raw = lines.first_line(path)
+        raw = lines.first_line(file)
     except (OSError, EOFError) as exc:
         raise InputError(f"{path}: cannot read the header line: {exc}; is it a text CSV?") from None
     if len(raw) > lines.MAX_LINE_BYTES:
@@ -197,11 +199,11 @@ def _csv_header(path: Path) -> tuple[list[str], str]:
     return _split_header(path, first)
 
 
-def _csv_header_duckdb(path: Path) -> tuple[list[str], str]:
+def _csv_header_duckdb(file: Path, path: Path) -> tuple[list[str], str]:
     """The header line of a file Python cannot decompress, read by DuckDB."""
     import duckdb
 
-    src = Source(path, "csv", [])
+    src = Source(path, "csv", [], data=file)
     try:
         with duckdb.connect() as duck:
             row = duck.execute(f"SELECT l FROM {src.lines_reader(lenient=True)} LIMIT 1").fetchone()

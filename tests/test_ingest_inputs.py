@@ -1,0 +1,92 @@
+"""``abeval ingest`` on the inputs users have (issue 22): standard input (``-``
+with ``--input-format``), spooled to a temporary file that is removed; the exit
+code, the exact line and the store after each."""
+
+from __future__ import annotations
+
+import gzip
+import tempfile
+from pathlib import Path
+
+import pytest
+from ingest_store import counts, query, runner
+
+from abeval.cli import app
+
+HEADER = "experiment,arm,user_id,ts,event_type,value,event_id"
+ROWS = [f"e1,A,u{i},2024-05-01T10:00:0{i}Z,exposure,," for i in range(4)]
+NOTHING = (
+    "nothing was loaded from this file; fix the rows or pass --on-error skip to load the good rows"
+)
+
+
+@pytest.fixture(autouse=True)
+def _in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Run in the test's folder, with temporary files under ``spool/`` to count them."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "spool").mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "spool"))
+    return tmp_path
+
+
+def ingest(data: bytes, *args: str) -> tuple[int, str, str]:
+    result = runner.invoke(app, ["ingest", *args, "--db", "s.duckdb"], input=data)
+    assert list(Path("spool").iterdir()) == []  # the spooled copy is gone
+    return result.exit_code, result.stdout, result.stderr
+
+
+def csv_bytes(rows: list[str]) -> bytes:
+    return ("\n".join([HEADER, *rows]) + "\n").encode()
+
+
+@pytest.mark.parametrize("compress", [False, True])
+def test_standard_input_is_read(compress: bool) -> None:
+    data = csv_bytes(ROWS)
+    code, out, err = ingest(gzip.compress(data) if compress else data, "-", "--input-format", "csv")
+    assert (code, out) == (0, "")
+    assert err.startswith("-: 4 rows read: 4 inserted, 0 repeated in the file, 0 already in the")
+    assert counts(Path("s.duckdb")) == (4, 1, 0)
+    assert query(Path("s.duckdb"), "SELECT source FROM ingests") == [("-",)]
+    # The same bytes again add nothing (the checksum is the input's).
+    code, _, err = ingest(data, "-", "--input-format", "csv")
+    assert code == 0 and "4 already in the store" in err
+    assert counts(Path("s.duckdb"))[0] == 4
+
+
+def test_jsonl_from_standard_input_with_the_former_option_name() -> None:
+    line = '{"experiment":"e1","arm":"A","user_id":"u%d","ts":"2024-05-01T10:00:00Z",'
+    data = "\n".join(line % i + '"event_type":"exposure"}' for i in range(3)).encode()
+    code, _, err = ingest(data, "-", "--format", "jsonl")
+    assert code == 0, err
+    assert counts(Path("s.duckdb")) == (3, 1, 0)
+
+
+def test_standard_input_needs_its_format() -> None:
+    code, out, err = ingest(csv_bytes(ROWS), "-")
+    assert (code, out) == (2, "")
+    assert err.splitlines() == [
+        "Error: --input-format: standard input has no file name to tell its format by; "
+        "give csv, parquet or jsonl"
+    ]
+    assert counts(Path("s.duckdb"))[:2] == (0, 0)
+
+
+def test_standard_input_twice_is_a_usage_error() -> None:
+    code, _, err = ingest(csv_bytes(ROWS), "-", "-", "--input-format", "csv")
+    assert code == 2
+    assert "standard input can be read once; give - once" in err
+    assert not Path("s.duckdb").exists()
+
+
+def test_a_bad_row_from_standard_input_is_named_by_its_line() -> None:
+    bad = [*ROWS[:2], "e1,A,u9,yesterday,exposure,,", *ROWS[2:]]
+    code, out, err = ingest(csv_bytes(bad), "-", "--input-format", "csv")
+    assert (code, out) == (1, "")
+    assert err.splitlines()[0].startswith("Error: -:4:ts: ")
+    assert err.splitlines()[0].endswith(f"(1 bad row; {NOTHING})")
+    assert counts(Path("s.duckdb"))[:2] == (0, 0)
+    code, _, err = ingest(csv_bytes(bad), "-", "--input-format", "csv", "--on-error", "skip")
+    assert code == 0
+    assert err.startswith("-: 5 rows read: 4 inserted, 0 repeated in the file, 0 already in")
+    assert counts(Path("s.duckdb")) == (4, 1, 1)
+    assert query(Path("s.duckdb"), "SELECT line FROM rejected_rows") == [(4,)]
