@@ -90,3 +90,48 @@ def test_a_bad_row_from_standard_input_is_named_by_its_line() -> None:
     assert err.startswith("-: 5 rows read: 4 inserted, 0 repeated in the file, 0 already in")
     assert counts(Path("s.duckdb")) == (4, 1, 1)
     assert query(Path("s.duckdb"), "SELECT line FROM rejected_rows") == [(4,)]
+
+
+def mixed(rows: list[str], first: str = "\n", other: str = "\r\n") -> bytes:
+    """The header and rows, line i ending in ``first`` when i is even, else ``other``."""
+    return "".join(
+        r + (first if i % 2 == 0 else other) for i, r in enumerate([HEADER, *rows])
+    ).encode()
+
+
+@pytest.mark.parametrize(("first", "other"), [("\n", "\r\n"), ("\r\n", "\n")])
+@pytest.mark.parametrize("compress", [False, True])
+def test_mixed_line_endings_are_read(first: str, other: str, compress: bool) -> None:
+    data = mixed(ROWS, first, other)
+    name = "m.csv.gz" if compress else "m.csv"
+    Path(name).write_bytes(gzip.compress(data) if compress else data)
+    code, out, err = ingest(b"", name)
+    assert (code, out) == (0, ""), err
+    assert err.startswith(f"{name}: 4 rows read: 4 inserted, 0 repeated in the file, 0 already")
+    assert query(Path("s.duckdb"), "SELECT user_id, event_type FROM events ORDER BY user_id") == [
+        (f"u{i}", "exposure") for i in range(4)
+    ]
+
+
+def test_mixed_line_endings_with_a_bad_row_name_its_line() -> None:
+    rows = [
+        *ROWS[:2],
+        "e1,A,u9,yesterday,exposure,,",
+        ROWS[2],
+        "e1,A,u8,2024-05-01,click,,,x",
+        ROWS[3],
+    ]
+    Path("m.csv").write_bytes(mixed(rows))
+    code, out, err = ingest(b"", "m.csv")
+    assert (code, out) == (1, "")
+    lines = err.splitlines()
+    assert lines[0].startswith("Error: m.csv:4:ts: cannot read 'yesterday' as a timestamp")
+    assert lines[0].endswith(f"(2 bad rows; {NOTHING})")
+    assert lines[1] == "m.csv:6: 8 fields where the header has 7; check the delimiter and quoting"
+    assert counts(Path("s.duckdb"))[:2] == (0, 0)
+    code, _, err = ingest(b"", "m.csv", "--on-error", "skip")
+    assert code == 0
+    assert err.startswith("m.csv: 6 rows read: 4 inserted, 0 repeated in the file, 0 already in")
+    assert counts(Path("s.duckdb")) == (4, 1, 2)
+    assert query(Path("s.duckdb"), "SELECT line FROM rejected_rows ORDER BY line") == [(4,), (6,)]
+    assert sorted(p.name for p in Path().iterdir()) == ["m.csv", "s.duckdb", "spool"]

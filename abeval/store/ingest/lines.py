@@ -122,3 +122,39 @@ def sample_lines(path: Path, limit: int) -> list[str]:
             if len(out) >= limit:
                 break
     return out
+
+
+def mixed_line_endings(path: Path) -> bool:
+    """Whether some lines end in ``\\r\\n`` and others in a bare ``\\n`` (a file
+    pasted together from two systems), which DuckDB's CSV reader refuses."""
+    if not can_read(path):
+        return False
+    crlf = lf = 0
+    carried = b""
+    with open_bytes(path) as f:
+        while chunk := f.read(1 << 22):
+            chunk = carried + chunk
+            carried = chunk[-1:] if chunk.endswith(b"\r") else b""
+            body = chunk[:-1] if carried else chunk
+            both = body.count(b"\n")
+            crlf += body.count(b"\r\n")
+            lf += both - body.count(b"\r\n")
+            if crlf and lf:
+                return True
+    return False
+
+
+@contextlib.contextmanager
+def unix_line_endings(path: Path) -> Iterator[Path]:
+    """A temporary copy of ``path`` (decompressed) with every ``\\r\\n`` made
+    ``\\n``: the same lines, which DuckDB's reader then reads."""
+    with tempfile.TemporaryDirectory(prefix="abeval-") as tmp:
+        copy = Path(tmp) / "lf.csv"
+        carried = b""
+        with open_bytes(path) as src, copy.open("wb") as out:
+            while chunk := src.read(1 << 22):
+                chunk = carried + chunk
+                carried = chunk[-1:] if chunk.endswith(b"\r") else b""
+                out.write((chunk[:-1] if carried else chunk).replace(b"\r\n", b"\n"))
+            out.write(carried)
+        yield copy
