@@ -135,3 +135,77 @@ def test_mixed_line_endings_with_a_bad_row_name_its_line() -> None:
     assert counts(Path("s.duckdb")) == (4, 1, 2)
     assert query(Path("s.duckdb"), "SELECT line FROM rejected_rows ORDER BY line") == [(4,), (6,)]
     assert sorted(p.name for p in Path().iterdir()) == ["m.csv", "s.duckdb", "spool"]
+
+
+# --- epoch timestamps ---------------------------------------------------------------
+
+EPOCHS = [  # (field, the UTC instant it means), each unit at its range's edges
+    ("1740906001", "2025-03-02 09:00:01"),
+    ("1740906001.5", "2025-03-02 09:00:01.500000"),
+    ("1740906001123", "2025-03-02 09:00:01.123000"),
+    ("1740906001123456", "2025-03-02 09:00:01.123456"),
+    ("100000000", "1973-03-03 09:46:40"),  # 1e8 s: the lowest epoch read
+    ("99999999999", "5138-11-16 09:46:39"),  # just under 1e11 s
+    ("100000000000", "1973-03-03 09:46:40"),  # 1e11: milliseconds
+    ("100000000000000", "1973-03-03 09:46:40"),  # 1e14: microseconds
+    ("2025-03-02T09:00:01Z", "2025-03-02 09:00:01"),  # ISO in the same column
+]
+
+
+@pytest.mark.parametrize("bad_row", [False, True])  # the direct load, and the staged one
+def test_epoch_seconds_milliseconds_and_microseconds_are_read_as_utc(bad_row: bool) -> None:
+    rows = [f"e1,A,u{i},{ts},exposure,," for i, (ts, _) in enumerate(EPOCHS)]
+    if bad_row:
+        rows.append("e1,A,bad,yesterday,exposure,,")
+    Path("e.csv").write_bytes(csv_bytes(rows))
+    code, _, err = ingest(b"", "e.csv", "--on-error", "skip")
+    assert code == 0, err
+    got = query(
+        Path("s.duckdb"),
+        "SELECT user_id, strftime(ts, '%Y-%m-%d %H:%M:%S.%f') FROM events ORDER BY user_id",
+    )
+    expected = sorted(
+        (f"u{i}", t if "." in t else t + ".000000") for i, (_, t) in enumerate(EPOCHS)
+    )
+    assert sorted(got) == expected
+    assert counts(Path("s.duckdb")) == (len(EPOCHS), 1, int(bad_row))
+
+
+def test_json_numbers_are_epochs_too() -> None:
+    line = '{"experiment":"e1","arm":"A","user_id":"u%d","ts":%s,"event_type":"exposure"}'
+    Path("e.jsonl").write_text(line % (1, "1740906001") + "\n" + line % (2, "1740906001123") + "\n")
+    code, _, err = ingest(b"", "e.jsonl")
+    assert code == 0, err
+    assert sorted(query(Path("s.duckdb"), "SELECT CAST(ts AS VARCHAR) FROM events")) == [
+        ("2025-03-02 09:00:01",),
+        ("2025-03-02 09:00:01.123",),
+    ]
+
+
+@pytest.mark.parametrize("value", ["1740906001123456789", "20240501", "99999999", "-1740906001"])
+def test_a_number_outside_the_epoch_ranges_is_refused(value: str) -> None:
+    Path("e.csv").write_bytes(csv_bytes([ROWS[0], f"e1,A,u9,{value},exposure,,"]))
+    code, out, err = ingest(b"", "e.csv")
+    assert (code, out) == (1, "")
+    assert err.splitlines() == [
+        f"Error: e.csv:3:ts: cannot read '{value}' as a timestamp: as a number it must be epoch "
+        "seconds (1e8 to 1e11), milliseconds (1e11 to 1e14) or microseconds (1e14 to 1e17); "
+        f"else use ISO 8601 such as 2024-05-01T12:30:00Z (1 bad row; {NOTHING})"
+    ]
+    assert counts(Path("s.duckdb"))[:2] == (0, 0)
+
+
+def test_the_api_reads_a_binary_stream_and_needs_its_format() -> None:
+    import io
+
+    import abeval
+    from abeval.errors import OptionError
+
+    with abeval.open("s.duckdb") as store:
+        with pytest.raises(OptionError) as caught:
+            store.ingest(io.BytesIO(csv_bytes(ROWS)))
+        assert caught.value.parameter == "input_format"
+        assert caught.value.allowed == ("csv", "parquet", "jsonl")
+        summary = store.ingest(io.BytesIO(csv_bytes(ROWS)), input_format="csv")
+    assert (summary.file, summary.rows_read, summary.inserted) == ("-", 4, 4)
+    assert list(Path("spool").iterdir()) == []

@@ -105,6 +105,29 @@ def normalised() -> str:
     )
 
 
+#: Epoch timestamps by magnitude: (lowest, highest) of each unit and its
+#: microseconds. Each unit covers 1973-03-03 to 5138-11-16 UTC, so a number is
+#: one of them at most; 20240501 (a date without dashes) is none.
+EPOCH_UNITS = (("seconds", 1e8, 1e11, 1e6), ("milliseconds", 1e11, 1e14, 1e3),
+               ("microseconds", 1e14, 1e17, 1.0))  # fmt: skip
+
+
+def instant_sql(text: str) -> str:
+    """The ``TIMESTAMPTZ`` a timestamp field holds (NULL when it holds none): ISO
+    8601 text (no zone: UTC), or a number of seconds, milliseconds or microseconds
+    since 1970-01-01 UTC told apart by its magnitude (:data:`EPOCH_UNITS`; a
+    fraction is kept to the microsecond). Each value of a column is read on its
+    own, so ISO and epoch values may be mixed. No time-zone lookup: the same
+    instant whatever the session's zone."""
+    number = f"TRY_CAST({text} AS DOUBLE)"
+    whens = " ".join(
+        f"WHEN {number} >= {low:g} AND {number} < {high:g} THEN to_timestamp(0) + "
+        f"to_microseconds(CAST(round({number} * {scale:g}) AS BIGINT))"
+        for _, low, high, scale in EPOCH_UNITS
+    )
+    return f"(CASE WHEN {number} IS NULL THEN TRY_CAST({text} AS TIMESTAMPTZ) {whens} END)"
+
+
 def typed_layer() -> str:
     """Layer 2 (over layer 1): typed event columns plus ``n_<col>`` numeric parses."""
     return ", ".join(
@@ -115,8 +138,8 @@ def typed_layer() -> str:
             "t_arm AS arm",
             "t_user_id AS user_id",
             # 'infinity' parses as a timestamp: keep only finite instants.
-            "CASE WHEN isfinite(TRY_CAST(t_ts AS TIMESTAMPTZ)) "
-            "THEN TRY_CAST(t_ts AS TIMESTAMPTZ) AT TIME ZONE 'UTC' END AS ts",
+            f"CASE WHEN isfinite({instant_sql('t_ts')}) "
+            f"THEN {instant_sql('t_ts')} AT TIME ZONE 'UTC' END AS ts",
             "LOWER(t_event_type) AS event_type",
             "t_request_id AS request_id",
             "t_item_id AS item_id",
@@ -150,8 +173,12 @@ def checks() -> list[Check]:
         Check(
             "ts",
             "t_ts IS NOT NULL AND ts IS NULL",
-            f"'cannot read ' || {_quoted('ts')} || ' as a timestamp; "
-            "use ISO 8601 such as 2024-05-01T12:30:00Z'",
+            "CASE WHEN isfinite(TRY_CAST(t_ts AS DOUBLE)) "
+            f"THEN 'cannot read ' || {_quoted('ts')} || ' as a timestamp: as a number it must "
+            "be epoch seconds (1e8 to 1e11), milliseconds (1e11 to 1e14) or microseconds "
+            "(1e14 to 1e17); else use ISO 8601 such as 2024-05-01T12:30:00Z' "
+            f"ELSE 'cannot read ' || {_quoted('ts')} || ' as a timestamp; "
+            "use ISO 8601 such as 2024-05-01T12:30:00Z' END",
         ),
         Check(
             "event_type",
