@@ -86,19 +86,23 @@ class Store:
         on_error: str = "abort",
         progress: Callable[[str], None] | None = None,
         fmt: str | None = None,
+        epoch: str | None = None,
     ) -> IngestSummary:
         """Load one event file (all or nothing; loading it again adds nothing).
 
         ``path`` ``"-"`` reads standard input, and a binary stream (an open file,
         ``io.BytesIO``) is read too: both need ``input_format`` and are named
         ``-`` in the summary and the record. ``fmt`` is the former name of
-        ``input_format``."""
-        from abeval.choices import FileFormat, OnError
+        ``input_format``. ``epoch`` (``s``, ``ms``, ``us``) declares the unit of
+        numeric timestamps; by default it is told by their magnitude."""
+        from abeval.choices import EpochUnit, FileFormat, OnError
         from abeval.store.ingest import ingest_file
 
         _choice("on_error", on_error, get_args(OnError))
         mode = cast(OnError, on_error)
         input_format = input_format or fmt
+        if epoch is not None:
+            _choice("epoch", epoch, get_args(EpochUnit))
         if input_format is not None:
             _choice("input_format", input_format, get_args(FileFormat))
         if isinstance(path, str | Path) and str(path) != "-":
@@ -108,6 +112,7 @@ class Store:
                 fmt=input_format,
                 on_error=mode,
                 progress=progress,
+                epoch=epoch,
             )
         if input_format is None:
             raise OptionError(
@@ -129,6 +134,7 @@ class Store:
                 on_error=mode,
                 progress=progress,
                 shown="-",
+                epoch=epoch,
             )
 
     def experiments(self) -> Experiments:

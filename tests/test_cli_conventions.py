@@ -27,7 +27,8 @@ def test_version() -> None:
     [
         ("report", "--format", "<html|json|text>"),
         ("report", "--correction", "<holm|bh>"),
-        ("ingest", "--format", "<csv|parquet|jsonl>"),
+        ("ingest", "--input-format", "<csv|parquet|jsonl>"),
+        ("ingest", "--epoch", "<s|ms|us>"),
         ("ingest", "--on-error", "<abort|skip>"),
     ],
 )

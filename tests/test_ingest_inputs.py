@@ -209,3 +209,38 @@ def test_the_api_reads_a_binary_stream_and_needs_its_format() -> None:
         summary = store.ingest(io.BytesIO(csv_bytes(ROWS)), input_format="csv")
     assert (summary.file, summary.rows_read, summary.inserted) == ("-", 4, 4)
     assert list(Path("spool").iterdir()) == []
+
+
+@pytest.mark.parametrize("bad_row", [False, True])  # the direct load, and the staged one
+@pytest.mark.parametrize(
+    ("epoch", "value", "instant"),
+    [
+        ("s", "20240501", "1970-08-23 06:21:41"),  # refused by magnitude, read when declared
+        ("s", "1740906001.25", "2025-03-02 09:00:01.250000"),
+        ("ms", "1740906001", "1970-01-21 03:35:06.001000"),  # seconds by magnitude
+        ("us", "1740906001123", "1970-01-21 03:35:06.001123"),
+    ],
+)
+def test_a_declared_epoch_unit_reads_every_number_in_it(
+    epoch: str, value: str, instant: str, bad_row: bool
+) -> None:
+    rows = [f"e1,A,u1,{value},exposure,,", "e1,A,u2,2025-03-02T09:00:01Z,exposure,,"]
+    if bad_row:
+        rows.append("e1,A,bad,yesterday,exposure,,")
+    Path("e.csv").write_bytes(csv_bytes(rows))
+    code, _, err = ingest(b"", "e.csv", "--epoch", epoch, "--on-error", "skip")
+    assert code == 0, err
+    got = query(
+        Path("s.duckdb"),
+        "SELECT user_id, strftime(ts, '%Y-%m-%d %H:%M:%S.%f') FROM events ORDER BY user_id",
+    )
+    assert got == [("u1", instant if "." in instant else instant + ".000000"),
+                   ("u2", "2025-03-02 09:00:01.000000")]  # fmt: skip
+
+
+def test_an_unknown_epoch_unit_is_a_usage_error() -> None:
+    Path("e.csv").write_bytes(csv_bytes(ROWS))
+    code, _, err = ingest(b"", "e.csv", "--epoch", "ns")
+    assert code == 2
+    assert "'ns' is not one of 's', 'ms', 'us'" in err
+    assert not Path("s.duckdb").exists()

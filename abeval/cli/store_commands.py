@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from abeval.choices import FileFormat, OnError
+from abeval.choices import EpochUnit, FileFormat, OnError
 from abeval.cli.app import DbOption, JsonOption, app, command, require
 from abeval.formatting import counted, printable
 
@@ -52,6 +52,14 @@ def ingest(
     fmt: Annotated[
         FileFormat | None, typer.Option("--format", hidden=True, help="Former --input-format.")
     ] = None,
+    epoch: Annotated[
+        EpochUnit | None,
+        typer.Option(
+            "--epoch",
+            help="The unit of numeric timestamps: s, ms or us "
+            "(default: told by magnitude, docs/usage.md#epoch-timestamps).",
+        ),
+    ] = None,
     on_error: Annotated[
         OnError,
         typer.Option(
@@ -78,6 +86,7 @@ def ingest(
                     summary = store.ingest(
                         path,
                         input_format=input_format or fmt,
+                        epoch=epoch,
                         on_error=on_error,
                         progress=_progress(not quiet and not as_json),  # type: ignore[arg-type]
                     )

@@ -153,7 +153,7 @@ def direct_select(src: Source) -> str:
     normalising changed, as :func:`~abeval.store.events_format.normalised` says)."""
     columns = src.read_columns
     parsed = (
-        f"SELECT *, {instant_sql('t_ts')} AS abeval_tz, "
+        f"SELECT *, {instant_sql('t_ts', src.epoch)} AS abeval_tz, "
         "TRY_CAST(t_position AS DOUBLE) AS n_position, TRY_CAST(t_value AS DOUBLE) AS n_value, "
         "TRY_CAST(t_propensity AS DOUBLE) AS n_propensity "
         f"FROM (SELECT *, {_text_layer(columns)} FROM "

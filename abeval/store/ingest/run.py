@@ -30,10 +30,12 @@ def ingest_file(
     on_error: OnError = "abort",
     progress: Callable[[str], None] | None = None,
     shown: str | None = None,
+    epoch: str | None = None,
 ) -> IngestSummary:
     """Load one event file into ``store``; see :mod:`abeval.store.ingest`.
     ``shown``: how messages, the summary and the record name the input when not
-    by ``path`` (``-`` for standard input spooled to ``path``)."""
+    by ``path`` (``-`` for standard input spooled to ``path``); ``epoch``: the
+    unit of numeric timestamps (``s``, ``ms``, ``us``; default: by magnitude)."""
     started = time.time()
     t0 = time.perf_counter()
     path = Path(path)
@@ -44,7 +46,7 @@ def ingest_file(
     say = progress or (lambda _msg: None)
     # DuckDB's CSV reader skips a leading byte-order mark; its JSON reader does not.
     with without_bom(path) if kind == "jsonl" else contextlib.nullcontext(path) as data:
-        job = Job(named, kind, checksum, say, started, t0, data=data)
+        job = Job(named, kind, checksum, say, started, t0, data=data, epoch=epoch)
         try:
             return _load(store, job, on_error)
         except InputError as exc:
@@ -55,7 +57,7 @@ def ingest_file(
             if not mixed_line_endings(path):
                 raise
     with unix_line_endings(path) as data:
-        job = Job(named, kind, checksum, say, started, t0, data=data)
+        job = Job(named, kind, checksum, say, started, t0, data=data, epoch=epoch)
         return _load(store, job, on_error)
 
 

@@ -83,6 +83,7 @@ class Source:
     columns: list[str]  # as found: CSV header, JSON keys, Parquet schema
     delim: str = ","
     data: Path | None = None  # the file the readers read, when not ``path``
+    epoch: str | None = None  # the declared unit of numeric timestamps (s, ms, us)
 
     @property
     def file(self) -> Path:
