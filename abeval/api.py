@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, get_args
+from typing import TYPE_CHECKING, Any, BinaryIO, cast, get_args
 
 from abeval.errors import OptionError
 
@@ -80,20 +80,62 @@ class Store:
 
     def ingest(
         self,
-        path: str | Path,
+        path: str | Path | BinaryIO,
         *,
-        fmt: str | None = None,
+        input_format: str | None = None,
         on_error: str = "abort",
         progress: Callable[[str], None] | None = None,
+        fmt: str | None = None,
+        epoch: str | None = None,
     ) -> IngestSummary:
-        """Load one event file (all or nothing; loading it again adds nothing)."""
-        from abeval.choices import FileFormat, OnError
+        """Load one event file (all or nothing; loading it again adds nothing).
+
+        ``path`` ``"-"`` reads standard input, and a binary stream (an open file,
+        ``io.BytesIO``) is read too: both need ``input_format`` and are named
+        ``-`` in the summary and the record. ``fmt`` is the former name of
+        ``input_format``. ``epoch`` (``s``, ``ms``, ``us``) declares the unit of
+        numeric timestamps; by default it is told by their magnitude."""
+        from abeval.choices import EpochUnit, FileFormat, OnError
         from abeval.store.ingest import ingest_file
 
         _choice("on_error", on_error, get_args(OnError))
-        if fmt is not None:
-            _choice("fmt", fmt, get_args(FileFormat))
-        return ingest_file(self._store, path, fmt=fmt, on_error=on_error, progress=progress)  # type: ignore[arg-type]
+        mode = cast(OnError, on_error)
+        input_format = input_format or fmt
+        if epoch is not None:
+            _choice("epoch", epoch, get_args(EpochUnit))
+        if input_format is not None:
+            _choice("input_format", input_format, get_args(FileFormat))
+        if isinstance(path, str | Path) and str(path) != "-":
+            return ingest_file(
+                self._store,
+                path,
+                fmt=input_format,
+                on_error=mode,
+                progress=progress,
+                epoch=epoch,
+            )
+        if input_format is None:
+            raise OptionError(
+                "input_format",
+                None,
+                "standard input has no file name to tell its format by; give csv, parquet or jsonl",
+                allowed=get_args(FileFormat),
+            )
+        import sys
+
+        from abeval.files import spooled
+
+        stream = sys.stdin.buffer if isinstance(path, str | Path) else path
+        with spooled(stream, input_format) as copy:
+            return ingest_file(
+                self._store,
+                copy,
+                fmt=input_format,
+                on_error=mode,
+                progress=progress,
+                shown="-",
+                epoch=epoch,
+            )
 
     def experiments(self) -> Experiments:
         """What the store holds: each experiment's arms, users, events and time range."""

@@ -11,6 +11,8 @@ from typing import Literal
 
 #: Event files abeval reads (``ingest --format``).
 FileFormat = Literal["csv", "parquet", "jsonl"]
+#: The units ``ingest --epoch`` declares for numeric timestamps.
+EpochUnit = Literal["s", "ms", "us"]
 #: What a bad row does to its file (``ingest --on-error``).
 OnError = Literal["abort", "skip"]
 

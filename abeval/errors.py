@@ -88,6 +88,15 @@ def _shown(value: Any) -> str:
     return str(value)
 
 
+class OutputError(AbevalError):
+    """An output cannot be written where it was asked for (a folder, a path under a
+    file, a missing or read-only folder); ``path`` is the output asked for."""
+
+    def __init__(self, message: str, *, path: str, details: list[str] | None = None) -> None:
+        super().__init__(message, details=details)
+        self.path = path
+
+
 class StoreError(AbevalError):
     """The store cannot be opened, is locked, or is outdated."""
 

@@ -8,10 +8,16 @@ mean the same thing everywhere.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
-from collections.abc import Sequence
+import shutil
+import tempfile
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import BinaryIO
+
+from abeval.errors import OutputError
 
 #: The formats abeval reads, by the name DuckDB's readers and ``--format`` use.
 FORMATS: tuple[str, ...] = ("csv", "parquet", "jsonl")
@@ -28,6 +34,9 @@ _SUFFIXES: dict[str, str] = {
     ".jsonl": "jsonl",
     ".ndjson": "jsonl",
     ".json": "jsonl",
+    # trec_eval's files, which ``evaluate`` reads (abeval/analysis/evaluate/trec.py)
+    ".qrels": "qrels",
+    ".run": "run",
 }
 
 
@@ -50,7 +59,8 @@ def split_name(path: str | Path) -> tuple[str, str | None, str | None]:
 
 
 def format_of(path: str | Path) -> str | None:
-    """The format (one of :data:`FORMATS`) a file's name says, or None."""
+    """The format a file's name says (one of :data:`FORMATS`, or ``qrels`` or
+    ``run`` for trec_eval's files), or None."""
     return split_name(path)[1]
 
 
@@ -125,13 +135,137 @@ def sha256_file(path: str | Path) -> tuple[str, int]:
     return h.hexdigest(), size
 
 
-def write_atomic(path: str | Path, text: str) -> None:
+def write_atomic(path: str | Path, text: str, *, make_folders: bool = False) -> None:
     """Write ``text`` to ``path`` through a temporary file beside it and a rename,
-    so that the file is either the old one or the whole new one."""
+    so that the file is either the old one or the whole new one.
+
+    :class:`~abeval.errors.OutputError` (one line naming the path and the fix, and
+    nothing left behind) when ``path`` is a folder, lies under a file, in a folder
+    that does not exist (created instead when ``make_folders``), or where nothing
+    can be written."""
     out = Path(path)
+    folder = _output_folder(out, make_folders)
     tmp = out.with_name(out.name + ".tmp")
     try:
         tmp.write_text(text, encoding="utf-8")
         os.replace(tmp, out)
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise OutputError(
+            f"cannot write {out}: the folder {folder} takes no new file ({reason}); "
+            "choose a folder you can write to",
+            path=str(out),
+        ) from None
     finally:
-        tmp.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+
+
+def _output_folder(out: Path, make_folders: bool) -> Path:
+    """The folder ``out`` will be written in, checked (and created when
+    ``make_folders``); OutputError when ``out`` cannot be a file there."""
+    if out.is_dir():
+        raise OutputError(
+            f"cannot write {out}: it is a folder; name a file inside it",
+            path=str(out),
+        )
+    folder = out.parent
+    existing = next((p for p in (folder, *folder.parents) if p.exists()), None)
+    if existing is not None and not existing.is_dir():
+        raise OutputError(
+            f"cannot write {out}: {existing} is a file, not a folder; choose another path",
+            path=str(out),
+        )
+    if existing == folder:
+        return folder
+    if not make_folders:
+        raise OutputError(
+            f"cannot write {out}: the folder {folder} does not exist; "
+            f"create it (mkdir -p {folder}) or choose another path",
+            path=str(out),
+        )
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OutputError(
+            f"cannot write {out}: cannot create the folder {folder} "
+            f"({exc.strerror or type(exc).__name__}); choose another path",
+            path=str(out),
+        ) from None
+    return folder
+
+
+#: Byte-order marks of the encodings abeval does not read (UTF-32 first: its
+#: little-endian mark starts with UTF-16's).
+_WIDE_BOMS = (
+    (b"\xff\xfe\x00\x00", "UTF-32"),
+    (b"\x00\x00\xfe\xff", "UTF-32"),
+    (b"\xff\xfe", "UTF-16"),
+    (b"\xfe\xff", "UTF-16"),
+)
+
+
+def wide_encoding(head: bytes) -> str | None:
+    """The encoding of text whose first bytes are ``head`` when it is UTF-16 or
+    UTF-32: ``"UTF-16"``/``"UTF-32"`` after a byte-order mark (iconv reads the byte
+    order from it), else ``"UTF-16LE"``, ``"UTF-16BE"``, ``"UTF-32LE"`` or
+    ``"UTF-32BE"`` told by where the zero bytes of ASCII characters fall. None for
+    anything else (UTF-8, Latin-1, binary without that pattern)."""
+    for bom, name in _WIDE_BOMS:
+        if head.startswith(bom):
+            return name
+    for width, names in ((4, ("UTF-32LE", "UTF-32BE")), (2, ("UTF-16LE", "UTF-16BE"))):
+        units = [head[i : i + width] for i in range(0, len(head) - width + 1, width)]
+        if len(units) < 2:
+            continue
+        little = sum(u[0] != 0 and not any(u[1:]) for u in units)
+        big = sum(u[-1] != 0 and not any(u[:-1]) for u in units)
+        for count, name in ((little, names[0]), (big, names[1])):
+            if count >= 0.6 * len(units):
+                return name
+    return None
+
+
+def wide_text_error(path: str | Path, shown: str | None = None) -> str | None:
+    """The one line for a UTF-16 or UTF-32 text file (with or without a byte-order
+    mark, plain or gzip-compressed), naming the encoding and the ``iconv`` command
+    that converts it; None for a file in any other encoding, or unreadable."""
+    import gzip
+
+    p = Path(path)
+    compressed = p.name.lower().endswith(".gz")
+    try:
+        with gzip.open(p, "rb") if compressed else p.open("rb") as f:
+            head = f.read(4096)
+    except (OSError, EOFError):
+        return None
+    encoding = wide_encoding(head)
+    if encoding is None:
+        return None
+    name = shown or str(p)
+    stem, fmt, _ = split_name(p)
+    converted = f"{stem}.utf8.{fmt or 'csv'}"
+    convert = f"iconv -f {encoding} -t UTF-8 {name} > {converted}"
+    if compressed:
+        convert = f"gzip -dc {name} | iconv -f {encoding} -t UTF-8 > {converted}"
+    return f"{name} is {encoding} text; abeval reads UTF-8: convert it with `{convert}`"
+
+
+#: Magic bytes of the compressions a spooled stream may carry.
+_MAGIC = ((b"\x1f\x8b", ".gz"), (b"\x28\xb5\x2f\xfd", ".zst"))
+
+
+@contextlib.contextmanager
+def spooled(stream: BinaryIO, fmt: str) -> Iterator[Path]:
+    """The bytes of ``stream`` (standard input) copied to a temporary file named
+    for ``fmt`` (and for the gzip or zstd compression its first bytes show), so
+    that readers that read a file twice (the staged load, its line numbers) can;
+    the file and its folder are removed on leaving, whatever happens."""
+    with tempfile.TemporaryDirectory(prefix="abeval-stdin-") as folder:
+        head = stream.read(4)
+        compression = next((c for magic, c in _MAGIC if head.startswith(magic)), "")
+        path = Path(folder) / f"stdin.{fmt}{compression}"
+        with path.open("wb") as out:
+            out.write(head)
+            shutil.copyfileobj(stream, out, 1 << 22)
+        yield path

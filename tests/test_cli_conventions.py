@@ -27,7 +27,8 @@ def test_version() -> None:
     [
         ("report", "--format", "<html|json|text>"),
         ("report", "--correction", "<holm|bh>"),
-        ("ingest", "--format", "<csv|parquet|jsonl>"),
+        ("ingest", "--input-format", "<csv|parquet|jsonl>"),
+        ("ingest", "--epoch", "<s|ms|us>"),
         ("ingest", "--on-error", "<abort|skip>"),
     ],
 )
@@ -168,6 +169,7 @@ def test_evaluate_writes_data_to_stdout_or_a_file_and_says_so_on_stderr(
     Path("truth.csv").write_text("user_id,item_id\nu1,a\nu2,b\n")
     Path("recs.csv").write_text("user_id,item_id,rank\nu1,a,1\nu2,a,1\n")
     base = ["evaluate", "-t", "truth.csv", "-r", "recs.csv", "--k", "1", "-m", "precision"]
+    Path("out").mkdir()  # -o names a file in a folder that exists (test_output_paths)
     for fmt in ("json", "html"):
         to_stdout = runner.invoke(app, [*base, "--format", fmt, "-o", "-"])
         assert to_stdout.exit_code == 0, to_stdout.output

@@ -122,6 +122,7 @@ class Run:
 
 def run(folder: Path, args: list[str]) -> Run:
     out = folder / "out" / "page.html"
+    out.parent.mkdir(exist_ok=True)  # -o makes no folder (tests/test_output_paths.py)
     html_run = runner.invoke(app, [*args, "--format", "html", "--out", str(out)])
     assert html_run.exit_code == 0, html_run.output
     json_run = runner.invoke(app, [*args, "--format", "json"])

@@ -539,11 +539,11 @@ def test_detect_format_takes_the_option_or_the_name() -> None:
         detect_format(Path("e.xlsx"), None)
     assert str(unknown.value) == (
         "e.xlsx: cannot tell the format from the extension; "
-        "name it .csv, .csv.gz, .parquet or .jsonl, or pass --format"
+        "name it .csv, .csv.gz, .parquet or .jsonl, or pass --input-format"
     )
     with pytest.raises(InputError) as option:
         detect_format(Path("e.csv"), "xml")
-    assert str(option.value) == "e.csv: unknown --format 'xml'; use csv, parquet or jsonl"
+    assert str(option.value) == "e.csv: unknown --input-format 'xml'; use csv, parquet or jsonl"
 
 
 def test_format_error_points_at_file_line_and_column() -> None:

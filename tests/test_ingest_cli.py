@@ -384,9 +384,9 @@ def test_unknown_extension(work: Path) -> None:
         work,
         "events.xlsx",
         "Error: events.xlsx: cannot tell the format from the extension; "
-        "name it .csv, .csv.gz, .parquet or .jsonl, or pass --format",
+        "name it .csv, .csv.gz, .parquet or .jsonl, or pass --input-format",
     )
-    # --format names it.
+    # --input-format names it (and --format, its former name, still does).
     result = run("ingest", "events.xlsx", "--format", "csv", "--db", "store.duckdb")
     assert result.exit_code == 0, result.output
     assert result.stdout == ""

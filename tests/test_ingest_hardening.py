@@ -90,15 +90,38 @@ def test_a_header_that_is_not_utf8(tmp_path: Path) -> None:
     refused(tmp_path, "e.csv", f"Error: e.csv:1: {NOT_UTF8}")
 
 
-@pytest.mark.parametrize("encoding", ["utf-16", "utf-32"])
-def test_utf16_and_utf32_files_are_named(tmp_path: Path, encoding: str) -> None:
+@pytest.mark.parametrize(
+    ("encoding", "name"),
+    [
+        ("utf-16", "UTF-16"),
+        ("utf-32", "UTF-32"),
+        ("utf-16-le", "UTF-16LE"),
+        ("utf-16-be", "UTF-16BE"),
+        ("utf-32-le", "UTF-32LE"),
+        ("utf-32-be", "UTF-32BE"),
+    ],
+)
+def test_utf16_and_utf32_files_are_named(tmp_path: Path, encoding: str, name: str) -> None:
+    # With a byte-order mark (utf-16, utf-32) or without (-le, -be): the same line.
     (tmp_path / "e.csv").write_text(HEADER + "\n" + row(1) + "\n", encoding=encoding)
-    name = encoding.upper().replace("UTF-", "UTF-")
     refused(
         tmp_path,
         "e.csv",
-        f"Error: e.csv: the file is {name} (it starts with a {name} byte-order mark); "
-        "save it as UTF-8",
+        f"Error: e.csv is {name} text; abeval reads UTF-8: convert it with "
+        f"`iconv -f {name} -t UTF-8 e.csv > e.utf8.csv`",
+    )
+
+
+def test_a_gzip_compressed_utf16_file_is_named(tmp_path: Path) -> None:
+    import gzip
+
+    body = (HEADER + "\n" + row(1) + "\n").encode("utf-16-le")
+    (tmp_path / "e.jsonl.gz").write_bytes(gzip.compress(body))
+    refused(
+        tmp_path,
+        "e.jsonl.gz",
+        "Error: e.jsonl.gz is UTF-16LE text; abeval reads UTF-8: convert it with "
+        "`gzip -dc e.jsonl.gz | iconv -f UTF-16LE -t UTF-8 > e.utf8.jsonl`",
     )
 
 

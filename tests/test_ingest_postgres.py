@@ -67,3 +67,35 @@ def test_repeats_and_conflicts_on_postgres(tmp_path: Path, postgres_database: st
             "this file)"
         )
         assert table_counts(pg) == before
+
+
+def test_issue_22_inputs_on_postgres(tmp_path: Path, postgres_database: str) -> None:
+    # Mixed line endings, epoch timestamps (by magnitude and declared) and a
+    # stream: the staged load in DuckDB, then COPY, as on DuckDB.
+    import io
+
+    import abeval
+
+    rows = [HEADER, *(f"e1,A,u{i},{1740906001 + i},exposure,," for i in range(3))]
+    data = "".join(r + ("\r\n" if i % 2 else "\n") for i, r in enumerate(rows)).encode()
+    (tmp_path / "m.csv").write_bytes(data)
+    with abeval.open(postgres_database) as store:
+        s = store.ingest(tmp_path / "m.csv")
+        assert (s.rows_read, s.inserted) == (3, 3)
+        ms = f"{HEADER}\ne1,A,v1,1740906001123,exposure,,\n".encode()
+        s = store.ingest(io.BytesIO(ms), input_format="csv")
+        assert (s.file, s.inserted) == ("-", 1)
+        s = store.ingest(io.BytesIO(f"{HEADER}\ne1,A,w1,60,exposure,,\n".encode()),
+                         input_format="csv", epoch="s")  # fmt: skip
+        assert s.inserted == 1
+    with open_store(postgres_database) as pg, pg.connect() as conn:
+        got = conn.execute(
+            text("SELECT user_id, CAST(ts AS TEXT) FROM events ORDER BY user_id")
+        ).fetchall()
+    assert [tuple(r) for r in got] == [
+        ("u0", "2025-03-02 09:00:01"),
+        ("u1", "2025-03-02 09:00:02"),
+        ("u2", "2025-03-02 09:00:03"),
+        ("v1", "2025-03-02 09:00:01.123"),
+        ("w1", "1970-01-01 00:01:00"),
+    ]

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from abeval.choices import FileFormat, OnError
+from abeval.choices import EpochUnit, FileFormat, OnError
 from abeval.cli.app import DbOption, JsonOption, app, command, require
 from abeval.formatting import counted, printable
 
@@ -37,12 +37,29 @@ def _progress(enabled: bool) -> object:
 def ingest(
     files: Annotated[
         list[Path],
-        typer.Argument(metavar="FILE", help="Event files: .csv, .csv.gz, .parquet, .jsonl."),
+        typer.Argument(
+            metavar="FILE",
+            help="Event files: .csv, .csv.gz, .parquet, .jsonl; - reads standard input.",
+        ),
     ],
     db: DbOption = None,
-    fmt: Annotated[
+    input_format: Annotated[
         FileFormat | None,
-        typer.Option("--format", help="The files' format (default: by extension)."),
+        typer.Option(
+            "--input-format",
+            help="The files' format (default: by extension; needed for -).",
+        ),
+    ] = None,
+    fmt: Annotated[
+        FileFormat | None, typer.Option("--format", hidden=True, help="Former --input-format.")
+    ] = None,
+    epoch: Annotated[
+        EpochUnit | None,
+        typer.Option(
+            "--epoch",
+            help="The unit of numeric timestamps: s, ms or us "
+            "(default: told by magnitude, docs/usage.md#epoch-timestamps).",
+        ),
     ] = None,
     on_error: Annotated[
         OnError,
@@ -58,6 +75,8 @@ def ingest(
     """Load event files into the store. Each file is all or nothing; re-loading adds nothing."""
     from abeval.errors import AbevalError, Interrupted
 
+    if sum(str(f) == "-" for f in files) > 1:
+        raise typer.BadParameter("standard input can be read once; give - once", param_hint="FILE")
     summaries: list[IngestSummary] = []
     try:
         from abeval import api
@@ -67,7 +86,8 @@ def ingest(
                 try:
                     summary = store.ingest(
                         path,
-                        fmt=fmt,
+                        input_format=input_format or fmt,
+                        epoch=epoch,
                         on_error=on_error,
                         progress=_progress(not quiet and not as_json),  # type: ignore[arg-type]
                     )

@@ -122,6 +122,15 @@ class ListAggregates:
         """Rank of the first relevant item in the list, NULL when there is none."""
         return self._use(Aggregate("first_relevant"))
 
+    def hits_at_r(self) -> str:
+        """hits@R: relevant items at ranks 1..R, R the list's own number of relevant items."""
+        return self._use(Aggregate("hits_r"))
+
+    def bpref_sum(self) -> str:
+        """Σ over the relevant ranked items r of 1 − min(n_r, R) / min(N, R): n_r the
+        judged non-relevant items ranked above r, N those of the list (1 when n_r = 0)."""
+        return self._use(Aggregate("bpref_sum"))
+
     def auc_pairs(self) -> str:
         """(relevant, non-relevant) pairs within the list."""
         return self._use(Aggregate("auc_pairs"))

@@ -9,6 +9,9 @@ Input relations (defined by the caller as tables or CTEs):
 - ``judged(list_id, gain)``: all relevant items of each list (gain > 0): in
   replay the relevant items among those shown, in ``evaluate`` the user's
   relevant held-out items. R and IDCG come from here.
+- optionally ``nonrelevant(list_id, item_id)``: the judged non-relevant items of
+  each list, for bpref; without it every ranked item that is not relevant counts
+  as judged (log replay: every item shown was judged).
 
 The kernel computes per-list aggregates in one pass (relevant rows only, plus a
 pass over all rows when AUC is asked for), applies each metric's per-list
@@ -141,17 +144,19 @@ def ranking_query(
     ranked: str = "ranked",
     judged: str = "judged",
     lists: str | None = None,
+    nonrelevant: str | None = None,
 ) -> RankingQuery:
     """Build the kernel for ``specs`` (ranking metrics only) over ``ranked`` and ``judged``:
     the per-list aggregates the metrics need, each metric's per-list value, then
     each user's mean. ``lists``: a relation holding ``ranked``'s distinct
     ``(grp, user_id, list_id)`` already (the replay's ``r_lists``), else they are
-    grouped from ``ranked``."""
+    grouped from ``ranked``. ``nonrelevant``: the judged non-relevant items
+    (module docstring)."""
     aggs = ListAggregates()
     columns, exprs = _metric_columns(specs, aggs)
     needed = sorted(aggs.needed, key=lambda a: a.column)
     want_auc = any(a.kind in ("auc_pairs", "auc_correct") for a in needed)
-    ctes = _per_list_ctes(needed, want_auc, ranked, judged, lists)
+    ctes = _per_list_ctes(needed, want_auc, ranked, judged, lists, nonrelevant)
     pairs_flag = "CASE WHEN r > 0 AND auc_pairs = 0 THEN 1 ELSE 0 END" if want_auc else "0"
     ctes.append(
         "k_list_values AS (SELECT grp, user_id, list_id, r, "
@@ -199,7 +204,12 @@ def _metric_columns(
 
 
 def _per_list_ctes(
-    needed: list[Aggregate], want_auc: bool, ranked: str, judged: str, lists: str | None
+    needed: list[Aggregate],
+    want_auc: bool,
+    ranked: str,
+    judged: str,
+    lists: str | None,
+    nonrelevant: str | None = None,
 ) -> list[str]:
     """CTEs ending in ``k_per_list``: one row per list with R and every aggregate in
     ``needed`` (hits, AP sums, DCG and first relevant rank from the relevant rows,
@@ -226,6 +236,15 @@ def _per_list_ctes(
     ctes += _judged_ctes(idcg_aggs, judged)
     for a in idcg_aggs:
         per_list_cols.append(f"{as_double(f'COALESCE(j.{a.column}, 0)')} AS {a.column}")
+    for a in needed:
+        if a.kind in _R_BASED:
+            ctes += _R_BASED[a.kind](ranked, nonrelevant)
+            alias = f"x_{a.column}"
+            joins.append(
+                f"LEFT JOIN k_{a.column} {alias} ON {alias}.grp = l.grp "
+                f"AND {alias}.list_id = l.list_id"
+            )
+            per_list_cols.append(f"{as_double(f'COALESCE({alias}.{a.column}, 0)')} AS {a.column}")
     if want_auc:
         ctes.append(_auc_cte(ranked))
         joins.append("LEFT JOIN k_auc a ON a.grp = l.grp AND a.list_id = l.list_id")
@@ -255,6 +274,47 @@ def _judged_ctes(idcg_aggs: list[Aggregate], judged: str) -> list[str]:
         f"ORDER BY gain DESC) AS irank FROM {judged} WHERE gain > 0)",
         f"k_judged AS (SELECT list_id, COUNT(*) AS r{idcg_cols} FROM k_ideal GROUP BY list_id)",
     ]
+
+
+def _hits_r_ctes(ranked: str, _nonrelevant: str | None) -> list[str]:
+    """``k_hits_r``: per list, the relevant items ranked within R (Rprec)."""
+    return [
+        "k_hits_r AS (SELECT x.grp, x.list_id, COUNT(*) AS hits_r FROM "
+        f"{ranked} x JOIN k_judged j ON j.list_id = x.list_id "
+        "WHERE x.gain > 0 AND x.rank <= j.r GROUP BY x.grp, x.list_id)"
+    ]
+
+
+def _bpref_ctes(ranked: str, nonrelevant: str | None) -> list[str]:
+    """``k_bpref_sum``: per list, Σ over its relevant ranked items of
+    1 − min(n_r, R) / min(N, R) (n_r = 0: 1), from ``k_nonrel`` (the judged
+    non-relevant ranked items), ``k_nonrel_n`` (N per list) and ``k_above`` (n_r)."""
+    if nonrelevant is None:
+        nonrel = f"SELECT grp, list_id, rank FROM {ranked} WHERE NOT gain > 0"
+        counts = f"SELECT list_id, COUNT(*) AS n FROM {ranked} WHERE NOT gain > 0 GROUP BY list_id"
+    else:
+        nonrel = (
+            f"SELECT x.grp, x.list_id, x.rank FROM {ranked} x WHERE NOT x.gain > 0 AND "
+            f"EXISTS (SELECT 1 FROM {nonrelevant} n WHERE n.list_id = x.list_id "
+            "AND n.item_id = x.item_id)"
+        )
+        counts = f"SELECT list_id, COUNT(*) AS n FROM {nonrelevant} GROUP BY list_id"
+    least = f"LEAST(a.above, j.r) / LEAST({as_double('c.n')}, j.r)"
+    return [
+        f"k_nonrel AS ({nonrel})",
+        f"k_nonrel_n AS ({counts})",
+        "k_above AS (SELECT r.grp, r.list_id, r.item_id, COUNT(n.rank) AS above "
+        f"FROM {ranked} r LEFT JOIN k_nonrel n ON n.grp = r.grp AND n.list_id = r.list_id "
+        "AND n.rank < r.rank WHERE r.gain > 0 GROUP BY r.grp, r.list_id, r.item_id)",
+        "k_bpref_sum AS (SELECT a.grp, a.list_id, SUM(CASE WHEN a.above = 0 THEN 1.0 "
+        f"ELSE 1.0 - {least} END) AS bpref_sum FROM k_above a "
+        "JOIN k_judged j ON j.list_id = a.list_id "
+        "LEFT JOIN k_nonrel_n c ON c.list_id = a.list_id GROUP BY a.grp, a.list_id)",
+    ]
+
+
+#: Aggregates that read R (``k_judged``), each from its own CTEs.
+_R_BASED = {"hits_r": _hits_r_ctes, "bpref_sum": _bpref_ctes}
 
 
 def _auc_cte(ranked: str) -> str:

@@ -15,6 +15,7 @@ from abeval.errors import AbevalError, close_matches
 from abeval.metrics import (
     ap,
     auc,
+    bpref,
     coverage,
     diversity,
     entropy,
@@ -28,6 +29,7 @@ from abeval.metrics import (
     precision,
     recall,
     rmse,
+    rprec,
     serendipity,
 )
 from abeval.metrics.base import MetricDefinition
@@ -43,6 +45,8 @@ DEFINITIONS: dict[str, MetricDefinition] = {
         ap,
         mean_ap,
         ndcg,
+        rprec,
+        bpref,
         auc,
         coverage,
         gini,

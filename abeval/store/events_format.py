@@ -115,8 +115,43 @@ def normalised() -> str:
     )
 
 
-def typed_layer() -> str:
-    """Layer 2 (over layer 1): typed event columns plus ``n_<col>`` numeric parses."""
+#: Epoch timestamps by magnitude: (lowest, highest) of each unit and its
+#: microseconds. Each unit covers 1973-03-03 to 5138-11-16 UTC, so a number is
+#: one of them at most; 20240501 (a date without dashes) is none.
+EPOCH_UNITS = (("seconds", 1e8, 1e11, 1e6), ("milliseconds", 1e11, 1e14, 1e3),
+               ("microseconds", 1e14, 1e17, 1.0))  # fmt: skip
+
+
+#: The epoch units ``--epoch`` declares, and their microseconds.
+EPOCH_SCALES = {"s": 1e6, "ms": 1e3, "us": 1.0}
+
+
+def instant_sql(text: str, epoch: str | None = None) -> str:
+    """The ``TIMESTAMPTZ`` a timestamp field holds (NULL when it holds none): ISO
+    8601 text (no zone: UTC), or a number of seconds, milliseconds or microseconds
+    since 1970-01-01 UTC told apart by its magnitude (:data:`EPOCH_UNITS`; a
+    fraction is kept to the microsecond), or, with ``epoch`` (``s``, ``ms``,
+    ``us``), in that unit whatever its magnitude. Each value of a column is read
+    on its own, so ISO and epoch values may be mixed. No time-zone lookup: the
+    same instant whatever the session's zone."""
+    number = f"TRY_CAST({text} AS DOUBLE)"
+    micros = "to_timestamp(0) + to_microseconds(CAST(round({n} * {scale:g}) AS BIGINT))"
+    if epoch is not None:
+        # Within ±1e17 microseconds (about ±3,000 years) the BIGINT cannot overflow.
+        scale = EPOCH_SCALES[epoch]
+        whens = f"WHEN abs({number} * {scale:g}) < 1e17 THEN {micros.format(n=number, scale=scale)}"
+    else:
+        whens = " ".join(
+            f"WHEN {number} >= {low:g} AND {number} < {high:g} "
+            f"THEN {micros.format(n=number, scale=scale)}"
+            for _, low, high, scale in EPOCH_UNITS
+        )
+    return f"(CASE WHEN {number} IS NULL THEN TRY_CAST({text} AS TIMESTAMPTZ) {whens} END)"
+
+
+def typed_layer(epoch: str | None = None) -> str:
+    """Layer 2 (over layer 1): typed event columns plus ``n_<col>`` numeric parses;
+    ``epoch`` declares the unit of a numeric ``ts`` (:func:`instant_sql`)."""
     return ", ".join(
         [
             "*",
@@ -125,8 +160,8 @@ def typed_layer() -> str:
             "t_arm AS arm",
             "t_user_id AS user_id",
             # 'infinity' parses as a timestamp: keep only finite instants.
-            "CASE WHEN isfinite(TRY_CAST(t_ts AS TIMESTAMPTZ)) "
-            "THEN TRY_CAST(t_ts AS TIMESTAMPTZ) AT TIME ZONE 'UTC' END AS ts",
+            f"CASE WHEN isfinite({instant_sql('t_ts', epoch)}) "
+            f"THEN {instant_sql('t_ts', epoch)} AT TIME ZONE 'UTC' END AS ts",
             "LOWER(t_event_type) AS event_type",
             "t_request_id AS request_id",
             "t_item_id AS item_id",
@@ -161,8 +196,12 @@ def checks() -> list[Check]:
         Check(
             "ts",
             "t_ts IS NOT NULL AND ts IS NULL",
-            f"'cannot read ' || {_quoted('ts')} || ' as a timestamp; "
-            "use ISO 8601 such as 2024-05-01T12:30:00Z'",
+            "CASE WHEN isfinite(TRY_CAST(t_ts AS DOUBLE)) "
+            f"THEN 'cannot read ' || {_quoted('ts')} || ' as a timestamp: as a number it must "
+            "be epoch seconds (1e8 to 1e11), milliseconds (1e11 to 1e14) or microseconds "
+            "(1e14 to 1e17); else use ISO 8601 such as 2024-05-01T12:30:00Z' "
+            f"ELSE 'cannot read ' || {_quoted('ts')} || ' as a timestamp; "
+            "use ISO 8601 such as 2024-05-01T12:30:00Z' END",
         ),
         Check(
             "event_type",
@@ -247,6 +286,6 @@ def bad_expression() -> str:
     return " OR ".join(f"COALESCE({c.predicate}, false)" for c in checks())
 
 
-def layered(source: str, columns: list[str]) -> str:
+def layered(source: str, columns: list[str], epoch: str | None = None) -> str:
     """``SELECT`` of layers 1 and 2 over ``source`` (a table or table function)."""
-    return f"SELECT {typed_layer()} FROM (SELECT {text_layer(columns)} FROM {source}) abeval_t"
+    return f"SELECT {typed_layer(epoch)} FROM (SELECT {text_layer(columns)} FROM {source}) abeval_t"

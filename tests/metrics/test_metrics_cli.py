@@ -263,9 +263,19 @@ def test_bad_cutoffs_name_the_option(truth: Path, k: str, problem: str) -> None:
     assert line == f"Error: --k {k!r}: {problem}"
 
 
-def test_text_report_to_a_new_folder(tmp_path: Path, truth: Path) -> None:
+def test_text_report_to_a_folder_that_does_not_exist(tmp_path: Path, truth: Path) -> None:
+    # -o does not create folders (issue 22): a typo in the folder would leave a tree.
     recs = write_csv(tmp_path / "recs.csv", "user_id,item_id,rank", [("u1", "a", 1)])
     out = tmp_path / "new" / "evaluation.txt"
+    result = runner.invoke(app, ["evaluate", "-t", str(truth), "-r", str(recs), "-o", str(out)])
+    assert result.exit_code == 1, result.output
+    folder = tmp_path / "new"
+    assert result.stderr == (
+        f"Error: cannot write {out}: the folder {folder} does not exist; "
+        f"create it (mkdir -p {folder}) or choose another path\n"
+    )
+    assert not folder.exists()
+    folder.mkdir()
     result = runner.invoke(app, ["evaluate", "-t", str(truth), "-r", str(recs), "-o", str(out)])
     assert result.exit_code == 0, result.output
     assert out.read_text().startswith(f"truth: {truth} (2 rows, 2 users)\n")

@@ -68,7 +68,8 @@ def test_conventions_are_validated_and_printed() -> None:
 
 def test_every_definition_documents_formula_and_reference() -> None:
     assert set(DEFINITIONS) == {
-        "precision", "recall", "hit_rate", "mrr", "ap", "map", "ndcg", "auc", "coverage",
+        "precision", "recall", "hit_rate", "mrr", "ap", "map", "ndcg", "rprec", "bpref", "auc",
+        "coverage",
         "gini", "entropy", "novelty", "diversity", "serendipity", "rmse", "mae",
     }  # fmt: skip
     for d in DEFINITIONS.values():

@@ -17,8 +17,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from abeval.analysis.evaluate.sql import first_line
+from abeval.analysis.evaluate.trec import load_trec, trec_format
 from abeval.errors import InputError
-from abeval.files import format_of
+from abeval.files import format_of, wide_text_error
 from abeval.store.quoting import quote_ident, quote_literal
 
 if TYPE_CHECKING:
@@ -47,11 +48,12 @@ _Found = tuple[str, str]
 
 def _format(path: Path) -> str:
     """The DuckDB reader a file's name asks for: csv, parquet or json (JSON Lines)."""
-    fmt = format_of(path)
+    fmt = "trec" if trec_format(path) is not None else format_of(path)
     if fmt is None:
         raise InputError(
             f"{path}: unknown file type; "
-            "name it .csv, .csv.gz, .parquet or .jsonl to say its format"
+            "name it .csv, .csv.gz, .parquet or .jsonl to say its format "
+            "(.qrels or .run for TREC files)"
         )
     return "json" if fmt == "jsonl" else fmt
 
@@ -96,6 +98,8 @@ class Reader:
         columns, a non-numeric number, or a missing value."""
         path = Path(path_text)
         fmt = _open(path, role, expected)
+        if (trec := trec_format(path)) is not None:
+            return load_trec(self.con, path, trec, table, role)
         found = self.describe(path, fmt)
         chosen = _choose(path, found, columns, expected)
         numeric = {
@@ -241,6 +245,8 @@ def _open(path: Path, role: str, expected: str) -> str:
     fmt = _format(path)
     if path.stat().st_size == 0:
         raise InputError(f"{path}: the file is empty; expected {expected}")
+    if fmt != "parquet" and (wide := wide_text_error(path)):
+        raise InputError(wide, file=str(path))
     return fmt
 
 

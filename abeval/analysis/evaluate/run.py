@@ -196,7 +196,7 @@ def _evaluate_lists(
     results: list[MetricResult] = []
     comparisons: list[Comparison] = []
     if chosen.ranking:
-        query = ranking_query(chosen.ranking)
+        query = ranking_query(chosen.ranking, nonrelevant="nonrelevant")
         tables.build_per_user(con, query, len(models), missing == "zero")
         results = tables.ranking_results(con, query, chosen.ranking, models, extra)
         if len(models) > 1:

@@ -40,8 +40,8 @@ def build_ranked(
 
     The kernel reads only what the metrics need, so only that is built:
 
-    - AUC needs every item of every list: a window over all rows;
-    - AP or NDCG over the whole list need the rank of every relevant item: the same
+    - AUC and bpref need every item of every list: a window over all rows;
+    - AP, NDCG or Rprec over the whole list need the rank of every relevant item: the same
       window, keeping relevant items and the top K;
     - otherwise (cutoff metrics and MRR) the top K of each list, found without
       sorting whole lists (:func:`_rank_top_k`), plus, for MRR over the whole list,
@@ -50,8 +50,8 @@ def build_ranked(
     """
     cutoffs = [s.k for s in [*ranking, *beyond] if s.k is not None]
     top_k = max(cutoffs, default=1)
-    everything = any(s.name == "auc" for s in ranking)
-    whole_list = any(s.k is None and s.name in ("ap", "map", "ndcg") for s in ranking)
+    everything = any(s.name in ("auc", "bpref") for s in ranking)
+    whole_list = any(s.k is None and s.name in ("ap", "map", "ndcg", "rprec") for s in ranking)
     if everything or whole_list:
         _rank_every_item(con, n_models, None if everything else top_k)
         return
@@ -166,6 +166,10 @@ def coverage(con: duckdb.DuckDBPyConnection, models: Sequence[str]) -> list[Cove
     return out
 
 
+#: The judged non-relevant items (a truth row whose gain is 0), for bpref.
+_NONRELEVANT = "nonrelevant AS (SELECT user_id AS list_id, item_id FROM truth WHERE gain = 0)"
+
+
 def build_per_user(
     con: duckdb.DuckDBPyConnection, query: RankingQuery, n_models: int, missing_zero: bool
 ) -> None:
@@ -173,7 +177,7 @@ def build_per_user(
     ``missing_zero``, truth users with a relevant item but no list score 0."""
     con.execute(
         f"CREATE TABLE per_user AS WITH ranked AS (SELECT * FROM ranked_all), "
-        f"judged AS (SELECT * FROM judged_all), {query.ctes} "
+        f"judged AS (SELECT * FROM judged_all), {_NONRELEVANT}, {query.ctes} "
         f"SELECT * FROM {query.user_relation}"
     )
     if not missing_zero:

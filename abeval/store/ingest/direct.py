@@ -52,7 +52,7 @@ def load_direct(store: Store, job: Job) -> IngestSummary | None:
     try:
         with store.begin() as conn:
             duck = conn.connection.driver_connection
-            src = prepare(duck, job.path, job.kind, job.say, job.data)
+            src = prepare(duck, job.path, job.kind, job.say, job.data, job.epoch)
             ingest_id = _peek_ingest_id(duck)
             read = _insert_checked(duck, src, ingest_id)
             normalised = _take_normalised(duck, ingest_id)

@@ -38,6 +38,7 @@ from abeval.store.events_format import (
     MAX_ABS_VALUE,
     extra_alias,
     extras,
+    instant_sql,
     normalised,
 )
 from abeval.store.events_format import _text as staged_text
@@ -155,7 +156,7 @@ def direct_select(src: Source) -> str:
     normalising changed, as :func:`~abeval.store.events_format.normalised` says)."""
     columns = src.read_columns
     parsed = (
-        "SELECT *, TRY_CAST(t_ts AS TIMESTAMPTZ) AS abeval_tz, "
+        f"SELECT *, {instant_sql('t_ts', src.epoch)} AS abeval_tz, "
         "TRY_CAST(t_position AS DOUBLE) AS n_position, TRY_CAST(t_value AS DOUBLE) AS n_value, "
         "TRY_CAST(t_propensity AS DOUBLE) AS n_propensity, "
         "TRY_CAST(t_propensity_given_above AS DOUBLE) AS n_propensity_given_above "

@@ -20,13 +20,6 @@ from pathlib import Path
 from typing import IO, Any, cast
 
 UTF8_BOM = b"\xef\xbb\xbf"
-# Byte-order marks of the encodings abeval does not read, by name.
-_OTHER_BOMS = (
-    (b"\xff\xfe\x00\x00", "UTF-32"),
-    (b"\x00\x00\xfe\xff", "UTF-32"),
-    (b"\xff\xfe", "UTF-16"),
-    (b"\xfe\xff", "UTF-16"),
-)
 #: The longest line a CSV row may be (DuckDB's reader's ``max_line_size``).
 MAX_LINE_BYTES = 2_000_000
 _BATCH = 100_000
@@ -72,18 +65,6 @@ def open_bytes(path: Path) -> IO[bytes]:
 def can_read(path: Path) -> bool:
     """Whether Python can read the file's text (plain or gzip; not zstd)."""
     return not path.name.lower().endswith(".zst")
-
-
-def other_encoding(path: Path) -> str | None:
-    """``"UTF-16"`` or ``"UTF-32"`` when the file starts with that byte-order mark."""
-    if not can_read(path):
-        return None
-    try:
-        with open_bytes(path) as f:
-            head = f.read(4)
-    except (OSError, EOFError):
-        return None
-    return next((name for bom, name in _OTHER_BOMS if head.startswith(bom)), None)
 
 
 def first_line(path: Path) -> bytes:
@@ -171,3 +152,39 @@ def sample_lines(path: Path, limit: int) -> list[str]:
             if len(out) >= limit:
                 break
     return out
+
+
+def mixed_line_endings(path: Path) -> bool:
+    """Whether some lines end in ``\\r\\n`` and others in a bare ``\\n`` (a file
+    pasted together from two systems), which DuckDB's CSV reader refuses."""
+    if not can_read(path):
+        return False
+    crlf = lf = 0
+    carried = b""
+    with open_bytes(path) as f:
+        while chunk := f.read(1 << 22):
+            chunk = carried + chunk
+            carried = chunk[-1:] if chunk.endswith(b"\r") else b""
+            body = chunk[:-1] if carried else chunk
+            both = body.count(b"\n")
+            crlf += body.count(b"\r\n")
+            lf += both - body.count(b"\r\n")
+            if crlf and lf:
+                return True
+    return False
+
+
+@contextlib.contextmanager
+def unix_line_endings(path: Path) -> Iterator[Path]:
+    """A temporary copy of ``path`` (decompressed) with every ``\\r\\n`` made
+    ``\\n``: the same lines, which DuckDB's reader then reads."""
+    with tempfile.TemporaryDirectory(prefix="abeval-") as tmp:
+        copy = Path(tmp) / "lf.csv"
+        carried = b""
+        with open_bytes(path) as src, copy.open("wb") as out:
+            while chunk := src.read(1 << 22):
+                chunk = carried + chunk
+                carried = chunk[-1:] if chunk.endswith(b"\r") else b""
+                out.write((chunk[:-1] if carried else chunk).replace(b"\r\n", b"\n"))
+            out.write(carried)
+        yield copy

@@ -117,7 +117,7 @@ def _check_sql(src: Source) -> str:
         f"CASE WHEN bad THEN {failure_reason()} END AS bad_reason, "
         f"CASE WHEN bad THEN {raw} END AS bad_raw "
         f"FROM (SELECT *, ({bad_expression()}) AS bad "
-        f"FROM ({layered(src.reader(), columns)}) abeval_l) abeval_s"
+        f"FROM ({layered(src.reader(), columns, src.epoch)}) abeval_l) abeval_s"
     )
 
 

@@ -47,6 +47,7 @@ class Job:
     started: float
     t0: float
     data: Path | None = None  # the file to read, when not ``path`` (no byte-order mark)
+    epoch: str | None = None  # the declared unit of numeric timestamps (s, ms, us)
 
     @property
     def shown(self) -> str:

@@ -10,8 +10,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from abeval.choices import OnError
+from abeval.errors import InputError
 from abeval.store.ingest.direct import load_direct
-from abeval.store.ingest.lines import without_bom
+from abeval.store.ingest.lines import mixed_line_endings, unix_line_endings, without_bom
 from abeval.store.ingest.record import Checksum, Job
 from abeval.store.ingest.source import check_file
 from abeval.store.ingest.staged import load_staged
@@ -28,23 +29,46 @@ def ingest_file(
     fmt: str | None = None,
     on_error: OnError = "abort",
     progress: Callable[[str], None] | None = None,
+    shown: str | None = None,
+    epoch: str | None = None,
 ) -> IngestSummary:
-    """Load one event file into ``store``; see :mod:`abeval.store.ingest`."""
+    """Load one event file into ``store``; see :mod:`abeval.store.ingest`.
+    ``shown``: how messages, the summary and the record name the input when not
+    by ``path`` (``-`` for standard input spooled to ``path``); ``epoch``: the
+    unit of numeric timestamps (``s``, ``ms``, ``us``; default: by magnitude)."""
     started = time.time()
     t0 = time.perf_counter()
     path = Path(path)
-    kind = check_file(path, fmt)
+    kind = check_file(path, fmt, shown)
     checksum = Checksum(path)
     checksum.start()
+    named = Path(shown) if shown is not None else path
+    say = progress or (lambda _msg: None)
     # DuckDB's CSV reader skips a leading byte-order mark; its JSON reader does not.
     with without_bom(path) if kind == "jsonl" else contextlib.nullcontext(path) as data:
-        job = Job(path, kind, checksum, progress or (lambda _msg: None), started, t0, data=data)
-        if store.dialect == "spark":  # checked here, landed on the cluster
-            from abeval.store.spark.ingest import load_spark
+        job = Job(named, kind, checksum, say, started, t0, data=data, epoch=epoch)
+        try:
+            return _load(store, job, on_error)
+        except InputError as exc:
+            # DuckDB's reader stops at a file whose lines end both ways; read it again
+            # with one line ending (the same lines, so the same line numbers).
+            if kind != "csv" or "state machine" not in exc.message:
+                raise
+            if not mixed_line_endings(path):
+                raise
+    with unix_line_endings(path) as data:
+        job = Job(named, kind, checksum, say, started, t0, data=data, epoch=epoch)
+        return _load(store, job, on_error)
 
-            return load_spark(store, job, on_error)  # type: ignore[arg-type]
-        if store.is_duckdb:
-            direct = load_direct(store, job)
-            if direct is not None:
-                return direct
-        return load_staged(store, job, on_error)
+
+def _load(store: Store, job: Job, on_error: OnError) -> IngestSummary:
+    """The direct load where it applies and succeeds, else the staged load."""
+    if store.dialect == "spark":  # checked here, landed on the cluster
+        from abeval.store.spark.ingest import load_spark
+
+        return load_spark(store, job, on_error)  # type: ignore[arg-type]
+    if store.is_duckdb:
+        direct = load_direct(store, job)
+        if direct is not None:
+            return direct
+    return load_staged(store, job, on_error)

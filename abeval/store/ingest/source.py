@@ -10,7 +10,7 @@ from typing import Any, cast
 
 from abeval.choices import FileFormat as Format
 from abeval.errors import InputError, close_matches
-from abeval.files import FORMATS, split_name
+from abeval.files import FORMATS, split_name, wide_text_error
 from abeval.store.events_format import COLUMN_ALIASES, KNOWN, REQUIRED, extras
 from abeval.store.ingest import lines
 from abeval.store.quoting import quote_literal
@@ -27,23 +27,28 @@ NOT_UTF8 = "not valid UTF-8; save the file as UTF-8"
 
 
 def detect_format(path: Path, fmt: str | None) -> Format:
-    """The format ``--format`` names or, without it, the one the file's name says."""
+    """The format ``--input-format`` names or, without it, the one the file's name says."""
     if fmt:
         if fmt not in FORMATS:
-            raise InputError(f"{path}: unknown --format {fmt!r}; use csv, parquet or jsonl")
+            raise InputError(f"{path}: unknown --input-format {fmt!r}; use csv, parquet or jsonl")
         return cast(Format, fmt)
     found = split_name(path)[1]
+    if found in ("qrels", "run"):
+        raise InputError(
+            f"{path}: a TREC {found} file is read by `abeval evaluate`, not loaded as events"
+        )
     if found is None:
         raise InputError(
             f"{path}: cannot tell the format from the extension; "
-            "name it .csv, .csv.gz, .parquet or .jsonl, or pass --format"
+            "name it .csv, .csv.gz, .parquet or .jsonl, or pass --input-format"
         )
     return cast(Format, found)
 
 
-def check_file(path: Path, fmt: str | None) -> Format:
-    """Refuse a path that is not a non-empty file; return the file's format."""
-    shown = str(path)
+def check_file(path: Path, fmt: str | None, shown: str | None = None) -> Format:
+    """Refuse a path that is not a non-empty file; return the file's format.
+    ``shown`` names the file in messages when ``path`` does not (standard input)."""
+    shown = shown or str(path)
     if path.is_dir():
         raise InputError(f"{shown}: is a directory; name the event files in it")
     if not path.is_file():
@@ -51,11 +56,8 @@ def check_file(path: Path, fmt: str | None) -> Format:
     kind = detect_format(path, fmt)
     if path.stat().st_size == 0:
         raise InputError(_empty_file_message(shown, kind))
-    if kind != "parquet" and (encoding := lines.other_encoding(path)):
-        raise InputError(
-            f"{shown}: the file is {encoding} (it starts with a {encoding} byte-order mark); "
-            "save it as UTF-8"
-        )
+    if kind != "parquet" and (wide := wide_text_error(path, shown)):
+        raise InputError(wide, file=shown)
     return kind
 
 
@@ -85,6 +87,7 @@ class Source:
     data: Path | None = None  # the file the readers read, when not ``path``
     #: ``(line, bytes)`` of the lines over :data:`~.lines.MAX_LINE_BYTES` (CSV, JSONL).
     long: tuple[tuple[int, int], ...] = ()
+    epoch: str | None = None  # the declared unit of numeric timestamps (s, ms, us)
 
     @property
     def file(self) -> Path:
@@ -155,7 +158,7 @@ def _find_columns(duck: Any, path: Path, fmt: Format, data: Path | None) -> Sour
     import duckdb
 
     if fmt == "csv":
-        names, delim = _csv_header(path)
+        names, delim = _csv_header(data or path, path)
         for i, name in enumerate(names, start=1):
             if not name:
                 raise InputError(
@@ -179,18 +182,19 @@ def _where(src: Source) -> str:
     return f"{src.path}:1" if src.fmt == "csv" else str(src.path)
 
 
-def _csv_header(path: Path) -> tuple[list[str], str]:
-    """Column names and delimiter from the first line (gzip-aware).
+def _csv_header(file: Path, path: Path) -> tuple[list[str], str]:
+    """Column names and delimiter from the first line of ``file`` (gzip-aware),
+    named ``path`` in messages.
 
     Reading the header ourselves, rather than letting DuckDB sniff it, keeps the
     dialect fixed: a malformed row further down is then reported as such instead
     of changing what the reader guesses the header to be.
     """
 
-    if not lines.can_read(path):
-        return _csv_header_duckdb(path)
+    if not lines.can_read(file):
+        return _csv_header_duckdb(file, path)
     try:
-        raw = lines.first_line(path)
+        raw = lines.first_line(file)
     except (OSError, EOFError) as exc:
         raise InputError(f"{path}: cannot read the header line: {exc}; is it a text CSV?") from None
     if len(raw) > lines.MAX_LINE_BYTES:
@@ -205,11 +209,11 @@ def _csv_header(path: Path) -> tuple[list[str], str]:
     return _split_header(path, first)
 
 
-def _csv_header_duckdb(path: Path) -> tuple[list[str], str]:
+def _csv_header_duckdb(file: Path, path: Path) -> tuple[list[str], str]:
     """The header line of a file Python cannot decompress, read by DuckDB."""
     import duckdb
 
-    src = Source(path, "csv", [])
+    src = Source(path, "csv", [], data=file)
     try:
         with duckdb.connect() as duck:
             row = duck.execute(f"SELECT l FROM {src.lines_reader(lenient=True)} LIMIT 1").fetchone()

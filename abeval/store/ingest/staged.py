@@ -112,7 +112,7 @@ def checked(
     ``on_error="abort"`` a bad row stops here (:func:`refusal`). The staging
     tables last for the block."""
     with scratch(store, conn) as duck:
-        src = prepare(duck, job.path, job.kind, job.say, job.data)
+        src = prepare(duck, job.path, job.kind, job.say, job.data, job.epoch)
         counts = stage(duck, src, store.is_duckdb)
         errors = locate(duck, src, job, on_error, counts.refused) if counts.refused else []
         if counts.refused and on_error == "abort":

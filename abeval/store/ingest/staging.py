@@ -5,6 +5,7 @@ load: its settings and the temporary tables the staged load leaves."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -39,11 +40,17 @@ _TEMP_TABLES = (
 
 
 def prepare(
-    duck: Any, path: Path, kind: Format, say: Callable[[str], None], data: Path | None = None
+    duck: Any,
+    path: Path,
+    kind: Format,
+    say: Callable[[str], None],
+    data: Path | None = None,
+    epoch: str | None = None,
 ) -> Source:
     """Open and check the file's header, and set the connection up for a load.
-    ``data`` is the file to read when it is not ``path`` (see :class:`Source`)."""
-    src = open_source(duck, path, kind, data)
+    ``data`` is the file to read when it is not ``path`` (see :class:`Source`);
+    ``epoch`` the declared unit of numeric timestamps."""
+    src = replace(open_source(duck, path, kind, data), epoch=epoch)
     say(f"reading {path}")
     drop_rejects(duck)
     # Row order in what is loaded does not matter (the error path re-reads the
@@ -84,7 +91,7 @@ def stage_select(src: Source) -> str:
         f"SELECT {', '.join(KNOWN)}, attributes, bad, {normalised()} AS norm, "
         f"{row_key_sql()} AS row_key "
         f"FROM (SELECT *, {attributes_sql(columns)} AS attributes, ({bad_expression()}) AS bad "
-        f"FROM ({layered(src.reader(), columns)}) abeval_l) abeval_s"
+        f"FROM ({layered(src.reader(), columns, src.epoch)}) abeval_l) abeval_s"
     )
 
 
