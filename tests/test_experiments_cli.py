@@ -229,7 +229,7 @@ def test_set_errors_change_nothing(store: Path, args: list[str], message: str) -
 def test_set_needs_an_option(store: Path) -> None:
     result = invoke("experiment", "set", "home")
     assert result.exit_code == 2
-    assert "give --control, --split, --from or --to" in result.stderr
+    assert "give --control, --split, --from, --to or an option to record" in result.stderr
 
 
 def test_set_without_a_store_creates_none(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -61,6 +61,20 @@ class ReportOptions:
     # (metric, quantile) pairs of --cap (docs/metrics.md#outlier-capping).
     caps: tuple[tuple[str, float], ...] = ()
     ope: OpeOptions = field(default_factory=OpeOptions)
+    # The saved configuration (docs/usage.md#saved-configuration): guardrail margins
+    # (metric, largest relative harm allowed), the secondary metrics (None: all
+    # others), the planned horizon (total users, days), and where each recordable
+    # setting came from ("flag", "record", "default"; empty: as given here).
+    margins: tuple[tuple[str, float], ...] = ()
+    secondary: tuple[str, ...] | None = None
+    plan_users: int | None = None
+    plan_days: int | None = None
+    sources: tuple[tuple[str, str], ...] = ()
+    # The settings given as flags for this run; None: the record is not read.
+    flags: frozenset[str] | None = None
+
+    def margin(self, metric: str) -> float | None:
+        return dict(self.margins).get(metric)
 
 
 @dataclass(frozen=True)

@@ -11,15 +11,53 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from abeval.choices import FileFormat, OnError
+from abeval.choices import Correction, FileFormat, OnError
 from abeval.cli.app import DbOption, JsonOption, app, command, require
 from abeval.formatting import counted, printable
 
 if TYPE_CHECKING:
+    from abeval.analysis.experiment_config import ExperimentConfig
+    from abeval.store.experiments import ExperimentSettings
     from abeval.store.ingest import IngestSummary
 
-experiment_app = typer.Typer(help="Record settings of one experiment.", no_args_is_help=True)
+experiment_app = typer.Typer(
+    help="Record, show and remove the settings of one experiment.", no_args_is_help=True
+)
 app.add_typer(experiment_app, name="experiment")
+
+# The recordable options of `experiment set` (docs/usage.md#saved-configuration).
+PrimaryConfig = Annotated[
+    str | None, typer.Option(metavar="METRICS", help="Primary metrics, comma-separated.")
+]
+SecondaryConfig = Annotated[
+    str | None, typer.Option(metavar="METRICS", help="Secondary metrics (default: all others).")
+]
+GuardrailsConfig = Annotated[
+    str | None,
+    typer.Option(
+        metavar="METRIC[:MARGIN],...",
+        help="Guardrail metrics, each with the relative harm it may show at most "
+        "(e.g. revenue_per_user:2%).",
+    ),
+]
+CapConfig = Annotated[
+    list[str] | None,
+    typer.Option("--cap", metavar="METRIC=QUANTILE", help="Cap per-user values (repeatable)."),
+]
+CupedConfig = Annotated[
+    int | None, typer.Option("--cuped-days", help="CUPED pre-period in days (0: off).")
+]
+MdeConfig = Annotated[
+    float | None, typer.Option("--target-mde", help="Relative lift the test should detect.")
+]
+AlphaConfig = Annotated[float | None, typer.Option(help="Two-sided significance level.")]
+CorrectionConfig = Annotated[
+    Correction | None, typer.Option(help="Multiple-testing correction: holm or bh.")
+]
+PlanUsersConfig = Annotated[
+    int | None, typer.Option("--plan-users", help="Planned users in all arms.")
+]
+PlanDaysConfig = Annotated[int | None, typer.Option("--plan-days", help="Planned days.")]
 
 
 def _progress(enabled: bool) -> object:
@@ -240,26 +278,60 @@ def experiment_set(
             "--to", metavar="DATE|TIMESTAMP", help="End of the analysis window (a date: that day)."
         ),
     ] = None,
+    primary: PrimaryConfig = None,
+    secondary: SecondaryConfig = None,
+    guardrails: GuardrailsConfig = None,
+    cap: CapConfig = None,
+    cuped_days: CupedConfig = None,
+    target_mde: MdeConfig = None,
+    alpha: AlphaConfig = None,
+    correction: CorrectionConfig = None,
+    plan_users: PlanUsersConfig = None,
+    plan_days: PlanDaysConfig = None,
     db: DbOption = None,
 ) -> None:
-    """Record an experiment's control arm, expected traffic split and analysis window."""
+    """Record an experiment's control arm, expected traffic split, analysis window and
+    configuration (metrics, guardrail margins, caps, CUPED, target MDE, alpha,
+    correction, planned horizon); `report` and `power` use them unless a flag says otherwise."""
+    from abeval.analysis.experiment_config import parse_config, record
     from abeval.cli.report_commands import window_bound
     from abeval.errors import NotFoundError
     from abeval.store import open_store
-    from abeval.store.experiments import set_settings
     from abeval.store.sources import refuse_settings
 
-    if control is None and split is None and window_from is None and window_to is None:
-        raise typer.BadParameter("give --control, --split, --from or --to")
+    config = parse_config(
+        primary=primary,
+        secondary=secondary,
+        guardrails=guardrails,
+        caps=cap or [],
+        cuped_days=cuped_days,
+        target_mde=target_mde,
+        alpha=alpha,
+        correction=correction,
+        plan_users=plan_users,
+        plan_days=plan_days,
+    )
+    settings_given = (control, split, window_from, window_to)
+    if all(v is None for v in settings_given) and not config.recorded():
+        raise typer.BadParameter(
+            "give --control, --split, --from, --to or an option to record (see --help)"
+        )
     start = window_bound(window_from, "--from", end=False)
     end = window_bound(window_to, "--to", end=True)
     require(start is None or end is None or start < end, "--to", "must come after --from")
     with open_store(db, create=False) as store:
         try:
-            s = set_settings(store, experiment, control, split, start, end)
+            s, _ = record(store, experiment, (control, split, start, end), config)
         except NotFoundError:
             refuse_settings(store, experiment)  # a source's experiment: say so
             raise
+    typer.echo(settings_line(experiment, s), err=True)
+    for line in config_lines(config):
+        typer.echo(f"  recorded {line}", err=True)
+
+
+def settings_line(experiment: str, s: ExperimentSettings) -> str:
+    """``home: control control; split equal; window ...``: the recorded settings."""
     shares = ", ".join(f"{k}={v:.0%}" for k, v in (s.split or {}).items()) or "equal"
     if s.control_arm:
         chosen = s.control_arm
@@ -272,4 +344,15 @@ def experiment_set(
         first = s.window_from.isoformat(sep=" ") if s.window_from else "the first event"
         last = s.window_to.isoformat(sep=" ") if s.window_to else "the last event"
         line += f"; window {first} to {last} (excluded)"
-    typer.echo(line, err=True)
+    return line
+
+
+def config_lines(config: ExperimentConfig) -> list[str]:
+    """One ``name: value`` line per recorded option of ``config``."""
+    from abeval.analysis.experiment_config import OPTIONS, describe
+
+    return [
+        f"{OPTIONS[name].lstrip('-')}: {describe(name, config)}"
+        for name in OPTIONS
+        if getattr(config, name) is not None
+    ]

@@ -1,0 +1,312 @@
+"""An experiment's saved configuration (docs/usage.md#saved-configuration): what
+``abeval experiment set`` records beside control, split and window, how it is
+read and checked, and how a run's flags override it.
+
+:class:`ExperimentConfig` holds only what was recorded (``None``: not recorded).
+:func:`with_record` turns the report options of one run into the options the
+report is built under: each setting from the run's flag when one was given, else
+from the record, else the default; ``ReportOptions.sources`` says which.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, fields, replace
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Literal, get_args
+
+from abeval.analysis.online_metrics import parse_metrics
+from abeval.analysis.report_model import ReportOptions
+from abeval.choices import Correction
+from abeval.errors import AbevalError
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Connection
+
+    from abeval.store.engine import Store
+    from abeval.store.experiments import ExperimentSettings
+
+#: control, split, window start, window end: the settings ``experiment set`` had
+#: before the configuration (None: not given).
+SettingsChange = tuple[str | None, str | None, datetime | None, datetime | None]
+
+#: Where a setting of a report came from.
+Source = Literal["flag", "record", "default"]
+
+#: The options ``experiment set`` records in the configuration, by field name,
+#: with the flag that sets (and, with ``experiment unset``, removes) each.
+OPTIONS: dict[str, str] = {
+    "primary": "--primary",
+    "secondary": "--secondary",
+    "guardrails": "--guardrails",
+    "caps": "--cap",
+    "cuped_days": "--cuped-days",
+    "target_mde": "--target-mde",
+    "alpha": "--alpha",
+    "correction": "--correction",
+    "plan_users": "--plan-users",
+    "plan_days": "--plan-days",
+}
+
+
+@dataclass(frozen=True)
+class Guardrail:
+    """A guardrail metric and the relative harm it may show at most (None: no margin)."""
+
+    metric: str
+    margin: float | None = None
+
+    def text(self) -> str:
+        return self.metric if self.margin is None else f"{self.metric}:{self.margin:.4g}"
+
+
+@dataclass(frozen=True)
+class ExperimentConfig:
+    """The recorded configuration; ``None`` where nothing is recorded."""
+
+    primary: tuple[str, ...] | None = None
+    secondary: tuple[str, ...] | None = None
+    guardrails: tuple[Guardrail, ...] | None = None
+    caps: tuple[tuple[str, float], ...] | None = None
+    cuped_days: int | None = None
+    target_mde: float | None = None
+    alpha: float | None = None
+    correction: Correction | None = None
+    plan_users: int | None = None
+    plan_days: int | None = None
+
+    def recorded(self) -> dict[str, Any]:
+        """The recorded options as JSON values, in :data:`OPTIONS` order."""
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if value is None:
+                continue
+            if f.name == "guardrails":
+                out[f.name] = [{"metric": g.metric, "margin": g.margin} for g in value]
+            elif f.name == "caps":
+                out[f.name] = dict(value)
+            elif isinstance(value, tuple):
+                out[f.name] = list(value)
+            else:
+                out[f.name] = value
+        return out
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any] | None) -> ExperimentConfig:
+        """The inverse of :meth:`recorded` (unknown keys are ignored)."""
+        if not data:
+            return cls()
+        values: dict[str, Any] = {}
+        for key, value in data.items():
+            if key == "guardrails":
+                values[key] = tuple(Guardrail(g["metric"], g.get("margin")) for g in value)
+            elif key == "caps":
+                values[key] = tuple((str(k), float(v)) for k, v in value.items())
+            elif key in ("primary", "secondary"):
+                values[key] = tuple(value)
+            elif key in OPTIONS:
+                values[key] = value
+        return cls(**values)
+
+
+def parse_margin(text: str, metric: str, option: str) -> float:
+    """``2%`` → 0.02, ``0.02`` → 0.02; a clear error for anything else."""
+    raw = text.strip()
+    try:
+        value = float(raw[:-1]) / 100 if raw.endswith("%") else float(raw)
+    except ValueError:
+        value = math.nan
+    if not 0 < value < 1:
+        raise AbevalError(
+            f"cannot read the margin {raw!r} of guardrail {metric} in {option}; write "
+            f"METRIC:MARGIN with a percentage or a fraction between 0 and 1, such as "
+            f"{metric}:2% or {metric}:0.02"
+        )
+    return value
+
+
+def parse_guardrails(text: str, option: str = "--guardrails") -> tuple[Guardrail, ...]:
+    """``revenue_per_user:2%,impressions_per_user`` → guardrails (names checked)."""
+    out = []
+    for part in text.split(","):
+        if not part.strip():
+            continue
+        name, sep, margin = part.partition(":")
+        name = parse_metrics(name.strip(), (), option)[0]
+        out.append(Guardrail(name, parse_margin(margin, name, option) if sep else None))
+    return tuple(out)
+
+
+def check_plan(value: int | None, option: str) -> int | None:
+    """A planned horizon is a positive whole number."""
+    if value is not None and value < 1:
+        what = "users" if option == "--plan-users" else "days"
+        raise AbevalError(
+            f"{option} {value}: a plan needs at least 1 {what[:-1]}; give the planned "
+            f"{what} in all arms, or remove the plan with `abeval experiment unset "
+            f"EXPERIMENT {option}`"
+        )
+    return value
+
+
+def check_options(config: ExperimentConfig) -> ExperimentConfig:
+    """Check the values of a configuration about to be recorded; return it."""
+    if config.alpha is not None and not 0 < config.alpha < 1:
+        raise AbevalError(f"--alpha {config.alpha:g}: must be between 0 and 1 (exclusive)")
+    if config.target_mde is not None and not 0 < config.target_mde < math.inf:
+        raise AbevalError(f"--target-mde {config.target_mde:g}: must be a number above 0")
+    if config.cuped_days is not None and config.cuped_days < 0:
+        raise AbevalError(f"--cuped-days {config.cuped_days}: must be 0 or more")
+    if config.correction is not None and config.correction not in get_args(Correction):
+        raise AbevalError(
+            f"--correction {config.correction}: choose from {', '.join(get_args(Correction))}"
+        )
+    check_plan(config.plan_users, "--plan-users")
+    check_plan(config.plan_days, "--plan-days")
+    for names, option in ((config.primary, "--primary"), (config.secondary, "--secondary")):
+        if names is not None:
+            parse_metrics(",".join(names), (), option)
+    return config
+
+
+def merged(current: ExperimentConfig, changes: ExperimentConfig) -> ExperimentConfig:
+    """``current`` with every option ``changes`` records replaced."""
+    given = {f.name: getattr(changes, f.name) for f in fields(changes)}
+    return replace(current, **{k: v for k, v in given.items() if v is not None})
+
+
+def without(current: ExperimentConfig, names: Iterable[str]) -> ExperimentConfig:
+    """``current`` with the options ``names`` removed."""
+    return replace(current, **dict.fromkeys(names))
+
+
+def with_record(o: ReportOptions, config: ExperimentConfig, flags: frozenset[str]) -> ReportOptions:
+    """The options of one run: each recordable setting from its flag when it is in
+    ``flags``, else from ``config`` when recorded, else ``o``'s (the default)."""
+    sources: dict[str, Source] = {}
+    values: dict[str, Any] = {}
+    for name in OPTIONS:
+        recorded = getattr(config, name)
+        if name in flags:
+            sources[name] = "flag"
+        elif recorded is not None:
+            sources[name] = "record"
+            if name == "guardrails":
+                values["guardrails"] = tuple(g.metric for g in recorded)
+                values["margins"] = tuple((g.metric, g.margin) for g in recorded if g.margin)
+            else:
+                values[name] = recorded
+        else:
+            sources[name] = "default"
+    return replace(o, **values, sources=tuple(sources.items()))
+
+
+def unknown_option_message(name: str) -> str:
+    return f"no recordable option {name!r}; choose from {', '.join(OPTIONS.values())}"
+
+
+def describe(name: str, config: ExperimentConfig) -> str:
+    """One recorded option as ``experiment show`` prints it."""
+    value = getattr(config, name)
+    if name == "guardrails":
+        return ", ".join(
+            g.metric
+            if g.margin is None
+            else f"{g.metric} (may drop by at most {g.margin * 100:g}%)"
+            for g in value
+        )
+    if name == "caps":
+        return ", ".join(f"{m} at quantile {q:g}" for m, q in value)
+    if name in ("primary", "secondary"):
+        return ", ".join(value) or "none"
+    if name == "target_mde":
+        return f"{value:.4g} (relative)"
+    return str(value)
+
+
+def read_config(conn: Connection, experiment: str) -> ExperimentConfig:
+    """The configuration recorded for ``experiment`` (empty when none is)."""
+    from abeval.store.experiments import get_config
+
+    return ExperimentConfig.from_json(get_config(conn, experiment))
+
+
+def record(
+    store: Store,
+    experiment: str,
+    settings: SettingsChange,
+    changes: ExperimentConfig,
+    removed: Iterable[str] = (),
+) -> tuple[ExperimentSettings, ExperimentConfig]:
+    """Record ``settings`` and the options ``changes`` gives, and forget those
+    ``removed`` names (``control``, ``split``, ``window`` or keys of
+    :data:`OPTIONS`), all in one transaction: the whole change or nothing."""
+    from abeval.store.experiments import (
+        CLEARED_COLUMNS,
+        change_settings,
+        clear_settings,
+        get_settings,
+        put_config,
+    )
+
+    check_options(changes)
+    removed = list(removed)
+    with store.begin() as conn:
+        current = get_settings(conn, experiment)
+        if any(v is not None for v in settings):
+            current = change_settings(conn, experiment, *settings)
+        cleared = [n for n in removed if n in CLEARED_COLUMNS]
+        if cleared:
+            clear_settings(conn, experiment, cleared)
+            current = get_settings(conn, experiment)
+        config = without(
+            merged(read_config(conn, experiment), changes), set(removed) & set(OPTIONS)
+        )
+        put_config(conn, experiment, config.recorded())
+    return current, config
+
+
+def show(store: Store, experiment: str) -> tuple[ExperimentSettings, ExperimentConfig]:
+    """What is recorded for ``experiment``: its settings and its configuration."""
+    from abeval.store.experiments import get_settings
+
+    with store.connect() as conn:
+        return get_settings(conn, experiment), read_config(conn, experiment)
+
+
+def parse_config(
+    *,
+    primary: str | None = None,
+    secondary: str | None = None,
+    guardrails: str | None = None,
+    caps: Iterable[str] = (),
+    cuped_days: int | None = None,
+    target_mde: float | None = None,
+    alpha: float | None = None,
+    correction: str | None = None,
+    plan_users: int | None = None,
+    plan_days: int | None = None,
+) -> ExperimentConfig:
+    """The options of ``experiment set`` as given on the command line, checked."""
+    from abeval.analysis.capping import parse_caps
+
+    caps = list(caps)
+    try:
+        parsed_caps = parse_caps(caps) if caps else None
+    except ValueError as exc:
+        raise AbevalError(f"--cap: {exc}") from None
+    config = ExperimentConfig(
+        primary=parse_metrics(primary, (), "--primary") if primary is not None else None,
+        secondary=parse_metrics(secondary, (), "--secondary") if secondary is not None else None,
+        guardrails=parse_guardrails(guardrails) if guardrails is not None else None,
+        caps=parsed_caps,
+        cuped_days=cuped_days,
+        target_mde=target_mde,
+        alpha=alpha,
+        correction=correction,  # type: ignore[arg-type]
+        plan_users=plan_users,
+        plan_days=plan_days,
+    )
+    return check_options(config)
