@@ -93,6 +93,18 @@ class ExperimentConfig:
                 out[f.name] = value
         return out
 
+    def options(self, o: ReportOptions) -> ReportOptions:
+        """``o`` with this configuration's options as the flags of one run: their
+        values set, and ``flags`` naming them (the record fills the others)."""
+        given = {f.name: getattr(self, f.name) for f in fields(self)}
+        given = {k: v for k, v in given.items() if v is not None}
+        guardrails = given.pop("guardrails", None)
+        if guardrails is not None:
+            given["guardrails"] = tuple(g.metric for g in guardrails)
+            given["margins"] = tuple((g.metric, g.margin) for g in guardrails if g.margin)
+        flags = frozenset(given) - {"margins"}
+        return replace(o, **given, flags=flags)
+
     @classmethod
     def from_json(cls, data: Mapping[str, Any] | None) -> ExperimentConfig:
         """The inverse of :meth:`recorded` (unknown keys are ignored)."""

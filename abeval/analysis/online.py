@@ -24,17 +24,24 @@ from abeval.analysis.comparisons import (
     metric_results,
     segment_results,
 )
-from abeval.analysis.decision import decisions
+from abeval.analysis.decision import decision_basis, decisions, plan_progress
+from abeval.analysis.experiment_config import read_config, with_record
 from abeval.analysis.in_place import with_source
 from abeval.analysis.offline_report import offline_results
 from abeval.analysis.ope import ope_results
-from abeval.analysis.planning import power_info
+from abeval.analysis.planning import (
+    guardrail_power,
+    planning_alpha,
+    planning_rule,
+    power_info,
+)
 from abeval.analysis.predicted import predicted_results
 from abeval.analysis.report_model import (
     SCHEMA_VERSION,
     ArmInfo,
     ControlRule,
     ExperimentReport,
+    GuardrailPower,
     Health,
     Methodology,
     OfflineResult,
@@ -102,6 +109,8 @@ def build_report(store: Store, experiment: str, o: ReportOptions | None = None) 
     """Everything ``abeval report`` shows for one experiment."""
     o = o or ReportOptions()
     with store.connect() as conn, read_in_place(conn, experiment) as place:
+        if o.flags is not None:  # the saved configuration, under this run's flags
+            o = with_record(o, read_config(conn, experiment), o.flags)
         seen, population = _observe(conn, experiment, o)
         try:  # the replay reads the population the online pass computed
             control, treatments = seen.control, seen.treatments
@@ -117,7 +126,13 @@ def build_report(store: Store, experiment: str, o: ReportOptions | None = None) 
     predicted = predicted_results(store, experiment, control, treatments, results)
     segments, segment_warning = segment_results(seen.segments, control, o)
     power = _power(plain, seen.daily, control, treatments, o)
-    decided = decisions(results, seen.health, power, o)
+    progress = plan_progress(o, _days(seen), seen.health.users_analysed)
+    basis = decision_basis(o, progress)
+    judged = results
+    if basis == "sequential_no_plan":  # the decision reads the always-valid intervals
+        sequential = replace(o, sequential=True)
+        judged = metric_results(seen.moments, control, treatments, sequential)[0]
+    decided = decisions(judged, seen.health, power, o, basis=basis, progress=progress)
     report = ExperimentReport(
         schema_version=SCHEMA_VERSION,
         abeval_version=__version__,
@@ -141,8 +156,41 @@ def build_report(store: Store, experiment: str, o: ReportOptions | None = None) 
         methodology=_methodology(seen, o),
         ope=ope,
         predicted=predicted,
+        guardrail_power=_guardrail_power(plain, power, treatments, o),
     )
     return with_source(report, place)
+
+
+def _days(seen: _Observed) -> int:
+    """The calendar days (UTC) from the first exposure to the last analysed event,
+    both counted: the days of the daily series, else of the health counts."""
+    first, last = (seen.daily[0][0], seen.daily[-1][0]) if seen.daily else (None, None)
+    if first is None or last is None:
+        first, last = seen.health.first_ts, seen.health.last_ts
+    if first is None or last is None:
+        return 0
+    days = datetime.fromisoformat(last).date() - datetime.fromisoformat(first).date()
+    return days.days + 1
+
+
+def _guardrail_power(
+    plain: PlainStats, power: tuple[PowerInfo, ...], treatments: list[str], o: ReportOptions
+) -> tuple[GuardrailPower, ...]:
+    """The non-inferiority plan of every guardrail with a margin, against the recorded
+    plan's users, else the users the primary metrics need for the target MDE."""
+    planned: tuple[int | None, str] = (o.plan_users, "plan")
+    if o.plan_users is None:
+        needs = [p.needed_for_target.total_users for p in power]
+        known = [n for n in needs if n is not None]
+        planned = (max(known) if known else None, "target_mde")
+    family = len(o.guardrails) * len(treatments)
+    rows = (
+        guardrail_power(name, arm, plain[(name, arm)], 1 + len(treatments), planned, o, family)
+        for name in o.guardrails
+        for arm in treatments
+        if (name, arm) in plain
+    )
+    return tuple(r for r in rows if r is not None)
 
 
 def _observe(conn: Connection, experiment: str, o: ReportOptions) -> tuple[_Observed, list[str]]:
@@ -297,6 +345,7 @@ def _arm_infos(seen: _Observed) -> tuple[ArmInfo, ...]:
 
 
 def _settings(seen: _Observed, o: ReportOptions) -> Settings:
+    family = len(o.primary) * len(seen.treatments)
     return Settings(
         control=seen.control,
         control_rule=seen.control_rule,
@@ -315,7 +364,23 @@ def _settings(seen: _Observed, o: ReportOptions) -> Settings:
         window_to=seen.window.end.isoformat() if seen.window.end else None,
         window_rule=_window_rule(seen, o),
         caps=dict(o.caps),
+        sources=_sources(seen, o),
+        margins=dict(o.margins),
+        secondary=o.secondary,
+        plan_users=o.plan_users,
+        plan_days=o.plan_days,
+        planning_alpha=planning_alpha(o.alpha, family),
+        planning_rule=planning_rule(o.correction, family),
     )
+
+
+def _sources(seen: _Observed, o: ReportOptions) -> dict[str, str]:
+    """Where each setting came from: ``flag``, ``record`` or ``default``."""
+    rules = {"option": "flag", "recorded": "record", "named_control": "default"}
+    out = {"control": rules[seen.control_rule]}
+    window = _window_rule(seen, o)
+    out["window"] = "default" if window is None else "flag" if "option" in window else "record"
+    return out | dict(o.sources)
 
 
 def _window_rule(seen: _Observed, o: ReportOptions) -> str | None:
@@ -359,8 +424,9 @@ def _power(
         total = sum(m.n for m in last.values())
         users_per_day = total / len(daily) if total else None
     n_arms = 1 + len(treatments)
+    family = len(o.primary) * len(treatments)
     out = [
-        power_info(name, arm, plain[(name, arm)], n_arms, users_per_day, o)
+        power_info(name, arm, plain[(name, arm)], n_arms, users_per_day, o, family)
         for name in o.primary
         for arm in treatments
     ]

@@ -7,7 +7,7 @@ import json
 import signal
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -293,24 +293,13 @@ def experiment_set(
     """Record an experiment's control arm, expected traffic split, analysis window and
     configuration (metrics, guardrail margins, caps, CUPED, target MDE, alpha,
     correction, planned horizon); `report` and `power` use them unless a flag says otherwise."""
-    from abeval.analysis.experiment_config import parse_config, record
+    from abeval.analysis.experiment_config import record
     from abeval.cli.report_commands import window_bound
     from abeval.errors import NotFoundError
     from abeval.store import open_store
     from abeval.store.sources import refuse_settings
 
-    config = parse_config(
-        primary=primary,
-        secondary=secondary,
-        guardrails=guardrails,
-        caps=cap or [],
-        cuped_days=cuped_days,
-        target_mde=target_mde,
-        alpha=alpha,
-        correction=correction,
-        plan_users=plan_users,
-        plan_days=plan_days,
-    )
+    config = config_flags(locals())
     settings_given = (control, split, window_from, window_to)
     if all(v is None for v in settings_given) and not config.recorded():
         raise typer.BadParameter(
@@ -328,6 +317,30 @@ def experiment_set(
     typer.echo(settings_line(experiment, s), err=True)
     for line in config_lines(config):
         typer.echo(f"  recorded {line}", err=True)
+
+
+def config_flags(values: dict[str, Any]) -> ExperimentConfig:
+    """The recordable options a command was given (its ``locals()``: the parameters
+    of :data:`CONFIG_PARAMETERS`), parsed and checked."""
+    from abeval.analysis.experiment_config import parse_config
+
+    given = {name: values[name] for name in CONFIG_PARAMETERS}
+    return parse_config(caps=given.pop("cap") or [], **given)
+
+
+#: The parameter names of the recordable options shared by `experiment set` and `report`.
+CONFIG_PARAMETERS = (
+    "primary",
+    "secondary",
+    "guardrails",
+    "cap",
+    "cuped_days",
+    "target_mde",
+    "alpha",
+    "correction",
+    "plan_users",
+    "plan_days",
+)
 
 
 def settings_line(experiment: str, s: ExperimentSettings) -> str:

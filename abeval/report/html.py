@@ -22,6 +22,12 @@ from pathlib import Path
 
 from abeval.analysis.report_model import ExperimentReport
 from abeval.formatting import count, parse_time, share, when
+from abeval.report.decision_text import (
+    basis_sentence,
+    guardrail_power_line,
+    guardrail_sentence,
+    sources_line,
+)
 from abeval.report.html_context import DecisionCard, ReportContext, VerdictLine
 from abeval.report.html_sections import (
     daily_users_chart,
@@ -156,8 +162,16 @@ def build_context(report: ExperimentReport) -> ReportContext:
         last_day=last_day,
         days=days,
         decisions=tuple(
-            DecisionCard(d, _VERDICT_TONES.get(d.decision, "neutral")) for d in report.decisions
+            DecisionCard(
+                d,
+                _VERDICT_TONES.get(d.decision, "neutral"),
+                basis_sentence(d, report.experiment),
+                tuple(guardrail_sentence(g) for g in d.guardrails),
+            )
+            for d in report.decisions
         ),
+        guardrail_power=tuple(guardrail_power_line(g) for g in report.guardrail_power),
+        sources=sources_line(report.settings),
         control_rule=CONTROL_RULES.get(report.settings.control_rule, report.settings.control_rule),
         method=_method(report),
         alerts=tuple(report.health.problems),

@@ -22,6 +22,12 @@ from abeval.formatting import (
     terminal_number,
     unbounded_notes,
 )
+from abeval.report.decision_text import (
+    basis_sentence,
+    guardrail_power_line,
+    guardrail_sentence,
+    sources_line,
+)
 from abeval.report.offline_view import BeyondRow, offline_view, significant
 from abeval.report.ope_text import ope_lines
 from abeval.report.predicted_text import predicted_lines
@@ -74,10 +80,13 @@ CONTROL_RULES = {
 
 
 def _decisions(r: ExperimentReport) -> list[str]:
-    """The first lines: one overall decision per treatment arm."""
-    lines = [
-        f"DECISION {d.arm}: {d.decision.replace('_', ' ').upper()}: {d.reason}" for d in r.decisions
-    ]
+    """The first lines: one overall decision per treatment arm, what it read, and
+    each guardrail's reading."""
+    lines = []
+    for d in r.decisions:
+        lines.append(f"DECISION {d.arm}: {d.decision.replace('_', ' ').upper()}: {d.reason}")
+        lines.append(f"  {basis_sentence(d, r.experiment)}")
+        lines += [f"  guardrail {guardrail_sentence(g)}" for g in d.guardrails]
     return [*lines, ""] if lines else []
 
 
@@ -99,6 +108,9 @@ def _header(r: ExperimentReport) -> list[str]:
             "outside it not analysed"
         )
     lines += [cap_line(c) for c in r.caps]
+    sources = sources_line(s)
+    if sources:
+        lines.append(sources)
     return [*lines, ""]
 
 
@@ -201,7 +213,14 @@ def _beyond(arms: tuple[str, ...], rows: Iterable[BeyondRow]) -> list[str]:
 def _power(r: ExperimentReport) -> list[str]:
     if not r.power:
         return []
+    s = r.settings
     lines = ["", "Power"]
+    if s.planning_alpha is not None and s.planning_rule != "single_test":
+        lines.append(
+            f"  planned at alpha {s.planning_alpha:.3g}: {s.alpha:g} over the "
+            f"{len(r.power)} primary comparisons, the smallest step of the {s.correction} "
+            "correction the decision uses"
+        )
     for p in r.power:
         days = (
             f"; about {p.more_days_needed:.1f} more days at the current traffic"
@@ -221,6 +240,7 @@ def _power(r: ExperimentReport) -> list[str]:
                 else f"an unknown number of users ({NA})"
             )
         )
+    lines += [f"  {guardrail_power_line(g)}" for g in r.guardrail_power]
     return lines
 
 
