@@ -40,9 +40,11 @@ from abeval.analysis.report_model import (
     PlanProgress,
     PowerInfo,
     ReportOptions,
+    Role,
     Verdict,
 )
 from abeval.formatting import interval, pct, share
+from abeval.stats.results import Comparison
 
 
 def decisions(
@@ -70,9 +72,9 @@ def decisions(
             for m in metrics
             if m.arm == arm and m.role == "guardrail"
         )
-        decision, reason = decide(primaries, guardrails, health.srm.flagged, o.target_mde)
-        if basis == "plan_not_reached" and decision != "invalid" and progress is not None:
-            decision, reason = "keep_running", too_early(progress)
+        decision, reason = gate(
+            decide(primaries, guardrails, health.srm.flagged, o.target_mde), basis, progress
+        )
         if decision == "invalid" and health.srm.flagged and health.srm.p_value is not None:
             reason = f"{reason} (p = {health.srm.p_value:.2g})"
         out.append(
@@ -89,6 +91,16 @@ def decisions(
             )
         )
     return tuple(out)
+
+
+def gate(
+    decided: tuple[Verdict, str], basis: DecisionBasis, progress: PlanProgress | None
+) -> tuple[Verdict, str]:
+    """The rule's decision, or ``keep_running`` with how far the plan is when the
+    recorded plan is not reached (an ``invalid`` decision stands)."""
+    if basis == "plan_not_reached" and decided[0] != "invalid" and progress is not None:
+        return "keep_running", too_early(progress)
+    return decided
 
 
 def decision_basis(o: ReportOptions, progress: PlanProgress | None) -> DecisionBasis:
@@ -132,32 +144,43 @@ def metric_input(
 ) -> DecisionInput:
     """What the rule reads of one metric result (a guardrail's ``margin``: the
     largest relative harm it may show)."""
-    rel = m.comparison.relative
+    return comparison_input(m.metric, m.role, m.comparison, target_mde, detectable, margin=margin)
+
+
+def comparison_input(
+    metric: str,
+    role: Role,
+    comparison: Comparison,
+    target_mde: float,
+    detectable: float | None = None,
+    *,
+    margin: float | None = None,
+) -> DecisionInput:
+    """What the rule reads of one (corrected) comparison of ``metric`` in ``role``."""
+    rel = comparison.relative
     ci = rel.interval
     moved: Direction | None = None
-    lower_is_better = METRICS[m.metric].lower_is_better if m.metric in METRICS else False
-    if m.comparison.status == "ok":
-        sign = direction(m.comparison)
+    lower_is_better = METRICS[metric].lower_is_better if metric in METRICS else False
+    if comparison.status == "ok":
+        sign = direction(comparison)
         if lower_is_better:
             sign = -sign
         moved = "better" if sign > 0 else "worse" if sign < 0 else "flat"
     within = None if ci is None else -target_mde < ci[0] and ci[1] < target_mde
     harm = None if ci is None else (ci[1] if lower_is_better else -ci[0])
-    state: GuardrailState | None = None
-    if m.role == "guardrail":
-        state = guardrail_state(moved, harm, margin)
+    guardrail = role == "guardrail"
     return DecisionInput(
-        metric=m.metric,
-        role=m.role,
-        status=m.comparison.status,
+        metric=metric,
+        role=role,
+        status=comparison.status,
         direction=moved,
         relative_effect=rel.effect,
         interval=ci,
-        within_target=within if m.role == "primary" else None,
+        within_target=within if role == "primary" else None,
         detectable=detectable,
-        margin=margin if m.role == "guardrail" else None,
-        largest_harm=harm if m.role == "guardrail" else None,
-        guardrail=state,
+        margin=margin if guardrail else None,
+        largest_harm=harm if guardrail else None,
+        guardrail=guardrail_state(moved, harm, margin) if guardrail else None,
     )
 
 
