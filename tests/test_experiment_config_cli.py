@@ -10,18 +10,15 @@ from pathlib import Path
 
 import duckdb
 import pytest
+
+# The store of tests/test_experiments_cli.py: experiment home, arms control and treatment.
+from test_experiments_cli import invoke, store  # noqa: F401
 from typer.testing import CliRunner
 
 from abeval.cli import app
 from abeval.simulate import SimulationConfig, write_events
 
 runner = CliRunner()
-
-EVENTS = """\
-experiment,arm,user_id,ts,event_type,request_id,item_id,position,value
-home,control,u1,2024-05-01T08:00:00Z,exposure,,,,
-home,treatment,u3,2024-05-02T10:00:00Z,exposure,,,,
-"""
 
 SET = [
     "experiment",
@@ -40,20 +37,6 @@ SET = [
     "--plan-days",
     "14",
 ]
-
-
-@pytest.fixture
-def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("ABEVAL_DB", raising=False)
-    (tmp_path / "events.csv").write_text(EVENTS)
-    result = runner.invoke(app, ["ingest", "events.csv", "--db", "s.duckdb", "-q"])
-    assert result.exit_code == 0, result.output
-    return tmp_path / "s.duckdb"
-
-
-def invoke(*args: str) -> object:
-    return runner.invoke(app, [*args, "--db", "s.duckdb"])
 
 
 def stored(db: Path) -> tuple[object, ...]:
@@ -82,7 +65,7 @@ RECORDED = {
 }
 
 
-def test_set_show_unset_round_trip(store: Path) -> None:
+def test_set_show_unset_round_trip(store: Path) -> None:  # noqa: F811
     result = invoke(*SET)
     assert (result.exit_code, result.stdout) == (0, "")
     assert result.stderr == (
@@ -172,7 +155,7 @@ def test_set_show_unset_round_trip(store: Path) -> None:
         (["--alpha", "1.5"], "--alpha 1.5: must be between 0 and 1 (exclusive)"),
     ],
 )
-def test_bad_config_records_nothing(store: Path, args: list[str], message: str) -> None:
+def test_bad_config_records_nothing(store: Path, args: list[str], message: str) -> None:  # noqa: F811
     assert invoke("experiment", "set", "home", "--alpha", "0.1").exit_code == 0
     before = stored(store)
     result = invoke("experiment", "set", "home", "--plan-days", "7", *args)
@@ -181,13 +164,13 @@ def test_bad_config_records_nothing(store: Path, args: list[str], message: str) 
     assert stored(store) == before
 
 
-def test_unset_needs_an_option(store: Path) -> None:
+def test_unset_needs_an_option(store: Path) -> None:  # noqa: F811
     result = invoke("experiment", "unset", "home")
     assert result.exit_code == 2
     assert "name at least one setting to remove" in result.stderr
 
 
-def test_show_unknown_experiment(store: Path) -> None:
+def test_show_unknown_experiment(store: Path) -> None:  # noqa: F811
     result = invoke("experiment", "show", "hom")
     assert result.exit_code == 1
     assert result.stderr.startswith("Error: no experiment 'hom' in the store; did you mean home?")
