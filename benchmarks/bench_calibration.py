@@ -45,6 +45,7 @@ from pathlib import Path
 import numpy as np
 import scipy
 
+from abeval.analysis.report_model import DecisionInput
 from abeval.stats.calibration import METRICS, aa_rates
 
 RESULTS = Path(__file__).parent / "RESULTS.md"
@@ -132,6 +133,7 @@ def explain(runs: int, users: int, seed: int, alpha: float) -> str:
 #: per-user guardrail (impressions per user, mean and sd); independent per user.
 LOOK_PRIMARIES = {"ctr": 0.30, "conversion": 0.10}
 LOOK_GUARDRAIL = ("impressions_per_user", 20.0, 8.0)
+TARGET_MDE = 0.02
 MODES = ("fixed at every look (old default)", "no plan: sequential", "plan: fixed at the end")
 
 
@@ -157,7 +159,9 @@ def _arm_days(
 def _look_decision(
     c: dict[str, np.ndarray], t: dict[str, np.ndarray], i: int, k: int, n: int, seq: bool
 ) -> str:
-    """abeval's decision at look ``k`` of run ``i`` (``n`` users per arm by then)."""
+    """abeval's decision at look ``k`` of run ``i`` (``n`` users per arm by then).
+    The guardrail is compared only when a primary metric is significantly better:
+    without one the decision cannot be ``ship``, the only one counted."""
     from abeval.analysis.decision import comparison_input, decide
     from abeval.stats import adjust_comparisons, compare
     from abeval.stats.sufficient import MeanStats, ProportionStats
@@ -167,19 +171,19 @@ def _look_decision(
             return ProportionStats.from_counts(n, arm[name][i, k])
         return MeanStats.from_sums(n, arm["sum"][i, k], arm["raw_ss"][i, k])
 
-    def family(names: list[str]) -> list[object]:
+    def family(names: list[str], role: str) -> list[DecisionInput]:
         found = [compare(stats(c, m), stats(t, m), sequential=seq, nonnegative=True) for m in names]
-        return adjust_comparisons(found, "holm")  # type: ignore[return-value]
+        adjusted = adjust_comparisons(found, "holm")
+        return [
+            comparison_input(m, role, r, TARGET_MDE)  # type: ignore[arg-type]
+            for m, r in zip(names, adjusted, strict=True)
+        ]
 
-    primaries = family(list(LOOK_PRIMARIES))
-    guardrail = family([LOOK_GUARDRAIL[0]])
-    target = 0.02
-    p_in = [
-        comparison_input(m, "primary", r, target)  # type: ignore[arg-type]
-        for m, r in zip(LOOK_PRIMARIES, primaries, strict=True)
-    ]
-    g_in = [comparison_input(LOOK_GUARDRAIL[0], "guardrail", guardrail[0], target)]  # type: ignore[arg-type]
-    return decide(p_in, g_in, False, target)[0]
+    primaries = family(list(LOOK_PRIMARIES), "primary")
+    if not any(p.direction == "better" for p in primaries):
+        return "not ship"
+    guardrails = family([LOOK_GUARDRAIL[0]], "guardrail")
+    return decide(primaries, guardrails, False, TARGET_MDE)[0]
 
 
 def daily_looks(
@@ -196,14 +200,16 @@ def daily_looks(
     shipped = dict.fromkeys(MODES, 0)
     for i in range(runs):
         fixed_any = seq_any = plan_ship = False
-        for k in range(looks):
+        for k in range(looks):  # once a mode has shipped, later looks cannot change it
             n = users_per_day * (k + 1)
-            fixed = _look_decision(c, t, i, k, n, seq=False)
-            fixed_any |= fixed == "ship"
-            seq_any = seq_any or _look_decision(c, t, i, k, n, seq=True) == "ship"
             progress = plan_progress(planned, k + 1, 2 * n)
-            gated = gate((fixed, ""), decision_basis(planned, progress), progress)[0]
-            plan_ship |= gated == "ship"
+            basis = decision_basis(planned, progress)
+            if not fixed_any or basis == "fixed_plan_reached":
+                fixed = _look_decision(c, t, i, k, n, seq=False)
+                fixed_any |= fixed == "ship"
+                plan_ship |= gate((fixed, ""), basis, progress)[0] == "ship"  # type: ignore[arg-type]
+            if not seq_any:
+                seq_any = _look_decision(c, t, i, k, n, seq=True) == "ship"
         shipped[MODES[0]] += fixed_any
         shipped[MODES[1]] += seq_any
         shipped[MODES[2]] += plan_ship
