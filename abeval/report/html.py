@@ -41,6 +41,7 @@ from abeval.report.html_sections import (
     segment_table,
     statistics_table,
 )
+from abeval.report.method_text import cuped_text
 from abeval.report.ope_context import ope_context
 from abeval.report.predicted_context import predicted_context
 from abeval.report.templates import environment
@@ -103,8 +104,7 @@ def _method(report: ExperimentReport) -> str:
         main = f"Sequential: always-valid confidence sequences{tuned}"
     else:
         main = "Fixed horizon: Welch t-test, delta method for ratios"
-    cuped = f"CUPED on a {s.cuped_days}-day pre-period" if s.cuped_days else "CUPED off"
-    return f"{main} · {cuped} · Bayesian view: chance to beat control"
+    return f"{main} · {cuped_text(report)} · Bayesian view: chance to beat control"
 
 
 def _settings(report: ExperimentReport) -> tuple[tuple[str, str], ...]:

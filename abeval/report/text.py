@@ -28,6 +28,7 @@ from abeval.report.decision_text import (
     guardrail_sentence,
     sources_line,
 )
+from abeval.report.method_text import cuped_text
 from abeval.report.offline_view import BeyondRow, offline_view, significant
 from abeval.report.ope_text import ope_lines
 from abeval.report.predicted_text import predicted_lines
@@ -97,7 +98,7 @@ def _header(r: ExperimentReport) -> list[str]:
         f"abeval {r.abeval_version} · experiment {r.experiment} · {r.health.first_ts} .. "
         f"{r.health.last_ts}",
         f"control {s.control} ({rule}); unit {s.unit}; alpha {s.alpha}; "
-        f"{s.correction} correction; method {s.method}; CUPED {s.cuped_days} days"
+        f"{s.correction} correction; method {s.method}; {cuped_text(r)}"
         + (f"; tuning n {s.tuning_n:,.0f}" if s.tuning_n else ""),
         "arms: " + ", ".join(f"{a.arm} {a.users:,} users" for a in r.arms),
     ]
