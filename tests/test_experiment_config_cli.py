@@ -112,7 +112,7 @@ def test_set_show_unset_round_trip(store: Path) -> None:  # noqa: F811
 
     removed = invoke("experiment", "unset", "home", "--guardrails", "--control")
     assert removed.exit_code == 0
-    assert removed.stderr.splitlines()[0] == "home: removed control, guardrails"
+    assert removed.stderr.splitlines()[0] == "home: removed --control, --guardrails"
     rest = {k: v for k, v in RECORDED.items() if k != "guardrails"} | {"alpha": 0.01}
     assert stored(store) == (None, None, rest)
     everything = ["--primary", "--cap", "--alpha", "--plan-users", "--plan-days"]
@@ -296,6 +296,6 @@ def test_power_is_planned_at_the_adjusted_alpha(sim: str) -> None:
     out = runner.invoke(app, ["power", "-e", "home-reco-v2", "--db", sim]).stdout
     assert out.startswith(
         "home-reco-v2: a fixed-horizon test at alpha 0.05 (0.1 over 2 primary comparisons, "
-        "holm's smallest step) and 80% power\n"
+        "Holm's smallest step) and 80% power\n"
     )
     assert "guardrail revenue_per_user (treatment): showing it within its 2.00% margin" in out

@@ -71,7 +71,7 @@ def experiment_unset(
     db: DbOption = None,
 ) -> None:
     """Forget recorded settings of an experiment (each flag names one); the defaults apply again."""
-    from abeval.analysis.experiment_config import ExperimentConfig, record
+    from abeval.analysis.experiment_config import OPTIONS, ExperimentConfig, record
     from abeval.errors import NotFoundError
     from abeval.store import open_store
     from abeval.store.sources import refuse_settings
@@ -102,7 +102,8 @@ def experiment_unset(
         except NotFoundError:
             refuse_settings(store, experiment)
             raise
-    typer.echo(f"{experiment}: removed {', '.join(removed)}", err=True)
+    flags = {"control": "--control", "split": "--split", "window": "--window"} | OPTIONS
+    typer.echo(f"{experiment}: removed {', '.join(flags[n] for n in removed)}", err=True)
     typer.echo(settings_line(experiment, s), err=True)
     for line in config_lines(config):
         typer.echo(f"  recorded {line}", err=True)

@@ -165,7 +165,10 @@ def _power_from_data(
     level = f"alpha {s.planning_alpha:g}"
     if s.planning_rule != "single_test":
         family = len(report.power)
-        level += f" ({s.alpha:g} over {family} primary comparisons, {s.correction}'s smallest step)"
+        from abeval.report.text import CORRECTION_NAMES
+
+        name = CORRECTION_NAMES.get(s.correction, s.correction)
+        level += f" ({s.alpha:g} over {family} primary comparisons, {name}'s smallest step)"
     typer.echo(f"{experiment}: a {design} test at {level} and {power_:.0%} power")
     for r in report.power:
         now, need = r.detectable, r.needed_for_target

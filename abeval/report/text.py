@@ -211,6 +211,9 @@ def _beyond(arms: tuple[str, ...], rows: Iterable[BeyondRow]) -> list[str]:
     return lines
 
 
+CORRECTION_NAMES = {"holm": "Holm", "bh": "Benjamini-Hochberg"}
+
+
 def _power(r: ExperimentReport) -> list[str]:
     if not r.power:
         return []
@@ -219,8 +222,8 @@ def _power(r: ExperimentReport) -> list[str]:
     if s.planning_alpha is not None and s.planning_rule != "single_test":
         lines.append(
             f"  planned at alpha {s.planning_alpha:.3g}: {s.alpha:g} over the "
-            f"{len(r.power)} primary comparisons, the smallest step of the {s.correction} "
-            "correction the decision uses"
+            f"{len(r.power)} primary comparisons, the smallest step of the "
+            f"{CORRECTION_NAMES.get(s.correction, s.correction)} correction the decision uses"
         )
     for p in r.power:
         days = (
