@@ -2,13 +2,16 @@
 
 Every mistake a user can make (a bad file, an unknown experiment, a locked store)
 raises :class:`AbevalError` with one line that says what is wrong and how to fix
-it. The CLI prints that line as ``Error: ...`` on stderr and exits with 1; any
-other exception is a bug and keeps its traceback.
+it. The CLI prints that line as ``Error: ...`` on stderr and exits with the
+error's code (1; 2 for an :class:`OptionError`); any other exception is a bug and
+keeps its traceback. The library speaks in its own parameter names: an
+:class:`OptionError` names the parameter (``primary``), and the CLI spells it as
+its option (``--primary``) when it prints the line.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 
@@ -25,7 +28,64 @@ class AbevalError(Exception):
 
 
 class InputError(AbevalError):
-    """An input file does not follow the event format."""
+    """An input file does not follow the expected format; where known, ``file``,
+    ``line`` and ``column`` say where (the message already names them)."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        details: list[str] | None = None,
+        file: str | None = None,
+        line: int | None = None,
+        column: str | int | None = None,
+    ) -> None:
+        super().__init__(message, details=details)
+        self.file = file
+        self.line = line
+        self.column = column
+
+
+class OptionError(AbevalError):
+    """An invalid option value (a usage error, exit code 2).
+
+    ``parameter`` is the library's name for the option (``k``, ``primary``),
+    ``value`` what was given, ``allowed`` the values allowed (a sequence) or a
+    description of them. ``reason`` is the line without the option's name: the CLI
+    prints ``<--option spelling> <value>: <reason>``, the library's ``message``
+    names the parameter instead."""
+
+    exit_code = 2
+
+    def __init__(
+        self,
+        parameter: str,
+        value: Any,
+        reason: str,
+        *,
+        allowed: Sequence[Any] | str | None = None,
+        details: list[str] | None = None,
+    ) -> None:
+        given = "" if value is None else f"={_shown(value)}"
+        super().__init__(f"{parameter}{given}: {reason}", details=details)
+        self.parameter = parameter
+        self.value = value
+        self.allowed = allowed
+        self.reason = reason
+
+    def line(self, option: str) -> str:
+        """The one line, naming the option as ``option`` spells it (``--primary``)."""
+        given = "" if self.value is None else f" {_shown(self.value)}"
+        return f"{option}{given}: {self.reason}"
+
+
+def _shown(value: Any) -> str:
+    """An option's value as a user wrote it: a string quoted, a list comma-joined."""
+    if isinstance(value, str):
+        return repr(value)
+    if isinstance(value, list | tuple):
+        return repr(",".join(str(v) for v in value))
+    return str(value)
 
 
 class StoreError(AbevalError):

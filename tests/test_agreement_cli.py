@@ -69,8 +69,10 @@ def test_an_unknown_experiment_says_what_it_might_be(db: str, tmp_path: Path) ->
 
 def test_an_unknown_primary_metric_is_an_error(db: str) -> None:
     result = run("agreement", "--db", db, "--primary", "ctrr")
-    assert result.exit_code == 1
-    assert result.stderr.startswith("Error: unknown metric 'ctrr' in --primary; did you mean ctr")
+    assert result.exit_code == 2  # a usage error
+    assert result.stderr.startswith(
+        "Error: --primary 'ctrr': unknown metric 'ctrr'; did you mean ctr"
+    )
 
 
 def test_json_counts_experiments_without_signals(db: str, tmp_path: Path) -> None:

@@ -61,10 +61,10 @@ def rankers(tmp_path: Path) -> str:
 
 def test_no_rule_applies_is_an_error_naming_both_ways(rankers: str) -> None:
     result = _report(rankers, "--format", "json")
-    assert result.exit_code == 1
+    assert result.exit_code == 2  # the option is needed: a usage error
     assert result.stderr.strip() == (
-        "Error: experiment 'rank' has no recorded control and no arm named 'control' "
-        "(arms: new_ranker, old_ranker); name it with --control ARM, or record it with "
+        "Error: --control: experiment 'rank' has no recorded control and no arm named "
+        "'control' (arms: new_ranker, old_ranker); name one, or record it with "
         "`abeval experiment set rank --control ARM`"
     )
     assert result.stdout == ""
@@ -119,9 +119,10 @@ def test_html_says_which_rule_chose(rankers: str, tmp_path: Path) -> None:
 
 def test_a_control_that_is_not_an_arm_suggests_one(rankers: str) -> None:
     result = _report(rankers, "--format", "json", "--control", "old_rankr")
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert result.stderr.strip() == (
-        "Error: experiment 'rank' has no arm 'old_rankr'; did you mean old_ranker? "
+        "Error: --control 'old_rankr': experiment 'rank' has no arm 'old_rankr'; did you mean "
+        "old_ranker? "
         "its arms are new_ranker, old_ranker"
     )
 

@@ -125,13 +125,13 @@ def test_set_show_unset_round_trip(store: Path) -> None:  # noqa: F811
     [
         (
             ["--guardrails", "revenue_per_user:two"],
-            "cannot read the margin 'two' of guardrail revenue_per_user in --guardrails; "
-            "write METRIC:MARGIN with a percentage or a fraction between 0 and 1, such as "
-            "revenue_per_user:2% or revenue_per_user:0.02",
+            "--guardrails 'revenue_per_user:two': cannot read the margin 'two' of "
+            "revenue_per_user; write METRIC:MARGIN with a percentage or a fraction between 0 "
+            "and 1, such as revenue_per_user:2% or revenue_per_user:0.02",
         ),
         (
             ["--guardrails", "aov:150%"],
-            "cannot read the margin '150%' of guardrail aov in --guardrails; write "
+            "--guardrails 'aov:150%': cannot read the margin '150%' of aov; write "
             "METRIC:MARGIN with a percentage or a fraction between 0 and 1, such as aov:2% "
             "or aov:0.02",
         ),
@@ -142,14 +142,14 @@ def test_set_show_unset_round_trip(store: Path) -> None:  # noqa: F811
         ),
         (
             ["--guardrails", "revenue_per_usr:2%"],
-            "unknown metric 'revenue_per_usr' in --guardrails; did you mean revenue_per_user? "
-            "known: ctr, conversion, revenue_per_user, clicks_per_user, purchases_per_user, "
-            "impressions_per_user, aov",
+            "--guardrails 'revenue_per_usr:2%': unknown metric 'revenue_per_usr'; did you mean "
+            "revenue_per_user? known: ctr, conversion, revenue_per_user, clicks_per_user, "
+            "purchases_per_user, impressions_per_user, aov",
         ),
         (
             ["--primary", "ctr,convrsion"],
-            "unknown metric 'convrsion' in --primary; did you mean conversion? known: ctr, "
-            "conversion, revenue_per_user, clicks_per_user, purchases_per_user, "
+            "--primary 'ctr,convrsion': unknown metric 'convrsion'; did you mean conversion? "
+            "known: ctr, conversion, revenue_per_user, clicks_per_user, purchases_per_user, "
             "impressions_per_user, aov",
         ),
         (["--alpha", "1.5"], "--alpha 1.5: must be between 0 and 1 (exclusive)"),
@@ -159,7 +159,7 @@ def test_bad_config_records_nothing(store: Path, args: list[str], message: str) 
     assert invoke("experiment", "set", "home", "--alpha", "0.1").exit_code == 0
     before = stored(store)
     result = invoke("experiment", "set", "home", "--plan-days", "7", *args)
-    assert result.exit_code == 1
+    assert result.exit_code == 2  # a usage error (OptionError)
     assert (result.stdout, result.stderr) == ("", f"Error: {message}\n")
     assert stored(store) == before
 

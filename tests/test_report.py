@@ -340,32 +340,52 @@ def test_segment_breakdown(hand_store: str) -> None:
             "Error: no experiment 'hnad' in the store; did you mean hand? "
             "(list them with `abeval experiments`)",
         ),
-        (
-            ["-e", EXP, "--control", "ctrl"],
-            "Error: experiment 'hand' has no arm 'ctrl'; did you mean control? "
-            "its arms are control, treatment",
-        ),
-        (
-            ["-e", EXP, "--segment", "devce"],
-            "Error: experiment 'hand' has no attribute 'devce' (--segment); did you mean device? "
-            "known attributes: device",
-        ),
-        (
-            ["-e", EXP, "--segment", "country"],
-            "Error: experiment 'hand' has no attribute 'country' (--segment); "
-            "known attributes: device",
-        ),
-        (
-            ["-e", EXP, "--primary", "ctr,convrsion"],
-            "Error: unknown metric 'convrsion' in --primary; did you mean conversion? known: "
-            "ctr, conversion, revenue_per_user, clicks_per_user, purchases_per_user, "
-            "impressions_per_user, aov",
-        ),
     ],
 )
 def test_report_errors(hand_store: str, args: list[str], message: str) -> None:
     result = CliRunner().invoke(app, ["report", "--db", hand_store, "--format", "json", *args])
     assert result.exit_code == 1
+    assert result.stderr.strip() == message
+    assert result.stdout == ""
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ["-e", EXP, "--control", "ctrl"],
+            "Error: --control 'ctrl': experiment 'hand' has no arm 'ctrl'; did you mean control? "
+            "its arms are control, treatment",
+        ),
+        (
+            ["-e", EXP, "--primary", "ctr,convrsion"],
+            "Error: --primary 'ctr,convrsion': unknown metric 'convrsion'; did you mean "
+            "conversion? known: ctr, conversion, revenue_per_user, clicks_per_user, "
+            "purchases_per_user, impressions_per_user, aov",
+        ),
+        (
+            ["-e", EXP, "--segment", "devce"],
+            "Error: --segment 'devce': experiment 'hand' has no attribute 'devce'; did you mean "
+            "device? known attributes: device",
+        ),
+        (
+            ["-e", EXP, "--segment", "country"],
+            "Error: --segment 'country': experiment 'hand' has no attribute 'country'; "
+            "known attributes: device",
+        ),
+        (
+            ["-e", EXP, "--guardrails", "ctr,foo"],
+            "Error: --guardrails 'ctr,foo': unknown metric 'foo'; known: ctr, conversion, "
+            "revenue_per_user, clicks_per_user, purchases_per_user, impressions_per_user, aov",
+        ),
+    ],
+)
+def test_report_option_errors_are_usage_errors(
+    hand_store: str, args: list[str], message: str
+) -> None:
+    """A bad option value exits 2, as Typer's own usage errors do, in one line."""
+    result = CliRunner().invoke(app, ["report", "--db", hand_store, "--format", "json", *args])
+    assert result.exit_code == 2
     assert result.stderr.strip() == message
     assert result.stdout == ""
 
@@ -397,9 +417,9 @@ def test_segment_without_attributes_says_where_they_come_from(tmp_path: Path) ->
     result = CliRunner().invoke(
         app, ["report", "-e", EXP, "--db", db, "--format", "json", "--segment", "device"]
     )
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert result.stderr.strip() == (
-        "Error: experiment 'hand' has no event attributes to segment by (--segment device); "
+        "Error: --segment 'device': experiment 'hand' has no event attributes to segment by; "
         "extra columns of the event files become attributes"
     )
 

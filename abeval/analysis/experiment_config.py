@@ -11,7 +11,7 @@ from the record, else the default; ``ReportOptions.sources`` says which.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal, get_args
@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal, get_args
 from abeval.analysis.online_metrics import parse_metrics
 from abeval.analysis.report_model import ReportOptions
 from abeval.choices import Correction
-from abeval.errors import AbevalError
+from abeval.errors import OptionError
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
@@ -123,63 +123,74 @@ class ExperimentConfig:
         return cls(**values)
 
 
-def parse_margin(text: str, metric: str, option: str) -> float:
-    """``2%`` → 0.02, ``0.02`` → 0.02; a clear error for anything else."""
+def parse_margin(text: str, metric: str, given: str | Sequence[str]) -> float:
+    """``2%`` → 0.02, ``0.02`` → 0.02; an :class:`OptionError` on ``guardrails``
+    (``given``: the whole value) for anything else."""
     raw = text.strip()
     try:
         value = float(raw[:-1]) / 100 if raw.endswith("%") else float(raw)
     except ValueError:
         value = math.nan
     if not 0 < value < 1:
-        raise AbevalError(
-            f"cannot read the margin {raw!r} of guardrail {metric} in {option}; write "
-            f"METRIC:MARGIN with a percentage or a fraction between 0 and 1, such as "
-            f"{metric}:2% or {metric}:0.02"
+        raise OptionError(
+            "guardrails",
+            given,
+            f"cannot read the margin {raw!r} of {metric}; write METRIC:MARGIN with a "
+            f"percentage or a fraction between 0 and 1, such as {metric}:2% or {metric}:0.02",
+            allowed="METRIC[:MARGIN],...",
         )
     return value
 
 
-def parse_guardrails(text: str, option: str = "--guardrails") -> tuple[Guardrail, ...]:
-    """``revenue_per_user:2%,impressions_per_user`` → guardrails (names checked)."""
+def parse_guardrails(value: str | Sequence[str]) -> tuple[Guardrail, ...]:
+    """``revenue_per_user:2%,impressions_per_user`` (or a list of such) → guardrails,
+    the names checked; an :class:`OptionError` carries ``value`` as given."""
+    given = value if isinstance(value, str) else ",".join(value)
     out = []
-    for part in text.split(","):
+    for part in given.split(","):
         if not part.strip():
             continue
         name, sep, margin = part.partition(":")
-        name = parse_metrics(name.strip(), (), option)[0]
-        out.append(Guardrail(name, parse_margin(margin, name, option) if sep else None))
+        try:
+            name = parse_metrics(name.strip(), (), "guardrails")[0]
+        except OptionError as exc:
+            raise OptionError("guardrails", value, exc.reason, allowed=exc.allowed) from None
+        out.append(Guardrail(name, parse_margin(margin, name, value) if sep else None))
     return tuple(out)
 
 
-def check_plan(value: int | None, option: str) -> int | None:
+def check_plan(value: int | None, parameter: str) -> int | None:
     """A planned horizon is a positive whole number."""
     if value is not None and value < 1:
-        what = "users" if option == "--plan-users" else "days"
-        raise AbevalError(
-            f"{option} {value}: a plan needs at least 1 {what[:-1]}; give the planned "
-            f"{what} in all arms, or remove the plan with `abeval experiment unset "
-            f"EXPERIMENT {option}`"
+        what, flag = (
+            ("user", "--plan-users") if parameter == "plan_users" else ("day", "--plan-days")
+        )
+        raise OptionError(
+            parameter,
+            value,
+            f"a plan needs at least 1 {what}; give the planned {what}s in all arms, or "
+            f"remove the plan with `abeval experiment unset EXPERIMENT {flag}`",
+            allowed=">= 1",
         )
     return value
 
 
 def check_options(config: ExperimentConfig) -> ExperimentConfig:
-    """Check the values of a configuration about to be recorded; return it."""
+    """Check the values of a configuration about to be used or recorded; return it."""
     if config.alpha is not None and not 0 < config.alpha < 1:
-        raise AbevalError(f"--alpha {config.alpha:g}: must be between 0 and 1 (exclusive)")
+        reason = "must be between 0 and 1 (exclusive)"
+        raise OptionError("alpha", config.alpha, reason, allowed="0 < alpha < 1")
     if config.target_mde is not None and not 0 < config.target_mde < math.inf:
-        raise AbevalError(f"--target-mde {config.target_mde:g}: must be a number above 0")
+        reason = "must be a number above 0"
+        raise OptionError("target_mde", config.target_mde, reason, allowed="a number above 0")
     if config.cuped_days is not None and config.cuped_days < 0:
-        raise AbevalError(f"--cuped-days {config.cuped_days}: must be 0 or more")
-    if config.correction is not None and config.correction not in get_args(Correction):
-        raise AbevalError(
-            f"--correction {config.correction}: choose from {', '.join(get_args(Correction))}"
-        )
-    check_plan(config.plan_users, "--plan-users")
-    check_plan(config.plan_days, "--plan-days")
-    for names, option in ((config.primary, "--primary"), (config.secondary, "--secondary")):
-        if names is not None:
-            parse_metrics(",".join(names), (), option)
+        raise OptionError("cuped_days", config.cuped_days, "must be 0 or more", allowed=">= 0")
+    corrections = get_args(Correction)
+    if config.correction is not None and config.correction not in corrections:
+        reason = f"choose from {', '.join(corrections)}"
+        raise OptionError("correction", config.correction, reason, allowed=corrections)
+    check_plan(config.plan_users, "plan_users")
+    check_plan(config.plan_days, "plan_days")
     return config
 
 
@@ -290,10 +301,10 @@ def show(store: Store, experiment: str) -> tuple[ExperimentSettings, ExperimentC
 
 def parse_config(
     *,
-    primary: str | None = None,
-    secondary: str | None = None,
-    guardrails: str | None = None,
-    caps: Iterable[str] = (),
+    primary: str | Sequence[str] | None = None,
+    secondary: str | Sequence[str] | None = None,
+    guardrails: str | Sequence[str] | None = None,
+    caps: Sequence[str] | Mapping[str, float] | None = None,
     cuped_days: int | None = None,
     target_mde: float | None = None,
     alpha: float | None = None,
@@ -301,17 +312,19 @@ def parse_config(
     plan_users: int | None = None,
     plan_days: int | None = None,
 ) -> ExperimentConfig:
-    """The options of ``experiment set`` as given on the command line, checked."""
+    """The recordable options as given (None: not given), parsed and checked: what
+    ``experiment set`` records and what a run's flags override. An
+    :class:`OptionError` names the first invalid one."""
     from abeval.analysis.capping import parse_caps
 
-    caps = list(caps)
+    text = [f"{m}={q}" for m, q in caps.items()] if isinstance(caps, Mapping) else caps
     try:
-        parsed_caps = parse_caps(caps) if caps else None
+        parsed_caps = parse_caps(list(text)) if text else None
     except ValueError as exc:
-        raise AbevalError(f"--cap: {exc}") from None
+        raise OptionError("cap", caps, str(exc)) from None
     config = ExperimentConfig(
-        primary=parse_metrics(primary, (), "--primary") if primary is not None else None,
-        secondary=parse_metrics(secondary, (), "--secondary") if secondary is not None else None,
+        primary=parse_metrics(primary, (), "primary") if primary is not None else None,
+        secondary=parse_metrics(secondary, (), "secondary") if secondary is not None else None,
         guardrails=parse_guardrails(guardrails) if guardrails is not None else None,
         caps=parsed_caps,
         cuped_days=cuped_days,

@@ -12,7 +12,7 @@ methodology. The store computes sums and the statistics layer does the maths.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -21,20 +21,12 @@ from abeval.analysis.capping import cap_infos, variable_quantiles
 from abeval.analysis.comparisons import (
     PlainStats,
     daily_points,
-    metric_results,
     segment_results,
 )
-from abeval.analysis.decision import decision_basis, decisions, plan_progress
-from abeval.analysis.experiment_config import read_config, with_record
+from abeval.analysis.decision import decisions
 from abeval.analysis.in_place import with_source
 from abeval.analysis.offline_report import offline_results
-from abeval.analysis.ope import ope_results
-from abeval.analysis.planning import (
-    guardrail_power,
-    planning_alpha,
-    planning_rule,
-    power_info,
-)
+from abeval.analysis.planning import guardrail_power, planning_alpha, planning_rule, power_info
 from abeval.analysis.predicted import predicted_results
 from abeval.analysis.report_model import (
     SCHEMA_VERSION,
@@ -51,7 +43,7 @@ from abeval.analysis.report_model import (
     Settings,
 )
 from abeval.analysis.verdicts import verdicts
-from abeval.errors import AbevalError, NotFoundError
+from abeval.errors import AbevalError, NotFoundError, OptionError
 from abeval.stats import srm_test
 from abeval.store import online_sql
 from abeval.store.experiments import (
@@ -64,7 +56,6 @@ from abeval.store.experiments import (
 from abeval.store.online_sql import CapValue, Moments
 from abeval.store.population import Window
 from abeval.store.shared_ctes import drop
-from abeval.store.sources import read_in_place
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
@@ -107,31 +98,23 @@ class _Observed:
 
 def build_report(store: Store, experiment: str, o: ReportOptions | None = None) -> ExperimentReport:
     """Everything ``abeval report`` shows for one experiment."""
+    from abeval.analysis.session import ExperimentSession
+
     o = o or ReportOptions()
-    with store.connect() as conn, read_in_place(conn, experiment) as place:
-        if o.flags is not None:  # the saved configuration, under this run's flags
-            o = with_record(o, read_config(conn, experiment), o.flags)
-        seen, population = _observe(conn, experiment, o)
-        try:  # the replay reads the population the online pass computed
-            control, treatments = seen.control, seen.treatments
-            results, plain = metric_results(seen.moments, control, treatments, o)
-            # The replay reads the same window as the online analysis.
-            windowed = replace(o, window_from=seen.window.start, window_to=seen.window.end)
-            offline, offline_values, offline_status = _offline(
-                conn, experiment, control, treatments, windowed, population
-            )
-        finally:
-            drop(conn, population)
-        ope = ope_results(conn, experiment, control, treatments, o.ope, o.alpha)
+    with ExperimentSession(store, experiment, o) as session:
+        o = session.options  # under the saved configuration, when the run reads it
+        seen = session.observed
+        control, treatments = seen.control, seen.treatments
+        results = session.comparisons
+        # The replay reads the population (and window) of the online pass.
+        offline, offline_values, offline_status = session.offline
+        ope = session.ope
+        power = session.power
+        judged, basis, progress = session.judged
+        guardrails = session.guardrail_power
+        place = session.place
     predicted = predicted_results(store, experiment, control, treatments, results)
     segments, segment_warning = segment_results(seen.segments, control, o)
-    power = _power(plain, seen.daily, control, treatments, o)
-    progress = plan_progress(o, _days(seen), seen.health.users_analysed)
-    basis = decision_basis(o, progress)
-    judged = results
-    if basis == "sequential_no_plan":  # the decision reads the always-valid intervals
-        sequential = replace(o, sequential=True)
-        judged = metric_results(seen.moments, control, treatments, sequential)[0]
     decided = decisions(judged, seen.health, power, o, basis=basis, progress=progress)
     report = ExperimentReport(
         schema_version=SCHEMA_VERSION,
@@ -156,12 +139,12 @@ def build_report(store: Store, experiment: str, o: ReportOptions | None = None) 
         methodology=_methodology(seen, o),
         ope=ope,
         predicted=predicted,
-        guardrail_power=_guardrail_power(plain, power, treatments, o),
+        guardrail_power=guardrails,
     )
     return with_source(report, place)
 
 
-def _days(seen: _Observed) -> int:
+def days_observed(seen: _Observed) -> int:
     """The calendar days (UTC) from the first exposure to the last analysed event,
     both counted: the days of the daily series, else of the health counts."""
     first, last = (seen.daily[0][0], seen.daily[-1][0]) if seen.daily else (None, None)
@@ -173,7 +156,7 @@ def _days(seen: _Observed) -> int:
     return days.days + 1
 
 
-def _guardrail_power(
+def guardrail_powers(
     plain: PlainStats, power: tuple[PowerInfo, ...], treatments: list[str], o: ReportOptions
 ) -> tuple[GuardrailPower, ...]:
     """The non-inferiority plan of every guardrail with a margin, against the recorded
@@ -207,7 +190,8 @@ def _observe(conn: Connection, experiment: str, o: ReportOptions) -> tuple[_Obse
     if o.segment is not None:
         known = segment_attributes(conn, experiment)
         if o.segment not in known:
-            raise NotFoundError(unknown_segment_message(experiment, o.segment, known))
+            message = unknown_segment_message(experiment, o.segment, known)
+            raise OptionError("segment", o.segment, message, allowed=tuple(known))
     arms = [control] + [a for a in settings.arms if a != control]
     window = _window(settings, o)
     base, temporary = online_sql.shared(conn, experiment, o.cuped_days, window)
@@ -257,24 +241,35 @@ def _observe(conn: Connection, experiment: str, o: ReportOptions) -> tuple[_Obse
 
 
 def choose_control(
-    arms: list[str], recorded: str | None, asked: str | None, exp: str, option: str = "--control"
+    arms: list[str],
+    recorded: str | None,
+    asked: str | None,
+    exp: str,
+    parameter: str | None = "control",
 ) -> tuple[str, ControlRule]:
     """The control arm and the rule that chose it (docs/metrics.md#control-arm): the
     one asked for, else the recorded one, else the arm named ``control``; never a guess.
-    ``option`` is the option that names it in the error's fix ("" when none does)."""
+    ``parameter`` names the option that chooses it (an :class:`OptionError` for it
+    when the arm asked for is unknown or none can be chosen); None when none does."""
     if asked is not None:
         if asked not in arms:
-            raise NotFoundError(unknown_arm_message(exp, asked, arms))
+            message = unknown_arm_message(exp, asked, arms)
+            if parameter is None:
+                raise NotFoundError(message)
+            raise OptionError(parameter, asked, message, allowed=tuple(arms))
         return asked, "option"
     if recorded and recorded in arms:
         return recorded, "recorded"
     if "control" in arms:
         return "control", "named_control"
-    raise AbevalError(
+    message = (
         f"experiment {exp!r} has no recorded control and no arm named 'control' "
-        f"(arms: {', '.join(arms)}); {f'name it with {option} ARM, or ' if option else ''}"
+        f"(arms: {', '.join(arms)}); {'name one, or ' if parameter else ''}"
         f"record it with `abeval experiment set {exp} --control ARM`"
     )
+    if parameter is None:
+        raise AbevalError(message)
+    raise OptionError(parameter, None, message, allowed=tuple(arms))
 
 
 def _window(settings: ExperimentSettings, o: ReportOptions) -> Window:

@@ -9,10 +9,11 @@ pre-period as CUPED covariate when asked.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from abeval.errors import AbevalError, did_you_mean
+from abeval.errors import OptionError, did_you_mean
 from abeval.stats import (
     Comparison,
     CupedStats,
@@ -110,16 +111,23 @@ DEFAULT_PRIMARY = ("ctr", "conversion")
 DEFAULT_GUARDRAILS = ("impressions_per_user",)
 
 
-def parse_metrics(text: str | None, default: tuple[str, ...], option: str) -> tuple[str, ...]:
-    """``ctr,conversion`` → names, with a suggestion for a misspelt one."""
+def parse_metrics(
+    text: str | Sequence[str] | None, default: tuple[str, ...], parameter: str
+) -> tuple[str, ...]:
+    """``ctr,conversion`` (or a list of names) → names; an :class:`OptionError`
+    naming ``parameter`` (``primary``) and suggesting the name meant for a misspelt one."""
     if text is None:
         return default
-    names = tuple(n.strip() for n in text.split(",") if n.strip())
+    parts = text.split(",") if isinstance(text, str) else list(text)
+    names = tuple(n.strip() for n in parts if n.strip())
     for name in names:
         if name not in METRICS:
             hint = did_you_mean(name, METRICS, n=2)
-            raise AbevalError(
-                f"unknown metric {name!r} in {option}; {hint}known: {', '.join(METRICS)}"
+            raise OptionError(
+                parameter,
+                text,
+                f"unknown metric {name!r}; {hint}known: {', '.join(METRICS)}",
+                allowed=tuple(METRICS),
             )
     return names
 

@@ -17,7 +17,7 @@ single real effect among m must beat it to be declared, whatever the others do
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from abeval.analysis.report_model import GuardrailPower, PowerInfo, ReportOptions
@@ -26,7 +26,6 @@ from abeval.stats.moments import arm_moments
 from abeval.stats.sufficient import ArmStats
 
 if TYPE_CHECKING:
-    from abeval.analysis.report_model import ExperimentReport
     from abeval.store.engine import Store
 
 #: A test that needs more days than this is reported as not feasible.
@@ -141,13 +140,35 @@ def plan_from_data(
     store: Store, experiment: str, metrics: tuple[str, ...], o: ReportOptions
 ) -> tuple[PowerInfo, ...]:
     """The power rows of ``metrics`` for ``experiment``, exactly as its report
-    (under the same options) shows them for its primary metrics."""
+    (under the same options) shows them for its primary metrics: from the
+    experiment's session, without the replay or the off-policy estimates."""
     return plan_report(store, experiment, replace(o, primary=metrics)).power
 
 
-def plan_report(store: Store, experiment: str, o: ReportOptions) -> ExperimentReport:
-    """The report ``abeval power --experiment`` reads (its power sections and the
-    settings they were planned under), without the offline replay."""
-    from abeval.analysis.online import build_report
+@dataclass(frozen=True)
+class Plan:
+    """What ``abeval power --experiment`` prints: the power rows of the primary
+    metrics, the guardrails' non-inferiority plan, and the options they were
+    planned under (the saved configuration applied when the options read it)."""
 
-    return build_report(store, experiment, replace(o, offline=False))
+    power: tuple[PowerInfo, ...]
+    guardrails: tuple[GuardrailPower, ...]
+    options: ReportOptions
+    planning_alpha: float
+    planning_rule: str
+
+
+def plan_report(store: Store, experiment: str, o: ReportOptions) -> Plan:
+    """The :class:`Plan` of ``experiment`` under ``o``, from its session."""
+    from abeval.analysis.session import ExperimentSession
+
+    with ExperimentSession(store, experiment, replace(o, offline=False)) as session:
+        power, guardrails, options = session.power, session.guardrail_power, session.options
+        family = len(options.primary) * len(session.treatments)
+    return Plan(
+        power=power,
+        guardrails=guardrails,
+        options=options,
+        planning_alpha=planning_alpha(options.alpha, family),
+        planning_rule=planning_rule(options.correction, family),
+    )

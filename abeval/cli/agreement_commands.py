@@ -9,11 +9,8 @@ from typing import Annotated
 
 import typer
 
+from abeval.api import MAX_RESAMPLES, MIN_RESAMPLES
 from abeval.cli.app import DbOption, PageFormatOption, app, command, emit, page_out, require
-
-#: Bounds of --resamples: fewer makes a percentile interval meaningless, more
-#: only costs time and memory (resamples × pairs numbers per signal).
-MIN_RESAMPLES, MAX_RESAMPLES = 100, 100_000
 
 
 def _experiment_names(value: str | None) -> tuple[str, ...] | None:
@@ -86,9 +83,8 @@ def agreement(
 ) -> None:
     """Rank offline signals (recorded evaluations, off-policy estimates, replayed
     metrics) by how well they predicted the online lift across experiments."""
-    from abeval.analysis.agreement import AgreementOptions, agreement_board
+    from abeval import api
     from abeval.analysis.online_metrics import DEFAULT_PRIMARY, parse_metrics
-    from abeval.store import open_store
 
     names = _experiment_names(experiments)
     require(0 < alpha < 1, "--alpha", f"must be between 0 and 1 (exclusive), got {alpha:g}")
@@ -98,18 +94,17 @@ def agreement(
         "--resamples",
         f"must be between {MIN_RESAMPLES:,} and {MAX_RESAMPLES:,}, got {resamples:,}",
     )
-    metrics = parse_metrics(primary, DEFAULT_PRIMARY, "--primary")
+    metrics = parse_metrics(primary, DEFAULT_PRIMARY, "primary")
     require(bool(metrics), "--primary", "no metric given; name them as ctr,conversion")
-    options = AgreementOptions(
-        experiments=names,
-        alpha=alpha,
-        seed=seed,
-        resamples=resamples,
-        primary=metrics,
-        target_propensities=_target_files(target_propensities or []),
-    )
-    with open_store(db, read_only=True) as store:
-        board = agreement_board(store, options)
+    with api.open(db, read_only=True) as store:
+        board = store.agreement(
+            names,
+            alpha=alpha,
+            seed=seed,
+            resamples=resamples,
+            primary=metrics,
+            target_propensities=_target_files(target_propensities or []),
+        )
     if fmt == "json":
         emit(json.dumps(board.to_dict(), indent=2, allow_nan=False) + "\n", out)
     elif fmt == "text":

@@ -2,7 +2,9 @@
 
 Commands parse their options, call one library function and print its result.
 A :class:`~abeval.errors.AbevalError` becomes ``Error: <one line>`` on stderr and
-exit code 1; usage mistakes are Typer's (exit code 2).
+its exit code (1); usage mistakes exit 2, Typer's and the library's
+:class:`~abeval.errors.OptionError` alike, the latter naming the option as the
+command spells it (:func:`option_name`).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import Annotated, Any, TypeVar
 import typer
 
 from abeval.choices import ReportFormat
-from abeval.errors import AbevalError, Terminated, note_signal
+from abeval.errors import AbevalError, OptionError, Terminated, note_signal
 
 app = typer.Typer(
     name="abeval",
@@ -127,9 +129,21 @@ def fail(
     return typer.Exit(code)
 
 
+#: Library parameters whose option is not spelt ``--`` + the name with ``-`` for ``_``.
+OPTION_NAMES = {"window_from": "--from", "window_to": "--to", "fmt": "--format"}
+
+
+def option_name(parameter: str) -> str:
+    """The CLI spelling of a library parameter: the exceptions in
+    :data:`OPTION_NAMES`, else ``--`` and the name (``target_mde`` →
+    ``--target-mde``)."""
+    return OPTION_NAMES.get(parameter) or "--" + parameter.replace("_", "-")
+
+
 def command(on: typer.Typer, *args: Any, **kwargs: Any) -> Callable[[F], F]:
     """``on.command(...)`` behind the one error boundary of the CLI: an
-    AbevalError becomes one line on stderr and its exit code (1).
+    AbevalError becomes one line on stderr and its exit code (1; an OptionError,
+    2, its line naming the option).
 
     Every command registers through this, on ``app`` or on a sub-application
     such as ``abeval experiment``."""
@@ -139,6 +153,9 @@ def command(on: typer.Typer, *args: Any, **kwargs: Any) -> Callable[[F], F]:
         def wrapper(*a: Any, **k: Any) -> Any:
             try:
                 return fn(*a, **k)
+            except OptionError as exc:
+                line = exc.line(option_name(exc.parameter))
+                raise fail(line, exc.details, exc.exit_code, exc.label) from None
             except AbevalError as exc:
                 raise fail(exc.message, exc.details, exc.exit_code, exc.label) from None
             except KeyboardInterrupt as exc:

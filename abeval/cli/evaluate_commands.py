@@ -11,7 +11,7 @@ import typer
 
 from abeval.choices import ApDenominator, Duplicates, Empty, EvaluateFormat, Gain, Missing
 from abeval.cli.app import DbOption, app, command, emit, require, require_share
-from abeval.errors import AbevalError
+from abeval.errors import OptionError
 
 
 def _ks(text: str) -> tuple[int, ...]:
@@ -20,7 +20,7 @@ def _ks(text: str) -> tuple[int, ...]:
     try:
         return parse_cutoffs(text)
     except ValueError as exc:
-        raise AbevalError(f"--k {text!r}: {exc}") from None
+        raise OptionError("k", text, str(exc)) from None
 
 
 def _named(texts: list[str] | None, option: str) -> dict[str, str]:
@@ -195,7 +195,7 @@ def evaluate_command(
     require(0 <= seed < 2**32, "--seed", f"give a whole number from 0 to 2**32 - 1, got {seed}")
     if min_relevance is not None:
         require(math.isfinite(min_relevance), "--min-relevance", "give a finite relevance grade")
-    from abeval.analysis.evaluate import evaluate
+    from abeval import api
     from abeval.metrics import Conventions
 
     conventions = Conventions(
@@ -221,7 +221,7 @@ def evaluate_command(
         "per_user": per_user,
     }
     if experiment is None:
-        result = evaluate(truth, recs, predictions=preds, **options)
+        result = api.evaluate(truth, recs, predictions=preds, **options)
     else:
         from abeval.analysis.evaluate.record import evaluate_for_experiment
 

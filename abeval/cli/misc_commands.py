@@ -146,31 +146,37 @@ def _power_from_data(
     db: str | None,
     as_json: bool,
 ) -> None:
-    from abeval.analysis.experiment_config import parse_config
-    from abeval.analysis.online_metrics import METRICS
-    from abeval.analysis.planning import plan_report
-    from abeval.analysis.report_model import ReportOptions
+    from abeval import api
+    from abeval.analysis.online_metrics import METRICS, parse_metrics
     from abeval.report.decision_text import guardrail_power_line
-    from abeval.store import open_store
 
-    given = parse_config(primary=metric, alpha=alpha, cuped_days=cuped_days, target_mde=mde)
-    base = ReportOptions(power=power_, sequential=sequential, tuning_n=tuning_n, offline=False)
-    with open_store(db, read_only=True) as store:
-        report = plan_report(store, experiment, given.options(base))
+    if metric is not None:  # checked before the store is opened
+        parse_metrics(metric, (), "metric")
+    with api.open(db, read_only=True) as store:
+        plan = store.plan(
+            experiment,
+            metric=metric,
+            mde=mde,
+            alpha=alpha,
+            power=power_,
+            sequential=sequential,
+            tuning_n=tuning_n,
+            cuped_days=cuped_days,
+        )
     if as_json:
-        typer.echo(json.dumps([r.to_dict() for r in report.power], indent=2, allow_nan=False))
+        typer.echo(json.dumps([r.to_dict() for r in plan.power], indent=2, allow_nan=False))
         return
-    s = report.settings
+    o = plan.options
     design = "sequential" if sequential else "fixed-horizon"
-    level = f"alpha {s.planning_alpha:g}"
-    if s.planning_rule != "single_test":
-        family = len(report.power)
+    level = f"alpha {plan.planning_alpha:g}"
+    if plan.planning_rule != "single_test":
         from abeval.report.text import CORRECTION_NAMES
 
-        name = CORRECTION_NAMES.get(s.correction, s.correction)
-        level += f" ({s.alpha:g} over {family} primary comparisons, {name}'s smallest step)"
+        name = CORRECTION_NAMES.get(o.correction, o.correction)
+        family = len(plan.power)
+        level += f" ({o.alpha:g} over {family} primary comparisons, {name}'s smallest step)"
     typer.echo(f"{experiment}: a {design} test at {level} and {power_:.0%} power")
-    for r in report.power:
+    for r in plan.power:
         now, need = r.detectable, r.needed_for_target
         label = METRICS[r.metric].label
         typer.echo(f"{label} ({r.arm}): baseline {fmt_number(now.baseline_mean)}")
@@ -183,7 +189,7 @@ def _power_from_data(
         )
         if r.more_days_needed is not None and r.users_per_day:
             typer.echo(f"  {_days_text(r.more_days_needed, r.users_per_day, 'more ')}")
-    for g in report.guardrail_power:
+    for g in plan.guardrails:
         typer.echo(guardrail_power_line(g))
 
 

@@ -172,13 +172,10 @@ def report(
     db: DbOption = None,
 ) -> None:
     """Analyse one experiment: online lifts, health checks, offline metrics, power."""
+    from abeval import api
     from abeval.analysis.capping import parse_caps
-    from abeval.analysis.online import ReportOptions, build_report
-    from abeval.analysis.ope import OpeOptions
-    from abeval.cli.store_commands import config_flags
-    from abeval.metrics.base import parse_cutoffs
-    from abeval.store import open_store
 
+    # Checked here too so that a usage error keeps Typer's usage lines.
     require(alpha is None or 0 < alpha < 1, "--alpha", "alpha must be between 0 and 1")
     require(cuped_days is None or cuped_days >= 0, "--cuped-days", "must be 0 or more")
     require_positive(tuning_n, "--tuning-n")
@@ -187,33 +184,38 @@ def report(
     start = window_bound(window_from, "--from", end=False)
     end = window_bound(window_to, "--to", end=True)
     require(start is None or end is None or start < end, "--to", "must come after --from")
+    require_positive(ope_cap, "--ope-cap")
     try:
         parse_caps(cap or [])
     except ValueError as exc:
         raise typer.BadParameter(str(exc), param_hint="--cap") from None
-    # The recordable settings given for this run; the record and the defaults fill the rest.
-    given = config_flags(locals())
-    require_positive(ope_cap, "--ope-cap")
-    try:
-        ks = parse_cutoffs(k)
-    except ValueError as exc:
-        raise typer.BadParameter(str(exc), param_hint="--k") from None
-    options = given.options(
-        ReportOptions(
-            control=control,
-            relative_interval=relative_interval,
-            sequential=sequential,
-            tuning_n=tuning_n,
-            segment=segment,
-            offline_ks=ks,
-            offline=offline,
-            window_from=start,
-            window_to=end,
-            ope=OpeOptions(ope, ope_cap, str(target_propensities) if target_propensities else None),
-        )
+    # The recordable options left out take the saved configuration, else the default.
+    options = api.report_options(
+        control=control,
+        alpha=alpha,
+        correction=correction,
+        relative_interval=relative_interval,
+        sequential=sequential,
+        tuning_n=tuning_n,
+        cuped_days=cuped_days,
+        segment=segment,
+        primary=primary,
+        guardrails=guardrails,
+        secondary=secondary,
+        target_mde=target_mde,
+        k=k,
+        offline=offline,
+        window_from=start,
+        window_to=end,
+        cap=cap,
+        target_propensities=target_propensities,
+        ope_cap=ope_cap,
+        ope=ope,
+        plan_users=plan_users,
+        plan_days=plan_days,
     )
-    with open_store(db, read_only=True) as store:
-        result = build_report(store, experiment, options)
+    with api.open(db, read_only=True) as store:
+        result = store.report(experiment, options)
     if fmt == "json":
         emit(json.dumps(result.to_dict(), indent=2, allow_nan=False) + "\n", out)
     elif fmt == "text":

@@ -97,14 +97,12 @@ def ingest(
 
     summaries: list[IngestSummary] = []
     try:
-        from abeval.store import open_store
-        from abeval.store.ingest import ingest_file
+        from abeval import api
 
-        with open_store(db) as store:
+        with api.open(db) as store:
             for i, path in enumerate(files):
                 try:
-                    summary = ingest_file(
-                        store,
+                    summary = store.ingest(
                         path,
                         fmt=fmt,
                         on_error=on_error,
@@ -230,15 +228,11 @@ def migrate(db: DbOption = None) -> None:
 @command(app, "experiments")
 def experiments(db: DbOption = None, as_json: JsonOption = False) -> None:
     """List the experiments in the store: arms, users, events by type, time range."""
-    from abeval.store import open_store
-    from abeval.store.experiments import list_experiments
-    from abeval.store.sources import source_experiments
+    from abeval import api
 
-    with open_store(db, read_only=True) as store:
-        found = list_experiments(store)
-        in_place, problems = source_experiments(store)
-    found += in_place
-    for problem in problems:
+    with api.open(db, read_only=True) as store:
+        found = store.experiments()
+    for problem in found.problems:
         typer.echo(printable(f"warning: {problem}"), err=True)
     if as_json:
         typer.echo(json.dumps([e.to_dict() for e in found], indent=2))

@@ -180,17 +180,17 @@ def segment_attributes(conn: Connection, experiment: str) -> list[str]:
 
 
 def unknown_segment_message(experiment: str, segment: str, known: list[str]) -> str:
-    """``--segment`` names no attribute of the experiment: the known ones, and the
-    closest as a did-you-mean."""
+    """The segment asked for names no attribute of the experiment: the known ones,
+    and the closest as a did-you-mean (the caller names the option)."""
     if not known:
         return (
-            f"experiment {experiment!r} has no event attributes to segment by "
-            f"(--segment {segment}); extra columns of the event files become attributes"
+            f"experiment {experiment!r} has no event attributes to segment by; "
+            "extra columns of the event files become attributes"
         )
     close = close_matches(segment, known, n=1)
     hint = f"did you mean {close[0]}? " if close else ""
     return (
-        f"experiment {experiment!r} has no attribute {segment!r} (--segment); {hint}"
+        f"experiment {experiment!r} has no attribute {segment!r}; {hint}"
         f"known attributes: {', '.join(known)}"
     )
 

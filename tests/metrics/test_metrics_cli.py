@@ -21,9 +21,9 @@ def truth(tmp_path: Path) -> Path:
     return write_csv(tmp_path / "truth.csv", "user_id,item_id", [("u1", "a"), ("u9", "a")])
 
 
-def _error(args: list[str]) -> str:
+def _error(args: list[str], code: int = 1) -> str:
     result = runner.invoke(app, ["evaluate", *args])
-    assert result.exit_code == 1, result.output
+    assert result.exit_code == code, result.output
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1, result.stderr
     assert result.stdout == ""
@@ -258,7 +258,9 @@ def test_undefined_metric_is_null_in_json(tmp_path: Path) -> None:
     ],
 )
 def test_bad_cutoffs_name_the_option(truth: Path, k: str, problem: str) -> None:
-    assert _error(["-t", str(truth), "-r", str(truth), "--k", k]) == f"Error: --k {k!r}: {problem}"
+    # A bad option value is a usage error: exit code 2, one line naming the option.
+    line = _error(["-t", str(truth), "-r", str(truth), "--k", k], code=2)
+    assert line == f"Error: --k {k!r}: {problem}"
 
 
 def test_text_report_to_a_new_folder(tmp_path: Path, truth: Path) -> None:

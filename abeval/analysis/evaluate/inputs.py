@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 from abeval.analysis.evaluate.reader import Column, Reader
 from abeval.analysis.evaluate.results import FileSummary
 from abeval.analysis.evaluate.sql import count, scalar
-from abeval.errors import AbevalError, InputError
+from abeval.errors import InputError, OptionError
 from abeval.files import model_names
 from abeval.metrics import Conventions
 
@@ -217,7 +217,7 @@ def load_truth(
         )
         grade = "grade"
     if min_relevance is not None and not math.isfinite(min_relevance):
-        raise AbevalError(f"--min-relevance {min_relevance!r}: give a finite relevance grade")
+        raise OptionError("min_relevance", min_relevance, "give a finite relevance grade")
     relevant = f"{grade} > 0" if min_relevance is None else f"{grade} >= {float(min_relevance)!r}"
     con.execute(
         f"CREATE TABLE truth AS SELECT user_id, item_id, CAST({grade} AS DOUBLE) AS grade, "

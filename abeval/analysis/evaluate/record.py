@@ -59,7 +59,7 @@ def experiment_target(
                 unknown_arm_message(experiment, name, settings.arms)
                 + "; name each model after an arm, as -r ARM=FILE"
             )
-    control, _ = choose_control(settings.arms, settings.control_arm, None, experiment, option="")
+    control, _ = choose_control(settings.arms, settings.control_arm, None, experiment, None)
     baseline_models = models or predictors
     option = "-r" if models else "--predictions"
     if control not in baseline_models:

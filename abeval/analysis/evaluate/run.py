@@ -21,7 +21,7 @@ from abeval.analysis.evaluate.beyond import beyond_results
 from abeval.analysis.evaluate.inputs import Inputs, Named, load_inputs, named
 from abeval.analysis.evaluate.ratings import rating_results
 from abeval.analysis.evaluate.results import Comparison, Coverage, EvaluationResult
-from abeval.errors import AbevalError
+from abeval.errors import AbevalError, OptionError
 from abeval.metrics import (
     Conventions,
     MetricResult,
@@ -138,25 +138,23 @@ def _choose(
 ) -> _Metrics:
     """The metrics to compute, once the options and the files given allow them."""
     if missing not in MISSING:
-        raise AbevalError(f"unknown missing-recommendations rule {missing!r}; use skip or zero")
+        raise OptionError("missing", missing, "use skip or zero", allowed=MISSING)
     if not recommendations and not predictions:
-        raise AbevalError(
-            "nothing to evaluate; give --recommendations FILE (or --predictions FILE)"
+        raise OptionError(
+            "recommendations", None, "nothing to evaluate; give recommendations or predictions"
         )
     ks = sorted({int(x) for x in k})
     if any(x < 1 for x in ks):
-        raise AbevalError("every cutoff in --k must be at least 1, as in --k 5,10")
+        raise OptionError("k", list(k), "give cutoffs of at least 1, as in 5,10,20")
     specs = _metric_specs(metrics, ks, conventions, bool(recommendations), bool(predictions))
     chosen = _Metrics.of(specs)
     if (chosen.ranking or chosen.beyond) and not recommendations:
         first = (chosen.ranking or chosen.beyond)[0]
-        raise AbevalError(f"{first.label} needs recommendations; give --recommendations FILE")
+        raise OptionError("recommendations", None, f"{first.label} needs recommendations")
     if chosen.rating and not predictions:
-        raise AbevalError(
-            f"{chosen.rating[0].label} needs rating predictions; give --predictions FILE"
-        )
+        raise OptionError("predictions", None, f"{chosen.rating[0].label} needs rating predictions")
     if any(s.name == "serendipity" for s in chosen.beyond) and history is None:
-        raise AbevalError("serendipity needs the users' history; give --history FILE")
+        raise OptionError("history", None, "serendipity needs the users' history")
     return chosen
 
 

@@ -1,0 +1,189 @@
+"""One experiment, read once: the session behind ``report``, ``power`` and (later)
+``agreement``.
+
+An :class:`ExperimentSession` owns the connection, the options and the
+population the online pass materialises, and computes each part of the analysis
+the first time it is asked for: the observed moments and health, the online
+comparisons, the replayed offline metrics, the off-policy estimates and the
+power rows. :func:`~abeval.analysis.online.build_report` asks for all of them;
+``abeval power --experiment`` only for the comparisons and power, so it neither
+replays the logs nor estimates off-policy.
+"""
+
+from __future__ import annotations
+
+from contextlib import ExitStack
+from dataclasses import replace
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+from abeval.analysis.comparisons import PlainStats, metric_results
+from abeval.analysis.decision import decision_basis, plan_progress
+from abeval.analysis.experiment_config import read_config, with_record
+from abeval.analysis.ope import OpeSection, ope_results
+from abeval.analysis.report_model import (
+    DecisionBasis,
+    GuardrailPower,
+    MetricResult,
+    OfflineResult,
+    OfflineValue,
+    PlanProgress,
+    PowerInfo,
+    ReportOptions,
+)
+from abeval.store.shared_ctes import drop
+from abeval.store.sources import read_in_place
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Connection
+
+    from abeval.analysis.online import _Observed
+    from abeval.store.engine import Store
+
+Offline = tuple[tuple[OfflineResult, ...], tuple[OfflineValue, ...], str]
+
+
+class ExperimentSession:
+    """``with ExperimentSession(store, "home-reco-v2", options) as s: s.power``.
+
+    The parts are computed lazily and kept; the temporary population table lives
+    until the replay has read it or the session closes."""
+
+    def __init__(self, store: Store, experiment: str, options: ReportOptions | None = None):
+        self.store = store
+        self.experiment = experiment
+        self.options = options or ReportOptions()
+        self._stack: ExitStack | None = None
+        self._conn: Connection | None = None
+        self._population: list[str] = []
+        self.place: Any = None
+
+    def __enter__(self) -> ExperimentSession:
+        stack = ExitStack()
+        try:
+            self._conn = stack.enter_context(self.store.connect())
+            self.place = stack.enter_context(read_in_place(self._conn, self.experiment))
+            if self.options.flags is not None:  # the saved configuration, under the run's flags
+                config = read_config(self._conn, self.experiment)
+                self.options = with_record(self.options, config, self.options.flags)
+        except BaseException:
+            stack.close()
+            raise
+        self._stack = stack
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        stack, self._stack = self._stack, None
+        if stack is None:
+            return
+        try:
+            self._drop_population()
+        finally:
+            self._conn = None
+            stack.__exit__(*exc)  # type: ignore[arg-type]
+
+    @property
+    def conn(self) -> Connection:
+        if self._conn is None:
+            raise RuntimeError("use the session inside `with`")
+        return self._conn
+
+    def _drop_population(self) -> None:
+        if self._population and self._conn is not None:
+            population, self._population = self._population, []
+            drop(self._conn, population)
+
+    @cached_property
+    def observed(self) -> _Observed:
+        """Settings, arms (control first), window, caps, per-arm moments, health,
+        daily and segment moments, ingests: one pass over the population."""
+        from abeval.analysis.online import _observe
+
+        seen, self._population = _observe(self.conn, self.experiment, self.options)
+        return seen
+
+    @property
+    def control(self) -> str:
+        return self.observed.control
+
+    @property
+    def treatments(self) -> list[str]:
+        return self.observed.treatments
+
+    @cached_property
+    def _compared(self) -> tuple[list[MetricResult], PlainStats]:
+        return metric_results(self.observed.moments, self.control, self.treatments, self.options)
+
+    @property
+    def comparisons(self) -> list[MetricResult]:
+        """Every online metric compared per treatment arm (corrected, judged)."""
+        return self._compared[0]
+
+    @property
+    def plain(self) -> PlainStats:
+        """The unadjusted per-arm statistics of each (metric, arm), for power."""
+        return self._compared[1]
+
+    def online_comparisons(self) -> list[MetricResult]:
+        """The per-arm online comparisons alone, without replay or off-policy
+        estimates: what the agreement board needs of each experiment."""
+        return self.comparisons
+
+    @cached_property
+    def offline(self) -> Offline:
+        """The offline metrics replayed over the same population and window
+        (then the population table is dropped)."""
+        from abeval.analysis.online import _offline
+
+        seen = self.observed
+        windowed = replace(self.options, window_from=seen.window.start, window_to=seen.window.end)
+        try:
+            return _offline(
+                self.conn,
+                self.experiment,
+                self.control,
+                self.treatments,
+                windowed,
+                self._population,
+            )
+        finally:
+            self._drop_population()
+
+    @cached_property
+    def ope(self) -> OpeSection:
+        """The off-policy estimates (or why they were not run)."""
+        o = self.options
+        return ope_results(
+            self.conn, self.experiment, self.control, self.treatments, o.ope, o.alpha
+        )
+
+    @cached_property
+    def power(self) -> tuple[PowerInfo, ...]:
+        """The power rows of the primary metrics, per treatment arm."""
+        from abeval.analysis.online import _power
+
+        seen = self.observed
+        return _power(self.plain, seen.daily, self.control, self.treatments, self.options)
+
+    @cached_property
+    def guardrail_power(self) -> tuple[GuardrailPower, ...]:
+        """Whether each guardrail with a margin can be shown non-inferior at the
+        planned size (docs/metrics.md#power-and-mde)."""
+        from abeval.analysis.online import guardrail_powers
+
+        return guardrail_powers(self.plain, self.power, self.treatments, self.options)
+
+    @cached_property
+    def judged(self) -> tuple[list[MetricResult], DecisionBasis, PlanProgress | None]:
+        """What the decision reads (docs/metrics.md#decision): the comparisons (the
+        always-valid ones when no plan is recorded), the basis and the plan's progress."""
+        from abeval.analysis.online import days_observed
+
+        seen, o = self.observed, self.options
+        progress = plan_progress(o, days_observed(seen), seen.health.users_analysed)
+        basis = decision_basis(o, progress)
+        judged = self.comparisons
+        if basis == "sequential_no_plan":
+            sequential = replace(o, sequential=True)
+            judged = metric_results(seen.moments, self.control, self.treatments, sequential)[0]
+        return judged, basis, progress
