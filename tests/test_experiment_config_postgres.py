@@ -72,6 +72,6 @@ def test_postgres_keeps_the_configuration(tmp_path: Path, postgres_database: str
     )
     assert (s["sources"]["correction"], s["sources"]["alpha"]) == ("record", "default")
     bad = runner.invoke(app, ["experiment", "set", "home", "--plan-users", "0", *db])
-    assert bad.exit_code == 1 and config(postgres_database) == recorded
+    assert bad.exit_code == 2 and config(postgres_database) == recorded
     assert runner.invoke(app, ["experiment", "unset", "home", "--guardrails", *db]).exit_code == 0
     assert config(postgres_database) == {"correction": "bh", "plan_users": 400}

@@ -70,7 +70,7 @@ def test_window_caps_and_segments_agree_on_both_engines(
 ) -> None:
     """The analysis window, outlier capping and the segment attributes are SQL that
     must mean the same on PostgreSQL as on DuckDB."""
-    from abeval.errors import NotFoundError
+    from abeval.errors import OptionError
     from abeval.store.population import parse_bound
 
     events = tmp_path / "events.csv"
@@ -90,7 +90,7 @@ def test_window_caps_and_segments_agree_on_both_engines(
         b = build_report(pg, "home-reco-v2", options).to_dict()
         messages = []
         for store in (duck, pg):
-            with pytest.raises(NotFoundError) as caught:
+            with pytest.raises(OptionError) as caught:  # a usage error since issue 22
                 build_report(store, "home-reco-v2", ReportOptions(segment="devise", offline=False))
             messages.append(caught.value.message)
     finally:
