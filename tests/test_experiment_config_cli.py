@@ -312,3 +312,20 @@ def test_cuped_is_named_only_where_used(sim: str) -> None:
     assert f"; CUPED on a 14-day pre-period for {', '.join(used)}\n" in text
     off = runner.invoke(app, [*args, "--cuped-days", "0"]).stdout
     assert "; CUPED off\n" in off
+
+
+def test_tables_show_the_absolute_lift(sim: str, tmp_path: Path) -> None:
+    from abeval.formatting import signed
+
+    r = report(sim)
+    args = ["report", "-e", "home-reco-v2", "--db", sim, "--no-offline"]
+    text = runner.invoke(app, [*args, "--format", "text"]).stdout
+    page = tmp_path / "r.html"
+    assert runner.invoke(app, [*args, "-o", str(page)]).exit_code == 0
+    html = page.read_text()
+    for m in r["metrics"]:  # type: ignore[attr-defined]
+        effect = m["comparison"]["absolute"]["effect"]
+        row = next(line for line in text.splitlines() if line[2:].startswith(m["label"] + " "))
+        assert row.split()[len(m["label"].split()) + 3] == signed(effect)
+        assert "absolute lift: treatment − control" in html
+        assert f">{signed(effect)} absolute</span>" in html

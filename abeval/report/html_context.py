@@ -87,6 +87,7 @@ class MetricRow:
     description: str
     lower_is_better: bool
     bar: IntervalBar
+    absolute: str = ""  # the absolute lift (treatment − control, CUPED-adjusted where used)
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from abeval.formatting import (
     printable,
     pvalue,
     share,
+    signed,
     terminal_number,
     unbounded_notes,
 )
@@ -66,10 +67,11 @@ def _metric_row(m: MetricResult) -> str:
     chance = m.bayesian.relative.chance_to_win
     cuped = " cuped" if m.comparison.cuped else ""
     status = "" if m.status == "ok" else f"  ({m.status}: {m.message})"
+    absolute = signed(m.comparison.absolute.effect)
     return (
         f"{mark} {m.label:<22} {m.arm:<12} "
         f"{terminal_number(m.control.value):>10} {terminal_number(m.treatment.value):>10} "
-        f"{lift_cells(rel)} {share(chance, 2):>7}{cuped}{status}"
+        f"{absolute:>10} {lift_cells(rel)} {share(chance, 2):>7}{cuped}{status}"
     )
 
 
@@ -152,7 +154,8 @@ def _verdicts(r: ExperimentReport) -> list[str]:
 
 def _metric_tables(r: ExperimentReport) -> list[str]:
     header = (
-        f"  {'metric':<22} {'arm':<12} {'control':>10} {'treatment':>10} {LIFT_HEADER} "
+        f"  {'metric':<22} {'arm':<12} {'control':>10} {'treatment':>10} {'abs lift':>10} "
+        f"{LIFT_HEADER} "
         f"{'P(win)':>7}"
     )
     lines: list[str] = []
@@ -164,7 +167,10 @@ def _metric_tables(r: ExperimentReport) -> list[str]:
         rows = [m for m in r.metrics if m.role == role]
         if rows:
             lines += ["", title, header] + [_metric_row(m) for m in rows]
-    lines.append("  * significant after correction; intervals are relative lifts, corrected")
+    lines.append(
+        "  * significant after correction; abs lift = treatment − control (CUPED-adjusted "
+        "where used); intervals are relative lifts, corrected"
+    )
     return lines + _unbounded(m.comparison.relative for m in r.metrics)
 
 
