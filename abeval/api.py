@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, get_args
 from abeval.errors import OptionError
 
 if TYPE_CHECKING:
-    from abeval.analysis.agreement import AgreementBoard
+    from abeval.analysis.agreement import AgreementBoard, AgreementOptions
     from abeval.analysis.evaluate.results import EvaluationResult
     from abeval.analysis.planning import Plan
     from abeval.analysis.report_model import ExperimentReport, PowerInfo, ReportOptions
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from abeval.store.experiments import ExperimentSummary
     from abeval.store.ingest import IngestSummary
 
-__all__ = ["Experiments", "Store", "evaluate", "open"]
+__all__ = ["Experiments", "Store", "agreement_history", "evaluate", "open"]
 
 Names = str | Sequence[str] | None
 
@@ -186,32 +186,78 @@ class Store:
         resamples: int | None = None,
         primary: Names = None,
         target_propensities: Mapping[str, str | Path] | None = None,
+        backtest: bool = False,
     ) -> AgreementBoard:
         """The agreement board: how well each offline signal ranked the online lifts
-        across ``experiments`` (default: all of the store's)."""
-        from abeval.analysis.agreement import AgreementOptions, agreement_board
+        across ``experiments`` (default: all of the store's); ``backtest``: also
+        forecast each experiment from the earlier ones."""
+        from dataclasses import replace
+
+        from abeval.analysis.agreement import agreement_board
         from abeval.analysis.online_metrics import DEFAULT_PRIMARY, parse_metrics
 
-        defaults = AgreementOptions()
-        _share("alpha", alpha)
-        seed = defaults.seed if seed is None else seed
-        _at_least("seed", seed, 0)
-        resamples = defaults.resamples if resamples is None else resamples
-        if not MIN_RESAMPLES <= resamples <= MAX_RESAMPLES:
-            allowed = f"{MIN_RESAMPLES:,} to {MAX_RESAMPLES:,}"
-            raise OptionError("resamples", resamples, f"give {allowed}", allowed=allowed)
         metrics = parse_metrics(primary, DEFAULT_PRIMARY, "primary")
-        if not metrics:
-            raise OptionError("primary", primary, "no metric given; name them as ctr,conversion")
-        options = AgreementOptions(
+        options = replace(
+            _agreement_options(alpha, seed, resamples, metrics, primary, backtest),
             experiments=tuple(experiments) if experiments is not None else None,
-            alpha=alpha,
-            seed=seed,
-            resamples=resamples,
-            primary=metrics,
             target_propensities={k: str(v) for k, v in (target_propensities or {}).items()},
         )
         return agreement_board(self._store, options)
+
+
+def _agreement_options(
+    alpha: float,
+    seed: int | None,
+    resamples: int | None,
+    metrics: tuple[str, ...],
+    primary: Names,
+    backtest: bool,
+) -> AgreementOptions:
+    """The board's options, each checked (an :class:`OptionError` naming it)."""
+    from abeval.analysis.agreement import AgreementOptions
+
+    defaults = AgreementOptions()
+    _share("alpha", alpha)
+    seed = defaults.seed if seed is None else seed
+    _at_least("seed", seed, 0)
+    resamples = defaults.resamples if resamples is None else resamples
+    if not MIN_RESAMPLES <= resamples <= MAX_RESAMPLES:
+        allowed = f"{MIN_RESAMPLES:,} to {MAX_RESAMPLES:,}"
+        raise OptionError("resamples", resamples, f"give {allowed}", allowed=allowed)
+    if not metrics:
+        raise OptionError("primary", primary, "no metric given; name them as ctr,conversion")
+    return AgreementOptions(
+        alpha=alpha,
+        seed=seed,
+        resamples=resamples,
+        primary=metrics,
+        backtest=backtest,
+        primary_given=primary is not None,
+    )
+
+
+def agreement_history(
+    history: str | Path,
+    *,
+    alpha: float = 0.05,
+    seed: int | None = None,
+    resamples: int | None = None,
+    primary: Names = None,
+    backtest: bool = False,
+) -> AgreementBoard:
+    """The agreement board over a history file (CSV or Parquet, the columns of
+    ``abeval forecast --history``) instead of a store; ``primary``: the file's
+    online metrics to keep (default all of them)."""
+    from abeval.analysis.agreement_history import history_board
+    from abeval.analysis.online_metrics import DEFAULT_PRIMARY
+
+    metrics: tuple[str, ...] = DEFAULT_PRIMARY
+    if primary is not None:
+        parts = primary.split(",") if isinstance(primary, str) else list(primary)
+        metrics = tuple(n.strip() for n in parts if n.strip())
+    return history_board(
+        history, _agreement_options(alpha, seed, resamples, metrics, primary, backtest)
+    )
 
 
 def report_options(

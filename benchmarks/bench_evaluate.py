@@ -16,6 +16,11 @@ imports, reading, building each tool's input, evaluating, averaging):
 * ``ranx``: pandas reads the files, ``Qrels.from_df`` / ``Run.from_df`` build
   its inputs, ``ranx.evaluate`` (numba) evaluates.
 
+With ``--before DIR`` (a copy of the older code: ``git archive COMMIT | tar -x -C
+DIR``) a fourth process, ``abeval (before)``, runs the same command from that
+copy, so that old and new code meet the same load; the ratios of each abeval to
+pytrec_eval and ranx, wall and CPU, are printed for both.
+
 The order rotates between runs so that background load hits all alike. Printed:
 median and minimum wall time, the ratio to abeval (> 1: abeval is faster), the
 median CPU seconds (user + system, every thread) and peak RSS of each process
@@ -31,6 +36,7 @@ describing the machine to ``benchmarks/RESULTS.md``.
     python benchmarks/bench_evaluate.py                 # generate if missing, 3 runs
     python benchmarks/bench_evaluate.py --runs 5 --record
     python benchmarks/bench_evaluate.py --users 10000   # a smaller data set
+    python benchmarks/bench_evaluate.py --users 30000 --before /tmp/before --runs 5
 
 ranx is not a dependency of abeval: ``pip install ranx`` first (it is skipped,
 with a note, when missing), or give ``--ranx-python`` an interpreter that has
@@ -58,6 +64,7 @@ sys.path.insert(0, str(HERE))
 from measure import describe, machine, run_measured  # noqa: E402
 
 RESULTS = HERE / "RESULTS.md"
+BEFORE = "abeval (before)"
 TOOLS = ("duckdb", "pytrec_eval", "ranx", "numpy")
 METRICS = "precision@10,recall@10,ap@10,ndcg@10,mrr"
 
@@ -147,11 +154,13 @@ def children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def run_checked(argv: list[str], timeout: float, sample: Sample | None = None) -> str:
-    """Run ``argv``, add its wall seconds, CPU seconds and peak RSS (MiB) to
-    ``sample``, return its stdout; a failure raises."""
+def run_checked(
+    argv: list[str], timeout: float, sample: Sample | None = None, cwd: Path = REPO
+) -> str:
+    """Run ``argv`` in ``cwd``, add its wall seconds, CPU seconds and peak RSS (MiB)
+    to ``sample``, return its stdout; a failure raises."""
     cpu = children_cpu()
-    m = run_measured(argv, timeout, cwd=REPO)
+    m = run_measured(argv, timeout, cwd=cwd, env={"PYTHONPATH": str(cwd)})
     if m.timed_out:
         raise RuntimeError(f"{argv[:3]} timed out after {timeout:.0f} s")
     if m.code != 0:
@@ -192,13 +201,19 @@ def main() -> int:
     parser.add_argument("--only", choices=("abeval", "pytrec_eval", "ranx"), action="append")
     parser.add_argument("--force", action="store_true", help="regenerate the data")
     parser.add_argument("--record", action="store_true", help="append to benchmarks/RESULTS.md")
+    parser.add_argument(
+        "--before",
+        type=Path,
+        help="a copy of older code (git archive COMMIT | tar -x -C DIR), timed alongside",
+    )
     args = parser.parse_args()
 
     recs, truth = ensure_data(args.users, args.python, args.force)
     ranx_python = args.ranx_python or args.python
+    command = [args.python, "-m", "abeval", "evaluate", "-t", str(truth), "-r", str(recs),
+               "-m", METRICS, "--format", "json"]  # fmt: skip
     tools: dict[str, list[str]] = {
-        "abeval": [args.python, "-m", "abeval", "evaluate", "-t", str(truth), "-r", str(recs),
-                   "-m", METRICS, "--format", "json"],
+        "abeval": command,
         "pytrec_eval": [args.python, "-c", PYTREC, str(recs), str(truth)],
         "ranx": [ranx_python, "-c", RANX, str(recs), str(truth)],
     }  # fmt: skip
@@ -208,6 +223,10 @@ def main() -> int:
         notes.append("ranx is not installed (`pip install ranx`): skipped")
     if args.only:
         tools = {k: v for k, v in tools.items() if k in args.only}
+    cwds = {name: REPO for name in tools}
+    if args.before:
+        tools[BEFORE] = command
+        cwds[BEFORE] = args.before.resolve()
     # Warm the page cache (and ranx's numba cache) once, untimed.
     for path in (recs, truth):
         with open(path, "rb") as f:
@@ -227,12 +246,12 @@ def main() -> int:
         for name in order[r % len(order) :] + order[: r % len(order)]:
             argv = tools.get(name) or extra[name]
             for _ in range(5 if name == "abeval --help" else 1):
-                out = run_checked(argv, args.timeout, samples[name])
+                out = run_checked(argv, args.timeout, samples[name], cwds.get(name, REPO))
             if name == "phases":
                 phases.append(json.loads(out))
             elif name in tools:
                 data = json.loads(out)
-                if name == "abeval":
+                if name in ("abeval", BEFORE):
                     data = {m["metric"]: m["value"] for m in data["metrics"]}
                 means[name] = data
             print(f"run {r + 1}: {name:14s} {samples[name].wall[-1]:7.2f} s", file=sys.stderr)
@@ -244,7 +263,9 @@ def main() -> int:
         section = (
             f"\n## Offline evaluation: `abeval evaluate` vs pytrec_eval and ranx ({stamp})\n\n"
             f"Machine: {describe(machine(TOOLS))}. Command: `python benchmarks/bench_evaluate.py "
-            f"--users {args.users} --runs {args.runs} --record`. Ratios come from the same run; "
+            f"--users {args.users} --runs {args.runs}"
+            + (f" --before {args.before.name}" if args.before else "")
+            + " --record`. Ratios come from the same run; "
             "× abeval time > 1 means abeval is faster.\n\n" + table + "\n"
         )
         new = not RESULTS.exists()
@@ -288,6 +309,7 @@ def report(
             f"| {name} | {med(s.wall):.2f} | {min(s.wall):.2f} | {ratio} | {med(s.cpu):.2f} | "
             f"{med(s.rss):.0f} |"
         )
+    lines += ratios(tools, samples)
     lines += ["", "abeval's run, phase by phase (`benchmarks/evaluate_phases.py`, medians):", ""]
     lines += ["| phase | wall s | CPU s |", "|---|---:|---:|"]
     start = samples["python -c pass"]
@@ -320,6 +342,24 @@ def report(
         lines.append("- abeval means: " + ", ".join(f"{m} {v:.6f}" for m, v in ours.items()))
     lines += [f"- {n}" for n in notes]
     return "\n".join(lines)
+
+
+def ratios(tools: dict[str, list[str]], samples: dict[str, Sample]) -> list[str]:
+    """How many times faster each abeval is than each other tool (medians), wall and CPU."""
+    med = statistics.median
+    ours = [n for n in ("abeval", BEFORE) if n in tools]
+    others = [n for n in tools if n not in ours]
+    if not ours or not others:
+        return []
+    head = " | ".join(f"{o} wall | {o} CPU" for o in others)
+    lines = ["", f"| other tool's time / abeval's | {head} |", "|---|" + "---:|" * 2 * len(others)]
+    for name in ours:
+        cells = []
+        for other in others:
+            cells.append(f"{med(samples[other].wall) / med(samples[name].wall):.2f}×")
+            cells.append(f"{med(samples[other].cpu) / med(samples[name].cpu):.2f}×")
+        lines.append(f"| {name} | {' | '.join(cells)} |")
+    return lines
 
 
 if __name__ == "__main__":

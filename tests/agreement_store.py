@@ -1,7 +1,8 @@
 """A small history of experiments for the agreement board's tests.
 
 Four simulated experiments (abeval.simulate, small) whose treatment has a known
-CTR lift, with propensities (off-policy estimates) and ranked lists (replay);
+CTR lift, with propensities and the target's exact probabilities recorded with
+each (off-policy estimates) and ranked lists (replay);
 a recorded evaluation for three of them whose ndcg@10 lift is half the true CTR
 lift (``RECORDED``); and one experiment, ``bare``, whose events name no request,
 item or propensity, so that it has no offline signal at all.
@@ -13,9 +14,11 @@ import csv
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from abeval.simulate import SimulationConfig, write_events
+from abeval.analysis.ope_file import target_file
+from abeval.simulate import SimulationConfig, simulate_with_target, write_events
 from abeval.store import open_store
 from abeval.store.evaluations import RecordedEvaluation, RecordedMetric, record_evaluation
+from abeval.store.experiments import set_settings
 from abeval.store.ingest import ingest_file
 
 #: experiment -> true relative CTR lift of its treatment arm.
@@ -40,8 +43,15 @@ def simulate_experiment(path: Path, name: str, lift: float, seed: int, users: in
         true_ctr_lift={"treatment": lift},
         true_conversion_lift={"treatment": 0.0},
     )
-    write_events(config, path)
+    events, target = simulate_with_target(config)
+    write_events(events, path)
+    write_events(target, targets_of(path), quote=False)
     return path
+
+
+def targets_of(events: Path) -> Path:
+    """Where :func:`simulate_experiment` writes the target's probabilities."""
+    return events.with_name(f"{events.stem}.target.csv")
 
 
 def write_bare(path: Path) -> Path:
@@ -89,6 +99,8 @@ def build_store(workdir: Path, db: str | None = None, users: int = 1500) -> str:
     with open_store(db) as store:
         for f in files:
             ingest_file(store, f)
+        for f, name in zip(files, LIFTS, strict=False):
+            set_settings(store, name, None, None, targets=target_file(targets_of(f)))
         for name in RECORDED:
             record_evaluation(store, evaluation(name))
     return db

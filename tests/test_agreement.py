@@ -25,6 +25,8 @@ ISSUE_PAIR_KEYS = {"experiment", "arm", "online_metric", "online_lift", "online_
 ISSUE_SUMMARY_KEYS = {"signal", "source", "online_metric", "experiments", "sign_agreement",
                       "spearman", "spearman_ci", "kendall", "pearson", "slope", "precision",
                       "false_negative_rate"}  # fmt: skip
+BOARD_KEYS = {"reliability", "ceiling", "ceiling_status", "rho_over_ceiling", "expected_precision",
+              "familywise_p", "log_score", "baseline_log_score", "predictive_gain"}  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -142,8 +144,11 @@ def test_ranking_puts_independent_signals_first(board: AgreementBoard) -> None:
         kinds = [s.independent for s in rows]
         assert kinds == sorted(kinds, reverse=True)  # every True before every False
         assert {s.source for s in rows if not s.independent} == {"replay"}
-        ranked = [s.spearman_p for s in rows if s.independent and s.spearman_p is not None]
-        assert ranked == sorted(ranked)
+        independent = [s for s in rows if s.independent]
+        gains = [0.0 if s.predictive_gain is None else s.predictive_gain for s in independent]
+        assert gains == sorted(gains, reverse=True)  # a signal without a score: no gain
+        # Four experiments: leaving one out leaves three, one fewer than a forecast needs.
+        assert all(s.predictive_gain is None for s in rows)
     assert board.summary[0].online_metric == "ctr"
 
 
@@ -151,6 +156,12 @@ def test_json_document(board: AgreementBoard) -> None:
     doc = json.loads(json.dumps(board.to_dict(), allow_nan=False))
     assert set(doc["pairs"][0]) >= ISSUE_PAIR_KEYS
     assert set(doc["summary"][0]) >= ISSUE_SUMMARY_KEYS
+    for row in doc["summary"]:
+        assert set(row) >= BOARD_KEYS
+        if row["ceiling_status"] == "ok" and row["spearman"] is not None:
+            assert row["rho_over_ceiling"] == pytest.approx(row["spearman"] / row["ceiling"])
+        else:
+            assert row["rho_over_ceiling"] is None
     assert {p["source"] for p in doc["pairs"]} == {"evaluation", "replay", "ope"}
     assert doc["experiments_without_signals"] == [BARE]
     assert doc["experiments_with_signals"] == 4
@@ -223,3 +234,35 @@ def test_json_follows_its_schema(board: AgreementBoard) -> None:
     broken["pairs"][0]["source"] = "guess"
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(broken, schema)
+
+
+def test_z_columns_follow_from_the_pairs(board: AgreementBoard) -> None:
+    """Per off-policy estimator against CTR: z of each pair re-derived from its lifts
+    and standard errors, their mean and the share with |z| < 1.96; other signals
+    (a recorded NDCG lift is not a CTR lift) have none."""
+    import numpy as np
+
+    for s in board.summary:
+        pairs = [
+            p for p in board.pairs
+            if (p.signal, p.source, p.online_metric) == (s.signal, s.source, s.online_metric)
+        ]  # fmt: skip
+        if s.source != "ope" or s.online_metric != "ctr":
+            assert (s.z_pairs, s.z_mean, s.z_within) == (0, None, None)
+            continue
+        assert s.independent  # the history records the target's probabilities
+        z = np.array(
+            [
+                (p.offline_lift - p.online_lift) / np.hypot(p.offline_se, p.online_se)
+                for p in pairs
+                if p.offline_lift is not None and p.offline_se and p.online_se
+            ]
+        )
+        assert s.z_pairs == len(z) == 4
+        assert s.z_mean == pytest.approx(z.mean(), rel=1e-9)
+        assert s.z_within == pytest.approx(np.mean(np.abs(z) < 1.96), rel=1e-12)
+    text = render_text(board)
+    assert "predicted against observed, z = (predicted − observed) / √(se_pred² + se_obs²):" in text
+    page = parse(render_html(board))
+    table = page.find("table", class_="z-scores")
+    assert table is not None and table.find_all("tr", data_source="ope")

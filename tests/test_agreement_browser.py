@@ -1,7 +1,10 @@
 """The agreement board in headless Chromium (the DevTools driver of
 tests/test_browser.py): no console error, nothing fetched, every scatter laid out
 and painted, each point with its two crosshairs and the diagonal drawn, the
-replayed metrics' scatters folded until opened, no sideways overflow at 1280 px."""
+replayed metrics' scatters folded until opened, a legend under every scatter
+naming the dots, the crosshairs, the fitted line and y = x, and at 800 and
+1280 px no element wider than the window and no table scrolled sideways (no
+column clipped)."""
 
 from __future__ import annotations
 
@@ -32,6 +35,21 @@ LAYOUT = """JSON.stringify({
   overflow: [...document.querySelectorAll('main, body')].filter(
     e => e.scrollWidth > e.clientWidth + 1).map(e => e.tagName),
   width: document.documentElement.scrollWidth,
+  legends: [...document.querySelectorAll('figure.chart-card')].filter(f => f.checkVisibility())
+    .map(f => [...f.querySelectorAll('.scatter-legend li')].map(li => li.dataset.legend)),
+  fitLines: [...document.querySelectorAll('svg.scatter line.fit')].length,
+})"""
+
+#: Every visible element whose right edge passes the window, and every table
+#: wrapper that scrolls sideways (a column hidden until scrolled).
+CLIPPED = """JSON.stringify({
+  wide: [...document.querySelectorAll('body *')].filter(e => e.checkVisibility()).filter(e => {
+    const r = e.getBoundingClientRect();
+    return r.width > 0 && (r.right > innerWidth + 1 || r.left < -1);
+  }).map(e => e.tagName + '.' + (e.className.baseVal ?? e.className)).slice(0, 10),
+  scrolled: [...document.querySelectorAll('.table-wrap')].filter(
+    e => e.checkVisibility() && e.scrollWidth > e.clientWidth + 1).map(
+    e => e.querySelector('table').className),
 })"""
 
 
@@ -81,10 +99,28 @@ def test_board_in_headless_chromium(board_page: Path, tmp_path: Path) -> None:
             assert any(_is_blue(c) for c in colours), s  # the points
         evaluation = next(s for s in shown if s["source"] == "evaluation")
         assert evaluation["diagonal"] and evaluation["diagonal"][0] > 50
+        # Every open scatter has its legend: dots, crosshairs, fitted line, y = x.
+        assert layout["legends"] and layout["fitLines"] >= len(shown)
+        for legend in layout["legends"]:
+            assert legend == ["dots", "crosshairs", "fit", "diagonal"], legend
 
         # Opening the replayed metrics lays their scatters out too.
         page.evaluate("document.querySelectorAll('details.replayed').forEach(d => d.open = true)")
         opened = json.loads(page.evaluate(LAYOUT))["scatters"]
         assert all(s["visible"] and s["w"] > 300 for s in opened)
+    finally:
+        browser.close()
+
+
+@pytest.mark.parametrize("width", [800, 1280])
+def test_no_column_is_clipped(board_page: Path, tmp_path: Path, width: int) -> None:
+    browser = Browser(tmp_path / "profile", tmp_path / "chromium.log")
+    try:
+        page = Page(browser, width=width)
+        page.open(board_page)
+        page.evaluate("document.querySelectorAll('details').forEach(d => d.open = true)")
+        found = json.loads(page.evaluate(CLIPPED))
+        assert found == {"wide": [], "scrolled": []}
+        assert json.loads(page.evaluate(LAYOUT))["width"] <= width
     finally:
         browser.close()

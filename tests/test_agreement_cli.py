@@ -139,3 +139,21 @@ def test_a_missing_target_file_is_an_error_not_a_skipped_experiment(
     assert result.stderr == f"Error: {missing}: no such target propensities file; check the path\n"
     assert result.stdout == ""
     assert _state(db) == before
+
+
+def test_backtest_on_the_store_orders_by_start(db: str) -> None:
+    result = run("agreement", "--db", db, "--backtest", "-f", "json", "--resamples", "200",
+                 "--primary", "ctr")  # fmt: skip
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    signals = {(s["signal"], s["source"]) for s in doc["summary"]}
+    assert {(b["signal"], b["source"]) for b in doc["backtest"]} == signals
+    for b in doc["backtest"]:
+        # Four experiments with signals: none has the four earlier ones a forecast needs.
+        assert b["ordered_by"] == "start" and b["online_metric"] == "ctr"
+        assert b["result"]["status"] == "too_few_experiments" and b["result"]["forecast"] == 0
+    text = run("agreement", "--db", db, "--backtest", "-f", "text", "--resamples", "200",
+               "--primary", "ctr")  # fmt: skip
+    assert text.exit_code == 0
+    start = "Backtest: each experiment forecast from the earlier ones (ordered by experiment start)"
+    assert any(line.startswith(start) for line in text.stdout.splitlines())

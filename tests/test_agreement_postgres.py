@@ -25,4 +25,6 @@ def test_duckdb_and_postgres_give_the_same_board(tmp_path: Path, postgres_databa
     duck, pg = docs
     assert duck["experiments_without_signals"] == ["bare"]
     assert len(duck["pairs"]) > 100  # type: ignore[arg-type]
-    assert_same(duck, pg)
+    # An interval bound value − z·se of lifts near 0.1 can fall near 0 (1.8e-7 in
+    # one pair): there both engines agree to 1e-9 of the terms, not of the bound.
+    assert_same(duck, pg, abs_tol=1e-9)

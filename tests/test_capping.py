@@ -164,7 +164,8 @@ def test_bad_caps_are_usage_errors(duck: str, caps: list[str], message: str) -> 
     args = [a for c in caps for a in ("--cap", c)]
     result = runner.invoke(app, ["report", "-e", "cap", "--db", duck, *args])
     assert result.exit_code == 2
-    assert f"Invalid value for --cap: {message}" in " ".join(result.stderr.split())
+    line = " ".join(result.stderr.split())
+    assert line.startswith(f"Error: --cap {caps[-1]!r}: {message}"), line
     assert result.stdout == ""
 
 

@@ -120,6 +120,7 @@ def test_power_targets_are_checked(args: list[str], message: str) -> None:
         ["power"],
         ["demo"],
         ["evaluate"],
+        ["forecast"],
     ],
     ids=" ".join,
 )

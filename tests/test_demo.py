@@ -13,6 +13,7 @@ held-out files; the correlations with scipy."""
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -129,10 +130,7 @@ def test_demo_writes_the_report_and_the_history(demo: Demo) -> None:
 def test_demo_says_how_to_explore_the_history(demo: Demo) -> None:
     first = _files_of(demo.folder / "series")[0]
     db = demo.folder / "demo.duckdb"
-    report = (
-        f"abeval report -e series-01 --db {db} --format text "
-        f"--target-propensities {first.target_propensities}"
-    )
+    report = f"abeval report -e series-01 --db {db} --format text"
     recs = first.recommendations
     evaluate_line = (
         f"abeval evaluate --truth {first.truth} -r control={recs['control']} "
@@ -141,15 +139,35 @@ def test_demo_says_how_to_explore_the_history(demo: Demo) -> None:
     assert f"explore: {report}" in demo.stderr.splitlines()
     assert f"explore: {evaluate_line}" in demo.stderr.splitlines()
     assert f"explore: abeval agreement --db {db} --format text   (every experiment" in demo.stderr
-    # the report line, as JSON: off-policy estimates from the true probabilities, no warning
+    # the report line, as JSON: off-policy estimates from the recorded true probabilities
     args = ["report", "-e", "series-01", "--db", str(db), "--format", "json", "--no-offline"]
-    result = runner.invoke(app, [*args, "--target-propensities", str(first.target_propensities)])
+    result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
     ope = json.loads(result.stdout)["ope"]
+    assert (ope["target_origin"], ope["file"]) == ("recorded", str(first.target_propensities))
     assert ope["warnings"] == [] and len(ope["directions"]) == 2
     for direction in ope["directions"]:
-        assert direction["target_probabilities"] == "file"
+        assert direction["target_probabilities"] == "recorded"
+        assert direction["evidence"] == "prediction"
         assert abs(direction["diagnostics"]["mean_weight"] - 1) < 0.02
+
+
+def test_every_demo_experiment_has_its_target_probabilities_recorded(demo: Demo) -> None:
+    """The demo experiment's report shows its off-policy estimates as predictions
+    from the recorded exact probabilities, without a warning."""
+    files = _files_of(demo.folder / "series")
+    db = str(demo.folder / "demo.duckdb")
+    with open_store(db, read_only=True) as store, store.connect() as conn:
+        recorded = dict(conn.execute(text("SELECT experiment, file FROM target_files")).fetchall())
+    expected = {f.experiment.name: str(f.target_propensities) for f in files}
+    expected["home-reco-v2"] = str(demo.folder / "target_propensities.csv")
+    assert recorded == expected
+    doc = json.loads((demo.folder / "home-reco-v2.json").read_text())
+    ope = doc["ope"]
+    assert ope["status"] == "ok" and ope["target_origin"] == "recorded"
+    assert ope["warnings"] == [] and ope["not_estimated"] == []
+    assert {d["evidence"] for d in ope["directions"]} == {"prediction"}
+    assert all(abs(d["diagnostics"]["mean_weight"] - 1) < 0.02 for d in ope["directions"])
 
 
 def test_demo_history_recovers_its_relation(demo: Demo) -> None:
@@ -173,9 +191,10 @@ def test_demo_history_recovers_its_relation(demo: Demo) -> None:
 
 def test_demo_records_the_evaluations_and_writes_the_board(demo: Demo) -> None:
     """Each history experiment's held-out evaluation is recorded against it (the
-    control's model the baseline) and the board ranks the signals that follow the
-    treatments' quality, recorded NDCG and the off-policy estimates from the
-    target files, well above the replayed diversity."""
+    control's model the baseline), and the board is the store's, with no option:
+    the signals that follow the treatments' quality, recorded NDCG and the
+    off-policy estimates from the recorded probabilities, rank well above the
+    replayed diversity."""
     from abeval.analysis.agreement import AgreementOptions, agreement_board
     from abeval.store.evaluations import latest_evaluations
 
@@ -183,20 +202,14 @@ def test_demo_records_the_evaluations_and_writes_the_board(demo: Demo) -> None:
     board_path = demo.folder / "agreement.html"
     assert f"agreement board: {board_path}" in demo.stderr.splitlines()
     page = board_path.read_text(encoding="utf-8")
-    assert "<svg" in page and 'data-field="experiments">12<' in page and "home-reco-v2" not in page
+    assert "<svg" in page and 'data-field="experiments">13<' in page and "home-reco-v2" in page
     with open_store(str(demo.folder / "demo.duckdb"), read_only=True) as store:
         recorded = latest_evaluations(store)
         assert sorted(recorded) == [f.experiment.name for f in files]
         for evaluation in recorded.values():
             ndcg = evaluation.metric("treatment", "ndcg@10")
             assert ndcg is not None and ndcg.baseline_arm == "control"
-        targets = {f.experiment.name: str(f.target_propensities) for f in files}
-        board = agreement_board(
-            store,
-            AgreementOptions(
-                experiments=tuple(targets), target_propensities=targets, resamples=200
-            ),
-        )
+        board = agreement_board(store, AgreementOptions(resamples=200))
     rho = {
         (s.source, s.signal): s.spearman
         for s in board.summary
@@ -205,6 +218,60 @@ def test_demo_records_the_evaluations_and_writes_the_board(demo: Demo) -> None:
     assert rho[("evaluation", "ndcg@10")] > 0.7
     assert rho[("ope", "snips")] > 0.7
     assert abs(rho[("replay", "diversity@10")]) < 0.5
+    assert all(p.independent for p in board.pairs if p.source == "ope")
+
+
+def _readme_claim() -> dict[str, float]:
+    """The numbers the README's demo paragraph states, read from its text."""
+    readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
+    found = re.search(
+        r"the off-policy estimates rank the 13 experiments' CTR lifts with a Spearman "
+        r"correlation of (?P<rho>[0-9.]+); their mean z is (?P<z>[-−+0-9.]+) and (?P<share>\d+)% "
+        r"of them have \|z\| < 1\.96",
+        " ".join(readme.split()),
+    )
+    assert found, "the README's demo paragraph no longer states the board's claim"
+    return {
+        "rho": float(found["rho"]),
+        "z": float(found["z"].replace("−", "-")),
+        "share": float(found["share"]) / 100,
+    }
+
+
+def test_the_readme_claim_is_what_abeval_agreement_prints(
+    demo: Demo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``abeval agreement --db demo/demo.duckdb`` with no other option writes the
+    page ``reports/agreement.html``: its snips row and z row carry the README's
+    numbers, and ``--format text`` prints the same. The README quotes the full
+    demo (30,000 users in home-reco-v2); this one has 1,500 there, so one
+    experiment of 13 differs: Spearman must match to 0.05, the mean z to 3/13
+    (that experiment's z moving by up to 3) and the share of |z| < 1.96 to one
+    experiment."""
+    from html_tree import parse
+
+    claim = _readme_claim()
+    db = str(demo.folder / "demo.duckdb")
+    monkeypatch.chdir(tmp_path)
+    result = runner.invoke(app, ["agreement", "--db", db])
+    assert result.exit_code == 0, result.output
+    assert result.stderr == f"wrote {Path('reports') / 'agreement.html'}\n"
+    page = parse((tmp_path / "reports" / "agreement.html").read_text(encoding="utf-8"))
+    table = page.find("table", class_="agreement", data_metric="ctr")
+    rho = float(table.find("tr", data_signal="snips", data_source="ope").field("spearman"))
+    z_row = page.find("table", class_="z-scores", data_metric="ctr").find("tr", data_signal="snips")
+    z_mean, z_within = float(z_row.field("z-mean")), float(z_row.field("z-within")[:-1]) / 100
+    assert abs(rho - claim["rho"]) <= 0.05
+    assert abs(z_mean - claim["z"]) <= 3 / 13
+    assert abs(z_within - claim["share"]) <= 1 / 13 + 1e-9
+    text_out = runner.invoke(app, ["agreement", "--db", db, "--format", "text"]).stdout
+    lines = text_out.splitlines()
+    start = lines.index("Online metric: ctr (signals ranked best first)")
+    block = lines[start : lines.index("", start)]
+    snips = next(x.split() for x in block if x.split()[1:3] == ["snips", "ope"])
+    assert float(snips[7]) == rho
+    z_text = next(x.split() for x in block if x.split()[:2] == ["snips", "ope"])
+    assert (float(z_text[3]), z_text[4]) == (z_mean, z_row.field("z-within"))
 
 
 @pytest.mark.slow
@@ -224,3 +291,29 @@ def test_a_bigger_history_recovers_its_relation_tightly(tmp_path: Path) -> None:
     for metric in ("coverage@10", "novelty@10"):
         rho = spearmanr(r[metric], r["online"])
         assert abs(rho.statistic) < 0.4 and rho.pvalue > 0.2, (metric, rho)
+
+
+def test_demo_ends_with_a_forecast_beside_the_true_lift(demo: Demo) -> None:
+    """The last lines: an untested candidate's CTR lift forecast from the history's
+    recorded ndcg@10, and its true lift (known to the simulator)."""
+    from abeval.simulate.demo import CANDIDATE_CTR_LIFT
+
+    lines = demo.stderr.splitlines()
+    forecast = next(line for line in lines if line.startswith("forecast: "))
+    match = re.fullmatch(
+        r"forecast: an untested candidate \(ndcg@10 ([+-][\d.]+)% offline\): CTR lift "
+        r"([+-][\d.]+)%, 95% interval \[([+-][\d.]+)%, ([+-][\d.]+)%\] from 12 experiments; "
+        r"its true CTR lift \(simulator\): ([+-][\d.]+)%",
+        forecast,
+    )
+    assert match, forecast
+    offline, point, low, high, true = (float(v) / 100 for v in match.groups())
+    assert true == pytest.approx(CANDIDATE_CTR_LIFT)
+    assert offline > 0 and low < point < high
+    candidate = demo.folder / "candidate"
+    explore = (
+        f"explore: abeval forecast --db {demo.folder / 'demo.duckdb'} -t {candidate / 'truth.csv'} "
+        f"-r control={candidate / 'control.csv'} -r candidate={candidate / 'candidate.csv'} "
+        "--signal ndcg@10"
+    )
+    assert lines[lines.index(forecast) + 1] == explore

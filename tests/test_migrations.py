@@ -16,18 +16,12 @@ from abeval.cli import app
 from abeval.errors import StoreError
 from abeval.resources import data_dir
 from abeval.store import Store, open_store
-from abeval.store.ingest import ingest_file
 from abeval.store.migrate import apply, available, ensure_current, pending
 
 runner = CliRunner()
 SHIPPED = data_dir("migrations")
 #: The shipped steps, ``0001_initial`` first.
 STEPS = sorted(p.stem for p in SHIPPED.glob("*.sql"))
-EVENTS = (
-    "experiment,arm,user_id,ts,event_type\n"
-    "e1,A,u1,2024-05-01,exposure\n"
-    "e1,B,u2,2024-05-01,exposure\n"
-)
 
 
 def recorded(store: Store) -> list[tuple[int, str]]:
@@ -57,13 +51,26 @@ def folder(tmp_path: Path, name: str, steps: dict[str, str]) -> Path:
 
 @pytest.fixture
 def old_store(tmp_path: Path) -> Iterator[tuple[Path, Store]]:
-    """A store at schema step 1 only, holding two events."""
+    """A store at schema step 1 only, holding two events (written as step 1's
+    ingest wrote them: today's ingest needs the later steps' columns)."""
     db = tmp_path / "old.duckdb"
     store = open_store(str(db), migrate=False)
     assert [m.version for m in apply(store, folder(tmp_path, "v1", {}))] == [1]
-    csv = tmp_path / "e.csv"
-    csv.write_text(EVENTS)
-    assert ingest_file(store, csv).inserted == 2
+    with store.begin() as conn:
+        for arm, user in (("A", "u1"), ("B", "u2")):
+            conn.execute(
+                text(
+                    "INSERT INTO events (experiment, arm, user_id, ts, event_type, ingest_id) "
+                    "VALUES ('e1', :a, :u, TIMESTAMP '2024-05-01 00:00:00', 'exposure', 1)"
+                ),
+                {"a": arm, "u": user},
+            )
+        conn.execute(
+            text(
+                "INSERT INTO experiments (experiment, arms, updated_at) "
+                "VALUES ('e1', 'A,B', TIMESTAMP '2024-05-01 00:00:00')"
+            )
+        )
     yield db, store
     store.close()
 

@@ -127,8 +127,8 @@ def _file(tmp_path: Path, text: str) -> Path:
     [
         ("request_id,item_id,position\nr,a0,1\n", "{f}: missing column probability or "
          "propensity; expected columns request_id, item_id, position, probability (and "
-         "optionally arm) (found: request_id, item_id, position); rename the columns in "
-         "the header"),
+         "optionally arm, probability_given_above) (found: request_id, item_id, position); "
+         "rename the columns in the header"),
         ("request_id,item_id,position,probability\nr,a0,1,0.5\nr,a1,1,1.5\n",
          "{f}:3:probability: 1.5 is not a probability between 0 and 1; fix or remove the row"),
         ("request_id,item_id,position,probability\nr,a0,0,0.5\n",
@@ -141,7 +141,7 @@ def _file(tmp_path: Path, text: str) -> Path:
          "{f}:4:request_id: request r lists the same item at the same position twice; "
          "keep one row"),
         ("", "{f}: the file is empty; expected columns request_id, item_id, position, "
-         "probability (and optionally arm)"),
+         "probability (and optionally arm, probability_given_above)"),
     ],
 )  # fmt: skip
 def test_target_propensities_errors(db: str, tmp_path: Path, content: str, message: str) -> None:

@@ -186,9 +186,14 @@ def test_file_probabilities_match_numpy(case, tmp_path: Path) -> None:  # type: 
     assert (d.source, d.target, d.target_probabilities) == ("control", "treatment", "file")
     assert section.directions[1].target_probabilities == "empirical"
     ref = reference(logs, "control", "treatment", pi, CAP)
-    for e in d.estimates:
+    for e in d.estimates[:4]:
         value, se, _, _ = ref[e.estimator]  # type: ignore[misc]
         assert (e.ctr.value, e.ctr.se) == pytest.approx((value, se), rel=1e-7)
+    # No step probabilities in these logs: the step estimators say so, the headline is snips.
+    assert [(e.estimator, e.ctr.status) for e in d.estimates[4:]] == [
+        (name, "no_given_above") for name in ("rips", "snrips", "sips", "cascade_dr")
+    ]
+    assert (d.headline, d.headline_reason) == ("snips", "no_source_given_above")
     assert d.diagnostics.ess == pytest.approx(ref["ess"], rel=1e-9)
 
 

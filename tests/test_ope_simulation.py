@@ -123,8 +123,23 @@ def test_a_deficient_case_raises_every_warning(tmp_path: Path) -> None:
     # (0.8 on the request that showed a0).
     assert g.support_deficit == pytest.approx(0.3 * 400 / (399 * 1.0 + 0.8), rel=1e-12)
     warnings = section.directions[0].warnings
-    assert [w.split(" is ")[0] for w in warnings] == [
+    assert [w.split(" is ")[0] for w in warnings[:3]] == [
         "effective sample size",
         "mean weight",
         "support deficit",
     ]
+    # Over users (one impression each): 400 users, one of weight 500, so Kish's
+    # effective number of users is (Σw)² / Σw², and the top 1% (4 users, the
+    # 500 and three of 0.8) carry the clicks of the user of weight 500 (who
+    # clicked: u0, 0 % 7 == 0) and of those three among the 399 others.
+    snips = next(e for e in section.directions[0].estimates if e.estimator == "snips")
+    assert snips.users is not None
+    ess = w.sum() ** 2 / (w**2).sum()
+    assert snips.users.ess_users == pytest.approx(ess, rel=1e-12)
+    assert snips.users.interval == "unreliable"
+    assert warnings[3] == (
+        f"snips: its weights are worth {ess:.1f} users (below 40), so its normal interval is "
+        "unreliable (in simulation such intervals covered 87-93% of the time, not 95%)"
+    )
+    assert snips.users.top_share is not None and snips.users.top_share > 0.5
+    assert warnings[4].startswith("snips: the 1% of users with the largest weights carry ")

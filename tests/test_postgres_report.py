@@ -24,19 +24,20 @@ pytestmark = pytest.mark.postgres
 VOLATILE = {"generated_at", "store", "finished_at"}
 
 
-def assert_same(a: Any, b: Any, path: str = "") -> None:
+def assert_same(a: Any, b: Any, path: str = "", abs_tol: float = 1e-12) -> None:
+    """Equal documents: every number to a relative 1e-9 (or within ``abs_tol``)."""
     if isinstance(a, dict):
         assert isinstance(b, dict), path
         assert set(a) == set(b), path
         for key in a:
             if key not in VOLATILE:
-                assert_same(a[key], b[key], f"{path}.{key}")
+                assert_same(a[key], b[key], f"{path}.{key}", abs_tol)
     elif isinstance(a, list):
         assert isinstance(b, list) and len(a) == len(b), path
         for i, (x, y) in enumerate(zip(a, b, strict=True)):
-            assert_same(x, y, f"{path}[{i}]")
+            assert_same(x, y, f"{path}[{i}]", abs_tol)
     elif isinstance(a, float) and isinstance(b, float | int):
-        assert math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12), f"{path}: {a} != {b}"
+        assert math.isclose(a, b, rel_tol=1e-9, abs_tol=abs_tol), f"{path}: {a} != {b}"
     else:
         assert a == b, f"{path}: {a!r} != {b!r}"
 
@@ -90,7 +91,7 @@ def test_window_caps_and_segments_agree_on_both_engines(
         b = build_report(pg, "home-reco-v2", options).to_dict()
         messages = []
         for store in (duck, pg):
-            with pytest.raises(OptionError) as caught:  # a usage error since issue 22
+            with pytest.raises(OptionError) as caught:
                 build_report(store, "home-reco-v2", ReportOptions(segment="devise", offline=False))
             messages.append(caught.value.message)
     finally:

@@ -14,7 +14,14 @@ comes from one of three sources:
   relative lift against control. It is computed from the same clicks as the
   online metrics, so it is not independent evidence (``independent`` is False);
 - ``ope``: an off-policy estimate of the treatment's CTR from the control's logs
-  (each estimator a signal), its predicted lift.
+  (each estimator a signal), its predicted lift. A post-hoc one (no target
+  probabilities: the treatment's own frequency of (item, position)) is not
+  independent evidence either, and is summarised apart from the predictions.
+
+Where the offline signal predicts the online metric itself (an off-policy CTR
+lift against the online CTR lift), each pair also has z = (predicted −
+observed) / √(se_pred² + se_obs²), and :func:`with_z_scores` adds their mean and
+the share with |z| < 1.96 to the summary (:mod:`abeval.stats.consistency`).
 
 The statistics per (signal, source, online metric) come from
 :func:`abeval.stats.agreement.agreement`. Experiments without any offline signal,
@@ -44,6 +51,12 @@ from abeval.stats.agreement import (
     Point,
     agreement,
 )
+from abeval.stats.agreement_familywise import familywise_p
+from abeval.stats.agreement_noise import expected_precision, noise_ceiling, rho_over_ceiling
+from abeval.stats.agreement_predictive import Backtest, backtest, loo_score
+from abeval.stats.consistency import lift_difference, z_scores
+from abeval.stats.distributions import norm_isf
+from abeval.stats.forecast import HistoryRow, fit
 from abeval.stats.results import JsonResult
 from abeval.store.evaluations import RecordedEvaluation, latest_evaluations
 from abeval.store.experiments import list_experiments, unknown_experiment_message
@@ -52,14 +65,15 @@ if TYPE_CHECKING:
     from abeval.store.engine import Store
 
 SCHEMA_VERSION = "1.0"
-Source = Literal["evaluation", "replay", "ope"]
-SOURCES: tuple[Source, ...] = ("evaluation", "ope", "replay")
+Source = Literal["evaluation", "replay", "ope", "history"]
+SOURCES: tuple[Source, ...] = ("evaluation", "ope", "history", "replay")
 
 #: How the board ranks signals (docs/metrics.md#agreement-ranking).
 RANKING = (
     "independent signals (recorded evaluations, off-policy estimates) before replayed ones; "
-    "then by the permutation p-value of Spearman's correlation (smallest first), Spearman, "
-    "and experiments covered; signals without a correlation last in their group"
+    "then by the leave-one-experiment-out predictive score of the forecast model against an "
+    "intercept-only model (largest gain in log score first; a signal too short to score "
+    "counts as no gain), then the family-wise p-value, Spearman, and experiments covered"
 )
 
 
@@ -76,6 +90,10 @@ class AgreementOptions:
     #: experiment -> a file of the target's probabilities for its off-policy
     #: estimates (``--target-propensities``); the others use the empirical ones.
     target_propensities: Mapping[str, str] = field(default_factory=dict)
+    #: ``--backtest``: forecast each experiment from the earlier ones.
+    backtest: bool = False
+    #: ``--primary`` was given (a history file otherwise keeps all its metrics).
+    primary_given: bool = False
 
 
 @dataclass(frozen=True)
@@ -96,6 +114,11 @@ class AgreementPair(JsonResult):
     offline_lift: float | None
     offline_ci: tuple[float, float] | None
     offline_status: str = "ok"
+    #: False for replayed metrics and post-hoc off-policy estimates.
+    independent: bool = True
+    offline_se: float | None = None
+    #: (offline − online) / √(se² + se²) where both are the same quantity, else None.
+    z: float | None = None
 
 
 @dataclass(frozen=True)
@@ -137,6 +160,26 @@ class SignalSummary(JsonResult):
     true_negatives: int
     status: str
     message: str
+    reliability: float | None = None
+    ceiling: float | None = None
+    ceiling_status: str = "too_few_points"
+    rho_over_ceiling: float | None = None
+    expected_precision: float | None = None
+    familywise_p: float | None = None
+    log_score: float | None = None
+    baseline_log_score: float | None = None
+    predictive_gain: float | None = None
+    scored: int = 0
+    model_slope: float | None = None
+    model_slope_ci: tuple[float, float] | None = None
+    model_intercept: float | None = None
+    model_tau: float | None = None
+    model_experiments: int = 0
+    #: Pairs with a z (the signal predicts the online metric itself), their mean z
+    #: and the share with |z| < 1.96 (:func:`with_z_scores`).
+    z_pairs: int = 0
+    z_mean: float | None = None
+    z_within: float | None = None
 
 
 @dataclass(frozen=True)
@@ -173,6 +216,22 @@ class AgreementBoard(JsonResult):
     pairs: tuple[AgreementPair, ...]
     summary: tuple[SignalSummary, ...]
     notes: tuple[str, ...]
+    #: ``--backtest``: per signal and online metric, each experiment forecast
+    #: from the earlier ones (empty unless asked for).
+    backtest: tuple[SignalBacktest, ...] = ()
+
+
+@dataclass(frozen=True)
+class SignalBacktest(JsonResult):
+    """The backtest of one signal against one online metric: experiments in the
+    order of ``ordered_by`` (``start`` of the experiment, or the history's
+    ``date``, or ``row`` order when a date is missing)."""
+
+    signal: str
+    source: Source
+    online_metric: str
+    ordered_by: str
+    result: Backtest
 
 
 def agreement_board(store: Store, o: AgreementOptions | None = None) -> AgreementBoard:
@@ -195,7 +254,10 @@ def agreement_board(store: Store, o: AgreementOptions | None = None) -> Agreemen
         found = experiment_pairs(report, evaluations.get(name))
         pairs += found
         coverage.append(_coverage(report, found))
-    summary = summarise(pairs, o)
+    summary = with_z_scores(summarise(pairs, o), pairs)
+    starts = {e.experiment: e.first_ts or "" for e in list_experiments(store)}
+    order = sorted(names, key=lambda n: (starts.get(n, ""), n))
+    summary = with_z_scores(summarise(pairs, o), pairs)
     return AgreementBoard(
         schema_version=SCHEMA_VERSION,
         abeval_version=__version__,
@@ -213,8 +275,47 @@ def agreement_board(store: Store, o: AgreementOptions | None = None) -> Agreemen
         experiments_skipped=tuple(c.experiment for c in coverage if c.status == "skipped"),
         pairs=tuple(pairs),
         summary=summary,
-        notes=_notes(o),
+        notes=notes(o),
+        backtest=backtests(pairs, order, "start", o) if o.backtest else (),
     )
+
+
+def backtests(
+    pairs: Sequence[AgreementPair], order: Sequence[str], ordered_by: str, o: AgreementOptions
+) -> tuple[SignalBacktest, ...]:
+    """The backtest of every (signal, source, online metric) of ``pairs``, in the
+    summary's order of online metrics, experiments in ``order``."""
+    out = []
+    for (signal, source, metric, independent), points in _oriented(pairs).items():
+        if not independent and source != "replay":  # post-hoc estimates forecast nothing
+            continue
+        rows = history_rows(points, o.alpha)
+        result = backtest(rows, list(order), o.alpha)
+        out.append(SignalBacktest(signal, source, metric, ordered_by, result))
+    rank = {m: i for i, m in enumerate(o.primary)}
+    out.sort(key=lambda b: (rank.get(b.online_metric, len(rank)), b.online_metric,
+                            SOURCES.index(b.source), b.signal))  # fmt: skip
+    return tuple(out)
+
+
+#: A board row's key: signal, source, online metric, independent evidence or not.
+RowKey = tuple[str, Source, str, bool]
+
+
+def _oriented(pairs: Sequence[AgreementPair]) -> dict[RowKey, list[Point]]:
+    """The pairs grouped per (signal, source, online metric, independence), as
+    points oriented so that larger is better (pairs without an offline lift left out)."""
+    groups: dict[RowKey, list[AgreementPair]] = {}
+    for p in pairs:
+        groups.setdefault((p.signal, p.source, p.online_metric, p.independent), []).append(p)
+    out = {}
+    for (signal, source, metric, independent), group in groups.items():
+        flip_offline = offline_lower_is_better(signal, source)
+        online = METRICS.get(metric)
+        flip_online = online is not None and online.lower_is_better
+        points = [_point(p, flip_offline, flip_online) for p in group]
+        out[(signal, source, metric, independent)] = [p for p in points if p is not None]
+    return out
 
 
 def _report_options(base: ReportOptions, o: AgreementOptions, name: str) -> ReportOptions:
@@ -256,6 +357,10 @@ class _Lift:
     value: float | None
     ci: tuple[float, float] | None
     status: str
+    se: float | None = None
+    independent: bool = True
+    #: The signal predicts the online metric of this name itself (z is defined).
+    predicts: str | None = None
 
 
 def experiment_pairs(
@@ -268,6 +373,9 @@ def experiment_pairs(
         if m.role != "primary" or rel.effect is None:
             continue
         for signal, source, lift in _signals(report, evaluation, m.arm):
+            z = None
+            if lift.predicts == m.metric:
+                z = lift_difference(lift.value, lift.se, rel.effect, rel.se, 0.05).z
             pairs.append(
                 AgreementPair(
                     experiment=report.experiment,
@@ -281,6 +389,9 @@ def experiment_pairs(
                     offline_lift=lift.value,
                     offline_ci=lift.ci,
                     offline_status=lift.status,
+                    independent=lift.independent and source != "replay",
+                    offline_se=lift.se,
+                    z=z,
                 )
             )
     return pairs
@@ -303,12 +414,19 @@ def _signals(
             if d.source == control and d.target == arm:
                 for e in d.estimates:
                     p = e.predicted_lift
-                    yield e.estimator, "ope", _Lift(p.value, p.ci, p.status)
+                    if p.status in UNSUPPORTED:  # the logs cannot form it: not a signal here
+                        continue
+                    own = d.evidence == "prediction"
+                    yield e.estimator, "ope", _Lift(p.value, p.ci, p.status, p.se, own, "ctr")
     for r in report.offline:
         if r.arm == arm:
             rel = r.comparison.relative
             status = "ok" if rel.effect is not None else r.comparison.status
             yield r.metric, "replay", _Lift(rel.effect, rel.ci, status)
+
+
+#: Estimate statuses that mean the logs cannot support the estimator at all.
+UNSUPPORTED = frozenset({"no_given_above", "incomplete_candidates"})
 
 
 # --------------------------------------------------------------------------- summary
@@ -336,23 +454,21 @@ def _point(p: AgreementPair, flip_offline: bool, flip_online: bool) -> Point | N
 
     offline, offline_ci = orient(p.offline_lift, p.offline_ci, flip_offline)
     online, online_ci = orient(p.online_lift, p.online_ci, flip_online)
-    return Point(p.experiment, offline, online, offline_ci, online_ci, p.online_se)
+    return Point(p.experiment, offline, online, offline_ci, online_ci, p.online_se, p.arm)
 
 
 def summarise(pairs: Sequence[AgreementPair], o: AgreementOptions) -> tuple[SignalSummary, ...]:
     """One ranked :class:`SignalSummary` per (signal, source, online metric);
     ranks count within each online metric, in the order of ``o.primary``."""
-    groups: dict[tuple[str, Source, str], list[AgreementPair]] = {}
-    for p in pairs:
-        groups.setdefault((p.signal, p.source, p.online_metric), []).append(p)
     rows = []
-    for (signal, source, metric), group in groups.items():
+    oriented = _oriented(pairs)
+    for (signal, source, metric, independent), kept in oriented.items():
         flip_offline = offline_lower_is_better(signal, source)
-        online = METRICS.get(metric)
-        flip_online = online is not None and online.lower_is_better
-        points = [_point(p, flip_offline, flip_online) for p in group]
-        a = agreement([p for p in points if p is not None], o.alpha, o.resamples, o.seed)
-        rows.append(_summary(signal, source, metric, flip_offline, a))
+        a = agreement(kept, o.alpha, o.resamples, o.seed)
+        row = replace(_summary(signal, source, metric, flip_offline, a), independent=independent)
+        row = _with_noise(row, kept, o)
+        rows.append(_with_score(row, history_rows(kept, o.alpha), o.alpha))
+    rows = _with_familywise(rows, oriented, o)
     order = {m: i for i, m in enumerate(o.primary)}
     rows.sort(key=lambda r: (order.get(r.online_metric, len(order)), r.online_metric, _key(r)))
     ranked, rank, previous = [], 0, None
@@ -363,12 +479,107 @@ def summarise(pairs: Sequence[AgreementPair], o: AgreementOptions) -> tuple[Sign
     return tuple(ranked)
 
 
+def _with_noise(row: SignalSummary, points: Sequence[Point], o: AgreementOptions) -> SignalSummary:
+    """The row with its online lifts' reliability, noise ceiling and expected precision."""
+    online = [p.online for p in points]
+    se = [p.online_se for p in points]
+    c = noise_ceiling(online, se, seed=o.seed)
+    says = [p.offline_ci is not None and p.offline_ci[0] > 0 for p in points]
+    e = expected_precision(online, se, says)
+    return replace(
+        row,
+        reliability=c.reliability,
+        ceiling=c.ceiling,
+        ceiling_status=c.status,
+        rho_over_ceiling=rho_over_ceiling(row.spearman, c),
+        expected_precision=e.expected_precision,
+    )
+
+
+def history_rows(points: Sequence[Point], alpha: float) -> list[HistoryRow]:
+    """The forecast model's rows of a signal's points: those with an online
+    standard error above 0; the offline standard error is read off the offline
+    1 − α interval as its width / (2 z), 0 without an interval."""
+    z = norm_isf(alpha / 2)
+    rows = []
+    for p in points:
+        if p.online_se is None or not p.online_se > 0:
+            continue
+        ci = p.offline_ci
+        se = 0.0 if ci is None else max(ci[1] - ci[0], 0.0) / (2 * z)
+        rows.append(HistoryRow(p.offline, se, p.online, p.online_se, p.cluster))
+    return rows
+
+
+def _with_score(row: SignalSummary, history: Sequence[HistoryRow], alpha: float) -> SignalSummary:
+    """The row with the forecast model's fit on every row, and the
+    leave-one-experiment-out log scores (forecast model and intercept-only) and
+    their difference."""
+    score = loo_score(history)
+    model = fit(history, alpha)
+    return replace(
+        row,
+        log_score=score.log_score,
+        baseline_log_score=score.baseline_log_score,
+        predictive_gain=score.gain,
+        scored=score.scored,
+        model_slope=model.slope,
+        model_slope_ci=model.slope_interval,
+        model_intercept=model.intercept,
+        model_tau=model.tau,
+        model_experiments=len({r.experiment for r in history}),
+    )
+
+
+def _with_familywise(
+    rows: Sequence[SignalSummary],
+    points: Mapping[RowKey, Sequence[Point]],
+    o: AgreementOptions,
+) -> list[SignalSummary]:
+    """Each row with its family-wise p-value: the family is every signal of the
+    same online metric and the same independence (replayed metrics, close to
+    circular, would otherwise set the bar for the others)."""
+    families: dict[tuple[str, bool], list[int]] = {}
+    for i, r in enumerate(rows):
+        families.setdefault((r.online_metric, r.independent), []).append(i)
+    out = list(rows)
+    for members in families.values():
+        keys = [
+            (rows[i].signal, rows[i].source, rows[i].online_metric, rows[i].independent)
+            for i in members
+        ]
+        found = familywise_p([points[k] for k in keys], o.resamples, o.seed)
+        for i, p in zip(members, found.p_values, strict=True):
+            out[i] = replace(out[i], familywise_p=p)
+    return out
+
+
+def with_z_scores(
+    summary: Sequence[SignalSummary], pairs: Sequence[AgreementPair]
+) -> tuple[SignalSummary, ...]:
+    """Each summary row with the mean z and the share |z| < 1.96 of its pairs
+    (:mod:`abeval.stats.consistency`); rows whose pairs have no z are unchanged."""
+    out = []
+    for r in summary:
+        zs = [
+            p.z
+            for p in pairs
+            if (p.signal, p.source, p.online_metric, p.independent)
+            == (r.signal, r.source, r.online_metric, r.independent)
+        ]
+        found = z_scores(zs)
+        if found.pairs:
+            r = replace(r, z_pairs=found.pairs, z_mean=found.z_mean, z_within=found.z_within)
+        out.append(r)
+    return tuple(out)
+
+
 def _key(r: SignalSummary) -> tuple:
     """Sort key of :data:`RANKING` (ascending sorts the best first)."""
     return (
         not r.independent,
-        r.spearman_p is None,
-        r.spearman_p if r.spearman_p is not None else 1.0,
+        -(r.predictive_gain if r.predictive_gain is not None else 0.0),
+        r.familywise_p if r.familywise_p is not None else 1.0,
         -(r.spearman if r.spearman is not None else 0.0),
         -r.experiments,
         SOURCES.index(r.source),
@@ -416,7 +627,7 @@ def _summary(
     )
 
 
-def _notes(o: AgreementOptions) -> tuple[str, ...]:
+def notes(o: AgreementOptions) -> tuple[str, ...]:
     level = f"{1 - o.alpha:.0%}"
     return (
         "Replayed metrics are computed from the same clicks (and purchases) as the online "
@@ -431,13 +642,36 @@ def _notes(o: AgreementOptions) -> tuple[str, ...]:
         "(experiments in perfect order give [1, 1]); the permutation p-value of Spearman's "
         "correlation (exact up to 8 pairs) says how often unrelated lifts would rank as well.",
         "Calibration slope: online lift on offline lift, weighted by 1 / (se² + τ²) with τ² "
-        "the between-experiment variance by the method of moments; 1 means the offline lift "
-        "carries over as it is. The offline lift's own noise is not modelled, which pulls the "
-        "slope towards 0.",
+        "the between-experiment variance by the method of moments, its interval by "
+        "Hartung–Knapp–Sidik–Jonkman with t(k − 2); 1 means the offline lift carries over as "
+        "it is. The offline lift's own noise is not modelled there, which pulls it towards 0; "
+        "the forecast model's slope (model slope) corrects for it by regression calibration.",
+        "Noise: reliability R = max(0, 1 − mean(se²) / var(online lift)) is the share of the "
+        "online lifts' spread that is real. The ceiling is the Spearman correlation a perfect "
+        "predictor would reach on average against lifts this noisy (simulated, seed "
+        f"{o.seed}); read Spearman as Spearman / ceiling. Below a ceiling of 0.2 the ratio is "
+        "not given.",
+        "Expected precision: of the points where the offline interval lies above 0, the "
+        "expected share whose true online lift is above 0, each P(lift > 0 | observed) under "
+        "normal–normal shrinkage towards the mean with the between-experiment variance. Raw "
+        "precision counts only significant online lifts and is low even for a perfect "
+        "predictor when the tests are small.",
+        "Family-wise p: how often the best of all the signals of this online metric (replayed "
+        "ones a family of their own) would rank the lifts at least this well if none were "
+        "related, permuting whole experiments (arms sharing a control move together); "
+        f"{o.resamples:,} permutations, or all of them up to 10,000.",
+        "LOO gain: each experiment forecast by the forecast model fitted on the others, the "
+        "mean log density of its observed online lift minus that of an intercept-only model "
+        "(no offline signal); above 0 the signal improved the forecasts.",
         "Decision quality: offline says better when its interval lies above 0; online is "
         "better when its interval lies above 0. Precision = TP / (TP + FP); false-negative "
         "rate = FN / (TP + FN).",
         "A metric where lower is better (rmse, mae) is negated before comparing, so a good "
         "predictor always shows positive correlations.",
         f"Ranking: {RANKING}.",
+        "Predicted against observed: where the signal predicts the online metric itself (an "
+        "off-policy CTR lift), z = (predicted − observed) / √(se_pred² + se_obs²) per "
+        "experiment; a signal whose stated errors are right has mean z near 0 and |z| < 1.96 "
+        "in about 95% of experiments. The shared baseline makes the sum of variances an "
+        "upper bound, so the share is if anything too high.",
     )

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
 
     from abeval.store.engine import Store
-    from abeval.store.experiments import ExperimentSettings
+    from abeval.store.experiments import ExperimentSettings, TargetFile, TargetsRecorded
 
 #: control, split, window start, window end: the settings ``experiment set`` had
 #: before the configuration (None: not given).
@@ -262,13 +262,16 @@ def record(
     settings: SettingsChange,
     changes: ExperimentConfig,
     removed: Iterable[str] = (),
-) -> tuple[ExperimentSettings, ExperimentConfig]:
-    """Record ``settings`` and the options ``changes`` gives, and forget those
-    ``removed`` names (``control``, ``split``, ``window`` or keys of
-    :data:`OPTIONS`), all in one transaction: the whole change or nothing."""
+    *,
+    targets: TargetFile | None = None,
+) -> tuple[ExperimentSettings, ExperimentConfig, TargetsRecorded | None]:
+    """Record ``settings`` (and the target's probabilities ``targets``) and the
+    options ``changes`` gives, and forget those ``removed`` names (``control``,
+    ``split``, ``window`` or keys of :data:`OPTIONS`), all in one transaction:
+    the whole change or nothing."""
     from abeval.store.experiments import (
         CLEARED_COLUMNS,
-        change_settings,
+        change_experiment,
         clear_settings,
         get_settings,
         put_config,
@@ -277,9 +280,7 @@ def record(
     check_options(changes)
     removed = list(removed)
     with store.begin() as conn:
-        current = get_settings(conn, experiment)
-        if any(v is not None for v in settings):
-            current = change_settings(conn, experiment, *settings)
+        current, done = change_experiment(conn, experiment, *settings, targets)
         cleared = [n for n in removed if n in CLEARED_COLUMNS]
         if cleared:
             clear_settings(conn, experiment, cleared)
@@ -288,7 +289,7 @@ def record(
             merged(read_config(conn, experiment), changes), set(removed) & set(OPTIONS)
         )
         put_config(conn, experiment, config.recorded())
-    return current, config
+    return current, config, done
 
 
 def show(store: Store, experiment: str) -> tuple[ExperimentSettings, ExperimentConfig]:

@@ -10,7 +10,17 @@ comes from, and judges whether the predicted lift agrees with the online one.
 
 An OPE estimate does not reuse the target arm's clicks, so unlike the replayed
 metrics it is independent evidence about the online lift: its *agreement*
-(``agree``, ``disagree``, ``inconclusive``) is the one the report judges.
+(``agree``, ``disagree``, ``inconclusive``, by sign) and its *difference* from
+the online lift (consistent or inconsistent at α,
+:func:`abeval.stats.consistency.lift_difference`) are what the report judges.
+
+π_target (:mod:`abeval.store.ope_target`) comes from a ``--target-propensities``
+file for this run, else from the probabilities recorded with the experiment,
+else from the target arm's own frequency of (item, position). The last is
+*post-hoc* (``evidence``): it reads the target arm's own impressions and
+assumes its lists do not depend on the user, so it is no prediction; and when
+the source arm's logged propensity of one (item, position) varies between
+requests (personalised logging) it is not used at all (``not_estimated``).
 """
 
 from __future__ import annotations
@@ -18,29 +28,52 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from abeval.analysis.ope_file import TargetRow, read_target_propensities
-from abeval.errors import InputError
+from abeval.analysis.ope_file import read_target_propensities
+from abeval.stats.consistency import LiftDifference, lift_difference
 from abeval.stats.ope import (
+    MAX_TOP_SHARE,
+    MIN_ESS_USERS,
+    STEP_ESTIMATORS,
     Diagnostics,
     Estimate,
     Interval,
     diagnose,
+    estimate_terms,
     estimates,
     independent_lift,
     log_linear,
+    snrips_terms,
+    unavailable,
 )
 from abeval.stats.results import JsonResult
-from abeval.store import ope_sql
+from abeval.store import ope_sql, ope_target
 from abeval.store.memory import memory_capped
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
 
 DEFAULT_CAP = 100.0
-#: The estimator whose predicted lift is set beside the online lift and judged.
+#: The estimator whose predicted lift is set beside the online lift and judged,
+#: by the rule :data:`HEADLINE_RULE`: ``cascade_dr`` (unbiased under cascade
+#: clicks, which include position-based ones) when the source's impressions and
+#: the target's probabilities carry step probabilities and it is defined, else
+#: ``snips``. ``headline_reason`` says which case held (:func:`headline`).
 HEADLINE = "snips"
+HEADLINE_RULE = "cascade_dr_if_given_above_else_snips"
+HeadlineReason = Literal[
+    "given_above",
+    "empirical_target",
+    "no_source_given_above",
+    "no_target_given_above",
+    "incomplete_candidates",
+    "cascade_dr_undefined",
+]
 
 OpeStatusWord = Literal["ok", "not_requested", "no_propensities"]
+#: Where π_target came from: this run's file, the experiment's record, neither.
+TargetOrigin = Literal["file", "recorded", "none"]
+#: A prediction (π_target given) or post-hoc (the target arm's own frequency).
+Evidence = Literal["prediction", "post_hoc"]
 
 
 @dataclass(frozen=True)
@@ -70,18 +103,36 @@ class OpeDirection(JsonResult):
 
     source: str
     target: str
-    target_probabilities: str  # "file" or "empirical"
+    target_probabilities: str  # "file", "recorded" or "empirical"
     users: int
     impressions: int
     source_ctr: float | None
     target_ctr: float | None
     estimates: tuple[Estimate, ...]
     headline: str
+    headline_rule: str
+    headline_reason: str
     online_lift: Interval
     agreement: str  # "agree", "disagree", "inconclusive"
     diagnostics: Diagnostics
     positions: tuple[Diagnostics, ...]
     warnings: tuple[str, ...]
+    evidence: Evidence = "prediction"
+    #: The headline's predicted lift minus the online lift (consistent at α or not).
+    difference: LiftDifference | None = None
+
+
+@dataclass(frozen=True)
+class NotEstimated(JsonResult):
+    """A direction with no estimate: ``personalised_logging`` when no target
+    probabilities cover it and the source's logged propensity of one (item,
+    position) varies between requests (``varying`` of ``pairs`` pairs)."""
+
+    source: str
+    target: str
+    status: Literal["personalised_logging"]
+    pairs: int
+    varying: int
 
 
 @dataclass(frozen=True)
@@ -96,10 +147,21 @@ class OpeSection(JsonResult):
     arms: tuple[ArmPropensities, ...]
     directions: tuple[OpeDirection, ...]
     warnings: tuple[str, ...]
+    target_origin: TargetOrigin = "none"
+    #: When the recorded probabilities were recorded (ISO 8601, UTC).
+    recorded_at: str | None = None
+    #: Without target probabilities: the command that records them.
+    supply_command: str | None = None
+    not_estimated: tuple[NotEstimated, ...] = ()
 
 
 def not_run(status: OpeStatusWord, message: str, o: OpeOptions, alpha: float) -> OpeSection:
     return OpeSection(status, message, o.cap, alpha, o.target_propensities, (), (), ())
+
+
+def supply_command(experiment: str) -> str:
+    """The command that records an experiment's target probabilities."""
+    return f"abeval experiment set {experiment} --target-propensities FILE"
 
 
 def agreement(predicted: Interval, online: Interval) -> str:
@@ -129,59 +191,88 @@ def ope_results(
     if not o.enabled:
         return not_run("not_requested", "not requested (--no-ope)", o, alpha)
     rows = read_target_propensities(o.target_propensities) if o.target_propensities else None
-    if rows is not None and any(r[0] is None for r in rows) and len(treatments) > 1:
-        raise InputError(
-            f"{o.target_propensities}: no arm column and {len(treatments)} treatment arms; "
-            "add a column arm naming the target arm of each row"
-        )
     if not ope_sql.has_propensities(conn, experiment):
         return not_run(
             "no_propensities", "no impression of this experiment carries a propensity", o, alpha
         )
+    arms = [control, *treatments]
     # DuckDB's memory capped as for the replay: 1.8 GB at 10M events uncapped.
     with memory_capped(conn) as memory:
         source, tables = ope_sql.open_ope(conn, experiment)
         try:
-            if rows is not None:
-                _load(conn, experiment, rows, control, treatments)
-            from_file = ope_sql.file_pairs(conn, experiment) if rows is not None else set()
-            unmatched = ope_sql.file_rows_unmatched(conn, experiment) if rows is not None else 0
+            origin, shown, at, unmatched = _targets(conn, experiment, arms, rows, o)
+            from_file = ope_sql.file_pairs(conn, experiment) if origin != "none" else set()
             counts = source.arm_counts()
             memory.fit(sum(c.impressions for c in counts.values()))
-            directions = []
+            directions, skipped = [], []
             for arm in treatments:
                 for src, tgt in ((control, arm), (arm, control)):
-                    if src in counts and tgt in counts:
-                        sums = source.direction(src, tgt, o.cap, (src, tgt) in from_file)
-                        directions.append(_direction(sums, counts, alpha))
+                    if src not in counts or tgt not in counts:
+                        continue
+                    covered = (src, tgt) in from_file
+                    if not covered:
+                        varying = ope_target.varying_propensities(source, src)
+                        if varying.varying:
+                            skipped.append(
+                                NotEstimated(
+                                    src, tgt, "personalised_logging", varying.pairs, varying.varying
+                                )
+                            )
+                            continue
+                    sums = source.direction(src, tgt, o.cap, covered)
+                    directions.append(_direction(sums, counts, alpha, origin))
         finally:
             ope_sql.close_ope(conn, tables)
-    arms = tuple(_arm(c, alpha) for c in counts.values())
-    empty = [a for a in [control, *treatments] if a not in counts]
+    arms_found = tuple(_arm(c, alpha) for c in counts.values())
+    empty = [a for a in arms if a not in counts]
     warnings = [f"{a}: no impressions, so no estimate from or of it" for a in empty]
     if unmatched:
         warnings.append(
-            f"{o.target_propensities}: {unmatched:,} rows name no request of this experiment "
-            "and are not used"
+            f"{shown}: {unmatched:,} rows name no request of this experiment and are not used"
         )
     warnings += [
         f"{a.arm}: {a.without_propensity:,} impressions have no propensity and are left "
         "out of the estimates from its logs"
-        for a in arms
+        for a in arms_found
         if a.without_propensity
     ]
     warnings += [f"{d.target} from {d.source}'s logs: {w}" for d in directions for w in d.warnings]
     return OpeSection(
-        "ok", "", o.cap, alpha, o.target_propensities, arms, tuple(directions), tuple(warnings)
+        "ok",
+        "",
+        o.cap,
+        alpha,
+        shown,
+        arms_found,
+        tuple(directions),
+        tuple(warnings),
+        target_origin=origin,
+        recorded_at=at,
+        supply_command=supply_command(experiment) if origin != "recorded" else None,
+        not_estimated=tuple(skipped),
     )
 
 
-def _load(
-    conn: Connection, experiment: str, rows: list[TargetRow], control: str, treatments: list[str]
-) -> None:
-    ope_sql.load_file(conn, rows)
-    if treatments:
-        ope_sql.fill_file_arms(conn, experiment, control, treatments[0])
+def _targets(
+    conn: Connection,
+    experiment: str,
+    arms: list[str],
+    rows: list[ope_target.TargetRow] | None,
+    o: OpeOptions,
+) -> tuple[TargetOrigin, str | None, str | None, int]:
+    """Fill the target table: this run's file (checked as a recording is), else
+    the experiment's record. Returns where π_target came from, the file's name,
+    when it was recorded and the file's rows that name no request."""
+    if rows is not None and o.target_propensities is not None:
+        ope_target.load_rows(conn, rows)
+        ope_target.fill_arms(conn, experiment, arms, o.target_propensities)
+        found = ope_target.check(conn, experiment, o.target_propensities)
+        return "file", o.target_propensities, None, found.unmatched
+    recorded = ope_target.load_recorded(conn, experiment)
+    if recorded is None:
+        return "none", None, None, 0
+    at = recorded.recorded_at.isoformat(timespec="seconds")
+    return "recorded", recorded.file, at, 0
 
 
 def _arm(c: ope_sql.ArmCounts, alpha: float) -> ArmPropensities:
@@ -194,29 +285,108 @@ def _arm(c: ope_sql.ArmCounts, alpha: float) -> ArmPropensities:
     )
 
 
+def _step_estimates(
+    d: ope_sql.DirectionSums, alpha: float, target_ctr: float | None
+) -> tuple[tuple[Estimate, ...], HeadlineReason]:
+    """The step estimators (``rips``, ``snrips``, ``sips``, ``cascade_dr``) of a
+    direction whose target probabilities come from a file, and why the headline
+    is what it is."""
+    steps = d.steps
+    names = ("rips", "snrips", "sips", "cascade_dr")
+    if steps is None:
+        return (), "empirical_target"
+    if not steps.ok:
+        if steps.with_given_above < steps.impressions:
+            reason: HeadlineReason = "no_source_given_above"
+            message = (
+                f"{steps.impressions - steps.with_given_above:,} of {steps.impressions:,} "
+                "source impressions have no propensity_given_above"
+            )
+        else:
+            reason = "no_target_given_above"
+            message = "the target probabilities have no probability_given_above"
+        return tuple(unavailable(n, "no_given_above", message) for n in names), reason
+    s = d.user
+    found = [
+        estimate_terms(s, name, ({num: 1, den: -1},), alpha, target_ctr, d.top)
+        for name, (num, den) in STEP_ESTIMATORS.items()
+    ]
+    snrips = snrips_terms(steps.groups)
+    found.insert(1, estimate_terms(s, "snrips", snrips, alpha, target_ctr, d.top))
+    reason = "given_above"
+    if steps.short_pairs:
+        found[-1] = unavailable(
+            "cascade_dr",
+            "incomplete_candidates",
+            f"at {steps.short_pairs:,} (request, position) pairs the target's step "
+            "probabilities over the candidate items sum below 1",
+        )
+        reason = "incomplete_candidates"
+    elif found[-1].ctr.value is None:
+        reason = "cascade_dr_undefined"
+    return tuple(found), reason
+
+
 def _direction(
-    d: ope_sql.DirectionSums, counts: dict[str, ope_sql.ArmCounts], alpha: float
+    d: ope_sql.DirectionSums,
+    counts: dict[str, ope_sql.ArmCounts],
+    alpha: float,
+    origin: TargetOrigin,
 ) -> OpeDirection:
     s = d.user
     target = counts[d.target].observed
     target_ctr = target.sums["c"] / target.sums["n"] if target.sums["n"] else None
-    found = estimates(s, alpha, target_ctr)
+    steps, reason = _step_estimates(d, alpha, target_ctr)
+    found = estimates(s, alpha, target_ctr, d.top) + steps
     online = independent_lift(target, counts[d.source].observed, alpha)
-    head = next(e for e in found if e.estimator == HEADLINE)
+    chosen = "cascade_dr" if reason == "given_above" else HEADLINE
+    head = next(e for e in found if e.estimator == chosen)
     overall = diagnose(None, d.positions)
+    warnings = overall.warnings + _user_warnings(head)
+    predicted = head.predicted_lift
     return OpeDirection(
         source=d.source,
         target=d.target,
-        target_probabilities="file" if d.from_file else "empirical",
+        target_probabilities=("recorded" if origin == "recorded" else "file")
+        if d.from_file
+        else "empirical",
         users=s.users,
         impressions=int(s.sums["n"]),
         source_ctr=s.sums["c"] / s.sums["n"] if s.sums["n"] else None,
         target_ctr=target_ctr,
         estimates=found,
-        headline=HEADLINE,
+        headline=chosen,
+        headline_rule=HEADLINE_RULE,
+        headline_reason=reason,
         online_lift=online,
-        agreement=agreement(head.predicted_lift, online),
+        agreement=agreement(predicted, online),
         diagnostics=overall,
         positions=tuple(diagnose(p.position, [p]) for p in d.positions),
-        warnings=overall.warnings,
+        warnings=warnings,
+        evidence="prediction" if d.from_file else "post_hoc",
+        difference=lift_difference(predicted.value, predicted.se, online.value, online.se, alpha),
     )
+
+
+def _user_warnings(head: Estimate) -> tuple[str, ...]:
+    """What the headline estimate's weights over users call for: its normal
+    interval is unreliable below :data:`~abeval.stats.ope.MIN_ESS_USERS`
+    effective users; it rests on a handful of users above
+    :data:`~abeval.stats.ope.MAX_TOP_SHARE` of its weighted clicks in the top 1%."""
+    u = head.users
+    if u is None:
+        return ()
+    out = []
+    if u.interval == "unreliable" and u.ess_users is not None:
+        out.append(
+            f"{head.estimator}: its weights are worth {u.ess_users:.1f} users (below "
+            f"{MIN_ESS_USERS:g}), so its normal interval is unreliable (in simulation such "
+            "intervals covered 87-93% of the time, not 95%)"
+        )
+    if u.top_share is not None and u.top_share > MAX_TOP_SHARE:
+        out.append(
+            f"{head.estimator}: the 1% of users with the largest weights carry "
+            f"{u.top_share:.1%} of its weighted clicks (above {MAX_TOP_SHARE:.0%}): the "
+            "estimate rests on a handful of users"
+        )
+    return tuple(out)

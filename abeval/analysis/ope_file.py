@@ -1,12 +1,15 @@
 """Reading a ``--target-propensities`` file (docs/metrics.md#off-policy-estimates).
 
 Columns: ``request_id``, ``item_id``, ``position`` (whole number ≥ 1) and
-``probability`` (in [0, 1]): the target's probability of showing the item at
-that position on that request, for requests of the source arm. An optional
-``arm`` column names the target arm; without it the target of a request is the
-other arm of a two-arm experiment. DuckDB reads the file (CSV, Parquet, JSON
-Lines) with the readers of ``abeval evaluate``; a problem is one line naming
-``FILE:LINE:COLUMN`` and the fix.
+``probability`` (in [0, 1]): the target's marginal probability of showing the
+item at that position on that request, for requests of the source arm. An
+optional ``arm`` column names the target arm; without it the target of a
+request is the other arm of a two-arm experiment. An optional
+``probability_given_above`` (in [0, 1], on every row when the column is there)
+is the target's probability of that item at that position given the items
+above it; it comes with the marginal ``probability``, never instead of it.
+DuckDB reads the file (CSV, Parquet, JSON Lines) with the readers of ``abeval
+evaluate``; a problem is one line naming ``FILE:LINE:COLUMN`` and the fix.
 """
 
 from __future__ import annotations
@@ -15,10 +18,11 @@ from pathlib import Path
 
 from abeval.analysis.evaluate.reader import Column, Reader
 from abeval.errors import InputError
-from abeval.files import format_of
+from abeval.files import format_of, sha256_file
+from abeval.store.experiments import TargetFile
+from abeval.store.ope_target import TargetRow
 
-#: (target arm or None, request_id, item_id, position, probability)
-TargetRow = tuple[str | None, str, str, int, float]
+GIVEN_ABOVE = "probability_given_above"
 
 _COLUMNS = (
     Column("request_id", ("request_id",), "text"),
@@ -26,8 +30,11 @@ _COLUMNS = (
     Column("position", ("position", "rank"), "number"),
     Column("probability", ("probability", "propensity"), "number"),
     Column("arm", ("arm",), "text", required=False),
+    Column(GIVEN_ABOVE, (GIVEN_ABOVE,), "number", required=False),
 )
-_EXPECTED = "columns request_id, item_id, position, probability (and optionally arm)"
+_EXPECTED = (
+    f"columns request_id, item_id, position, probability (and optionally arm, {GIVEN_ABOVE})"
+)
 
 
 def _where(path: Path, row: int) -> str:
@@ -45,8 +52,12 @@ def read_target_propensities(path: str | Path) -> list[TargetRow]:
     con = duckdb.connect()
     try:
         reader = Reader(con)
-        found = reader.load(path, "t", "target propensities", _COLUMNS, _EXPECTED)
         fmt = {"jsonl": "json"}.get(format_of(path) or "", format_of(path) or "csv")
+        try:
+            found = reader.load(path, "t", "target propensities", _COLUMNS, _EXPECTED)
+        except InputError:
+            _refuse_given_above_alone(reader, path, fmt)
+            raise
         checks = (
             (
                 "position",
@@ -59,8 +70,15 @@ def read_target_propensities(path: str | Path) -> list[TargetRow]:
                 "TRY_CAST(v AS DOUBLE) < 0 OR TRY_CAST(v AS DOUBLE) > 1",
                 "is not a probability between 0 and 1",
             ),
+            (
+                GIVEN_ABOVE,
+                "TRY_CAST(v AS DOUBLE) < 0 OR TRY_CAST(v AS DOUBLE) > 1",
+                "is not a probability between 0 and 1",
+            ),
         )
         for name, condition, what in checks:
+            if name not in found:
+                continue
             bad = reader.locate(path, fmt, found[name], condition)
             if bad is not None:
                 raise InputError(
@@ -79,9 +97,34 @@ def read_target_propensities(path: str | Path) -> list[TargetRow]:
                 f"{_where(path, int(dup[0]))}:{found['request_id']}: request {dup[1]} lists "
                 "the same item at the same position twice; keep one row"
             )
+        given = GIVEN_ABOVE if GIVEN_ABOVE in found else "CAST(NULL AS DOUBLE)"
         rows = con.execute(
-            f"SELECT {arm}, request_id, item_id, CAST(position AS INTEGER), probability FROM t"
+            f"SELECT {arm}, request_id, item_id, CAST(position AS INTEGER), probability, "
+            f"{given} FROM t"
         ).fetchall()
     finally:
         con.close()
-    return [(a, str(r), str(i), int(p), float(q)) for a, r, i, p, q in rows]
+    return [
+        (a, str(r), str(i), int(p), float(q), None if g is None else float(g))
+        for a, r, i, p, q, g in rows
+    ]
+
+
+def target_file(path: str | Path) -> TargetFile:
+    """The file's checked rows and its SHA-256, to record with an experiment."""
+    rows = read_target_propensities(path)
+    return TargetFile(str(path), rows, sha256_file(path)[0])
+
+
+def _refuse_given_above_alone(reader: Reader, path: Path, fmt: str) -> None:
+    """The file could not be read: when it has given-above probabilities and no
+    marginal ones, the one-line reason (the reader only says a column is missing)."""
+    try:
+        columns = {name for name, _ in reader.describe(path, fmt)}
+    except InputError:
+        return
+    if GIVEN_ABOVE in columns and not columns & {"probability", "propensity"}:
+        raise InputError(
+            f"{path}: column {GIVEN_ABOVE} without probability; the marginal probability "
+            "of each row is needed beside the given-above one: add a column probability"
+        ) from None

@@ -79,6 +79,26 @@ def agreement(
             show_default=False,
         ),
     ] = None,
+    backtest: Annotated[
+        bool,
+        typer.Option(
+            "--backtest",
+            help="Also forecast each experiment from the earlier ones (by start date, or the "
+            "history's date) and report coverage, sign accuracy, error and what gating on "
+            "P(lift > 0) > 0.5 would have kept and missed.",
+        ),
+    ] = False,
+    history: Annotated[
+        Path | None,
+        typer.Option(
+            "--history",
+            metavar="FILE",
+            help="Read past experiments from a CSV or Parquet file (experiment, signal, "
+            "offline_lift, offline_se, online_lift, online_se; optional metric, arm, date), "
+            "as abeval forecast --history, instead of the store.",
+            show_default=False,
+        ),
+    ] = None,
     db: DbOption = None,
 ) -> None:
     """Rank offline signals (recorded evaluations, off-policy estimates, replayed
@@ -86,6 +106,14 @@ def agreement(
     from abeval import api
     from abeval.analysis.online_metrics import DEFAULT_PRIMARY, parse_metrics
 
+    if history is not None:
+        require(experiments is None, "--experiments", "a history file has no store to pick from")
+        require(
+            not target_propensities,
+            "--target-propensities",
+            "a history file already holds its offline lifts",
+        )
+        require(db is None, "--db", "give either --history or --db")
     names = _experiment_names(experiments)
     require(0 < alpha < 1, "--alpha", f"must be between 0 and 1 (exclusive), got {alpha:g}")
     require(seed >= 0, "--seed", f"must be 0 or more, got {seed}")
@@ -94,17 +122,28 @@ def agreement(
         "--resamples",
         f"must be between {MIN_RESAMPLES:,} and {MAX_RESAMPLES:,}, got {resamples:,}",
     )
-    metrics = parse_metrics(primary, DEFAULT_PRIMARY, "primary")
-    require(bool(metrics), "--primary", "no metric given; name them as ctr,conversion")
-    with api.open(db, read_only=True) as store:
-        board = store.agreement(
-            names,
-            alpha=alpha,
-            seed=seed,
-            resamples=resamples,
-            primary=metrics,
-            target_propensities=_target_files(target_propensities or []),
-        )
+    if history is None:
+        metrics: tuple[str, ...] | None = parse_metrics(primary, DEFAULT_PRIMARY, "primary")
+        require(bool(metrics), "--primary", "no metric given; name them as ctr,conversion")
+        with api.open(db, read_only=True) as store:
+            board = store.agreement(
+                names,
+                alpha=alpha,
+                seed=seed,
+                resamples=resamples,
+                primary=metrics,
+                target_propensities=_target_files(target_propensities or []),
+                backtest=backtest,
+            )
+    else:  # a history's metrics are its own names; by default all of them
+        metrics = None
+        if primary is not None:
+            metrics = tuple(n.strip() for n in primary.split(",") if n.strip())
+            require(bool(metrics), "--primary", "no metric given; name them as ctr,conversion")
+        board = api.agreement_history(
+            history, alpha=alpha, seed=seed, resamples=resamples, primary=metrics,
+            backtest=backtest,
+        )  # fmt: skip
     if fmt == "json":
         emit(json.dumps(board.to_dict(), indent=2, allow_nan=False) + "\n", out)
     elif fmt == "text":

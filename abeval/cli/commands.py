@@ -4,6 +4,7 @@ from abeval.cli import (  # noqa: F401
     agreement_commands,
     evaluate_commands,
     experiment_commands,
+    forecast_commands,
     misc_commands,
     report_commands,
     source_commands,

@@ -96,7 +96,7 @@ def experiment_unset(
         raise typer.BadParameter("name at least one setting to remove, such as --guardrails")
     with open_store(db, create=False) as store:
         try:
-            s, config = record(
+            s, config, _ = record(
                 store, experiment, (None, None, None, None), ExperimentConfig(), removed
             )
         except NotFoundError:

@@ -287,6 +287,7 @@ def demo(
     from abeval.report.html import render_html
     from abeval.report.text import render_text
     from abeval.simulate.demo import (
+        TARGET_FILE,
         demo_config,
         ingest_experiment,
         write_demo_experiment,
@@ -301,7 +302,9 @@ def demo(
     typer.echo(f"simulating {users:,} users into {out_dir / 'events.csv'}", err=True)
     events = write_demo_experiment(config, out_dir)
     with open_store(str(db)) as store:
-        loaded = ingest_experiment(store, config.experiment, config.control, events)
+        loaded = ingest_experiment(
+            store, config.experiment, config.control, events, out_dir / TARGET_FILE
+        )
         typer.echo(
             f"ingested {loaded.inserted:,} events in {loaded.seconds:.1f} s into {db}", err=True
         )
@@ -341,8 +344,7 @@ def _demo_history(out_dir: Path, db: Path, seed: int) -> None:
     )
     first = files[0]
     typer.echo(
-        f"explore: abeval report -e {first.experiment.name} --db {db} --format text "
-        f"--target-propensities {first.target_propensities}",
+        f"explore: abeval report -e {first.experiment.name} --db {db} --format text",
         err=True,
     )
     typer.echo(
@@ -354,11 +356,41 @@ def _demo_history(out_dir: Path, db: Path, seed: int) -> None:
     for f in files:
         _record_demo_evaluation(db, f)
     typer.echo(f"recorded: each history experiment's held-out evaluation ({len(files)})", err=True)
-    board = _write_demo_board(db, out_dir, files)
+    board = _write_demo_board(db, out_dir)
     typer.echo(f"agreement board: {board}", err=True)
     typer.echo(
         f"explore: abeval agreement --db {db} --format text   (every experiment; off-policy "
-        "estimates from empirical frequencies unless --target-propensities EXPERIMENT=FILE)",
+        "estimates from the target probabilities recorded with each)",
+        err=True,
+    )
+    _demo_forecast(out_dir, db, seed)
+
+
+def _demo_forecast(out_dir: Path, db: Path, seed: int) -> None:
+    """Forecast an untested candidate's CTR lift from the history, beside its
+    true lift (known to the simulator), as ``abeval forecast -t ... -r ...`` does."""
+    from abeval.analysis.forecast import ForecastOptions, build_forecast
+    from abeval.analysis.forecast_candidate import evaluation_evidence
+    from abeval.formatting import interval, pct
+    from abeval.simulate.demo import write_demo_candidate
+    from abeval.store import open_store
+
+    c = write_demo_candidate(out_dir, seed)
+    models = {"control": str(c.control), "candidate": str(c.candidate)}
+    evidence = evaluation_evidence(c.truth, models)
+    options = ForecastOptions(signal="ndcg@10", primary=("ctr",))
+    with open_store(str(db), read_only=True) as store:
+        f = build_forecast(store, evidence, options).forecasts[0]
+    p = f.forecast
+    typer.echo(
+        f"forecast: an untested candidate (ndcg@10 {pct(p.offline_lift)} offline): CTR lift "
+        f"{pct(p.point)}, 95% interval {interval(p.interval)} from {f.fit.k} experiments; "
+        f"its true CTR lift (simulator): {pct(c.true_ctr_lift)}",
+        err=True,
+    )
+    typer.echo(
+        f"explore: abeval forecast --db {db} -t {c.truth} -r control={c.control} "
+        f"-r candidate={c.candidate} --signal ndcg@10",
         err=True,
     )
 
@@ -373,21 +405,17 @@ def _record_demo_evaluation(db: Path, files: ExperimentFiles) -> None:
     )
 
 
-def _write_demo_board(db: Path, out_dir: Path, files: list[ExperimentFiles]) -> Path:
-    """Write the agreement board of the history to ``out_dir/agreement.html``, as
-    ``abeval agreement -e series-01,... --target-propensities series-01=FILE ...``.
-    The demo experiment is left out: its off-policy estimates have only the
-    empirical, context-free frequencies (mean weight far from 1), which the
-    history's exact probabilities make unnecessary."""
-    from abeval.analysis.agreement import AgreementOptions, agreement_board
+def _write_demo_board(db: Path, out_dir: Path) -> Path:
+    """Write the store's agreement board to ``out_dir/agreement.html``, as ``abeval
+    agreement`` with no other option does: every experiment, the off-policy
+    estimates from the target probabilities recorded with each."""
+    from abeval.analysis.agreement import agreement_board
     from abeval.files import write_atomic
     from abeval.report.agreement_html import render_html
     from abeval.store import open_store
 
-    targets = {f.experiment.name: str(f.target_propensities) for f in files}
     with open_store(str(db), read_only=True) as store:
-        options = AgreementOptions(experiments=tuple(targets), target_propensities=targets)
-        board = agreement_board(store, options)
+        board = agreement_board(store)
     path = out_dir / "agreement.html"
     write_atomic(path, render_html(board))
     return path

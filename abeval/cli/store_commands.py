@@ -17,7 +17,7 @@ from abeval.formatting import counted, printable
 
 if TYPE_CHECKING:
     from abeval.analysis.experiment_config import ExperimentConfig
-    from abeval.store.experiments import ExperimentSettings
+    from abeval.store.experiments import ExperimentSettings, TargetsRecorded
     from abeval.store.ingest import IngestSummary
 
 experiment_app = typer.Typer(
@@ -272,6 +272,16 @@ def experiment_set(
             "--to", metavar="DATE|TIMESTAMP", help="End of the analysis window (a date: that day)."
         ),
     ] = None,
+    target_propensities: Annotated[
+        Path | None,
+        typer.Option(
+            "--target-propensities",
+            metavar="FILE",
+            help="The target policy's probabilities (columns request_id, item_id, position, "
+            "probability; optionally arm, probability_given_above), recorded for the "
+            "off-policy estimates of report and agreement.",
+        ),
+    ] = None,
     primary: PrimaryConfig = None,
     secondary: SecondaryConfig = None,
     guardrails: GuardrailsConfig = None,
@@ -284,9 +294,10 @@ def experiment_set(
     plan_days: PlanDaysConfig = None,
     db: DbOption = None,
 ) -> None:
-    """Record an experiment's control arm, expected traffic split, analysis window and
-    configuration (metrics, guardrail margins, caps, CUPED, target MDE, alpha,
-    correction, planned horizon); `report` and `power` use them unless a flag says otherwise."""
+    """Record an experiment's control arm, expected traffic split, analysis window,
+    target probabilities and configuration (metrics, guardrail margins, caps, CUPED,
+    target MDE, alpha, correction, planned horizon); `report` and `power` use them
+    unless a flag says otherwise."""
     from abeval.analysis.experiment_config import record
     from abeval.cli.report_commands import window_bound
     from abeval.errors import NotFoundError
@@ -294,23 +305,34 @@ def experiment_set(
     from abeval.store.sources import refuse_settings
 
     config = config_flags(locals())
-    settings_given = (control, split, window_from, window_to)
-    if all(v is None for v in settings_given) and not config.recorded():
+    given = (control, split, window_from, window_to, target_propensities)
+    if all(x is None for x in given) and not config.recorded():
         raise typer.BadParameter(
-            "give --control, --split, --from, --to or an option to record (see --help)"
+            "give --control, --split, --from, --to, --target-propensities or an option to "
+            "record (see --help)"
         )
     start = window_bound(window_from, "--from", end=False)
     end = window_bound(window_to, "--to", end=True)
     require(start is None or end is None or start < end, "--to", "must come after --from")
+    targets = None
+    if target_propensities is not None:
+        from abeval.analysis.ope_file import target_file
+
+        targets = target_file(target_propensities)
     with open_store(db, create=False) as store:
         try:
-            s, _ = record(store, experiment, (control, split, start, end), config)
+            s, _, recorded = record(
+                store, experiment, (control, split, start, end), config, targets=targets
+            )
         except NotFoundError:
             refuse_settings(store, experiment)  # a source's experiment: say so
             raise
-    typer.echo(settings_line(experiment, s), err=True)
+    if any(x is not None for x in given[:4]) or config.recorded():
+        typer.echo(settings_line(experiment, s), err=True)
     for line in config_lines(config):
         typer.echo(f"  recorded {line}", err=True)
+    if recorded is not None:
+        typer.echo(printable(_targets_line(experiment, recorded)), err=True)
 
 
 def config_flags(values: dict[str, Any]) -> ExperimentConfig:
@@ -363,3 +385,17 @@ def config_lines(config: ExperimentConfig) -> list[str]:
         for name in OPTIONS
         if getattr(config, name) is not None
     ]
+
+
+def _targets_line(experiment: str, done: TargetsRecorded) -> str:
+    """What was recorded, with the coverage of each direction and the rows left out."""
+    found, r = done.check, done.recorded
+    covered = "; ".join(
+        f"{c.target} from {c.source}'s logs: {c.covered:,} of {c.requests:,} requests "
+        f"({c.share:.1%})"
+        for c in found.coverage
+    )
+    line = f"{experiment}: target probabilities recorded from {r.file}: {r.rows:,} rows; {covered}"
+    if found.unmatched:
+        line += f"; {found.unmatched:,} rows name no request of this experiment (not recorded)"
+    return line

@@ -52,7 +52,9 @@ class ScatterPoint:
 @dataclass(frozen=True)
 class Scatter:
     """One signal's scatter: ``plot`` = (left, top, right, bottom); ``diagonal``
-    the y = x segment inside the plot (None when the axes share no range)."""
+    the y = x segment inside the plot (None when the axes share no range);
+    ``fit_line`` the fitted line y = intercept + slope·x across the plot's x range
+    (None without a fit; the template clips it to the plot)."""
 
     width: int
     height: int
@@ -60,6 +62,7 @@ class Scatter:
     x_zero: float | None
     y_zero: float | None
     diagonal: tuple[float, float, float, float] | None
+    fit_line: tuple[float, float, float, float] | None
     x_ticks: tuple[Tick, ...]
     y_ticks: tuple[Tick, ...]
     points: tuple[ScatterPoint, ...]
@@ -99,8 +102,20 @@ def _ends(scale: Scale, ci: tuple[float, float] | None) -> tuple[float | None, f
     return scale(scale.clamp(ci[0])), scale(scale.clamp(ci[1])), clipped
 
 
-def scatter(points: Sequence[ScatterInput], what: str) -> Scatter:
-    """Geometry of one signal's scatter; ``what`` names it in the description."""
+def _fit_line(
+    x: Scale, y: Scale, line: tuple[float, float] | None
+) -> tuple[float, float, float, float] | None:
+    if line is None:
+        return None
+    intercept, slope = line
+    return (x(x.lo), y(intercept + slope * x.lo), x(x.hi), y(intercept + slope * x.hi))
+
+
+def scatter(
+    points: Sequence[ScatterInput], what: str, line: tuple[float, float] | None = None
+) -> Scatter:
+    """Geometry of one signal's scatter; ``what`` names it in the description;
+    ``line`` = (intercept, slope) of the fitted line, if any."""
     left, top = LEFT, TOP
     right, bottom = SCATTER_WIDTH - RIGHT, SCATTER_HEIGHT - BOTTOM
     x_ends = [e for p in points if p.x_ci is not None for e in p.x_ci]
@@ -135,10 +150,12 @@ def scatter(points: Sequence[ScatterInput], what: str) -> Scatter:
         x_zero=x(0.0) if x.lo <= 0 <= x.hi else None,
         y_zero=y(0.0) if y.lo <= 0 <= y.hi else None,
         diagonal=_diagonal(x, y),
+        fit_line=_fit_line(x, y, line),
         x_ticks=_ticks(x),
         y_ticks=_ticks(y),
         points=tuple(drawn),
         clipped=any(p.clipped for p in drawn),
         description=f"Offline lift of {what} (across) against the online lift (up), "
-        f"{len(points)} experiment arms, with both intervals and the diagonal",
+        f"{len(points)} experiment arms, with both intervals, the diagonal"
+        + (" and the fitted line" if line is not None else ""),
     )

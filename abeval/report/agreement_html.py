@@ -16,12 +16,15 @@ from abeval.analysis.agreement import AgreementBoard, AgreementPair, SignalSumma
 from abeval.analysis.online_metrics import METRICS
 from abeval.report.agreement_charts import Scatter, ScatterInput, scatter
 from abeval.report.agreement_text import (
+    ORDERED_BY,
+    ceiling_text,
     coefficient_interval,
     sign_text,
     signal_name,
     source_label,
 )
 from abeval.report.templates import environment
+from abeval.stats.forecast import MIN_EXPERIMENTS
 
 TEMPLATE = "agreement.html.j2"
 DEFAULT_PATH = Path("reports") / "agreement.html"
@@ -30,7 +33,9 @@ SOURCE_WORDS = {
     "evaluation": "recorded evaluation",
     "ope": "off-policy estimate",
     "replay": "replayed from the same clicks",
+    "history": "from the history file",
 }
+POST_HOC_WORDS = "post-hoc off-policy estimate (the treatment's own impressions)"
 
 
 @dataclass(frozen=True)
@@ -47,6 +52,8 @@ class SignalCard:
     sign: str
     spearman_ci: str
     slope_ci: str
+    model_slope_ci: str
+    ceiling: str
 
 
 @dataclass(frozen=True)
@@ -68,11 +75,13 @@ class AgreementContext:
     level: str
     blocks: tuple[MetricBlock, ...]
     has_replay: bool
+    ordered_by: str
+    min_history: int
 
 
 def _pairs(board: AgreementBoard, s: SignalSummary) -> list[AgreementPair]:
-    key = (s.signal, s.source, s.online_metric)
-    return [p for p in board.pairs if (p.signal, p.source, p.online_metric) == key]
+    key = (s.signal, s.source, s.online_metric, s.independent)
+    return [p for p in board.pairs if (p.signal, p.source, p.online_metric, p.independent) == key]
 
 
 def _card(board: AgreementBoard, s: SignalSummary, index: int) -> SignalCard:
@@ -87,17 +96,23 @@ def _card(board: AgreementBoard, s: SignalSummary, index: int) -> SignalCard:
         for p in _pairs(board, s)
         if p.offline_lift is not None
     ]
-    what = f"{s.signal} ({SOURCE_WORDS[s.source]})"
+    words = POST_HOC_WORDS if s.source == "ope" and not s.independent else SOURCE_WORDS[s.source]
+    what = f"{s.signal} ({words})"
+    line = None
+    if s.slope is not None and s.intercept is not None:
+        line = (s.intercept, s.slope)
     return SignalCard(
         summary=s,
         key=f"signal-{index}",
         name=signal_name(s),
         source_label=source_label(s),
-        source_words=SOURCE_WORDS[s.source],
-        scatter=scatter(points, what) if points else None,
+        source_words=words,
+        scatter=scatter(points, what, line) if points else None,
         sign=sign_text(s),
         spearman_ci=coefficient_interval(s.spearman_ci),
         slope_ci=coefficient_interval(s.slope_ci),
+        model_slope_ci=coefficient_interval(s.model_slope_ci),
+        ceiling=ceiling_text(s),
     )
 
 
@@ -121,6 +136,8 @@ def build_context(board: AgreementBoard) -> AgreementContext:
         level=f"{1 - board.alpha:.0%}",
         blocks=tuple(blocks),
         has_replay=any(not s.independent for s in board.summary),
+        ordered_by=ORDERED_BY.get(board.backtest[0].ordered_by, "") if board.backtest else "",
+        min_history=MIN_EXPERIMENTS,
     )
 
 

@@ -34,6 +34,25 @@ def p_text(p: float | None) -> str:
     return fixed(p, 3)
 
 
+#: Why ρ is not divided by the ceiling, per ``ceiling_status``.
+CEILING_WORDS = {
+    "too_few_points": "too few lifts",
+    "no_signal_variance": "lifts all noise",
+    "ceiling_too_small": "too small",
+}
+
+
+def ceiling_text(s: SignalSummary) -> str:
+    """The noise ceiling, or why there is none to divide by: ``0.71``,
+    ``0.12 too small``, ``lifts all noise``."""
+    why = CEILING_WORDS.get(s.ceiling_status)
+    if why is None:
+        return fixed(s.ceiling, 2)
+    if s.ceiling_status == "ceiling_too_small":
+        return f"{fixed(s.ceiling, 2)} {why}"
+    return why
+
+
 def sign_text(s: SignalSummary) -> str:
     return f"{s.agreeing_pairs}/{s.pairs} {share(s.sign_agreement, 0)}" if s.pairs else NA
 
@@ -57,6 +76,83 @@ def _row(s: SignalSummary) -> str:
         f"{coefficient_interval(s.slope_ci):>16} {share(s.precision, 0):>9} "
         f"{share(s.false_negative_rate, 0):>6}"
     )
+
+
+def _noise_header() -> str:
+    return (
+        f"  {'#':>2} {'signal':<18} {'reliability':>11} {'ceiling':>17} {'rho/ceiling':>11} "
+        f"{'exp. precision':>14} {'raw':>5} {'fw p':>6} {'LOO gain':>8} "
+        f"{'model slope':>11} {'interval':>16} {'tau':>6}"
+    )
+
+
+def _noise_row(s: SignalSummary) -> str:
+    return (
+        f"  {s.rank:>2} {printable(signal_name(s)):<18} {share(s.reliability, 0):>11} "
+        f"{ceiling_text(s):>17} {fixed(s.rho_over_ceiling, 2):>11} "
+        f"{share(s.expected_precision, 0):>14} {share(s.precision, 0):>5} "
+        f"{p_text(s.familywise_p):>6} {fixed(s.predictive_gain, 3):>8} "
+        f"{fixed(s.model_slope, 2):>11} {coefficient_interval(s.model_slope_ci):>16} "
+        f"{pct_or_na(s.model_tau):>6}"
+    )
+
+
+def pct_or_na(x: float | None) -> str:
+    """A standard deviation of lifts in percent (``0.012`` → ``1.2%``)."""
+    return NA if x is None else share(x, 1)
+
+
+ORDERED_BY = {
+    "start": "experiment start",
+    "date": "the history's date",
+    "row": "row order (a row has no date)",
+}
+
+
+def backtest_lines(board: AgreementBoard) -> list[str]:
+    """The ``--backtest`` table: one row per signal and online metric."""
+    if not board.backtest:
+        return []
+    by = ORDERED_BY.get(board.backtest[0].ordered_by, board.backtest[0].ordered_by)
+    lines = [
+        "",
+        f"Backtest: each experiment forecast from the earlier ones (ordered by {by}); "
+        f"coverage of the {1 - board.alpha:.0%} interval for the observed lift; gating keeps "
+        "a test when P(lift > 0) > 0.5",
+        f"  {'signal':<18} {'source':<10} {'metric':<12} {'forecast':>8} {'skipped':>7} "
+        f"{'coverage':>8} {'sign right':>10} {'MAE':>7} {'kept':>4} {'better':>6} "
+        f"{'worse':>5} {'missed':>6} {'avoided':>7}",
+    ]
+    for b in board.backtest:
+        r = b.result
+        lines.append(
+            f"  {printable(b.signal):<18} {b.source:<10} {printable(b.online_metric):<12} "
+            f"{r.forecast:>8} {r.skipped:>7} {share(r.coverage, 0):>8} "
+            f"{share(r.sign_accuracy, 0):>10} {pct_or_na(r.mean_absolute_error):>7} "
+            f"{r.kept:>4} {r.kept_better:>6} {r.kept_worse:>5} {r.missed:>6} {r.avoided:>7}"
+        )
+    lines.append(
+        "  better / worse: kept tests whose online interval lay above / below 0; missed: "
+        "not kept but significantly better online; avoided: not kept and significantly worse."
+    )
+    return lines
+
+
+def z_lines(rows: Sequence[SignalSummary]) -> list[str]:
+    """The signals that predict the online metric itself: their mean z and share
+    of |z| < 1.96 (none when no row has a z)."""
+    found = [s for s in rows if s.z_pairs]
+    if not found:
+        return []
+    return [
+        "  predicted against observed, z = (predicted − observed) / √(se_pred² + se_obs²):",
+        f"     {'signal':<18} {'source':<11} {'exp':>3} {'mean z':>7} {'|z|<1.96':>8}",
+        *(
+            f"     {printable(signal_name(s)):<18} {source_label(s):<11} {s.z_pairs:>3} "
+            f"{fixed(s.z_mean, 2):>7} {share(s.z_within, 0):>8}"
+            for s in found
+        ),
+    ]
 
 
 def _experiments(board: AgreementBoard) -> list[str]:
@@ -93,12 +189,23 @@ def render_text(board: AgreementBoard) -> str:
         undefined = [s for s in rows if s.status != "ok"]
         for s in undefined:
             lines.append(f"     {printable(s.signal)} [{s.source}]: {printable(s.message)}")
-    if any(not s.independent for s in board.summary):
+        lines += ["", f"  Noise and prediction ({metric}):", _noise_header()]
+        lines += [_noise_row(s) for s in rows]
+        lines += z_lines(rows)
+    if any(not s.independent and s.source == "replay" for s in board.summary):
         lines += [
             "",
             "* replayed from the same clicks as the online metrics: agreement with CTR is close "
             "to circular; judge by ope and evaluation signals.",
         ]
+    if any(not s.independent and s.source == "ope" for s in board.summary):
+        lines += [
+            "",
+            "ope* post-hoc: without target probabilities, the treatment's own frequency of (item, "
+            "position) from its own impressions; not a prediction. Record them with `abeval "
+            "experiment set EXPERIMENT --target-propensities FILE`.",
+        ]
+    lines += backtest_lines(board)
     lines += ["", f"{len(board.pairs):,} pairs of lifts: --format json lists them."]
     lines += ["", "Notes:", *(f"- {n}" for n in board.notes)]
     return "\n".join(lines) + "\n"

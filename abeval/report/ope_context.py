@@ -8,24 +8,62 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from abeval.analysis.ope import OpeDirection, OpeSection
+from abeval.analysis.ope import NotEstimated, OpeDirection, OpeSection
 from abeval.analysis.report_model import ExperimentReport
+from abeval.formatting import interval, pct
+from abeval.report.ope_words import assumption, headline_reason
 from abeval.report.tones import AGREEMENT_STATES as _AGREEMENT
+from abeval.stats.consistency import LiftDifference
 
 _SOURCES = {
     "file": "the target's probabilities from --target-propensities",
+    "recorded": "the target's probabilities recorded with the experiment",
     "empirical": "the target arm's own frequency of each (item, position), context-free",
 }
+#: What a post-hoc estimate is (``evidence`` = ``post_hoc``).
+POST_HOC = (
+    "post-hoc: uses the target arm's own impressions; assumes its lists do not depend on the user"
+)
+
+
+def supply_sentence(command: str) -> str:
+    """How to turn post-hoc estimates into predictions."""
+    return f"to predict instead, record the target policy's probabilities: {command}"
+
+
+def not_estimated_sentence(n: NotEstimated) -> str:
+    """Why a direction has no estimate."""
+    return (
+        f"{n.target} from {n.source}'s logs: not estimated: the logged propensity of "
+        f"{n.varying:,} of {n.pairs:,} (item, position) pairs varies between requests "
+        "(personalised logging), so the target arm's context-free frequency cannot stand "
+        "in for its probabilities"
+    )
+
+
+def difference_sentence(d: LiftDifference) -> str:
+    """``difference -1.20% [-5.00%, +2.60%], z -0.63: consistent at α = 0.05``."""
+    if d.verdict is None:
+        return f"difference {pct(d.difference)} ({d.message})"
+    return (
+        f"difference {pct(d.difference)} {interval(d.ci)}, z {d.z:+.2f}: {d.verdict} at "
+        f"α = {d.alpha:g}"
+    )
 
 
 @dataclass(frozen=True)
 class OpeDirectionView:
     """One direction: the result, how π_target was obtained, the agreement's
-    state pill (kind, text)."""
+    state pill (kind, text), each estimator's assumption in words (by
+    estimator) and why the headline estimator leads."""
 
     result: OpeDirection
     probabilities: str
     state: tuple[str, str]
+    assumptions: dict[str, str]
+    headline_why: str
+    #: The difference from the online lift and its verdict, in words ("" without one).
+    difference: str = ""
 
 
 @dataclass(frozen=True)
@@ -34,6 +72,9 @@ class OpeContext:
 
     section: OpeSection
     directions: tuple[OpeDirectionView, ...]
+    #: How to supply target probabilities ("" when they are recorded).
+    supply: str = ""
+    not_estimated: tuple[str, ...] = ()
 
 
 def ope_context(report: ExperimentReport) -> OpeContext | None:
@@ -42,7 +83,16 @@ def ope_context(report: ExperimentReport) -> OpeContext | None:
     if s is None:
         return None
     views = tuple(
-        OpeDirectionView(d, _SOURCES[d.target_probabilities], _AGREEMENT[d.agreement])
+        OpeDirectionView(
+            d,
+            _SOURCES[d.target_probabilities]
+            + (f" ({POST_HOC})" if d.evidence == "post_hoc" else ""),
+            _AGREEMENT[d.agreement],
+            {e.estimator: assumption(e.assumption) for e in d.estimates},
+            headline_reason(d.headline_reason),
+            difference_sentence(d.difference) if d.difference is not None else "",
+        )
         for d in s.directions
     )
-    return OpeContext(s, views)
+    supply = supply_sentence(s.supply_command) if s.supply_command else ""
+    return OpeContext(s, views, supply, tuple(not_estimated_sentence(n) for n in s.not_estimated))

@@ -12,10 +12,19 @@ from __future__ import annotations
 from abeval.analysis.ope import OpeDirection, OpeSection
 from abeval.analysis.report_model import ExperimentReport
 from abeval.formatting import count, fixed, interval, pct, share
+from abeval.report.ope_context import (
+    POST_HOC,
+    difference_sentence,
+    not_estimated_sentence,
+    supply_sentence,
+)
+from abeval.report.ope_words import assumption, headline_reason
 
 _SOURCES = {
     "file": "target probabilities from --target-propensities",
-    "empirical": "target probabilities = the target arm's frequency of (item, position)",
+    "recorded": "target probabilities recorded with the experiment",
+    "empirical": f"target probabilities = the target arm's frequency of (item, position); "
+    f"{POST_HOC}",
 }
 
 
@@ -35,19 +44,33 @@ def _direction(d: OpeDirection) -> list[str]:
         f"{count(d.users)} users, {count(d.impressions)} impressions)",
         f"    observed CTR: {d.source} {_ctr(d.source_ctr)}, {d.target} {_ctr(d.target_ctr)}",
         f"    {'estimator':<11} {'CTR':>9} {'interval':>22} {'error':>8} "
-        f"{'predicted lift':>14} {'interval':>22}",
+        f"{'predicted lift':>14} {'interval':>22}  assumes",
     ]
     for e in d.estimates:
         mark = "*" if e.estimator == d.headline else " "
         lines.append(
             f"  {mark} {e.estimator:<11} {_ctr(e.ctr.value):>9} {_ctr_ci(e.ctr.ci):>22} "
             f"{pct(e.relative_error, 1):>8} {pct(e.predicted_lift.value):>14} "
-            f"{interval(e.predicted_lift.ci):>22}"
+            f"{interval(e.predicted_lift.ci):>22}  {assumption(e.assumption)}"
+            + ("" if e.ctr.value is not None or not e.ctr.message else f" ({e.ctr.message})")
+            + ("; interval unreliable" if e.users and e.users.interval == "unreliable" else "")
         )
     o = d.online_lift
+    head = next(e for e in d.estimates if e.estimator == d.headline)
+    against = f"; {difference_sentence(d.difference)}" if d.difference is not None else ""
     lines += [
+        f"    judged: {d.headline}, because {headline_reason(d.headline_reason)}",
+        *(
+            [
+                f"    {d.headline}'s weights over users: worth {fixed(u.ess_users, 1)} users "
+                f"({share(u.ess_users_share)}); the 1% of users with the largest weights carry "
+                f"{share(u.top_share)} of its weighted clicks; interval {u.interval}"
+            ]
+            if (u := head.users) is not None
+            else []
+        ),
         f"    online lift {pct(o.value)} {interval(o.ci)}; predicted ({d.headline}) vs online: "
-        f"{d.agreement}",
+        f"{d.agreement} (sign){against}",
         f"    weights: mean {fixed(g.mean_weight, 4)}, ESS {fixed(g.ess, 1)} "
         f"({share(g.ess_share)} of N), largest {fixed(g.max_weight, 3)}, capped "
         f"{share(g.capped_share)}, support deficit {share(g.support_deficit)}",
@@ -74,10 +97,16 @@ def ope_lines(r: ExperimentReport) -> list[str]:
         f"* = the estimator judged against the online lift)",
     ]
     lines += [f"!! {w}" for w in s.warnings]
+    if s.target_origin == "recorded":
+        lines.append(f"  target probabilities recorded with the experiment from {s.file} "
+                     f"({s.recorded_at} UTC)")  # fmt: skip
+    if s.supply_command:
+        lines.append(f"  {supply_sentence(s.supply_command)}")
     lines += [
         "  impressions with a propensity: "
         + "; ".join(f"{a.arm} {a.with_propensity:,} of {a.impressions:,}" for a in s.arms)
     ]
+    lines += [f"  {not_estimated_sentence(n)}" for n in s.not_estimated]
     for d in s.directions:
         lines += _direction(d)
     return lines

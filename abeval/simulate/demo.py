@@ -9,6 +9,12 @@ The command (:mod:`abeval.cli.misc_commands`) runs, in order:
 2. :func:`write_demo_series` and :func:`ingest_series`: the history, each
    experiment's log ingested and its control recorded; the held-out files stay
    in ``<out_dir>/series/<experiment>/`` for ``abeval evaluate``.
+
+Every experiment is recorded with its target policy's exact probabilities
+(``abeval experiment set X --target-propensities FILE``): the simulated
+policies are Plackett–Luce samplers whose probability of each logged (item,
+position) is known, so the off-policy estimates of the report and of ``abeval
+agreement`` are predictions, with no flag (docs/metrics.md#simulated-history).
 """
 
 from __future__ import annotations
@@ -18,14 +24,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from abeval.simulate.config import SimulationConfig
+from abeval.simulate.events import simulate_with_target
 from abeval.simulate.series import ExperimentFiles, SeriesConfig, write_series
-from abeval.simulate.writers import write_events
+from abeval.simulate.writers import labels_of, needs_quotes, write_events
 
 if TYPE_CHECKING:
     from abeval.store.engine import Store
 
 #: Where the history goes, under the demo's folder.
 SERIES_FOLDER = "series"
+#: The demo experiment's target probabilities, beside its events.
+TARGET_FILE = "target_propensities.csv"
 
 
 def demo_config(users: int, seed: int) -> SimulationConfig:
@@ -56,19 +65,27 @@ class Ingested:
 
 
 def write_demo_experiment(config: SimulationConfig, out_dir: Path) -> Path:
-    """Simulate the demo experiment into ``out_dir/events.csv``."""
+    """Simulate the demo experiment into ``out_dir/events.csv`` and its target
+    probabilities (each arm's for the other's requests) into
+    ``out_dir/target_propensities.csv``."""
     events = out_dir / "events.csv"
-    write_events(config, events)
+    table, target = simulate_with_target(config)
+    write_events(table, events, quote=needs_quotes(labels_of(config)))
+    write_events(target, out_dir / TARGET_FILE, quote=False)
     return events
 
 
-def ingest_experiment(store: Store, experiment: str, control: str, events: Path) -> Ingested:
-    """Load one experiment's log and record its control arm."""
+def ingest_experiment(
+    store: Store, experiment: str, control: str, events: Path, targets: Path
+) -> Ingested:
+    """Load one experiment's log and record its control arm and its target
+    probabilities."""
+    from abeval.analysis.ope_file import target_file
     from abeval.store.experiments import set_settings
     from abeval.store.ingest import ingest_file
 
     summary = ingest_file(store, events)
-    set_settings(store, experiment, control, None)
+    set_settings(store, experiment, control, None, targets=target_file(targets))
     return Ingested(experiment, events, summary.inserted, summary.rejected, summary.seconds)
 
 
@@ -78,8 +95,56 @@ def write_demo_series(out_dir: Path, seed: int) -> list[ExperimentFiles]:
 
 
 def ingest_series(store: Store, files: list[ExperimentFiles]) -> list[Ingested]:
-    """Load every experiment's log of the history and record its control arm."""
+    """Load every experiment's log of the history and record its control arm and
+    target probabilities."""
     return [
-        ingest_experiment(store, f.experiment.name, f.experiment.config.control, f.events)
+        ingest_experiment(
+            store, f.experiment.name, f.experiment.config.control, f.events, f.target_propensities
+        )
         for f in files
     ]
+
+
+#: The candidate the demo forecasts: a treatment the history has not tested,
+#: with this true relative CTR lift (known to the simulator, not to the forecast).
+CANDIDATE_CTR_LIFT = 0.045
+CANDIDATE_FOLDER = "candidate"
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """The untested candidate's held-out files and its true CTR lift."""
+
+    truth: Path
+    control: Path
+    candidate: Path
+    true_ctr_lift: float
+
+
+def write_demo_candidate(out_dir: Path, seed: int) -> Candidate:
+    """Held-out truth and ranked lists of production (``control.csv``) and of a
+    new candidate (``candidate.csv``) of true CTR lift :data:`CANDIDATE_CTR_LIFT`,
+    from the history's model, into ``out_dir/candidate/``."""
+    from dataclasses import replace
+
+    from abeval.simulate.series import ARMS, heldout
+
+    s = demo_series_config(seed)
+    config = replace(
+        s.base,
+        experiment="candidate",
+        arms=ARMS,
+        seed=s.seed * 1_000 + 999,
+        true_ctr_lift={"treatment": CANDIDATE_CTR_LIFT},
+        popularity_tilt={"control": s.control_tilt, "treatment": s.control_tilt},
+    )
+    truth, lists = heldout(config, s.heldout_users)
+    folder = out_dir / CANDIDATE_FOLDER
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = Candidate(
+        folder / "truth.csv", folder / "control.csv", folder / "candidate.csv", CANDIDATE_CTR_LIFT
+    )
+    write_events(truth, paths.truth, quote=False)
+    write_events(lists["control"], paths.control, quote=False)
+    write_events(lists["treatment"], paths.candidate, quote=False)
+    return paths

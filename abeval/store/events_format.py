@@ -18,10 +18,20 @@ from dataclasses import dataclass
 from abeval.store.quoting import quote_ident
 
 REQUIRED = ("experiment", "arm", "user_id", "ts", "event_type")
-OPTIONAL = ("request_id", "item_id", "position", "value", "event_id", "propensity")
+OPTIONAL = (
+    "request_id",
+    "item_id",
+    "position",
+    "value",
+    "event_id",
+    "propensity",
+    "propensity_given_above",
+)
 KNOWN = REQUIRED + OPTIONAL
 EVENT_TYPES = ("exposure", "impression", "click", "purchase", "rating")
-NUMERIC = ("position", "value", "propensity")
+NUMERIC = ("position", "value", "propensity", "propensity_given_above")
+#: The columns that hold a logging probability in (0, 1].
+PROBABILITIES = ("propensity", "propensity_given_above")
 #: Names other logs give the event format's columns (lower case, without ``_``):
 #: a file that has one of them is told which column it probably means.
 COLUMN_ALIASES = {
@@ -125,6 +135,7 @@ def typed_layer() -> str:
             "TRY_CAST(t_value AS DOUBLE) AS value",
             "t_event_id AS event_id",
             "TRY_CAST(t_propensity AS DOUBLE) AS propensity",
+            "TRY_CAST(t_propensity_given_above AS DOUBLE) AS propensity_given_above",
         ]
     )
 
@@ -179,12 +190,14 @@ def checks() -> list[Check]:
             "(so that sums cannot overflow), got ' "
             f"|| {_quoted('value')}",
         ),
+    ]
+    out += [
         Check(
-            "propensity",
-            "t_propensity IS NOT NULL AND (n_propensity IS NULL "
-            "OR NOT (n_propensity > 0 AND n_propensity <= 1))",
-            f"'propensity must be a probability in (0, 1], got ' || {_quoted('propensity')}",
-        ),
+            c,
+            f"t_{c} IS NOT NULL AND (n_{c} IS NULL OR NOT (n_{c} > 0 AND n_{c} <= 1))",
+            f"'{c} must be a probability in (0, 1], got ' || {_quoted(c)}",
+        )
+        for c in PROBABILITIES
     ]
     out += [
         Check(

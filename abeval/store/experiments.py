@@ -12,9 +12,12 @@ from typing import TYPE_CHECKING, Any
 from abeval.errors import AbevalError, NotFoundError, close_matches
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from sqlalchemy.engine import Connection
 
     from abeval.store.engine import Store
+    from abeval.store.ope_target import RecordedTargets, TargetCheck, TargetRow
 
 
 @dataclass(frozen=True)
@@ -245,6 +248,24 @@ def parse_split(text_value: str, arms: list[str]) -> dict[str, float]:
     return {k: v / total for k, v in split.items()}
 
 
+@dataclass(frozen=True)
+class TargetFile:
+    """A target-probabilities file to record with an experiment: its name as
+    given, its checked rows and its SHA-256."""
+
+    path: str
+    rows: Sequence[TargetRow]
+    checksum: str
+
+
+@dataclass(frozen=True)
+class TargetsRecorded:
+    """What recording a :class:`TargetFile` did: the check and the record."""
+
+    check: TargetCheck
+    recorded: RecordedTargets
+
+
 def set_settings(
     store: Store,
     experiment: str,
@@ -252,22 +273,38 @@ def set_settings(
     split: str | None,
     window_from: datetime | None = None,
     window_to: datetime | None = None,
+    targets: TargetFile | None = None,
 ) -> ExperimentSettings:
-    """Record the control arm, the expected split and the analysis window's bounds
-    (each only when given); the whole change or nothing."""
+    """Record the control arm, the expected split, the analysis window's bounds and
+    the target's probabilities (each only when given); the whole change or nothing."""
+    return set_experiment(store, experiment, control, split, window_from, window_to, targets)[0]
+
+
+def set_experiment(
+    store: Store,
+    experiment: str,
+    control: str | None,
+    split: str | None,
+    window_from: datetime | None,
+    window_to: datetime | None,
+    targets: TargetFile | None,
+) -> tuple[ExperimentSettings, TargetsRecorded | None]:
+    """:func:`set_settings`, and the target's probabilities when ``targets`` is
+    given (checked, replacing those recorded before); one transaction."""
     with store.begin() as conn:
-        return change_settings(conn, experiment, control, split, window_from, window_to)
+        return change_experiment(conn, experiment, control, split, window_from, window_to, targets)
 
 
-def change_settings(
+def change_experiment(
     conn: Connection,
     experiment: str,
     control: str | None,
     split: str | None,
     window_from: datetime | None = None,
     window_to: datetime | None = None,
-) -> ExperimentSettings:
-    """:func:`set_settings` inside the caller's transaction ``conn``."""
+    targets: TargetFile | None = None,
+) -> tuple[ExperimentSettings, TargetsRecorded | None]:
+    """:func:`set_experiment` inside the caller's transaction ``conn``."""
     from sqlalchemy import text
 
     current = get_settings(conn, experiment)
@@ -295,7 +332,15 @@ def change_settings(
             "e": experiment,
         },
     )
-    return get_settings(conn, experiment)
+    done = None
+    if targets is not None:
+        from abeval.store.ope_target import record_rows
+
+        found, recorded = record_rows(
+            conn, experiment, current.arms, targets.rows, targets.path, targets.checksum
+        )
+        done = TargetsRecorded(found, recorded)
+    return get_settings(conn, experiment), done
 
 
 #: The columns ``experiment unset`` clears, by the option that names them.

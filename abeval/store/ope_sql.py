@@ -28,9 +28,17 @@ value is a bind parameter.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from abeval.store.ope_cascade_sql import (
+    CASCADE_CTES,
+    DR_CTES,
+    FOLDS,
+    SMOOTH,
+    group_of,
+    step_user_columns,
+)
 from abeval.store.population import population_ctes
 from abeval.store.shared_ctes import drop, materialize
 
@@ -38,7 +46,11 @@ if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
 
 USER_VARIABLES = ("wc", "w", "n", "kc", "k", "c")
-#: The temporary table a ``--target-propensities`` file is loaded into.
+#: (weights, weighted clicks): the diagnostics add up the weighted clicks of the
+#: 1% of users with the largest sums of weights.
+TOP_VARIABLES = (("w", "wc"), ("k", "kc"), ("r", "rc"), ("s", "sc"))
+#: The temporary table of the target's probabilities (a ``--target-propensities``
+#: file or those recorded with the experiment), filled by :mod:`abeval.store.ope_target`.
 FILE_TABLE = "abeval_ope_target"
 
 _BASE = """o_clk AS (
@@ -47,6 +59,7 @@ _BASE = """o_clk AS (
 ),
 o_imp AS (
     SELECT p.arm, e.user_id, e.request_id, e.item_id, e.position, e.propensity,
+        e.propensity_given_above,
         CASE WHEN k.item_id IS NULL THEN 0 ELSE 1 END AS clicked
     FROM exp_events e JOIN population p ON p.user_id = e.user_id
     LEFT JOIN o_clk k ON k.request_id = e.request_id AND k.item_id = e.item_id
@@ -58,19 +71,22 @@ o_imp AS (
 # deficit weighs) per (item, position), or per (request, item, position) from a file.
 _EMPIRICAL_PI = """o_pi AS (
     SELECT item_id, position, CAST(COUNT(*) AS DOUBLE PRECISION) AS mass,
-        CAST(COUNT(*) AS DOUBLE PRECISION) / SUM(COUNT(*)) OVER (PARTITION BY position) AS pi
+        CAST(COUNT(*) AS DOUBLE PRECISION) / SUM(COUNT(*)) OVER (PARTITION BY position) AS pi,
+        CAST(NULL AS DOUBLE PRECISION) AS rho
     FROM o_imp WHERE arm = :target GROUP BY item_id, position
 )"""
 
 _FILE_PI = f"""o_pi AS (
-    SELECT f.request_id, f.item_id, f.position, f.probability AS mass, f.probability AS pi
+    SELECT f.request_id, f.item_id, f.position, f.probability AS mass, f.probability AS pi,
+        f.probability_given_above AS rho
     FROM {FILE_TABLE} f
     WHERE f.arm = :target
       AND f.request_id IN (SELECT request_id FROM o_imp WHERE arm = :source)
 )"""
 
 _SOURCE = """o_src AS (
-    SELECT user_id, request_id, item_id, position, clicked, propensity FROM o_imp
+    SELECT user_id, request_id, item_id, position, clicked, propensity,
+        propensity_given_above AS g FROM o_imp
     WHERE arm = :source AND propensity IS NOT NULL AND propensity > 0
 ),
 o_shown AS (SELECT DISTINCT item_id, position FROM o_src)"""
@@ -83,23 +99,28 @@ def _weights(from_file: bool) -> str:
         else "pi.item_id = s.item_id AND pi.position = s.position"
     )
     return (
-        f"{_SOURCE},\no_w AS (\n    SELECT s.user_id, s.position, s.clicked, "
-        "COALESCE(pi.pi, CAST(0 AS DOUBLE PRECISION)) / s.propensity AS w\n"
+        f"{_SOURCE},\no_w AS (\n    SELECT s.user_id, s.request_id, s.item_id, s.position, "
+        "s.clicked, COALESCE(pi.pi, CAST(0 AS DOUBLE PRECISION)) / s.propensity AS w, s.g, "
+        "pi.rho\n"
         f"    FROM o_src s LEFT JOIN o_pi pi ON {key}\n)"
     )
 
 
-def _user_cte() -> str:
-    return """o_user AS (
+def _user_cte(steps: tuple[int, ...] | None) -> str:
+    """Per-user sums over ``o_w``, or with ``steps`` (the ``snrips`` groups) over
+    ``o_dr`` with the step estimators' variables too."""
+    extra = "".join(f",\n        {sql} AS {name}" for name, sql in step_user_columns(steps or ()))
+    extra += ",\n        SUM(short) AS short"
+    rows = "o_w" if steps is None else "o_dr"
+    return f"""o_user AS (
     SELECT user_id, SUM(w * clicked) AS wc, SUM(w) AS w, CAST(COUNT(*) AS DOUBLE PRECISION) AS n,
         SUM(LEAST(w, :cap) * clicked) AS kc, SUM(LEAST(w, :cap)) AS k,
-        CAST(SUM(clicked) AS DOUBLE PRECISION) AS c
-    FROM o_w GROUP BY user_id
+        CAST(SUM(clicked) AS DOUBLE PRECISION) AS c{extra if steps is not None else ""}
+    FROM {rows} GROUP BY user_id
 )"""
 
 
-def _pairs() -> list[tuple[str, str]]:
-    v = USER_VARIABLES
+def _pairs(v: Sequence[str]) -> list[tuple[str, str]]:
     return [(v[i], v[j]) for i in range(len(v)) for j in range(i, len(v))]
 
 
@@ -139,6 +160,25 @@ class ArmCounts:
 
 
 @dataclass(frozen=True)
+class StepSupport:
+    """Whether the step estimators can be formed: source impressions with a
+    propensity, how many of them carry ``propensity_given_above``, the target's
+    file rows with ``probability_given_above``; and, once computed, the
+    ``snrips`` groups and the (request, position) pairs whose candidates'
+    step probabilities sum below 1 (Cascade-DR's direct term is short there)."""
+
+    impressions: int
+    with_given_above: int
+    target_given_above: int
+    groups: tuple[int, ...] = ()
+    short_pairs: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return 0 < self.impressions == self.with_given_above and self.target_given_above > 0
+
+
+@dataclass(frozen=True)
 class DirectionSums:
     """What the store returns for one direction (source logs → target)."""
 
@@ -147,6 +187,10 @@ class DirectionSums:
     from_file: bool
     user: UserSums
     positions: tuple[PositionSums, ...]
+    steps: StepSupport | None = None
+    #: Per weighted-click variable, its sum over the 1% of users with the
+    #: largest sums of the matching weights (:data:`TOP_VARIABLES`).
+    top: dict[str, float] = field(default_factory=dict)
 
 
 class OpeSource:
@@ -186,26 +230,74 @@ class OpeSource:
         return out
 
     def direction(self, source: str, target: str, cap: float, from_file: bool) -> DirectionSums:
-        """The per-arm user sums and the per-position weight sums of one direction."""
+        """The per-arm user sums and the per-position weight sums of one direction;
+        with the step estimators' sums when the logs and the target carry step
+        probabilities (:class:`StepSupport`)."""
         pi = _FILE_PI if from_file else _EMPIRICAL_PI
-        ctes = f"{pi},\n{_weights(from_file)},\n{_user_cte()}"
-        params = {"source": source, "target": target, "cap": float(cap)}
-        pairs = _pairs()
+        base = f"{pi},\n{_weights(from_file)}"
+        params = {
+            "source": source,
+            "target": target,
+            "cap": float(cap),
+            "folds": FOLDS,
+            "smooth": SMOOTH,
+        }
+        steps = self._step_support(base, params) if from_file else None
+        names = list(USER_VARIABLES)
+        if steps is not None and steps.ok:
+            groups = tuple(
+                int(g)
+                for (g,) in self._rows(
+                    f"{base} SELECT DISTINCT {group_of()} FROM o_src ORDER BY 1", **params
+                )
+            )
+            ctes = f"{base},\n{CASCADE_CTES},\n{DR_CTES},\n{_user_cte(groups)}"
+            names += [name for name, _ in step_user_columns(groups)]
+        else:
+            ctes = f"{base},\n{_user_cte(None)}"
+        pairs = _pairs(names)
+        ranked = [(w, wc) for w, wc in TOP_VARIABLES if w in names]
         select = ", ".join(
             ["COUNT(*)"]
-            + [f"SUM({v})" for v in USER_VARIABLES]
+            + [f"SUM({v})" for v in names]
             + [f"SUM({a} * {b})" for a, b in pairs]
+            # The top 1% of users by w: rank k with 100·k <= m + 99, i.e. k <= ceil(m / 100).
+            + [f"SUM(CASE WHEN 100 * t_{w} <= t_m + 99 THEN {wc} ELSE 0 END)" for w, wc in ranked]
+            # Cascade-DR's (request, position) pairs short of candidates, in the same pass.
+            + (["SUM(short)"] if "dr" in names else [])
         )
-        row = self._rows(f"{ctes} SELECT {select} FROM o_user", **params)[0]
+        windows = ", ".join(
+            ["COUNT(*) OVER () AS t_m"]
+            + [f"ROW_NUMBER() OVER (ORDER BY {w} DESC) AS t_{w}" for w, _ in ranked]
+        )
+        row = self._rows(
+            f"{ctes} SELECT {select} FROM (SELECT o_user.*, {windows} FROM o_user) u", **params
+        )[0]
         users = int(row[0])
         values = [float(x) if x is not None else 0.0 for x in row[1:]]
-        nv = len(USER_VARIABLES)
+        nv, npairs = len(names), len(pairs)
         user = UserSums(
             users=users,
-            sums=dict(zip(USER_VARIABLES, values[:nv], strict=True)),
-            products=dict(zip(pairs, values[nv:], strict=True)),
+            sums=dict(zip(names, values[:nv], strict=True)),
+            products=dict(zip(pairs, values[nv : nv + npairs], strict=True)),
         )
-        return DirectionSums(source, target, from_file, user, self._positions(ctes, params))
+        end = nv + npairs + len(ranked)
+        top = dict(zip((wc for _, wc in ranked), values[nv + npairs : end], strict=True))
+        if steps is not None and steps.ok:
+            steps = StepSupport(
+                steps.impressions,
+                steps.with_given_above,
+                steps.target_given_above,
+                groups,
+                int(values[end]),
+            )
+        positions = self._positions(f"{base},\n{_user_cte(None)}", params)
+        return DirectionSums(source, target, from_file, user, positions, steps, top)
+
+    def _step_support(self, base: str, params: dict[str, Any]) -> StepSupport:
+        n, g = self._rows(f"{base} SELECT COUNT(*), COUNT(g) FROM o_src", **params)[0]
+        (rho,) = self._rows(f"{base} SELECT COUNT(rho) FROM o_pi", **params)[0]
+        return StepSupport(int(n), int(g), int(rho))
 
     def _positions(self, ctes: str, params: dict[str, Any]) -> tuple[PositionSums, ...]:
         weights = self._rows(
@@ -250,94 +342,6 @@ def file_pairs(conn: Connection, experiment: str) -> set[tuple[str, str]]:
         {"experiment": experiment},
     ).fetchall()
     return {(str(a), str(b)) for a, b in rows}
-
-
-def file_rows_unmatched(conn: Connection, experiment: str) -> int:
-    """Rows of the loaded file whose request is not an impression request of the
-    experiment (they weigh nothing)."""
-    from sqlalchemy import text
-
-    row = conn.execute(
-        text(
-            f"SELECT COUNT(*) FROM {FILE_TABLE} f WHERE f.request_id NOT IN (SELECT request_id "
-            "FROM events WHERE experiment = :experiment AND event_type = 'impression' "
-            "AND request_id IS NOT NULL)"
-        ),
-        {"experiment": experiment},
-    ).fetchone()
-    return int(row[0]) if row else 0
-
-
-def fill_file_arms(conn: Connection, experiment: str, control: str, treatment: str) -> None:
-    """Rows without a target arm: the other arm of a two-arm experiment (the
-    treatment for a control request, else the control)."""
-    from sqlalchemy import text
-
-    other = (
-        "CASE WHEN request_id IN (SELECT request_id FROM events WHERE experiment = :experiment "
-        "AND arm = :control AND request_id IS NOT NULL) THEN :treatment ELSE :control END"
-    )
-    params = {"experiment": experiment, "control": control, "treatment": treatment}
-    if conn.dialect.name != "spark":
-        conn.execute(text(f"UPDATE {FILE_TABLE} SET arm = {other} WHERE arm IS NULL"), params)
-        return
-    # A Spark temporary view takes no UPDATE: build the filled rows, then swap them in.
-    filled = f"{FILE_TABLE}_filled"
-    conn.execute(
-        text(
-            f"CREATE TEMP TABLE {filled} AS SELECT COALESCE(arm, {other}) AS arm, request_id, "
-            f"item_id, position, probability FROM {FILE_TABLE}"
-        ),
-        params,
-    )
-    conn.execute(text(f"DROP TABLE IF EXISTS {FILE_TABLE}"))
-    conn.execute(text(f"CREATE TEMP TABLE {FILE_TABLE} AS SELECT * FROM {filled}"))
-    conn.execute(text(f"DROP TABLE IF EXISTS {filled}"))
-
-
-def load_file(conn: Connection, rows: Sequence[tuple[str | None, str, str, int, float]]) -> None:
-    """Put the target propensities (target arm, request, item, position,
-    probability) into a temporary table of this connection: registered as an Arrow
-    table on DuckDB, uploaded as one on Spark (a temporary view), copied on
-    PostgreSQL, inserted row by row elsewhere."""
-    from sqlalchemy import text
-
-    conn.execute(text(f"DROP TABLE IF EXISTS {FILE_TABLE}"))
-    columns = (
-        "arm TEXT, request_id TEXT, item_id TEXT, position INTEGER, probability DOUBLE PRECISION"
-    )
-    if conn.dialect.name in ("duckdb", "spark"):
-        import pyarrow as pa
-
-        names = ["arm", "request_id", "item_id", "position", "probability"]
-        types = [pa.string(), pa.string(), pa.string(), pa.int32(), pa.float64()]
-        table = pa.table(
-            [pa.array([r[i] for r in rows], type=t) for i, t in enumerate(types)], names=names
-        )
-        if conn.dialect.name == "spark":  # a temporary view of the uploaded rows
-            conn.register_arrow(FILE_TABLE, table)  # type: ignore[attr-defined]
-            return
-        duck = conn.connection.driver_connection
-        assert duck is not None
-        duck.register("abeval_ope_rows", table)
-        try:
-            duck.execute(f"CREATE TEMP TABLE {FILE_TABLE} AS SELECT * FROM abeval_ope_rows")
-        finally:
-            duck.unregister("abeval_ope_rows")
-        return
-    conn.execute(text(f"CREATE TEMP TABLE {FILE_TABLE} ({columns})"))
-    if conn.dialect.name == "postgresql":
-        raw = conn.connection.driver_connection
-        assert raw is not None
-        with raw.cursor() as cur, cur.copy(f"COPY {FILE_TABLE} FROM STDIN") as copy:
-            for row in rows:
-                copy.write_row(row)
-        return
-    if rows:
-        conn.execute(
-            text(f"INSERT INTO {FILE_TABLE} VALUES (:a, :r, :i, :p, :q)"),
-            [{"a": a, "r": r, "i": i, "p": p, "q": q} for a, r, i, p, q in rows],
-        )
 
 
 def has_propensities(conn: Connection, experiment: str) -> bool:

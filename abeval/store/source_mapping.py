@@ -30,6 +30,7 @@ ALLOWED: dict[str, frozenset[str]] = {
     "position": frozenset({"integer"}),
     "value": frozenset({"integer", "number"}),
     "propensity": frozenset({"integer", "number"}),
+    "propensity_given_above": frozenset({"integer", "number"}),
 }
 ATTRIBUTE_TYPES = frozenset(
     {"text", "integer", "number", "boolean", "date", "timestamp", "timestamptz"}
@@ -40,6 +41,7 @@ _NEEDS = {
     "position": "whole numbers",
     "value": "numbers",
     "propensity": "numbers",
+    "propensity_given_above": "numbers",
 }
 
 #: abeval's own tables: a source cannot be one of them (its view would read itself).

@@ -34,7 +34,12 @@ from abeval.store.source_mapping import (
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
 
-_NULLS = {"position": "INTEGER", "value": "DOUBLE PRECISION", "propensity": "DOUBLE PRECISION"}
+_NULLS = {
+    "position": "INTEGER",
+    "value": "DOUBLE PRECISION",
+    "propensity": "DOUBLE PRECISION",
+    "propensity_given_above": "DOUBLE PRECISION",
+}
 VIEWS = ("experiments", "events")  # dropped in this order
 
 

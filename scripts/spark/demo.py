@@ -28,8 +28,9 @@ TOLERANCE = 1e-9
 
 def main(url: str, out: Path) -> int:
     from abeval.analysis.online import ReportOptions, build_report
+    from abeval.analysis.ope import OpeOptions
     from abeval.report.html import render_html
-    from abeval.simulate.demo import demo_config, write_demo_experiment
+    from abeval.simulate.demo import TARGET_FILE, demo_config, write_demo_experiment
     from abeval.store import open_store
 
     out.mkdir(parents=True, exist_ok=True)
@@ -38,7 +39,10 @@ def main(url: str, out: Path) -> int:
     events = write_demo_experiment(config, out)
     duck = out / "demo.duckdb"
     duck.unlink(missing_ok=True)
-    options = ReportOptions(segment="device")  # the report `abeval demo` writes
+    # the report `abeval demo` writes, with the target probabilities it records (a
+    # Spark store does not record them: this run's file gives them to both)
+    targets = str(out / TARGET_FILE)
+    options = ReportOptions(segment="device", ope=OpeOptions(target_propensities=targets))
     _abeval("ingest", str(events), "--db", str(duck))
     took = {}
     started = time.monotonic()

@@ -98,10 +98,13 @@ def test_the_board_with_evaluations_recorded_on_spark_equals_duckdbs(
 
         rows = conn.execute(text("SELECT COUNT(*) FROM offline_evaluations")).scalar()
     assert rows == sum(len(e[2]) for e in recorded.values())
+    # the series logs personalised propensities: OPE needs the target's probabilities
+    targets = {f.experiment.name: str(f.target_propensities) for f in files}
+    options = AgreementOptions(resamples=300, seed=1, target_propensities=targets)
     boards = []
     for db in (duck, spark):
         with open_store(db, read_only=True) as store:
-            boards.append(agreement_board(store, AgreementOptions(resamples=300, seed=1)).to_dict())
+            boards.append(agreement_board(store, options).to_dict())
     a, b = boards
     assert a["experiments_with_signals"] == 3 and a["experiments_skipped"] == []
     assert {p["source"] for p in a["pairs"]} == {"evaluation", "ope", "replay"}

@@ -170,7 +170,8 @@ def test_calibration_slope_by_hand() -> None:
     # squares: slope 0.5, intercept 0.5, residuals -0.5, 1, -0.5, so Q = 100 · 1.5 = 150.
     # With equal weights tr((XᵀWX)⁻¹XᵀW²X) = 2w, so the denominator is 300 − 200 = 100
     # and τ² = (150 − (3 − 2)) / 100 = 1.49. New weights 1 / (0.01 + 1.49) are equal:
-    # slope 0.5 again, Var = 1.5 / Σ(x − x̄)² = 0.75.
+    # slope 0.5 again, inverse information 1.5 / Σ(x − x̄)² = 0.75. HKSJ scales it by
+    # q = Σ w*·residual² / (k − 2) = (1.5 / 1.5) / 1 = 1, and the interval uses t(1).
     points = [Point(c, x, y, online_se=0.1) for c, x, y in (("a", 0, 0), ("b", 1, 2), ("c", 2, 1))]
     c = calibration(points, 0.05)
     assert c.status == "ok" and c.points == 3
@@ -178,13 +179,15 @@ def test_calibration_slope_by_hand() -> None:
     assert c.slope == pytest.approx(0.5, rel=1e-12)
     assert c.intercept == pytest.approx(0.5, rel=1e-12)
     assert c.se == pytest.approx(math.sqrt(0.75), rel=1e-12)
-    z = st.norm.isf(0.025)
-    assert c.ci == pytest.approx((0.5 - z * math.sqrt(0.75), 0.5 + z * math.sqrt(0.75)))
+    t = st.t.isf(0.025, 1)
+    assert t == pytest.approx(12.7062, abs=1e-4)
+    assert c.ci == pytest.approx((0.5 - t * math.sqrt(0.75), 0.5 + t * math.sqrt(0.75)))
 
 
 def test_calibration_without_heterogeneity_is_weighted_least_squares() -> None:
     # Points close to a line relative to their standard errors: Q < k − 2, τ² = 0,
-    # and the fit is WLS with weights 1/se² and the scale fixed at 1 (statsmodels).
+    # and the fit is WLS with weights 1/se²; the HKSJ variance is WLS's own, scaled
+    # by the weighted residual mean square (statsmodels' default), with t(k − 2).
     x = np.array([-0.1, -0.02, 0.0, 0.05, 0.1, 0.2])
     se = np.array([0.02, 0.03, 0.01, 0.02, 0.04, 0.03])
     y = 0.01 + 0.6 * x + np.array([0.004, -0.006, 0.001, -0.002, 0.01, -0.008])
@@ -193,11 +196,12 @@ def test_calibration_without_heterogeneity_is_weighted_least_squares() -> None:
         Point(p.cluster, p.offline, p.online, online_se=s) for p, s in zip(points, se, strict=True)
     ]
     c = calibration(points, 0.05)
-    fit = sm.WLS(y, sm.add_constant(x), weights=1 / se**2).fit(cov_type="fixed scale")
+    fit = sm.WLS(y, sm.add_constant(x), weights=1 / se**2).fit()
     assert c.tau2 == 0.0
     assert c.slope == pytest.approx(fit.params[1], rel=1e-10)
     assert c.intercept == pytest.approx(fit.params[0], rel=1e-10)
     assert c.se == pytest.approx(fit.bse[1], rel=1e-10)
+    assert c.ci == pytest.approx(tuple(fit.conf_int(0.05)[1]), rel=1e-10)  # t(6 − 2)
 
 
 def test_calibration_with_heterogeneity_matches_a_re_derivation() -> None:
@@ -218,10 +222,14 @@ def test_calibration_with_heterogeneity_matches_a_re_derivation() -> None:
     V = np.diag(1 / (se**2 + tau2))
     cov = np.linalg.inv(X.T @ V @ X)
     beta = cov @ X.T @ V @ y
+    residual = y - X @ beta
+    hksj = (residual @ V @ residual) / (12 - 2) * cov[1, 1]
     assert tau2 > 0
     assert c.tau2 == pytest.approx(tau2, rel=1e-9)
     assert c.slope == pytest.approx(beta[1], rel=1e-9)
-    assert c.se == pytest.approx(math.sqrt(cov[1, 1]), rel=1e-9)
+    assert c.se == pytest.approx(math.sqrt(hksj), rel=1e-9)
+    half = st.t.isf(0.025, 10) * math.sqrt(hksj)
+    assert c.ci == pytest.approx((beta[1] - half, beta[1] + half), rel=1e-9)
 
 
 def test_points_without_a_standard_error_are_left_out_of_the_slope() -> None:

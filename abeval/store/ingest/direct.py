@@ -15,6 +15,7 @@ from abeval.store.ingest.repeats import (
     holds_experiments,
     may_repeat,
 )
+from abeval.store.ingest.requests import find_request_faults
 from abeval.store.ingest.source import Source, column_notes
 from abeval.store.ingest.staging import EVENT_COLUMNS, drop_temp, prepare
 from abeval.store.ingest.summary import IngestSummary
@@ -55,6 +56,9 @@ def load_direct(store: Store, job: Job) -> IngestSummary | None:
             ingest_id = _peek_ingest_id(duck)
             read = _insert_checked(duck, src, ingest_id)
             normalised = _take_normalised(duck, ingest_id)
+            new_rows = f"(SELECT * FROM events WHERE ingest_id = {int(ingest_id)}) n"
+            if find_request_faults(duck, new_rows, src.columns):
+                raise _NeedsStaging
             holds, repeats = _overlaps(duck, ingest_id)
             new = f"(SELECT * FROM events WHERE ingest_id = {int(ingest_id)}) n"
             if repeats and find_conflicts(duck, new, None, repeats):

@@ -113,6 +113,7 @@ def _typed_layer() -> str:
             "n_value AS value",
             "t_event_id AS event_id",
             "n_propensity AS propensity",
+            "n_propensity_given_above AS propensity_given_above",
         ]
     )
 
@@ -142,6 +143,8 @@ def good_row() -> str:
         f"AND n_position <= {_MAX_POSITION})) "
         f"AND (t_value IS NULL OR (isfinite(n_value) AND abs(n_value) <= {MAX_ABS_VALUE:g})) "
         "AND (t_propensity IS NULL OR (n_propensity > 0 AND n_propensity <= 1)) "
+        "AND (t_propensity_given_above IS NULL OR (n_propensity_given_above > 0 "
+        "AND n_propensity_given_above <= 1)) "
         f"AND {_event_type_needs()}"
     )
 
@@ -154,7 +157,8 @@ def direct_select(src: Source) -> str:
     parsed = (
         "SELECT *, TRY_CAST(t_ts AS TIMESTAMPTZ) AS abeval_tz, "
         "TRY_CAST(t_position AS DOUBLE) AS n_position, TRY_CAST(t_value AS DOUBLE) AS n_value, "
-        "TRY_CAST(t_propensity AS DOUBLE) AS n_propensity "
+        "TRY_CAST(t_propensity AS DOUBLE) AS n_propensity, "
+        "TRY_CAST(t_propensity_given_above AS DOUBLE) AS n_propensity_given_above "
         f"FROM (SELECT *, {_text_layer(columns)} FROM "
         f"(SELECT {_read_layer(columns)} FROM {src.reader()}) abeval_r) abeval_t"
     )

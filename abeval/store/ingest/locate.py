@@ -23,6 +23,7 @@ from abeval.store.events_format import (
     layered,
 )
 from abeval.store.ingest.lines import MAX_LINE_BYTES, can_read, load_lines
+from abeval.store.ingest.requests import at_fault
 from abeval.store.ingest.source import NOT_UTF8, Source
 from abeval.store.ingest.staging import drop_rejects
 from abeval.store.quoting import quote_literal
@@ -96,6 +97,7 @@ def _check_sql(src: Source) -> str:
         raw = "CAST(NULL AS VARCHAR)"
     return (
         "CREATE OR REPLACE TEMP TABLE abeval_check AS SELECT bad, experiment, event_id, "
+        "request_id, event_type, "
         f"CASE WHEN bad THEN {failure_column()} END AS bad_column, "
         f"CASE WHEN bad THEN {failure_reason()} END AS bad_reason, "
         f"CASE WHEN bad THEN {raw} END AS bad_raw "
@@ -114,6 +116,11 @@ def _locate_errors(duck: Any, src: Source, limit: int | None) -> None:
         "UPDATE abeval_check c SET bad = true, bad_column = 'event_id', bad_reason = k.reason "
         "FROM abeval_conflicts k WHERE NOT c.bad AND c.experiment = k.experiment "
         "AND c.event_id = k.event_id"
+    )
+    # So are the impressions of a request at fault (abeval.store.ingest.requests).
+    duck.execute(
+        "UPDATE abeval_check c SET bad = true, bad_column = f.column_name, bad_reason = f.reason "
+        f"FROM abeval_request_faults f WHERE NOT c.bad AND {at_fault('c')}"
     )
     flagged = (
         "(SELECT rowid - (SELECT MIN(rowid) FROM abeval_check) AS k, bad_column, bad_reason, "

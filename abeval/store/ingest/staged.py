@@ -17,6 +17,7 @@ from abeval.store.ingest.notes import Normalised
 from abeval.store.ingest.postgres_copy import insert_via_copy
 from abeval.store.ingest.record import Job, finish, next_ingest_id
 from abeval.store.ingest.repeats import delete_repeats, find_conflicts, first_copies, may_repeat
+from abeval.store.ingest.requests import at_fault, find_request_faults
 from abeval.store.ingest.source import Source, column_notes, first_line
 from abeval.store.ingest.staging import EVENT_COLUMNS, drop_temp, prepare, stage_sql
 from abeval.store.ingest.summary import IngestSummary
@@ -174,7 +175,17 @@ def stage(duck: Any, src: Source, on_duckdb: bool) -> Counts:
                 "WHERE NOT s.bad AND s.experiment = k.experiment AND s.event_id = k.event_id"
             ).fetchone()[0]
         )
-    return Counts(int(n_good) - n_conflicts, int(n_bad), int(n_malformed), n_conflicts)
+    n_faults = 0
+    if find_request_faults(duck, "(SELECT * FROM abeval_stage WHERE NOT bad) n", src.columns):
+        n_faults = int(
+            duck.execute(
+                f"UPDATE abeval_stage s SET bad = true FROM abeval_request_faults f "
+                f"WHERE NOT s.bad AND {at_fault('s')}"
+            ).fetchone()[0]
+        )
+    return Counts(
+        int(n_good) - n_conflicts - n_faults, int(n_bad) + n_faults, int(n_malformed), n_conflicts
+    )
 
 
 def normalised(duck: Any) -> Normalised:

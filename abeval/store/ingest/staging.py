@@ -31,6 +31,7 @@ _TEMP_TABLES = (
     "abeval_rejects",
     "abeval_errors",
     "abeval_conflicts",
+    "abeval_request_faults",
     "abeval_reject_errors",
     "abeval_reject_scans",
 )

@@ -1,9 +1,12 @@
-"""abeval's own small tables on a Spark store: ``sources`` and ``offline_evaluations``
-(docs/design/spark.md §10).
+"""abeval's own small tables on a Spark store: ``sources``, ``offline_evaluations``,
+``target_files`` and ``target_propensities`` (docs/design/spark.md §10).
 
 No migration runs on Spark, so each table is created by the first write that
 needs it (``CREATE TABLE IF NOT EXISTS ... USING parquet`` in the session's
-current database, the columns of migrations 0003 and 0004 without their keys).
+current database, the columns of migrations 0003, 0004 and 0006 without their
+keys). The report reads ``target_files`` and ``target_propensities`` when they
+exist; ``abeval experiment set`` (which records them) changes an experiment's
+settings, refused on Spark in this version.
 A Parquet table takes no ``DELETE`` or ``UPDATE``: a write reads the table's
 few rows, changes them in Python and writes them all back with one
 ``INSERT OVERWRITE`` (or ``TRUNCATE`` when none are left). Spark runs that as
@@ -51,9 +54,27 @@ OFFLINE_EVALUATIONS = {
     "fingerprints": "VARCHAR",
     "recorded_at": "TIMESTAMP",
 }
+TARGET_PROPENSITIES = {
+    "experiment": "VARCHAR",
+    "arm": "VARCHAR",
+    "request_id": "VARCHAR",
+    "item_id": "VARCHAR",
+    "position": "INTEGER",
+    "probability": "DOUBLE PRECISION",
+    "probability_given_above": "DOUBLE PRECISION",
+}
+TARGET_FILES = {
+    "experiment": "VARCHAR",
+    "file": "VARCHAR",
+    "checksum": "VARCHAR",
+    "rows_recorded": "BIGINT",
+    "recorded_at": "TIMESTAMP",
+}
 TABLES: dict[str, dict[str, str]] = {
     "sources": SOURCES,
     "offline_evaluations": OFFLINE_EVALUATIONS,
+    "target_propensities": TARGET_PROPENSITIES,
+    "target_files": TARGET_FILES,
 }
 
 

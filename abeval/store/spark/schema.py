@@ -62,6 +62,7 @@ COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
         ("value", "DOUBLE"),
         ("event_id", "STRING"),
         ("propensity", "DOUBLE"),
+        ("propensity_given_above", "DOUBLE"),
         ("attributes", "STRING"),
         ("row_key", "STRING"),
         ("ingest_id", "BIGINT"),
@@ -159,6 +160,9 @@ def ensure_tables(session: Any, present: set[str], shown: str) -> Layout:
             _must_be_new(session, f"{root}/{table}")
         for table in missing:
             session.sql(create_table_sql(table, f"{root}/{table}")).collect()
+    for table in PARTITIONED:
+        if table in present:
+            _add_new_columns(session, table)
     where = {t: _described(session, t) for t in COLUMNS}
     for table in PARTITIONED:
         parts = where[table][1]
@@ -196,6 +200,23 @@ def _must_be_new(session: Any, folder: str) -> None:
 def _database_folder(session: Any) -> str:
     name = session.catalog.currentDatabase()
     return str(session.catalog.getDatabase(name).locationUri)
+
+
+def _add_new_columns(session: Any, table: str) -> None:
+    """A table created before a column joined its schema (``events`` before
+    ``propensity_given_above``, migration 0005 elsewhere) gets that column:
+    Spark runs no migrations, and files written without it read it as NULL."""
+    rows = session.sql(f"DESCRIBE TABLE {table}").collect()
+    have = set()
+    for row in rows:
+        name = (row[0] or "").strip()
+        if not name or name.startswith("#"):
+            break
+        have.add(name)
+    new = [(c, t) for c, t in COLUMNS[table] if c not in have and c != PARTITION]
+    if new:
+        added = ", ".join(f"{c} {t}" for c, t in new)
+        session.sql(f"ALTER TABLE {table} ADD COLUMNS ({added})").collect()
 
 
 def _described(session: Any, table: str) -> tuple[str, list[str]]:

@@ -1,0 +1,239 @@
+"""``abeval forecast``: a candidate's online lift forecast from its offline lift
+and the history of past experiments (docs/usage.md#forecast-the-online-lift,
+model in docs/metrics.md#forecasting-the-online-lift).
+
+The history is the store's (the agreement board's pairs) or a file
+(``--history``). Per online metric, the signal is the one asked for, else the
+best the board ranks among those the model can fit (of a file: its only
+signal). Each experiment enters once:
+the arms of one experiment share its control, so their lifts are averaged and
+so are their standard errors (the standard error of the mean of positively
+correlated lifts is at most that: conservative). The fit and the forecast come
+from :mod:`abeval.stats.forecast`; the users a test needs from
+:mod:`abeval.stats.assurance`, with the lift's standard error per √user the
+median over the history's tests of known size.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+from abeval import __version__
+from abeval.analysis.forecast_candidate import Evidence
+from abeval.analysis.forecast_history import HistoryEntry, read_history
+from abeval.errors import AbevalError, close_matches
+from abeval.stats.assurance import Assurance, users_for_assurance
+from abeval.stats.forecast import MIN_EXPERIMENTS, Forecast, ForecastFit, HistoryRow, fit, predict
+from abeval.stats.results import JsonResult
+
+if TYPE_CHECKING:
+    from abeval.store.engine import Store
+
+SCHEMA_VERSION = "1.0"
+
+
+@dataclass(frozen=True)
+class ForecastOptions:
+    """What ``abeval forecast`` lets a user choose."""
+
+    signal: str | None = None
+    primary: tuple[str, ...] = ("ctr", "conversion")
+    alpha: float = 0.05
+    mde: float = 0.02
+    assurance: float = 0.8
+    users_per_day: float | None = None
+    history: str | None = None
+
+
+@dataclass(frozen=True)
+class MetricForecast(JsonResult):
+    """One online metric's forecast from one signal: what the model learned
+    (``fit``, over the ``experiments``), the forecast, and the test it needs
+    (``assurance``: users; ``days`` at ``users_per_day``)."""
+
+    metric: str
+    signal: str
+    experiments: tuple[str, ...]
+    fit: ForecastFit
+    forecast: Forecast
+    assurance: Assurance | None
+    lift_se_per_sqrt_user: float | None
+    users_per_day: float | None
+    days: float | None
+
+
+@dataclass(frozen=True)
+class ForecastReport(JsonResult):
+    """Everything ``abeval forecast`` prints."""
+
+    schema_version: str
+    abeval_version: str
+    generated_at: str
+    history: str
+    candidate: str
+    alpha: float
+    mde: float
+    target_assurance: float
+    forecasts: tuple[MetricForecast, ...]
+    notes: tuple[str, ...]
+
+
+def _one_per_experiment(
+    entries: Sequence[HistoryEntry],
+) -> list[tuple[str, HistoryRow, float | None]]:
+    """(experiment, row, users) with the arms of an experiment averaged."""
+    groups: dict[str, list[HistoryEntry]] = {}
+    for e in entries:
+        groups.setdefault(e.experiment, []).append(e)
+    out = []
+    for name, group in groups.items():
+        users = [e.users for e in group if e.users is not None]
+        row = HistoryRow(
+            offline_lift=statistics.fmean(e.offline_lift for e in group),
+            offline_se=statistics.fmean(e.offline_se for e in group),
+            online_lift=statistics.fmean(e.online_lift for e in group),
+            online_se=statistics.fmean(e.online_se for e in group),
+            experiment=name,
+        )
+        out.append((name, row, statistics.fmean(users) if users else None))
+    return out
+
+
+def _unknown_signal(signal: str, known: Sequence[str], where: str) -> AbevalError:
+    ranked = close_matches(signal, known, n=len(known), cutoff=0.0)
+    ranked += [s for s in sorted(known) if s not in ranked]
+    return AbevalError(f"--signal {signal}: {where} has no such signal; it has {', '.join(ranked)}")
+
+
+def _candidate_signals(
+    metric: str,
+    entries: Sequence[HistoryEntry],
+    ranking: Sequence[str] | None,
+    evidence: Evidence,
+    o: ForecastOptions,
+    where: str,
+) -> list[str]:
+    """The asked signal, else the signals the candidate has, best ranked first."""
+    signals = list(dict.fromkeys(e.signal for e in entries))
+    if o.signal is not None:
+        if o.signal not in signals:
+            raise _unknown_signal(o.signal, signals, where)
+        if evidence.lift(o.signal) is None:
+            raise AbevalError(
+                f"--signal {o.signal}: the candidate's evaluation has no lift on it; it has "
+                f"{', '.join(evidence.lifts)}"
+            )
+        return [o.signal]
+    usable = [s for s in (ranking or signals) if s in signals and evidence.lift(s) is not None]
+    if not usable:
+        raise AbevalError(
+            f"{where} and the candidate's evaluation share no signal for {metric}: the history "
+            f"has {', '.join(sorted(signals))}; the evaluation {', '.join(evidence.lifts)}"
+        )
+    if ranking is None and len(usable) > 1:  # a file: no board to rank its signals
+        raise AbevalError(
+            f"{where} has several signals for {metric} ({', '.join(sorted(usable))}); "
+            "name one with --signal"
+        )
+    return usable
+
+
+def forecast_metric(
+    metric: str,
+    signal: str,
+    entries: Sequence[HistoryEntry],
+    evidence: Evidence,
+    users_per_day: float | None,
+    o: ForecastOptions,
+) -> MetricForecast:
+    """Fit the model to one (metric, signal)'s history and forecast the candidate."""
+    per_experiment = _one_per_experiment([e for e in entries if e.signal == signal])
+    rows = [r for _, r, _ in per_experiment]
+    fitted = fit(rows, o.alpha)
+    lift = evidence.lift(signal)
+    assert lift is not None
+    forecast = predict(fitted, lift[0], lift[1], o.alpha, o.mde)
+    scales = [r.online_se * math.sqrt(u) for _, r, u in per_experiment if u is not None]
+    scale = statistics.median(scales) if scales else None
+    assurance = None
+    days = None
+    if scale is not None and forecast.status == "ok":
+        assurance = users_for_assurance(forecast, scale, o.assurance, o.alpha)
+        if assurance.users is not None and users_per_day:
+            days = assurance.users / users_per_day
+    return MetricForecast(
+        metric=metric,
+        signal=signal,
+        experiments=tuple(name for name, _, _ in per_experiment),
+        fit=fitted,
+        forecast=forecast,
+        assurance=assurance,
+        lift_se_per_sqrt_user=scale,
+        users_per_day=users_per_day,
+        days=days,
+    )
+
+
+def build_forecast(store: Store | None, evidence: Evidence, o: ForecastOptions) -> ForecastReport:
+    """The forecast per online metric (module docstring). ``store`` is read when
+    ``o.history`` is None."""
+    notes: list[str] = []
+    if o.history is not None:
+        entries: Sequence[HistoryEntry] = read_history(o.history)
+        where = f"{o.history}"
+        users_per_day = o.users_per_day
+        metrics = list(dict.fromkeys(e.metric for e in entries))
+        ranking: dict[str, tuple[str, ...]] | None = None
+    else:
+        from abeval.analysis.forecast_store import store_history
+
+        assert store is not None
+        found = store_history(store, o.primary, o.alpha)
+        entries = found.entries
+        where = f"the store {store.display}"
+        users_per_day = o.users_per_day or found.users_per_day
+        metrics = [m for m in o.primary if any(e.metric == m for e in entries)]
+        ranking = found.ranking
+        if found.skipped:
+            notes.append(
+                f"{len(found.skipped)} pair(s) without an offline interval left out: "
+                + ", ".join(found.skipped[:5])
+                + (" …" if len(found.skipped) > 5 else "")
+            )
+    if not entries or not metrics:
+        raise AbevalError(
+            f"{where} has no past experiment with an offline signal; the forecast needs "
+            f"{MIN_EXPERIMENTS} or more (record evaluations with abeval evaluate --experiment, "
+            "or give --history FILE)"
+        )
+    results = []
+    for metric in metrics:
+        of_metric = [e for e in entries if e.metric == metric]
+        order = None if ranking is None else ranking.get(metric, ())
+        signals = _candidate_signals(metric, of_metric, order, evidence, o, where)
+        # the best ranked signal the model can fit (too few experiments, noise only: next)
+        tried = [forecast_metric(metric, s, of_metric, evidence, users_per_day, o) for s in signals]
+        results.append(next((r for r in tried if r.fit.status == "ok"), tried[0]))
+    if all(r.fit.status == "too_few_experiments" for r in results):
+        first = results[0]
+        raise AbevalError(
+            f"{where}: {first.fit.k} past experiment{'s' if first.fit.k != 1 else ''} with "
+            f"{first.signal} and {first.metric}; the forecast needs {MIN_EXPERIMENTS} or more"
+        )
+    return ForecastReport(
+        schema_version=SCHEMA_VERSION,
+        abeval_version=__version__,
+        generated_at=datetime.now(UTC).replace(microsecond=0).isoformat(),
+        history=where,
+        candidate=evidence.description,
+        alpha=o.alpha,
+        mde=o.mde,
+        target_assurance=o.assurance,
+        forecasts=tuple(results),
+        notes=tuple(notes),
+    )

@@ -1,0 +1,137 @@
+"""A history of past experiments from a file (``--history FILE``, CSV or Parquet),
+for teams whose past results live in another platform
+(docs/usage.md#forecast-the-online-lift).
+
+Columns: ``experiment``, ``signal``, ``offline_lift``, ``offline_se``,
+``online_lift``, ``online_se``; optional ``metric`` (the online metric, default
+``ctr``), ``arm``, ``date`` and ``users`` (the users of the test's control and
+arm together: lets the forecast say how many users a test needs). Every row is
+checked; a bad one stops the read with one line naming the file, the row and
+the fix. Nothing is dropped silently.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from abeval.errors import InputError
+
+REQUIRED = ("experiment", "signal", "offline_lift", "offline_se", "online_lift", "online_se")
+OPTIONAL = ("metric", "arm", "date", "users")
+DEFAULT_METRIC = "ctr"
+
+_FIX = {
+    "offline_lift": "give the signal's relative lift of the tested arm over control",
+    "offline_se": "give the offline lift's standard error (0 when it has no noise)",
+    "online_lift": "give the test's relative lift of the arm over control",
+    "online_se": "give the online lift's standard error (above 0)",
+    "users": "give the users of the test's control and arm together, or leave it empty",
+}
+
+
+@dataclass(frozen=True)
+class HistoryEntry:
+    """One row of a history file (``row`` counts data rows from 1)."""
+
+    row: int
+    experiment: str
+    signal: str
+    metric: str
+    arm: str
+    date: str
+    offline_lift: float
+    offline_se: float
+    online_lift: float
+    online_se: float
+    users: float | None
+
+
+def read_history(path: str | Path) -> list[HistoryEntry]:
+    """Every row of the history file ``path``, checked (module docstring)."""
+    path = Path(path)
+    records = _records(path)
+    if not records:
+        raise InputError(f"{path}: the history has no rows; give one row per past experiment")
+    missing = [c for c in REQUIRED if c not in records[0]]
+    if missing:
+        raise InputError(
+            f"{path}: no column {', '.join(missing)}; a history needs the columns "
+            f"{', '.join(REQUIRED)} (optional: {', '.join(OPTIONAL)})"
+        )
+    return [_entry(path, i + 1, r) for i, r in enumerate(records)]
+
+
+def _records(path: Path) -> list[dict[str, Any]]:
+    import pyarrow as pa
+
+    if not path.is_file():
+        raise InputError(f"{path}: no such file; give --history a CSV or Parquet file")
+    try:
+        if path.suffix.lower() in (".parquet", ".pq"):
+            import pyarrow.parquet as pq
+
+            table = pq.read_table(path)
+        else:
+            from pyarrow import csv
+
+            text = {c: pa.string() for c in (*REQUIRED, *OPTIONAL)}
+            table = csv.read_csv(path, convert_options=csv.ConvertOptions(column_types=text))
+    except (pa.ArrowInvalid, OSError) as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise InputError(
+            f"{path}: not a readable CSV or Parquet file ({first}); "
+            "give --history a CSV with a header line, or a Parquet file"
+        ) from None
+    columns = [c.strip().lower() for c in table.column_names]
+    return [dict(zip(columns, values, strict=True)) for values in zip(
+        *(table.column(i).to_pylist() for i in range(table.num_columns)), strict=True
+    )]  # fmt: skip
+
+
+def _text(value: Any) -> str:
+    return "" if value is None else str(value).strip()
+
+
+def _number(path: Path, row: int, record: dict[str, Any], column: str) -> float | None:
+    raw = _text(record.get(column))
+    if raw == "":
+        return None
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value):
+        raise InputError(f"{path}: row {row}: {column} is {raw!r}, not a number; {_FIX[column]}")
+    return value
+
+
+def _entry(path: Path, row: int, record: dict[str, Any]) -> HistoryEntry:
+    for column in ("experiment", "signal"):
+        if _text(record.get(column)) == "":
+            raise InputError(f"{path}: row {row}: no {column}; give every row its {column}")
+    values: dict[str, float] = {}
+    for column in ("offline_lift", "offline_se", "online_lift", "online_se"):
+        value = _number(path, row, record, column)
+        if value is None:
+            raise InputError(f"{path}: row {row}: no {column}; {_FIX[column]}")
+        values[column] = value
+    if values["offline_se"] < 0:
+        raise InputError(f"{path}: row {row}: offline_se is negative; {_FIX['offline_se']}")
+    if values["online_se"] <= 0:
+        raise InputError(f"{path}: row {row}: online_se is not above 0; {_FIX['online_se']}")
+    users = _number(path, row, record, "users") if "users" in record else None
+    if users is not None and users <= 0:
+        raise InputError(f"{path}: row {row}: users is not above 0; {_FIX['users']}")
+    return HistoryEntry(
+        row=row,
+        experiment=_text(record.get("experiment")),
+        signal=_text(record.get("signal")),
+        metric=_text(record.get("metric")) or DEFAULT_METRIC,
+        arm=_text(record.get("arm")),
+        date=_text(record.get("date")),
+        users=users,
+        **values,
+    )

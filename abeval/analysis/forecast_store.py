@@ -1,0 +1,102 @@
+"""The forecast's history from the store: the agreement board's pairs (every
+experiment × treatment arm × primary metric × offline signal), as history
+entries, with the users of each test and the store's recent traffic.
+
+Only the board's public functions are used (:func:`abeval.analysis.agreement.
+agreement_board`); the board's ranking says which signal predicts best.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from abeval.analysis.forecast_history import HistoryEntry
+
+if TYPE_CHECKING:
+    from abeval.store.engine import Store
+
+#: The traffic of a new test: the median over this many most recent experiments.
+RECENT = 5
+
+
+def signal_key(signal: str, source: str) -> str:
+    """The name a store signal goes by in the forecast: a replayed metric is
+    ``ndcg@10 (replay)``, apart from a recorded evaluation's ``ndcg@10``."""
+    return f"{signal} (replay)" if source == "replay" else signal
+
+
+@dataclass(frozen=True)
+class StoreHistory:
+    """The entries, the board's signals best first per online metric, and the
+    median users per day of the most recent experiments (None when unknown)."""
+
+    entries: tuple[HistoryEntry, ...]
+    ranking: dict[str, tuple[str, ...]]
+    users_per_day: float | None
+    skipped: tuple[str, ...]
+
+
+def _days(first: str | None, last: str | None) -> float | None:
+    if first is None or last is None:
+        return None
+    span = datetime.fromisoformat(last) - datetime.fromisoformat(first)
+    return max(span.total_seconds() / 86400.0, 1.0)
+
+
+def store_history(store: Store, primary: tuple[str, ...], alpha: float) -> StoreHistory:
+    """Every pair of the store's board with an offline interval, as an entry."""
+    from abeval.analysis.agreement import AgreementOptions, agreement_board
+    from abeval.stats.distributions import norm_isf
+    from abeval.store.experiments import list_experiments
+
+    board = agreement_board(store, AgreementOptions(alpha=alpha, primary=primary))
+    summaries = {e.experiment: e for e in list_experiments(store)}
+    controls = {c.experiment: c.control for c in board.experiments}
+    z = norm_isf(alpha / 2)
+    entries: list[HistoryEntry] = []
+    skipped: list[str] = []
+    for p in board.pairs:
+        if p.offline_lift is None or p.offline_ci is None or p.online_se is None:
+            skipped.append(f"{p.experiment}/{p.arm}/{signal_key(p.signal, p.source)}")
+            continue
+        summary = summaries.get(p.experiment)
+        users = None
+        date = ""
+        if summary is not None:
+            arm_users = {a.arm: a.users for a in summary.arms}
+            control = controls.get(p.experiment)
+            if control in arm_users and p.arm in arm_users:
+                users = float(arm_users[control] + arm_users[p.arm])
+            date = summary.first_ts or ""
+        entries.append(
+            HistoryEntry(
+                row=0,
+                experiment=p.experiment,
+                signal=signal_key(p.signal, p.source),
+                metric=p.online_metric,
+                arm=p.arm,
+                date=date,
+                offline_lift=p.offline_lift,
+                offline_se=(p.offline_ci[1] - p.offline_ci[0]) / (2 * z),
+                online_lift=p.online_lift,
+                online_se=p.online_se,
+                users=users,
+            )
+        )
+    ranking: dict[str, list[str]] = {}
+    for s in board.summary:
+        ranking.setdefault(s.online_metric, []).append(signal_key(s.signal, s.source))
+    recent = sorted(summaries.values(), key=lambda e: e.first_ts or "", reverse=True)[:RECENT]
+    rates = sorted(
+        sum(a.users for a in e.arms) / days
+        for e in recent
+        if (days := _days(e.first_ts, e.last_ts)) is not None and e.arms
+    )
+    return StoreHistory(
+        entries=tuple(entries),
+        ranking={m: tuple(dict.fromkeys(v)) for m, v in ranking.items()},
+        users_per_day=rates[len(rates) // 2] if rates else None,
+        skipped=tuple(dict.fromkeys(skipped)),
+    )

@@ -1,0 +1,204 @@
+"""``abeval forecast``: a candidate's online lift, forecast from its offline lift
+and the past experiments (docs/usage.md#forecast-the-online-lift)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from abeval.choices import ReportFormat
+from abeval.cli.app import (
+    DbOption,
+    app,
+    command,
+    emit,
+    page_out,
+    require,
+    require_positive,
+    require_share,
+)
+
+FormatOption = Annotated[
+    ReportFormat, typer.Option("--format", "-f", help="What to write: text (default), json, html.")
+]
+
+
+def _models(texts: list[str]) -> dict[str, str]:
+    """``-r NAME=FILE`` options: production's and the candidate's; a usage error otherwise."""
+    from abeval.files import named_models
+
+    try:
+        models = named_models(texts)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="-r") from None
+    require(
+        len(models) == 2,
+        "-r",
+        f"{len(models)} model(s) given; give two: -r control=PRODUCTION -r candidate=CANDIDATE",
+    )
+    return models
+
+
+@command(app, "forecast")
+def forecast(
+    offline_lift: Annotated[
+        float | None,
+        typer.Option(
+            "--offline-lift",
+            help="The candidate's relative offline lift over production (0.031 = +3.1%).",
+            show_default=False,
+        ),
+    ] = None,
+    offline_se: Annotated[
+        float | None,
+        typer.Option(
+            "--offline-se",
+            help="The standard error of --offline-lift (0 if it has no noise).",
+            show_default=False,
+        ),
+    ] = None,
+    truth: Annotated[
+        Path | None,
+        typer.Option(
+            "--truth",
+            "-t",
+            metavar="FILE",
+            help="Held-out truth to evaluate -r's models on.",
+            show_default=False,
+        ),
+    ] = None,
+    recommendations: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--recommendations",
+            "-r",
+            metavar="NAME=FILE",
+            help="Production's and the candidate's lists: -r control=production.csv "
+            "-r candidate=new.csv (evaluated as abeval evaluate does).",
+            show_default=False,
+        ),
+    ] = None,
+    k: Annotated[
+        str,
+        typer.Option(
+            "--k", metavar="K,K...", help="Cutoffs of the evaluation's metrics, comma-separated."
+        ),
+    ] = "5,10",
+    signal: Annotated[
+        str | None,
+        typer.Option(
+            "--signal",
+            "-s",
+            metavar="NAME",
+            help="The offline signal (ndcg@10, an OPE estimator...); default: the one the "
+            "agreement board ranks best (a history file's only one).",
+            show_default=False,
+        ),
+    ] = None,
+    history: Annotated[
+        Path | None,
+        typer.Option(
+            "--history",
+            metavar="FILE",
+            help="Past experiments from a CSV or Parquet file (experiment, signal, "
+            "offline_lift, offline_se, online_lift, online_se; optional metric, arm, date, "
+            "users) instead of the store's.",
+            show_default=False,
+        ),
+    ] = None,
+    primary: Annotated[
+        str | None,
+        typer.Option(
+            metavar="METRICS",
+            help="Online metrics to forecast from the store, comma-separated "
+            "(default ctr,conversion).",
+        ),
+    ] = None,
+    mde: Annotated[
+        float, typer.Option("--mde", help="The target relative lift: P(lift > MDE).")
+    ] = 0.02,
+    assurance: Annotated[
+        float,
+        typer.Option("--assurance", help="The assurance the test's size is planned for."),
+    ] = 0.8,
+    users_per_day: Annotated[
+        float | None,
+        typer.Option(
+            "--users-per-day",
+            help="Traffic of the new test (default: the store's recent experiments').",
+            show_default=False,
+        ),
+    ] = None,
+    alpha: Annotated[float, typer.Option("--alpha", help="1 − the intervals' level.")] = 0.05,
+    fmt: FormatOption = "text",
+    out: Annotated[Path | None, page_out("reports/forecast.html")] = None,
+    db: DbOption = None,
+) -> None:
+    """Forecast a candidate's online lift from its offline lift and the past experiments:
+    point, prediction interval, P(lift > 0), and the users a test needs."""
+    from abeval.analysis.forecast import ForecastOptions, build_forecast
+    from abeval.analysis.forecast_candidate import evaluation_evidence, typed_evidence
+    from abeval.analysis.online_metrics import DEFAULT_PRIMARY, parse_metrics
+
+    require_share(alpha, "--alpha")
+    require_share(assurance, "--assurance")
+    require(
+        -1 < mde < math.inf and mde != 0, "--mde", f"give a relative lift such as 0.02, got {mde:g}"
+    )
+    require_positive(users_per_day, "--users-per-day")
+    typed = offline_lift is not None or offline_se is not None
+    evaluated = truth is not None or bool(recommendations)
+    require(
+        typed != evaluated,
+        "--offline-lift",
+        "give the candidate's offline evidence once: --offline-lift and --offline-se, "
+        "or -t TRUTH -r control=FILE -r candidate=FILE",
+    )
+    if typed:
+        require(offline_lift is not None, "--offline-lift", "give it with --offline-se")
+        require(offline_se is not None, "--offline-se", "give it with --offline-lift")
+        assert offline_lift is not None and offline_se is not None
+        require(math.isfinite(offline_lift), "--offline-lift", "give a finite relative lift")
+        require(0 <= offline_se < math.inf, "--offline-se", "give a standard error, 0 or more")
+        evidence = typed_evidence(offline_lift, offline_se)
+    else:
+        require(
+            truth is not None, "--truth", "give the held-out truth the -r models are evaluated on"
+        )
+        models = _models(recommendations or [])
+        ks = tuple(int(v) for v in k.split(",") if v.strip().isdigit())
+        require(bool(ks) and all(v > 0 for v in ks), "--k", f"give cutoffs such as 5,10, got {k!r}")
+        assert truth is not None
+        evidence = evaluation_evidence(truth, models, k=ks, alpha=alpha)
+    options = ForecastOptions(
+        signal=signal,
+        primary=parse_metrics(primary, DEFAULT_PRIMARY, "--primary"),
+        alpha=alpha,
+        mde=mde,
+        assurance=assurance,
+        users_per_day=users_per_day,
+        history=None if history is None else str(history),
+    )
+    if history is not None:
+        report = build_forecast(None, evidence, options)
+    else:
+        from abeval.store import open_store
+
+        with open_store(db, read_only=True) as store:
+            report = build_forecast(store, evidence, options)
+    if fmt == "json":
+        from abeval.report.forecast_json import forecast_json
+
+        emit(json.dumps(forecast_json(report), indent=2, allow_nan=False) + "\n", out)
+    elif fmt == "html":
+        from abeval.report.forecast_html import DEFAULT_PATH, render_html
+
+        emit(render_html(report), out, default=DEFAULT_PATH)
+    else:
+        from abeval.report.forecast_text import render_text
+
+        emit(render_text(report), out)

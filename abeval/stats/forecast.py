@@ -1,0 +1,337 @@
+"""Forecast a candidate's online lift from its offline lift and a history of
+past experiments (docs/metrics.md#forecasting-the-online-lift).
+
+Each past experiment gives one :class:`HistoryRow`: its offline lift x (with
+standard error σ) and online lift y (with standard error s). The model is
+
+    y = α + β ξ + u + e,  u ~ N(0, τ²), e ~ N(0, s²);  x = ξ + η, η ~ N(0, σ²)
+
+:func:`fit` corrects the offline lifts' noise by regression calibration, weighs
+the experiments by 1 / (s² + τ²), integrates over τ with its restricted (REML)
+likelihood on a grid (flat prior on τ), and gives the slope a
+Hartung–Knapp–Sidik–Jonkman interval at the REML τ̂ with t(k − 2).
+:func:`predict` turns a fit and a candidate's offline lift x₀ (σ₀) into the
+forecast of its *true* online lift θ₀ = α + β ξ₀ + u₀: a normal mixture over τ
+whose variance at each τ holds the parameters' uncertainty, τ² and β² λ₀ σ₀².
+
+Degenerate inputs give a ``status`` and ``None``, never an exception.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+from abeval.stats.results import JsonResult
+
+if TYPE_CHECKING:
+    from abeval.stats import forecast_batch as fb
+
+ForecastStatus = Literal["ok", "too_few_experiments", "no_variation", "noise_only", "invalid_input"]
+
+#: Fewest past experiments the forecast needs. τ's restricted likelihood falls
+#: off as τ^−(k−2): with 3 experiments its posterior under a flat prior is
+#: improper (the interval would be set by the grid's end), with 4 it is proper.
+MIN_EXPERIMENTS = 4
+
+
+@dataclass(frozen=True)
+class HistoryRow:
+    """One past experiment: the signal's offline lift and the online lift, each
+    with its standard error (``offline_se`` may be 0: an offline lift without
+    noise; ``online_se`` must be above 0)."""
+
+    offline_lift: float
+    offline_se: float
+    online_lift: float
+    online_se: float
+    experiment: str = ""
+
+
+@dataclass(frozen=True)
+class TauGrid(JsonResult):
+    """The fit at every τ of the grid: the posterior weight of τ and the
+    weighted least squares (intercept, slope, (XᵀWX)⁻¹ entries) at that τ."""
+
+    tau: tuple[float, ...]
+    weight: tuple[float, ...]
+    intercept: tuple[float, ...]
+    slope: tuple[float, ...]
+    c00: tuple[float, ...]
+    c01: tuple[float, ...]
+    c11: tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class ForecastFit(JsonResult):
+    """What the history says: ``slope`` β̂ and ``intercept`` α̂ at the REML τ̂
+    (``tau``), the slope's HKSJ standard error and 1 − ``alpha`` interval with
+    t(k − 2), their covariance (HKSJ-scaled, ((var α, cov), (cov, var β))), τ's
+    posterior mean and 1 − ``alpha`` credible interval, and what regression
+    calibration used (the offline lifts' mean and true variance S²).
+    ``noise_only`` when var(x) − mean(σ²) falls below 5% of var(x): the
+    offline lifts' spread is their noise, and the slope would be noise too."""
+
+    status: ForecastStatus
+    message: str
+    k: int
+    alpha: float
+    intercept: float | None = None
+    slope: float | None = None
+    slope_se: float | None = None
+    slope_interval: tuple[float, float] | None = None
+    covariance: tuple[tuple[float, float], tuple[float, float]] | None = None
+    hksj_scale: float | None = None
+    tau: float | None = None
+    tau2: float | None = None
+    tau_mean: float | None = None
+    tau_interval: tuple[float, float] | None = None
+    offline_mean: float | None = None
+    offline_true_variance: float | None = None
+    reliability_floored: bool = False
+    grid: TauGrid | None = None
+
+
+@dataclass(frozen=True)
+class Forecast(JsonResult):
+    """The forecast of a candidate's true online lift θ₀: ``point`` (the
+    predictive mean), its sd, the 1 − ``alpha`` prediction ``interval``,
+    P(θ₀ > 0), P(θ₀ > ``mde``) when an MDE is given, the calibrated offline
+    lift x̂₀, and the predictive itself as a normal mixture (``weights``,
+    ``means``, ``sds``) for :func:`prob_above` and assurance."""
+
+    status: ForecastStatus
+    message: str
+    alpha: float
+    offline_lift: float
+    offline_se: float
+    point: float | None = None
+    sd: float | None = None
+    interval: tuple[float, float] | None = None
+    p_positive: float | None = None
+    mde: float | None = None
+    p_above_mde: float | None = None
+    calibrated_offline: float | None = None
+    weights: tuple[float, ...] = ()
+    means: tuple[float, ...] = ()
+    sds: tuple[float, ...] = ()
+
+
+def _check(rows: Sequence[HistoryRow]) -> tuple[ForecastStatus, str]:
+    k = len(rows)
+    if k < MIN_EXPERIMENTS:
+        return "too_few_experiments", (
+            f"{k} past experiment{'s' if k != 1 else ''}: "
+            f"the forecast needs {MIN_EXPERIMENTS} or more"
+        )
+    for i, r in enumerate(rows):
+        values = (r.offline_lift, r.offline_se, r.online_lift, r.online_se)
+        if not all(math.isfinite(v) for v in values):
+            return "invalid_input", f"row {i + 1} has a number that is not finite"
+        if r.online_se <= 0 or r.offline_se < 0:
+            return "invalid_input", (
+                f"row {i + 1}: the online standard error must be above 0 "
+                "and the offline one 0 or more"
+            )
+    xs = [r.offline_lift for r in rows]
+    if max(xs) - min(xs) <= 1e-12 * max(max(abs(v) for v in xs), 1e-300):
+        return "no_variation", "the offline lifts are all equal: no slope can be fitted"
+    return "ok", ""
+
+
+def fit(rows: Sequence[HistoryRow], alpha: float = 0.05) -> ForecastFit:
+    """Fit the forecast model to ``rows`` (one per past experiment)."""
+    import numpy as np
+
+    from abeval.stats import forecast_batch as fb
+    from abeval.stats.distributions import t_isf
+
+    k = len(rows)
+    status, message = _check(rows)
+    if status != "ok":
+        return ForecastFit(status, message, k, alpha)
+    x = np.array([[r.offline_lift for r in rows]])
+    sx = np.array([[r.offline_se for r in rows]])
+    y = np.array([[r.online_lift for r in rows]])
+    s = np.array([[r.online_se for r in rows]])
+    cal = fb.calibrate(x, sx)
+    if bool(cal.floored[0]):
+        spread = float(np.var(x[0], ddof=1))
+        noise = float(np.mean(sx[0] ** 2))
+        return ForecastFit(
+            "noise_only",
+            f"the offline lifts vary no more than their own noise (variance {spread:.3g}, "
+            f"mean squared standard error {noise:.3g}): this signal tells nothing of the "
+            "online lift",
+            k, alpha,
+        )  # fmt: skip
+    grid = fb.wls_on_grid(cal.xhat, y, s, fb.tau_grid(y, s))
+    weight = fb.posterior(grid)
+    best = fb.reml_index(grid)
+    se, q = fb.hksj(grid, best, k)
+    i = int(best[0])
+    slope = float(grid.beta[0, i])
+    half = t_isf(alpha / 2, k - 2) * float(se[0])
+    scale = float(q[0])
+    cov = (
+        (scale * float(grid.c00[0, i]), scale * float(grid.c01[0, i])),
+        (scale * float(grid.c01[0, i]), scale * float(grid.c11[0, i])),
+    )
+    tau = grid.tau[0]
+    cum = np.cumsum(weight[0])
+    tau_interval = (
+        float(tau[np.searchsorted(cum, alpha / 2)]),
+        float(tau[min(int(np.searchsorted(cum, 1 - alpha / 2)), len(tau) - 1)]),
+    )
+
+    def row(values: np.ndarray) -> tuple[float, ...]:
+        return tuple(float(v) for v in values[0])
+
+    return ForecastFit(
+        status="ok",
+        message="",
+        k=k,
+        alpha=alpha,
+        intercept=float(grid.alpha[0, i]),
+        slope=slope,
+        slope_se=float(se[0]),
+        slope_interval=(slope - half, slope + half),
+        covariance=cov,
+        hksj_scale=scale,
+        tau=float(tau[i]),
+        tau2=float(tau[i]) ** 2,
+        tau_mean=float(np.sum(weight[0] * tau)),
+        tau_interval=tau_interval,
+        offline_mean=float(cal.xbar[0]),
+        offline_true_variance=float(cal.s2[0]),
+        reliability_floored=bool(cal.floored[0]),
+        grid=TauGrid(
+            row(grid.tau),
+            row(weight),
+            row(grid.alpha),
+            row(grid.beta),
+            row(grid.c00),
+            row(grid.c01),
+            row(grid.c11),
+        ),
+    )
+
+
+def predict(
+    fitted: ForecastFit,
+    offline_lift: float,
+    offline_se: float,
+    alpha: float = 0.05,
+    mde: float | None = None,
+) -> Forecast:
+    """The forecast of the true online lift of a candidate whose offline lift is
+    ``offline_lift`` (standard error ``offline_se``), from ``fitted``."""
+    import numpy as np
+
+    from abeval.stats import forecast_batch as fb
+
+    if fitted.status != "ok" or fitted.grid is None:
+        return Forecast(fitted.status, fitted.message, alpha, offline_lift, offline_se, mde=mde)
+    if not (math.isfinite(offline_lift) and math.isfinite(offline_se) and offline_se >= 0):
+        return Forecast(
+            "invalid_input",
+            "the candidate's offline lift must be finite and its standard error 0 or more",
+            alpha, offline_lift, offline_se, mde=mde,
+        )  # fmt: skip
+    g = fitted.grid
+
+    def arr(values: tuple[float, ...]) -> np.ndarray:
+        return np.array([values])
+
+    assert fitted.offline_mean is not None and fitted.offline_true_variance is not None
+    cal = fb.Calibrated(
+        np.zeros((1, 1)),
+        np.array([fitted.offline_mean]),
+        np.array([fitted.offline_true_variance]),
+        np.array([fitted.reliability_floored]),
+    )
+    xhat0, resid0 = fb.shrink(cal, np.array([offline_lift]), np.array([offline_se]))
+    unused = np.zeros((1, len(g.tau)))
+    grid = fb.GridFit(
+        arr(g.tau), arr(g.intercept), arr(g.slope), arr(g.c00), arr(g.c01), arr(g.c11),
+        unused, unused,
+    )  # fmt: skip
+    mix = fb.predictive(grid, arr(g.weight), xhat0, resid0)
+    point = float(np.sum(mix.weight * mix.mean))
+    second = float(np.sum(mix.weight * (mix.sd**2 + mix.mean**2)))
+    p_positive = 1.0 - float(mix.cdf(np.zeros(1))[0])
+    above = None if mde is None else 1.0 - float(mix.cdf(np.array([mde]))[0])
+    return Forecast(
+        status="ok",
+        message="",
+        alpha=alpha,
+        offline_lift=offline_lift,
+        offline_se=offline_se,
+        point=point,
+        sd=math.sqrt(max(second - point**2, 0.0)),
+        interval=(float(mix.quantile(alpha / 2)[0]), float(mix.quantile(1 - alpha / 2)[0])),
+        p_positive=p_positive,
+        mde=mde,
+        p_above_mde=above,
+        calibrated_offline=float(xhat0[0]),
+        weights=tuple(float(v) for v in mix.weight[0]),
+        means=tuple(float(v) for v in mix.mean[0]),
+        sds=tuple(float(v) for v in mix.sd[0]),
+    )
+
+
+def prob_above(forecast: Forecast, threshold: float) -> float | None:
+    """P(θ₀ > ``threshold``) under the forecast's predictive (None when it has none)."""
+    from abeval.stats.distributions import norm_sf
+
+    if forecast.status != "ok" or not forecast.weights:
+        return None
+    return sum(
+        w * norm_sf(threshold, m, sd)
+        for w, m, sd in zip(forecast.weights, forecast.means, forecast.sds, strict=True)
+    )
+
+
+def _observed_mixture(forecast: Forecast, observed_se: float) -> fb.Mixture:
+    """The forecast of what a test with standard error ``observed_se`` would
+    measure: each component's variance plus ``observed_se²``."""
+    import numpy as np
+
+    from abeval.stats import forecast_batch as fb
+
+    sds = np.sqrt(np.array([forecast.sds]) ** 2 + observed_se**2)
+    return fb.Mixture(np.array([forecast.weights]), np.array([forecast.means]), sds)
+
+
+def log_score(forecast: Forecast, observed: float, observed_se: float) -> float | None:
+    """The log predictive density of an online lift ``observed`` measured with
+    standard error ``observed_se``: log Σ p_g N(observed; m_g, sd_g² + se²).
+    The score of a leave-one-out or backtest forecast (larger is better); None
+    without a forecast."""
+    import numpy as np
+
+    if forecast.status != "ok" or not forecast.weights:
+        return None
+    if not (math.isfinite(observed) and math.isfinite(observed_se) and observed_se >= 0):
+        return None
+    mix = _observed_mixture(forecast, observed_se)
+    z = (observed - mix.mean) / mix.sd
+    log_terms = np.log(np.maximum(mix.weight, 1e-300)) - 0.5 * z**2 - np.log(mix.sd)
+    top = float(log_terms.max())
+    return top + math.log(float(np.exp(log_terms - top).sum())) - 0.5 * math.log(2 * math.pi)
+
+
+def observed_interval(
+    forecast: Forecast, observed_se: float, alpha: float = 0.05
+) -> tuple[float, float] | None:
+    """The 1 − ``alpha`` interval for what a test with standard error
+    ``observed_se`` would measure (the true lift's forecast plus the test's
+    noise): what a backtest can check against measured lifts."""
+    if forecast.status != "ok" or not forecast.weights:
+        return None
+    if not (math.isfinite(observed_se) and observed_se >= 0):
+        return None
+    mix = _observed_mixture(forecast, observed_se)
+    return float(mix.quantile(alpha / 2)[0]), float(mix.quantile(1 - alpha / 2)[0])

@@ -1,0 +1,169 @@
+"""The forecast model's maths on many histories at once (numpy arrays whose
+first axis is the history): :mod:`abeval.stats.forecast` calls it with one
+history, ``benchmarks/bench_forecast.py`` with thousands.
+
+Model and method: docs/metrics.md#forecasting-the-online-lift. In short,
+
+- regression calibration of the offline lifts: S² = max(var(x) − mean(σ²),
+  a floor), λᵢ = S² / (S² + σᵢ²), x̂ᵢ = x̄ + λᵢ (xᵢ − x̄);
+- for each τ of a grid, weighted least squares of y on (1, x̂) with weights
+  1 / (sᵢ² + τ²), its covariance (XᵀWX)⁻¹ and the restricted (REML)
+  log-likelihood of τ;
+- the posterior of τ on the grid (REML likelihood × prior), and the forecast
+  of θ₀ as the mixture over τ of normals;
+- the slope's interval: Hartung–Knapp–Sidik–Jonkman at the REML τ̂², t(k − 2).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import special
+
+#: Points of the τ grid (0 and a geometric sequence up to ``GRID_TOP`` × scale).
+GRID_POINTS = 64
+GRID_BOTTOM = 1e-2
+GRID_TOP = 30.0
+#: The floor of the offline lifts' true variance S², as a share of var(x).
+RELIABILITY_FLOOR = 0.05
+
+
+@dataclass(frozen=True)
+class Calibrated:
+    """Regression calibration of each history's offline lifts: x̂ (R, k), the
+    mean x̄ (R,), the true variance S² (R,), and whether S² hit its floor."""
+
+    xhat: np.ndarray
+    xbar: np.ndarray
+    s2: np.ndarray
+    floored: np.ndarray
+
+
+def calibrate(x: np.ndarray, sx: np.ndarray) -> Calibrated:
+    """x̂ = x̄ + λ (x − x̄), λ = S² / (S² + σ²), S² = var(x) − mean(σ²) floored."""
+    xbar = x.mean(axis=1)
+    var = x.var(axis=1, ddof=1)
+    raw = var - np.mean(sx**2, axis=1)
+    floor = RELIABILITY_FLOOR * var
+    s2 = np.maximum(raw, floor)
+    lam = s2[:, None] / (s2[:, None] + sx**2)
+    return Calibrated(xbar[:, None] + lam * (x - xbar[:, None]), xbar, s2, raw <= floor)
+
+
+def shrink(cal: Calibrated, x0: np.ndarray, sx0: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A new offline lift's calibrated value x̂₀ and its remaining variance λ₀σ₀²."""
+    lam0 = cal.s2 / (cal.s2 + sx0**2)
+    return cal.xbar + lam0 * (x0 - cal.xbar), lam0 * sx0**2
+
+
+@dataclass(frozen=True)
+class GridFit:
+    """Weighted least squares at every τ of the grid: arrays (R, G)."""
+
+    tau: np.ndarray  # (R, G)
+    alpha: np.ndarray
+    beta: np.ndarray
+    c00: np.ndarray  # (XᵀWX)⁻¹ entries
+    c01: np.ndarray
+    c11: np.ndarray
+    q: np.ndarray  # Σ w (y − α − β x̂)²
+    loglik: np.ndarray  # restricted log-likelihood of τ
+
+
+def tau_grid(y: np.ndarray, s: np.ndarray) -> np.ndarray:
+    """The τ grid of each history (R, G): 0, then geometric from ``GRID_BOTTOM``
+    to ``GRID_TOP`` times max(sd(y), median(s))."""
+    scale = np.maximum(y.std(axis=1, ddof=1), np.median(s, axis=1))
+    steps = np.concatenate([[0.0], np.geomspace(GRID_BOTTOM, GRID_TOP, GRID_POINTS - 1)])
+    return scale[:, None] * steps[None, :]
+
+
+def wls_on_grid(xhat: np.ndarray, y: np.ndarray, s: np.ndarray, tau: np.ndarray) -> GridFit:
+    """WLS of y on (1, x̂) with weights 1 / (s² + τ²) for every τ of ``tau`` (R, G)."""
+    v = s[:, None, :] ** 2 + tau[:, :, None] ** 2  # (R, G, k)
+    w = 1.0 / v
+    xh = xhat[:, None, :]
+    yy = y[:, None, :]
+    sw = w.sum(axis=2)
+    sx = (w * xh).sum(axis=2)
+    sxx = (w * xh * xh).sum(axis=2)
+    sy = (w * yy).sum(axis=2)
+    sxy = (w * xh * yy).sum(axis=2)
+    det = sw * sxx - sx * sx
+    beta = (sw * sxy - sx * sy) / det
+    alpha = (sy - beta * sx) / sw
+    resid = yy - alpha[:, :, None] - beta[:, :, None] * xh
+    q = (w * resid**2).sum(axis=2)
+    loglik = -0.5 * (np.log(v).sum(axis=2) + np.log(det) + q)
+    return GridFit(tau, alpha, beta, sxx / det, -sx / det, sw / det, q, loglik)
+
+
+def posterior(fit: GridFit) -> np.ndarray:
+    """Weights of the grid's τ (R, G), summing to 1: the REML likelihood times a
+    flat prior on τ, integrated by the trapezoid rule."""
+    tau = fit.tau
+    width = np.zeros_like(tau)
+    gaps = np.diff(tau, axis=1)
+    width[:, :-1] += gaps / 2
+    width[:, 1:] += gaps / 2
+    logw = fit.loglik - fit.loglik.max(axis=1, keepdims=True)
+    p = np.exp(logw) * width
+    return p / p.sum(axis=1, keepdims=True)
+
+
+@dataclass(frozen=True)
+class Mixture:
+    """A normal mixture per history: weights, means and sds (R, G)."""
+
+    weight: np.ndarray
+    mean: np.ndarray
+    sd: np.ndarray
+
+    def cdf(self, value: np.ndarray) -> np.ndarray:
+        """P(θ ≤ value) per history; ``value`` has shape (R,)."""
+        z = (value[:, None] - self.mean) / self.sd
+        return np.asarray((self.weight * special.ndtr(z)).sum(axis=1))
+
+    def quantile(self, prob: float) -> np.ndarray:
+        """The ``prob`` quantile per history, by bisection."""
+        lo = (self.mean - 40 * self.sd).min(axis=1)
+        hi = (self.mean + 40 * self.sd).max(axis=1)
+        for _ in range(80):
+            mid = 0.5 * (lo + hi)
+            below = self.cdf(mid) < prob
+            lo = np.where(below, mid, lo)
+            hi = np.where(below, hi, mid)
+        return 0.5 * (lo + hi)
+
+
+def predictive(fit: GridFit, weight: np.ndarray, xhat0: np.ndarray, resid0: np.ndarray) -> Mixture:
+    """The forecast of θ₀ = α + β ξ₀ + u₀: at each τ, normal with mean α + β x̂₀
+    and variance h'Ch + τ² + (β² + C₁₁) λ₀σ₀² (h = (1, x̂₀))."""
+    h = xhat0[:, None]
+    mean = fit.alpha + fit.beta * h
+    par = fit.c00 + 2 * h * fit.c01 + h * h * fit.c11
+    var = par + fit.tau**2 + (fit.beta**2 + fit.c11) * resid0[:, None]
+    return Mixture(weight, mean, np.sqrt(np.maximum(var, 1e-300)))
+
+
+def slope_mixture(fit: GridFit, weight: np.ndarray) -> Mixture:
+    """The posterior of β: the mixture over τ of N(β̂(τ), C₁₁(τ))."""
+    return Mixture(weight, fit.beta, np.sqrt(np.maximum(fit.c11, 1e-300)))
+
+
+def reml_index(fit: GridFit) -> np.ndarray:
+    """The grid point of largest restricted likelihood per history (R,)."""
+    return np.asarray(fit.loglik.argmax(axis=1))
+
+
+def at(values: np.ndarray, index: np.ndarray) -> np.ndarray:
+    """values[r, index[r]] for every history r."""
+    return np.take_along_axis(values, index[:, None], axis=1)[:, 0]
+
+
+def hksj(fit: GridFit, index: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The slope's Hartung–Knapp–Sidik–Jonkman standard error at the grid point
+    ``index`` (R,): √(q · C₁₁) with q = Q / (k − 2), and q itself."""
+    q = at(fit.q, index) / (k - 2)
+    return np.sqrt(q * at(fit.c11, index)), q

@@ -1,0 +1,71 @@
+"""Checks over the rows of one request: the impressions of a logged list that
+carry logging probabilities must describe one list.
+
+- ``propensity_given_above`` is given for every impression of a request or for
+  none (the probability of a list's top k is the product of its steps, so one
+  missing step leaves every lower position without a weight);
+- an impression with a probability (``propensity`` or
+  ``propensity_given_above``) is the only item at its position in its request.
+
+Both are checked over the good rows of one file. A request at fault has all its
+impression rows refused, with the same reason, as a bad row is.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from abeval.store.events_format import PROBABILITIES
+
+TABLE = "abeval_request_faults"
+_GIVEN = "propensity_given_above"
+
+
+def may_fault(columns: list[str]) -> bool:
+    """Whether a file with these columns can break a request check at all."""
+    return any(c in columns for c in PROBABILITIES)
+
+
+def find_request_faults(duck: Any, relation: str, columns: list[str]) -> int:
+    """``abeval_request_faults(experiment, request_id, column_name, reason)``: the
+    requests of ``relation`` (rows with the events table's columns) at fault,
+    one row each; return how many. Without a probability column in the file
+    the table is empty and nothing is read."""
+    empty = (
+        "SELECT CAST(NULL AS VARCHAR) AS experiment, CAST(NULL AS VARCHAR) AS request_id, "
+        "CAST(NULL AS VARCHAR) AS column_name, CAST(NULL AS VARCHAR) AS reason WHERE false"
+    )
+    if not may_fault(columns):
+        duck.execute(f"CREATE OR REPLACE TEMP TABLE {TABLE} AS {empty}")
+        return 0
+    quoted = "'''' || request_id || ''''"
+    has_p = " OR ".join(f"{c} IS NOT NULL" for c in PROBABILITIES)
+    mixed = (
+        f"SELECT experiment, request_id, '{_GIVEN}' AS column_name, 'request ' || {quoted} || "
+        f"' has {_GIVEN} on ' || count({_GIVEN}) || ' of its ' || count(*) || ' impressions; "
+        "give it for every position of the request or for none' AS reason, 0 AS k "
+        f"FROM {relation} WHERE event_type = 'impression' GROUP BY experiment, request_id "
+        f"HAVING count({_GIVEN}) > 0 AND count({_GIVEN}) < count(*)"
+    )
+    crowded = (
+        "SELECT experiment, request_id, 'position' AS column_name, 'request ' || "
+        f"{quoted} || ' shows ' || count(DISTINCT item_id) || ' items at position ' || "
+        "position || ' with a logging probability; a logged list has one item per position' "
+        f"AS reason, position AS k FROM {relation} WHERE event_type = 'impression' AND ({has_p}) "
+        "GROUP BY experiment, request_id, position HAVING count(DISTINCT item_id) > 1"
+    )
+    duck.execute(
+        f"CREATE OR REPLACE TEMP TABLE {TABLE} AS SELECT experiment, request_id, "
+        "arg_min(column_name, k) AS column_name, arg_min(reason, k) AS reason "
+        f"FROM ({mixed} UNION ALL {crowded}) f GROUP BY experiment, request_id"
+    )
+    return int(duck.execute(f"SELECT count(*) FROM {TABLE}").fetchone()[0])
+
+
+def at_fault(alias: str) -> str:
+    """SQL joining condition: row ``alias`` is an impression of a request of
+    :data:`TABLE` (aliased ``f``)."""
+    return (
+        f"{alias}.event_type = 'impression' AND {alias}.experiment = f.experiment "
+        f"AND {alias}.request_id = f.request_id"
+    )

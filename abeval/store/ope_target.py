@@ -1,0 +1,411 @@
+"""Where π_target of the off-policy estimates comes from
+(docs/metrics.md#target-probabilities).
+
+The target policy's probabilities reach the estimators' SQL
+(:mod:`abeval.store.ope_sql`) through one temporary table,
+:data:`~abeval.store.ope_sql.FILE_TABLE` (``arm``: the target arm,
+``request_id``, ``item_id``, ``position``, ``probability``,
+``probability_given_above``, the last nullable). This module fills it, from the
+rows of a ``--target-propensities`` file (:func:`load_rows`) or from the rows
+recorded with the experiment (:func:`load_recorded`; table
+``target_propensities``, migration 0006, written by :func:`record`), and
+checks that what it holds belongs to the experiment (:func:`check`): a file
+must cover at least half of the source arm's requests and name no request of
+another experiment.
+
+A request is *covered* for a (source arm, target arm) when the table has a row
+for at least one of its analysed impressions (the logged item at its
+position); the source arm's requests are those with an impression of its
+analysed users from their exposure on (:func:`abeval.store.population.population_ctes`,
+without an analysis window, so that a recording does not depend on one).
+
+:func:`varying_propensities` says whether the logging policy was personalised:
+the logged propensity of one (item, position) differs between requests, and
+the target arm's context-free frequency of (item, position) then cannot stand
+in for its probabilities.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from abeval.errors import InputError
+from abeval.store.migrate import has_own_table
+from abeval.store.ope_sql import FILE_TABLE
+from abeval.store.population import population_ctes
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Connection
+
+    from abeval.store.ope_sql import OpeSource
+
+#: (target arm or None, request_id, item_id, position, probability, given above or None)
+TargetRow = tuple[str | None, str, str, int, float, float | None]
+
+#: A file must cover at least this share of the source arm's requests.
+MIN_COVERAGE = 0.5
+#: Two logged propensities of one (item, position) differ when they differ by
+#: more than this share of the larger (a file's decimals, not rounding, decide).
+PROPENSITY_TOLERANCE = 1e-9
+
+_COLUMNS = ("arm", "request_id", "item_id", "position", "probability", "probability_given_above")
+_TYPES = (
+    "arm TEXT, request_id TEXT, item_id TEXT, position INTEGER, probability DOUBLE PRECISION, "
+    "probability_given_above DOUBLE PRECISION"
+)
+_RECORDED = "target_propensities"
+_FILES = "target_files"
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """How much of one source arm's requests the rows for one target arm cover."""
+
+    source: str
+    target: str
+    requests: int
+    covered: int
+
+    @property
+    def share(self) -> float:
+        return self.covered / self.requests if self.requests else 0.0
+
+
+@dataclass(frozen=True)
+class TargetCheck:
+    """What :func:`check` found: the rows, those naming no request of the
+    experiment (not used, not recorded), and the coverage per (source, target)."""
+
+    rows: int
+    unmatched: int
+    coverage: tuple[Coverage, ...]
+
+
+@dataclass(frozen=True)
+class RecordedTargets:
+    """The target probabilities recorded with an experiment: from which file
+    (its name as given and its SHA-256), how many rows, when (naive UTC)."""
+
+    experiment: str
+    file: str
+    checksum: str
+    rows: int
+    recorded_at: datetime
+
+
+def load_rows(conn: Connection, rows: Sequence[TargetRow]) -> None:
+    """Put the rows into :data:`FILE_TABLE`: registered as an Arrow table on
+    DuckDB, uploaded as one on Spark (a temporary view), copied on PostgreSQL,
+    inserted row by row elsewhere."""
+    from sqlalchemy import text
+
+    conn.execute(text(f"DROP TABLE IF EXISTS {FILE_TABLE}"))
+    if conn.dialect.name in ("duckdb", "spark"):
+        import pyarrow as pa
+
+        types = [pa.string(), pa.string(), pa.string(), pa.int32(), pa.float64(), pa.float64()]
+        table = pa.table(
+            [pa.array([r[i] for r in rows], type=t) for i, t in enumerate(types)],
+            names=list(_COLUMNS),
+        )
+        if conn.dialect.name == "spark":  # a temporary view of the uploaded rows
+            conn.register_arrow(FILE_TABLE, table)  # type: ignore[attr-defined]
+            return
+        duck = conn.connection.driver_connection
+        assert duck is not None
+        duck.register("abeval_ope_rows", table)
+        try:
+            duck.execute(f"CREATE TEMP TABLE {FILE_TABLE} AS SELECT * FROM abeval_ope_rows")
+        finally:
+            duck.unregister("abeval_ope_rows")
+        return
+    conn.execute(text(f"CREATE TEMP TABLE {FILE_TABLE} ({_TYPES})"))
+    if conn.dialect.name == "postgresql":
+        raw = conn.connection.driver_connection
+        assert raw is not None
+        with raw.cursor() as cur, cur.copy(f"COPY {FILE_TABLE} FROM STDIN") as copy:
+            for row in rows:
+                copy.write_row(row)
+        return
+    if rows:
+        conn.execute(
+            text(f"INSERT INTO {FILE_TABLE} VALUES (:a, :r, :i, :p, :q, :g)"),
+            [dict(zip("aripqg", r, strict=True)) for r in rows],
+        )
+
+
+def fill_arms(conn: Connection, experiment: str, arms: Sequence[str], shown: str) -> None:
+    """Rows without a target arm: the other arm of a two-arm experiment (the
+    first arm for a request of the second, else the second). Every named arm
+    must be one of the experiment's."""
+    from sqlalchemy import text
+
+    named = [
+        str(r[0])
+        for r in conn.execute(
+            text(f"SELECT DISTINCT arm FROM {FILE_TABLE} WHERE arm IS NOT NULL ORDER BY 1")
+        )
+    ]
+    unknown = [a for a in named if a not in arms]
+    if unknown:
+        raise InputError(
+            f"{shown}: arm {unknown[0]!r} is not an arm of experiment {experiment!r} (its arms "
+            f"are {', '.join(arms)}); name the target arm of each row in column arm"
+        )
+    blank = conn.execute(text(f"SELECT COUNT(*) FROM {FILE_TABLE} WHERE arm IS NULL")).scalar()
+    if not blank:
+        return
+    if len(arms) != 2:
+        raise InputError(
+            f"{shown}: no arm column and {len(arms) - 1} treatment arms; add a column arm "
+            "naming the target arm of each row"
+        )
+    first, second = arms
+    other = (
+        "CASE WHEN request_id IN (SELECT request_id FROM events WHERE experiment = :experiment "
+        "AND arm = :second AND request_id IS NOT NULL) THEN :first ELSE :second END"
+    )
+    params = {"experiment": experiment, "first": first, "second": second}
+    if conn.dialect.name != "spark":
+        conn.execute(text(f"UPDATE {FILE_TABLE} SET arm = {other} WHERE arm IS NULL"), params)
+        return
+    # A Spark temporary view takes no UPDATE: build the filled rows, then swap them in.
+    filled = f"{FILE_TABLE}_filled"
+    conn.execute(
+        text(
+            f"CREATE TEMP TABLE {filled} AS SELECT COALESCE(arm, {other}) AS arm, request_id, "
+            f"item_id, position, probability, probability_given_above FROM {FILE_TABLE}"
+        ),
+        params,
+    )
+    conn.execute(text(f"DROP TABLE IF EXISTS {FILE_TABLE}"))
+    conn.execute(text(f"CREATE TEMP TABLE {FILE_TABLE} AS SELECT * FROM {filled}"))
+    conn.execute(text(f"DROP TABLE IF EXISTS {filled}"))
+
+
+_IMPRESSIONS = """t_imp AS (
+    SELECT DISTINCT p.arm, e.request_id, e.item_id, e.position
+    FROM exp_events e JOIN population p ON p.user_id = e.user_id
+    WHERE e.event_type = 'impression' AND e.request_id IS NOT NULL AND e.item_id IS NOT NULL
+      AND e.position IS NOT NULL AND e.ts >= p.first_ts
+)"""
+
+
+def check(conn: Connection, experiment: str, shown: str) -> TargetCheck:
+    """The rows of :data:`FILE_TABLE` belong to ``experiment``: none names a
+    request of another experiment only, and every (source, target) they reach
+    covers at least :data:`MIN_COVERAGE` of the source's requests; else one line
+    giving the coverage (module docstring)."""
+    from sqlalchemy import text
+
+    params = {"experiment": experiment}
+    _refuse_other_experiment(conn, experiment, shown)
+    found = conn.execute(
+        text(
+            f"WITH {population_ctes()},\n{_IMPRESSIONS},\n"
+            "t_req AS (SELECT arm, COUNT(DISTINCT request_id) AS n FROM t_imp GROUP BY arm),\n"
+            "t_hit AS (SELECT i.arm AS source, f.arm AS target, "
+            "COUNT(DISTINCT i.request_id) AS covered "
+            f"FROM t_imp i JOIN {FILE_TABLE} f ON f.request_id = i.request_id "
+            "AND f.item_id = i.item_id AND f.position = i.position GROUP BY i.arm, f.arm)\n"
+            "SELECT h.source, h.target, r.n, h.covered FROM t_hit h "
+            "JOIN t_req r ON r.arm = h.source ORDER BY h.source, h.target"
+        ),
+        params,
+    ).fetchall()
+    coverage = tuple(Coverage(str(s), str(t), int(n), int(c)) for s, t, n, c in found if s != t)
+    total = int(conn.execute(text(f"SELECT COUNT(*) FROM {FILE_TABLE}")).scalar() or 0)
+    unmatched = int(
+        conn.execute(
+            text(
+                f"SELECT COUNT(*) FROM {FILE_TABLE} f WHERE f.request_id NOT IN (SELECT "
+                "request_id FROM events WHERE experiment = :experiment AND request_id IS NOT NULL)"
+            ),
+            params,
+        ).scalar()
+        or 0
+    )
+    if not coverage:
+        raise InputError(
+            f"{shown}: covers no request of experiment {experiment!r} (0 of its requests "
+            "show an item at a position the file gives); give this experiment's target "
+            "probabilities"
+        )
+    for c in coverage:
+        if c.share < MIN_COVERAGE:
+            raise InputError(
+                f"{shown}: covers {c.covered:,} of {c.requests:,} requests of arm {c.source} "
+                f"({c.share:.1%}) for target {c.target}; a target file must give the logged "
+                f"item's probability for at least {MIN_COVERAGE:.0%} of the source arm's "
+                f"requests: check that it is the file of experiment {experiment!r}"
+            )
+    return TargetCheck(total, unmatched, coverage)
+
+
+def _refuse_other_experiment(conn: Connection, experiment: str, shown: str) -> None:
+    """The file is another experiment's: its rows match the impressions (same
+    request, item and position) of more requests of another experiment than of
+    ``experiment``, or name requests that are not ``experiment``'s but another's
+    impressions. Request ids may repeat across experiments (simulated ones do)."""
+    from sqlalchemy import text
+
+    params = {"experiment": experiment}
+    matched = conn.execute(
+        text(
+            "SELECT e.experiment, COUNT(DISTINCT f.request_id) FROM "
+            "(SELECT DISTINCT experiment, request_id, item_id, position FROM events "
+            "WHERE event_type = 'impression' AND request_id IS NOT NULL) e "
+            f"JOIN {FILE_TABLE} f ON f.request_id = e.request_id AND f.item_id = e.item_id "
+            "AND f.position = e.position GROUP BY e.experiment"
+        ),
+        params,
+    ).fetchall()
+    counts = {str(x): int(n) for x, n in matched}
+    own = counts.pop(experiment, 0)
+    if counts:
+        other, most = max(counts.items(), key=lambda kv: (kv[1], kv[0]))
+        if most > own:
+            raise InputError(
+                f"{shown}: gives the logged item of {most:,} requests of experiment {other!r} "
+                f"and of {own:,} of {experiment!r}; give experiment {experiment!r}'s target "
+                "probabilities"
+            )
+    row = conn.execute(
+        text(
+            "SELECT MIN(e.experiment), COUNT(DISTINCT f.request_id), COUNT(DISTINCT e.experiment) "
+            f"FROM {FILE_TABLE} f JOIN events e ON e.request_id = f.request_id "
+            "AND e.item_id = f.item_id AND e.position = f.position "
+            "AND e.event_type = 'impression' AND e.experiment <> :experiment "
+            "WHERE f.request_id NOT IN (SELECT request_id FROM events WHERE experiment = "
+            ":experiment AND request_id IS NOT NULL)"
+        ),
+        params,
+    ).fetchone()
+    if row is None or not row[1]:
+        return
+    other = f"experiment {row[0]!r}" if row[2] == 1 else f"{row[2]} other experiments"
+    raise InputError(
+        f"{shown}: names {row[1]:,} requests of {other}, not of {experiment!r}; give "
+        f"experiment {experiment!r}'s target probabilities"
+    )
+
+
+def record(
+    conn: Connection, experiment: str, shown: str, checksum: str, rows: int
+) -> RecordedTargets:
+    """Make the rows of :data:`FILE_TABLE` whose request is the experiment's its
+    recorded target probabilities, replacing any recorded before (the caller's
+    transaction makes it all or nothing; :func:`check` first)."""
+    from sqlalchemy import text
+
+    params: dict[str, Any] = {"experiment": experiment}
+    conn.execute(text(f"DELETE FROM {_RECORDED} WHERE experiment = :experiment"), params)
+    conn.execute(text(f"DELETE FROM {_FILES} WHERE experiment = :experiment"), params)
+    conn.execute(
+        text(
+            f"INSERT INTO {_RECORDED} (experiment, {', '.join(_COLUMNS)}) "
+            f"SELECT :experiment, {', '.join('f.' + c for c in _COLUMNS)} FROM {FILE_TABLE} f "
+            "WHERE f.request_id IN (SELECT request_id FROM events WHERE experiment = :experiment "
+            "AND request_id IS NOT NULL)"
+        ),
+        params,
+    )
+    at = datetime.now(UTC).replace(tzinfo=None, microsecond=0)
+    conn.execute(
+        text(
+            f"INSERT INTO {_FILES} (experiment, file, checksum, rows_recorded, recorded_at) "
+            "VALUES (:experiment, :file, :checksum, :rows, :at)"
+        ),
+        {**params, "file": shown, "checksum": checksum, "rows": rows, "at": at},
+    )
+    return RecordedTargets(experiment, shown, checksum, rows, at)
+
+
+def record_rows(
+    conn: Connection,
+    experiment: str,
+    arms: Sequence[str],
+    rows: Sequence[TargetRow],
+    shown: str,
+    checksum: str,
+) -> tuple[TargetCheck, RecordedTargets]:
+    """Load, check and record a file's rows on the caller's transaction."""
+    from sqlalchemy import text
+
+    load_rows(conn, rows)
+    try:
+        fill_arms(conn, experiment, arms, shown)
+        found = check(conn, experiment, shown)
+        done = record(conn, experiment, shown, checksum, found.rows - found.unmatched)
+    finally:
+        conn.execute(text(f"DROP TABLE IF EXISTS {FILE_TABLE}"))
+    return found, done
+
+
+def recorded(conn: Connection, experiment: str) -> RecordedTargets | None:
+    """The target probabilities recorded with ``experiment``, if any (a Spark store
+    without the table has none)."""
+    from sqlalchemy import text
+
+    if not has_own_table(conn, _FILES):
+        return None
+    row = conn.execute(
+        text(
+            f"SELECT file, checksum, rows_recorded, recorded_at FROM {_FILES} "
+            "WHERE experiment = :experiment"
+        ),
+        {"experiment": experiment},
+    ).fetchone()
+    if row is None:
+        return None
+    return RecordedTargets(experiment, str(row[0]), str(row[1]), int(row[2]), row[3])
+
+
+def load_recorded(conn: Connection, experiment: str) -> RecordedTargets | None:
+    """:data:`FILE_TABLE` from the probabilities recorded with ``experiment``;
+    None (and no table) when none are."""
+    from sqlalchemy import text
+
+    found = recorded(conn, experiment)
+    if found is None:
+        return None
+    conn.execute(text(f"DROP TABLE IF EXISTS {FILE_TABLE}"))
+    conn.execute(
+        text(
+            f"CREATE TEMP TABLE {FILE_TABLE} AS SELECT {', '.join(_COLUMNS)} FROM {_RECORDED} "
+            "WHERE experiment = :experiment"
+        ),
+        {"experiment": experiment},
+    )
+    return found
+
+
+@dataclass(frozen=True)
+class VaryingPropensities:
+    """Of the (item, position) pairs an arm logged with a propensity, how many were
+    logged with different propensities on different requests."""
+
+    arm: str
+    pairs: int
+    varying: int
+
+
+def varying_propensities(source: OpeSource, arm: str) -> VaryingPropensities:
+    """Whether ``arm``'s logging policy gave one (item, position) different
+    propensities on different requests (module docstring)."""
+    from sqlalchemy import text
+
+    row = source.conn.execute(
+        text(
+            f"WITH {source.ctes}, o_pairs AS (SELECT item_id, position, MIN(propensity) AS lo, "
+            "MAX(propensity) AS hi FROM o_imp WHERE arm = :arm AND propensity IS NOT NULL "
+            "GROUP BY item_id, position) "
+            "SELECT COUNT(*), SUM(CASE WHEN hi - lo > :tol * hi THEN 1 ELSE 0 END) FROM o_pairs"
+        ),
+        {"experiment": source.experiment, "arm": arm, "tol": PROPENSITY_TOLERANCE},
+    ).fetchone()
+    pairs, varying = (int(row[0] or 0), int(row[1] or 0)) if row else (0, 0)
+    return VaryingPropensities(arm, pairs, varying)

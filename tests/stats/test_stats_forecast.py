@@ -1,0 +1,227 @@
+"""The forecast model (abeval.stats.forecast, docs/metrics.md#forecasting-the-online-lift)
+against independent re-derivations: regression calibration by hand, statsmodels
+WLS at a fixed τ², the restricted likelihood from its matrix formula and its
+maximiser by scipy, the HKSJ standard error by formula, and the predictive
+mixture by numerical integration over τ with scipy."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import statsmodels.api as sm
+from scipy import integrate, optimize
+from scipy import stats as st
+
+from abeval.stats import forecast_batch as fb
+from abeval.stats.forecast import (
+    HistoryRow,
+    fit,
+    log_score,
+    observed_interval,
+    predict,
+    prob_above,
+)
+
+
+def _history(k: int = 10, seed: int = 4, tau: float = 0.01, sigma: float = 0.004):
+    rng = np.random.default_rng(seed)
+    xi = rng.normal(0.01, 0.02, k)
+    s = rng.uniform(0.006, 0.014, k)
+    x = xi + rng.normal(0, sigma, k)
+    y = 0.002 + 0.8 * xi + rng.normal(0, tau, k) + rng.normal(0, 1, k) * s
+    return [
+        HistoryRow(float(a), sigma, float(b), float(c), f"e{i}")
+        for i, (a, b, c) in enumerate(zip(x, y, s, strict=True))
+    ]
+
+
+def _arrays(rows):
+    x = np.array([r.offline_lift for r in rows])
+    sx = np.array([r.offline_se for r in rows])
+    y = np.array([r.online_lift for r in rows])
+    s = np.array([r.online_se for r in rows])
+    return x, sx, y, s
+
+
+def _calibrated(x, sx):
+    """Regression calibration written out: S² = var(x) − mean(σ²), λ = S²/(S² + σ²)."""
+    s2 = np.var(x, ddof=1) - np.mean(sx**2)
+    lam = s2 / (s2 + sx**2)
+    return x.mean() + lam * (x - x.mean()), s2
+
+
+def _reml(tau2, xhat, y, s):
+    """The restricted log-likelihood from its matrix formula (up to a constant)."""
+    design = np.column_stack([np.ones_like(xhat), xhat])
+    v = np.diag(s**2 + tau2)
+    vinv = np.linalg.inv(v)
+    info = design.T @ vinv @ design
+    beta = np.linalg.solve(info, design.T @ vinv @ y)
+    r = y - design @ beta
+    return -0.5 * (np.linalg.slogdet(v)[1] + np.linalg.slogdet(info)[1] + r @ vinv @ r)
+
+
+def test_regression_calibration_by_hand():
+    rows = _history()
+    x, sx, _, _ = _arrays(rows)
+    cal = fb.calibrate(x[None], sx[None])
+    xhat, s2 = _calibrated(x, sx)
+    assert cal.s2[0] == pytest.approx(s2, rel=1e-12)
+    np.testing.assert_allclose(cal.xhat[0], xhat, rtol=1e-12)
+    # a new lift with σ₀ = 0 is not shrunk; with σ₀ = S it moves half-way to x̄
+    x0, resid = fb.shrink(cal, np.array([0.05, 0.05]), np.array([0.0, math.sqrt(s2)]))
+    assert x0[0] == pytest.approx(0.05)
+    assert x0[1] == pytest.approx(x.mean() + 0.5 * (0.05 - x.mean()))
+    assert resid[1] == pytest.approx(s2 / 2)
+
+
+def test_wls_at_fixed_tau_matches_statsmodels():
+    rows = _history()
+    x, sx, y, s = _arrays(rows)
+    xhat, _ = _calibrated(x, sx)
+    for tau in (0.0, 0.007, 0.03):
+        grid = fb.wls_on_grid(xhat[None], y[None], s[None], np.array([[tau]]))
+        res = sm.WLS(y, sm.add_constant(xhat), weights=1 / (s**2 + tau**2)).fit()
+        assert grid.alpha[0, 0] == pytest.approx(res.params[0], rel=1e-9)
+        assert grid.beta[0, 0] == pytest.approx(res.params[1], rel=1e-9)
+        cov = res.normalized_cov_params
+        assert grid.c00[0, 0] == pytest.approx(cov[0, 0], rel=1e-9)
+        assert grid.c01[0, 0] == pytest.approx(cov[0, 1], rel=1e-9)
+        assert grid.c11[0, 0] == pytest.approx(cov[1, 1], rel=1e-9)
+        assert grid.q[0, 0] == pytest.approx(res.ssr, rel=1e-9)
+
+
+def test_reml_likelihood_and_maximiser():
+    rows = _history(k=14, tau=0.015)
+    x, sx, y, s = _arrays(rows)
+    xhat, _ = _calibrated(x, sx)
+    taus = np.array([[0.0, 0.004, 0.012, 0.05]])
+    grid = fb.wls_on_grid(xhat[None], y[None], s[None], taus)
+    hand = [_reml(t**2, xhat, y, s) for t in taus[0]]
+    # same function up to one additive constant
+    np.testing.assert_allclose(grid.loglik[0] - grid.loglik[0, 0], np.array(hand) - hand[0])
+    best = optimize.minimize_scalar(
+        lambda t: -_reml(t**2, xhat, y, s), bounds=(0, 0.1), method="bounded"
+    ).x
+    f = fit(rows)
+    assert best > 0.003  # an interior maximum, so the grid's argmax is meaningful
+    step = (fb.GRID_TOP / fb.GRID_BOTTOM) ** (1 / (fb.GRID_POINTS - 2))
+    assert best / step <= f.tau <= best * step
+
+
+def test_slope_interval_is_hksj_with_t_k_minus_2():
+    rows = _history(k=9)
+    x, sx, y, s = _arrays(rows)
+    xhat, _ = _calibrated(x, sx)
+    f = fit(rows, alpha=0.1)
+    assert f.status == "ok" and f.tau is not None and f.slope_interval is not None
+    w = 1 / (s**2 + f.tau**2)
+    res = sm.WLS(y, sm.add_constant(xhat), weights=w).fit()
+    q = np.sum(w * res.resid**2) / (9 - 2)
+    se = math.sqrt(q * res.normalized_cov_params[1, 1])
+    assert f.slope == pytest.approx(res.params[1], rel=1e-9)
+    assert f.slope_se == pytest.approx(se, rel=1e-9)
+    half = st.t.ppf(0.95, 7) * se
+    assert f.slope_interval == pytest.approx((res.params[1] - half, res.params[1] + half))
+
+
+def test_predictive_matches_integration_over_tau():
+    """P(θ₀ > c) and the interval against a flat-prior posterior of τ integrated
+    by scipy.integrate.quad on the continuous REML likelihood."""
+    rows = _history(k=10)
+    x, sx, y, s = _arrays(rows)
+    xhat, s2 = _calibrated(x, sx)
+    x0, sigma0 = 0.031, 0.008
+    lam0 = s2 / (s2 + sigma0**2)
+    h = np.array([1.0, x.mean() + lam0 * (x0 - x.mean())])
+    top = 30 * max(np.std(y, ddof=1), np.median(s))
+    peak = max(_reml(t**2, xhat, y, s) for t in np.linspace(0, top, 200))
+
+    def conditional(tau):
+        w = 1 / (s**2 + tau**2)
+        res = sm.WLS(y, sm.add_constant(xhat), weights=w).fit()
+        cov = res.normalized_cov_params
+        b = res.params[1]
+        var = h @ cov @ h + tau**2 + (b**2 + cov[1, 1]) * lam0 * sigma0**2
+        return h @ res.params, math.sqrt(var), math.exp(_reml(tau**2, xhat, y, s) - peak)
+
+    def integral(g):
+        return integrate.quad(lambda t: g(*conditional(t)), 0, top, limit=200)[0]
+
+    norm = integral(lambda m, sd, lik: lik)
+    p_pos = integral(lambda m, sd, lik: lik * st.norm.sf(0, m, sd)) / norm
+    p_mde = integral(lambda m, sd, lik: lik * st.norm.sf(0.02, m, sd)) / norm
+    mean = integral(lambda m, sd, lik: lik * m) / norm
+    f = predict(fit(rows), x0, sigma0, mde=0.02)
+    assert f.status == "ok" and f.interval is not None
+    assert f.p_positive == pytest.approx(p_pos, abs=0.005)
+    assert f.p_above_mde == pytest.approx(p_mde, abs=0.005)
+    assert prob_above(f, 0.02) == pytest.approx(f.p_above_mde, abs=1e-12)
+    assert f.point == pytest.approx(mean, abs=2e-4)
+    for end, prob in zip(f.interval, (0.025, 0.975), strict=True):
+        cdf = integral(lambda m, sd, lik, e=end: lik * st.norm.cdf(e, m, sd)) / norm
+        assert cdf == pytest.approx(prob, abs=0.003)
+
+
+def test_coverage_of_true_lift_in_simulation():
+    """The 95% interval covers a held-out θ₀ in about 95% of histories (k = 12,
+    τ = median s, σ = s/2): 600 runs, the band is ±3.5 binomial sds."""
+    rng = np.random.default_rng(11)
+    runs, k = 600, 12
+    s = rng.uniform(0.006, 0.014, (runs, k + 1))
+    xi = rng.normal(0.005, 0.02, (runs, k + 1))
+    x = xi + rng.normal(size=xi.shape) * s / 2
+    theta = 0.8 * xi + rng.normal(size=xi.shape) * 0.01
+    y = theta + rng.normal(size=xi.shape) * s
+    cal = fb.calibrate(x[:, 1:], s[:, 1:] / 2)
+    grid = fb.wls_on_grid(cal.xhat, y[:, 1:], s[:, 1:], fb.tau_grid(y[:, 1:], s[:, 1:]))
+    x0, resid0 = fb.shrink(cal, x[:, 0], s[:, 0] / 2)
+    mix = fb.predictive(grid, fb.posterior(grid), x0, resid0)
+    covered = (mix.quantile(0.025) <= theta[:, 0]) & (theta[:, 0] <= mix.quantile(0.975))
+    band = 3.5 * math.sqrt(0.95 * 0.05 / runs)
+    assert abs(covered.mean() - 0.95) < band
+
+
+@pytest.mark.parametrize(
+    ("rows", "status"),
+    [
+        (_history(k=2), "too_few_experiments"),
+        ([HistoryRow(0.01, 0.0, 0.01 * i, 0.01) for i in range(4)], "no_variation"),
+        ([HistoryRow(0.01 * i, 0.0, 0.01, 0.0) for i in range(4)], "invalid_input"),
+        ([HistoryRow(0.01 * i, 0.0, math.nan, 0.01) for i in range(4)], "invalid_input"),
+    ],
+)
+def test_degenerate_histories_give_a_status(rows, status):
+    f = fit(rows)
+    assert f.status == status and f.slope is None and f.message
+    p = predict(f, 0.03, 0.01)
+    assert p.status == status and p.interval is None
+    assert prob_above(p, 0.0) is None
+
+
+def test_too_few_says_how_many():
+    assert fit(_history(k=2)).message == "2 past experiments: the forecast needs 4 or more"
+
+
+def test_a_bad_candidate_is_a_status():
+    p = predict(fit(_history()), math.inf, 0.01)
+    assert p.status == "invalid_input" and p.point is None
+
+
+def test_log_score_and_observed_interval_add_the_test_s_noise():
+    """Against the mixture written out with scipy: density of N(m_g, sd_g² + se²)."""
+    f = predict(fit(_history()), 0.031, 0.008)
+    se = 0.01
+    w, m, sd = (np.array(v) for v in (f.weights, f.means, f.sds))
+    total = np.sqrt(sd**2 + se**2)
+    for y in (-0.02, 0.015, 0.08):
+        expected = math.log(float(np.sum(w * st.norm.pdf(y, m, total))))
+        assert log_score(f, y, se) == pytest.approx(expected, rel=1e-9)
+    low, high = observed_interval(f, se) or (0.0, 0.0)
+    for end, prob in ((low, 0.025), (high, 0.975)):
+        assert float(np.sum(w * st.norm.cdf(end, m, total))) == pytest.approx(prob, abs=1e-9)
+    assert f.interval is not None and low < f.interval[0] and high > f.interval[1]
+    none = predict(fit(_history(k=2)), 0.03, 0.01)
+    assert log_score(none, 0.0, 0.01) is None and observed_interval(none, 0.01) is None
