@@ -173,7 +173,6 @@ def report(
 ) -> None:
     """Analyse one experiment: online lifts, health checks, offline metrics, power."""
     from abeval import api
-    from abeval.analysis.capping import parse_caps
 
     # Checked here too so that a usage error keeps Typer's usage lines.
     require(alpha is None or 0 < alpha < 1, "--alpha", "alpha must be between 0 and 1")
@@ -185,10 +184,6 @@ def report(
     end = window_bound(window_to, "--to", end=True)
     require(start is None or end is None or start < end, "--to", "must come after --from")
     require_positive(ope_cap, "--ope-cap")
-    try:
-        parse_caps(cap or [])
-    except ValueError as exc:
-        raise typer.BadParameter(str(exc), param_hint="--cap") from None
     # The recordable options left out take the saved configuration, else the default.
     options = api.report_options(
         control=control,
