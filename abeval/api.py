@@ -23,6 +23,7 @@ from abeval.errors import OptionError
 if TYPE_CHECKING:
     from abeval.analysis.agreement import AgreementBoard, AgreementOptions
     from abeval.analysis.evaluate.results import EvaluationResult
+    from abeval.analysis.planning import Plan
     from abeval.analysis.report_model import ExperimentReport, PowerInfo, ReportOptions
     from abeval.store.engine import Store as EngineStore
     from abeval.store.experiments import ExperimentSummary
@@ -168,36 +169,55 @@ class Store:
         *,
         metric: Names = None,
         mde: float | None = None,
-        alpha: float = 0.05,
+        alpha: float | None = None,
         power: float = 0.8,
         sequential: bool = False,
         tuning_n: float = 5000.0,
-        cuped_days: int = 14,
+        cuped_days: int | None = None,
     ) -> tuple[PowerInfo, ...]:
         """What ``experiment`` can detect now and the users a relative lift of
-        ``mde`` (default 2%) needs, per metric (default the report's primary
-        metrics) and treatment arm, planned from its own data."""
-        from abeval.analysis.online_metrics import DEFAULT_PRIMARY, parse_metrics
-        from abeval.analysis.planning import plan_from_data
-        from abeval.analysis.report_model import ReportOptions
-
-        _share("alpha", alpha)
-        _share("power", power)
-        _positive("tuning_n", tuning_n)
-        if mde is not None:
-            _positive("mde", mde)
-        _at_least("cuped_days", cuped_days, 0)
-        options = ReportOptions(
+        ``mde`` (default: the recorded target, else 2%) needs, per metric (default
+        the recorded primary metrics, else the report's) and treatment arm, planned
+        from its own data at the α the decision uses (:meth:`plan`)."""
+        return self.plan(
+            experiment,
+            metric=metric,
+            mde=mde,
             alpha=alpha,
             power=power,
             sequential=sequential,
             tuning_n=tuning_n,
             cuped_days=cuped_days,
-            target_mde=0.02 if mde is None else mde,
-            offline=False,
-        )
-        metrics = parse_metrics(metric, DEFAULT_PRIMARY, "metric")
-        return plan_from_data(self._store, experiment, metrics, options)
+        ).power
+
+    def plan(
+        self,
+        experiment: str,
+        *,
+        metric: Names = None,
+        mde: float | None = None,
+        alpha: float | None = None,
+        power: float = 0.8,
+        sequential: bool = False,
+        tuning_n: float = 5000.0,
+        cuped_days: int | None = None,
+    ) -> Plan:
+        """:meth:`power` with the guardrails' non-inferiority plan and the options
+        it was planned under. An option left None takes the experiment's saved
+        configuration (``abeval experiment set``), else the default."""
+        from abeval.analysis.experiment_config import parse_config
+        from abeval.analysis.online_metrics import parse_metrics
+        from abeval.analysis.planning import plan_report
+        from abeval.analysis.report_model import ReportOptions
+
+        _share("power", power)
+        _positive("tuning_n", tuning_n)
+        if mde is not None:
+            _positive("mde", mde)
+        metrics = parse_metrics(metric, (), "metric") if metric is not None else None
+        given = parse_config(primary=metrics, alpha=alpha, cuped_days=cuped_days, target_mde=mde)
+        base = ReportOptions(power=power, sequential=sequential, tuning_n=tuning_n, offline=False)
+        return plan_report(self._store, experiment, given.options(base))
 
     def agreement(
         self,
@@ -285,16 +305,17 @@ def agreement_history(
 def report_options(
     *,
     control: str | None = None,
-    alpha: float = 0.05,
-    correction: str = "holm",
+    alpha: float | None = None,
+    correction: str | None = None,
     relative_interval: str = "fieller",
     sequential: bool = False,
     tuning_n: float = 5000.0,
-    cuped_days: int = 14,
+    cuped_days: int | None = None,
     segment: str | None = None,
     primary: Names = None,
     guardrails: Names = None,
-    target_mde: float = 0.02,
+    secondary: Names = None,
+    target_mde: float | None = None,
     k: str | Sequence[int] = (5, 10),
     offline: bool = True,
     window_from: str | datetime | None = None,
@@ -303,50 +324,55 @@ def report_options(
     target_propensities: str | Path | None = None,
     ope_cap: float = 100.0,
     ope: bool = True,
+    plan_users: int | None = None,
+    plan_days: int | None = None,
 ) -> ReportOptions:
     """The report's options, checked: the CLI's options under their Python names
     (``--from`` is ``window_from``, ``--cap`` takes ``{"revenue_per_user": 0.99}``
-    too). An :class:`OptionError` names the first invalid one."""
-    from abeval.analysis.capping import parse_caps
-    from abeval.analysis.online_metrics import DEFAULT_GUARDRAILS, DEFAULT_PRIMARY, parse_metrics
+    too). An :class:`OptionError` names the first invalid one.
+
+    The options ``abeval experiment set`` records (primary, secondary and
+    guardrail metrics, guardrails as ``METRIC[:MARGIN]``, caps, CUPED days, target
+    MDE, alpha, correction, the planned horizon) are None when not given: the
+    report then takes the experiment's saved configuration, else the default
+    (docs/usage.md#saved-configuration)."""
+    from abeval.analysis.experiment_config import parse_config
     from abeval.analysis.ope import OpeOptions
     from abeval.analysis.report_model import ReportOptions
-    from abeval.choices import Correction, RelativeIntervalChoice
+    from abeval.choices import RelativeIntervalChoice
 
-    _share("alpha", alpha)
-    _choice("correction", correction, get_args(Correction))
     _choice("relative_interval", relative_interval, get_args(RelativeIntervalChoice))
     _positive("tuning_n", tuning_n)
-    _at_least("cuped_days", cuped_days, 0)
-    _positive("target_mde", target_mde)
     _positive("ope_cap", ope_cap)
     start = _bound("window_from", window_from, end=False)
     end = _bound("window_to", window_to, end=True)
     if start is not None and end is not None and not start < end:
         raise OptionError("window_to", window_to, "must come after the start of the window")
-    caps_text = [f"{m}={q}" for m, q in cap.items()] if isinstance(cap, Mapping) else cap
-    try:
-        caps = parse_caps(list(caps_text or []))
-    except ValueError as exc:
-        raise OptionError("cap", cap, str(exc)) from None
-    return ReportOptions(
-        control=control,
+    given = parse_config(
+        primary=primary,
+        secondary=secondary,
+        guardrails=guardrails,
+        caps=cap,
+        cuped_days=cuped_days,
+        target_mde=target_mde,
         alpha=alpha,
         correction=correction,
-        relative_interval=relative_interval,  # type: ignore[arg-type]
-        sequential=sequential,
-        tuning_n=tuning_n,
-        cuped_days=cuped_days,
-        segment=segment,
-        primary=parse_metrics(primary, DEFAULT_PRIMARY, "primary"),
-        guardrails=parse_metrics(guardrails, DEFAULT_GUARDRAILS, "guardrails"),
-        target_mde=target_mde,
-        offline_ks=cutoffs(k),
-        offline=offline,
-        window_from=start,
-        window_to=end,
-        caps=caps,
-        ope=OpeOptions(ope, ope_cap, str(target_propensities) if target_propensities else None),
+        plan_users=plan_users,
+        plan_days=plan_days,
+    )
+    return given.options(
+        ReportOptions(
+            control=control,
+            relative_interval=relative_interval,  # type: ignore[arg-type]
+            sequential=sequential,
+            tuning_n=tuning_n,
+            segment=segment,
+            offline_ks=cutoffs(k),
+            offline=offline,
+            window_from=start,
+            window_to=end,
+            ope=OpeOptions(ope, ope_cap, str(target_propensities) if target_propensities else None),
+        )
     )
 
 

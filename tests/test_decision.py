@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import pytest
 
-from abeval.analysis.decision import decisions
+from abeval.analysis.decision import decision_basis, decisions, plan_progress
 from abeval.analysis.report_model import (
     ArmValue,
     Health,
@@ -224,3 +224,104 @@ def test_each_arm_is_decided_on_its_own_results() -> None:
 def test_no_primary_is_invalid() -> None:
     (d,) = decisions([_result("impressions_per_user", "guardrail", NARROW)], _health(), [], OPTIONS)
     assert (d.decision, d.reason) == ("invalid", "no primary metric to decide on")
+
+
+# --- guardrails with a margin (non-inferiority), docs/metrics.md#guardrails ---
+
+MARGIN = 0.02
+NEAR = (-0.004, (-0.015, 0.007))  # not significant; its worse end is inside a 2% margin
+LOOSE = (-0.004, (-0.031, 0.023))  # not significant; its worse end reaches past 2%
+
+# (case, guardrail result, its margin, decision, guardrail state)
+GUARDRAIL_CASES = [
+    ("inside its margin: ship", NEAR, MARGIN, "ship", "passed"),
+    ("past its margin, not worse: underpowered", LOOSE, MARGIN, "keep_running", "underpowered"),
+    ("past its margin without one: today's rule", LOOSE, None, "ship", "passed"),
+    ("significantly worse with a margin", WORSE, MARGIN, "roll_back", "worse"),
+    ("a wide margin takes the loose interval", LOOSE, 0.05, "ship", "passed"),
+    ("could not be compared", BROKEN, MARGIN, "keep_running", "unchecked"),
+]
+
+
+@pytest.mark.parametrize(
+    ("guardrail", "margin", "expected", "state"),
+    [c[1:] for c in GUARDRAIL_CASES],
+    ids=[c[0] for c in GUARDRAIL_CASES],
+)
+def test_guardrail_margin_table(guardrail, margin, expected, state) -> None:
+    metrics = [
+        _result("ctr", "primary", BETTER),
+        _result("impressions_per_user", "guardrail", guardrail),
+    ]
+    margins = (("impressions_per_user", margin),) if margin is not None else ()
+    (d,) = decisions(metrics, _health(), [], replace(OPTIONS, margins=margins))
+    (g,) = d.guardrails
+    assert (d.decision, g.guardrail, g.margin) == (expected, state, margin)
+    if guardrail is not None:  # the largest drop the interval allows: minus its lower end
+        assert g.largest_harm == pytest.approx(-guardrail[1][0])
+
+
+def test_underpowered_guardrail_says_why() -> None:
+    metrics = [
+        _result("ctr", "primary", BETTER),
+        _result("impressions_per_user", "guardrail", LOOSE),
+    ]
+    o = replace(OPTIONS, margins=(("impressions_per_user", MARGIN),))
+    (d,) = decisions(metrics, _health(), [], o)
+    assert d.reason == (
+        "CTR +5.00% [+2.00%, +8.00%] significantly better, but guardrail Impressions per "
+        "user is underpowered: its interval allows a harm of 3.10%, past its 2.00% margin"
+    )
+
+
+# --- what the decision reads: the plan (docs/metrics.md#decision) ---
+
+
+def test_no_plan_reads_the_sequential_intervals() -> None:
+    assert decision_basis(OPTIONS, plan_progress(OPTIONS, 7, 1000)) == "sequential_no_plan"
+    asked = replace(OPTIONS, sequential=True, plan_days=14)
+    assert decision_basis(asked, plan_progress(asked, 7, 1000)) == "sequential_requested"
+
+
+@pytest.mark.parametrize(
+    ("days", "users", "plan_days", "plan_users", "reached"),
+    [
+        (7, 9600, 14, 20000, False),
+        (14, 9600, 14, 20000, False),  # the days are reached, the users not
+        (14, 20000, 14, 20000, True),
+        (20, 25000, None, 20000, True),
+        (13, 50000, 14, None, False),
+    ],
+)
+def test_plan_is_reached_when_every_part_is(days, users, plan_days, plan_users, reached) -> None:
+    o = replace(OPTIONS, plan_days=plan_days, plan_users=plan_users)
+    progress = plan_progress(o, days, users)
+    assert progress is not None and progress.reached is reached
+    expected = "fixed_plan_reached" if reached else "plan_not_reached"
+    assert decision_basis(o, progress) == expected
+
+
+def test_before_the_plan_the_decision_waits() -> None:
+    metrics = [
+        _result("ctr", "primary", BETTER),
+        _result("impressions_per_user", "guardrail", NARROW),
+    ]
+    o = replace(OPTIONS, plan_days=14, plan_users=20000)
+    progress = plan_progress(o, 7, 9600)
+    (d,) = decisions(metrics, _health(), [], o, basis="plan_not_reached", progress=progress)
+    assert (d.decision, d.basis) == ("keep_running", "plan_not_reached")
+    assert d.reason == "day 7 of 14, 48% of the planned users; an early read needs --sequential"
+    assert d.to_dict()["progress"] == {
+        "days": 7,
+        "users": 9600,
+        "plan_days": 14,
+        "plan_users": 20000,
+        "reached": False,
+    }
+    # A sample ratio mismatch is not a matter of waiting.
+    (bad,) = decisions(metrics, _health(True), [], o, basis="plan_not_reached", progress=progress)
+    assert bad.decision == "invalid"
+    # Once reached, the rule decides on the fixed-horizon results.
+    done = plan_progress(o, 14, 20000)
+    (d,) = decisions(metrics, _health(), [], o, basis="fixed_plan_reached", progress=done)
+    assert d.decision == "ship"

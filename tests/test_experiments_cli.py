@@ -229,7 +229,10 @@ def test_set_errors_change_nothing(store: Path, args: list[str], message: str) -
 def test_set_needs_an_option(store: Path) -> None:
     result = invoke("experiment", "set", "home")
     assert result.exit_code == 2
-    assert "give --control, --split, --from, --to or --target-propensities" in result.stderr
+    assert (
+        "give --control, --split, --from, --to, --target-propensities or an option to record"
+        in " ".join(result.stderr.split())
+    )
 
 
 def test_set_without_a_store_creates_none(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

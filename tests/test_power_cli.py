@@ -72,10 +72,11 @@ def test_power_from_the_data_plans_with_cuped_and_delta_method(sim_db: str) -> N
     for p in json.loads(out):
         comparison = metrics[(p["metric"], p["arm"])]["comparison"]
         detectable = p["detectable"]
-        # the MDE in units of the per-user sd (Cohen's d) from statsmodels' normal power
+        # the MDE in units of the per-user sd (Cohen's d) from statsmodels' normal power,
+        # at the α the decision uses: 0.05 over the 2 primary comparisons (Holm's smallest step)
         n_c, n_t = detectable["users_by_arm"]
         d = NormalIndPower().solve_power(
-            effect_size=None, nobs1=n_c, alpha=0.05, power=0.8, ratio=n_t / n_c
+            effect_size=None, nobs1=n_c, alpha=0.05 / 2, power=0.8, ratio=n_t / n_c
         )
         sd = math.sqrt(detectable["baseline_variance"])
         # to the solver tolerance of statsmodels

@@ -46,6 +46,12 @@ def role(name: str, o: ReportOptions) -> Role:
     return "secondary"
 
 
+def shown(name: str, o: ReportOptions) -> bool:
+    """Whether the report compares ``name``: every metric, unless secondary metrics
+    were chosen (then the primary metrics, the guardrails and those)."""
+    return o.secondary is None or role(name, o) != "secondary" or name in o.secondary
+
+
 def arm_value(metric: OnlineMetric, m: Moments) -> ArmValue:
     """One arm's value of ``metric``, with its numerator and denominator."""
     num = m.sums[metric.numerator]
@@ -92,6 +98,8 @@ def metric_results(
     results: list[MetricResult] = []
     plain: PlainStats = {}
     for name, metric in METRICS.items():
+        if not shown(name, o):
+            continue
         for arm in treatments:
             c, t = moments[control], moments[arm]
             main, unadjusted, used_c, used_t = compare_metric(metric, c, t, o)

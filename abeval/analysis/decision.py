@@ -7,10 +7,18 @@ multiple-testing correction, and the health checks. The first that applies wins:
    comparison could not be made (its status is not ``ok``);
 2. ``roll_back``: a primary metric or a guardrail is significantly worse;
 3. ``ship``: at least one primary metric is significantly better (none is
-   worse and no guardrail is worse, by 2) and every guardrail could be checked;
+   worse and no guardrail is worse, by 2), every guardrail could be checked
+   and no guardrail with a margin is underpowered (its interval reaches past
+   the margin without being significantly worse);
 4. ``no_effect``: no primary metric is significant and each one either has its
    interval inside ±target MDE or reached the planned power for the target MDE;
 5. ``keep_running``: anything else.
+
+What the rule reads depends on the plan (docs/metrics.md#decision): with
+``--sequential``, or with no plan recorded, the always-valid intervals (so a
+team may look every day); with a plan, the fixed-horizon intervals once the
+plan is reached, and before that only 1 (anything else is ``keep_running``,
+with how far the plan is).
 
 :func:`decide` is the rule on its inputs (:class:`DecisionInput`);
 :func:`decisions` gathers those inputs from the report's metric results.
@@ -23,15 +31,20 @@ from collections.abc import Sequence
 from abeval.analysis.online_metrics import METRICS, direction
 from abeval.analysis.report_model import (
     Decision,
+    DecisionBasis,
     DecisionInput,
     Direction,
+    GuardrailState,
     Health,
     MetricResult,
+    PlanProgress,
     PowerInfo,
     ReportOptions,
+    Role,
     Verdict,
 )
-from abeval.formatting import interval, pct
+from abeval.formatting import interval, pct, share
+from abeval.stats.results import Comparison
 
 
 def decisions(
@@ -39,8 +52,12 @@ def decisions(
     health: Health,
     power: Sequence[PowerInfo],
     o: ReportOptions,
+    *,
+    basis: DecisionBasis = "fixed_plan_reached",
+    progress: PlanProgress | None = None,
 ) -> tuple[Decision, ...]:
-    """The decision of every treatment arm in ``metrics``, in the order the arms first appear."""
+    """The decision of every treatment arm in ``metrics``, in the order the arms first
+    appear; ``metrics`` are the results the decision reads (:func:`decision_basis`)."""
     detectable = {(p.metric, p.arm): p.detectable.mde_relative for p in power}
     arms = list(dict.fromkeys(m.arm for m in metrics))
     out = []
@@ -51,9 +68,13 @@ def decisions(
             if m.arm == arm and m.role == "primary"
         )
         guardrails = tuple(
-            metric_input(m, o.target_mde) for m in metrics if m.arm == arm and m.role == "guardrail"
+            metric_input(m, o.target_mde, margin=o.margin(m.metric))
+            for m in metrics
+            if m.arm == arm and m.role == "guardrail"
         )
-        decision, reason = decide(primaries, guardrails, health.srm.flagged, o.target_mde)
+        decision, reason = gate(
+            decide(primaries, guardrails, health.srm.flagged, o.target_mde), basis, progress
+        )
         if decision == "invalid" and health.srm.flagged and health.srm.p_value is not None:
             reason = f"{reason} (p = {health.srm.p_value:.2g})"
         out.append(
@@ -65,34 +86,116 @@ def decisions(
                 target_mde=o.target_mde,
                 primaries=primaries,
                 guardrails=guardrails,
+                basis=basis,
+                progress=progress,
             )
         )
     return tuple(out)
 
 
+def gate(
+    decided: tuple[Verdict, str], basis: DecisionBasis, progress: PlanProgress | None
+) -> tuple[Verdict, str]:
+    """The rule's decision, or ``keep_running`` with how far the plan is when the
+    recorded plan is not reached (an ``invalid`` decision stands)."""
+    if basis == "plan_not_reached" and decided[0] != "invalid" and progress is not None:
+        return "keep_running", too_early(progress)
+    return decided
+
+
+def decision_basis(o: ReportOptions, progress: PlanProgress | None) -> DecisionBasis:
+    """What the decision reads (module docstring): ``progress`` is None when no
+    plan is recorded."""
+    if o.sequential:
+        return "sequential_requested"
+    if progress is None:
+        return "sequential_no_plan"
+    return "fixed_plan_reached" if progress.reached else "plan_not_reached"
+
+
+def plan_progress(o: ReportOptions, days: int, users: int) -> PlanProgress | None:
+    """How far ``days`` and ``users`` are into the recorded plan; None without one."""
+    if o.plan_users is None and o.plan_days is None:
+        return None
+    reached = (o.plan_days is None or days >= o.plan_days) and (
+        o.plan_users is None or users >= o.plan_users
+    )
+    return PlanProgress(
+        days=days, users=users, plan_days=o.plan_days, plan_users=o.plan_users, reached=reached
+    )
+
+
+def too_early(p: PlanProgress) -> str:
+    """``day 7 of 14, 48% of the planned users; an early read needs --sequential``."""
+    parts = []
+    if p.plan_days is not None:
+        parts.append(f"day {p.days} of {p.plan_days}")
+    if p.plan_users is not None:
+        parts.append(f"{p.users / p.plan_users:.0%} of the planned users")
+    return f"{', '.join(parts)}; an early read needs --sequential"
+
+
 def metric_input(
-    m: MetricResult, target_mde: float, detectable: float | None = None
+    m: MetricResult,
+    target_mde: float,
+    detectable: float | None = None,
+    *,
+    margin: float | None = None,
 ) -> DecisionInput:
-    """What the rule reads of one metric result."""
-    rel = m.comparison.relative
+    """What the rule reads of one metric result (a guardrail's ``margin``: the
+    largest relative harm it may show)."""
+    return comparison_input(m.metric, m.role, m.comparison, target_mde, detectable, margin=margin)
+
+
+def comparison_input(
+    metric: str,
+    role: Role,
+    comparison: Comparison,
+    target_mde: float,
+    detectable: float | None = None,
+    *,
+    margin: float | None = None,
+) -> DecisionInput:
+    """What the rule reads of one (corrected) comparison of ``metric`` in ``role``."""
+    rel = comparison.relative
     ci = rel.interval
     moved: Direction | None = None
-    if m.comparison.status == "ok":
-        sign = direction(m.comparison)
-        if METRICS[m.metric].lower_is_better:
+    lower_is_better = METRICS[metric].lower_is_better if metric in METRICS else False
+    if comparison.status == "ok":
+        sign = direction(comparison)
+        if lower_is_better:
             sign = -sign
         moved = "better" if sign > 0 else "worse" if sign < 0 else "flat"
     within = None if ci is None else -target_mde < ci[0] and ci[1] < target_mde
+    harm = None if ci is None else (ci[1] if lower_is_better else -ci[0])
+    guardrail = role == "guardrail"
     return DecisionInput(
-        metric=m.metric,
-        role=m.role,
-        status=m.comparison.status,
+        metric=metric,
+        role=role,
+        status=comparison.status,
         direction=moved,
         relative_effect=rel.effect,
         interval=ci,
-        within_target=within if m.role == "primary" else None,
+        within_target=within if role == "primary" else None,
         detectable=detectable,
+        margin=margin if guardrail else None,
+        largest_harm=harm if guardrail else None,
+        guardrail=guardrail_state(moved, harm, margin) if guardrail else None,
     )
+
+
+def guardrail_state(
+    moved: Direction | None, harm: float | None, margin: float | None
+) -> GuardrailState:
+    """A guardrail's reading: significantly worse, unchecked, past its margin
+    without being significantly worse (underpowered), or passed."""
+    if moved is None or harm is None:
+        return "unchecked"
+    if moved == "worse":
+        return "worse"
+    if margin is not None and harm > margin:
+        return "underpowered"
+    return "passed"
 
 
 def decide(
@@ -119,6 +222,11 @@ def decide(
             f"{_names(better, lift=True)} significantly better, but guardrail "
             f"{_names(unchecked, status=True)} could not be checked"
         )
+    underpowered = [g for g in guardrails if g.guardrail == "underpowered"]
+    if better and underpowered:
+        return "keep_running", (
+            f"{_names(better, lift=True)} significantly better, but {_margins(underpowered)}"
+        )
     if better:
         return "ship", (
             f"significantly better: {_names(better, lift=True)}; "
@@ -134,6 +242,14 @@ def decide(
     return "keep_running", (
         f"no significant change yet; {_names(open_, lift=True)} cannot rule out a "
         f"{target_mde:.0%} lift and the test has not reached its planned power"
+    )
+
+
+def _margins(items: Sequence[DecisionInput]) -> str:
+    return "; ".join(
+        f"guardrail {_label(g.metric)} is underpowered: its interval allows a harm of "
+        f"{share(g.largest_harm, 2)}, past its {share(g.margin, 2)} margin"
+        for g in items
     )
 
 

@@ -27,13 +27,14 @@ from abeval.analysis.comparisons import (
 from abeval.analysis.decision import decisions
 from abeval.analysis.in_place import with_source
 from abeval.analysis.offline_report import offline_results
-from abeval.analysis.planning import power_info
+from abeval.analysis.planning import guardrail_power, planning_alpha, planning_rule, power_info
 from abeval.analysis.predicted import predicted_results
 from abeval.analysis.report_model import (
     SCHEMA_VERSION,
     ArmInfo,
     ControlRule,
     ExperimentReport,
+    GuardrailPower,
     Health,
     Methodology,
     OfflineResult,
@@ -102,6 +103,7 @@ def build_report(store: Store, experiment: str, o: ReportOptions | None = None) 
 
     o = o or ReportOptions()
     with ExperimentSession(store, experiment, o) as session:
+        o = session.options  # under the saved configuration, when the run reads it
         seen = session.observed
         control, treatments = seen.control, seen.treatments
         results = session.comparisons
@@ -109,10 +111,12 @@ def build_report(store: Store, experiment: str, o: ReportOptions | None = None) 
         offline, offline_values, offline_status = session.offline
         ope = session.ope
         power = session.power
+        judged, basis, progress = session.judged
+        guardrails = session.guardrail_power
         place = session.place
     predicted = predicted_results(store, experiment, control, treatments, results)
     segments, segment_warning = segment_results(seen.segments, control, o)
-    decided = decisions(results, seen.health, power, o)
+    decided = decisions(judged, seen.health, power, o, basis=basis, progress=progress)
     report = ExperimentReport(
         schema_version=SCHEMA_VERSION,
         abeval_version=__version__,
@@ -136,8 +140,41 @@ def build_report(store: Store, experiment: str, o: ReportOptions | None = None) 
         methodology=_methodology(seen, o),
         ope=ope,
         predicted=predicted,
+        guardrail_power=guardrails,
     )
     return with_source(report, place)
+
+
+def days_observed(seen: _Observed) -> int:
+    """The calendar days (UTC) from the first exposure to the last analysed event,
+    both counted: the days of the daily series, else of the health counts."""
+    first, last = (seen.daily[0][0], seen.daily[-1][0]) if seen.daily else (None, None)
+    if first is None or last is None:
+        first, last = seen.health.first_ts, seen.health.last_ts
+    if first is None or last is None:
+        return 0
+    days = datetime.fromisoformat(last).date() - datetime.fromisoformat(first).date()
+    return days.days + 1
+
+
+def guardrail_powers(
+    plain: PlainStats, power: tuple[PowerInfo, ...], treatments: list[str], o: ReportOptions
+) -> tuple[GuardrailPower, ...]:
+    """The non-inferiority plan of every guardrail with a margin, against the recorded
+    plan's users, else the users the primary metrics need for the target MDE."""
+    planned: tuple[int | None, str] = (o.plan_users, "plan")
+    if o.plan_users is None:
+        needs = [p.needed_for_target.total_users for p in power]
+        known = [n for n in needs if n is not None]
+        planned = (max(known) if known else None, "target_mde")
+    family = len(o.guardrails) * len(treatments)
+    rows = (
+        guardrail_power(name, arm, plain[(name, arm)], 1 + len(treatments), planned, o, family)
+        for name in o.guardrails
+        for arm in treatments
+        if (name, arm) in plain
+    )
+    return tuple(r for r in rows if r is not None)
 
 
 def _observe(conn: Connection, experiment: str, o: ReportOptions) -> tuple[_Observed, list[str]]:
@@ -304,6 +341,7 @@ def _arm_infos(seen: _Observed) -> tuple[ArmInfo, ...]:
 
 
 def _settings(seen: _Observed, o: ReportOptions) -> Settings:
+    family = len(o.primary) * len(seen.treatments)
     return Settings(
         control=seen.control,
         control_rule=seen.control_rule,
@@ -322,7 +360,23 @@ def _settings(seen: _Observed, o: ReportOptions) -> Settings:
         window_to=seen.window.end.isoformat() if seen.window.end else None,
         window_rule=_window_rule(seen, o),
         caps=dict(o.caps),
+        sources=_sources(seen, o),
+        margins=dict(o.margins),
+        secondary=o.secondary,
+        plan_users=o.plan_users,
+        plan_days=o.plan_days,
+        planning_alpha=planning_alpha(o.alpha, family),
+        planning_rule=planning_rule(o.correction, family),
     )
+
+
+def _sources(seen: _Observed, o: ReportOptions) -> dict[str, str]:
+    """Where each setting came from: ``flag``, ``record`` or ``default``."""
+    rules = {"option": "flag", "recorded": "record", "named_control": "default"}
+    out = {"control": rules[seen.control_rule]}
+    window = _window_rule(seen, o)
+    out["window"] = "default" if window is None else "flag" if "option" in window else "record"
+    return out | dict(o.sources)
 
 
 def _window_rule(seen: _Observed, o: ReportOptions) -> str | None:
@@ -366,8 +420,9 @@ def _power(
         total = sum(m.n for m in last.values())
         users_per_day = total / len(daily) if total else None
     n_arms = 1 + len(treatments)
+    family = len(o.primary) * len(treatments)
     out = [
-        power_info(name, arm, plain[(name, arm)], n_arms, users_per_day, o)
+        power_info(name, arm, plain[(name, arm)], n_arms, users_per_day, o, family)
         for name in o.primary
         for arm in treatments
     ]

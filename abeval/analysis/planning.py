@@ -7,14 +7,20 @@ those of the report's main comparison: a ratio metric's per-user variance by the
 delta method, and with CUPED (when the pre-period helps) the CUPED-adjusted
 variance, so the plan credits the variance CUPED removes
 (docs/metrics.md#power-and-mde).
+
+Power and MDE are planned at the α the decision uses after the multiple-testing
+correction: with m comparisons in a family (primary metrics × treatment arms),
+at α/m, the smallest step of Holm's procedure and of Benjamini-Hochberg's: a
+single real effect among m must beat it to be declared, whatever the others do
+(:func:`planning_alpha`).
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from abeval.analysis.report_model import PowerInfo, ReportOptions
+from abeval.analysis.report_model import GuardrailPower, PowerInfo, ReportOptions
 from abeval.stats import detectable_effect, effect_moments, required_users
 from abeval.stats.moments import arm_moments
 from abeval.stats.sufficient import ArmStats
@@ -34,6 +40,16 @@ def baseline(control: ArmStats, treatment: ArmStats) -> tuple[float, float]:
     return mean, arm_moments(control).adjusted_variance(m.theta or 0.0)
 
 
+def planning_alpha(alpha: float, comparisons: int) -> float:
+    """The α a family of ``comparisons`` tests is planned at: α/m (module docstring)."""
+    return alpha / max(comparisons, 1)
+
+
+def planning_rule(correction: str, comparisons: int) -> str:
+    """Which step :func:`planning_alpha` took: ``single_test`` or ``<correction>_smallest_step``."""
+    return "single_test" if comparisons <= 1 else f"{correction}_smallest_step"
+
+
 def power_info(
     metric: str,
     arm: str,
@@ -41,12 +57,15 @@ def power_info(
     n_arms: int,
     users_per_day: float | None,
     o: ReportOptions,
+    family: int = 1,
 ) -> PowerInfo:
     """One metric and treatment arm: the lift detectable now, the users a lift of
     ``o.target_mde`` needs, and the days more that would take at the current
-    traffic (``feasible`` is False beyond :data:`FEASIBLE_DAYS`)."""
+    traffic (``feasible`` is False beyond :data:`FEASIBLE_DAYS`); planned at
+    the α of a family of ``family`` comparisons (:func:`planning_alpha`)."""
     c, t = stats
-    design = {"alpha": o.alpha, "power": o.power, "sequential": o.sequential}
+    alpha = planning_alpha(o.alpha, family)
+    design = {"alpha": alpha, "power": o.power, "sequential": o.sequential}
     detectable = detectable_effect(c, t, tuning_n=o.tuning_n, **design)  # type: ignore[arg-type]
     mean, variance = baseline(c, t)
     needed = required_users(
@@ -72,14 +91,84 @@ def power_info(
     )
 
 
+def guardrail_power(
+    metric: str,
+    arm: str,
+    stats: tuple[ArmStats, ArmStats],
+    n_arms: int,
+    planned: tuple[int | None, str],
+    o: ReportOptions,
+    family: int = 1,
+) -> GuardrailPower | None:
+    """Whether a guardrail with a margin can be shown non-inferior at the planned
+    size: the users for which, with no true change, its interval's worse end stays
+    within the margin with probability ``o.power`` at the guardrails' planning α
+    (the two-sided power of a lift equal to the margin: its far tail is negligible
+    at any useful power). None when the guardrail has no margin."""
+    margin = o.margin(metric)
+    if margin is None:
+        return None
+    mean, variance = baseline(*stats)
+    needed = required_users(
+        mean,
+        variance,
+        margin,
+        alpha=planning_alpha(o.alpha, family),
+        power=o.power,
+        n_arms=n_arms,
+        sequential=o.sequential,
+        tuning_n=o.tuning_n,
+    )
+    users, rule = planned
+    enough = None
+    if users is not None and needed.total_users is not None:
+        enough = needed.total_users <= users
+    elif needed.status == "unreachable":
+        enough = False
+    return GuardrailPower(
+        metric=metric,
+        arm=arm,
+        margin=margin,
+        needed=needed,
+        planned_users=users,
+        planned_rule=rule,
+        enough=enough,
+    )
+
+
 def plan_from_data(
     store: Store, experiment: str, metrics: tuple[str, ...], o: ReportOptions
 ) -> tuple[PowerInfo, ...]:
     """The power rows of ``metrics`` for ``experiment``, exactly as its report
     (under the same options) shows them for its primary metrics: from the
     experiment's session, without the replay or the off-policy estimates."""
+    return plan_report(store, experiment, replace(o, primary=metrics)).power
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What ``abeval power --experiment`` prints: the power rows of the primary
+    metrics, the guardrails' non-inferiority plan, and the options they were
+    planned under (the saved configuration applied when the options read it)."""
+
+    power: tuple[PowerInfo, ...]
+    guardrails: tuple[GuardrailPower, ...]
+    options: ReportOptions
+    planning_alpha: float
+    planning_rule: str
+
+
+def plan_report(store: Store, experiment: str, o: ReportOptions) -> Plan:
+    """The :class:`Plan` of ``experiment`` under ``o``, from its session."""
     from abeval.analysis.session import ExperimentSession
 
-    options = replace(o, primary=metrics, offline=False)
-    with ExperimentSession(store, experiment, options) as session:
-        return session.power
+    with ExperimentSession(store, experiment, replace(o, offline=False)) as session:
+        power, guardrails, options = session.power, session.guardrail_power, session.options
+        family = len(options.primary) * len(session.treatments)
+    return Plan(
+        power=power,
+        guardrails=guardrails,
+        options=options,
+        planning_alpha=planning_alpha(options.alpha, family),
+        planning_rule=planning_rule(options.correction, family),
+    )

@@ -61,6 +61,20 @@ class ReportOptions:
     # (metric, quantile) pairs of --cap (docs/metrics.md#outlier-capping).
     caps: tuple[tuple[str, float], ...] = ()
     ope: OpeOptions = field(default_factory=OpeOptions)
+    # The saved configuration (docs/usage.md#saved-configuration): guardrail margins
+    # (metric, largest relative harm allowed), the secondary metrics (None: all
+    # others), the planned horizon (total users, days), and where each recordable
+    # setting came from ("flag", "record", "default"; empty: as given here).
+    margins: tuple[tuple[str, float], ...] = ()
+    secondary: tuple[str, ...] | None = None
+    plan_users: int | None = None
+    plan_days: int | None = None
+    sources: tuple[tuple[str, str], ...] = ()
+    # The settings given as flags for this run; None: the record is not read.
+    flags: frozenset[str] | None = None
+
+    def margin(self, metric: str) -> float | None:
+        return dict(self.margins).get(metric)
 
 
 @dataclass(frozen=True)
@@ -85,6 +99,17 @@ class Settings(JsonResult):
     window_to: str | None = None
     window_rule: str | None = None  # "option", "recorded", "option and recorded"
     caps: dict[str, float] = field(default_factory=dict)
+    # The saved configuration (docs/usage.md#saved-configuration): where each
+    # setting came from ("flag", "record" or "default"), the guardrails' margins,
+    # the secondary metrics (None: every other metric), the planned horizon, and
+    # the α power and MDE are planned at (docs/metrics.md#power-and-mde).
+    sources: dict[str, str] = field(default_factory=dict)
+    margins: dict[str, float] = field(default_factory=dict)
+    secondary: tuple[str, ...] | None = None
+    plan_users: int | None = None
+    plan_days: int | None = None
+    planning_alpha: float | None = None
+    planning_rule: str | None = None
 
 
 @dataclass(frozen=True)
@@ -133,6 +158,25 @@ class VerdictResult(JsonResult):
 
 
 Direction = Literal["better", "worse", "flat"]
+GuardrailState = Literal["passed", "worse", "underpowered", "unchecked"]
+# What the decision was judged on (docs/metrics.md#decision): always-valid intervals
+# because --sequential was asked for, or because no plan is recorded; the
+# fixed-horizon intervals once the recorded plan is reached; or nothing yet
+# (keep_running) because the plan is not reached.
+DecisionBasis = Literal[
+    "sequential_requested", "sequential_no_plan", "fixed_plan_reached", "plan_not_reached"
+]
+
+
+@dataclass(frozen=True)
+class PlanProgress(JsonResult):
+    """How far the experiment is into its recorded plan (None where not planned)."""
+
+    days: int
+    users: int
+    plan_days: int | None
+    plan_users: int | None
+    reached: bool
 
 
 @dataclass(frozen=True)
@@ -151,6 +195,14 @@ class DecisionInput(JsonResult):
     interval: tuple[float, float] | None
     within_target: bool | None = None
     detectable: float | None = None
+    # Guardrails (docs/metrics.md#guardrails): the margin (largest relative harm
+    # allowed; None: none), the largest harm the interval still allows (its worse
+    # end, as a relative change in the harmful direction), and the rule's reading:
+    # "passed", "worse", "underpowered" (past the margin, not significantly worse)
+    # or "unchecked" (the comparison could not be made).
+    margin: float | None = None
+    largest_harm: float | None = None
+    guardrail: GuardrailState | None = None
 
 
 @dataclass(frozen=True)
@@ -164,6 +216,8 @@ class Decision(JsonResult):
     target_mde: float
     primaries: tuple[DecisionInput, ...]
     guardrails: tuple[DecisionInput, ...]
+    basis: DecisionBasis = "fixed_plan_reached"
+    progress: PlanProgress | None = None
 
 
 @dataclass(frozen=True)
@@ -233,6 +287,22 @@ class PowerInfo(JsonResult):
     users_per_day: float | None
     more_days_needed: float | None
     feasible: bool = True  # False when more than a year more would be needed
+
+
+@dataclass(frozen=True)
+class GuardrailPower(JsonResult):
+    """Whether a guardrail with a margin can be shown non-inferior: the users its
+    margin needs at the planning α and power (``needed``), against the planned
+    total (``planned``: the recorded plan, else what the primary metrics need for
+    the target MDE; None when neither is known)."""
+
+    metric: str
+    arm: str
+    margin: float
+    needed: PowerResult
+    planned_users: int | None
+    planned_rule: str  # "plan" or "target_mde"
+    enough: bool | None
 
 
 @dataclass(frozen=True)
@@ -307,3 +377,4 @@ class ExperimentReport(JsonResult):
     ope: OpeSection | None = None  # off-policy estimates (docs/metrics.md#off-policy-estimates)
     # lifts predicted by a recorded offline evaluation (docs/metrics.md#recorded-evaluations)
     predicted: PredictedSection | None = None
+    guardrail_power: tuple[GuardrailPower, ...] = ()

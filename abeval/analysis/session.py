@@ -18,11 +18,16 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from abeval.analysis.comparisons import PlainStats, metric_results
+from abeval.analysis.decision import decision_basis, plan_progress
+from abeval.analysis.experiment_config import read_config, with_record
 from abeval.analysis.ope import OpeSection, ope_results
 from abeval.analysis.report_model import (
+    DecisionBasis,
+    GuardrailPower,
     MetricResult,
     OfflineResult,
     OfflineValue,
+    PlanProgress,
     PowerInfo,
     ReportOptions,
 )
@@ -58,6 +63,9 @@ class ExperimentSession:
         try:
             self._conn = stack.enter_context(self.store.connect())
             self.place = stack.enter_context(read_in_place(self._conn, self.experiment))
+            if self.options.flags is not None:  # the saved configuration, under the run's flags
+                config = read_config(self._conn, self.experiment)
+                self.options = with_record(self.options, config, self.options.flags)
         except BaseException:
             stack.close()
             raise
@@ -156,3 +164,26 @@ class ExperimentSession:
 
         seen = self.observed
         return _power(self.plain, seen.daily, self.control, self.treatments, self.options)
+
+    @cached_property
+    def guardrail_power(self) -> tuple[GuardrailPower, ...]:
+        """Whether each guardrail with a margin can be shown non-inferior at the
+        planned size (docs/metrics.md#power-and-mde)."""
+        from abeval.analysis.online import guardrail_powers
+
+        return guardrail_powers(self.plain, self.power, self.treatments, self.options)
+
+    @cached_property
+    def judged(self) -> tuple[list[MetricResult], DecisionBasis, PlanProgress | None]:
+        """What the decision reads (docs/metrics.md#decision): the comparisons (the
+        always-valid ones when no plan is recorded), the basis and the plan's progress."""
+        from abeval.analysis.online import days_observed
+
+        seen, o = self.observed, self.options
+        progress = plan_progress(o, days_observed(seen), seen.health.users_analysed)
+        basis = decision_basis(o, progress)
+        judged = self.comparisons
+        if basis == "sequential_no_plan":
+            sequential = replace(o, sequential=True)
+            judged = metric_results(seen.moments, self.control, self.treatments, sequential)[0]
+        return judged, basis, progress

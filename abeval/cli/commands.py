@@ -3,6 +3,7 @@
 from abeval.cli import (  # noqa: F401
     agreement_commands,
     evaluate_commands,
+    experiment_commands,
     forecast_commands,
     misc_commands,
     report_commands,

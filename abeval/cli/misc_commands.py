@@ -69,7 +69,10 @@ def power(
         float | None, typer.Option("--users-per-day", help="Traffic, all arms: gives days.")
     ] = None,
     arms: Annotated[int, typer.Option(help="Number of arms, control included.")] = 2,
-    alpha: Annotated[float, typer.Option(help="Two-sided significance level.")] = 0.05,
+    alpha: Annotated[
+        float | None,
+        typer.Option(help="Two-sided significance level (default 0.05, or the recorded one)."),
+    ] = None,
     power_: Annotated[float, typer.Option("--power", help="Chance to detect the MDE.")] = 0.8,
     sequential: Annotated[
         bool, typer.Option("--sequential", help="Plan for always-valid sequential testing.")
@@ -89,14 +92,18 @@ def power(
         typer.Option(metavar="METRICS", help="With --experiment: metrics (default the primary)."),
     ] = None,
     cuped_days: Annotated[
-        int, typer.Option("--cuped-days", help="With --experiment: CUPED pre-period in days.")
-    ] = 14,
+        int | None,
+        typer.Option(
+            "--cuped-days", help="With --experiment: CUPED pre-period in days (default 14)."
+        ),
+    ] = None,
     db: DbOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Users needed for a target lift (--mde), or the lift detectable with --users;
     with --experiment, both from that experiment's data."""
-    require_share(alpha, "--alpha")
+    if alpha is not None:
+        require_share(alpha, "--alpha")
     require_share(power_, "--power")
     require_positive(users_per_day, "--users-per-day")
     require_positive(tuning_n, "--tuning-n")
@@ -104,16 +111,27 @@ def power(
     if experiment is not None:
         for given, option in ((baseline, "--baseline"), (sd, "--sd"), (users, "--users")):
             require(given is None, option, "plans from the data with --experiment: leave it out")
-        require(cuped_days >= 0, "--cuped-days", "must be 0 or more")
+        require(cuped_days is None or cuped_days >= 0, "--cuped-days", "must be 0 or more")
         _power_from_data(
             experiment, metric, mde, alpha, power_, sequential, tuning_n, cuped_days, db, as_json
         )
         return
     require(metric is None, "--metric", "needs --experiment")
+    require(cuped_days is None, "--cuped-days", "needs --experiment")
     require(baseline is not None, "--baseline", "give the control value, or --experiment")
     assert baseline is not None
     _power_by_hand(
-        baseline, sd, mde, users, users_per_day, arms, alpha, power_, sequential, tuning_n, as_json
+        baseline,
+        sd,
+        mde,
+        users,
+        users_per_day,
+        arms,
+        0.05 if alpha is None else alpha,
+        power_,
+        sequential,
+        tuning_n,
+        as_json,
     )
 
 
@@ -121,22 +139,24 @@ def _power_from_data(
     experiment: str,
     metric: str | None,
     mde: float | None,
-    alpha: float,
+    alpha: float | None,
     power_: float,
     sequential: bool,
     tuning_n: float,
-    cuped_days: int,
+    cuped_days: int | None,
     db: str | None,
     as_json: bool,
 ) -> None:
     from abeval import api
-    from abeval.analysis.online_metrics import DEFAULT_PRIMARY, METRICS, parse_metrics
+    from abeval.analysis.online_metrics import METRICS, parse_metrics
+    from abeval.report.decision_text import guardrail_power_line
 
-    metrics = parse_metrics(metric, DEFAULT_PRIMARY, "metric")
+    if metric is not None:  # checked before the store is opened
+        parse_metrics(metric, (), "metric")
     with api.open(db, read_only=True) as store:
-        rows = store.power(
+        plan = store.plan(
             experiment,
-            metric=metrics,
+            metric=metric,
             mde=mde,
             alpha=alpha,
             power=power_,
@@ -145,11 +165,19 @@ def _power_from_data(
             cuped_days=cuped_days,
         )
     if as_json:
-        typer.echo(json.dumps([r.to_dict() for r in rows], indent=2, allow_nan=False))
+        typer.echo(json.dumps([r.to_dict() for r in plan.power], indent=2, allow_nan=False))
         return
+    o = plan.options
     design = "sequential" if sequential else "fixed-horizon"
-    typer.echo(f"{experiment}: a {design} test at alpha {alpha:g} and {power_:.0%} power")
-    for r in rows:
+    level = f"alpha {plan.planning_alpha:g}"
+    if plan.planning_rule != "single_test":
+        from abeval.report.text import CORRECTION_NAMES
+
+        name = CORRECTION_NAMES.get(o.correction, o.correction)
+        family = len(plan.power)
+        level += f" ({o.alpha:g} over {family} primary comparisons, {name}'s smallest step)"
+    typer.echo(f"{experiment}: a {design} test at {level} and {power_:.0%} power")
+    for r in plan.power:
         now, need = r.detectable, r.needed_for_target
         label = METRICS[r.metric].label
         typer.echo(f"{label} ({r.arm}): baseline {fmt_number(now.baseline_mean)}")
@@ -162,6 +190,8 @@ def _power_from_data(
         )
         if r.more_days_needed is not None and r.users_per_day:
             typer.echo(f"  {_days_text(r.more_days_needed, r.users_per_day, 'more ')}")
+    for g in plan.guardrails:
+        typer.echo(guardrail_power_line(g))
 
 
 def _power_by_hand(

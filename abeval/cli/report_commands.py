@@ -60,10 +60,13 @@ def report(
         str | None,
         typer.Option(metavar="ARM", help="Control arm (default: recorded, else 'control')."),
     ] = None,
-    alpha: Annotated[float, typer.Option(help="Two-sided significance level.")] = 0.05,
+    alpha: Annotated[
+        float | None, typer.Option(help="Two-sided significance level (default 0.05).")
+    ] = None,
     correction: Annotated[
-        Correction, typer.Option(help="Multiple-testing correction: Holm or Benjamini-Hochberg.")
-    ] = "holm",
+        Correction | None,
+        typer.Option(help="Multiple-testing correction: Holm (default) or Benjamini-Hochberg."),
+    ] = None,
     relative_interval: Annotated[
         RelativeIntervalChoice,
         typer.Option(
@@ -79,8 +82,9 @@ def report(
         float, typer.Option("--tuning-n", help="Sequential: users at which the bound is tightest.")
     ] = 5000.0,
     cuped_days: Annotated[
-        int, typer.Option("--cuped-days", help="CUPED pre-period in days (0 turns CUPED off).")
-    ] = 14,
+        int | None,
+        typer.Option("--cuped-days", help="CUPED pre-period in days (default 14; 0: off)."),
+    ] = None,
     segment: Annotated[
         str | None,
         typer.Option(metavar="ATTRIBUTE", help="Break down by this event attribute (e.g. device)."),
@@ -93,11 +97,24 @@ def report(
     ] = None,
     guardrails: Annotated[
         str | None,
-        typer.Option(metavar="METRICS", help="Guardrail metrics (default impressions_per_user)."),
+        typer.Option(
+            metavar="METRIC[:MARGIN],...",
+            help="Guardrail metrics, each with an optional margin, the relative harm it may "
+            "show at most (e.g. revenue_per_user:2%; default impressions_per_user).",
+        ),
+    ] = None,
+    secondary: Annotated[
+        str | None,
+        typer.Option(metavar="METRICS", help="Secondary metrics (default: every other one)."),
     ] = None,
     target_mde: Annotated[
-        float, typer.Option("--target-mde", help="Relative lift the test should detect.")
-    ] = 0.02,
+        float | None,
+        typer.Option("--target-mde", help="Relative lift the test should detect (default 0.02)."),
+    ] = None,
+    plan_users: Annotated[
+        int | None, typer.Option("--plan-users", help="Planned users in all arms.")
+    ] = None,
+    plan_days: Annotated[int | None, typer.Option("--plan-days", help="Planned days.")] = None,
     k: Annotated[
         str, typer.Option("--k", metavar="K,K...", help="Cutoffs of the replayed offline metrics.")
     ] = "5,10",
@@ -158,8 +175,8 @@ def report(
     from abeval import api
 
     # Checked here too so that a usage error keeps Typer's usage lines.
-    require(0 < alpha < 1, "--alpha", "alpha must be between 0 and 1")
-    require(cuped_days >= 0, "--cuped-days", "must be 0 or more")
+    require(alpha is None or 0 < alpha < 1, "--alpha", "alpha must be between 0 and 1")
+    require(cuped_days is None or cuped_days >= 0, "--cuped-days", "must be 0 or more")
     require_positive(tuning_n, "--tuning-n")
     require_positive(target_mde, "--target-mde")
     failing = _decision_names(fail_on)
@@ -167,6 +184,7 @@ def report(
     end = window_bound(window_to, "--to", end=True)
     require(start is None or end is None or start < end, "--to", "must come after --from")
     require_positive(ope_cap, "--ope-cap")
+    # The recordable options left out take the saved configuration, else the default.
     options = api.report_options(
         control=control,
         alpha=alpha,
@@ -178,6 +196,7 @@ def report(
         segment=segment,
         primary=primary,
         guardrails=guardrails,
+        secondary=secondary,
         target_mde=target_mde,
         k=k,
         offline=offline,
@@ -187,6 +206,8 @@ def report(
         target_propensities=target_propensities,
         ope_cap=ope_cap,
         ope=ope,
+        plan_users=plan_users,
+        plan_days=plan_days,
     )
     with api.open(db, read_only=True) as store:
         result = store.report(experiment, options)

@@ -7,20 +7,57 @@ import json
 import signal
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from abeval.choices import EpochUnit, FileFormat, OnError
+from abeval.choices import Correction, EpochUnit, FileFormat, OnError
 from abeval.cli.app import DbOption, JsonOption, app, command, require
 from abeval.formatting import counted, printable
 
 if TYPE_CHECKING:
+    from abeval.analysis.experiment_config import ExperimentConfig
     from abeval.store.experiments import ExperimentSettings, TargetsRecorded
     from abeval.store.ingest import IngestSummary
 
-experiment_app = typer.Typer(help="Record settings of one experiment.", no_args_is_help=True)
+experiment_app = typer.Typer(
+    help="Record, show and remove the settings of one experiment.", no_args_is_help=True
+)
 app.add_typer(experiment_app, name="experiment")
+
+# The recordable options of `experiment set` (docs/usage.md#saved-configuration).
+PrimaryConfig = Annotated[
+    str | None, typer.Option(metavar="METRICS", help="Primary metrics, comma-separated.")
+]
+SecondaryConfig = Annotated[
+    str | None, typer.Option(metavar="METRICS", help="Secondary metrics (default: all others).")
+]
+GuardrailsConfig = Annotated[
+    str | None,
+    typer.Option(
+        metavar="METRIC[:MARGIN],...",
+        help="Guardrail metrics, each with the relative harm it may show at most "
+        "(e.g. revenue_per_user:2%).",
+    ),
+]
+CapConfig = Annotated[
+    list[str] | None,
+    typer.Option("--cap", metavar="METRIC=QUANTILE", help="Cap per-user values (repeatable)."),
+]
+CupedConfig = Annotated[
+    int | None, typer.Option("--cuped-days", help="CUPED pre-period in days (0: off).")
+]
+MdeConfig = Annotated[
+    float | None, typer.Option("--target-mde", help="Relative lift the test should detect.")
+]
+AlphaConfig = Annotated[float | None, typer.Option(help="Two-sided significance level.")]
+CorrectionConfig = Annotated[
+    Correction | None, typer.Option(help="Multiple-testing correction: holm or bh.")
+]
+PlanUsersConfig = Annotated[
+    int | None, typer.Option("--plan-users", help="Planned users in all arms.")
+]
+PlanDaysConfig = Annotated[int | None, typer.Option("--plan-days", help="Planned days.")]
 
 
 def _progress(enabled: bool) -> object:
@@ -265,19 +302,35 @@ def experiment_set(
             "off-policy estimates of report and agreement.",
         ),
     ] = None,
+    primary: PrimaryConfig = None,
+    secondary: SecondaryConfig = None,
+    guardrails: GuardrailsConfig = None,
+    cap: CapConfig = None,
+    cuped_days: CupedConfig = None,
+    target_mde: MdeConfig = None,
+    alpha: AlphaConfig = None,
+    correction: CorrectionConfig = None,
+    plan_users: PlanUsersConfig = None,
+    plan_days: PlanDaysConfig = None,
     db: DbOption = None,
 ) -> None:
-    """Record an experiment's control arm, expected traffic split, analysis window and
-    target probabilities."""
+    """Record an experiment's control arm, expected traffic split, analysis window,
+    target probabilities and configuration (metrics, guardrail margins, caps, CUPED,
+    target MDE, alpha, correction, planned horizon); `report` and `power` use them
+    unless a flag says otherwise."""
+    from abeval.analysis.experiment_config import record
     from abeval.cli.report_commands import window_bound
     from abeval.errors import NotFoundError
     from abeval.store import open_store
-    from abeval.store.experiments import set_experiment
     from abeval.store.sources import refuse_settings
 
+    config = config_flags(locals())
     given = (control, split, window_from, window_to, target_propensities)
-    if all(x is None for x in given):
-        raise typer.BadParameter("give --control, --split, --from, --to or --target-propensities")
+    if all(x is None for x in given) and not config.recorded():
+        raise typer.BadParameter(
+            "give --control, --split, --from, --to, --target-propensities or an option to "
+            "record (see --help)"
+        )
     start = window_bound(window_from, "--from", end=False)
     end = window_bound(window_to, "--to", end=True)
     require(start is None or end is None or start < end, "--to", "must come after --from")
@@ -288,18 +341,46 @@ def experiment_set(
         targets = target_file(target_propensities)
     with open_store(db, create=False) as store:
         try:
-            s, recorded = set_experiment(store, experiment, control, split, start, end, targets)
+            s, _, recorded = record(
+                store, experiment, (control, split, start, end), config, targets=targets
+            )
         except NotFoundError:
             refuse_settings(store, experiment)  # a source's experiment: say so
             raise
-    if any(x is not None for x in given[:4]):
-        typer.echo(_settings_line(experiment, s), err=True)
+    if any(x is not None for x in given[:4]) or config.recorded():
+        typer.echo(settings_line(experiment, s), err=True)
+    for line in config_lines(config):
+        typer.echo(f"  recorded {line}", err=True)
     if recorded is not None:
         typer.echo(printable(_targets_line(experiment, recorded)), err=True)
 
 
-def _settings_line(experiment: str, s: ExperimentSettings) -> str:
-    """The settings now recorded: control, split, window."""
+def config_flags(values: dict[str, Any]) -> ExperimentConfig:
+    """The recordable options a command was given (its ``locals()``: the parameters
+    of :data:`CONFIG_PARAMETERS`), parsed and checked."""
+    from abeval.analysis.experiment_config import parse_config
+
+    given = {name: values[name] for name in CONFIG_PARAMETERS}
+    return parse_config(caps=given.pop("cap") or [], **given)
+
+
+#: The parameter names of the recordable options shared by `experiment set` and `report`.
+CONFIG_PARAMETERS = (
+    "primary",
+    "secondary",
+    "guardrails",
+    "cap",
+    "cuped_days",
+    "target_mde",
+    "alpha",
+    "correction",
+    "plan_users",
+    "plan_days",
+)
+
+
+def settings_line(experiment: str, s: ExperimentSettings) -> str:
+    """``home: control control; split equal; window ...``: the recorded settings."""
     shares = ", ".join(f"{k}={v:.0%}" for k, v in (s.split or {}).items()) or "equal"
     if s.control_arm:
         chosen = s.control_arm
@@ -313,6 +394,17 @@ def _settings_line(experiment: str, s: ExperimentSettings) -> str:
         last = s.window_to.isoformat(sep=" ") if s.window_to else "the last event"
         line += f"; window {first} to {last} (excluded)"
     return line
+
+
+def config_lines(config: ExperimentConfig) -> list[str]:
+    """One ``name: value`` line per recorded option of ``config``."""
+    from abeval.analysis.experiment_config import OPTIONS, describe
+
+    return [
+        f"{OPTIONS[name].lstrip('-')}: {describe(name, config)}"
+        for name in OPTIONS
+        if getattr(config, name) is not None
+    ]
 
 
 def _targets_line(experiment: str, done: TargetsRecorded) -> str:

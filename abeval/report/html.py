@@ -23,6 +23,12 @@ from pathlib import Path
 
 from abeval.analysis.report_model import ExperimentReport
 from abeval.formatting import count, parse_time, share, when
+from abeval.report.decision_text import (
+    basis_sentence,
+    guardrail_power_line,
+    guardrail_sentence,
+    sources_line,
+)
 from abeval.report.html_context import DecisionCard, ReportContext, VerdictLine
 from abeval.report.html_sections import (
     daily_users_chart,
@@ -36,6 +42,7 @@ from abeval.report.html_sections import (
     segment_table,
     statistics_table,
 )
+from abeval.report.method_text import cuped_text
 from abeval.report.ope_context import ope_context
 from abeval.report.predicted_context import predicted_context
 from abeval.report.templates import environment
@@ -111,8 +118,7 @@ def _method(report: ExperimentReport) -> str:
         main = f"Sequential: always-valid confidence sequences{tuned}"
     else:
         main = "Fixed horizon: Welch t-test, delta method for ratios"
-    cuped = f"CUPED on a {s.cuped_days}-day pre-period" if s.cuped_days else "CUPED off"
-    return f"{main} · {cuped} · Bayesian view: chance to beat control"
+    return f"{main} · {cuped_text(report)} · Bayesian view: chance to beat control"
 
 
 def _settings(report: ExperimentReport) -> tuple[tuple[str, str], ...]:
@@ -170,8 +176,16 @@ def build_context(report: ExperimentReport) -> ReportContext:
         last_day=last_day,
         days=days,
         decisions=tuple(
-            DecisionCard(d, _VERDICT_TONES.get(d.decision, "neutral")) for d in report.decisions
+            DecisionCard(
+                d,
+                _VERDICT_TONES.get(d.decision, "neutral"),
+                basis_sentence(d, report.experiment),
+                tuple(guardrail_sentence(g) for g in d.guardrails),
+            )
+            for d in report.decisions
         ),
+        guardrail_power=tuple(guardrail_power_line(g) for g in report.guardrail_power),
+        sources=sources_line(report.settings),
         control_rule=CONTROL_RULES.get(report.settings.control_rule, report.settings.control_rule),
         method=_method(report),
         alerts=tuple(report.health.problems),

@@ -51,6 +51,8 @@ class DecisionCard:
 
     decision: Decision
     tone: str
+    basis: str = ""  # what the decision read (abeval.report.decision_text)
+    guardrails: tuple[str, ...] = ()  # each guardrail's reading
 
 
 @dataclass(frozen=True)
@@ -85,6 +87,7 @@ class MetricRow:
     description: str
     lower_is_better: bool
     bar: IntervalBar
+    absolute: str = ""  # the absolute lift (treatment − control, CUPED-adjusted where used)
 
 
 @dataclass(frozen=True)
@@ -205,6 +208,9 @@ class ReportContext:
       (cumulative lift by day); ``users_chart``: new users per day per arm
       (:class:`UsersChart`, None without daily points).
     - ``power``: one :class:`PowerLine` per primary metric and arm.
+    - ``guardrail_power``: one sentence per guardrail with a margin and arm: can it
+      be shown non-inferior at the planned size.
+    - ``sources``: where each setting came from (record, flag or default), one line.
     - ``offline``: an :class:`OfflineTable`, None when the report has no offline
       results (the page then shows ``report.offline_status``).
     - ``segments``: a :class:`SegmentTable`, None without a segment breakdown.
@@ -250,3 +256,7 @@ class ReportContext:
     ope: OpeContext | None = None  # reports/_ope.html.j2 (abeval.report.ope_context)
     # reports/_predicted.html.j2 (abeval.report.predicted_context)
     predicted: PredictedContext | None = None
+    # Guardrails' non-inferiority plan and where each setting came from
+    # (abeval.report.decision_text).
+    guardrail_power: tuple[str, ...] = ()
+    sources: str = ""

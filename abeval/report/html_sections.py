@@ -23,6 +23,7 @@ from abeval.formatting import (
     parse_time,
     pvalue,
     share,
+    signed,
     unbounded_notes,
     when,
 )
@@ -273,6 +274,7 @@ def _metric_table(role: Role, results: list[MetricResult]) -> MetricTable:
                 description=description,
                 lower_is_better=lower_is_better,
                 bar=bar,
+                absolute=signed(m.comparison.absolute.effect),
             )
         )
     anchor, title, note = _ROLE_TITLES[role]

@@ -19,9 +19,17 @@ from abeval.formatting import (
     printable,
     pvalue,
     share,
+    signed,
     terminal_number,
     unbounded_notes,
 )
+from abeval.report.decision_text import (
+    basis_sentence,
+    guardrail_power_line,
+    guardrail_sentence,
+    sources_line,
+)
+from abeval.report.method_text import cuped_text
 from abeval.report.offline_view import BeyondRow, offline_view, significant
 from abeval.report.ope_text import ope_lines
 from abeval.report.predicted_text import predicted_lines
@@ -59,10 +67,11 @@ def _metric_row(m: MetricResult) -> str:
     chance = m.bayesian.relative.chance_to_win
     cuped = " cuped" if m.comparison.cuped else ""
     status = "" if m.status == "ok" else f"  ({m.status}: {m.message})"
+    absolute = signed(m.comparison.absolute.effect)
     return (
         f"{mark} {m.label:<22} {m.arm:<12} "
         f"{terminal_number(m.control.value):>10} {terminal_number(m.treatment.value):>10} "
-        f"{lift_cells(rel)} {share(chance, 2):>7}{cuped}{status}"
+        f"{absolute:>10} {lift_cells(rel)} {share(chance, 2):>7}{cuped}{status}"
     )
 
 
@@ -74,10 +83,13 @@ CONTROL_RULES = {
 
 
 def _decisions(r: ExperimentReport) -> list[str]:
-    """The first lines: one overall decision per treatment arm."""
-    lines = [
-        f"DECISION {d.arm}: {d.decision.replace('_', ' ').upper()}: {d.reason}" for d in r.decisions
-    ]
+    """The first lines: one overall decision per treatment arm, what it read, and
+    each guardrail's reading."""
+    lines = []
+    for d in r.decisions:
+        lines.append(f"DECISION {d.arm}: {d.decision.replace('_', ' ').upper()}: {d.reason}")
+        lines.append(f"  {basis_sentence(d, r.experiment)}")
+        lines += [f"  guardrail {guardrail_sentence(g)}" for g in d.guardrails]
     return [*lines, ""] if lines else []
 
 
@@ -88,7 +100,7 @@ def _header(r: ExperimentReport) -> list[str]:
         f"abeval {r.abeval_version} · experiment {r.experiment} · {r.health.first_ts} .. "
         f"{r.health.last_ts}",
         f"control {s.control} ({rule}); unit {s.unit}; alpha {s.alpha}; "
-        f"{s.correction} correction; method {s.method}; CUPED {s.cuped_days} days"
+        f"{s.correction} correction; method {s.method}; {cuped_text(r)}"
         + (f"; tuning n {s.tuning_n:,.0f}" if s.tuning_n else ""),
         "arms: " + ", ".join(f"{a.arm} {a.users:,} users" for a in r.arms),
     ]
@@ -99,6 +111,9 @@ def _header(r: ExperimentReport) -> list[str]:
             "outside it not analysed"
         )
     lines += [cap_line(c) for c in r.caps]
+    sources = sources_line(s)
+    if sources:
+        lines.append(sources)
     return [*lines, ""]
 
 
@@ -139,7 +154,8 @@ def _verdicts(r: ExperimentReport) -> list[str]:
 
 def _metric_tables(r: ExperimentReport) -> list[str]:
     header = (
-        f"  {'metric':<22} {'arm':<12} {'control':>10} {'treatment':>10} {LIFT_HEADER} "
+        f"  {'metric':<22} {'arm':<12} {'control':>10} {'treatment':>10} {'abs lift':>10} "
+        f"{LIFT_HEADER} "
         f"{'P(win)':>7}"
     )
     lines: list[str] = []
@@ -151,7 +167,10 @@ def _metric_tables(r: ExperimentReport) -> list[str]:
         rows = [m for m in r.metrics if m.role == role]
         if rows:
             lines += ["", title, header] + [_metric_row(m) for m in rows]
-    lines.append("  * significant after correction; intervals are relative lifts, corrected")
+    lines.append(
+        "  * significant after correction; abs lift = treatment − control (CUPED-adjusted "
+        "where used); intervals are relative lifts, corrected"
+    )
     return lines + _unbounded(m.comparison.relative for m in r.metrics)
 
 
@@ -198,10 +217,20 @@ def _beyond(arms: tuple[str, ...], rows: Iterable[BeyondRow]) -> list[str]:
     return lines
 
 
+CORRECTION_NAMES = {"holm": "Holm", "bh": "Benjamini-Hochberg"}
+
+
 def _power(r: ExperimentReport) -> list[str]:
     if not r.power:
         return []
+    s = r.settings
     lines = ["", "Power"]
+    if s.planning_alpha is not None and s.planning_rule != "single_test":
+        lines.append(
+            f"  planned at alpha {s.planning_alpha:.3g}: {s.alpha:g} over the "
+            f"{len(r.power)} primary comparisons, the smallest step of the "
+            f"{CORRECTION_NAMES.get(s.correction, s.correction)} correction the decision uses"
+        )
     for p in r.power:
         days = (
             f"; about {p.more_days_needed:.1f} more days at the current traffic"
@@ -221,6 +250,7 @@ def _power(r: ExperimentReport) -> list[str]:
                 else f"an unknown number of users ({NA})"
             )
         )
+    lines += [f"  {guardrail_power_line(g)}" for g in r.guardrail_power]
     return lines
 
 

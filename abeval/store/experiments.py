@@ -308,40 +308,94 @@ def set_experiment(
 ) -> tuple[ExperimentSettings, TargetsRecorded | None]:
     """:func:`set_settings`, and the target's probabilities when ``targets`` is
     given (checked, replacing those recorded before); one transaction."""
+    with store.begin() as conn:
+        return change_experiment(conn, experiment, control, split, window_from, window_to, targets)
+
+
+def change_experiment(
+    conn: Connection,
+    experiment: str,
+    control: str | None,
+    split: str | None,
+    window_from: datetime | None = None,
+    window_to: datetime | None = None,
+    targets: TargetFile | None = None,
+) -> tuple[ExperimentSettings, TargetsRecorded | None]:
+    """:func:`set_experiment` inside the caller's transaction ``conn``."""
     from sqlalchemy import text
 
-    with store.begin() as conn:
-        current = get_settings(conn, experiment)
-        if control is not None and control not in current.arms:
-            raise NotFoundError(unknown_arm_message(experiment, control, current.arms))
-        parsed = parse_split(split, current.arms) if split is not None else None
-        start = window_from or current.window_from
-        end = window_to or current.window_to
-        if start is not None and end is not None and start >= end:
-            raise AbevalError(
-                f"the analysis window of {experiment!r} would be empty: from "
-                f"{start.isoformat()} to {end.isoformat()}; --from must come before --to"
-            )
-        conn.execute(
-            text(
-                "UPDATE experiments SET control_arm = COALESCE(:c, control_arm), "
-                "split = COALESCE(:s, split), window_from = COALESCE(:f, window_from), "
-                "window_to = COALESCE(:t, window_to) WHERE experiment = :e"
-            ),
-            {
-                "c": control,
-                "s": json.dumps(parsed) if parsed else None,
-                "f": window_from,
-                "t": window_to,
-                "e": experiment,
-            },
+    current = get_settings(conn, experiment)
+    if control is not None and control not in current.arms:
+        raise NotFoundError(unknown_arm_message(experiment, control, current.arms))
+    parsed = parse_split(split, current.arms) if split is not None else None
+    start = window_from or current.window_from
+    end = window_to or current.window_to
+    if start is not None and end is not None and start >= end:
+        raise AbevalError(
+            f"the analysis window of {experiment!r} would be empty: from "
+            f"{start.isoformat()} to {end.isoformat()}; --from must come before --to"
         )
-        done = None
-        if targets is not None:
-            from abeval.store.ope_target import record_rows
+    conn.execute(
+        text(
+            "UPDATE experiments SET control_arm = COALESCE(:c, control_arm), "
+            "split = COALESCE(:s, split), window_from = COALESCE(:f, window_from), "
+            "window_to = COALESCE(:t, window_to) WHERE experiment = :e"
+        ),
+        {
+            "c": control,
+            "s": json.dumps(parsed) if parsed else None,
+            "f": window_from,
+            "t": window_to,
+            "e": experiment,
+        },
+    )
+    done = None
+    if targets is not None:
+        from abeval.store.ope_target import record_rows
 
-            found, recorded = record_rows(
-                conn, experiment, current.arms, targets.rows, targets.path, targets.checksum
-            )
-            done = TargetsRecorded(found, recorded)
-        return get_settings(conn, experiment), done
+        found, recorded = record_rows(
+            conn, experiment, current.arms, targets.rows, targets.path, targets.checksum
+        )
+        done = TargetsRecorded(found, recorded)
+    return get_settings(conn, experiment), done
+
+
+#: The columns ``experiment unset`` clears, by the option that names them.
+CLEARED_COLUMNS = {
+    "control": ("control_arm",),
+    "split": ("split",),
+    "window": ("window_from", "window_to"),
+}
+
+
+def clear_settings(conn: Connection, experiment: str, names: list[str]) -> None:
+    """Forget the recorded ``names`` (keys of :data:`CLEARED_COLUMNS`) of ``experiment``."""
+    from sqlalchemy import text
+
+    columns = [c for n in names for c in CLEARED_COLUMNS[n]]
+    if columns:
+        assignments = ", ".join(f"{c} = NULL" for c in columns)
+        conn.execute(
+            text(f"UPDATE experiments SET {assignments} WHERE experiment = :e"), {"e": experiment}
+        )
+
+
+def get_config(conn: Connection, experiment: str) -> dict[str, Any]:
+    """The experiment's saved configuration (``config``, a JSON object; empty when
+    nothing is recorded or the experiment is not in ``experiments``)."""
+    from sqlalchemy import text
+
+    row = conn.execute(
+        text("SELECT config FROM experiments WHERE experiment = :e"), {"e": experiment}
+    ).fetchone()
+    return dict(json.loads(row[0])) if row is not None and row[0] else {}
+
+
+def put_config(conn: Connection, experiment: str, config: dict[str, Any]) -> None:
+    """Replace the experiment's saved configuration (NULL when ``config`` is empty)."""
+    from sqlalchemy import text
+
+    conn.execute(
+        text("UPDATE experiments SET config = :c WHERE experiment = :e"),
+        {"c": json.dumps(config, sort_keys=False) if config else None, "e": experiment},
+    )

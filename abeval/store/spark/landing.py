@@ -62,7 +62,7 @@ _EXPERIMENTS_SQL = (
     "COALESCE(f.arms, o.arms) AS arms, COALESCE(f.first_ts, o.first_ts) AS first_ts, "
     "COALESCE(f.last_ts, o.last_ts) AS last_ts, o.control_arm, o.split, "
     "CASE WHEN f.experiment IS NULL THEN o.updated_at ELSE :now END AS updated_at, "
-    "o.window_from, o.window_to "
+    "o.window_from, o.window_to, o.config "
     "FROM fresh f FULL OUTER JOIN experiments o ON o.experiment = f.experiment"
 )
 

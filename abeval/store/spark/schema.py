@@ -2,9 +2,10 @@
 
 ``migrations/`` is the schema on DuckDB and PostgreSQL; no migration runs on
 Spark, so this module mirrors the tables a Spark store keeps (``events``,
-``ingests``, ``experiments``: the columns of ``0001_initial.sql`` and
-``0002_analysis_window.sql``) in Spark SQL, and a test checks that the columns
-and types match a migrated DuckDB store (docs/design/spark.md#9-ingest-into-spark).
+``ingests``, ``experiments``: the columns of ``0001_initial.sql``,
+``0002_analysis_window.sql`` and ``0008_experiment_config.sql``) in Spark SQL,
+and a test checks that the columns and types match a migrated DuckDB store
+(docs/design/spark.md#9-ingest-into-spark).
 
 - Parquet tables, created with an explicit ``LOCATION`` (external: dropping one
   never deletes data), under ``ABEVAL_SPARK_WAREHOUSE`` when it is set, else the
@@ -76,6 +77,7 @@ COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
         ("updated_at", "TIMESTAMP_NTZ"),
         ("window_from", "TIMESTAMP_NTZ"),
         ("window_to", "TIMESTAMP_NTZ"),
+        ("config", "STRING"),
     ),
 }
 #: The tables partitioned by ingest (one partition per ingest).

@@ -1,0 +1,109 @@
+"""``abeval experiment show`` and ``abeval experiment unset``: what is recorded for
+one experiment, and forgetting part of it (``experiment set`` records it)."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Literal
+
+import typer
+
+from abeval.cli.app import DbOption, command
+from abeval.cli.store_commands import config_lines, experiment_app, settings_line
+
+
+@command(experiment_app, "show")
+def experiment_show(
+    experiment: Annotated[str, typer.Argument(metavar="EXPERIMENT", help="Experiment key.")],
+    fmt: Annotated[
+        Literal["text", "json"], typer.Option("--format", "-f", help="text (default) or json.")
+    ] = "text",
+    db: DbOption = None,
+) -> None:
+    """Print what is recorded for an experiment: control, split, window and configuration."""
+    from abeval.analysis.experiment_config import OPTIONS, show
+    from abeval.errors import NotFoundError
+    from abeval.store import open_store
+    from abeval.store.sources import refuse_settings
+
+    with open_store(db, read_only=True) as store:
+        try:
+            s, config = show(store, experiment)
+        except NotFoundError:
+            refuse_settings(store, experiment)
+            raise
+    if fmt == "json":
+        document = {
+            "experiment": experiment,
+            "arms": s.arms,
+            "control": s.control_arm,
+            "split": s.split,
+            "window_from": s.window_from.isoformat() if s.window_from else None,
+            "window_to": s.window_to.isoformat() if s.window_to else None,
+            "config": config.recorded(),
+        }
+        typer.echo(json.dumps(document, indent=2))
+        return
+    typer.echo(settings_line(experiment, s))
+    for line in config_lines(config):
+        typer.echo(f"  {line}")
+    missing = [flag for name, flag in OPTIONS.items() if getattr(config, name) is None]
+    if missing:
+        typer.echo(f"  not recorded (the defaults apply): {', '.join(missing)}")
+
+
+@command(experiment_app, "unset")
+def experiment_unset(
+    experiment: Annotated[str, typer.Argument(metavar="EXPERIMENT", help="Experiment key.")],
+    control: Annotated[bool, typer.Option("--control", help="The recorded control arm.")] = False,
+    split: Annotated[bool, typer.Option("--split", help="The expected split.")] = False,
+    window: Annotated[bool, typer.Option("--window", help="The analysis window.")] = False,
+    primary: Annotated[bool, typer.Option("--primary")] = False,
+    secondary: Annotated[bool, typer.Option("--secondary")] = False,
+    guardrails: Annotated[bool, typer.Option("--guardrails")] = False,
+    caps: Annotated[bool, typer.Option("--cap")] = False,
+    cuped_days: Annotated[bool, typer.Option("--cuped-days")] = False,
+    target_mde: Annotated[bool, typer.Option("--target-mde")] = False,
+    alpha: Annotated[bool, typer.Option("--alpha")] = False,
+    correction: Annotated[bool, typer.Option("--correction")] = False,
+    plan_users: Annotated[bool, typer.Option("--plan-users")] = False,
+    plan_days: Annotated[bool, typer.Option("--plan-days")] = False,
+    db: DbOption = None,
+) -> None:
+    """Forget recorded settings of an experiment (each flag names one); the defaults apply again."""
+    from abeval.analysis.experiment_config import OPTIONS, ExperimentConfig, record
+    from abeval.errors import NotFoundError
+    from abeval.store import open_store
+    from abeval.store.sources import refuse_settings
+
+    chosen = {
+        "control": control,
+        "split": split,
+        "window": window,
+        "primary": primary,
+        "secondary": secondary,
+        "guardrails": guardrails,
+        "caps": caps,
+        "cuped_days": cuped_days,
+        "target_mde": target_mde,
+        "alpha": alpha,
+        "correction": correction,
+        "plan_users": plan_users,
+        "plan_days": plan_days,
+    }
+    removed = [name for name, on in chosen.items() if on]
+    if not removed:
+        raise typer.BadParameter("name at least one setting to remove, such as --guardrails")
+    with open_store(db, create=False) as store:
+        try:
+            s, config, _ = record(
+                store, experiment, (None, None, None, None), ExperimentConfig(), removed
+            )
+        except NotFoundError:
+            refuse_settings(store, experiment)
+            raise
+    flags = {"control": "--control", "split": "--split", "window": "--window"} | OPTIONS
+    typer.echo(f"{experiment}: removed {', '.join(flags[n] for n in removed)}", err=True)
+    typer.echo(settings_line(experiment, s), err=True)
+    for line in config_lines(config):
+        typer.echo(f"  recorded {line}", err=True)
