@@ -16,7 +16,6 @@ from abeval.cli import app
 from abeval.resources import data_dir
 from abeval.store import open_store
 from abeval.store.experiments import get_settings
-from abeval.store.ingest import ingest_file
 from abeval.store.migrate import apply
 from abeval.store.population import parse_bound
 
@@ -210,11 +209,21 @@ def test_migration_adds_the_window_to_an_older_store(tmp_path: Path) -> None:
     step1 = tmp_path / "step1"
     step1.mkdir()
     shutil.copy(data_dir("migrations") / "0001_initial.sql", step1)
-    (tmp_path / "w.csv").write_text("\n".join([HEADER, *ROWS]) + "\n")
     path = str(tmp_path / "old.duckdb")
+    # Rows as step 1's ingest wrote them (today's ingest needs the later steps' columns).
     with open_store(path, migrate=False) as store:
         apply(store, step1)
-        ingest_file(store, tmp_path / "w.csv")
+        with store.begin() as conn:
+            for arm, user in (("control", "u1"), ("treatment", "u2")):
+                conn.exec_driver_sql(
+                    "INSERT INTO events (experiment, arm, user_id, ts, event_type, ingest_id) "
+                    "VALUES ('w', ?, ?, TIMESTAMP '2025-03-03 00:00:00', 'exposure', 1)",
+                    (arm, user),
+                )
+            conn.exec_driver_sql(
+                "INSERT INTO experiments (experiment, arms, updated_at) "
+                "VALUES ('w', 'control,treatment', TIMESTAMP '2025-03-03 00:00:00')"
+            )
     # Opening it applies 0002 and keeps the data.
     with open_store(path) as store, store.connect() as conn:
         s = get_settings(conn, "w")
