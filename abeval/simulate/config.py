@@ -14,8 +14,10 @@ import numpy as np
 
 from abeval.store.events_format import KNOWN
 
-# The event format is defined once, with the ingest that checks it.
-EVENT_COLUMNS: tuple[str, ...] = KNOWN
+# The event format is defined once, with the ingest that checks it; this
+# simulator writes all of it but the step probabilities (abeval.simulate.ranked
+# writes those).
+EVENT_COLUMNS: tuple[str, ...] = tuple(c for c in KNOWN if c != "propensity_given_above")
 DEFAULT_CTR_LIFT = 0.05
 DEFAULT_CONVERSION_LIFT = 0.03
 
@@ -181,7 +183,7 @@ def _validate(c: SimulationConfig) -> None:
     need(0 <= c.irrelevant_attractiveness <= 1, "irrelevant_attractiveness must be in [0, 1]")
     need(c.control_relevance_weight > 0, "control_relevance_weight must be > 0")
     need(c.user_propensity_concentration > 0, "user_propensity_concentration must be > 0")
-    reserved = set(EVENT_COLUMNS)
+    reserved = set(KNOWN)
     for column, values in c.segments.items():
         need(column not in reserved and column == column.lower(), f"bad segment column {column!r}")
         need(len(values) >= 1 and all(s > 0 for s in values.values()), f"bad shares for {column}")
