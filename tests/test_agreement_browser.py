@@ -93,7 +93,10 @@ def test_board_in_headless_chromium(board_page: Path, tmp_path: Path) -> None:
             assert s["points"] >= 3
             # Every point has both crosshairs, each of a visible length.
             assert len(s["crossX"]) == len(s["crossY"]) == s["points"], s
-            assert min(s["crossX"] + s["crossY"]) > 1, s
+            # exp-b's treatment logs with the control's policy, so its off-policy
+            # interval is about 1e-7 wide: that one crosshair has no visible length.
+            visible = [c for c in s["crossX"] + s["crossY"] if c > 1]
+            assert len(visible) >= 2 * s["points"] - (s["source"] == "ope"), s
             share, colours = ink(page.screenshot(s["x"], s["y"], s["w"], s["h"]))
             assert share > 0.02, (s, share)
             assert any(_is_blue(c) for c in colours), s  # the points
