@@ -71,7 +71,7 @@ def _handle(signum: int, _frame: object) -> None:
     if _native_import_running():
         import threading
 
-        timer = threading.Timer(_RETRY_SECONDS, os.kill, (os.getpid(), signum))
+        timer = threading.Timer(_RETRY_SECONDS, _send_again, (signum,))
         timer.daemon = True
         timer.start()
         return
@@ -85,6 +85,14 @@ def _handle(signum: int, _frame: object) -> None:
         _held.append(signum)
         return
     raise _exception(signum)
+
+
+def _send_again(signum: int) -> None:
+    """The retry of a signal that came during a native import; none once the
+    command has ended (the interpreter may have put back the default handlers,
+    and the signal would kill the process after it said what it did)."""
+    if _state["phase"] != "done":
+        os.kill(os.getpid(), signum)
 
 
 def _exception(signum: int) -> KeyboardInterrupt:
