@@ -22,8 +22,8 @@ from abeval.store.ingest.notes import Normalised, notes_for
 from abeval.store.ingest.record import with_notes
 from abeval.store.ingest.repeats import find_conflicts, first_copies, may_repeat
 from abeval.store.ingest.source import column_notes
-from abeval.store.ingest.staging import EVENT_COLUMNS
 from abeval.store.ingest.summary import IngestSummary
+from abeval.store.spark.schema import data_columns
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
@@ -32,6 +32,8 @@ if TYPE_CHECKING:
     from abeval.store.spark.landing import Landing
     from abeval.store.spark.store import SparkStore
 
+#: The uploaded columns, in the order of the Spark table (and of the upload's schema).
+_COLUMNS = ", ".join(data_columns("events"))
 #: Rows DuckDB hands over per Arrow record batch.
 BATCH_ROWS = 100_000
 
@@ -50,7 +52,8 @@ def load_spark(store: SparkStore, job: Job, on_error: OnError) -> IngestSummary:
         )
     with staged.checked(store, None, job, on_error) as check:
         duck, src, counts = check.duck, check.src, check.counts
-        good = f"SELECT {', '.join(EVENT_COLUMNS)} FROM abeval_stage s WHERE NOT bad"
+        # in the Spark table's column order, which the upload's schema follows
+        good = f"SELECT {_COLUMNS} FROM abeval_stage s WHERE NOT bad"
         names = [
             r[0] for r in duck.execute(f"SELECT DISTINCT experiment FROM ({good}) s").fetchall()
         ]
@@ -93,7 +96,7 @@ def _land(
         return landing.keep_new(file)
     fresh = good
     if may_repeat(duck, f"({good}) s"):
-        fresh = first_copies(", ".join(EVENT_COLUMNS))
+        fresh = first_copies(_COLUMNS)
     first = int(duck.execute(f"SELECT count(*) FROM ({fresh}) s").fetchall()[0][0])
     _upload(landing, duck, fresh, landing.layout.partition("events", landing.ingest_id))
     return 0, n_good - first

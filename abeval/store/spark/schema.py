@@ -3,8 +3,8 @@
 ``migrations/`` is the schema on DuckDB and PostgreSQL; no migration runs on
 Spark, so this module mirrors the tables a Spark store keeps (``events``,
 ``ingests``, ``experiments``: the columns of ``0001_initial.sql``,
-``0002_analysis_window.sql`` and ``0008_experiment_config.sql``) in Spark SQL,
-and a test checks that the columns and types match a migrated DuckDB store
+``0002_analysis_window.sql``, ``0005`` and ``0008_experiment_config.sql``) in Spark
+SQL, and a test checks that the columns and types match a migrated DuckDB store
 (docs/design/spark.md#9-ingest-into-spark).
 
 - Parquet tables, created with an explicit ``LOCATION`` (external: dropping one
@@ -62,9 +62,10 @@ COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
         ("value", "DOUBLE"),
         ("event_id", "STRING"),
         ("propensity", "DOUBLE"),
-        ("propensity_given_above", "DOUBLE"),
         ("attributes", "STRING"),
         ("row_key", "STRING"),
+        # after the columns of 0001, as migration 0005 and ADD COLUMNS append it
+        ("propensity_given_above", "DOUBLE"),
         ("ingest_id", "BIGINT"),
     ),
     "experiments": (
