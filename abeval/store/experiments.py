@@ -293,23 +293,12 @@ def set_settings(
     targets: TargetFile | None = None,
 ) -> ExperimentSettings:
     """Record the control arm, the expected split, the analysis window's bounds and
-    the target's probabilities (each only when given); the whole change or nothing."""
-    return set_experiment(store, experiment, control, split, window_from, window_to, targets)[0]
-
-
-def set_experiment(
-    store: Store,
-    experiment: str,
-    control: str | None,
-    split: str | None,
-    window_from: datetime | None,
-    window_to: datetime | None,
-    targets: TargetFile | None,
-) -> tuple[ExperimentSettings, TargetsRecorded | None]:
-    """:func:`set_settings`, and the target's probabilities when ``targets`` is
-    given (checked, replacing those recorded before); one transaction."""
+    the target's probabilities (each only when given; the probabilities checked and
+    replacing those recorded before); the whole change or nothing."""
     with store.begin() as conn:
-        return change_experiment(conn, experiment, control, split, window_from, window_to, targets)
+        return change_experiment(conn, experiment, control, split, window_from, window_to, targets)[
+            0
+        ]
 
 
 def change_experiment(
@@ -321,7 +310,8 @@ def change_experiment(
     window_to: datetime | None = None,
     targets: TargetFile | None = None,
 ) -> tuple[ExperimentSettings, TargetsRecorded | None]:
-    """:func:`set_experiment` inside the caller's transaction ``conn``."""
+    """:func:`set_settings` inside the caller's transaction ``conn``, with what
+    recording the target's probabilities did."""
     from sqlalchemy import text
 
     current = get_settings(conn, experiment)
