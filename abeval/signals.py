@@ -4,14 +4,18 @@
 What a signal does depends on where the command is:
 
 - **starting** (the CLI is still importing and parsing): the process exits at once
-  with ``Interrupted: stopped before the command started`` and 128 + the signal;
+  (``os._exit``: nothing is open yet) with ``Interrupted: stopped before the
+  command started`` and 128 + the signal;
 - **running**: :class:`KeyboardInterrupt` (:class:`~abeval.errors.Terminated` for
   SIGTERM) is raised, so the open transaction rolls back and the CLI says so;
 - **held** (inside :func:`held`: a commit and the closing of a connection) and
   **committed** (from a commit until the command starts its next write, so that
   it can report what it wrote): the signal is kept, and raised at the next
   :func:`checkpoint` (the start of another write) or reported when the command ends;
-- **done** (the command has returned): nothing more can be stopped; it is ignored.
+- **done** (the command has returned): nothing more can be stopped; it is ignored,
+  and :func:`exit_after` ends a process that received a signal without the
+  interpreter's shutdown (which puts back the default handlers, and re-raises
+  an interrupt it thinks unhandled as the signal itself).
 
 A signal that comes while a library with native code (DuckDB, pyarrow, numpy ...)
 initialises is sent again a moment later: an exception raised inside such an
@@ -76,9 +80,12 @@ def _handle(signum: int, _frame: object) -> None:
         timer.start()
         return
     if phase == "starting":
+        # Nothing is open yet, so nothing needs unwinding; an exception would not
+        # do: raised inside a finaliser or an import lock's callback, Python prints
+        # it as "ignored" and the command runs on.
         sys.stderr.write("Interrupted: stopped before the command started\n")
         sys.stderr.flush()
-        raise SystemExit(128 + signum)
+        os._exit(128 + signum)
     note_signal(signum)
     _seen.append(signum)
     if _state["depth"] or _state["committed"]:
@@ -148,3 +155,16 @@ def finished() -> int | None:
 def seen() -> int | None:
     """The first signal this command received while it ran, if any."""
     return _seen[0] if _seen else None
+
+
+def exit_after(code: int) -> None:
+    """If a signal came, end the process with ``code`` (the command has said what
+    it did) without the interpreter's shutdown: the store is closed by then, and
+    that shutdown would put back the default handlers (a late signal would kill
+    the process after it printed its line) or, having seen a KeyboardInterrupt,
+    end the process by SIGINT instead of ``code``."""
+    if not _seen:
+        return
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)

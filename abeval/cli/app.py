@@ -196,4 +196,9 @@ def run() -> None:
     """Run the application with SIGINT and SIGTERM handled by :mod:`abeval.signals`:
     the command stops, its transaction rolls back, and it says so in one line."""
     signals.install()
-    app()
+    try:
+        app()
+    except SystemExit as exc:  # click ends every run so, in standalone mode
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        signals.exit_after(code)
+        raise
