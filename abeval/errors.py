@@ -66,7 +66,7 @@ class OptionError(AbevalError):
         allowed: Sequence[Any] | str | None = None,
         details: list[str] | None = None,
     ) -> None:
-        given = "" if value is None else f"={_shown(value)}"
+        given = "" if value is None else f"={shown_value(value)}"
         super().__init__(f"{parameter}{given}: {reason}", details=details)
         self.parameter = parameter
         self.value = value
@@ -75,11 +75,11 @@ class OptionError(AbevalError):
 
     def line(self, option: str) -> str:
         """The one line, naming the option as ``option`` spells it (``--primary``)."""
-        given = "" if self.value is None else f" {_shown(self.value)}"
+        given = "" if self.value is None else f" {shown_value(self.value)}"
         return f"{option}{given}: {self.reason}"
 
 
-def _shown(value: Any) -> str:
+def shown_value(value: Any) -> str:
     """An option's value as a user wrote it: a string quoted, a list comma-joined."""
     if isinstance(value, str):
         return repr(value)
