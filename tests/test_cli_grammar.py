@@ -65,7 +65,7 @@ BAD_TEXT: dict[str, str] = {
     "--event-type": "nope=x",
     "--attributes": "a=",
     "--experiment-column": " ",
-    "--table": " ",
+    "--table": None,  # checked against the store
     "--recommendations": "=",
     "--predictions": "=",
     "--signal": None,  # named against the history: a data error
@@ -89,6 +89,7 @@ LOOKED_UP = {
     "--experiments",
     "--signal",
     "--split",  # checked against the experiment's arms
+    "--table",  # checked against the store's database
 }
 
 

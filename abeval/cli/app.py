@@ -24,7 +24,7 @@ from typer.core import TyperGroup
 
 from abeval import signals
 from abeval.cli.options import PageFormatOption as PageFormatOption
-from abeval.errors import AbevalError, Interrupted, OptionError
+from abeval.errors import AbevalError, Interrupted
 
 #: The commands in workflow order, in the sections ``abeval --help`` lists them in.
 SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -214,6 +214,7 @@ OPTION_NAMES = {
     "columns": "--map",
     "event_types": "--event-type",
     "caps": "--cap",
+    "replace_existing": "--replace",
 }
 
 
@@ -245,10 +246,7 @@ def command(on: typer.Typer, *args: Any, **kwargs: Any) -> Callable[[F], F]:
                 signals.finished()
                 if signals.seen() is not None:  # DuckDB's "Query interrupted" as a file error
                     raise _stopped(signals.seen()) from None
-                if isinstance(exc, OptionError):
-                    line = exc.line(option_name(exc.parameter))
-                else:
-                    line = exc.message
+                line = exc.spelt(option_name)
                 raise fail(line, exc.details, exc.exit_code, exc.label) from None
             except KeyboardInterrupt as exc:
                 signals.finished()

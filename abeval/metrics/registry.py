@@ -106,7 +106,7 @@ def _unknown(text: str, k: str | None = None) -> str:
         if example not in suggestions:
             suggestions.append(example)
     hint = f"did you mean {' or '.join(suggestions)}? " if suggestions else ""
-    return f"unknown metric; {hint}known metrics: {', '.join(known_names())}"
+    return f"unknown metric {text!r}; {hint}known metrics: {', '.join(known_names())}"
 
 
 def parse_metric(text: str, conventions: Conventions | None = None) -> MetricSpec:

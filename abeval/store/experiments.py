@@ -327,7 +327,9 @@ def change_experiment(
     if start is not None and end is not None and start >= end:
         raise AbevalError(
             f"the analysis window of {experiment!r} would be empty: from "
-            f"{start.isoformat()} to {end.isoformat()}; --from must come before --to"
+            f"{start.isoformat()} to {end.isoformat()}; {{window_from}} must come before "
+            "{window_to}",
+            parameters=("window_from", "window_to"),
         )
     conn.execute(
         text(

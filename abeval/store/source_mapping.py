@@ -189,17 +189,17 @@ def check_table_name(table: str) -> None:
     ``CATALOG.SCHEMA.TABLE``, each part a plain name or in double quotes, and not
     one of abeval's own tables."""
     if not _TABLE.fullmatch(table):
-        raise OptionError(
-            "table",
-            table,
-            "neither a table name nor Parquet/CSV files; write SCHEMA.TABLE "
-            '(double-quote a part with other characters: lake."my events") or a path such '
-            "as data/*.parquet",
+        raise InputError(
+            f"{{table}} {table!r} is neither a table name nor Parquet/CSV files; write "
+            'SCHEMA.TABLE (double-quote a part with other characters: lake."my events") or a '
+            "path such as data/*.parquet",
+            parameters=("table",),
         )
     parts = [p.strip('"').lower() for p in table.split(".")]
     if parts[-1] in OWN_TABLES and (len(parts) == 1 or parts[-2] in ("main", "public")):
-        raise OptionError(
-            "table", table, "abeval's own table; name the table that holds your events"
+        raise InputError(
+            f"{{table}} {table} is abeval's own table; name the table that holds your events",
+            parameters=("table",),
         )
 
 
@@ -207,11 +207,10 @@ def file_reader(table: str) -> tuple[str, str]:
     """``(absolute path or glob, format)`` of a ``--table`` that names files."""
     fmt = split_name(table)[1]
     if fmt not in ("parquet", "csv"):
-        raise OptionError(
-            "table",
-            table,
-            "abeval reads Parquet (.parquet) or CSV (.csv, .csv.gz) files "
+        raise InputError(
+            f"{{table}} {table}: abeval reads Parquet (.parquet) or CSV (.csv, .csv.gz) files "
             "in place; name them by such a suffix (a glob works: data/*.parquet)",
+            parameters=("table",),
         )
     return str(Path(table).expanduser().absolute()), fmt
 
@@ -248,10 +247,14 @@ def _column(columns: dict[str, str], wanted: str) -> str | None:
     return same[0] if len(same) == 1 else None
 
 
-def _missing(where: str, column: str, how: str, columns: dict[str, str]) -> InputError:
+def _missing(
+    where: str, column: str, how: str, parameter: str, columns: dict[str, str]
+) -> InputError:
+    """``how`` names ``parameter`` as ``{parameter}``."""
     return InputError(
         f"{where} has no column {column!r} ({how}); "
-        f"{did_you_mean(column, columns)}its columns are {', '.join(columns)}"
+        f"{did_you_mean(column, columns)}its columns are {', '.join(columns)}",
+        parameters=(parameter,),
     )
 
 
@@ -287,16 +290,17 @@ def resolve(where: str, mapping: Mapping, columns: dict[str, str]) -> Resolved:
         wanted = mapping.columns.get(fld)
         column = _column(columns, wanted or fld)
         if column is None and wanted is not None:
-            raise _missing(where, wanted, f"--map {fld}={wanted}", columns)
+            raise _missing(where, wanted, f"{{columns}} {fld}={wanted}", "columns", columns)
         if column is None and fld in REQUIRED:
             how = (
-                "--experiment-column COLUMN, or --experiment NAME for a table of one experiment"
+                "{experiment_column} COLUMN, or {experiment} NAME for a table of one experiment"
                 if fld == "experiment"
-                else f"--map {fld}=COLUMN"
+                else f"{{columns}} {fld}=COLUMN"
             )
             raise InputError(
                 f"{where} has no column for {fld}; name it with {how} "
-                f"(its columns are {', '.join(columns)})"
+                f"(its columns are {', '.join(columns)})",
+                parameters=("columns", "experiment_column", "experiment"),
             )
         chosen[fld] = column
         if column is not None:
@@ -305,7 +309,7 @@ def resolve(where: str, mapping: Mapping, columns: dict[str, str]) -> Resolved:
     for name, wanted in sorted(mapping.attributes.items()):
         column = _column(columns, wanted)
         if column is None:
-            raise _missing(where, wanted, f"--attributes {name}={wanted}", columns)
+            raise _missing(where, wanted, f"{{attributes}} {name}={wanted}", "attributes", columns)
         _typed(where, "attribute", column, columns[column], ATTRIBUTE_TYPES)
         attributes[name] = column
     values = {kind: kind for kind in EVENT_TYPES if kind not in mapping.event_types.values()}

@@ -116,8 +116,9 @@ def open_spark_store(url: str, *, read_only: bool) -> SparkStore:
     shown = display_spark_url(url)
     if url.startswith("spark://"):
         raise StoreError(
-            f"--db {shown} is a Spark master; abeval talks to a Spark Connect server: "
-            "use sc://HOST:15002"
+            f"{{db}} {shown} is a Spark master; abeval talks to a Spark Connect server: "
+            "use sc://HOST:15002",
+            parameters=("db",),
         )
     try:
         from pyspark.sql.connect.session import SparkSession
