@@ -17,17 +17,24 @@ from abeval.choices import Correction, EvaluateFormat, OutputFormat, ReportForma
 
 #: ``-f/--format`` of a command that prints text or JSON.
 FormatOption = Annotated[
-    OutputFormat, typer.Option("--format", "-f", help="What to write: text (default) or json.")
+    OutputFormat,
+    typer.Option(
+        "--format", "-f", help="What to write: text (default) or json.", show_default=False
+    ),
 ]
 #: ``-f/--format`` of a command whose default is an HTML page (report, agreement).
 PageFormatOption = Annotated[
     ReportFormat,
-    typer.Option("--format", "-f", help="What to write: html (default), json or text."),
+    typer.Option(
+        "--format", "-f", help="What to write: html (default), json or text.", show_default=False
+    ),
 ]
 #: ``-f/--format`` of a command that prints text by default and can write a page.
 TextPageFormatOption = Annotated[
     EvaluateFormat,
-    typer.Option("--format", "-f", help="What to write: text (default), json or html."),
+    typer.Option(
+        "--format", "-f", help="What to write: text (default), json or html.", show_default=False
+    ),
 ]
 #: ``--json``, kept hidden for scripts: the same as ``--format json``.
 JsonAlias = Annotated[bool, typer.Option("--json", hidden=True, help="The same as --format json.")]

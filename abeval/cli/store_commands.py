@@ -79,6 +79,7 @@ def ingest(
             "-f",
             metavar="<text|json>",
             help="What to write: text (default; on stderr) or json (on stdout).",
+            show_default=False,
         ),
     ] = "text",
     epoch: Annotated[
