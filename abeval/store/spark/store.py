@@ -75,7 +75,7 @@ class SparkStore(Store):
 
     @contextmanager
     def begin(self) -> Iterator[Connection]:
-        raise StoreError(writes_refused(self.display))
+        raise StoreError(writes_refused(self.display), parameters=("db",))
         yield  # pragma: no cover
 
     @contextmanager
@@ -105,7 +105,7 @@ class SparkStore(Store):
 
 def writes_refused(shown: str) -> str:
     return (
-        f"--db {shown}: on a Spark store abeval loads events (ingest), reads them "
+        f"{{db}} {shown}: on a Spark store abeval loads events (ingest), reads them "
         "(experiments, report, agreement) and records sources and offline evaluations in "
         "this version; change experiment settings with DuckDB or PostgreSQL"
     )
