@@ -5,6 +5,8 @@ on stderr, ``Error: `` and the option's name, no validation library's words."""
 
 from __future__ import annotations
 
+import ast
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -190,3 +192,30 @@ def test_experiment_is_dash_e_wherever_one_is_named() -> None:
         for param in cmd.params:
             if "--experiment" in param.opts:
                 assert "-e" in param.opts, path
+
+
+def _raised_text(node: ast.AST) -> str:
+    """The words of an error's strings, commands in backticks left out."""
+    parts = []
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Constant) and isinstance(sub.value, str):
+            parts.append(sub.value)
+    return re.sub(r"`[^`]*`", "", " ".join(parts))
+
+
+def test_the_library_names_parameters_not_options() -> None:
+    # Outside the CLI an error names the library's parameter ({input_format}); the
+    # CLI spells it as its option. A command to run, in backticks, may name options.
+    options = {o for cmd in LEAVES.values() for p in cmd.params for o in p.opts}
+    options = {o for o in options if o.startswith("--") and o != "--help"}
+    package = Path(__file__).parent.parent / "abeval"
+    found = []
+    for folder in ("store", "analysis", "metrics", "stats"):
+        for path in sorted((package / folder).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                name = getattr(node, "func", None)
+                name = getattr(name, "id", getattr(name, "attr", ""))
+                if isinstance(node, ast.Call) and str(name).endswith("Error"):
+                    words = re.findall(r"(?<![\w`-])--[a-z][a-z-]*", _raised_text(node))
+                    found += [f"{path.name}:{node.lineno} {w}" for w in words if w in options]
+    assert found == []

@@ -213,7 +213,7 @@ def build_forecast(store: Store | None, evidence: Evidence, o: ForecastOptions) 
     if not entries or not metrics:
         raise AbevalError(
             f"{where} has no past experiment with an offline signal; the forecast needs "
-            f"{MIN_EXPERIMENTS} or more (record evaluations with abeval evaluate --experiment, "
+            f"{MIN_EXPERIMENTS} or more (record evaluations with `abeval evaluate --experiment`, "
             "or give {history} FILE)",
             parameters=("history",),
         )

@@ -313,6 +313,7 @@ def refuse_settings(store: Store, experiment: str) -> None:
         if place is not None:
             raise AbevalError(
                 f"experiment {experiment!r} is read in place from source "
-                f"{place.source.name!r}, and its settings are not recorded; pass --control, "
-                "--from and --to to `abeval report` instead"
+                f"{place.source.name!r}, and its settings are not recorded; pass {{control}}, "
+                "{window_from} and {window_to} to `abeval report` instead",
+                parameters=("control", "window_from", "window_to"),
             )
