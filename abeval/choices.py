@@ -16,6 +16,8 @@ EpochUnit = Literal["s", "ms", "us"]
 #: What a bad row does to its file (``ingest --on-error``).
 OnError = Literal["abort", "skip"]
 
+#: What a command that prints text or JSON writes (``--format``).
+OutputFormat = Literal["text", "json"]
 #: What ``report --format`` writes.
 ReportFormat = Literal["html", "json", "text"]
 #: What ``evaluate --format`` writes.

@@ -11,7 +11,7 @@ its option (``--primary``) when it prints the line.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 
@@ -21,10 +21,45 @@ class AbevalError(Exception):
     exit_code = 1
     label = "Error"
 
-    def __init__(self, message: str, *, details: list[str] | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        details: list[str] | None = None,
+        parameters: Sequence[str] = (),
+    ) -> None:
+        # A fix that names a parameter writes it as {parameter}: the library's
+        # message shows the parameter's name, the CLI its option (line()).
+        self.template = message
+        self.parameters = tuple(parameters)
+        message = self._spelt(str)
         super().__init__(message)
         self.message = message
         self.details = details or []
+
+    def _spelt(self, spell: Callable[[str], str]) -> str:
+        out = self.template
+        for p in self.parameters:
+            out = out.replace("{" + p + "}", spell(p))
+        return out
+
+    def spelt(self, spell: Callable[[str], str]) -> str:
+        """The message with each ``{parameter}`` spelt by ``spell`` (the CLI passes
+        the option's name: ``input_format`` → ``--input-format``); ``message``
+        spells it as the parameter's name."""
+        return self._spelt(spell)
+
+    def prefixed(self, before: str, after: str = "") -> AbevalError:
+        """The same error with ``before`` put in front of its line and ``after``
+        behind it (an OptionError, whose line starts with its option, is returned
+        as it is)."""
+        import copy
+
+        new = copy.copy(self)
+        new.template = before + self.template + after
+        new.message = new._spelt(str)
+        new.args = (new.message,)
+        return new
 
 
 class InputError(AbevalError):
@@ -36,11 +71,12 @@ class InputError(AbevalError):
         message: str,
         *,
         details: list[str] | None = None,
+        parameters: Sequence[str] = (),
         file: str | None = None,
         line: int | None = None,
         column: str | int | None = None,
     ) -> None:
-        super().__init__(message, details=details)
+        super().__init__(message, details=details, parameters=parameters)
         self.file = file
         self.line = line
         self.column = column
@@ -66,7 +102,7 @@ class OptionError(AbevalError):
         allowed: Sequence[Any] | str | None = None,
         details: list[str] | None = None,
     ) -> None:
-        given = "" if value is None else f"={_shown(value)}"
+        given = "" if value is None else f"={shown_value(value)}"
         super().__init__(f"{parameter}{given}: {reason}", details=details)
         self.parameter = parameter
         self.value = value
@@ -75,11 +111,17 @@ class OptionError(AbevalError):
 
     def line(self, option: str) -> str:
         """The one line, naming the option as ``option`` spells it (``--primary``)."""
-        given = "" if self.value is None else f" {_shown(self.value)}"
+        given = "" if self.value is None else f" {shown_value(self.value)}"
         return f"{option}{given}: {self.reason}"
 
+    def spelt(self, spell: Callable[[str], str]) -> str:
+        return self.line(spell(self.parameter))
 
-def _shown(value: Any) -> str:
+    def prefixed(self, before: str, after: str = "") -> AbevalError:
+        return self
+
+
+def shown_value(value: Any) -> str:
     """An option's value as a user wrote it: a string quoted, a list comma-joined."""
     if isinstance(value, str):
         return repr(value)

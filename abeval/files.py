@@ -145,6 +145,12 @@ def write_atomic(path: str | Path, text: str, *, make_folders: bool = False) -> 
     can be written."""
     out = Path(path)
     folder = _output_folder(out, make_folders)
+    if out.exists() and not out.is_file():
+        # A device or a pipe (-o /dev/null, -o /dev/stderr): written into, never
+        # replaced by a rename (as root that would put a plain file in /dev).
+        with out.open("w", encoding="utf-8") as f:
+            f.write(text)
+        return
     tmp = out.with_name(out.name + ".tmp")
     try:
         tmp.write_text(text, encoding="utf-8")

@@ -147,10 +147,10 @@ def test_rows_without_a_date_keep_file_order(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--experiments", "a"], "Invalid value for --experiments: a history file has no "
+        (["--experiments", "a"], "--experiments: a history file has no "
                                  "store to pick from"),
-        (["--db", "x.duckdb"], "Invalid value for --db: give either --history or --db"),
-        (["--target-propensities", "a=t.csv"], "Invalid value for --target-propensities: a "
+        (["--db", "x.duckdb"], "--db: give either --history or --db"),
+        (["--target-propensities", "a=t.csv"], "--target-propensities: a "
                                                "history file already holds its offline lifts"),
     ],
 )  # fmt: skip

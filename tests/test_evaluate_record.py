@@ -228,10 +228,10 @@ def test_an_arm_without_a_model_is_fine_but_the_control_needs_one(
         "evaluate", "-t", str(files["truth"]), "-r", f"treatment={files['treatment']}",
         "--experiment", EXP, "--db", store,
     )  # fmt: skip
-    assert no_control.exit_code == 1
+    assert no_control.exit_code == 2
     assert no_control.stderr == (
-        "Error: no model for the control arm 'control' of experiment 'hand': lifts are "
-        "measured against it; give -r control=FILE\n"
+        "Error: --recommendations: no model for the control arm 'control' of experiment "
+        "'hand': lifts are measured against it; give control=FILE\n"
     )
 
 
@@ -242,11 +242,12 @@ def test_unknown_arm_names_the_experiment_the_name_and_the_arms(
         "evaluate", "-t", str(files["truth"]), "-r", f"contrl={files['control']}",
         "-r", f"treatment={files['treatment']}", "--experiment", EXP, "--db", store,
     )  # fmt: skip
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert result.stdout == ""
     assert result.stderr == (
-        "Error: experiment 'hand' has no arm 'contrl'; did you mean control? its arms are "
-        "control, treatment; name each model after an arm, as -r ARM=FILE\n"
+        "Error: --recommendations 'contrl': experiment 'hand' has no arm 'contrl'; did you "
+        "mean control? its arms are control, treatment; name each model after an arm, as "
+        "ARM=FILE\n"
     )
     assert query(store, "SELECT COUNT(*) FROM offline_evaluations") == [(0,)]
     # A model named after its file (ctl) is not an arm either.
@@ -254,8 +255,8 @@ def test_unknown_arm_names_the_experiment_the_name_and_the_arms(
         "evaluate", "-t", str(files["truth"]), "-r", str(files["control"]),
         "--experiment", EXP, "--db", store,
     )  # fmt: skip
-    assert plain.exit_code == 1
-    assert plain.stderr.startswith("Error: experiment 'hand' has no arm 'ctl'; ")
+    assert plain.exit_code == 2
+    assert plain.stderr.startswith("Error: --recommendations 'ctl': experiment 'hand' has no arm")
     assert query(store, "SELECT COUNT(*) FROM offline_evaluations") == [(0,)]
 
 

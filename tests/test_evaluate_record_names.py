@@ -85,37 +85,34 @@ def test_named_predictions(here: Path) -> None:
     [
         (
             ["-r", "=ctl.csv"],
-            "Invalid value for --recommendations: '=ctl.csv': the model name before '=' is "
-            "empty; write NAME=PATH",
+            "--recommendations: '=ctl.csv': the model name before '=' is empty; write NAME=PATH",
         ),
         (
             ["-r", "base="],
-            "Invalid value for --recommendations: 'base=': the file after '=' is missing; "
-            "write NAME=PATH",
+            "--recommendations: 'base=': the file after '=' is missing; write NAME=PATH",
         ),
         (
             ["-r", "a=ctl.csv", "-r", "a=trt.csv"],
-            "Invalid value for --recommendations: two models are named 'a' (ctl.csv and "
+            "--recommendations: two models are named 'a' (ctl.csv and "
             "trt.csv); give each its own name with NAME=PATH",
         ),
         (
             ["-r", "ctl.csv", "-r", "ctl=trt.csv"],
-            "Invalid value for --recommendations: two models are named 'ctl' (ctl.csv and "
+            "--recommendations: two models are named 'ctl' (ctl.csv and "
             "trt.csv); give each its own name with NAME=PATH",
         ),
         (
             ["-r", "x=missing.csv"],
-            "Invalid value for --recommendations: 'x=missing.csv': no such file, nor "
+            "--recommendations: 'x=missing.csv': no such file, nor "
             "'missing.csv' (as NAME=PATH); check the path",
         ),
         (
             ["--predictions", " =ctl.csv"],
-            "Invalid value for --predictions: ' =ctl.csv': the model name before '=' is "
-            "empty; write NAME=PATH",
+            "--predictions: ' =ctl.csv': the model name before '=' is empty; write NAME=PATH",
         ),
         (
             ["-r", "ctl.csv", "--db", "x.duckdb"],
-            "Invalid value for --db: give it with --experiment NAME",
+            "--db: give it with --experiment NAME",
         ),
     ],
 )

@@ -69,19 +69,19 @@ TYPED = ["--offline-lift", "0.031", "--offline-se", "0.008"]
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        ([], "Invalid value for --offline-lift: give the candidate's offline evidence once: "
+        ([], "--offline-lift: give the candidate's offline evidence once: "
              "--offline-lift and --offline-se, or -t TRUTH -r control=FILE -r candidate=FILE"),
-        (["--offline-lift", "0.03"], "Invalid value for --offline-se: give it with --offline-lift"),
-        ([*TYPED, "-t", "truth.csv"], "Invalid value for --offline-lift: give the candidate's "
+        (["--offline-lift", "0.03"], "--offline-se: give it with --offline-lift"),
+        ([*TYPED, "-t", "truth.csv"], "--offline-lift: give the candidate's "
              "offline evidence once: --offline-lift and --offline-se, or -t TRUTH "
              "-r control=FILE -r candidate=FILE"),
-        ([*TYPED, "--alpha", "1.5"], "Invalid value for --alpha: must be between 0 and 1 "
+        ([*TYPED, "--alpha", "1.5"], "--alpha: must be between 0 and 1 "
                                      "(exclusive), got 1.5"),
-        ([*TYPED, "--users-per-day", "-3"], "Invalid value for --users-per-day: must be a "
+        ([*TYPED, "--users-per-day", "-3"], "--users-per-day: must be a "
                                             "number above 0, got -3"),
-        (["--offline-lift", "0.03", "--offline-se", "-1"], "Invalid value for --offline-se: "
+        (["--offline-lift", "0.03", "--offline-se", "-1"], "--offline-se: "
                                                            "give a standard error, 0 or more"),
-        (["-t", "truth.csv", "-r", "a=h.csv"], "Invalid value for -r: 1 model(s) given; give "
+        (["-t", "truth.csv", "-r", "a=h.csv"], "-r: 1 model(s) given; give "
                                                "two: -r control=PRODUCTION -r candidate=CANDIDATE"),
     ],
 )  # fmt: skip

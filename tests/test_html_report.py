@@ -22,6 +22,7 @@ from abeval import formatting as fmt
 from abeval.analysis.online import ReportOptions, build_report
 from abeval.analysis.report_model import ExperimentReport, OfflineResult
 from abeval.report.html import build_context, default_path, environment, render_html
+from abeval.report.offline_view import offline_status_text
 from abeval.report.text import render_text
 from abeval.resources import data_dir
 from abeval.simulate import SimulationConfig, write_events
@@ -336,7 +337,8 @@ def test_offline_status_when_empty(docs: dict[str, Node], reports: dict[str, Exp
     r = reports["plain"]
     section = docs["plain"].find(id="offline")
     if not r.offline:
-        assert section.field("offline-status") == r.offline_status
+        assert section.field("offline-status") == offline_status_text(r.offline_status)
+    assert offline_status_text("not_requested") == "not requested (--no-offline)"
 
 
 def _offline_result(metric: str, arm: str, agrees_with: str) -> OfflineResult:

@@ -111,3 +111,23 @@ def test_a_file_that_exists_is_replaced_whole(tmp_path: Path) -> None:
     write_atomic(target, "new")
     assert target.read_text() == "new"
     assert [p.name for p in tmp_path.iterdir()] == ["r.html"]
+
+
+def test_a_pipe_is_written_into_not_replaced(tmp_path: Path) -> None:
+    # -o /dev/null or a named pipe: a rename would put a plain file in its place
+    # (as root, in /dev), so abeval writes into it.
+    import os
+    import threading
+
+    pipe = tmp_path / "pipe"
+    os.mkfifo(pipe)
+    got: list[str] = []
+    reader = threading.Thread(
+        target=lambda: got.append(pipe.read_text(encoding="utf-8")), daemon=True
+    )
+    reader.start()
+    write_atomic(pipe, "<p>")
+    reader.join(timeout=10)
+    assert got == ["<p>"]
+    assert pipe.is_fifo()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["pipe"]

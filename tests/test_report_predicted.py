@@ -248,9 +248,13 @@ def test_lifts_against_another_arm_are_not_compared(strong: str) -> None:
         "the recorded evaluation's lifts are against 'treatment', this report's control is "
         "'control': not comparable"
     )
-    assert f"  {p['message']}" in render_text(r).splitlines()
+    said = (
+        f"{p['message']}; record the evaluation again after `abeval experiment set --control`, "
+        "or report with --control treatment"
+    )
+    assert f"  {said}" in render_text(r).splitlines()
     section = parse(render_html(r)).find("section", id="predicted")
-    assert section.field("predicted-status") == p["message"]
+    assert section.field("predicted-status") == said
 
 
 @pytest.mark.postgres

@@ -18,6 +18,7 @@ from sqlalchemy import text
 from test_postgres_report import assert_same
 
 from abeval.analysis.online import ReportOptions, build_report
+from abeval.cli.app import option_name
 from abeval.errors import InputError
 from abeval.simulate import SimulationConfig, write_events
 from abeval.store import open_store
@@ -233,12 +234,15 @@ def test_a_table_that_changed_is_named_at_report_time(
             conn.execute(text("ALTER TABLE lake.events RENAME COLUMN uid TO user_key"))
     with open_store(db, read_only=True) as store, pytest.raises(InputError) as caught:
         build_report(store, EXPERIMENT, OPTIONS)
-    assert caught.value.message == (
+    said = (
         "source 'lake' no longer fits its table: lake.events has no column 'uid' "
-        "(--map user_id=uid); its columns are exp, variant, user_key, event_time, kind, req, "
+        "({}); its columns are exp, variant, user_key, event_time, kind, req, "
         "item_id, pos, revenue, event_id, propensity, dev; fix the table, or record the "
         "mapping again with `abeval source add lake --replace ...`"
     )
+    # The library names its parameter, the CLI its option.
+    assert caught.value.message == said.format("columns user_id=uid")
+    assert caught.value.spelt(option_name) == said.format("--map user_id=uid")
 
 
 def test_the_experiment_filter_reaches_the_parquet_scan(

@@ -168,32 +168,32 @@ BAD = [
     ),
     (
         ["--map", MAP + ",userid=uid"],
-        1,
-        "--map userid=uid: 'userid' is not a field of the event format; did you mean "
+        2,
+        "--map 'userid=uid': 'userid' is not a field of the event format; did you mean "
         "user_id? the fields are experiment, arm, user_id, ts, event_type, request_id, "
         "item_id, position, value, event_id, propensity, propensity_given_above",
     ),
     (
         ["--map", MAP + ",arm=exp"],
-        1,
-        "--map names the field arm twice; keep one",
+        2,
+        f"--map {(MAP + ',arm=exp')!r}: names the field arm twice; keep one",
     ),
     (
         ["--map", "user_id"],
-        1,
-        "cannot read --map 'user_id'; write it as FIELD=COLUMN,..., such as "
-        "user_id=uid,ts=event_time",
+        2,
+        "--map 'user_id': write it as FIELD=COLUMN,..., such as user_id=uid,ts=event_time",
     ),
     (
         ["--event-type", "impresion=view"],
-        1,
-        "--event-type impresion=view: 'impresion' is not an event type; did you mean "
+        2,
+        "--event-type 'impresion=view': 'impresion' is not an event type; did you mean "
         "impression? the types are exposure, impression, click, purchase, rating",
     ),
     (
         ["--event-type", "impression=view,click=view"],
-        1,
-        "--event-type maps the value 'view' to both impression and click; keep one",
+        2,
+        "--event-type 'impression=view,click=view': maps 'view' to both impression and click; "
+        "keep one",
     ),
     (
         ["--event-type", "purchase=buy"],

@@ -10,6 +10,7 @@ from sqlalchemy import text
 from test_sources import EXPERIMENT, MAPPING, OPTIONS, assert_same_as_ingested, make_lake
 
 from abeval.analysis.online import build_report
+from abeval.cli.app import option_name
 from abeval.errors import InputError
 from abeval.simulate import SimulationConfig, write_events
 from abeval.store import open_store
@@ -44,11 +45,11 @@ def test_postgres_names_a_missing_table_and_refuses_files(postgres_database: str
         with pytest.raises(InputError) as files:
             add_source(store, "lake", "data/*.parquet", MAPPING)
         assert list_sources(store) == []
-    assert missing.value.message == (
+    assert missing.value.spelt(option_name) == (
         "source 'lake': no table or view lake.nothing in the store's database (--table); "
         "name it as SCHEMA.TABLE, as `\\dt` in psql lists it"
     )
-    assert files.value.message == (
+    assert files.value.spelt(option_name) == (
         "source 'lake': --table data/*.parquet: files are read in place only by a DuckDB "
         "store; this store is postgresql (name one of its tables, or load the files with "
         "`abeval ingest`)"

@@ -69,7 +69,8 @@ def history_board(path: str | Path, o: AgreementOptions) -> AgreementBoard:
         if not kept:
             raise InputError(
                 f"{path}: no row of the metric {', '.join(o.primary)}; the file has "
-                f"{', '.join(metrics)} (choose with --primary)"
+                f"{', '.join(metrics)} (choose with {{primary}})",
+                parameters=("primary",),
             )
         entries = kept
     else:

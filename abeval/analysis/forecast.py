@@ -107,7 +107,10 @@ def _one_per_experiment(
 def _unknown_signal(signal: str, known: Sequence[str], where: str) -> AbevalError:
     ranked = close_matches(signal, known, n=len(known), cutoff=0.0)
     ranked += [s for s in sorted(known) if s not in ranked]
-    return AbevalError(f"--signal {signal}: {where} has no such signal; it has {', '.join(ranked)}")
+    return AbevalError(
+        f"{{signal}} {signal}: {where} has no such signal; it has {', '.join(ranked)}",
+        parameters=("signal",),
+    )
 
 
 def _candidate_signals(
@@ -125,8 +128,9 @@ def _candidate_signals(
             raise _unknown_signal(o.signal, signals, where)
         if evidence.lift(o.signal) is None:
             raise AbevalError(
-                f"--signal {o.signal}: the candidate's evaluation has no lift on it; it has "
-                f"{', '.join(evidence.lifts)}"
+                f"{{signal}} {o.signal}: the candidate's evaluation has no lift on it; it has "
+                f"{', '.join(evidence.lifts)}",
+                parameters=("signal",),
             )
         return [o.signal]
     usable = [s for s in (ranking or signals) if s in signals and evidence.lift(s) is not None]
@@ -138,7 +142,8 @@ def _candidate_signals(
     if ranking is None and len(usable) > 1:  # a file: no board to rank its signals
         raise AbevalError(
             f"{where} has several signals for {metric} ({', '.join(sorted(usable))}); "
-            "name one with --signal"
+            "name one with {signal}",
+            parameters=("signal",),
         )
     return usable
 
@@ -208,8 +213,9 @@ def build_forecast(store: Store | None, evidence: Evidence, o: ForecastOptions) 
     if not entries or not metrics:
         raise AbevalError(
             f"{where} has no past experiment with an offline signal; the forecast needs "
-            f"{MIN_EXPERIMENTS} or more (record evaluations with abeval evaluate --experiment, "
-            "or give --history FILE)"
+            f"{MIN_EXPERIMENTS} or more (record evaluations with `abeval evaluate --experiment`, "
+            "or give {history} FILE)",
+            parameters=("history",),
         )
     results = []
     for metric in metrics:

@@ -68,7 +68,10 @@ def _records(path: Path) -> list[dict[str, Any]]:
     import pyarrow as pa
 
     if not path.is_file():
-        raise InputError(f"{path}: no such file; give --history a CSV or Parquet file")
+        raise InputError(
+            f"{path}: no such file; give {{history}} a CSV or Parquet file",
+            parameters=("history",),
+        )
     try:
         if path.suffix.lower() in (".parquet", ".pq"):
             import pyarrow.parquet as pq
@@ -83,7 +86,8 @@ def _records(path: Path) -> list[dict[str, Any]]:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise InputError(
             f"{path}: not a readable CSV or Parquet file ({first}); "
-            "give --history a CSV with a header line, or a Parquet file"
+            "give {history} a CSV with a header line, or a Parquet file",
+            parameters=("history",),
         ) from None
     columns = [c.strip().lower() for c in table.column_names]
     return [dict(zip(columns, values, strict=True)) for values in zip(

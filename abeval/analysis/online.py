@@ -30,6 +30,7 @@ from abeval.analysis.offline_report import offline_results
 from abeval.analysis.planning import guardrail_power, planning_alpha, planning_rule, power_info
 from abeval.analysis.predicted import predicted_results
 from abeval.analysis.report_model import (
+    OFFLINE_NOT_REQUESTED,
     SCHEMA_VERSION,
     ArmInfo,
     ControlRule,
@@ -283,10 +284,13 @@ def _window(settings: ExperimentSettings, o: ReportOptions) -> Window:
     """The analysis window: each bound from the option, else the recorded one."""
     window = Window(o.window_from or settings.window_from, o.window_to or settings.window_to)
     if window.start is not None and window.end is not None and window.start >= window.end:
-        raise AbevalError(
+        raise OptionError(
+            "window_to" if o.window_to is not None else "window_from",
+            None,
             f"the analysis window of {settings.experiment!r} is empty: from "
-            f"{window.start.isoformat()} to {window.end.isoformat()}; check --from and --to "
-            "(and the window recorded with `abeval experiment set`)"
+            f"{window.start.isoformat()} to {window.end.isoformat()}; give an end after the "
+            "start (the recorded window: `abeval experiment show "
+            f"{shlex.quote(settings.experiment)}`)",
         )
     return window
 
@@ -447,7 +451,7 @@ def _offline(
     shown beside the online lift of the first primary metric (not judged against it);
     ``population``: the table of the population already computed, if any."""
     if not o.offline:
-        return (), (), "not requested (--no-offline)"
+        return (), (), OFFLINE_NOT_REQUESTED
     reference = o.primary[0] if o.primary else "ctr"
     try:
         given = population[0] if population else None

@@ -189,7 +189,7 @@ def ope_results(
 ) -> OpeSection:
     """Both directions for every treatment arm (module docstring)."""
     if not o.enabled:
-        return not_run("not_requested", "not requested (--no-ope)", o, alpha)
+        return not_run("not_requested", "not requested", o, alpha)
     rows = read_target_propensities(o.target_propensities) if o.target_propensities else None
     if not ope_sql.has_propensities(conn, experiment):
         return not_run(

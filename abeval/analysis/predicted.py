@@ -17,7 +17,6 @@ counts the other way).
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
@@ -87,9 +86,7 @@ def predicted_results(
     if evaluation is None:
         return PredictedSection(
             "none_recorded",
-            "no offline evaluation is recorded for this experiment; record one with "
-            f"`abeval evaluate -r {shlex.quote(control)}=FILE -r ARM=FILE ... "
-            f"--experiment {shlex.quote(experiment)}`",
+            "no offline evaluation is recorded for this experiment",
         )
     return predicted_section(evaluation, control, treatments, metrics)
 
@@ -114,8 +111,7 @@ def predicted_section(
         return PredictedSection(
             "other_baseline",
             f"the recorded evaluation's lifts are against {base!r}, this report's control is "
-            f"{control!r}: not comparable; record the evaluation again after "
-            "`abeval experiment set --control`, or report with --control " + base,
+            f"{control!r}: not comparable",
             **head,
         )
     paired = list(dict.fromkeys(m.metric for m in evaluation.metrics if m.baseline_arm))

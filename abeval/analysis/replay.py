@@ -228,8 +228,8 @@ def _list_warnings(
             f"experiment {experiment!r}: request {example.list_id!r} shows item "
             f"{example.item_id!r} twice (positions {example.first_position} and "
             f"{example.last_position}; {duplicates} repeated impressions in all); "
-            "count each item once at its first position with duplicates=dedupe "
-            "(--duplicates dedupe)"
+            "count each item once at its first position with the convention "
+            "duplicates='dedupe'"
         )
     if duplicates:
         warnings.append(

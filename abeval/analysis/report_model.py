@@ -28,6 +28,8 @@ from abeval.stats.results import (
 from abeval.stats.sequential import DEFAULT_TUNING_N
 
 SCHEMA_VERSION = "1.0"
+#: ``offline_status`` when the replay was not asked for (``offline=False``).
+OFFLINE_NOT_REQUESTED = "not_requested"
 
 Role = Literal["primary", "secondary", "guardrail"]
 Verdict = DecisionName
@@ -379,7 +381,7 @@ class ExperimentReport(JsonResult):
     power: tuple[PowerInfo, ...]
     offline: tuple[OfflineResult, ...]
     offline_values: tuple[OfflineValue, ...]
-    offline_status: str
+    offline_status: str  # "ok", OFFLINE_NOT_REQUESTED, or why the replay could not run
     methodology: Methodology
     ope: OpeSection | None = None  # off-policy estimates (docs/metrics.md#off-policy-estimates)
     # lifts predicted by a recorded offline evaluation (docs/metrics.md#recorded-evaluations)

@@ -11,6 +11,7 @@ import typer
 
 from abeval.api import MAX_RESAMPLES, MIN_RESAMPLES
 from abeval.cli.app import DbOption, PageFormatOption, app, command, emit, page_out, require
+from abeval.cli.options import JsonAlias, chosen_format
 
 
 def _experiment_names(value: str | None) -> tuple[str, ...] | None:
@@ -53,6 +54,7 @@ def agreement(
         ),
     ] = None,
     fmt: PageFormatOption = "html",
+    as_json: JsonAlias = False,
     out: Annotated[Path | None, page_out("reports/agreement.html")] = None,
     primary: Annotated[
         str | None,
@@ -144,7 +146,7 @@ def agreement(
             history, alpha=alpha, seed=seed, resamples=resamples, primary=metrics,
             backtest=backtest,
         )  # fmt: skip
-    if fmt == "json":
+    if chosen_format(fmt, as_json) == "json":
         emit(json.dumps(board.to_dict(), indent=2, allow_nan=False) + "\n", out)
     elif fmt == "text":
         from abeval.report.agreement_text import render_text

@@ -12,18 +12,99 @@ from __future__ import annotations
 import functools
 import math
 import signal
-from collections.abc import Callable
+import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
+from typer._click import Context, HelpFormatter
+from typer._click import exceptions as click_errors
+from typer.core import TyperGroup
 
 from abeval import signals
-from abeval.choices import ReportFormat
-from abeval.errors import AbevalError, Interrupted, OptionError
+from abeval.cli.options import PageFormatOption as PageFormatOption
+from abeval.errors import AbevalError, Interrupted
+
+#: The commands in workflow order, in the sections ``abeval --help`` lists them in.
+SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("Load", ("demo", "ingest", "rejects", "source")),
+    ("Analyse", ("experiment", "report")),
+    ("Offline", ("evaluate",)),
+    ("Across experiments", ("agreement", "forecast")),
+    ("Plan", ("power",)),
+    ("Store", ("experiments", "migrate")),
+)
+#: The exit codes of every command (docs/usage.md#exit-codes).
+EXIT_CODES: tuple[tuple[str, str], ...] = (
+    ("0", "done"),
+    ("1", "a data, file or store error (the line says which and how to fix it)"),
+    ("2", "a usage error: an unknown option, a bad or missing value"),
+    ("3", "report --fail-on: an arm reached a decision it names"),
+    ("130, 143", "interrupted by Ctrl-C or SIGTERM (the line says what was kept)"),
+)
+
+
+class AbevalGroup(TyperGroup):
+    """The ``abeval`` group: commands listed in workflow order and sections, the
+    exit codes after them, and every usage error in one line (:mod:`abeval.cli.usage`)."""
+
+    def list_commands(self, ctx: Context) -> list[str]:
+        ordered = [name for _, names in SECTIONS for name in names if name in self.commands]
+        return ordered + [name for name in self.commands if name not in ordered]
+
+    def format_commands(self, ctx: Context, formatter: HelpFormatter) -> None:
+        placed = {name for _, names in SECTIONS for name in names}
+        other = tuple(name for name in self.commands if name not in placed)
+        for title, names in (*SECTIONS, ("Other", other)):
+            rows = []
+            for name in names:
+                cmd = self.commands.get(name)
+                if cmd is not None and not cmd.hidden:
+                    rows.append((name, cmd.get_short_help_str(formatter.width - 20)))
+            if rows:
+                with formatter.section(title):
+                    formatter.write_dl(rows)
+
+    def format_epilog(self, ctx: Context, formatter: HelpFormatter) -> None:
+        with formatter.section("Exit codes"):
+            formatter.write_dl(list(EXIT_CODES))
+
+    def main(
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        windows_expand_args: bool = True,
+        **extra: Any,
+    ) -> Any:
+        def run(standalone: bool) -> Any:
+            return super(AbevalGroup, self).main(
+                args, prog_name, complete_var, standalone, windows_expand_args, **extra
+            )
+
+        if not standalone_mode:
+            return run(False)
+        from abeval.cli import usage
+
+        try:
+            code = run(False)
+        except click_errors.UsageError as exc:
+            usage.show(exc)
+            sys.exit(exc.exit_code)
+        except click_errors.ClickException as exc:
+            exc.show()
+            sys.exit(exc.exit_code)
+        except typer.Abort:
+            typer.echo("Aborted!", err=True)
+            sys.exit(1)
+        sys.exit(code if isinstance(code, int) else 0)
+
 
 app = typer.Typer(
     name="abeval",
+    cls=AbevalGroup,
     help="A/B test and offline ranking evaluation for recommender systems, from event logs.",
     rich_markup_mode=None,
     no_args_is_help=True,
@@ -64,7 +145,6 @@ DbOption = Annotated[
         show_default=False,
     ),
 ]
-JsonOption = Annotated[bool, typer.Option("--json", help="Print the result as JSON on stdout.")]
 
 
 def page_out(default: str) -> Any:
@@ -75,13 +155,8 @@ def page_out(default: str) -> Any:
         "-o",
         help=f"Where to write; - is stdout (html default: {default}; "
         "json and text default: stdout).",
+        show_default=False,
     )
-
-
-#: ``--format`` of the commands whose default is an HTML page (report, agreement).
-PageFormatOption = Annotated[
-    ReportFormat, typer.Option("--format", "-f", help="What to write (default html).")
-]
 
 
 def emit(text: str, out: Path | None, default: Path | None = None) -> None:
@@ -132,7 +207,15 @@ def fail(
 
 
 #: Library parameters whose option is not spelt ``--`` + the name with ``-`` for ``_``.
-OPTION_NAMES = {"window_from": "--from", "window_to": "--to", "fmt": "--format"}
+OPTION_NAMES = {
+    "window_from": "--from",
+    "window_to": "--to",
+    "fmt": "--format",
+    "columns": "--map",
+    "event_types": "--event-type",
+    "caps": "--cap",
+    "replace_existing": "--replace",
+}
 
 
 def option_name(parameter: str) -> str:
@@ -163,10 +246,7 @@ def command(on: typer.Typer, *args: Any, **kwargs: Any) -> Callable[[F], F]:
                 signals.finished()
                 if signals.seen() is not None:  # DuckDB's "Query interrupted" as a file error
                     raise _stopped(signals.seen()) from None
-                if isinstance(exc, OptionError):
-                    line = exc.line(option_name(exc.parameter))
-                else:
-                    line = exc.message
+                line = exc.spelt(option_name)
                 raise fail(line, exc.details, exc.exit_code, exc.label) from None
             except KeyboardInterrupt as exc:
                 signals.finished()

@@ -9,8 +9,15 @@ from typing import Annotated, Any
 
 import typer
 
-from abeval.choices import ApDenominator, Duplicates, Empty, EvaluateFormat, Gain, Missing
-from abeval.cli.app import DbOption, app, command, emit, require, require_share
+from abeval.choices import ApDenominator, Duplicates, Empty, Gain, Missing
+from abeval.cli.app import DbOption, app, command, emit, page_out, require, require_share
+from abeval.cli.options import (
+    JsonAlias,
+    KOption,
+    TextPageFormatOption,
+    chosen_format,
+    experiment_option,
+)
 from abeval.errors import OptionError
 
 
@@ -89,9 +96,7 @@ def evaluate_command(
             show_default=False,
         ),
     ] = None,
-    k: Annotated[
-        str, typer.Option("--k", metavar="K,K...", help="Cutoffs, comma-separated.")
-    ] = "5,10",
+    k: KOption = "5,10",
     metrics: Annotated[
         str | None,
         typer.Option(
@@ -105,17 +110,9 @@ def evaluate_command(
             show_default=False,
         ),
     ] = None,
-    fmt: Annotated[EvaluateFormat, typer.Option("--format", help="What to write.")] = "text",
-    out: Annotated[
-        Path | None,
-        typer.Option(
-            "--out",
-            "-o",
-            help="Where to write; - is stdout (html default: reports/evaluation.html; json "
-            "and text default: stdout).",
-            show_default=False,
-        ),
-    ] = None,
+    fmt: TextPageFormatOption = "text",
+    as_json: JsonAlias = False,
+    out: Annotated[Path | None, page_out("reports/evaluation.html")] = None,
     per_user: Annotated[
         str | None,
         typer.Option(
@@ -176,14 +173,10 @@ def evaluate_command(
     seed: Annotated[int, typer.Option("--seed", help="Seed of the randomisation test.")] = 0,
     experiment: Annotated[
         str | None,
-        typer.Option(
-            "--experiment",
-            "-e",
-            metavar="NAME",
-            help="Record the evaluation in the store against this experiment: every model "
+        experiment_option(
+            "Record the evaluation in the store against this experiment: every model "
             "named after one of its arms (-r ARM=FILE), one of them its control; the report "
-            "then shows the lift each model predicted.",
-            show_default=False,
+            "then shows the lift each model predicted."
         ),
     ] = None,
     db: DbOption = None,
@@ -243,6 +236,7 @@ def evaluate_command(
             f"({r.rows} rows; baseline: the control arm {r.control})",
             err=True,
         )
+    fmt = chosen_format(fmt, as_json)
     if fmt == "html":
         from abeval.report.evaluate_html import DEFAULT_PATH, render_html
 

@@ -4,23 +4,24 @@ one experiment, and forgetting part of it (``experiment set`` records it)."""
 from __future__ import annotations
 
 import json
-from typing import Annotated, Literal
+from typing import Annotated
 
 import typer
 
 from abeval.cli.app import DbOption, command
+from abeval.cli.options import FormatOption, JsonAlias, chosen_format
 from abeval.cli.store_commands import config_lines, experiment_app, settings_line
 
 
 @command(experiment_app, "show")
 def experiment_show(
     experiment: Annotated[str, typer.Argument(metavar="EXPERIMENT", help="Experiment key.")],
-    fmt: Annotated[
-        Literal["text", "json"], typer.Option("--format", "-f", help="text (default) or json.")
-    ] = "text",
+    fmt: FormatOption = "text",
+    as_json: JsonAlias = False,
     db: DbOption = None,
 ) -> None:
     """Print what is recorded for an experiment: control, split, window and configuration."""
+    fmt = chosen_format(fmt, as_json)
     from abeval.analysis.experiment_config import OPTIONS, show
     from abeval.errors import NotFoundError
     from abeval.store import open_store

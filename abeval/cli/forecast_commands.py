@@ -10,7 +10,6 @@ from typing import Annotated
 
 import typer
 
-from abeval.choices import ReportFormat
 from abeval.cli.app import (
     DbOption,
     app,
@@ -21,10 +20,7 @@ from abeval.cli.app import (
     require_positive,
     require_share,
 )
-
-FormatOption = Annotated[
-    ReportFormat, typer.Option("--format", "-f", help="What to write: text (default), json, html.")
-]
+from abeval.cli.options import JsonAlias, KOption, TextPageFormatOption, chosen_format
 
 
 def _models(texts: list[str]) -> dict[str, str]:
@@ -82,12 +78,7 @@ def forecast(
             show_default=False,
         ),
     ] = None,
-    k: Annotated[
-        str,
-        typer.Option(
-            "--k", metavar="K,K...", help="Cutoffs of the evaluation's metrics, comma-separated."
-        ),
-    ] = "5,10",
+    k: KOption = "5,10",
     signal: Annotated[
         str | None,
         typer.Option(
@@ -134,7 +125,8 @@ def forecast(
         ),
     ] = None,
     alpha: Annotated[float, typer.Option("--alpha", help="1 − the intervals' level.")] = 0.05,
-    fmt: FormatOption = "text",
+    fmt: TextPageFormatOption = "text",
+    as_json: JsonAlias = False,
     out: Annotated[Path | None, page_out("reports/forecast.html")] = None,
     db: DbOption = None,
 ) -> None:
@@ -190,6 +182,7 @@ def forecast(
 
         with open_store(db, read_only=True) as store:
             report = build_forecast(store, evidence, options)
+    fmt = chosen_format(fmt, as_json)
     if fmt == "json":
         from abeval.report.forecast_json import forecast_json
 

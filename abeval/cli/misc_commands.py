@@ -13,13 +13,13 @@ import typer
 
 from abeval.cli.app import (
     DbOption,
-    JsonOption,
     app,
     command,
     require,
     require_positive,
     require_share,
 )
+from abeval.cli.options import FormatOption, JsonAlias, chosen_format, experiment_option
 from abeval.formatting import count, pct
 from abeval.formatting import number as fmt_number
 
@@ -80,11 +80,8 @@ def power(
     tuning_n: Annotated[float, typer.Option("--tuning-n", help="Sequential tuning users.")] = 5000,
     experiment: Annotated[
         str | None,
-        typer.Option(
-            "--experiment",
-            "-e",
-            metavar="NAME",
-            help="Plan from this experiment's own baseline and variances (instead of --baseline).",
+        experiment_option(
+            "Plan from this experiment's own baseline and variances (instead of --baseline)."
         ),
     ] = None,
     metric: Annotated[
@@ -98,10 +95,12 @@ def power(
         ),
     ] = None,
     db: DbOption = None,
-    as_json: JsonOption = False,
+    fmt: FormatOption = "text",
+    as_json: JsonAlias = False,
 ) -> None:
     """Users needed for a target lift (--mde), or the lift detectable with --users;
     with --experiment, both from that experiment's data."""
+    as_json = chosen_format(fmt, as_json) == "json"
     if alpha is not None:
         require_share(alpha, "--alpha")
     require_share(power_, "--power")

@@ -9,16 +9,36 @@ from typing import Annotated, get_args
 
 import typer
 
-from abeval.choices import Correction, Decision, RelativeIntervalChoice
+from abeval.choices import Decision, RelativeIntervalChoice
 from abeval.cli.app import (
     DbOption,
-    PageFormatOption,
     app,
     command,
     emit,
     page_out,
     require,
     require_positive,
+    require_share,
+)
+from abeval.cli.options import (
+    AlphaOption,
+    CapOption,
+    CorrectionOption,
+    CupedDaysOption,
+    FromOption,
+    GuardrailsOption,
+    JsonAlias,
+    KOption,
+    PageFormatOption,
+    PlanDaysOption,
+    PlanUsersOption,
+    PrimaryOption,
+    SecondaryOption,
+    TargetMdeOption,
+    TargetPropensitiesOption,
+    ToOption,
+    chosen_format,
+    experiment_option,
 )
 
 DECISIONS: tuple[str, ...] = get_args(Decision)
@@ -51,22 +71,16 @@ def window_bound(value: str | None, option: str, *, end: bool) -> datetime | Non
 
 @command(app, "report")
 def report(
-    experiment: Annotated[
-        str, typer.Option("--experiment", "-e", metavar="NAME", help="Experiment key.")
-    ],
+    experiment: Annotated[str, experiment_option("Experiment key.")],
     fmt: PageFormatOption = "html",
+    as_json: JsonAlias = False,
     out: Annotated[Path | None, page_out("reports/<experiment>.html")] = None,
     control: Annotated[
         str | None,
         typer.Option(metavar="ARM", help="Control arm (default: recorded, else 'control')."),
     ] = None,
-    alpha: Annotated[
-        float | None, typer.Option(help="Two-sided significance level (default 0.05).")
-    ] = None,
-    correction: Annotated[
-        Correction | None,
-        typer.Option(help="Multiple-testing correction: Holm (default) or Benjamini-Hochberg."),
-    ] = None,
+    alpha: AlphaOption = None,
+    correction: CorrectionOption = None,
     relative_interval: Annotated[
         RelativeIntervalChoice,
         typer.Option(
@@ -81,70 +95,22 @@ def report(
     tuning_n: Annotated[
         float, typer.Option("--tuning-n", help="Sequential: users at which the bound is tightest.")
     ] = 5000.0,
-    cuped_days: Annotated[
-        int | None,
-        typer.Option("--cuped-days", help="CUPED pre-period in days (default 14; 0: off)."),
-    ] = None,
+    cuped_days: CupedDaysOption = None,
     segment: Annotated[
         str | None,
         typer.Option(metavar="ATTRIBUTE", help="Break down by this event attribute (e.g. device)."),
     ] = None,
-    primary: Annotated[
-        str | None,
-        typer.Option(
-            metavar="METRICS", help="Primary metrics, comma-separated (default ctr,conversion)."
-        ),
-    ] = None,
-    guardrails: Annotated[
-        str | None,
-        typer.Option(
-            metavar="METRIC[:MARGIN],...",
-            help="Guardrail metrics, each with an optional margin, the relative harm it may "
-            "show at most (e.g. revenue_per_user:2%; default impressions_per_user).",
-        ),
-    ] = None,
-    secondary: Annotated[
-        str | None,
-        typer.Option(metavar="METRICS", help="Secondary metrics (default: every other one)."),
-    ] = None,
-    target_mde: Annotated[
-        float | None,
-        typer.Option("--target-mde", help="Relative lift the test should detect (default 0.02)."),
-    ] = None,
-    plan_users: Annotated[
-        int | None, typer.Option("--plan-users", help="Planned users in all arms.")
-    ] = None,
-    plan_days: Annotated[int | None, typer.Option("--plan-days", help="Planned days.")] = None,
-    k: Annotated[
-        str, typer.Option("--k", metavar="K,K...", help="Cutoffs of the replayed offline metrics.")
-    ] = "5,10",
+    primary: PrimaryOption = None,
+    guardrails: GuardrailsOption = None,
+    secondary: SecondaryOption = None,
+    target_mde: TargetMdeOption = None,
+    plan_users: PlanUsersOption = None,
+    plan_days: PlanDaysOption = None,
+    k: KOption = "5,10",
     offline: Annotated[bool, typer.Option(help="Replay offline metrics from the logs.")] = True,
-    window_from: Annotated[
-        str | None,
-        typer.Option(
-            "--from",
-            metavar="DATE|TIMESTAMP",
-            help="Analyse events from this instant on (ISO 8601; UTC unless it has a zone; "
-            "default: the recorded window, else the first event).",
-        ),
-    ] = None,
-    window_to: Annotated[
-        str | None,
-        typer.Option(
-            "--to",
-            metavar="DATE|TIMESTAMP",
-            help="Analyse events before this instant (a date: through that day).",
-        ),
-    ] = None,
-    cap: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--cap",
-            metavar="METRIC=QUANTILE",
-            help="Cap per-user values at this quantile of both arms pooled, e.g. "
-            "revenue_per_user=0.99 (repeatable or comma-separated).",
-        ),
-    ] = None,
+    window_from: FromOption = None,
+    window_to: ToOption = None,
+    cap: CapOption = None,
     fail_on: Annotated[
         str | None,
         typer.Option(
@@ -154,15 +120,7 @@ def report(
             f"of these (comma-separated: {', '.join(DECISIONS)}).",
         ),
     ] = None,
-    target_propensities: Annotated[
-        Path | None,
-        typer.Option(
-            "--target-propensities",
-            metavar="FILE",
-            help="Off-policy estimates: the target's probabilities (request_id, item_id, "
-            "position, probability [, arm]); default: the target arm's empirical frequencies.",
-        ),
-    ] = None,
+    target_propensities: TargetPropensitiesOption = None,
     ope_cap: Annotated[
         float, typer.Option("--ope-cap", help="Cap λ on the weights of capped IPS and NCIS.")
     ] = 100.0,
@@ -175,7 +133,8 @@ def report(
     from abeval import api
 
     # Checked here too so that a usage error keeps Typer's usage lines.
-    require(alpha is None or 0 < alpha < 1, "--alpha", "alpha must be between 0 and 1")
+    if alpha is not None:
+        require_share(alpha, "--alpha")
     require(cuped_days is None or cuped_days >= 0, "--cuped-days", "must be 0 or more")
     require_positive(tuning_n, "--tuning-n")
     require_positive(target_mde, "--target-mde")
@@ -211,6 +170,7 @@ def report(
     )
     with api.open(db, read_only=True) as store:
         result = store.report(experiment, options)
+    fmt = chosen_format(fmt, as_json)
     if fmt == "json":
         emit(json.dumps(result.to_dict(), indent=2, allow_nan=False) + "\n", out)
     elif fmt == "text":

@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from abeval.cli.app import DbOption, JsonOption, app, command, require
+from abeval.cli.app import DbOption, app, command, require
+from abeval.cli.options import FormatOption, JsonAlias, chosen_format, experiment_option
 from abeval.formatting import counted, printable
 
 if TYPE_CHECKING:
@@ -63,11 +64,7 @@ def source_add(
     ] = None,
     experiment: Annotated[
         str | None,
-        typer.Option(
-            "--experiment",
-            metavar="NAME",
-            help="The one experiment of a table that has no experiment column.",
-        ),
+        experiment_option("The one experiment of a table that has no experiment column."),
     ] = None,
     attributes: Annotated[
         str | None,
@@ -141,8 +138,11 @@ def _say(check: SourceCheck, replaced: bool) -> None:
 
 
 @command(source_app, "list")
-def source_list(db: DbOption = None, as_json: JsonOption = False) -> None:
+def source_list(
+    db: DbOption = None, fmt: FormatOption = "text", as_json: JsonAlias = False
+) -> None:
     """List the sources: name, table and mapping."""
+    as_json = chosen_format(fmt, as_json) == "json"
     from abeval.store import open_store
     from abeval.store.source_mapping import as_dict, describe_mapping
     from abeval.store.sources import list_sources

@@ -7,12 +7,31 @@ import json
 import signal
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, cast, get_args
 
 import typer
 
-from abeval.choices import Correction, EpochUnit, FileFormat, OnError
-from abeval.cli.app import DbOption, JsonOption, app, command, require
+from abeval.choices import EpochUnit, FileFormat, OnError, OutputFormat
+from abeval.cli.app import DbOption, app, command, require
+from abeval.cli.options import (
+    AlphaOption,
+    CapOption,
+    CorrectionOption,
+    CupedDaysOption,
+    FormatOption,
+    FromOption,
+    GuardrailsOption,
+    JsonAlias,
+    PlanDaysOption,
+    PlanUsersOption,
+    PrimaryOption,
+    SecondaryOption,
+    TargetMdeOption,
+    TargetPropensitiesOption,
+    ToOption,
+    chosen_format,
+)
+from abeval.errors import OptionError
 from abeval.formatting import counted, printable, when
 
 if TYPE_CHECKING:
@@ -24,40 +43,6 @@ experiment_app = typer.Typer(
     help="Record, show and remove the settings of one experiment.", no_args_is_help=True
 )
 app.add_typer(experiment_app, name="experiment")
-
-# The recordable options of `experiment set` (docs/usage.md#saved-configuration).
-PrimaryConfig = Annotated[
-    str | None, typer.Option(metavar="METRICS", help="Primary metrics, comma-separated.")
-]
-SecondaryConfig = Annotated[
-    str | None, typer.Option(metavar="METRICS", help="Secondary metrics (default: all others).")
-]
-GuardrailsConfig = Annotated[
-    str | None,
-    typer.Option(
-        metavar="METRIC[:MARGIN],...",
-        help="Guardrail metrics, each with the relative harm it may show at most "
-        "(e.g. revenue_per_user:2%).",
-    ),
-]
-CapConfig = Annotated[
-    list[str] | None,
-    typer.Option("--cap", metavar="METRIC=QUANTILE", help="Cap per-user values (repeatable)."),
-]
-CupedConfig = Annotated[
-    int | None, typer.Option("--cuped-days", help="CUPED pre-period in days (0: off).")
-]
-MdeConfig = Annotated[
-    float | None, typer.Option("--target-mde", help="Relative lift the test should detect.")
-]
-AlphaConfig = Annotated[float | None, typer.Option(help="Two-sided significance level.")]
-CorrectionConfig = Annotated[
-    Correction | None, typer.Option(help="Multiple-testing correction: holm or bh.")
-]
-PlanUsersConfig = Annotated[
-    int | None, typer.Option("--plan-users", help="Planned users in all arms.")
-]
-PlanDaysConfig = Annotated[int | None, typer.Option("--plan-days", help="Planned days.")]
 
 
 def _progress(enabled: bool) -> object:
@@ -88,8 +73,15 @@ def ingest(
         ),
     ] = None,
     fmt: Annotated[
-        FileFormat | None, typer.Option("--format", hidden=True, help="Former --input-format.")
-    ] = None,
+        str,
+        typer.Option(
+            "--format",
+            "-f",
+            metavar="<text|json>",
+            help="What to write: text (default; on stderr) or json (on stdout).",
+            show_default=False,
+        ),
+    ] = "text",
     epoch: Annotated[
         EpochUnit | None,
         typer.Option(
@@ -106,11 +98,24 @@ def ingest(
             "skip: load the good rows, keep the bad ones in rejected_rows.",
         ),
     ] = "abort",
-    as_json: JsonOption = False,
+    as_json: JsonAlias = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print nothing on success.")] = False,
 ) -> None:
     """Load event files into the store. Each file is all or nothing; re-loading adds nothing."""
     from abeval.errors import AbevalError, Interrupted
+
+    if fmt in get_args(FileFormat):  # --format was the input's format before --input-format
+        require(input_format in (None, fmt), "--input-format", "give it once, not also --format")
+        input_format, fmt = cast(FileFormat, fmt), "text"
+    fmt = chosen_format(fmt, as_json)
+    if fmt not in get_args(OutputFormat):
+        raise OptionError(
+            "fmt",
+            fmt,
+            "choose one of text, json (the files' format is --input-format)",
+            allowed=get_args(OutputFormat),
+        )
+    as_json = fmt == "json"
 
     if sum(str(f) == "-" for f in files) > 1:
         raise typer.BadParameter("standard input can be read once; give - once", param_hint="FILE")
@@ -123,7 +128,7 @@ def ingest(
                 try:
                     summary = store.ingest(
                         path,
-                        input_format=input_format or fmt,
+                        input_format=input_format,
                         epoch=epoch,
                         on_error=on_error,
                         progress=_progress(not quiet and not as_json),  # type: ignore[arg-type]
@@ -190,9 +195,11 @@ def rejects(
     ingest_id: Annotated[int | None, typer.Option("--ingest", help="Only this ingest.")] = None,
     limit: Annotated[int, typer.Option(help="At most this many rows.")] = 50,
     db: DbOption = None,
-    as_json: JsonOption = False,
+    fmt: FormatOption = "text",
+    as_json: JsonAlias = False,
 ) -> None:
     """List rows rejected by `abeval ingest --on-error skip`."""
+    as_json = chosen_format(fmt, as_json) == "json"
     require(limit >= 1, "--limit", f"give at least 1 row, got {limit}")
     limit = min(limit, 2**62)  # "as many as there are"
     if ingest_id is not None:
@@ -246,8 +253,11 @@ def migrate(db: DbOption = None) -> None:
 
 
 @command(app, "experiments")
-def experiments(db: DbOption = None, as_json: JsonOption = False) -> None:
+def experiments(
+    db: DbOption = None, fmt: FormatOption = "text", as_json: JsonAlias = False
+) -> None:
     """List the experiments in the store: arms, users, events by type, time range."""
+    as_json = chosen_format(fmt, as_json) == "json"
     from abeval import api
 
     with api.open(db, read_only=True) as store:
@@ -281,38 +291,19 @@ def experiment_set(
         str | None,
         typer.Option(metavar="ARM=SHARE,...", help="Expected split, e.g. control=50,treatment=50."),
     ] = None,
-    window_from: Annotated[
-        str | None,
-        typer.Option(
-            "--from", metavar="DATE|TIMESTAMP", help="Start of the analysis window (ISO 8601)."
-        ),
-    ] = None,
-    window_to: Annotated[
-        str | None,
-        typer.Option(
-            "--to", metavar="DATE|TIMESTAMP", help="End of the analysis window (a date: that day)."
-        ),
-    ] = None,
-    target_propensities: Annotated[
-        Path | None,
-        typer.Option(
-            "--target-propensities",
-            metavar="FILE",
-            help="The target policy's probabilities (columns request_id, item_id, position, "
-            "probability; optionally arm, probability_given_above), recorded for the "
-            "off-policy estimates of report and agreement.",
-        ),
-    ] = None,
-    primary: PrimaryConfig = None,
-    secondary: SecondaryConfig = None,
-    guardrails: GuardrailsConfig = None,
-    cap: CapConfig = None,
-    cuped_days: CupedConfig = None,
-    target_mde: MdeConfig = None,
-    alpha: AlphaConfig = None,
-    correction: CorrectionConfig = None,
-    plan_users: PlanUsersConfig = None,
-    plan_days: PlanDaysConfig = None,
+    window_from: FromOption = None,
+    window_to: ToOption = None,
+    target_propensities: TargetPropensitiesOption = None,
+    primary: PrimaryOption = None,
+    secondary: SecondaryOption = None,
+    guardrails: GuardrailsOption = None,
+    cap: CapOption = None,
+    cuped_days: CupedDaysOption = None,
+    target_mde: TargetMdeOption = None,
+    alpha: AlphaOption = None,
+    correction: CorrectionOption = None,
+    plan_users: PlanUsersOption = None,
+    plan_days: PlanDaysOption = None,
     db: DbOption = None,
 ) -> None:
     """Record an experiment's control arm, expected traffic split, analysis window,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
-from abeval.errors import AbevalError, close_matches
+from abeval.errors import AbevalError, OptionError, close_matches
 from abeval.metrics import (
     ap,
     auc,
@@ -72,7 +72,7 @@ def definition(name: str) -> MetricDefinition:
     """The definition of the metric called ``name`` (canonical name or alias)."""
     key = _ALIASES.get(name.lower())
     if key is None:
-        raise AbevalError(_unknown(name))
+        raise AbevalError(f"metric {name!r}: {_unknown(name)}")
     return DEFINITIONS[key]
 
 
@@ -115,21 +115,22 @@ def parse_metric(text: str, conventions: Conventions | None = None) -> MetricSpe
     raw = text.strip()
     match = _NAME.match(raw.lower())
     if not match:
-        raise AbevalError(_unknown(raw))
+        raise OptionError("metrics", raw, _unknown(raw), allowed=known_names())
     name, k_text = match.group(1), match.group(2)
     key = _ALIASES.get(name)
     if key is None:
-        raise AbevalError(_unknown(raw, k_text if k_text != "all" else None))
+        unknown = _unknown(raw, k_text if k_text != "all" else None)
+        raise OptionError("metrics", raw, unknown, allowed=known_names())
     d = DEFINITIONS[key]
     k: int | None = None
     if k_text is not None and k_text != "all":
         k = int(k_text)
         if k < 1:
-            raise AbevalError(f"metric {raw!r}: the cutoff must be at least 1, as in {d.name}@10")
+            raise OptionError("metrics", raw, f"the cutoff must be at least 1, as in {d.name}@10")
     if d.cutoff == "none" and k_text is not None:
-        raise AbevalError(f"metric {raw!r}: {d.name} takes no cutoff; write {d.name}")
+        raise OptionError("metrics", raw, f"{d.name} takes no cutoff; write {d.name}")
     if d.cutoff == "required" and k is None:
-        raise AbevalError(f"metric {raw!r} needs a cutoff; write {d.name}@10 (or another K)")
+        raise OptionError("metrics", raw, f"needs a cutoff; write {d.name}@10 (or another K)")
     return MetricSpec(name=d.name, k=k, conventions=conventions, definition=d)
 
 
@@ -161,7 +162,7 @@ def parse_metrics(
             if spec not in out:
                 out.append(spec)
     if not out:
-        raise AbevalError("no metric named; give names such as ndcg@10,ap@10,mrr")
+        raise OptionError("metrics", None, "no metric named; give names such as ndcg@10,ap@10,mrr")
     return out
 
 

@@ -43,6 +43,7 @@ from abeval.report.html_sections import (
     statistics_table,
 )
 from abeval.report.method_text import cuped_text, test_span
+from abeval.report.offline_view import offline_status_text
 from abeval.report.ope_context import ope_context
 from abeval.report.predicted_context import predicted_context
 from abeval.report.templates import environment
@@ -185,6 +186,7 @@ def build_context(report: ExperimentReport) -> ReportContext:
         users_chart=daily_users_chart(report, control.arm),
         power=power_lines(report, total_users),
         offline=offline_table(report),
+        offline_status=offline_status_text(report.offline_status),
         segments=segment_table(report),
         cuped=tuple(r for t in tables for r in t.rows if r.result.comparison.cuped),
         statistics=statistics_table(report),

@@ -212,7 +212,7 @@ class ReportContext:
       be shown non-inferior at the planned size.
     - ``sources``: where each setting came from (record, flag or default), one line.
     - ``offline``: an :class:`OfflineTable`, None when the report has no offline
-      results (the page then shows ``report.offline_status``).
+      results (the page then shows ``offline_status``, in words).
     - ``segments``: a :class:`SegmentTable`, None without a segment breakdown.
     - ``cuped``: the metric rows whose comparison used CUPED (methodology table).
     - ``statistics``: the sufficient statistics as a :class:`StatisticsTable`.
@@ -260,3 +260,4 @@ class ReportContext:
     # (abeval.report.decision_text).
     guardrail_power: tuple[str, ...] = ()
     sources: str = ""
+    offline_status: str = ""  # why there are no offline results, in words

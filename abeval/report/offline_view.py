@@ -143,3 +143,12 @@ def _online(report: ExperimentReport) -> str:
         return ""
     arms = ", ".join(f"{m.arm} {pct(m.comparison.relative.effect)}" for m in lifts)
     return f"online lift of {lifts[0].label}: {arms}"
+
+
+def offline_status_text(status: str) -> str:
+    """Why a report has no offline results, in words ("" when it has them)."""
+    from abeval.analysis.report_model import OFFLINE_NOT_REQUESTED
+
+    if status == OFFLINE_NOT_REQUESTED:
+        return "not requested (--no-offline)"
+    return "" if status == "ok" else status

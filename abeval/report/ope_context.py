@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from abeval.analysis.ope import NotEstimated, OpeDirection, OpeSection
 from abeval.analysis.report_model import ExperimentReport
 from abeval.formatting import interval, pct
-from abeval.report.ope_words import assumption, headline_reason
+from abeval.report.ope_words import assumption, headline_reason, status_text
 from abeval.report.tones import AGREEMENT_STATES as _AGREEMENT
 from abeval.stats.consistency import LiftDifference
 
@@ -75,6 +75,8 @@ class OpeContext:
     #: How to supply target probabilities ("" when they are recorded).
     supply: str = ""
     not_estimated: tuple[str, ...] = ()
+    #: Why there are no estimates, in words ("" when there are).
+    status: str = ""
 
 
 def ope_context(report: ExperimentReport) -> OpeContext | None:
@@ -95,4 +97,5 @@ def ope_context(report: ExperimentReport) -> OpeContext | None:
         for d in s.directions
     )
     supply = supply_sentence(s.supply_command) if s.supply_command else ""
-    return OpeContext(s, views, supply, tuple(not_estimated_sentence(n) for n in s.not_estimated))
+    not_estimated = tuple(not_estimated_sentence(n) for n in s.not_estimated)
+    return OpeContext(s, views, supply, not_estimated, "" if s.status == "ok" else status_text(s))

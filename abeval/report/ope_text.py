@@ -18,7 +18,7 @@ from abeval.report.ope_context import (
     not_estimated_sentence,
     supply_sentence,
 )
-from abeval.report.ope_words import assumption, headline_reason
+from abeval.report.ope_words import assumption, headline_reason, status_text
 
 _SOURCES = {
     "file": "target probabilities from --target-propensities",
@@ -90,7 +90,7 @@ def ope_lines(r: ExperimentReport) -> list[str]:
     if s is None:
         return []
     if s.status != "ok":
-        return ["", f"Off-policy estimates: {s.message}"]
+        return ["", f"Off-policy estimates: {status_text(s)}"]
     lines = [
         "",
         f"Off-policy estimates (CTR per impression; clustered by user; cap λ = {s.cap:g}; "

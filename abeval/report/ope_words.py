@@ -4,6 +4,11 @@ estimator's assumption and why the headline estimator is the one judged."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from abeval.analysis.ope import OpeSection
+
 ASSUMPTIONS = {
     "position_based": "position-based clicks",
     "cascade": "cascade clicks",
@@ -31,3 +36,8 @@ def assumption(code: str) -> str:
 
 def headline_reason(code: str) -> str:
     return HEADLINE_REASONS.get(code, code)
+
+
+def status_text(s: OpeSection) -> str:
+    """Why a report has no off-policy estimates, in words."""
+    return "not requested (--no-ope)" if s.status == "not_requested" else s.message

@@ -6,6 +6,7 @@ computes a statistic.
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass
 
 from abeval.analysis.predicted import PredictedLift, PredictedSection
@@ -27,6 +28,8 @@ class PredictedContext:
 
     section: PredictedSection
     rows: tuple[PredictedRow, ...]
+    #: Why there are no lifts, with the fix, in words ("" when there are).
+    status: str = ""
 
 
 def predicted_context(report: ExperimentReport) -> PredictedContext | None:
@@ -35,4 +38,14 @@ def predicted_context(report: ExperimentReport) -> PredictedContext | None:
     if s is None or s.status == "none_recorded":
         return None
     rows = tuple(PredictedRow(p, AGREEMENT_STATES[p.agreement]) for p in s.lifts)
-    return PredictedContext(s, rows)
+    return PredictedContext(s, rows, "" if s.status == "ok" else status_text(s))
+
+
+def status_text(s: PredictedSection) -> str:
+    """The section's status in words, with the fix where the user has one."""
+    if s.status == "other_baseline" and s.baseline is not None:
+        return (
+            f"{s.message}; record the evaluation again after `abeval experiment set "
+            f"--control`, or report with --control {shlex.quote(s.baseline)}"
+        )
+    return s.message

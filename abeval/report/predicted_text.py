@@ -9,6 +9,7 @@ from __future__ import annotations
 from abeval.analysis.predicted import PredictedLift
 from abeval.analysis.report_model import ExperimentReport
 from abeval.formatting import interval, pct, terminal_number, when
+from abeval.report.predicted_context import status_text
 
 
 def _row(p: PredictedLift) -> str:
@@ -31,7 +32,7 @@ def predicted_lines(r: ExperimentReport) -> list[str]:
         f"{s.evaluation_id} ({when(s.recorded_at)}; each model against {s.baseline}'s)",
     ]
     if s.status != "ok":
-        return [*lines, f"  {s.message}"]
+        return [*lines, f"  {status_text(s)}"]
     lines += [f"!! {w}" for w in s.warnings]
     if s.lifts:
         lines += [

@@ -31,7 +31,12 @@ from abeval.report.decision_text import (
     sources_line,
 )
 from abeval.report.method_text import cuped_text, events_text, span_text
-from abeval.report.offline_view import BeyondRow, offline_view, significant
+from abeval.report.offline_view import (
+    BeyondRow,
+    offline_status_text,
+    offline_view,
+    significant,
+)
 from abeval.report.ope_text import ope_lines
 from abeval.report.predicted_text import predicted_lines
 from abeval.stats.results import Lift
@@ -179,7 +184,8 @@ def _metric_tables(r: ExperimentReport) -> list[str]:
 
 def _offline(r: ExperimentReport) -> list[str]:
     if not r.offline:
-        return ["", f"Offline metrics: {r.offline_status}"] if r.offline_status else []
+        status = offline_status_text(r.offline_status)
+        return ["", f"Offline metrics: {status}"] if status else []
     view = offline_view(r)
     online = f"; {view.online}" if view.online else ""
     lines = [

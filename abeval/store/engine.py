@@ -66,8 +66,9 @@ def _check_password(url: str, shown: str) -> None:
         chars = " ".join(bad)
         codes = ", ".join(f"{c} as %{ord(c):02X}" for c in bad)
         raise StoreError(
-            f"--db {shown}: the password holds {chars}, which a URL cannot hold as it is; "
-            f"percent-encode it ({codes})"
+            f"{{db}} {shown}: the password holds {chars}, which a URL cannot hold as it is; "
+            f"percent-encode it ({codes})",
+            parameters=("db",),
         )
 
 
@@ -198,9 +199,10 @@ def _check_duckdb_file(url: str, shown: str, must_exist: bool) -> None:
     # `--db events.csv` is a slip for `abeval ingest events.csv`.
     if is_data_file(file):
         raise StoreError(
-            f"--db {shown} names an event file, not a store; the store is a DuckDB file "
+            f"{{db}} {shown} names an event file, not a store; the store is a DuckDB file "
             f"such as {DEFAULT_DB} (load events with "
-            f"`abeval ingest {shlex.quote(shown)} --db {DEFAULT_DB}`)"
+            f"`abeval ingest {shlex.quote(shown)} --db {DEFAULT_DB}`)",
+            parameters=("db",),
         )
     if not file.exists():
         if must_exist:
@@ -210,14 +212,20 @@ def _check_duckdb_file(url: str, shown: str, must_exist: bool) -> None:
             )
         return
     if file.is_dir():
-        raise StoreError(f"--db {shown} is a directory; name a file such as {DEFAULT_DB} in it")
+        raise StoreError(
+            f"{{db}} {shown} is a directory; name a file such as {DEFAULT_DB} in it",
+            parameters=("db",),
+        )
     try:
         with file.open("rb") as f:
             head = f.read(12)
     except OSError as exc:
         raise StoreError(f"cannot open the store {shown}: {exc.strerror}") from None
     if head and head[8:12] != b"DUCK":
-        raise StoreError(f"{shown} is not a DuckDB file, so not an abeval store; pass another --db")
+        raise StoreError(
+            f"{shown} is not a DuckDB file, so not an abeval store; pass another {{db}}",
+            parameters=("db",),
+        )
 
 
 def _env_lock_timeout() -> float:
@@ -293,7 +301,8 @@ def open_store(
                 raise StoreError(
                     f"the store {shown} is locked by {_lock_holder(text)}; "
                     f"wait for it to finish (waited {timeout:g} s, set ABEVAL_LOCK_TIMEOUT "
-                    "to wait longer) or use another --db"
+                    "to wait longer) or use another {db}",
+                    parameters=("db",),
                 ) from None
             reason = _first_line(without_secrets(text, url))
             raise StoreError(f"cannot open the store {shown}: {reason}{_hint(reason)}") from None

@@ -9,7 +9,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from abeval.errors import AbevalError, NotFoundError, close_matches
+from abeval.errors import AbevalError, NotFoundError, OptionError, close_matches
 from abeval.store.arm_lists import parse_arms
 
 if TYPE_CHECKING:
@@ -246,20 +246,24 @@ def parse_split(text_value: str, arms: list[str]) -> dict[str, float]:
         except ValueError:
             value = -1.0
         if not sep or not name or not math.isfinite(value) or value <= 0:
-            raise AbevalError(
-                f"cannot read split {text_value!r}; write it as ARM=WEIGHT,... "
-                "with positive weights, such as control=50,treatment=50"
+            raise OptionError(
+                "split",
+                text_value,
+                "write it as ARM=WEIGHT,... with positive weights, such as control=50,treatment=50",
             )
         if name in split:
-            raise AbevalError(f"split {text_value!r} names the arm {name!r} twice")
+            raise OptionError("split", text_value, f"names the arm {name!r} twice")
         split[name] = value
     unknown = sorted(set(split) - set(arms))
     missing = sorted(set(arms) - set(split))
     if unknown or missing:
-        raise AbevalError(
-            f"split {text_value!r} does not match the arms {', '.join(arms)}"
+        raise OptionError(
+            "split",
+            text_value,
+            f"does not match the arms {', '.join(arms)}"
             + (f" (unknown: {', '.join(unknown)})" if unknown else "")
-            + (f" (missing: {', '.join(missing)})" if missing else "")
+            + (f" (missing: {', '.join(missing)})" if missing else ""),
+            allowed=arms,
         )
     total = sum(split.values())
     return {k: v / total for k, v in split.items()}
@@ -323,7 +327,9 @@ def change_experiment(
     if start is not None and end is not None and start >= end:
         raise AbevalError(
             f"the analysis window of {experiment!r} would be empty: from "
-            f"{start.isoformat()} to {end.isoformat()}; --from must come before --to"
+            f"{start.isoformat()} to {end.isoformat()}; {{window_from}} must come before "
+            "{window_to}",
+            parameters=("window_from", "window_to"),
         )
     conn.execute(
         text(

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from abeval.errors import InputError, did_you_mean
+from abeval.errors import InputError, OptionError, did_you_mean
 from abeval.files import split_name
 from abeval.store.events_format import EVENT_TYPES, KNOWN, REQUIRED
 
@@ -108,22 +108,22 @@ class Resolved:
 
 
 def _pairs(
-    text: str | None, option: str, form: str, example: str, known: tuple[str, ...], what: str
+    text: str | None, parameter: str, form: str, example: str, known: tuple[str, ...], what: str
 ) -> list[tuple[str, str]]:
     """``A=B,C=D`` as pairs, stripped, each ``A`` one of ``known`` (``what`` names
-    them: ``a field of the event format``); one line naming ``option`` otherwise."""
+    them: ``a field of the event format``); an OptionError for ``parameter`` otherwise."""
     out: list[tuple[str, str]] = []
     for part in text.split(",") if text else []:
         left, sep, right = (s.strip() for s in part.partition("="))
         if not sep or not left or not right:
-            raise InputError(
-                f"cannot read {option} {text!r}; write it as {form}, such as {example}"
-            )
+            raise OptionError(parameter, text, f"write it as {form}, such as {example}")
         if left not in known:
-            raise InputError(
-                f"{option} {left}={right}: {left!r} is not {what}; "
-                f"{did_you_mean(left, known)}the {form.split('=')[0].lower()}s are "
-                f"{', '.join(known)}"
+            raise OptionError(
+                parameter,
+                f"{left}={right}",
+                f"{left!r} is not {what}; {did_you_mean(left, known)}the "
+                f"{form.split('=')[0].lower()}s are {', '.join(known)}",
+                allowed=known,
             )
         out.append((left, right))
     return out
@@ -134,9 +134,9 @@ def parse_columns(text: str | None) -> dict[str, str]:
     out: dict[str, str] = {}
     example = "user_id=uid,ts=event_time"
     what = "a field of the event format"
-    for name, column in _pairs(text, "--map", "FIELD=COLUMN,...", example, KNOWN, what):
+    for name, column in _pairs(text, "columns", "FIELD=COLUMN,...", example, KNOWN, what):
         if name in out:
-            raise InputError(f"--map names the field {name} twice; keep one")
+            raise OptionError("columns", text, f"names the field {name} twice; keep one")
         out[name] = column
     return out
 
@@ -147,11 +147,11 @@ def parse_event_types(text: str | None) -> dict[str, str]:
     example = "impression=view,click=clk"
     types = EVENT_TYPES
     for kind, value in _pairs(
-        text, "--event-type", "TYPE=VALUE,...", example, types, "an event type"
+        text, "event_types", "TYPE=VALUE,...", example, types, "an event type"
     ):
         if out.get(value, kind) != kind:
-            raise InputError(
-                f"--event-type maps the value {value!r} to both {out[value]} and {kind}; keep one"
+            raise OptionError(
+                "event_types", text, f"maps {value!r} to both {out[value]} and {kind}; keep one"
             )
         out[value] = kind
     return out
@@ -166,12 +166,14 @@ def parse_attributes(text: str | None) -> dict[str, str]:
         name, sep, column = (s.strip() for s in part.partition("="))
         column = column if sep else name
         if not name or not column:
-            raise InputError(
-                f"cannot read --attributes {text!r}; write it as COLUMN or NAME=COLUMN, "
-                "separated by commas, such as country,device=device_type"
+            raise OptionError(
+                "attributes",
+                text,
+                "write it as COLUMN or NAME=COLUMN, separated by commas, such as "
+                "country,device=device_type",
             )
         if name in out:
-            raise InputError(f"--attributes names the attribute {name} twice; keep one")
+            raise OptionError("attributes", text, f"names the attribute {name} twice; keep one")
         out[name] = column
     return out
 
@@ -188,14 +190,16 @@ def check_table_name(table: str) -> None:
     one of abeval's own tables."""
     if not _TABLE.fullmatch(table):
         raise InputError(
-            f"--table {table!r} is neither a table name nor Parquet/CSV files; write SCHEMA.TABLE "
-            '(double-quote a part with other characters: lake."my events") or a path such '
-            "as data/*.parquet"
+            f"{{table}} {table!r} is neither a table name nor Parquet/CSV files; write "
+            'SCHEMA.TABLE (double-quote a part with other characters: lake."my events") or a '
+            "path such as data/*.parquet",
+            parameters=("table",),
         )
     parts = [p.strip('"').lower() for p in table.split(".")]
     if parts[-1] in OWN_TABLES and (len(parts) == 1 or parts[-2] in ("main", "public")):
         raise InputError(
-            f"--table {table} is abeval's own table; name the table that holds your events"
+            f"{{table}} {table} is abeval's own table; name the table that holds your events",
+            parameters=("table",),
         )
 
 
@@ -204,8 +208,9 @@ def file_reader(table: str) -> tuple[str, str]:
     fmt = split_name(table)[1]
     if fmt not in ("parquet", "csv"):
         raise InputError(
-            f"--table {table}: abeval reads Parquet (.parquet) or CSV (.csv, .csv.gz) files "
-            "in place; name them by such a suffix (a glob works: data/*.parquet)"
+            f"{{table}} {table}: abeval reads Parquet (.parquet) or CSV (.csv, .csv.gz) files "
+            "in place; name them by such a suffix (a glob works: data/*.parquet)",
+            parameters=("table",),
         )
     return str(Path(table).expanduser().absolute()), fmt
 
@@ -242,10 +247,14 @@ def _column(columns: dict[str, str], wanted: str) -> str | None:
     return same[0] if len(same) == 1 else None
 
 
-def _missing(where: str, column: str, how: str, columns: dict[str, str]) -> InputError:
+def _missing(
+    where: str, column: str, how: str, parameter: str, columns: dict[str, str]
+) -> InputError:
+    """``how`` names ``parameter`` as ``{parameter}``."""
     return InputError(
         f"{where} has no column {column!r} ({how}); "
-        f"{did_you_mean(column, columns)}its columns are {', '.join(columns)}"
+        f"{did_you_mean(column, columns)}its columns are {', '.join(columns)}",
+        parameters=(parameter,),
     )
 
 
@@ -281,16 +290,17 @@ def resolve(where: str, mapping: Mapping, columns: dict[str, str]) -> Resolved:
         wanted = mapping.columns.get(fld)
         column = _column(columns, wanted or fld)
         if column is None and wanted is not None:
-            raise _missing(where, wanted, f"--map {fld}={wanted}", columns)
+            raise _missing(where, wanted, f"{{columns}} {fld}={wanted}", "columns", columns)
         if column is None and fld in REQUIRED:
             how = (
-                "--experiment-column COLUMN, or --experiment NAME for a table of one experiment"
+                "{experiment_column} COLUMN, or {experiment} NAME for a table of one experiment"
                 if fld == "experiment"
-                else f"--map {fld}=COLUMN"
+                else f"{{columns}} {fld}=COLUMN"
             )
             raise InputError(
                 f"{where} has no column for {fld}; name it with {how} "
-                f"(its columns are {', '.join(columns)})"
+                f"(its columns are {', '.join(columns)})",
+                parameters=("columns", "experiment_column", "experiment"),
             )
         chosen[fld] = column
         if column is not None:
@@ -299,7 +309,7 @@ def resolve(where: str, mapping: Mapping, columns: dict[str, str]) -> Resolved:
     for name, wanted in sorted(mapping.attributes.items()):
         column = _column(columns, wanted)
         if column is None:
-            raise _missing(where, wanted, f"--attributes {name}={wanted}", columns)
+            raise _missing(where, wanted, f"{{attributes}} {name}={wanted}", "attributes", columns)
         _typed(where, "attribute", column, columns[column], ATTRIBUTE_TYPES)
         attributes[name] = column
     values = {kind: kind for kind in EVENT_TYPES if kind not in mapping.event_types.values()}

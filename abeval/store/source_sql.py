@@ -59,9 +59,10 @@ def relation(conn: Connection, table: str) -> Relation:
     if is_file_reference(table):
         if conn.dialect.name != "duckdb":
             raise InputError(
-                f"--table {table}: files are read in place only by a DuckDB store; "
+                f"{{table}} {table}: files are read in place only by a DuckDB store; "
                 f"this store is {conn.dialect.name} (name one of its tables, or load the "
-                "files with `abeval ingest`)"
+                "files with `abeval ingest`)",
+                parameters=("table",),
             )
         path, fmt = file_reader(table)
         reader = "read_parquet" if fmt == "parquet" else "read_csv"
@@ -93,11 +94,12 @@ def describe(conn: Connection, rel: Relation) -> dict[str, str]:
                     {"t": rel.sql},
                 ).fetchall()
         except Exception as exc:
-            raise InputError(f"cannot read --table {rel.shown}: {_reason(exc)}") from None
+            raise _cannot_read(rel, _reason(exc)) from None
         if not rows:
             raise InputError(
-                f"no table or view {rel.shown} in the store's database (--table); "
-                "name it as SCHEMA.TABLE, as `\\dt` in psql lists it"
+                f"no table or view {rel.shown} in the store's database ({{table}}); "
+                "name it as SCHEMA.TABLE, as `\\dt` in psql lists it",
+                parameters=("table",),
             )
     elif dialect == "spark":
         return dict(_spark_columns(conn, rel))
@@ -121,10 +123,11 @@ def _spark_columns(conn: Connection, rel: Relation) -> list[tuple[str, str]]:
         reason = spark_reason(exc)
         if "TABLE_OR_VIEW_NOT_FOUND" in reason:
             raise InputError(
-                f"no table or view {rel.shown} in the Spark catalog (--table); name it as "
-                "DATABASE.TABLE, as SHOW TABLES IN DATABASE lists it"
+                f"no table or view {rel.shown} in the Spark catalog ({{table}}); name it as "
+                "DATABASE.TABLE, as SHOW TABLES IN DATABASE lists it",
+                parameters=("table",),
             ) from None
-        raise InputError(f"cannot read --table {rel.shown}: {reason}") from None
+        raise _cannot_read(rel, reason) from None
 
 
 def _unreadable(rel: Relation, exc: Exception) -> InputError:
@@ -132,15 +135,21 @@ def _unreadable(rel: Relation, exc: Exception) -> InputError:
     reason = _reason(exc)
     if "No files found" in reason:
         return InputError(
-            f"no file matches --table {rel.shown}; check the path (a glob such as "
-            "data/*.parquet works)"
+            f"no file matches {{table}} {rel.shown}; check the path (a glob such as "
+            "data/*.parquet works)",
+            parameters=("table",),
         )
     if "Catalog Error" in str(getattr(exc, "orig", exc)):
         return InputError(
-            f"no table or view {rel.shown} in the store's database (--table); name it as "
-            "SCHEMA.TABLE, or name Parquet/CSV files by their path"
+            f"no table or view {rel.shown} in the store's database ({{table}}); name it as "
+            "SCHEMA.TABLE, or name Parquet/CSV files by their path",
+            parameters=("table",),
         )
-    return InputError(f"cannot read --table {rel.shown}: {reason}")
+    return _cannot_read(rel, reason)
+
+
+def _cannot_read(rel: Relation, reason: str) -> InputError:
+    return InputError(f"cannot read {{table}} {rel.shown}: {reason}", parameters=("table",))
 
 
 def _reason(exc: Exception) -> str:

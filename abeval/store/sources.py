@@ -158,14 +158,16 @@ def add_source(
         if name in existing and not replace_existing:
             raise InputError(
                 f"a source named {name!r} exists (table {existing[name].table}); "
-                "pass --replace to replace its mapping, or choose another name"
+                "pass {replace_existing} to replace its mapping, or choose another name",
+                parameters=("replace_existing",),
             )
         rel, resolved = _checked(conn, name, table, mapping)
         events, unmapped = _count(conn, rel, resolved)
         if not events:
             raise InputError(
                 f"source {name!r}: {rel.shown} has no event of a mapped type; "
-                f"map its event types with --event-type{_seen(unmapped)}"
+                f"map its event types with {{event_types}}{_seen(unmapped)}",
+                parameters=("event_types",),
             )
         now = datetime.now(UTC).replace(tzinfo=None, microsecond=0)
         created = existing[name].created_at if name in existing else now
@@ -188,7 +190,7 @@ def _checked(
     try:
         return checked(conn, table, mapping)
     except AbevalError as exc:
-        raise type(exc)(f"source {name!r}: {exc.message}") from None
+        raise exc.prefixed(f"source {name!r}: ") from None
 
 
 def _count(conn: Connection, rel: Relation, r: Resolved) -> tuple[dict[str, int], dict[str, int]]:
@@ -225,10 +227,10 @@ def _holds(conn: Connection, rel: Relation, r: Resolved, experiment: str) -> boo
 
 def _refit(source: Source, exc: AbevalError) -> AbevalError:
     """A source whose table no longer fits its mapping, said at report time."""
-    return type(exc)(
-        f"source {source.name!r} no longer fits its table: {exc.message}; fix the table, or "
-        "record the mapping again with "
-        f"`abeval source add {shlex.quote(source.name)} --replace ...`"
+    return exc.prefixed(
+        f"source {source.name!r} no longer fits its table: ",
+        "; fix the table, or record the mapping again with "
+        f"`abeval source add {shlex.quote(source.name)} --replace ...`",
     )
 
 
@@ -311,6 +313,7 @@ def refuse_settings(store: Store, experiment: str) -> None:
         if place is not None:
             raise AbevalError(
                 f"experiment {experiment!r} is read in place from source "
-                f"{place.source.name!r}, and its settings are not recorded; pass --control, "
-                "--from and --to to `abeval report` instead"
+                f"{place.source.name!r}, and its settings are not recorded; pass {{control}}, "
+                "{window_from} and {window_to} to `abeval report` instead",
+                parameters=("control", "window_from", "window_to"),
             )

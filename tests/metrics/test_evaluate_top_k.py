@@ -23,6 +23,7 @@ import pytest
 from metrics_helpers import write_csv
 
 from abeval.analysis.evaluate import evaluate
+from abeval.cli.app import option_name
 from abeval.errors import InputError
 from abeval.metrics import Conventions
 
@@ -219,7 +220,9 @@ def test_repeated_pairs_are_counted_by_the_screen(tmp_path: Path) -> None:
     for path in (recs, parquet):
         with pytest.raises(InputError) as err:
             evaluate(truth, [path], metrics="mrr")
-        assert str(err.value) == (
+        said = (
             f"{path}: user 'u1' lists item 'i1' twice (3 duplicated rows in 2 users); "
-            "remove the duplicates or pass --duplicates dedupe to count each item once"
+            "remove the duplicates or pass {} dedupe to count each item once"
         )
+        assert str(err.value) == said.format("duplicates")
+        assert err.value.spelt(option_name) == said.format("--duplicates")

@@ -153,8 +153,8 @@ def test_missing_file_and_unknown_metric(tmp_path: Path, truth: Path) -> None:
         f"Error: {recs}: no such recommendations file; check the path"
     )
     ok = write_csv(tmp_path / "recs.csv", "user_id,item_id,rank", [("u1", "a", 1)])
-    message = _error(["-t", str(truth), "-r", str(ok), "-m", "ndgc@10"])
-    assert message.startswith("Error: unknown metric 'ndgc@10'; did you mean ndcg@10")
+    message = _error(["-t", str(truth), "-r", str(ok), "-m", "ndgc@10"], code=2)
+    assert message.startswith("Error: --metrics 'ndgc@10': unknown metric 'ndgc@10'; did you mean")
 
 
 def test_users_on_one_side_are_counted(tmp_path: Path) -> None:

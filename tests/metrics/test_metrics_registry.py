@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from abeval.errors import AbevalError
+from abeval.errors import AbevalError, OptionError
 from abeval.metrics import DEFINITIONS, Conventions, parse_metric, parse_metrics
 
 
@@ -34,26 +34,28 @@ def test_names_without_a_cutoff_expand_over_k() -> None:
 
 
 def test_misspelt_metric_suggests_the_closest() -> None:
-    with pytest.raises(AbevalError) as err:
+    with pytest.raises(OptionError) as err:
         parse_metric("ndgc@10")
-    assert err.value.message.startswith("unknown metric 'ndgc@10'; did you mean ndcg@10")
-    with pytest.raises(AbevalError) as err:
+    assert (err.value.parameter, err.value.value) == ("metrics", "ndgc@10")
+    assert err.value.reason.startswith("unknown metric 'ndgc@10'; did you mean ndcg@10")
+    assert "ndcg" in (err.value.allowed or ())
+    with pytest.raises(OptionError) as err:
         parse_metric("precison@5")
-    assert "did you mean precision@5" in err.value.message
+    assert "did you mean precision@5" in err.value.reason
 
 
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("precision", "metric 'precision' needs a cutoff; write precision@10 (or another K)"),
-        ("auc@10", "metric 'auc@10': auc takes no cutoff; write auc"),
-        ("ndcg@0", "metric 'ndcg@0': the cutoff must be at least 1, as in ndcg@10"),
+        ("precision", "--metrics 'precision': needs a cutoff; write precision@10 (or another K)"),
+        ("auc@10", "--metrics 'auc@10': auc takes no cutoff; write auc"),
+        ("ndcg@0", "--metrics 'ndcg@0': the cutoff must be at least 1, as in ndcg@10"),
     ],
 )
 def test_cutoff_rules(text: str, message: str) -> None:
-    with pytest.raises(AbevalError) as err:
+    with pytest.raises(OptionError) as err:
         parse_metric(text)
-    assert err.value.message == message
+    assert err.value.line("--metrics") == message
 
 
 def test_conventions_are_validated_and_printed() -> None:

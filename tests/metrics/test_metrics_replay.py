@@ -106,7 +106,7 @@ def test_duplicate_impressions_error_then_dedupe(tmp_path: Path) -> None:
         assert err.value.message == (
             "experiment 'exp': request 'r1' shows item 'a' twice (positions 1 and 3; "
             "1 repeated impressions in all); count each item once at its first position "
-            "with duplicates=dedupe (--duplicates dedupe)"
+            "with the convention duplicates='dedupe'"
         )
         result = replay(
             conn, "exp", metrics="mrr,auc", conventions=Conventions(duplicates="dedupe")

@@ -319,7 +319,8 @@ def _drop_repeats(
         more = f" ({extra} duplicated rows in {users} users)" if extra > 1 else ""
         raise InputError(
             f"{path}: user {user!r} {role.repeated} item {item!r} twice{more}; "
-            "remove the duplicates or pass --duplicates dedupe to count each item once"
+            "remove the duplicates or pass {duplicates} dedupe to count each item once",
+            parameters=("duplicates",),
         )
     warnings.append(f"{path}: " + role.kept.format(removed=extra, users=users))
     return extra

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from abeval.analysis.evaluate.results import EvaluationResult, Recorded
-from abeval.errors import AbevalError, Interrupted, NotFoundError
+from abeval.errors import AbevalError, Interrupted, OptionError
 from abeval.files import sha256_file
 from abeval.store.evaluations import RecordedEvaluation, RecordedMetric, record_evaluation
 
@@ -56,19 +56,24 @@ def experiment_target(
 
     with store.connect() as conn:
         settings = get_settings(conn, experiment)
-    for name in [*models, *predictors]:
-        if name not in settings.arms:
-            raise NotFoundError(
-                unknown_arm_message(experiment, name, settings.arms)
-                + "; name each model after an arm, as -r ARM=FILE"
-            )
+    for parameter, names in (("recommendations", models), ("predictions", predictors)):
+        for name in names:
+            if name not in settings.arms:
+                raise OptionError(
+                    parameter,
+                    name,
+                    unknown_arm_message(experiment, name, settings.arms)
+                    + "; name each model after an arm, as ARM=FILE",
+                    allowed=tuple(settings.arms),
+                )
     control, _ = choose_control(settings.arms, settings.control_arm, None, experiment, None)
     baseline_models = models or predictors
-    option = "-r" if models else "--predictions"
     if control not in baseline_models:
-        raise AbevalError(
+        raise OptionError(
+            "recommendations" if models else "predictions",
+            None,
             f"no model for the control arm {control!r} of experiment {experiment!r}: lifts are "
-            f"measured against it; give {option} {control}=FILE"
+            f"measured against it; give {control}=FILE",
         )
     return Target(experiment, control, tuple(settings.arms))
 

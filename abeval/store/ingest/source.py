@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from abeval.choices import FileFormat as Format
-from abeval.errors import InputError, close_matches
+from abeval.errors import InputError, OptionError, close_matches
 from abeval.files import FORMATS, split_name, wide_text_error
 from abeval.store.events_format import COLUMN_ALIASES, KNOWN, REQUIRED, extras
 from abeval.store.ingest import lines
@@ -30,7 +30,9 @@ def detect_format(path: Path, fmt: str | None) -> Format:
     """The format ``--input-format`` names or, without it, the one the file's name says."""
     if fmt:
         if fmt not in FORMATS:
-            raise InputError(f"{path}: unknown --input-format {fmt!r}; use csv, parquet or jsonl")
+            raise OptionError(
+                "input_format", fmt, "choose one of csv, parquet, jsonl", allowed=FORMATS
+            )
         return cast(Format, fmt)
     found = split_name(path)[1]
     if found in ("qrels", "run"):
@@ -40,7 +42,8 @@ def detect_format(path: Path, fmt: str | None) -> Format:
     if found is None:
         raise InputError(
             f"{path}: cannot tell the format from the extension; "
-            "name it .csv, .csv.gz, .parquet or .jsonl, or pass --input-format"
+            "name it .csv, .csv.gz, .parquet or .jsonl, or pass {input_format}",
+            parameters=("input_format",),
         )
     return cast(Format, found)
 

@@ -228,9 +228,10 @@ def refusal(errors: list[str], n_rejected: int) -> InputError:
     details = errors[1:] + ([f"... and {more} more bad rows"] if more > 0 else [])
     return InputError(
         f"{errors[0]} ({n_rejected} bad row{'s' if n_rejected > 1 else ''}; "
-        "nothing was loaded from this file; fix the rows or pass --on-error skip "
+        "nothing was loaded from this file; fix the rows or pass {on_error} skip "
         "to load the good rows)",
         details=details,
+        parameters=("on_error",),
     )
 
 

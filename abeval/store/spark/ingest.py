@@ -46,9 +46,10 @@ def load_spark(store: SparkStore, job: Job, on_error: OnError) -> IngestSummary:
 
     if on_error == "skip":
         raise InputError(
-            f"{job.shown}: --on-error skip keeps bad rows in rejected_rows, which a Spark "
+            f"{job.shown}: {{on_error}} skip keeps bad rows in rejected_rows, which a Spark "
             "store does not have yet; fix the rows, or load the file with the default "
-            "--on-error abort (nothing was loaded from this file)"
+            "{on_error} abort (nothing was loaded from this file)",
+            parameters=("on_error",),
         )
     with staged.checked(store, None, job, on_error) as check:
         duck, src, counts = check.duck, check.src, check.counts

@@ -75,7 +75,7 @@ class SparkStore(Store):
 
     @contextmanager
     def begin(self) -> Iterator[Connection]:
-        raise StoreError(writes_refused(self.display))
+        raise StoreError(writes_refused(self.display), parameters=("db",))
         yield  # pragma: no cover
 
     @contextmanager
@@ -105,7 +105,7 @@ class SparkStore(Store):
 
 def writes_refused(shown: str) -> str:
     return (
-        f"--db {shown}: on a Spark store abeval loads events (ingest), reads them "
+        f"{{db}} {shown}: on a Spark store abeval loads events (ingest), reads them "
         "(experiments, report, agreement) and records sources and offline evaluations in "
         "this version; change experiment settings with DuckDB or PostgreSQL"
     )
@@ -116,8 +116,9 @@ def open_spark_store(url: str, *, read_only: bool) -> SparkStore:
     shown = display_spark_url(url)
     if url.startswith("spark://"):
         raise StoreError(
-            f"--db {shown} is a Spark master; abeval talks to a Spark Connect server: "
-            "use sc://HOST:15002"
+            f"{{db}} {shown} is a Spark master; abeval talks to a Spark Connect server: "
+            "use sc://HOST:15002",
+            parameters=("db",),
         )
     try:
         from pyspark.sql.connect.session import SparkSession
