@@ -43,6 +43,7 @@ from abeval.analysis.report_model import (
     ReportOptions,
     Settings,
 )
+from abeval.analysis.team_metrics import check_names, use_recorded
 from abeval.analysis.verdicts import verdicts
 from abeval.errors import AbevalError, NotFoundError, OptionError
 from abeval.stats import srm_test
@@ -54,7 +55,7 @@ from abeval.store.experiments import (
     unknown_arm_message,
     unknown_segment_message,
 )
-from abeval.store.online_sql import CapValue, Moments
+from abeval.store.online_sql import BUILTIN, CapValue, Moments, VariableSet
 from abeval.store.population import Window
 from abeval.store.shared_ctes import drop
 
@@ -84,6 +85,7 @@ class _Observed:
     daily: Daily
     segments: dict[str, dict[str, Moments]]
     ingests: tuple[dict[str, Any], ...]
+    variables: VariableSet = BUILTIN
 
     @property
     def treatments(self) -> list[str]:
@@ -195,13 +197,17 @@ def _observe(conn: Connection, experiment: str, o: ReportOptions) -> tuple[_Obse
             raise OptionError("segment", o.segment, message, allowed=tuple(known))
     arms = [control] + [a for a in settings.arms if a != control]
     window = _window(settings, o)
-    base, temporary = online_sql.shared(conn, experiment, o.cuped_days, window)
+    recorded, variables = use_recorded(conn)
+    check_names(o)
+    base, temporary = online_sql.shared(conn, experiment, o.cuped_days, window, variables)
     kept = [t for t in temporary if t.endswith("_population")]
     try:
-        quantiles = variable_quantiles(o.caps)
-        caps = online_sql.cap_values(conn, experiment, quantiles, base) if quantiles else {}
+        quantiles = {**recorded.caps, **variable_quantiles(o.caps)}
+        caps = (
+            online_sql.cap_values(conn, experiment, quantiles, base, variables) if quantiles else {}
+        )
         capped = _cap_values(caps)
-        moments = online_sql.arm_moments(conn, experiment, o.cuped_days, base, capped)
+        moments = online_sql.arm_moments(conn, experiment, o.cuped_days, base, capped, variables)
         if control not in moments:
             raise AbevalError(
                 f"control arm {control!r} of {experiment!r} has no analysed users; "
@@ -211,12 +217,14 @@ def _observe(conn: Connection, experiment: str, o: ReportOptions) -> tuple[_Obse
         weights = [settings.split.get(a, 0.0) for a in arms] if settings.split else None
         health = _health(conn, experiment, users, weights, arms, o.cuped_days, base, window)
         daily = (
-            online_sql.daily_moments(conn, experiment, o.cuped_days, base, capped)
+            online_sql.daily_moments(conn, experiment, o.cuped_days, base, capped, variables)
             if o.daily
             else []
         )
         segments = (
-            online_sql.segment_moments(conn, experiment, o.segment, o.cuped_days, base, capped)
+            online_sql.segment_moments(
+                conn, experiment, o.segment, o.cuped_days, base, capped, variables
+            )
             if o.segment
             else {}
         )
@@ -237,6 +245,7 @@ def _observe(conn: Connection, experiment: str, o: ReportOptions) -> tuple[_Obse
         daily=daily,
         segments=segments,
         ingests=online_sql.ingests(conn, experiment),
+        variables=variables,
     )
     return observed, kept
 
@@ -391,7 +400,7 @@ def _window_rule(seen: _Observed, o: ReportOptions) -> str | None:
 def _methodology(seen: _Observed, o: ReportOptions) -> Methodology:
     return Methodology(
         sql=online_sql.arm_moments_sql(
-            o.cuped_days, caps=_cap_values(seen.caps), window=seen.window
+            o.cuped_days, caps=_cap_values(seen.caps), window=seen.window, variables=seen.variables
         ),
         sufficient_statistics={a: _moments_dict(m) for a, m in seen.moments.items()},
         ingests=seen.ingests,
