@@ -66,12 +66,14 @@ def variable_quantiles(caps: Iterable[tuple[str, float]]) -> dict[str, float]:
     return {METRICS[name].numerator: quantile for name, quantile in caps}
 
 
-def cap_infos(values: Mapping[str, CapValue]) -> tuple[CapInfo, ...]:
+def cap_infos(
+    values: Mapping[str, CapValue], labels: Mapping[str, str] | None = None
+) -> tuple[CapInfo, ...]:
     """What the report says of each cap: the metrics it applies to, its value, and
     how many users it touched per arm."""
     return tuple(
         CapInfo(
-            variable=v.variable,
+            variable=(labels or {}).get(v.variable, v.variable),
             metrics=tuple(n for n, m in METRICS.items() if m.numerator == v.variable),
             quantile=v.quantile,
             cap=v.cap,

@@ -17,7 +17,7 @@ from abeval.errors import InputError, did_you_mean
 from abeval.store.events_format import EVENT_TYPES
 
 #: The keys a metric's table may have.
-KEYS = ("kind", "event", "value", "numerator", "denominator", "where")
+KEYS: tuple[str, ...] = ("kind", "event", "value", "numerator", "denominator", "where")
 KEYS += ("lower_is_better", "cap", "description")
 _SIDE_KEYS = ("event", "value")
 _TOML_POSITION = re.compile(r"\s*\(at line (\d+), column (\d+)\)\s*$")

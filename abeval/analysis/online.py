@@ -13,7 +13,7 @@ methodology. The store computes sums and the statistics layer does the maths.
 from __future__ import annotations
 
 import shlex
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -86,6 +86,8 @@ class _Observed:
     segments: dict[str, dict[str, Moments]]
     ingests: tuple[dict[str, Any], ...]
     variables: VariableSet = BUILTIN
+    #: What the report calls a team metric's capped variable.
+    labels: dict[str, str] = field(default_factory=dict)
 
     @property
     def treatments(self) -> list[str]:
@@ -129,7 +131,7 @@ def build_report(store: Store, experiment: str, o: ReportOptions | None = None) 
         settings=_settings(seen, o),
         arms=_arm_infos(seen),
         health=seen.health,
-        caps=cap_infos(seen.caps),
+        caps=cap_infos(seen.caps, seen.labels),
         verdicts=verdicts(results, seen.health, o, decided),
         metrics=tuple(results),
         daily=daily_points(seen.daily, control, treatments, o),
@@ -246,6 +248,7 @@ def _observe(conn: Connection, experiment: str, o: ReportOptions) -> tuple[_Obse
         segments=segments,
         ingests=online_sql.ingests(conn, experiment),
         variables=variables,
+        labels=recorded.labels,
     )
     return observed, kept
 
@@ -487,8 +490,9 @@ def _window_and_cap_notes(seen: _Observed) -> tuple[str, ...]:
         )
     for c in seen.caps.values():
         value = f"{c.cap:.6g}" if c.cap is not None else "undefined (no users)"
+        name = seen.labels.get(c.variable, c.variable)
         notes.append(
-            f"Capping: per-user {c.variable} capped at its {c.quantile:g} quantile over both "
+            f"Capping: per-user {name} capped at its {c.quantile:g} quantile over both "
             f"arms, {value}; {sum(c.users_capped.values()):,} users were above it. The CUPED "
             "covariate is not capped."
         )

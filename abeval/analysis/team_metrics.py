@@ -104,9 +104,9 @@ class TeamMetric:
         """The definition in one line (``abeval metrics``, the report's description)."""
         where = "".join(f", {k} = {v!r}" for k, v in self.where)
         if self.kind == "proportion":
-            text = f"share of users with a {self.numerator.event} event{where}"
+            text = f"share of users with at least one {self.numerator.event} event{where}"
         elif self.kind == "mean":
-            text = f"mean per user of the {self.numerator.text()} events{where}"
+            text = f"{self.numerator.text()} events per user{where}"
         else:
             den = self.denominator.text() if self.denominator else ""
             text = f"{self.numerator.text()} / {den} over users{where} (delta method)"
@@ -125,6 +125,8 @@ class Catalog:
     variables: VariableSet
     caps: dict[str, float]
     definitions: dict[str, TeamMetric]
+    #: What the report calls a capped variable (``t0_n`` → ``Σ value of add_to_cart``).
+    labels: dict[str, str]
 
 
 def catalog(definitions: Iterable[TeamMetric]) -> Catalog:
@@ -135,6 +137,7 @@ def catalog(definitions: Iterable[TeamMetric]) -> Catalog:
     summed: list[Variable] = []
     indicators: list[tuple[str, str]] = []
     caps: dict[str, float] = {}
+    labels: dict[str, str] = {}
     defs = {d.name: d for d in sorted(definitions, key=lambda d: d.name)}
     for i, d in enumerate(defs.values()):
         num, den = f"t{i}_n", f"t{i}_d"
@@ -148,6 +151,7 @@ def catalog(definitions: Iterable[TeamMetric]) -> Catalog:
             denominator = den
         if d.cap is not None:
             caps[num] = d.cap
+        labels[num] = d.numerator.text()
         metrics[d.name] = OnlineMetric(
             d.name,
             d.kind,
@@ -157,7 +161,7 @@ def catalog(definitions: Iterable[TeamMetric]) -> Catalog:
             d.description or d.formula(),
             d.lower_is_better,
         )
-    return Catalog(metrics, VariableSet(tuple(summed), tuple(indicators)), caps, defs)
+    return Catalog(metrics, VariableSet(tuple(summed), tuple(indicators)), caps, defs, labels)
 
 
 def recorded_definitions(conn: Connection) -> list[TeamMetric]:
