@@ -112,7 +112,8 @@ def _metric(where: _Located, name: str, body: Any, known: set[str]) -> TeamMetri
         hint = did_you_mean(str(kind), KINDS)
         raise where.error(
             where.key(name, "kind"),
-            f"[{name}] kind {kind!r} is not one of {', '.join(KINDS)}; {hint}".rstrip("; "),
+            f"[{name}] kind {kind!r} is not a kind of metric; {hint}"
+            'write kind = "proportion", "mean" or "ratio"',
         )
     kind = cast(Kind, kind)
     where_pairs = _where(where, name, body.get("where", {}))
@@ -193,7 +194,7 @@ def _event_sum(
     value = given.get("value")
     if value not in (None, "sum"):
         raise where.error(
-            at,
+            at if side else where.key(name, "value"),
             f'[{name}] {label}value must be "sum" (the sum of the events\' value) or left out '
             f"(a count of events), got {value!r}",
         )
