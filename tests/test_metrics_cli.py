@@ -8,8 +8,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-import duckdb
 import pytest
+from ingest_store import query
 from typer.testing import CliRunner
 
 from abeval.analysis import online_metrics
@@ -61,24 +61,12 @@ def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def recorded(db: Path) -> list[tuple[str, dict[str, Any], str]]:
-    con = duckdb.connect(str(db), read_only=True)
-    try:
-        rows = con.execute(
-            "SELECT name, definition, source FROM metric_definitions ORDER BY name"
-        ).fetchall()
-    finally:
-        con.close()
+    rows = query(db, "SELECT name, definition, source FROM metric_definitions ORDER BY name")
     return [(r[0], json.loads(r[1]), r[2]) for r in rows]
 
 
 def test_ingest_keeps_a_team_event_type_lower_cased(store: Path) -> None:
-    con = duckdb.connect(str(store), read_only=True)
-    try:
-        types = con.execute(
-            "SELECT event_type, COUNT(*) FROM events GROUP BY 1 ORDER BY 1"
-        ).fetchall()
-    finally:
-        con.close()
+    types = query(store, "SELECT event_type, COUNT(*) FROM events GROUP BY 1 ORDER BY 1")
     assert types == [("add_to_cart", 3), ("exposure", 4), ("play", 1)]
 
 
