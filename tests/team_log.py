@@ -3,9 +3,6 @@ it: the team-defined metrics tests (DuckDB and PostgreSQL) share them."""
 
 from __future__ import annotations
 
-import csv
-from pathlib import Path
-
 import numpy as np
 
 EXP = "carts"
@@ -80,11 +77,3 @@ def team_log(seed: int = 11) -> list[dict[str, str]]:
             row(arm, user, ts, "play", str(int(rng.integers(1, 600))), device)
     row("treatment", "ghost", START, "add_to_cart", "50", "mobile")  # no exposure
     return rows
-
-
-def write_team_log(path: Path, rows: list[dict[str, str]]) -> Path:
-    with path.open("w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
-    return path

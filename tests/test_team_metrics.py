@@ -12,7 +12,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from team_log import EXP, METRICS_TOML, team_log, write_team_log
+from team_log import EXP, METRICS_TOML, team_log
+from test_forecast_cli import _write
 
 from abeval.analysis import online_metrics
 from abeval.analysis.metric_records import add_metrics
@@ -56,7 +57,7 @@ def _per_user(rows: list[dict[str, str]]) -> dict[str, dict[str, np.ndarray]]:
 def carts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, list[dict[str, str]]]]:
     folder = tmp_path_factory.mktemp("team")
     rows = team_log()
-    events = write_team_log(folder / "events.csv", rows)
+    events = _write(folder / "events.csv", rows)
     (folder / "metrics.toml").write_text(METRICS_TOML)
     db = folder / "s.duckdb"
     with open_store(str(db)) as store:

@@ -7,7 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from team_log import EXP, METRICS_TOML, team_log, write_team_log
+from team_log import EXP, METRICS_TOML, team_log
+from test_forecast_cli import _write
 from test_postgres_report import assert_same
 
 from abeval.analysis import online_metrics
@@ -20,7 +21,7 @@ pytestmark = pytest.mark.postgres
 
 
 def test_a_recorded_metric_gives_the_same_report(tmp_path: Path, postgres_database: str) -> None:
-    events = write_team_log(tmp_path / "events.csv", team_log())
+    events = _write(tmp_path / "events.csv", team_log())
     (tmp_path / "metrics.toml").write_text(METRICS_TOML)
     options = ReportOptions(
         primary=("cart_rate", "value_per_cart"),
