@@ -10,7 +10,8 @@ pre-period as CUPED covariate when asked.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Literal
 
@@ -118,6 +119,20 @@ METRICS: dict[str, OnlineMetric] = dict(BUILTIN_METRICS)
 _IDENTIFIER = re.compile(r"[a-z_][a-z0-9_]{0,63}")
 
 
+_STRICT: list[bool] = [False]
+
+
+@contextmanager
+def names_known() -> Iterator[None]:
+    """Inside, :func:`parse_metrics` refuses any name not in :data:`METRICS`: for a
+    caller that has read the store's recorded metrics already."""
+    _STRICT.append(True)
+    try:
+        yield
+    finally:
+        _STRICT.pop()
+
+
 def use_metrics(recorded: dict[str, OnlineMetric]) -> None:
     """Make :data:`METRICS` the built-ins and ``recorded`` (a store's team-defined
     metrics; their names never clash with a built-in, ``abeval metrics add`` refuses it)."""
@@ -147,7 +162,8 @@ def parse_metrics(
     parts = text.split(",") if isinstance(text, str) else list(text)
     names = tuple(n.strip() for n in parts if n.strip())
     for name in names:
-        if name not in METRICS and (strict or not _IDENTIFIER.fullmatch(name)):
+        lenient = not (strict or _STRICT[-1]) and _IDENTIFIER.fullmatch(name)
+        if name not in METRICS and not lenient:
             hint = did_you_mean(name, METRICS, n=2)
             raise OptionError(
                 parameter,
@@ -162,7 +178,7 @@ def check_known(names: Sequence[str], parameter: str) -> None:
     """An :class:`OptionError` for the first of ``names`` that is no metric of
     :data:`METRICS` (built-in or recorded)."""
     if names:
-        parse_metrics(list(names), (), parameter, strict=True)
+        parse_metrics(",".join(names), (), parameter, strict=True)
 
 
 def _ratio(m: Moments, num: str, den: str) -> RatioStats:
