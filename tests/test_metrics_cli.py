@@ -139,6 +139,11 @@ def test_add_records_and_lists(store: Path) -> None:
     ]
     assert rows[-1]["recorded"] == recorded(store)[1][1]
     assert (rows[-1]["builtin"], rows[0]["builtin"]) == (False, True)
+    assert (rows[0]["label"], rows[0]["description"], rows[7]["description"]) == (
+        "CTR",
+        "",
+        "share of users who add to cart",
+    )
 
 
 def test_add_again_replaces_the_definition(store: Path) -> None:

@@ -33,6 +33,7 @@ class MetricRow:
     name: str
     kind: str
     builtin: bool
+    label: str
     definition: str
     description: str
     lower_is_better: bool
@@ -45,6 +46,7 @@ class MetricRow:
             "name": self.name,
             "kind": self.kind,
             "builtin": self.builtin,
+            "label": self.label,
             "definition": self.definition,
             "description": self.description,
             "lower_is_better": self.lower_is_better,
@@ -74,7 +76,7 @@ def list_metrics(store: Store) -> tuple[MetricRow, ...]:
     from abeval.store.metric_definitions import recorded
 
     rows = [
-        MetricRow(m.name, m.kind, True, m.description, m.label, m.lower_is_better)
+        MetricRow(m.name, m.kind, True, m.label, m.description, "", m.lower_is_better)
         for m in BUILTIN_METRICS.values()
     ]
     for r in recorded(store):
@@ -84,6 +86,7 @@ def list_metrics(store: Store) -> tuple[MetricRow, ...]:
                 m.name,
                 m.kind,
                 False,
+                m.name,
                 m.formula(),
                 m.description,
                 m.lower_is_better,
