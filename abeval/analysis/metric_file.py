@@ -14,7 +14,6 @@ from typing import Any, cast
 from abeval.analysis.online_metrics import BUILTIN_METRICS
 from abeval.analysis.team_metrics import KINDS, NAME, NAME_TEXT, EventSum, Kind, TeamMetric
 from abeval.errors import InputError, did_you_mean
-from abeval.store.events_format import EVENT_TYPES
 
 #: The keys a metric's table may have.
 KEYS: tuple[str, ...] = ("kind", "event", "value", "numerator", "denominator", "where")
@@ -184,7 +183,7 @@ def _event_sum(
     if not isinstance(event, str) or not event:
         raise where.error(at, f'[{name}] needs {label}event = "EVENT_TYPE"')
     if event not in known:
-        hint = did_you_mean(event, sorted(known | set(EVENT_TYPES)))
+        hint = did_you_mean(event, sorted(known))
         listed = ", ".join(sorted(known)) or "none: ingest the events first"
         raise where.error(
             at,
