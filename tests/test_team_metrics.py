@@ -19,6 +19,7 @@ from abeval.analysis import online_metrics
 from abeval.analysis.metric_records import add_metrics
 from abeval.analysis.online import ReportOptions, build_report
 from abeval.analysis.report_model import ExperimentReport, MetricResult
+from abeval.errors import OptionError
 from abeval.store import open_store
 from abeval.store.ingest import ingest_file
 
@@ -181,3 +182,20 @@ def test_secondary_by_default_and_builtins_unchanged(
     assert {"cart_rate", "carts", "value_per_cart", "ctr", "conversion"} <= names
     assert _result(report, "carts").role == "secondary"
     assert _result(report, "impressions_per_user").treatment.value == 0.0
+
+
+def test_cap_option_on_a_recorded_metric(carts: tuple[Path, list[dict[str, str]]]) -> None:
+    """``--cap carts=0.8`` caps a recorded mean like a built-in; a proportion cannot
+    be capped (a usage error naming the option)."""
+    db, rows = carts
+    per = _per_user(rows)
+    report = _report(db, caps=(("carts", 0.8),))
+    pooled = np.concatenate([per["control"]["carts"], per["treatment"]["carts"]])
+    cap = np.quantile(pooled, 0.8)
+    r = _result(report, "carts")
+    assert r.treatment.value == pytest.approx(np.minimum(per["treatment"]["carts"], cap).mean())
+    assert "carts" in {m for c in report.caps for m in c.metrics}
+    with pytest.raises(OptionError) as caught:
+        _report(db, caps=(("cart_rate", 0.8),))
+    assert caught.value.parameter == "cap"
+    assert caught.value.reason.startswith("cannot cap 'cart_rate'; capped metrics: ")
