@@ -269,3 +269,12 @@ def test_experiment_set_takes_a_recorded_guardrail(store: Path) -> None:
     wrong = invoke("experiment", "set", "shop", "--guardrails", "cart_rat")
     assert wrong.exit_code == 2
     assert "did you mean cart_rate or ctr?" in wrong.stderr
+
+
+def test_spark_own_table_has_the_migrations_columns(store: Path) -> None:
+    """Spark runs no migration: its ``metric_definitions`` table is created from
+    :data:`abeval.store.spark.own_tables.TABLES`, which must keep 0009's columns."""
+    from abeval.store.spark.own_tables import TABLES
+
+    described = query(store, "DESCRIBE metric_definitions")
+    assert [(r[0], r[1]) for r in described] == list(TABLES["metric_definitions"].items())
