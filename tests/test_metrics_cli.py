@@ -278,3 +278,16 @@ def test_spark_own_table_has_the_migrations_columns(store: Path) -> None:
 
     described = query(store, "DESCRIBE metric_definitions")
     assert [(r[0], r[1]) for r in described] == list(TABLES["metric_definitions"].items())
+
+
+def test_ingest_warns_of_a_team_type_that_looks_like_a_builtin(store: Path) -> None:
+    Path("typo.csv").write_text(
+        "experiment,arm,user_id,ts,event_type\nshop,control,u9,2024-05-01,clik\n"
+    )
+    result = invoke("ingest", "typo.csv")
+    assert result.exit_code == 0
+    assert result.stderr.splitlines()[1:] == [
+        "Warning: event type 'clik' is not built in and is kept as a team's own type "
+        "(docs/metrics.md#team-defined-metrics); did you mean click? fix the files if so"
+    ]
+    assert query(store, "SELECT COUNT(*) FROM events WHERE event_type = 'clik'") == [(1,)]
