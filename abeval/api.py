@@ -160,7 +160,13 @@ class Store:
 
         if checked is not None and options:
             raise TypeError("give either checked options or keyword options, not both")
-        report = build_report(self._store, experiment, checked or report_options(**options))
+        if checked is None:
+            from abeval.analysis.online_metrics import names_known
+
+            self._use_recorded_metrics()
+            with names_known():
+                checked = report_options(**options)
+        report = build_report(self._store, experiment, checked)
         return ShownReport.of(report)
 
     def power(
@@ -214,10 +220,19 @@ class Store:
         _positive("tuning_n", tuning_n)
         if mde is not None:
             _positive("mde", mde)
-        metrics = parse_metrics(metric, (), "metric") if metric is not None else None
+        self._use_recorded_metrics()
+        metrics = parse_metrics(metric, (), "metric", strict=True) if metric is not None else None
         given = parse_config(primary=metrics, alpha=alpha, cuped_days=cuped_days, target_mde=mde)
         base = ReportOptions(power=power, sequential=sequential, tuning_n=tuning_n, offline=False)
         return plan_report(self._store, experiment, given.options(base))
+
+    def _use_recorded_metrics(self) -> None:
+        """Make the store's team-defined metrics known, so that a name is checked
+        against them as well as the built-ins."""
+        from abeval.analysis.team_metrics import use_recorded
+
+        with self._store.connect() as conn:
+            use_recorded(conn)
 
     def agreement(
         self,
@@ -238,7 +253,8 @@ class Store:
         from abeval.analysis.agreement import agreement_board
         from abeval.analysis.online_metrics import DEFAULT_PRIMARY, parse_metrics
 
-        metrics = parse_metrics(primary, DEFAULT_PRIMARY, "primary")
+        self._use_recorded_metrics()
+        metrics = parse_metrics(primary, DEFAULT_PRIMARY, "primary", strict=True)
         options = replace(
             _agreement_options(alpha, seed, resamples, metrics, primary, backtest),
             experiments=tuple(experiments) if experiments is not None else None,

@@ -142,7 +142,7 @@ def test_set_show_unset_round_trip(store: Path) -> None:  # noqa: F811
         ),
         (
             ["--guardrails", "revenue_per_usr:2%"],
-            "--guardrails 'revenue_per_usr:2%': unknown metric 'revenue_per_usr'; did you mean "
+            "--guardrails 'revenue_per_usr': unknown metric 'revenue_per_usr'; did you mean "
             "revenue_per_user? known: ctr, conversion, revenue_per_user, clicks_per_user, "
             "purchases_per_user, impressions_per_user, aov",
         ),

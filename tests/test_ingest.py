@@ -361,7 +361,7 @@ def test_an_error_after_the_insert_leaves_nothing(store: Store, tmp_path: Path) 
         seen_inside.append(conn.execute(text("SELECT count(*) FROM rejected_rows")).scalar())  # type: ignore[attr-defined]
         raise RuntimeError("disk full")
 
-    data = [*ROWS, "e1,A,u9,2024-05-01,view,,,,,,"]
+    data = [*ROWS, "e1,A,u9,2024-05-01,page-view,,,,,,"]
     with mock.patch.object(ingest_module, "_record_ingest", fail), pytest.raises(RuntimeError):
         ingest_file(store, write_csv(tmp_path / "b.csv", data), on_error="skip")
     assert seen_inside == [6, 1]
@@ -482,11 +482,13 @@ def test_postgres_store_validates_skips_and_deduplicates(
     try:
         data = [
             *ROWS,
-            "e1,A,u9,2024-05-01,view,,,,,,",
+            "e1,A,u9,2024-05-01,page-view,,,,,,",
             "e1,A,u9,2024-05-01T12:00:00+02:00,click,,i,,,,",
         ]
         path = write_csv(tmp_path / "pg.csv", data)
-        with pytest.raises(InputError, match=r"pg\.csv:8:event_type: unknown event_type 'view'"):
+        with pytest.raises(
+            InputError, match=r"pg\.csv:8:event_type: unknown event_type 'page-view'"
+        ):
             ingest_file(s, path)
         assert state(s) == (0, 0, 0, 0)
         first = ingest_file(s, path, on_error="skip")

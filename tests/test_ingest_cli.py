@@ -34,6 +34,12 @@ EXPECTED_COLUMNS = (
     "request_id, item_id, position, value, event_id, propensity, propensity_given_above"
 )
 
+#: The end of the reason for an event type that is neither built in nor an identifier.
+TEAM = (
+    ", or a lower-case identifier (letters, digits and _, at most 64 characters) "
+    "for a team-defined metric"
+)
+
 
 def write_csv(path: Path, rows: list[str], header: str = HEADER) -> Path:
     path.write_text("\n".join([header, *rows]) + "\n")
@@ -103,9 +109,9 @@ BAD_ROWS = [
         "propensity: propensity must be a probability in (0, 1], got 'high'",
     ),
     (
-        "e1,A,u3,2024-05-01,view,,,,,,",
-        "event_type: unknown event_type 'view'; "
-        "expected one of exposure, impression, click, purchase, rating",
+        "e1,A,u3,2024-05-01,page-view,,,,,,",
+        "event_type: unknown event_type 'page-view'; "
+        "expected one of exposure, impression, click, purchase, rating" + TEAM,
     ),
     (
         "e1,A,u3,2024-05-01,impression,r,i,0,,,",
@@ -205,17 +211,17 @@ def test_short_row_is_one_bad_row_not_one_per_missing_column(work: Path) -> None
 
 
 def test_several_bad_rows_are_listed_after_the_first(work: Path) -> None:
-    rows = [f"e1,A,u{i},2024-05-01,bogus{i},,,,,," for i in range(8)]
+    rows = [f"e1,A,u{i},2024-05-01,bogus-{i},,,,,," for i in range(8)]
     write_csv(work / "bad.csv", rows)
     result = run("ingest", "bad.csv", "--db", "store.duckdb")
     assert result.exit_code == 1
     lines = result.stderr.splitlines()
     assert lines[0] == (
-        "Error: bad.csv:2:event_type: unknown event_type 'bogus0'; expected one of exposure, "
-        f"impression, click, purchase, rating (8 bad rows; {NOTHING_LOADED})"
+        "Error: bad.csv:2:event_type: unknown event_type 'bogus-0'; expected one of exposure, "
+        f"impression, click, purchase, rating{TEAM} (8 bad rows; {NOTHING_LOADED})"
     )
-    assert lines[1].startswith("bad.csv:3:event_type: unknown event_type 'bogus1'")
-    assert lines[4].startswith("bad.csv:6:event_type: unknown event_type 'bogus4'")
+    assert lines[1].startswith("bad.csv:3:event_type: unknown event_type 'bogus-1'")
+    assert lines[4].startswith("bad.csv:6:event_type: unknown event_type 'bogus-4'")
     assert lines[5:] == ["... and 3 more bad rows"]
 
 
@@ -242,7 +248,7 @@ def test_line_numbers_count_blank_lines_and_multiline_fields(work: Path) -> None
             'lines"',  # 5
             "e1,A,u1,2024-05-01,exposure,,,,,,,x,y",  # 6: too many fields
             "",  # 7
-            "e1,A,u1,2024-05-01,exposur,,,,,,,z",  # 8: bad event_type
+            "e1,A,u1,2024-05-01,exposur-e,,,,,,,z",  # 8: bad event_type
         ]
     )
     (work / "lines.csv").write_text(text + "\n")
@@ -251,14 +257,14 @@ def test_line_numbers_count_blank_lines_and_multiline_fields(work: Path) -> None
     assert result.stderr.splitlines() == [
         "Error: lines.csv:6: 13 fields where the header has 12; check the delimiter and quoting "
         f"(2 bad rows; {NOTHING_LOADED})",
-        "lines.csv:8:event_type: unknown event_type 'exposur'; expected one of exposure, "
-        "impression, click, purchase, rating",
+        "lines.csv:8:event_type: unknown event_type 'exposur-e'; expected one of exposure, "
+        "impression, click, purchase, rating" + TEAM,
     ]
     result = run("ingest", "lines.csv", "--db", "store.duckdb", "--on-error", "skip")
     assert result.exit_code == 0, result.output
     assert query(work / "store.duckdb", "SELECT line, raw FROM rejected_rows ORDER BY line") == [
         (6, "e1,A,u1,2024-05-01,exposure,,,,,,,x,y"),
-        (8, "e1,A,u1,2024-05-01,exposur,,,,,,,z"),
+        (8, "e1,A,u1,2024-05-01,exposur-e,,,,,,,z"),
     ]
 
 
@@ -271,7 +277,7 @@ def test_line_numbers_with_literal_and_escaped_quotes(work: Path) -> None:
             'e1,A,u"1,2024-05-01,exposure,,,,,,,5" screen',  # 2: literal quotes
             'e1,A,u2,2024-05-01,exposure,,,,,,,"say ""hi"",',  # 3: opens a field ...
             'and ""bye"""',  # 4: ... closed here
-            "e1,A,u3,2024-05-01,exposur,,,,,,,x",  # 5
+            "e1,A,u3,2024-05-01,exposur-e,,,,,,,x",  # 5
             "e1|x,A,u4,2024-05-01,exposure,,,,,,,y,z",  # 6
         ]
     )
@@ -280,7 +286,7 @@ def test_line_numbers_with_literal_and_escaped_quotes(work: Path) -> None:
     assert result.exit_code == 0, result.output
     db = work / "store.duckdb"
     assert query(db, "SELECT line, raw FROM rejected_rows ORDER BY line") == [
-        (5, "e1,A,u3,2024-05-01,exposur,,,,,,,x"),
+        (5, "e1,A,u3,2024-05-01,exposur-e,,,,,,,x"),
         (6, "e1|x,A,u4,2024-05-01,exposure,,,,,,,y,z"),
     ]
     got = query(
@@ -293,11 +299,11 @@ def test_line_numbers_with_literal_and_escaped_quotes(work: Path) -> None:
 
 
 def test_crlf_line_endings(work: Path) -> None:
-    rows = [HEADER, GOOD_ROWS[0], "e1,A,u3,2024-05-01,view,,,,,,"]
+    rows = [HEADER, GOOD_ROWS[0], "e1,A,u3,2024-05-01,page-view,,,,,,"]
     (work / "crlf.csv").write_bytes(("\r\n".join(rows) + "\r\n").encode())
     first = (
-        "Error: crlf.csv:3:event_type: unknown event_type 'view'; expected one of exposure, "
-        f"impression, click, purchase, rating {ONE_BAD}"
+        "Error: crlf.csv:3:event_type: unknown event_type 'page-view'; expected one of exposure, "
+        f"impression, click, purchase, rating{TEAM} {ONE_BAD}"
     )
     assert_rejected(work, "crlf.csv", first)
 
@@ -415,12 +421,13 @@ def test_unknown_on_error_option_is_a_usage_error(work: Path) -> None:
 
 
 def test_gzipped_csv(work: Path) -> None:
-    rows = [*GOOD_ROWS, "e1,A,u3,2024-05-01,view,,,,,,"]
+    rows = [*GOOD_ROWS, "e1,A,u3,2024-05-01,page-view,,,,,,"]
     with gzip.open(work / "events.csv.gz", "wt") as f:
         f.write("\n".join([HEADER, *rows]) + "\n")
     first = (
-        "Error: events.csv.gz:7:event_type: unknown event_type 'view'; expected one of exposure, "
-        f"impression, click, purchase, rating {ONE_BAD}"
+        "Error: events.csv.gz:7:event_type: unknown event_type 'page-view'; "
+        "expected one of exposure, "
+        f"impression, click, purchase, rating{TEAM} {ONE_BAD}"
     )
     assert_rejected(work, "events.csv.gz", first)
 
@@ -670,18 +677,18 @@ def big_file(path: Path, n: int, bad_lines: dict[int, str]) -> list[str]:
 
 
 def test_one_bad_row_in_the_middle_loads_nothing(work: Path) -> None:
-    big_file(work / "big.csv", 5000, {2501: "big,A,u2499,2024-05-01T10:00:00,exposur,,,,,,"})
+    big_file(work / "big.csv", 5000, {2501: "big,A,u2499,2024-05-01T10:00:00,exposur-e,,,,,,"})
     assert_rejected(
         work,
         "big.csv",
-        "Error: big.csv:2501:event_type: unknown event_type 'exposur'; expected one of exposure, "
-        f"impression, click, purchase, rating {ONE_BAD}",
+        "Error: big.csv:2501:event_type: unknown event_type 'exposur-e'; expected one of exposure, "
+        f"impression, click, purchase, rating{TEAM} {ONE_BAD}",
     )
 
 
 def test_skip_loads_the_good_rows_and_keeps_the_bad_ones(work: Path) -> None:
     bad = {
-        2501: "big,A,u2499,2024-05-01T10:00:00,exposur,,,,,,",
+        2501: "big,A,u2499,2024-05-01T10:00:00,exposur-e,,,,,,",
         3000: "big,A,u2998,2024-05-01T10:00:00,exposure,,,,,,,extra",
         4999: "big,A,u4997,someday,exposure,,,,,,",
     }
@@ -707,8 +714,8 @@ def test_skip_loads_the_good_rows_and_keeps_the_bad_ones(work: Path) -> None:
             "big.csv",
             2501,
             "event_type",
-            "unknown event_type 'exposur'; expected one of exposure, impression, click, "
-            "purchase, rating",
+            "unknown event_type 'exposur-e'; expected one of exposure, impression, click, "
+            "purchase, rating" + TEAM,
             bad[2501],
         ),
         (
@@ -736,8 +743,8 @@ def test_skip_loads_the_good_rows_and_keeps_the_bad_ones(work: Path) -> None:
     listed = run("rejects", "--db", "store.duckdb", "--ingest", "2")
     assert listed.exit_code == 0
     assert listed.stdout.splitlines() == [
-        "big.csv:2501:event_type: unknown event_type 'exposur'; expected one of exposure, "
-        "impression, click, purchase, rating",
+        "big.csv:2501:event_type: unknown event_type 'exposur-e'; expected one of exposure, "
+        "impression, click, purchase, rating" + TEAM,
         f"    {bad[2501]}",
         "big.csv:3000: 12 fields where the header has 11; check the delimiter and quoting",
         f"    {bad[3000]}",
@@ -770,7 +777,7 @@ def test_skip_loads_the_good_rows_and_keeps_the_bad_ones(work: Path) -> None:
 
 
 def test_skip_with_only_bad_rows(work: Path) -> None:
-    write_csv(work / "bad.csv", ["e1,A,u1,2024-05-01,view,,,,,,"])
+    write_csv(work / "bad.csv", ["e1,A,u1,2024-05-01,page-view,,,,,,"])
     result = run("ingest", "bad.csv", "--db", "store.duckdb", "--on-error", "skip")
     assert result.exit_code == 0
     assert counts(work / "store.duckdb") == (5, 2, 1)

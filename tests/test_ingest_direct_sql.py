@@ -61,6 +61,13 @@ VALUES: dict[str, list[str]] = {
         "Purchase",
         "clic\u212a",  # the Kelvin sign lower-cases to k
         "view",
+        "add_to_cart",
+        "Add_To_Cart",
+        "add-to-cart",
+        "_x9",
+        "9lives",
+        "a" * 64,
+        "a" * 65,
         "",
     ],
     "request_id": IDS,

@@ -23,6 +23,12 @@ NOTHING = (
     "nothing was loaded from this file; fix the rows or pass --on-error skip to load the good rows"
 )
 
+#: The end of the reason for an event type that is neither built in nor an identifier.
+TEAM = (
+    ", or a lower-case identifier (letters, digits and _, at most 64 characters) "
+    "for a team-defined metric"
+)
+
 
 @pytest.fixture(autouse=True)
 def _in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -199,10 +205,11 @@ def test_jsonl_with_a_leading_byte_order_mark_loads(tmp_path: Path, gz: bool) ->
 
 def test_jsonl_with_a_leading_byte_order_mark_and_a_bad_row(tmp_path: Path) -> None:
     rows = jsonl_rows(3)
-    rows[1] = rows[1].replace('"exposure"', '"view"')
+    rows[1] = rows[1].replace('"exposure"', '"page-view"')
     (tmp_path / "e.jsonl").write_text("\ufeff" + "\n".join(rows) + "\n", encoding="utf-8")
     reason = (
-        "unknown event_type 'view'; expected one of exposure, impression, click, purchase, rating"
+        "unknown event_type 'page-view'; expected one of exposure, impression, click, "
+        "purchase, rating" + TEAM
     )
     refused(tmp_path, "e.jsonl", f"Error: e.jsonl:2:event_type: {reason} (1 bad row; {NOTHING})")
     summary = skipped(tmp_path, "e.jsonl")

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 
-from abeval.analysis.online_metrics import METRICS
+from abeval.analysis.online_metrics import BUILTIN_METRICS, METRICS
 from abeval.analysis.report_model import CapInfo
 from abeval.store.online_sql import CapValue
 
@@ -38,7 +38,7 @@ def parse_caps(values: Iterable[str]) -> tuple[tuple[str, float], ...]:
                 raise ValueError(
                     f"cannot read {part!r}; write METRIC=QUANTILE, such as revenue_per_user=0.99"
                 )
-            if name not in CAPPABLE:
+            if name not in CAPPABLE and name in BUILTIN_METRICS:
                 raise ValueError(f"cannot cap {name!r}; capped metrics: {', '.join(CAPPABLE)}")
             try:
                 quantile = float(q)
@@ -51,6 +51,8 @@ def parse_caps(values: Iterable[str]) -> tuple[tuple[str, float], ...]:
             out[name] = quantile
     variables: dict[str, tuple[str, float]] = {}
     for name, quantile in out.items():
+        if name not in METRICS:  # a team-defined metric: checked once the store is read
+            continue
         variable = METRICS[name].numerator
         if variable in variables and variables[variable][1] != quantile:
             other = variables[variable][0]
@@ -64,15 +66,15 @@ def variable_quantiles(caps: Iterable[tuple[str, float]]) -> dict[str, float]:
     return {METRICS[name].numerator: quantile for name, quantile in caps}
 
 
-def cap_infos(values: Mapping[str, CapValue]) -> tuple[CapInfo, ...]:
+def cap_infos(
+    values: Mapping[str, CapValue], labels: Mapping[str, str] | None = None
+) -> tuple[CapInfo, ...]:
     """What the report says of each cap: the metrics it applies to, its value, and
     how many users it touched per arm."""
     return tuple(
         CapInfo(
-            variable=v.variable,
-            metrics=tuple(
-                n for n, m in METRICS.items() if n in CAPPABLE and m.numerator == v.variable
-            ),
+            variable=(labels or {}).get(v.variable, v.variable),
+            metrics=tuple(n for n, m in METRICS.items() if m.numerator == v.variable),
             quantile=v.quantile,
             cap=v.cap,
             users_capped=dict(v.users_capped),

@@ -16,8 +16,9 @@ from dataclasses import dataclass, fields, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
-from abeval.analysis.online_metrics import parse_metrics
+from abeval.analysis.online_metrics import check_known, parse_metrics
 from abeval.analysis.report_model import ReportOptions
+from abeval.analysis.team_metrics import use_recorded
 from abeval.choices import Correction
 from abeval.errors import OptionError
 
@@ -280,6 +281,11 @@ def record(
     check_options(changes)
     removed = list(removed)
     with store.begin() as conn:
+        use_recorded(conn)  # the metrics named may be the store's team-defined ones
+        check_known(changes.primary or (), "primary")
+        check_known(changes.secondary or (), "secondary")
+        check_known([g.metric for g in changes.guardrails or ()], "guardrails")
+        check_known([name for name, _ in changes.caps or ()], "cap")
         current, done = change_experiment(conn, experiment, *settings, targets)
         cleared = [n for n in removed if n in CLEARED_COLUMNS]
         if cleared:

@@ -13,7 +13,7 @@ methodology. The store computes sums and the statistics layer does the maths.
 from __future__ import annotations
 
 import shlex
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -44,6 +44,7 @@ from abeval.analysis.report_model import (
     ReportOptions,
     Settings,
 )
+from abeval.analysis.team_metrics import check_names, use_recorded
 from abeval.analysis.verdicts import verdicts
 from abeval.errors import AbevalError, NotFoundError, OptionError
 from abeval.stats import srm_test
@@ -55,7 +56,7 @@ from abeval.store.experiments import (
     unknown_arm_message,
     unknown_segment_message,
 )
-from abeval.store.online_sql import CapValue, Moments
+from abeval.store.online_sql import BUILTIN, CapValue, Moments, VariableSet
 from abeval.store.population import Window
 from abeval.store.shared_ctes import drop
 
@@ -87,6 +88,9 @@ class _Observed:
     own_days: Daily
     segments: dict[str, dict[str, Moments]]
     ingests: tuple[dict[str, Any], ...]
+    variables: VariableSet = BUILTIN
+    #: What the report calls a team metric's capped variable.
+    labels: dict[str, str] = field(default_factory=dict)
 
     @property
     def treatments(self) -> list[str]:
@@ -130,7 +134,7 @@ def build_report(store: Store, experiment: str, o: ReportOptions | None = None) 
         settings=_settings(seen, o),
         arms=_arm_infos(seen),
         health=seen.health,
-        caps=cap_infos(seen.caps),
+        caps=cap_infos(seen.caps, seen.labels),
         verdicts=verdicts(results, seen.health, o, decided),
         metrics=tuple(results),
         daily=daily_points(seen.daily, seen.own_days, control, treatments, o),
@@ -198,13 +202,17 @@ def _observe(conn: Connection, experiment: str, o: ReportOptions) -> tuple[_Obse
             raise OptionError("segment", o.segment, message, allowed=tuple(known))
     arms = [control] + [a for a in settings.arms if a != control]
     window = _window(settings, o)
-    base, temporary = online_sql.shared(conn, experiment, o.cuped_days, window)
+    recorded, variables = use_recorded(conn)
+    check_names(o)
+    base, temporary = online_sql.shared(conn, experiment, o.cuped_days, window, variables)
     kept = [t for t in temporary if t.endswith("_population")]
     try:
-        quantiles = variable_quantiles(o.caps)
-        caps = online_sql.cap_values(conn, experiment, quantiles, base) if quantiles else {}
+        quantiles = {**recorded.caps, **variable_quantiles(o.caps)}
+        caps = (
+            online_sql.cap_values(conn, experiment, quantiles, base, variables) if quantiles else {}
+        )
         capped = _cap_values(caps)
-        moments = online_sql.arm_moments(conn, experiment, o.cuped_days, base, capped)
+        moments = online_sql.arm_moments(conn, experiment, o.cuped_days, base, capped, variables)
         if control not in moments:
             raise AbevalError(
                 f"control arm {control!r} of {experiment!r} has no analysed users; "
@@ -215,14 +223,20 @@ def _observe(conn: Connection, experiment: str, o: ReportOptions) -> tuple[_Obse
         health = _health(conn, experiment, users, weights, arms, o.cuped_days, base, window)
         daily, own_days = (
             (
-                online_sql.daily_moments(conn, experiment, o.cuped_days, base, capped),
-                online_sql.daily_moments(conn, experiment, o.cuped_days, base, capped, True),
+                online_sql.daily_moments(
+                    conn, experiment, o.cuped_days, base, capped, variables=variables
+                ),
+                online_sql.daily_moments(
+                    conn, experiment, o.cuped_days, base, capped, True, variables
+                ),
             )
             if o.daily
             else ([], [])
         )
         segments = (
-            online_sql.segment_moments(conn, experiment, o.segment, o.cuped_days, base, capped)
+            online_sql.segment_moments(
+                conn, experiment, o.segment, o.cuped_days, base, capped, variables
+            )
             if o.segment
             else {}
         )
@@ -244,6 +258,8 @@ def _observe(conn: Connection, experiment: str, o: ReportOptions) -> tuple[_Obse
         own_days=own_days,
         segments=segments,
         ingests=online_sql.ingests(conn, experiment),
+        variables=variables,
+        labels=recorded.labels,
     )
     return observed, kept
 
@@ -401,7 +417,7 @@ def _window_rule(seen: _Observed, o: ReportOptions) -> str | None:
 def _methodology(seen: _Observed, o: ReportOptions) -> Methodology:
     return Methodology(
         sql=online_sql.arm_moments_sql(
-            o.cuped_days, caps=_cap_values(seen.caps), window=seen.window
+            o.cuped_days, caps=_cap_values(seen.caps), window=seen.window, variables=seen.variables
         ),
         sufficient_statistics={a: _moments_dict(m) for a, m in seen.moments.items()},
         ingests=seen.ingests,
@@ -488,8 +504,9 @@ def _window_and_cap_notes(seen: _Observed) -> tuple[str, ...]:
         )
     for c in seen.caps.values():
         value = f"{c.cap:.6g}" if c.cap is not None else "undefined (no users)"
+        name = seen.labels.get(c.variable, c.variable)
         notes.append(
-            f"Capping: per-user {c.variable} capped at its {c.quantile:g} quantile over both "
+            f"Capping: per-user {name} capped at its {c.quantile:g} quantile over both "
             f"arms, {value}; {sum(c.users_capped.values()):,} users were above it. The CUPED "
             "covariate is not capped."
         )

@@ -9,7 +9,9 @@ pre-period as CUPED covariate when asked.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Literal
 
@@ -45,7 +47,8 @@ class OnlineMetric:
     lower_is_better: bool = False
 
 
-METRICS: dict[str, OnlineMetric] = {
+#: The built-in online metrics.
+BUILTIN_METRICS: dict[str, OnlineMetric] = {
     m.name: m
     for m in (
         OnlineMetric(
@@ -107,21 +110,60 @@ METRICS: dict[str, OnlineMetric] = {
     )
 }
 
+#: Every online metric a report can use: the built-ins and the team-defined metrics
+#: of the store read last (:func:`use_metrics`, from
+#: :func:`abeval.analysis.team_metrics.use_recorded`).
+METRICS: dict[str, OnlineMetric] = dict(BUILTIN_METRICS)
+
+#: What a name not (yet) known must look like to wait for the store's recorded metrics.
+_IDENTIFIER = re.compile(r"[a-z_][a-z0-9_]{0,63}")
+
+
+_STRICT: list[bool] = [False]
+
+
+@contextmanager
+def names_known() -> Iterator[None]:
+    """Inside, :func:`parse_metrics` refuses any name not in :data:`METRICS`: for a
+    caller that has read the store's recorded metrics already."""
+    _STRICT.append(True)
+    try:
+        yield
+    finally:
+        _STRICT.pop()
+
+
+def use_metrics(recorded: dict[str, OnlineMetric]) -> None:
+    """Make :data:`METRICS` the built-ins and ``recorded`` (a store's team-defined
+    metrics; their names never clash with a built-in, ``abeval metrics add`` refuses it)."""
+    METRICS.clear()
+    METRICS.update(BUILTIN_METRICS)
+    METRICS.update({n: m for n, m in recorded.items() if n not in BUILTIN_METRICS})
+
+
 DEFAULT_PRIMARY = ("ctr", "conversion")
 DEFAULT_GUARDRAILS = ("impressions_per_user",)
 
 
 def parse_metrics(
-    text: str | Sequence[str] | None, default: tuple[str, ...], parameter: str
+    text: str | Sequence[str] | None,
+    default: tuple[str, ...],
+    parameter: str,
+    *,
+    strict: bool = False,
 ) -> tuple[str, ...]:
     """``ctr,conversion`` (or a list of names) → names; an :class:`OptionError`
-    naming ``parameter`` (``primary``) and suggesting the name meant for a misspelt one."""
+    naming ``parameter`` (``primary``) and suggesting the name meant for a misspelt one.
+    Unless ``strict``, a lower-case identifier not known yet is kept: it may name a
+    team-defined metric of the store, which the report checks once it has read them
+    (:func:`check_known`)."""
     if text is None:
         return default
     parts = text.split(",") if isinstance(text, str) else list(text)
     names = tuple(n.strip() for n in parts if n.strip())
     for name in names:
-        if name not in METRICS:
+        lenient = not (strict or _STRICT[-1]) and _IDENTIFIER.fullmatch(name)
+        if name not in METRICS and not lenient:
             hint = did_you_mean(name, METRICS, n=2)
             raise OptionError(
                 parameter,
@@ -130,6 +172,13 @@ def parse_metrics(
                 allowed=tuple(METRICS),
             )
     return names
+
+
+def check_known(names: Sequence[str], parameter: str) -> None:
+    """An :class:`OptionError` for the first of ``names`` that is no metric of
+    :data:`METRICS` (built-in or recorded)."""
+    if names:
+        parse_metrics(",".join(names), (), parameter, strict=True)
 
 
 def _ratio(m: Moments, num: str, den: str) -> RatioStats:

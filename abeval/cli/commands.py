@@ -5,6 +5,7 @@ from abeval.cli import (  # noqa: F401
     evaluate_commands,
     experiment_commands,
     forecast_commands,
+    metrics_commands,
     misc_commands,
     report_commands,
     source_commands,

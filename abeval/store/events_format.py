@@ -29,6 +29,12 @@ OPTIONAL = (
 )
 KNOWN = REQUIRED + OPTIONAL
 EVENT_TYPES = ("exposure", "impression", "click", "purchase", "rating")
+#: Any other event type a team defines metrics over (docs/metrics.md#team-defined-metrics):
+#: a lower-case identifier of at most 64 characters. ``event_type`` is lower-cased
+#: before the check, so ``Add_To_Cart`` is stored as ``add_to_cart``.
+CUSTOM_EVENT_TYPE = "^[a-z_][a-z0-9_]{0,63}$"
+#: What a user reads about :data:`CUSTOM_EVENT_TYPE`.
+CUSTOM_EVENT_TYPE_TEXT = "a lower-case identifier (letters, digits and _, at most 64 characters)"
 NUMERIC = ("position", "value", "propensity", "propensity_given_above")
 #: The columns that hold a logging probability in (0, 1].
 PROBABILITIES = ("propensity", "propensity_given_above")
@@ -188,9 +194,18 @@ def _quoted(col: str) -> str:
     return f"'''' || COALESCE(t_{col}, '') || ''''"
 
 
+def custom_type_bad() -> str:
+    """SQL (DuckDB, where every file is checked) true when ``event_type`` is neither
+    built in nor a team's identifier (:data:`CUSTOM_EVENT_TYPE`)."""
+    types = ", ".join(f"'{e}'" for e in EVENT_TYPES)
+    return (
+        f"(event_type NOT IN ({types}) "
+        f"AND NOT regexp_full_match(event_type, '{CUSTOM_EVENT_TYPE}'))"
+    )
+
+
 def checks() -> list[Check]:
     """The row checks, in the order a user would fix them."""
-    types = ", ".join(f"'{e}'" for e in EVENT_TYPES)
     out = [Check(c, f"t_{c} IS NULL", f"'{c} is empty; every event needs one'") for c in REQUIRED]
     out += [
         Check(
@@ -205,10 +220,10 @@ def checks() -> list[Check]:
         ),
         Check(
             "event_type",
-            f"t_event_type IS NOT NULL AND event_type NOT IN ({types})",
+            f"t_event_type IS NOT NULL AND {custom_type_bad()}",
             f"'unknown event_type ' || {_quoted('event_type')} || '; expected one of "
             + ", ".join(EVENT_TYPES)
-            + "'",
+            + f", or {CUSTOM_EVENT_TYPE_TEXT} for a team-defined metric'",
         ),
         Check(
             "position",

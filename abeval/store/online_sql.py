@@ -25,20 +25,70 @@ from itertools import combinations
 from typing import TYPE_CHECKING, Any
 
 from abeval.store.population import Window, population_ctes
+from abeval.store.quoting import quote_literal
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
 
-# Per-user variables: name -> (event type, what to add per event).
-POST_VARIABLES: dict[str, tuple[str, str]] = {
-    "impressions": ("impression", "1"),
-    "clicks": ("click", "1"),
-    "purchases": ("purchase", "1"),
-    "revenue": ("purchase", "COALESCE(e.value, 0)"),
-}
-VARIABLES = (*POST_VARIABLES, "converted")
+
+@dataclass(frozen=True)
+class Variable:
+    """A per-user variable summed over the user's events: those of ``event_type``
+    whose attributes equal ``where`` (attribute name → text), each adding 1 (a
+    count) or its ``value`` (``value=True``: missing values add 0)."""
+
+    name: str
+    event_type: str
+    value: bool = False
+    where: tuple[tuple[str, str], ...] = ()
+
+    def amount(self) -> str:
+        return "COALESCE(e.value, 0)" if self.value else "1"
+
+    def condition(self) -> str:
+        parts = [f"e.event_type = {quote_literal(self.event_type)}"]
+        parts += [
+            f"CAST(e.attributes AS JSON) ->> {quote_literal(k)} = {quote_literal(v)}"
+            for k, v in self.where
+        ]
+        return " AND ".join(parts)
+
+
+@dataclass(frozen=True)
+class VariableSet:
+    """The per-user variables a report sums: summed ones (:class:`Variable`) and
+    indicators (name, summed variable: 1 when it is above 0). The built-in metrics
+    read :data:`BUILTIN`; a team's recorded metrics add theirs
+    (docs/metrics.md#team-defined-metrics)."""
+
+    summed: tuple[Variable, ...]
+    indicators: tuple[tuple[str, str], ...]
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return (*(v.name for v in self.summed), *(n for n, _ in self.indicators))
+
+    @property
+    def all_names(self) -> tuple[str, ...]:
+        return (*self.names, *(f"pre_{v}" for v in self.names))
+
+    def plus(self, other: VariableSet) -> VariableSet:
+        return VariableSet(self.summed + other.summed, self.indicators + other.indicators)
+
+
+BUILTIN = VariableSet(
+    summed=(
+        Variable("impressions", "impression"),
+        Variable("clicks", "click"),
+        Variable("purchases", "purchase"),
+        Variable("revenue", "purchase", value=True),
+    ),
+    indicators=(("converted", "purchases"),),
+)
+POST_VARIABLES = tuple(v.name for v in BUILTIN.summed)
+VARIABLES = BUILTIN.names
 PRE_VARIABLES = tuple(f"pre_{v}" for v in VARIABLES)
-ALL_VARIABLES = VARIABLES + PRE_VARIABLES
+ALL_VARIABLES = BUILTIN.all_names
 
 
 @dataclass(frozen=True)
@@ -66,7 +116,7 @@ def _num(value: Any) -> float:
     return float(value)
 
 
-def user_day_cte(cuped_days: int) -> str:
+def user_day_cte(cuped_days: int, variables: VariableSet = BUILTIN) -> str:
     """CTE ``user_day``: the one pass over an experiment's events that the online
     queries share. One row per analysed user, day and phase (1: at or after the
     user's first exposure; 0: in the ``cuped_days`` before it, the CUPED
@@ -74,10 +124,10 @@ def user_day_cte(cuped_days: int) -> str:
     days = int(cuped_days)
     # FILTER rather than SUM(CASE ...): the same result, much faster on DuckDB.
     sums = ", ".join(
-        f"COUNT(*) FILTER (WHERE e.event_type = '{etype}') AS {name}"
-        if amount == "1"
-        else f"COALESCE(SUM({amount}) FILTER (WHERE e.event_type = '{etype}'), 0) AS {name}"
-        for name, (etype, amount) in POST_VARIABLES.items()
+        f"COALESCE(SUM({v.amount()}) FILTER (WHERE {v.condition()}), 0) AS {v.name}"
+        if v.value
+        else f"COUNT(*) FILTER (WHERE {v.condition()}) AS {v.name}"
+        for v in variables.summed
     )
     phase = (
         "CASE WHEN e.ts >= p.first_ts THEN 1 "
@@ -91,10 +141,12 @@ def user_day_cte(cuped_days: int) -> str:
     )
 
 
-def online_ctes(cuped_days: int, window: Window | None = None) -> str:
+def online_ctes(
+    cuped_days: int, window: Window | None = None, variables: VariableSet = BUILTIN
+) -> str:
     """The population CTEs (the events inside ``window``) and ``user_day``, to follow
     a ``WITH``."""
-    return f"{population_ctes(window)},\n{user_day_cte(cuped_days)}"
+    return f"{population_ctes(window)},\n{user_day_cte(cuped_days, variables)}"
 
 
 Caps = Mapping[str, float]
@@ -108,13 +160,16 @@ def _capped(variable: str, caps: Caps | None, expression: str | None = None) -> 
     return f"LEAST({expression}, CAST({float(caps[variable])!r} AS DOUBLE PRECISION))"
 
 
-def user_metrics_cte(segment: bool = False, caps: Caps | None = None) -> str:
+def user_metrics_cte(
+    segment: bool = False, caps: Caps | None = None, variables: VariableSet = BUILTIN
+) -> str:
     """CTE ``user_metrics``: one row per analysed user (user_id, arm, first_ts,
     [segment], the post variables and the pre-period variables), from ``user_day``.
     ``caps`` caps post-exposure variables at the given values
     (docs/metrics.md#outlier-capping); the pre-period covariates are left as they are."""
     cols = []
-    for name in POST_VARIABLES:
+    summed = [v.name for v in variables.summed]
+    for name in summed:
         cols.append(f"SUM(CASE WHEN d.phase = 1 THEN d.{name} ELSE 0 END) AS {name}")
         cols.append(f"SUM(CASE WHEN d.phase = 0 THEN d.{name} ELSE 0 END) AS pre_{name}")
     seg_col = ", p.segment" if segment else ""
@@ -125,18 +180,24 @@ def user_metrics_cte(segment: bool = False, caps: Caps | None = None) -> str:
     )
     source = "user_sums"
     if caps:
-        names = [n for v in POST_VARIABLES for n in (v, f"pre_{v}")]
+        names = [n for v in summed for n in (v, f"pre_{v}")]
         capped = ", ".join(f"{_capped(n, caps)} AS {n}" for n in names)
         sums += (
             f",\nuser_capped AS (SELECT user_id, arm, first_ts{seg_col.replace('p.', '')}, "
             f"{capped} FROM user_sums)"
         )
         source = "user_capped"
-    return (
-        f"{sums},\n"
-        "user_metrics AS (SELECT *, "
-        "CASE WHEN purchases > 0 THEN 1 ELSE 0 END AS converted, "
-        f"CASE WHEN pre_purchases > 0 THEN 1 ELSE 0 END AS pre_converted FROM {source})"
+    return f"{sums},\nuser_metrics AS (SELECT *, {_indicators(variables)} FROM {source})"
+
+
+def _indicators(variables: VariableSet, pre: bool = True) -> str:
+    """The indicator columns (1 when the summed variable is above 0), and their
+    pre-period copies when ``pre``."""
+    prefixes = ("", "pre_") if pre else ("",)
+    return ", ".join(
+        f"CASE WHEN {p}{of} > 0 THEN 1 ELSE 0 END AS {p}{name}"
+        for name, of in variables.indicators
+        for p in prefixes
     )
 
 
@@ -182,12 +243,14 @@ def arm_moments_sql(
     base: str | None = None,
     caps: Caps | None = None,
     window: Window | None = None,
+    variables: VariableSet = BUILTIN,
 ) -> str:
     """The per-arm moments query; ``base`` replaces :func:`online_ctes` (see
     :func:`shared`)."""
+    ctes = base or online_ctes(cuped_days, window, variables)
     return (
-        f"WITH {base or online_ctes(cuped_days, window)},\n{user_metrics_cte(caps=caps)}\n"
-        f"SELECT arm, {', '.join(_moment_columns(ALL_VARIABLES))} "
+        f"WITH {ctes},\n{user_metrics_cte(caps=caps, variables=variables)}\n"
+        f"SELECT arm, {', '.join(_moment_columns(variables.all_names))} "
         "FROM user_metrics GROUP BY arm ORDER BY arm"
     )
 
@@ -198,24 +261,30 @@ def arm_moments(
     cuped_days: int,
     base: str | None = None,
     caps: Caps | None = None,
+    variables: VariableSet = BUILTIN,
 ) -> dict[str, Moments]:
     """Per arm: the moments of every per-user variable (post and pre-period), the
     post-exposure variables capped at ``caps``."""
     from sqlalchemy import text
 
-    sql = arm_moments_sql(cuped_days, base, caps)
+    sql = arm_moments_sql(cuped_days, base, caps, variables=variables)
     rows = conn.execute(text(sql), {"experiment": experiment})
-    return {str(r.arm): _moments_from_row(r, ALL_VARIABLES) for r in rows}
+    return {str(r.arm): _moments_from_row(r, variables.all_names) for r in rows}
 
 
-def segment_moments_sql(cuped_days: int, base: str | None = None, caps: Caps | None = None) -> str:
-    ctes = (base or online_ctes(cuped_days)) + ",\n" + _segment_population()
-    body = user_metrics_cte(segment=True, caps=caps).replace(
+def segment_moments_sql(
+    cuped_days: int,
+    base: str | None = None,
+    caps: Caps | None = None,
+    variables: VariableSet = BUILTIN,
+) -> str:
+    ctes = (base or online_ctes(cuped_days, variables=variables)) + ",\n" + _segment_population()
+    body = user_metrics_cte(segment=True, caps=caps, variables=variables).replace(
         "FROM population p LEFT JOIN", "FROM population_seg p LEFT JOIN"
     )
     return (
         f"WITH {ctes},\n{body}\n"
-        f"SELECT segment, arm, {', '.join(_moment_columns(ALL_VARIABLES))} "
+        f"SELECT segment, arm, {', '.join(_moment_columns(variables.all_names))} "
         "FROM user_metrics GROUP BY segment, arm ORDER BY segment, arm"
     )
 
@@ -227,6 +296,7 @@ def segment_moments(
     cuped_days: int,
     base: str | None = None,
     caps: Caps | None = None,
+    variables: VariableSet = BUILTIN,
 ) -> dict[str, dict[str, Moments]]:
     """Per segment value, per arm: moments (the segment is the attribute on the
     user's first qualifying event, so it is fixed before treatment)."""
@@ -234,22 +304,27 @@ def segment_moments(
 
     out: dict[str, dict[str, Moments]] = {}
     rows = conn.execute(
-        text(segment_moments_sql(cuped_days, base, caps)),
+        text(segment_moments_sql(cuped_days, base, caps, variables)),
         {"experiment": experiment, "segment": segment},
     )
     for r in rows:
-        out.setdefault(str(r.segment), {})[str(r.arm)] = _moments_from_row(r, ALL_VARIABLES)
+        out.setdefault(str(r.segment), {})[str(r.arm)] = _moments_from_row(r, variables.all_names)
     return out
 
 
 def daily_moments_sql(
-    cuped_days: int, base: str | None = None, caps: Caps | None = None, own_day: bool = False
+    cuped_days: int,
+    base: str | None = None,
+    caps: Caps | None = None,
+    own_day: bool = False,
+    variables: VariableSet = BUILTIN,
 ) -> str:
     """Per-user values at the end of each day, users counted from the day of their
     first exposure; capped at the report's ``caps``. Cumulative (everything up to
     the day), or with ``own_day`` that day's activity alone (zero for a user
     enrolled and idle that day), whose lift shows a novelty effect wear off."""
     window = "ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW"
+    summed = [v.name for v in variables.summed]
     cum = ", ".join(
         _capped(
             v,
@@ -259,11 +334,11 @@ def daily_moments_sql(
             else f"SUM(COALESCE(d.{v}, 0)) OVER (PARTITION BY u.user_id ORDER BY u.day {window})",
         )
         + f" AS {v}"
-        for v in POST_VARIABLES
+        for v in summed
     )
     return (
-        f"WITH {base or online_ctes(cuped_days)},\n"
-        f"daily AS (SELECT user_id, day, {', '.join(POST_VARIABLES)} FROM user_day "
+        f"WITH {base or online_ctes(cuped_days, variables=variables)},\n"
+        f"daily AS (SELECT user_id, day, {', '.join(summed)} FROM user_day "
         "WHERE phase = 1),\n"
         "days AS (SELECT DISTINCT CAST(ts AS DATE) AS day FROM exp_events e "
         f"WHERE e.ts >= (SELECT MIN(first_ts) FROM population) AND NOT {far_condition(cuped_days)}"
@@ -272,9 +347,8 @@ def daily_moments_sql(
         "JOIN days d ON d.day >= CAST(p.first_ts AS DATE)),\n"
         "cumulative AS (SELECT u.arm, u.day, "
         f"{cum} FROM user_days u LEFT JOIN daily d ON d.user_id = u.user_id AND d.day = u.day),\n"
-        "user_metrics AS (SELECT *, CASE WHEN purchases > 0 THEN 1 ELSE 0 END AS converted "
-        "FROM cumulative)\n"
-        f"SELECT day, arm, {', '.join(_moment_columns(VARIABLES))} "
+        f"user_metrics AS (SELECT *, {_indicators(variables, pre=False)} FROM cumulative)\n"
+        f"SELECT day, arm, {', '.join(_moment_columns(variables.names))} "
         "FROM user_metrics GROUP BY day, arm ORDER BY day, arm"
     )
 
@@ -286,16 +360,17 @@ def daily_moments(
     base: str | None = None,
     caps: Caps | None = None,
     own_day: bool = False,
+    variables: VariableSet = BUILTIN,
 ) -> list[tuple[str, dict[str, Moments]]]:
     """:func:`daily_moments_sql`'s rows, by day (ISO date) and arm."""
     from sqlalchemy import text
 
     out: dict[str, dict[str, Moments]] = {}
-    sql = daily_moments_sql(cuped_days, base, caps, own_day)
+    sql = daily_moments_sql(cuped_days, base, caps, own_day, variables)
     rows = conn.execute(text(sql), {"experiment": experiment})
     for r in rows:
         day = r.day.isoformat() if hasattr(r.day, "isoformat") else str(r.day)
-        out.setdefault(day, {})[str(r.arm)] = _moments_from_row(r, VARIABLES)
+        out.setdefault(day, {})[str(r.arm)] = _moments_from_row(r, variables.names)
     return sorted(out.items())
 
 
@@ -430,7 +505,11 @@ def ingests(conn: Connection, experiment: str) -> tuple[dict[str, Any], ...]:
 
 
 def shared(
-    conn: Connection, experiment: str, cuped_days: int, window: Window | None = None
+    conn: Connection,
+    experiment: str,
+    cuped_days: int,
+    window: Window | None = None,
+    variables: VariableSet = BUILTIN,
 ) -> tuple[str, list[str]]:
     """:func:`online_ctes` computed once into temporary tables for the queries of
     one report; pass the returned text as ``base`` and drop the tables after."""
@@ -438,7 +517,7 @@ def shared(
 
     return materialize(
         conn,
-        online_ctes(cuped_days, window),
+        online_ctes(cuped_days, window, variables),
         ("user_arms", "population", "user_day"),
         {"experiment": experiment},
         "abeval_online_",
@@ -457,15 +536,17 @@ class CapValue:
     users_capped: dict[str, int]
 
 
-def cap_values_sql(variable: str, quantile: float, base: str) -> str:
+def cap_values_sql(
+    variable: str, quantile: float, base: str, variables: VariableSet = BUILTIN
+) -> str:
     """The pooled ``quantile`` of the per-user ``variable`` (linear interpolation,
     ``percentile_cont``: the same on DuckDB and PostgreSQL) and, per arm, how many
     users lie above it."""
-    if variable not in POST_VARIABLES:
+    if variable not in {v.name for v in variables.summed}:
         raise ValueError(f"cannot cap {variable!r}")
     q = float(quantile)
     return (
-        f"WITH {base},\n{user_metrics_cte()},\n"
+        f"WITH {base},\n{user_metrics_cte(variables=variables)},\n"
         f"cap AS (SELECT percentile_cont({q!r}) WITHIN GROUP (ORDER BY "
         f"CAST({variable} AS DOUBLE PRECISION)) AS value FROM user_metrics)\n"
         "SELECT u.arm, MIN(c.value) AS cap, "
@@ -475,7 +556,11 @@ def cap_values_sql(variable: str, quantile: float, base: str) -> str:
 
 
 def cap_values(
-    conn: Connection, experiment: str, quantiles: Mapping[str, float], base: str
+    conn: Connection,
+    experiment: str,
+    quantiles: Mapping[str, float],
+    base: str,
+    variables: VariableSet = BUILTIN,
 ) -> dict[str, CapValue]:
     """Per variable to cap: its cap (docs/metrics.md#outlier-capping)."""
     from sqlalchemy import text
@@ -483,7 +568,7 @@ def cap_values(
     out = {}
     for variable, quantile in quantiles.items():
         rows = conn.execute(
-            text(cap_values_sql(variable, quantile, base)), {"experiment": experiment}
+            text(cap_values_sql(variable, quantile, base, variables)), {"experiment": experiment}
         ).fetchall()
         cap = _num(rows[0].cap) if rows and rows[0].cap is not None else None
         out[variable] = CapValue(

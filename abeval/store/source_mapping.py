@@ -50,6 +50,7 @@ OWN_TABLES = frozenset(
         "events",
         "experiments",
         "ingests",
+        "metric_definitions",
         "rejected_rows",
         "offline_evaluations",
         "schema_migrations",

@@ -36,6 +36,7 @@ from abeval.store.events_format import (
     IDS,
     KNOWN,
     MAX_ABS_VALUE,
+    custom_type_bad,
     extra_alias,
     extras,
     instant_sql,
@@ -129,9 +130,10 @@ _NEEDS = {
 
 
 def _event_type_needs() -> str:
-    """One CASE: the event type is known and the row has what that type needs."""
+    """One CASE: the event type is built in and the row has what that type needs,
+    or it is a team's event type (any row of one is good)."""
     whens = " ".join(f"WHEN '{e}' THEN {_NEEDS.get(e, 'true')}" for e in EVENT_TYPES)
-    return f"CASE event_type {whens} ELSE false END"
+    return f"CASE event_type {whens} ELSE NOT {custom_type_bad()} END"
 
 
 def good_row() -> str:

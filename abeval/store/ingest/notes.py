@@ -12,7 +12,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from abeval.errors import close_matches
 from abeval.store.arm_lists import parse_arms
+from abeval.store.events_format import EVENT_TYPES
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
@@ -114,16 +116,16 @@ def _look_alikes(conn: Connection, ingest_id: int) -> list[str]:
     case or spaces, where the ingest touched one of them."""
     from sqlalchemy import text
 
-    touched = {
-        r[0]
-        for r in conn.execute(
-            text("SELECT DISTINCT experiment FROM events WHERE ingest_id = :i"), {"i": ingest_id}
-        )
-    }
+    pairs = conn.execute(
+        text("SELECT DISTINCT experiment, event_type FROM events WHERE ingest_id = :i"),
+        {"i": ingest_id},
+    ).fetchall()
+    touched = {r[0] for r in pairs}
     if not touched:
         return []
     rows = conn.execute(text("SELECT experiment, arms FROM experiments")).fetchall()
-    out = [
+    out = _team_types_like_builtins({str(r[1]) for r in pairs})
+    out += [
         f"experiments {_names(group)} differ only in case or spaces: they are analysed as "
         "different experiments; fix the names in the files if they are one"
         for group in _groups(r[0] for r in rows)
@@ -137,6 +139,21 @@ def _look_alikes(conn: Connection, ingest_id: int) -> list[str]:
                 "if they are one"
                 for group in _groups(parse_arms(arms))
             ]
+    return out
+
+
+def _team_types_like_builtins(types: set[str]) -> list[str]:
+    """Warnings for event types kept as a team's own that look like a misspelt
+    built-in type (``clik``)."""
+    out = []
+    for kind in sorted(types - set(EVENT_TYPES)):
+        close = close_matches(kind, EVENT_TYPES)
+        if close:
+            out.append(
+                f"event type {kind!r} is not built in and is kept as a team's own type "
+                f"(docs/metrics.md#team-defined-metrics); did you mean {' or '.join(close)}? "
+                "fix the files if so"
+            )
     return out
 
 

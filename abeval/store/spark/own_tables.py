@@ -1,9 +1,10 @@
 """abeval's own small tables on a Spark store: ``sources``, ``offline_evaluations``,
-``target_files`` and ``target_propensities`` (docs/design/spark.md §10).
+``target_files``, ``target_propensities`` and ``metric_definitions``
+(docs/design/spark.md §10).
 
 No migration runs on Spark, so each table is created by the first write that
 needs it (``CREATE TABLE IF NOT EXISTS ... USING parquet`` in the session's
-current database, the columns of migrations 0003, 0004 and 0006 without their
+current database, the columns of migrations 0003, 0004, 0006 and 0009 without their
 keys). The report reads ``target_files`` and ``target_propensities`` when they
 exist; ``abeval experiment set`` (which records them) changes an experiment's
 settings, refused on Spark in this version.
@@ -70,8 +71,15 @@ TARGET_FILES = {
     "rows_recorded": "BIGINT",
     "recorded_at": "TIMESTAMP",
 }
+METRIC_DEFINITIONS = {
+    "name": "VARCHAR",
+    "definition": "VARCHAR",
+    "source": "VARCHAR",
+    "recorded_at": "TIMESTAMP",
+}
 TABLES: dict[str, dict[str, str]] = {
     "sources": SOURCES,
+    "metric_definitions": METRIC_DEFINITIONS,
     "offline_evaluations": OFFLINE_EVALUATIONS,
     "target_propensities": TARGET_PROPENSITIES,
     "target_files": TARGET_FILES,

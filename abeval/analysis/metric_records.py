@@ -1,0 +1,98 @@
+"""``abeval metrics add`` and ``abeval metrics``: a metrics file checked against the
+store and recorded whole, and every metric (built-in and recorded) with its
+definition (docs/metrics.md#team-defined-metrics)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from abeval.analysis.metric_file import read_metric_file
+from abeval.analysis.online_metrics import BUILTIN_METRICS
+from abeval.analysis.team_metrics import TeamMetric
+
+if TYPE_CHECKING:
+    from abeval.store.engine import Store
+
+
+@dataclass(frozen=True)
+class Added:
+    """What ``metrics add`` recorded: the metrics, and which of them replaced a
+    definition recorded before."""
+
+    metrics: tuple[TeamMetric, ...]
+    replaced: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class MetricRow:
+    """One metric as ``abeval metrics`` lists it."""
+
+    name: str
+    kind: str
+    builtin: bool
+    label: str
+    definition: str
+    description: str
+    lower_is_better: bool
+    recorded: TeamMetric | None = None
+    source: str | None = None
+    recorded_at: datetime | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "name": self.name,
+            "kind": self.kind,
+            "builtin": self.builtin,
+            "label": self.label,
+            "definition": self.definition,
+            "description": self.description,
+            "lower_is_better": self.lower_is_better,
+        }
+        if self.recorded is not None:
+            out["recorded"] = self.recorded.to_json()
+            out["source"] = self.source
+            out["recorded_at"] = self.recorded_at.isoformat() if self.recorded_at else None
+        return out
+
+
+def add_metrics(store: Store, path: Path) -> Added:
+    """Read ``path``, check every definition against the store's event types, and
+    record them all in one transaction (nothing when any is wrong)."""
+    from abeval.store import metric_definitions as stored
+
+    with store.connect() as conn:
+        types = stored.event_types(conn)
+        before = {r.name for r in stored.load(conn)}
+    metrics = read_metric_file(path, types)
+    stored.save(store, {m.name: m.to_json() for m in metrics}, path.name)
+    return Added(metrics, tuple(m.name for m in metrics if m.name in before))
+
+
+def list_metrics(store: Store) -> tuple[MetricRow, ...]:
+    """The built-in metrics, then the recorded ones by name."""
+    from abeval.store.metric_definitions import recorded
+
+    rows = [
+        MetricRow(m.name, m.kind, True, m.label, m.description, "", m.lower_is_better)
+        for m in BUILTIN_METRICS.values()
+    ]
+    for r in recorded(store):
+        m = TeamMetric.from_json(r.name, r.definition)
+        rows.append(
+            MetricRow(
+                m.name,
+                m.kind,
+                False,
+                m.name,
+                m.formula(),
+                m.description,
+                m.lower_is_better,
+                m,
+                r.source,
+                r.recorded_at,
+            )
+        )
+    return tuple(rows)

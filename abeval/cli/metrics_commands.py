@@ -1,0 +1,82 @@
+"""``abeval metrics`` and ``abeval metrics add FILE``: team-defined metrics
+(docs/metrics.md#team-defined-metrics)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import typer
+
+from abeval.cli.app import DbOption, app, command
+from abeval.formatting import printable
+
+
+class _MetricsApp(typer.Typer):
+    """``abeval metrics`` lists (the group's own callback, behind the CLI's error
+    boundary like any command) and has the sub-command ``add``."""
+
+    def command(self, name: str | None = None, **kwargs: Any) -> Any:
+        if name is None:
+            return self.callback(invoke_without_command=True, **kwargs)
+        return super().command(name, **kwargs)
+
+
+metrics_app = _MetricsApp(help="Online metrics: list them, record team-defined ones.")
+app.add_typer(metrics_app, name="metrics")
+
+
+@command(metrics_app)
+def metrics_list(
+    ctx: typer.Context,
+    fmt: Annotated[
+        Literal["text", "json"], typer.Option("--format", "-f", help="text (default) or json.")
+    ] = "text",
+    db: DbOption = None,
+) -> None:
+    """List every online metric, built-in and recorded, with its definition."""
+    if ctx.invoked_subcommand is not None:
+        return
+    from abeval.analysis.metric_records import list_metrics
+    from abeval.store import open_store
+
+    with open_store(db, read_only=True) as store:
+        rows = list_metrics(store)
+    if fmt == "json":
+        typer.echo(json.dumps([r.to_dict() for r in rows], indent=2))
+        return
+    width = max(len(r.name) for r in rows)
+    for builtin, title in ((True, "built-in"), (False, "recorded (team-defined)")):
+        group = [r for r in rows if r.builtin == builtin]
+        if not builtin and not group:
+            typer.echo("recorded: none; define metrics in TOML and run `abeval metrics add FILE`")
+            continue
+        typer.echo(title)
+        for r in group:
+            better = ", lower is better" if r.lower_is_better else ""
+            typer.echo(printable(f"  {r.name:<{width}}  {r.kind:<10}  {r.definition}{better}"))
+            if not builtin:
+                said = f"{r.description}; " if r.description else ""
+                when = r.recorded_at.strftime("%Y-%m-%d %H:%M UTC") if r.recorded_at else ""
+                typer.echo(printable(f"  {'':<{width}}  {'':<10}  {said}from {r.source}, {when}"))
+
+
+@command(metrics_app, "add")
+def metrics_add(
+    file: Annotated[
+        Path, typer.Argument(metavar="FILE", help="A metrics file in TOML, one table per metric.")
+    ],
+    db: DbOption = None,
+) -> None:
+    """Record the metrics a TOML file defines (all of them, or none when one is wrong)."""
+    from abeval.analysis.metric_records import add_metrics
+    from abeval.store import open_store
+
+    with open_store(db) as store:
+        added = add_metrics(store, file)
+    names = ", ".join(m.name for m in added.metrics)
+    count = len(added.metrics)
+    typer.echo(f"recorded {count} metric{'s' if count != 1 else ''} from {file.name}: {names}")
+    if added.replaced:
+        typer.echo(f"replaced the earlier definitions of {', '.join(added.replaced)}")

@@ -1,0 +1,105 @@
+"""Team-defined metrics as the store keeps them: the ``metric_definitions`` table
+(``migrations/0009_metric_definitions.sql``; on Spark an own table,
+:mod:`abeval.store.spark.own_tables`), one row per metric with its definition as
+JSON. What a definition means is :mod:`abeval.analysis.team_metrics`'s; this
+module only reads and writes the rows, and lists the event types the store holds
+(what a definition may name).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from abeval.store.migrate import has_own_table
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Connection
+
+    from abeval.store.engine import Store
+
+TABLE = "metric_definitions"
+
+
+@dataclass(frozen=True)
+class RecordedDefinition:
+    """One row: the metric's name, its definition (a JSON object), the file it
+    was read from and when it was recorded (UTC, zone-less as stored)."""
+
+    name: str
+    definition: dict[str, Any]
+    source: str
+    recorded_at: datetime
+
+
+def load(conn: Connection) -> list[RecordedDefinition]:
+    """Every recorded definition, by name (none on a Spark store that never had one)."""
+    from sqlalchemy import text
+
+    if not has_own_table(conn, TABLE):
+        return []
+    rows = conn.execute(
+        text(f"SELECT name, definition, source, recorded_at FROM {TABLE} ORDER BY name")
+    ).fetchall()
+    return [RecordedDefinition(str(r[0]), json.loads(r[1]), str(r[2]), r[3]) for r in rows]
+
+
+def recorded(store: Store) -> list[RecordedDefinition]:
+    with store.connect() as conn:
+        return load(conn)
+
+
+def event_types(conn: Connection) -> list[str]:
+    """The distinct event types of the ingested rows, sorted."""
+    from sqlalchemy import text
+
+    rows = conn.execute(text("SELECT DISTINCT event_type FROM events")).fetchall()
+    return sorted(str(r[0]) for r in rows)
+
+
+def save(
+    store: Store, definitions: Mapping[str, Mapping[str, Any]], source: str
+) -> list[RecordedDefinition]:
+    """Record ``definitions`` (name → JSON object) in one transaction: a name
+    already recorded takes the new definition. Returns the rows written."""
+    from sqlalchemy import text
+
+    now = datetime.now(UTC).replace(tzinfo=None, microsecond=0)
+    rows = [
+        RecordedDefinition(name, dict(d), source, now) for name, d in sorted(definitions.items())
+    ]
+    params = [_params(r) for r in rows]
+    if store.dialect == "spark":
+        from abeval.store.spark import own_tables
+
+        names = {r.name for r in rows}
+        with own_tables.writing(store) as conn:
+            own_tables.replace_rows(conn, TABLE, lambda r: r["name"] not in names, params)
+        return rows
+    with store.begin() as conn:
+        for p in params:
+            conn.execute(text(f"DELETE FROM {TABLE} WHERE name = :name"), {"name": p["name"]})
+            conn.execute(
+                text(
+                    f"INSERT INTO {TABLE} (name, definition, source, recorded_at) "
+                    "VALUES (:name, :definition, :source, :recorded_at)"
+                ),
+                p,
+            )
+    return rows
+
+
+def _params(r: RecordedDefinition) -> dict[str, Any]:
+    return {
+        "name": r.name,
+        "definition": json.dumps(r.definition, sort_keys=True),
+        "source": r.source,
+        "recorded_at": r.recorded_at,
+    }
+
+
+def names(rows: Sequence[RecordedDefinition]) -> list[str]:
+    return [r.name for r in rows]
