@@ -25,6 +25,7 @@ from abeval.simulate import SimulationConfig, write_events
 from abeval.store import open_store
 from abeval.store.ingest import ingest_file
 from abeval.store.spark import store as spark_store
+from abeval.store.spark.lock import LOCK
 
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("sqlglot") is None, reason="needs sqlglot (pip install -e '.[test]')"
@@ -134,9 +135,16 @@ class FakeSession:
         self.log: list[tuple[str, Any]] = []
         self.conf = FakeConf({"spark.sql.catalogImplementation": catalog})
         self.read = FakeReader(held or set())
+        self.lock: list[tuple[str, str]] = []
 
     def sql(self, sql: str, args: dict[str, Any] | None = None) -> FakeFrame:
         self.log.append(("sql", sql))
+        if LOCK in sql:  # the writer lock: a view whose properties name its holder
+            if sql.startswith("CREATE VIEW"):
+                self.lock = re.findall(r"'([\w.]+)' = '([^']*)'", sql)
+            elif sql.startswith("DROP VIEW"):
+                self.lock = []
+            return FakeFrame(self.log, list(self.lock))
         described = re.fullmatch(r"DESCRIBE TABLE EXTENDED (\w+)", sql)
         if described:
             name = described.group(1)
@@ -161,7 +169,7 @@ def fake(monkeypatch: pytest.MonkeyPatch) -> FakeSession:
     """``--db sc://...`` opens a store on a fake session with no abeval table yet."""
     session = FakeSession()
 
-    def open_spark(url: str, *, read_only: bool) -> spark_store.SparkStore:
+    def open_spark(url: str, *, read_only: bool, **_: Any) -> spark_store.SparkStore:
         return spark_store.SparkStore(session, url, read_only, set())
 
     monkeypatch.setattr(spark_store, "open_spark_store", open_spark)
@@ -190,7 +198,7 @@ def test_rows_land_as_files_and_one_partition_commits_them(
     log = fake.log
     statements = [s for kind, s in log if kind == "sql"]
     assert not [s for s in statements if re.match(r"\s*(INSERT|UPDATE|DELETE|MERGE)", s, re.I)]
-    assert [s.split(" (")[0] for s in statements if s.startswith("CREATE")] == [
+    assert [s.split(" (")[0] for s in statements if s.startswith("CREATE TABLE")] == [
         "CREATE TABLE IF NOT EXISTS ingests",
         "CREATE TABLE IF NOT EXISTS events",
         "CREATE TABLE IF NOT EXISTS experiments",
@@ -215,6 +223,9 @@ def test_rows_land_as_files_and_one_partition_commits_them(
         "ALTER TABLE ingests ADD PARTITION(ingest_id = 1) LOCATION '/wh/ingests/ingest_id=1'",
     ]
     assert sum(n for kind, n in log if kind == "upload") == expected.inserted + 1
+    # one writer: the lock is claimed before the first statement and dropped after the last
+    assert statements[0].startswith(f"CREATE VIEW {LOCK} TBLPROPERTIES (")
+    assert statements[-1] == f"DROP VIEW IF EXISTS {LOCK}" and fake.lock == []
 
 
 def test_a_bad_row_is_reported_before_spark_is_asked_anything(
@@ -257,7 +268,8 @@ def test_a_catalog_that_forgets_and_a_used_folder_are_refused(
     fake.conf, fake.read = session.conf, session.read
     result = runner.invoke(app, ["ingest", str(events), "--db", URL])
     assert (result.exit_code, result.stdout, result.stderr) == (1, "", f"Error: {message}\n")
-    assert not [s for kind, s in fake.log if kind == "sql" and not s.startswith("SELECT")]
+    said = [s for kind, s in fake.log if kind == "sql" and LOCK not in s]
+    assert not [s for s in said if not s.startswith("SELECT")] and fake.lock == []
 
 
 @pytest.mark.parametrize(
@@ -272,8 +284,9 @@ def test_a_catalog_that_forgets_and_a_used_folder_are_refused(
         (
             ["experiment", "set", "x", "--control", "a", "--db", URL],
             f"--db {SHOWN}: on a Spark store abeval loads events (ingest), reads them "
-            "(experiments, report, agreement) and records sources and offline evaluations in "
-            "this version; change experiment settings with DuckDB or PostgreSQL",
+            "(experiments, report, agreement) and records sources, offline evaluations and "
+            "target probabilities in this version; change experiment settings with DuckDB or "
+            "PostgreSQL",
         ),
     ],
 )

@@ -4,9 +4,10 @@ abeval reads the tables ``events``, ``experiments`` and ``ingests`` of the
 session's current database (docs/design/spark.md §8). ``abeval ingest`` creates
 them when they are missing and loads files into them (:mod:`abeval.store.spark.ingest`,
 §9); ``experiments``, ``report`` and ``agreement`` read them; ``source add``/``remove``
-and ``evaluate --experiment`` write abeval's own small tables
-(:meth:`SparkStore.own_tables`). Any other command that writes stops with one line
-when it begins to write. Spark's errors become the one-line
+``evaluate --experiment`` and ``experiment set --target-propensities`` write
+abeval's own small tables (:meth:`SparkStore.own_tables`). Every writer holds the
+store's writer lock (:mod:`abeval.store.spark.lock`). Any other command that
+writes stops with one line when it begins to write. Spark's errors become the one-line
 :class:`~abeval.errors.StoreError` the CLI prints.
 """
 
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING, Any, cast
 
@@ -50,13 +51,22 @@ class SparkStore(Store):
     """An open Spark Connect session, used like :class:`~abeval.store.engine.Store`."""
 
     def __init__(
-        self, session: Any, url: str, read_only: bool, tables: set[str] | None = None
+        self,
+        session: Any,
+        url: str,
+        read_only: bool,
+        tables: set[str] | None = None,
+        lock_timeout: float = 10.0,
+        on_lock_wait: Callable[[str], None] | None = None,
     ) -> None:
         super().__init__(engine=cast(Any, None), url=url, read_only=read_only)
         self.session = session
         self.kept: dict[str, Any] = {}
         #: The tables of the session's current database (lower case), as listed on opening.
         self.tables: set[str] = set(tables or ())
+        #: How long a writer waits for the writer lock, and whom it tells that it waits.
+        self.lock_timeout = lock_timeout
+        self.on_lock_wait = on_lock_wait
 
     @property
     def dialect(self) -> str:
@@ -79,11 +89,25 @@ class SparkStore(Store):
         yield  # pragma: no cover
 
     @contextmanager
+    def writer_lock(self, on_wait: Callable[[str], None] | None = None) -> Iterator[None]:
+        """The store's writer lock for the block (:mod:`abeval.store.spark.lock`)."""
+        from abeval.store.spark.lock import writer_lock
+
+        with (
+            self.faults(),
+            writer_lock(
+                self.session, self.display, self.lock_timeout, on_wait or self.on_lock_wait
+            ),
+        ):
+            yield
+
+    @contextmanager
     def own_tables(self) -> Iterator[Connection]:
         """A connection for writing abeval's own small tables (sources, recorded
-        evaluations; :mod:`abeval.store.spark.own_tables`). Spark has no
-        transaction: each write is one statement."""
-        with self.connect() as conn:
+        evaluations, target probabilities; :mod:`abeval.store.spark.own_tables`),
+        under the writer lock. Spark has no transaction: each table's new content
+        is committed by one pointer swap."""
+        with self.writer_lock(), self.connect() as conn:
             yield conn
 
     @contextmanager
@@ -106,12 +130,19 @@ class SparkStore(Store):
 def writes_refused(shown: str) -> str:
     return (
         f"--db {shown}: on a Spark store abeval loads events (ingest), reads them "
-        "(experiments, report, agreement) and records sources and offline evaluations in "
-        "this version; change experiment settings with DuckDB or PostgreSQL"
+        "(experiments, report, agreement) and records sources, offline evaluations and "
+        "target probabilities in this version; change experiment settings with DuckDB or "
+        "PostgreSQL"
     )
 
 
-def open_spark_store(url: str, *, read_only: bool) -> SparkStore:
+def open_spark_store(
+    url: str,
+    *,
+    read_only: bool,
+    lock_timeout: float = 10.0,
+    on_lock_wait: Callable[[str], None] | None = None,
+) -> SparkStore:
     """Connect to the Spark Connect server of ``url`` and check the tables abeval reads."""
     shown = display_spark_url(url)
     if url.startswith("spark://"):
@@ -146,7 +177,7 @@ def open_spark_store(url: str, *, read_only: bool) -> SparkStore:
             f"`abeval ingest --db {shlex.quote(shown)} FILE`, which creates "
             "them (docs/design/spark.md)"
         )
-    return SparkStore(session, url, read_only, tables)
+    return SparkStore(session, url, read_only, tables, lock_timeout, on_lock_wait)
 
 
 def _first_contact(session: Any) -> set[str]:
