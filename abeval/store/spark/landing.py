@@ -84,6 +84,9 @@ class Landing:
 
         self.session = store.session
         self.conn: SparkConnection = SparkConnection(store.session, store.kept)
+        # listed again: another writer may have made them since the store was opened
+        listed = store.session.sql("SHOW TABLES").collect()
+        store.tables = {str(r[1]).lower() for r in listed if not r[2]}
         self.layout: Layout = ensure_tables(store.session, store.tables, store.display)
         store.tables |= set(COLUMNS)
         self.ingest_id = self._recover()
