@@ -29,6 +29,11 @@ if TYPE_CHECKING:
 SCHEME = "sc://"
 #: Retries of the first contact with the server (about 3 s in all).
 OPEN_RETRIES = 4
+#: Retries once the session is open, when the server stops answering (its driver
+#: died, the machine went away): backoffs of 0.2, 0.4, ... up to 8 s, about 30 s in
+#: all, so that a lost server is one line within a minute. pyspark's default
+#: waits 10 minutes, and reattaches to a query for as long.
+LOST_SERVER_RETRIES = (8, 200, 8000)  # retries, first and largest backoff (ms)
 #: The tables a report reads.
 TABLES = ("events", "experiments", "ingests")
 #: Session settings that make Spark read timestamps as abeval does: zone-less, in UTC.
@@ -67,6 +72,8 @@ class SparkStore(Store):
         #: How long a writer waits for the writer lock, and whom it tells that it waits.
         self.lock_timeout = lock_timeout
         self.on_lock_wait = on_lock_wait
+        #: Set when the server stopped answering (:meth:`faults`).
+        self.lost = False
 
     @property
     def dialect(self) -> str:
@@ -119,11 +126,22 @@ class SparkStore(Store):
         except Exception as exc:
             if not _is_spark_error(exc):
                 raise
+            if _server_lost(exc):
+                self.lost = True
+                raise StoreError(
+                    f"the store {self.display} stopped answering: its Spark Connect server "
+                    "is gone (the driver stopped, or its machine); start it again and run "
+                    "the command again"
+                ) from None
             raise StoreError(spark_message(self.display, exc)) from None
 
     def close(self) -> None:
         self.kept.clear()
         with suppress(Exception):  # the server may be gone; nothing is left to release
+            if self.lost:  # no retries of the goodbye to a server known to be gone
+                from pyspark.sql.connect.client.retries import DefaultPolicy
+
+                self.session.client.set_retry_policies([DefaultPolicy(max_retries=0)])
             self.session.stop()
 
 
@@ -183,13 +201,13 @@ def open_spark_store(
 def _first_contact(session: Any) -> set[str]:
     """Set the session's time zone and timestamp type, and list the current
     database's tables. A server that does not answer fails within seconds:
-    Spark's default retries, kept for the queries that follow, wait 10 minutes."""
+    Spark's default retries wait 10 minutes; the queries that follow retry for
+    about 30 s (:data:`LOST_SERVER_RETRIES`)."""
     import warnings
 
     from pyspark.sql.connect.client.retries import DefaultPolicy
 
     client = session.client
-    patient = client.get_retry_policies()
     client.set_retry_policies([DefaultPolicy(max_retries=OPEN_RETRIES)])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # RETRIES_EXCEEDED: said in the error's line
@@ -201,7 +219,17 @@ def _first_contact(session: Any) -> set[str]:
             with suppress(Exception):  # with the short retries: nothing answers
                 session.stop()
             raise
-    client.set_retry_policies(patient)
+    retries, first, largest = LOST_SERVER_RETRIES
+    client.set_retry_policies(
+        [
+            DefaultPolicy(
+                max_retries=retries,
+                initial_backoff=first,
+                max_backoff=largest,
+                backoff_multiplier=2.0,
+            )
+        ]
+    )
     return tables
 
 
@@ -209,9 +237,12 @@ def quiet_spark_logs() -> None:
     """pyspark logs every failed query with its JVM stack on stderr; abeval says it
     in one line instead."""
     import logging
+    import warnings
 
     for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger"):
         logging.getLogger(name).disabled = True
+    # said in the error's one line
+    warnings.filterwarnings("ignore", message=r"\[RETRIES_EXCEEDED\]")
 
 
 def _is_spark_error(exc: BaseException) -> bool:
@@ -222,6 +253,11 @@ def _is_spark_error(exc: BaseException) -> bool:
     return isinstance(exc, PySparkException) or type(exc).__module__.startswith("grpc")
 
 
+def _server_lost(exc: BaseException) -> bool:
+    text = str(exc)
+    return "UNAVAILABLE" in text or "failed to connect" in text.lower()
+
+
 def spark_message(shown: str, exc: BaseException) -> str:
     return f"the store {shown} failed: {spark_reason(exc)}"
 
@@ -230,6 +266,6 @@ def spark_reason(exc: BaseException) -> str:
     """Spark's first line, without the JVM stack and the SQLSTATE trailer."""
     text = str(exc).strip()
     line = text.splitlines()[0] if text else type(exc).__name__
-    if "UNAVAILABLE" in text or "failed to connect" in text.lower():
+    if _server_lost(exc):
         return "no Spark Connect server answers there (is it started, and is the port right?)"
     return re.sub(r"\s*SQLSTATE: \w+\.?$", "", line).strip()
