@@ -67,6 +67,25 @@ def test_the_spark_tables_have_the_columns_of_the_migrations(tmp_path: Path) -> 
         con.close()
 
 
+def test_the_own_tables_have_the_columns_of_the_migrations(tmp_path: Path) -> None:
+    """``sources``, ``offline_evaluations``, ``target_propensities`` and
+    ``target_files`` on Spark (abeval.store.spark.own_tables) have the columns and
+    types of migrations 0003, 0004 and 0006, in order."""
+    import duckdb
+
+    from abeval.store.spark.own_tables import TABLES
+
+    with open_store(str(tmp_path / "s.duckdb")):
+        pass  # the migrations ran
+    con = duckdb.connect(str(tmp_path / "s.duckdb"), read_only=True)
+    try:
+        for table, spark_columns in TABLES.items():
+            duck = [(r[0], DUCK_TYPES[r[1]]) for r in con.execute(f"DESCRIBE {table}").fetchall()]
+            assert list(spark_columns.items()) == duck, table
+    finally:
+        con.close()
+
+
 def test_ddl_that_does_not_read_back_is_refused() -> None:
     from abeval.store.spark.dialect import DialectError, spark_native
 
