@@ -42,48 +42,48 @@ DUCK_TYPES = {
 }
 
 
-def test_the_spark_tables_have_the_columns_of_the_migrations(tmp_path: Path) -> None:
+def _migrated(folder: Path, tables: list[str]) -> dict[str, list[tuple[str, str]]]:
+    """The columns of ``tables`` in a migrated DuckDB store, with Spark's type names."""
     import duckdb
 
-    from abeval.store.spark.schema import COLUMNS, PARTITION, PARTITIONED, create_table_sql
-
-    with open_store(str(tmp_path / "s.duckdb")):
+    with open_store(str(folder / "s.duckdb")):
         pass  # the migrations ran
-    con = duckdb.connect(str(tmp_path / "s.duckdb"), read_only=True)
+    con = duckdb.connect(str(folder / "s.duckdb"), read_only=True)
     try:
-        for table, spark_columns in COLUMNS.items():
-            duck = [(r[0], DUCK_TYPES[r[1]]) for r in con.execute(f"DESCRIBE {table}").fetchall()]
-            if table in PARTITIONED:  # Spark keeps the partition column last
-                duck = [c for c in duck if c[0] != PARTITION] + [(PARTITION, "BIGINT")]
-            assert list(spark_columns) == duck, table
-            sql = create_table_sql(table, "s3a://bucket/it's/" + table)
-            assert sql.startswith(f"CREATE TABLE IF NOT EXISTS {table} (")
-            assert ("PARTITIONED BY (ingest_id)" in sql) == (table in PARTITIONED)
-            assert sql.endswith(
-                f"LOCATION 's3a://bucket/it\\'s/{table}"
-                + ("/v0'" if table == "experiments" else "'")
-            )
+        return {
+            t: [(r[0], DUCK_TYPES[r[1]]) for r in con.execute(f"DESCRIBE {t}").fetchall()]
+            for t in tables
+        }
     finally:
         con.close()
+
+
+def test_the_spark_tables_have_the_columns_of_the_migrations(tmp_path: Path) -> None:
+    from abeval.store.spark.schema import COLUMNS, PARTITION, PARTITIONED, create_table_sql
+
+    migrated = _migrated(tmp_path, list(COLUMNS))
+    for table, spark_columns in COLUMNS.items():
+        duck = migrated[table]
+        if table in PARTITIONED:  # Spark keeps the partition column last
+            duck = [c for c in duck if c[0] != PARTITION] + [(PARTITION, "BIGINT")]
+        assert list(spark_columns) == duck, table
+        sql = create_table_sql(table, "s3a://bucket/it's/" + table)
+        assert sql.startswith(f"CREATE TABLE IF NOT EXISTS {table} (")
+        assert ("PARTITIONED BY (ingest_id)" in sql) == (table in PARTITIONED)
+        assert sql.endswith(
+            f"LOCATION 's3a://bucket/it\\'s/{table}" + ("/v0'" if table == "experiments" else "'")
+        )
 
 
 def test_the_own_tables_have_the_columns_of_the_migrations(tmp_path: Path) -> None:
     """``sources``, ``offline_evaluations``, ``target_propensities`` and
     ``target_files`` on Spark (abeval.store.spark.own_tables) have the columns and
     types of migrations 0003, 0004 and 0006, in order."""
-    import duckdb
-
     from abeval.store.spark.own_tables import TABLES
 
-    with open_store(str(tmp_path / "s.duckdb")):
-        pass  # the migrations ran
-    con = duckdb.connect(str(tmp_path / "s.duckdb"), read_only=True)
-    try:
-        for table, spark_columns in TABLES.items():
-            duck = [(r[0], DUCK_TYPES[r[1]]) for r in con.execute(f"DESCRIBE {table}").fetchall()]
-            assert list(spark_columns.items()) == duck, table
-    finally:
-        con.close()
+    migrated = _migrated(tmp_path, list(TABLES))
+    for table, spark_columns in TABLES.items():
+        assert list(spark_columns.items()) == migrated[table], table
 
 
 def test_ddl_that_does_not_read_back_is_refused() -> None:
