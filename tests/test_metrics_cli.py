@@ -271,15 +271,6 @@ def test_experiment_set_takes_a_recorded_guardrail(store: Path) -> None:
     assert "did you mean cart_rate or ctr?" in wrong.stderr
 
 
-def test_spark_own_table_has_the_migrations_columns(store: Path) -> None:
-    """Spark runs no migration: its ``metric_definitions`` table is created from
-    :data:`abeval.store.spark.own_tables.TABLES`, which must keep 0009's columns."""
-    from abeval.store.spark.own_tables import TABLES
-
-    described = query(store, "DESCRIBE metric_definitions")
-    assert [(r[0], r[1]) for r in described] == list(TABLES["metric_definitions"].items())
-
-
 def test_ingest_warns_of_a_team_type_that_looks_like_a_builtin(store: Path) -> None:
     Path("typo.csv").write_text(
         "experiment,arm,user_id,ts,event_type\nshop,control,u9,2024-05-01,clik\n"

@@ -280,6 +280,8 @@ def record(
 
     check_options(changes)
     removed = list(removed)
+    if store.dialect == "spark":
+        return _record_on_spark(store, experiment, settings, changes, removed, targets)
     with store.begin() as conn:
         use_recorded(conn)  # the metrics named may be the store's team-defined ones
         check_known(changes.primary or (), "primary")
@@ -296,6 +298,27 @@ def record(
         )
         put_config(conn, experiment, config.recorded())
     return current, config, done
+
+
+def _record_on_spark(
+    store: Store,
+    experiment: str,
+    settings: SettingsChange,
+    changes: ExperimentConfig,
+    removed: list[str],
+    targets: TargetFile | None,
+) -> tuple[ExperimentSettings, ExperimentConfig, TargetsRecorded | None]:
+    """On a Spark store only the target's probabilities are recorded (abeval's own
+    tables); settings and configuration live in ``experiments``, which only an
+    ingest rewrites there."""
+    from abeval.errors import StoreError
+    from abeval.store.experiments import record_targets_on_spark
+    from abeval.store.spark.store import writes_refused
+
+    if targets is None or any(x is not None for x in settings) or changes.recorded() or removed:
+        raise StoreError(writes_refused(store.display), parameters=("db",))
+    current, done = record_targets_on_spark(store, experiment, targets)
+    return current, show(store, experiment)[1], done
 
 
 def show(store: Store, experiment: str) -> tuple[ExperimentSettings, ExperimentConfig]:

@@ -266,7 +266,10 @@ def open_store(
     if url.startswith(("sc://", "spark://")):  # Spark Connect: no SQLAlchemy engine
         from abeval.store.spark.store import open_spark_store
 
-        return open_spark_store(url, read_only=read_only)
+        timeout = lock_timeout if lock_timeout is not None else _env_lock_timeout()
+        return open_spark_store(
+            url, read_only=read_only, lock_timeout=timeout, on_lock_wait=on_lock_wait
+        )
     shown = display_url(url)
     _check_password(url, shown)
     memory = None

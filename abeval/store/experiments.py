@@ -356,6 +356,23 @@ def change_experiment(
     return get_settings(conn, experiment), done
 
 
+def record_targets_on_spark(
+    store: Store, experiment: str, targets: TargetFile
+) -> tuple[ExperimentSettings, TargetsRecorded]:
+    """Check and record the target's probabilities on a Spark store, under its
+    writer lock: each of the two tables replaced by one pointer swap
+    (:mod:`abeval.store.spark.own_tables`); a refused file changes nothing."""
+    from abeval.store.ope_target import record_rows
+    from abeval.store.spark import own_tables
+
+    with own_tables.writing(store) as conn:
+        current = get_settings(conn, experiment)
+        found, recorded = record_rows(
+            conn, experiment, current.arms, targets.rows, targets.path, targets.checksum
+        )
+    return current, TargetsRecorded(found, recorded)
+
+
 #: The columns ``experiment unset`` clears, by the option that names them.
 CLEARED_COLUMNS = {
     "control": ("control_arm",),

@@ -302,18 +302,21 @@ def record(
     from sqlalchemy import text
 
     params: dict[str, Any] = {"experiment": experiment}
+    at = datetime.now(UTC).replace(tzinfo=None, microsecond=0)
+    done = RecordedTargets(experiment, shown, checksum, rows, at)
+    fresh = (
+        f"SELECT :experiment AS experiment, {', '.join('f.' + c for c in _COLUMNS)} "
+        f"FROM {FILE_TABLE} f WHERE f.request_id IN (SELECT request_id FROM events "
+        "WHERE experiment = :experiment AND request_id IS NOT NULL)"
+    )
+    if conn.dialect.name == "spark":
+        _record_on_spark(conn, fresh, done)
+        return done
     conn.execute(text(f"DELETE FROM {_RECORDED} WHERE experiment = :experiment"), params)
     conn.execute(text(f"DELETE FROM {_FILES} WHERE experiment = :experiment"), params)
     conn.execute(
-        text(
-            f"INSERT INTO {_RECORDED} (experiment, {', '.join(_COLUMNS)}) "
-            f"SELECT :experiment, {', '.join('f.' + c for c in _COLUMNS)} FROM {FILE_TABLE} f "
-            "WHERE f.request_id IN (SELECT request_id FROM events WHERE experiment = :experiment "
-            "AND request_id IS NOT NULL)"
-        ),
-        params,
+        text(f"INSERT INTO {_RECORDED} (experiment, {', '.join(_COLUMNS)}) {fresh}"), params
     )
-    at = datetime.now(UTC).replace(tzinfo=None, microsecond=0)
     conn.execute(
         text(
             f"INSERT INTO {_FILES} (experiment, file, checksum, rows_recorded, recorded_at) "
@@ -321,7 +324,30 @@ def record(
         ),
         {**params, "file": shown, "checksum": checksum, "rows": rows, "at": at},
     )
-    return RecordedTargets(experiment, shown, checksum, rows, at)
+    return done
+
+
+def _record_on_spark(conn: Connection, fresh: str, done: RecordedTargets) -> None:
+    """Spark has no transaction and its Parquet tables no DELETE: each table is
+    written whole as a new version and swapped in by one pointer
+    (:mod:`abeval.store.spark.own_tables`); the probabilities first, then the
+    file's row, which is what :func:`recorded` looks for."""
+    from abeval.store.spark import own_tables
+
+    others = (
+        f"SELECT experiment, {', '.join(_COLUMNS)} FROM {_RECORDED} WHERE experiment <> :experiment"
+    )
+    own_tables.write_query(
+        conn, _RECORDED, f"{others} UNION ALL {fresh}", {"experiment": done.experiment}
+    )
+    row = {
+        "experiment": done.experiment,
+        "file": done.file,
+        "checksum": done.checksum,
+        "rows_recorded": done.rows,
+        "recorded_at": done.recorded_at,
+    }
+    own_tables.replace_rows(conn, _FILES, lambda r: r["experiment"] != done.experiment, [row])
 
 
 def record_rows(

@@ -28,6 +28,7 @@ from abeval.simulate.series import ExperimentFiles, SeriesConfig, write_series
 from abeval.store import open_store
 from abeval.store.evaluations import latest_evaluations
 from abeval.store.ingest import ingest_file
+from abeval.store.spark import own_tables
 
 pytestmark = pytest.mark.spark
 runner = CliRunner()
@@ -56,10 +57,10 @@ def history(
     session = SparkSession.builder.remote(spark_url).create()
     try:
         register_tables(session, "default", folders)
-        session.sql("DROP TABLE IF EXISTS offline_evaluations").collect()
+        own_tables.drop(session, "offline_evaluations")
         yield str(duck), spark_url, files
     finally:
-        session.sql("DROP TABLE IF EXISTS offline_evaluations").collect()
+        own_tables.drop(session, "offline_evaluations")
         session.stop()
 
 

@@ -142,42 +142,108 @@ def test_views_of_a_table_read_in_place_are_views_of_plans() -> None:
     assert conn.has_table("sources") and not conn.has_table("offline_evaluations")
 
 
-@needs_sqlglot
-def test_own_tables_are_written_whole_with_typed_parameters() -> None:
-    """A Parquet table takes no DELETE: the rows are written back by one INSERT
-    OVERWRITE whose values are bound by Spark and cast to the column types."""
+class VersionedSession:
+    """A session whose catalog holds tables and views by name, logging each step
+    of an own-table write in order."""
+
+    def __init__(self, tables: dict[str, str] | None = None) -> None:
+        self.log: list[str] = []
+        self.kinds: dict[str, str] = dict(tables or {})  # name -> MANAGED or VIEW
+        self.reads: dict[str, str] = {}  # view -> the version it names
+        self.catalog = self
+
+    def tableExists(self, name: str) -> bool:
+        return name in self.kinds
+
+    def getTable(self, name: str) -> Any:
+        import types
+
+        return types.SimpleNamespace(tableType=self.kinds[name])
+
+    def sql(self, statement: str, args: Any = None) -> Any:
+        import re
+        import types
+
+        rows: list[tuple] = []
+        if statement.startswith("SHOW TABLES LIKE"):
+            prefix = statement.split("'")[1].rstrip("*")
+            rows = [("default", n, False) for n in self.kinds if n.startswith(prefix)]
+        elif statement.startswith("SHOW TBLPROPERTIES"):
+            name = statement.split()[2]
+            rows = [("abeval.version", self.reads[name])] if name in self.reads else []
+        else:
+            self.log.append(re.sub(r"__v(\d+)_\w{8}", r"__v\1", statement))
+            view = re.match(r"CREATE OR REPLACE VIEW (\w+) .*'(\w+)'\) AS", statement)
+            if view:
+                self.kinds[view.group(1)] = "VIEW"
+                self.reads[view.group(1)] = view.group(2)
+            dropped = re.match(r"DROP TABLE IF EXISTS (\w+)", statement)
+            if dropped:
+                self.kinds.pop(dropped.group(1), None)
+            renamed = re.match(r"ALTER TABLE (\w+) RENAME TO (\w+)", statement)
+            if renamed:
+                self.kinds[renamed.group(2)] = self.kinds.pop(renamed.group(1))
+        return types.SimpleNamespace(collect=lambda: rows)
+
+    def createDataFrame(self, rows: list[tuple], schema: str) -> Any:
+        session = self
+
+        class Frame:
+            def selectExpr(self, *exprs: str) -> Any:
+                session.log.append(f"upload {len(rows)} rows as {', '.join(exprs[:1])}, ...")
+                return self
+
+            @property
+            def write(self) -> Any:
+                return self
+
+            def format(self, name: str) -> Any:
+                return self
+
+            def mode(self, mode: str) -> Any:
+                self.how = mode
+                return self
+
+            def saveAsTable(self, name: str) -> None:
+                import re
+
+                session.kinds[name] = "MANAGED"
+                short = re.sub(r"_\w{8}$", "", name)
+                session.log.append(f"write {short} ({self.how})")
+
+        return Frame()
+
+
+def test_own_tables_are_replaced_by_a_new_version_and_one_pointer_swap() -> None:
+    """A write never touches the version readers read: the new version is written
+    (mode error) before the view is pointed at it, and only then are the others
+    dropped; an earlier abeval's plain table becomes version 0 first."""
     from datetime import datetime
 
     from abeval.store.spark import own_tables
 
-    session = FakeSession([], [])
+    session = VersionedSession({"sources": "MANAGED"})
     conn = SparkConnection(session, {})
     at = datetime(2026, 1, 2, 3, 4, 5)
     row = {"name": "lake", "table_ref": "lake.events", "mapping": "{}"}
     own_tables.write_all(conn, "sources", [{**row, "created_at": at, "updated_at": at}])
     own_tables.write_all(conn, "sources", [])
-    created = (
-        "CREATE TABLE IF NOT EXISTS sources (name STRING, table_ref STRING, mapping STRING, "
-        "created_at TIMESTAMP_NTZ, updated_at TIMESTAMP_NTZ) USING PARQUET"
-    )
-    overwrite = (
-        "INSERT OVERWRITE TABLE sources VALUES (CAST(:name_0 AS STRING), "
-        "CAST(:table_ref_0 AS STRING), CAST(:mapping_0 AS STRING), "
-        "CAST(:created_at_0 AS TIMESTAMP_NTZ), CAST(:updated_at_0 AS TIMESTAMP_NTZ))"
-    )
-    params = {
-        "name_0": "lake",
-        "table_ref_0": "lake.events",
-        "mapping_0": "{}",
-        "created_at_0": "2026-01-02 03:04:05",
-        "updated_at_0": "2026-01-02 03:04:05",
-    }
+    view = "CREATE OR REPLACE VIEW sources TBLPROPERTIES ('abeval.version' = '{v}') AS SELECT "
+    columns = "name, table_ref, mapping, created_at, updated_at FROM {v}"
+    upload = "upload {n} rows as CAST(name AS STRING) AS name, ..."
     assert session.log == [
-        ("sql", (created, None)),
-        ("sql", (overwrite, params)),
-        ("sql", (created, None)),
-        ("sql", ("TRUNCATE TABLE sources", None)),
+        "ALTER TABLE sources RENAME TO sources__v0_legacy",
+        (view + columns).format(v="sources__v0_legacy"),
+        upload.format(n=1),
+        "write sources__v1 (error)",
+        (view + columns).format(v="sources__v1"),
+        "DROP TABLE IF EXISTS sources__v0_legacy",
+        upload.format(n=0),
+        "write sources__v2 (error)",
+        (view + columns).format(v="sources__v2"),
+        "DROP TABLE IF EXISTS sources__v1",
     ]
+    assert sorted(n[:11] for n in session.kinds) == ["sources", "sources__v2"]
 
 
 class _Builder:
@@ -222,8 +288,9 @@ def test_a_command_that_changes_settings_stops_when_it_begins_to_write(
     result = runner.invoke(app, args)
     message = (
         "--db sc://h:1/;token=***: on a Spark store abeval loads events (ingest), reads "
-        "them (experiments, report, agreement) and records sources and offline evaluations "
-        "in this version; change experiment settings with DuckDB or PostgreSQL"
+        "them (experiments, report, agreement) and records sources, offline evaluations and "
+        "target probabilities in this version; change experiment settings with DuckDB or "
+        "PostgreSQL"
     )
     assert (result.exit_code, result.stdout, result.stderr) == (1, "", f"Error: {message}\n")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["e.csv"]  # nothing written

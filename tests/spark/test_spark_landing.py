@@ -25,6 +25,7 @@ from abeval.simulate import SimulationConfig, write_events
 from abeval.store import open_store
 from abeval.store.ingest import ingest_file
 from abeval.store.spark import store as spark_store
+from abeval.store.spark.lock import LOCK
 
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("sqlglot") is None, reason="needs sqlglot (pip install -e '.[test]')"
@@ -41,29 +42,49 @@ DUCK_TYPES = {
 }
 
 
-def test_the_spark_tables_have_the_columns_of_the_migrations(tmp_path: Path) -> None:
+def _migrated(folder: Path, tables: list[str]) -> dict[str, list[tuple[str, str]]]:
+    """The columns of ``tables`` in a migrated DuckDB store, with Spark's type names."""
     import duckdb
 
-    from abeval.store.spark.schema import COLUMNS, PARTITION, PARTITIONED, create_table_sql
-
-    with open_store(str(tmp_path / "s.duckdb")):
+    with open_store(str(folder / "s.duckdb")):
         pass  # the migrations ran
-    con = duckdb.connect(str(tmp_path / "s.duckdb"), read_only=True)
+    con = duckdb.connect(str(folder / "s.duckdb"), read_only=True)
     try:
-        for table, spark_columns in COLUMNS.items():
-            duck = [(r[0], DUCK_TYPES[r[1]]) for r in con.execute(f"DESCRIBE {table}").fetchall()]
-            if table in PARTITIONED:  # Spark keeps the partition column last
-                duck = [c for c in duck if c[0] != PARTITION] + [(PARTITION, "BIGINT")]
-            assert list(spark_columns) == duck, table
-            sql = create_table_sql(table, "s3a://bucket/it's/" + table)
-            assert sql.startswith(f"CREATE TABLE IF NOT EXISTS {table} (")
-            assert ("PARTITIONED BY (ingest_id)" in sql) == (table in PARTITIONED)
-            assert sql.endswith(
-                f"LOCATION 's3a://bucket/it\\'s/{table}"
-                + ("/v0'" if table == "experiments" else "'")
-            )
+        return {
+            t: [(r[0], DUCK_TYPES[r[1]]) for r in con.execute(f"DESCRIBE {t}").fetchall()]
+            for t in tables
+        }
     finally:
         con.close()
+
+
+def test_the_spark_tables_have_the_columns_of_the_migrations(tmp_path: Path) -> None:
+    from abeval.store.spark.schema import COLUMNS, PARTITION, PARTITIONED, create_table_sql
+
+    migrated = _migrated(tmp_path, list(COLUMNS))
+    for table, spark_columns in COLUMNS.items():
+        duck = migrated[table]
+        if table in PARTITIONED:  # Spark keeps the partition column last
+            duck = [c for c in duck if c[0] != PARTITION] + [(PARTITION, "BIGINT")]
+        assert list(spark_columns) == duck, table
+        sql = create_table_sql(table, "s3a://bucket/it's/" + table)
+        assert sql.startswith(f"CREATE TABLE IF NOT EXISTS {table} (")
+        assert ("PARTITIONED BY (ingest_id)" in sql) == (table in PARTITIONED)
+        assert sql.endswith(
+            f"LOCATION 's3a://bucket/it\\'s/{table}" + ("/v0'" if table == "experiments" else "'")
+        )
+
+
+def test_the_own_tables_have_the_columns_of_the_migrations(tmp_path: Path) -> None:
+    """``sources``, ``offline_evaluations``, ``target_propensities``,
+    ``target_files`` and ``metric_definitions`` on Spark
+    (abeval.store.spark.own_tables) have the columns and types of migrations 0003,
+    0004, 0006 and 0009, in order."""
+    from abeval.store.spark.own_tables import TABLES
+
+    migrated = _migrated(tmp_path, list(TABLES))
+    for table, spark_columns in TABLES.items():
+        assert list(spark_columns.items()) == migrated[table], table
 
 
 def test_ddl_that_does_not_read_back_is_refused() -> None:
@@ -134,9 +155,16 @@ class FakeSession:
         self.log: list[tuple[str, Any]] = []
         self.conf = FakeConf({"spark.sql.catalogImplementation": catalog})
         self.read = FakeReader(held or set())
+        self.lock: list[tuple[str, str]] = []
 
     def sql(self, sql: str, args: dict[str, Any] | None = None) -> FakeFrame:
         self.log.append(("sql", sql))
+        if LOCK in sql:  # the writer lock: a view whose properties name its holder
+            if sql.startswith("CREATE VIEW"):
+                self.lock = re.findall(r"'([\w.]+)' = '([^']*)'", sql)
+            elif sql.startswith("DROP VIEW"):
+                self.lock = []
+            return FakeFrame(self.log, list(self.lock))
         described = re.fullmatch(r"DESCRIBE TABLE EXTENDED (\w+)", sql)
         if described:
             name = described.group(1)
@@ -161,7 +189,7 @@ def fake(monkeypatch: pytest.MonkeyPatch) -> FakeSession:
     """``--db sc://...`` opens a store on a fake session with no abeval table yet."""
     session = FakeSession()
 
-    def open_spark(url: str, *, read_only: bool) -> spark_store.SparkStore:
+    def open_spark(url: str, *, read_only: bool, **_: Any) -> spark_store.SparkStore:
         return spark_store.SparkStore(session, url, read_only, set())
 
     monkeypatch.setattr(spark_store, "open_spark_store", open_spark)
@@ -190,7 +218,7 @@ def test_rows_land_as_files_and_one_partition_commits_them(
     log = fake.log
     statements = [s for kind, s in log if kind == "sql"]
     assert not [s for s in statements if re.match(r"\s*(INSERT|UPDATE|DELETE|MERGE)", s, re.I)]
-    assert [s.split(" (")[0] for s in statements if s.startswith("CREATE")] == [
+    assert [s.split(" (")[0] for s in statements if s.startswith("CREATE TABLE")] == [
         "CREATE TABLE IF NOT EXISTS ingests",
         "CREATE TABLE IF NOT EXISTS events",
         "CREATE TABLE IF NOT EXISTS experiments",
@@ -215,6 +243,9 @@ def test_rows_land_as_files_and_one_partition_commits_them(
         "ALTER TABLE ingests ADD PARTITION(ingest_id = 1) LOCATION '/wh/ingests/ingest_id=1'",
     ]
     assert sum(n for kind, n in log if kind == "upload") == expected.inserted + 1
+    # one writer: the lock is claimed before the first statement and dropped after the last
+    assert statements[0].startswith(f"CREATE VIEW {LOCK} TBLPROPERTIES (")
+    assert statements[-1] == f"DROP VIEW IF EXISTS {LOCK}" and fake.lock == []
 
 
 def test_a_bad_row_is_reported_before_spark_is_asked_anything(
@@ -257,7 +288,8 @@ def test_a_catalog_that_forgets_and_a_used_folder_are_refused(
     fake.conf, fake.read = session.conf, session.read
     result = runner.invoke(app, ["ingest", str(events), "--db", URL])
     assert (result.exit_code, result.stdout, result.stderr) == (1, "", f"Error: {message}\n")
-    assert not [s for kind, s in fake.log if kind == "sql" and not s.startswith("SELECT")]
+    said = [s for kind, s in fake.log if kind == "sql" and LOCK not in s]
+    assert not [s for s in said if not s.startswith(("SELECT", "SHOW"))] and fake.lock == []
 
 
 @pytest.mark.parametrize(
@@ -272,8 +304,9 @@ def test_a_catalog_that_forgets_and_a_used_folder_are_refused(
         (
             ["experiment", "set", "x", "--control", "a", "--db", URL],
             f"--db {SHOWN}: on a Spark store abeval loads events (ingest), reads them "
-            "(experiments, report, agreement) and records sources and offline evaluations in "
-            "this version; change experiment settings with DuckDB or PostgreSQL",
+            "(experiments, report, agreement) and records sources, offline evaluations and "
+            "target probabilities in this version; change experiment settings with DuckDB or "
+            "PostgreSQL",
         ),
     ],
 )

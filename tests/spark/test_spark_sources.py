@@ -26,6 +26,7 @@ from typer.testing import CliRunner
 from abeval.analysis.online import build_report
 from abeval.cli import app
 from abeval.store import open_store
+from abeval.store.spark import own_tables
 
 pytestmark = pytest.mark.spark
 runner = CliRunner()
@@ -68,10 +69,10 @@ def lake(
     try:
         register_tables(session, "default", folders)
         register_tables(session, "lake", {"events": parquet})
-        session.sql("DROP TABLE IF EXISTS sources").collect()
+        own_tables.drop(session, "sources")
         yield str(duck), spark_url, ingested
     finally:
-        session.sql("DROP TABLE IF EXISTS sources").collect()
+        own_tables.drop(session, "sources")
         session.stop()
 
 

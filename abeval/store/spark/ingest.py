@@ -12,6 +12,7 @@ land on the cluster as Parquet and become visible in one commit
 from __future__ import annotations
 
 import time
+from contextlib import ExitStack
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, cast
@@ -40,10 +41,9 @@ BATCH_ROWS = 100_000
 
 def load_spark(store: SparkStore, job: Job, on_error: OnError) -> IngestSummary:
     """Check ``job``'s file locally, land its new rows on ``store``'s cluster, and
-    say what happened as DuckDB's ingest says it."""
-    from abeval.store.ingest import staged
-    from abeval.store.spark.landing import Clashes, Landing
-
+    say what happened as DuckDB's ingest says it. One writer at a time: the
+    store's writer lock is held from the end of the local check to the end of
+    the bookkeeping (:mod:`abeval.store.spark.lock`)."""
     if on_error == "skip":
         raise InputError(
             f"{job.shown}: {{on_error}} skip keeps bad rows in rejected_rows, which a Spark "
@@ -51,6 +51,16 @@ def load_spark(store: SparkStore, job: Job, on_error: OnError) -> IngestSummary:
             "{on_error} abort (nothing was loaded from this file)",
             parameters=("on_error",),
         )
+    with ExitStack() as locked:
+        return _load(store, job, on_error, locked)
+
+
+def _load(store: SparkStore, job: Job, on_error: OnError, locked: ExitStack) -> IngestSummary:
+    """:func:`load_spark`; the writer lock is taken into ``locked`` once the file
+    is known good, before the cluster is asked anything."""
+    from abeval.store.ingest import staged
+    from abeval.store.spark.landing import Clashes, Landing
+
     with staged.checked(store, None, job, on_error) as check:
         duck, src, counts = check.duck, check.src, check.counts
         # in the Spark table's column order, which the upload's schema follows
@@ -58,6 +68,7 @@ def load_spark(store: SparkStore, job: Job, on_error: OnError) -> IngestSummary:
         names = [
             r[0] for r in duck.execute(f"SELECT DISTINCT experiment FROM ({good}) s").fetchall()
         ]
+        locked.enter_context(store.writer_lock(store.on_lock_wait or job.say))
         job.say("uploading to Spark")
         try:
             with store.faults():

@@ -22,8 +22,8 @@ One ingest ``N`` of a file, after DuckDB has checked every row locally:
    ``ALTER TABLE ingests ADD PARTITION (ingest_id=N)`` (last, so that a missing
    ``ingests`` partition says the bookkeeping is unfinished).
 
-One writer at a time, as on DuckDB: two ingests started together may take the same
-``N``; the second commit then fails on the existing partition and loads nothing.
+One writer at a time, as on DuckDB: the ingest holds the store's writer lock
+(:mod:`abeval.store.spark.lock`), so two ingests never take the same ``N``.
 """
 
 from __future__ import annotations
@@ -84,6 +84,9 @@ class Landing:
 
         self.session = store.session
         self.conn: SparkConnection = SparkConnection(store.session, store.kept)
+        # listed again: another writer may have made them since the store was opened
+        listed = store.session.sql("SHOW TABLES").collect()
+        store.tables = {str(r[1]).lower() for r in listed if not r[2]}
         self.layout: Layout = ensure_tables(store.session, store.tables, store.display)
         store.tables |= set(COLUMNS)
         self.ingest_id = self._recover()

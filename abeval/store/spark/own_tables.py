@@ -3,23 +3,33 @@
 (docs/design/spark.md §10).
 
 No migration runs on Spark, so each table is created by the first write that
-needs it (``CREATE TABLE IF NOT EXISTS ... USING parquet`` in the session's
-current database, the columns of migrations 0003, 0004, 0006 and 0009 without their
-keys). The report reads ``target_files`` and ``target_propensities`` when they
-exist; ``abeval experiment set`` (which records them) changes an experiment's
-settings, refused on Spark in this version.
-A Parquet table takes no ``DELETE`` or ``UPDATE``: a write reads the table's
-few rows, changes them in Python and writes them all back with one
-``INSERT OVERWRITE`` (or ``TRUNCATE`` when none are left). Spark runs that as
-one job; there is no transaction around it, and no other writer is expected
-(these tables hold a handful of rows written by hand-run commands).
+needs it, in the session's current database, with the columns of migrations
+0003, 0004, 0006 and 0009 without their keys.
+
+**Versions and one pointer.** A Parquet table takes no ``DELETE``, ``UPDATE`` or
+transaction, and ``INSERT OVERWRITE`` deletes the old files before the new ones
+are committed. So what a reader names, ``sources``, is a view, and each content
+is a managed Parquet table of its own, ``sources__v<N>_<random>``:
+
+1. the new content is written whole as a new version (``saveAsTable``, mode
+   ``error``: it never writes into an existing table); a fault here leaves a
+   version no view names, and the previous content readable;
+2. ``CREATE OR REPLACE VIEW sources TBLPROPERTIES ('abeval.version' = name) AS
+   SELECT ... FROM name``: one metastore operation, the commit;
+3. every other version is dropped (managed tables: their files go with them);
+   a fault here leaves garbage that the next successful write drops.
+
+A table made by an earlier abeval (a plain Parquet table) is renamed to the
+version ``<table>__v0_legacy`` and a view made for it, the first time it is
+written. Writers hold the store's writer lock (:mod:`abeval.store.spark.lock`).
 """
 
 from __future__ import annotations
 
+import re
+import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from datetime import datetime
+from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING, Any
 
 from abeval.store.migrate import has_own_table
@@ -29,53 +39,53 @@ if TYPE_CHECKING:
 
     from abeval.store.engine import Store
 
-#: Column -> SQL type (DuckDB's spelling; the dialect writes Spark's), in order.
+#: Column -> SQL type (Spark's spelling), in order.
 SOURCES = {
-    "name": "VARCHAR",
-    "table_ref": "VARCHAR",
-    "mapping": "VARCHAR",
-    "created_at": "TIMESTAMP",
-    "updated_at": "TIMESTAMP",
+    "name": "STRING",
+    "table_ref": "STRING",
+    "mapping": "STRING",
+    "created_at": "TIMESTAMP_NTZ",
+    "updated_at": "TIMESTAMP_NTZ",
 }
 OFFLINE_EVALUATIONS = {
-    "evaluation_id": "VARCHAR",
-    "experiment": "VARCHAR",
-    "arm": "VARCHAR",
-    "metric": "VARCHAR",
-    "value": "DOUBLE PRECISION",
-    "se": "DOUBLE PRECISION",
+    "evaluation_id": "STRING",
+    "experiment": "STRING",
+    "arm": "STRING",
+    "metric": "STRING",
+    "value": "DOUBLE",
+    "se": "DOUBLE",
     "users": "BIGINT",
-    "baseline_arm": "VARCHAR",
-    "difference": "DOUBLE PRECISION",
-    "difference_se": "DOUBLE PRECISION",
-    "difference_low": "DOUBLE PRECISION",
-    "difference_high": "DOUBLE PRECISION",
+    "baseline_arm": "STRING",
+    "difference": "DOUBLE",
+    "difference_se": "DOUBLE",
+    "difference_low": "DOUBLE",
+    "difference_high": "DOUBLE",
     "paired_users": "BIGINT",
-    "conventions": "VARCHAR",
-    "fingerprints": "VARCHAR",
-    "recorded_at": "TIMESTAMP",
+    "conventions": "STRING",
+    "fingerprints": "STRING",
+    "recorded_at": "TIMESTAMP_NTZ",
 }
 TARGET_PROPENSITIES = {
-    "experiment": "VARCHAR",
-    "arm": "VARCHAR",
-    "request_id": "VARCHAR",
-    "item_id": "VARCHAR",
-    "position": "INTEGER",
-    "probability": "DOUBLE PRECISION",
-    "probability_given_above": "DOUBLE PRECISION",
+    "experiment": "STRING",
+    "arm": "STRING",
+    "request_id": "STRING",
+    "item_id": "STRING",
+    "position": "INT",
+    "probability": "DOUBLE",
+    "probability_given_above": "DOUBLE",
 }
 TARGET_FILES = {
-    "experiment": "VARCHAR",
-    "file": "VARCHAR",
-    "checksum": "VARCHAR",
+    "experiment": "STRING",
+    "file": "STRING",
+    "checksum": "STRING",
     "rows_recorded": "BIGINT",
-    "recorded_at": "TIMESTAMP",
+    "recorded_at": "TIMESTAMP_NTZ",
 }
 METRIC_DEFINITIONS = {
-    "name": "VARCHAR",
-    "definition": "VARCHAR",
-    "source": "VARCHAR",
-    "recorded_at": "TIMESTAMP",
+    "name": "STRING",
+    "definition": "STRING",
+    "source": "STRING",
+    "recorded_at": "TIMESTAMP_NTZ",
 }
 TABLES: dict[str, dict[str, str]] = {
     "sources": SOURCES,
@@ -84,18 +94,108 @@ TABLES: dict[str, dict[str, str]] = {
     "target_propensities": TARGET_PROPENSITIES,
     "target_files": TARGET_FILES,
 }
+#: The view's property that names the version it reads.
+VERSION_PROPERTY = "abeval.version"
+#: The version an earlier abeval's plain table becomes.
+LEGACY = "v0_legacy"
+_VERSION = re.compile(r"__v(\d+)_\w+$")
+#: The uploaded rows of a write from Python, as a temporary view.
+_ROWS = "abeval_own_rows"
 
 
-def create_sql(table: str) -> str:
-    """``CREATE TABLE IF NOT EXISTS`` for one of :data:`TABLES`, as Parquet."""
-    columns = ", ".join(f"{c} {t}" for c, t in TABLES[table].items())
-    return f"CREATE TABLE IF NOT EXISTS {table} ({columns}) USING parquet"
+def schema(table: str) -> str:
+    """The columns of ``table`` as a Spark schema string."""
+    return ", ".join(f"{c} {t}" for c, t in TABLES[table].items())
 
 
-def ensure(conn: Connection, table: str) -> None:
-    from sqlalchemy import text
+def version_name(table: str, number: int) -> str:
+    """A new version's table name: its number, and a random part so that it never
+    meets the folder of an earlier write that failed."""
+    return f"{table}__v{int(number)}_{uuid.uuid4().hex[:8]}"
 
-    conn.execute(text(create_sql(table)))
+
+def versions(session: Any, table: str) -> list[str]:
+    """The version tables of ``table`` in the current database."""
+    rows = session.sql(f"SHOW TABLES LIKE '{table}__v*'").collect()
+    return sorted(str(r[1]) for r in rows if not r[2] and _VERSION.search(str(r[1])))
+
+
+def _number(name: str) -> int:
+    found = _VERSION.search(name)
+    return int(found.group(1)) if found else 0
+
+
+def current(session: Any, table: str) -> str | None:
+    """The version the view ``table`` reads (None: no view)."""
+    if not session.catalog.tableExists(table):
+        return None
+    if session.catalog.getTable(table).tableType != "VIEW":
+        return None
+    rows = session.sql(f"SHOW TBLPROPERTIES {table} ('{VERSION_PROPERTY}')").collect()
+    return str(rows[0][1]) if rows else None
+
+
+def point(session: Any, table: str, version: str) -> None:
+    """The commit: the view ``table`` reads ``version`` (one metastore operation)."""
+    columns = ", ".join(TABLES[table])
+    session.sql(
+        f"CREATE OR REPLACE VIEW {table} TBLPROPERTIES ('{VERSION_PROPERTY}' = '{version}') "
+        f"AS SELECT {columns} FROM {version}"
+    ).collect()
+
+
+def ensure(session: Any, table: str) -> str:
+    """The view ``table`` and the version it reads, made when missing: an
+    earlier abeval's plain table becomes a version; a view lost between the two
+    steps of that is made again for the newest version; else an empty version."""
+    if session.catalog.tableExists(table):
+        if session.catalog.getTable(table).tableType == "VIEW":
+            found = current(session, table)
+            if found is not None:
+                return found
+        else:
+            session.sql(f"ALTER TABLE {table} RENAME TO {table}__{LEGACY}").collect()
+    have = versions(session, table)
+    if have:
+        newest = max(have, key=_number)
+    else:
+        newest = version_name(table, 1)
+        session.createDataFrame([], schema=schema(table)).write.format("parquet").mode(
+            "error"
+        ).saveAsTable(newest)
+    point(session, table, newest)
+    return newest
+
+
+def publish(session: Any, table: str, frame: Any) -> str:
+    """Make the rows of the DataFrame ``frame`` the whole content of ``table``:
+    written as a new version, the view pointed at it, the other versions dropped
+    (module docstring). Returns the new version's name."""
+    before = ensure(session, table)
+    new = version_name(table, _number(before) + 1)
+    typed = frame.selectExpr(*(f"CAST({c} AS {t}) AS {c}" for c, t in TABLES[table].items()))
+    typed.write.format("parquet").mode("error").saveAsTable(new)
+    point(session, table, new)
+    drop_old(session, table, keep=new)
+    return new
+
+
+def drop_old(session: Any, table: str, keep: str) -> None:
+    """Drop every version of ``table`` but ``keep``; a failure leaves them for the
+    next write (the commit is done)."""
+    with suppress(Exception):
+        for name in versions(session, table):
+            if name != keep:
+                session.sql(f"DROP TABLE IF EXISTS {name}").collect()
+
+
+def drop(session: Any, table: str) -> None:
+    """Remove ``table``: its view (or an earlier abeval's plain table) and every version."""
+    if session.catalog.tableExists(table):
+        kind = session.catalog.getTable(table).tableType
+        session.sql(f"DROP {'VIEW' if kind == 'VIEW' else 'TABLE'} IF EXISTS {table}").collect()
+    for name in versions(session, table):
+        session.sql(f"DROP TABLE IF EXISTS {name}").collect()
 
 
 def read_rows(conn: Connection, table: str) -> list[dict[str, Any]]:
@@ -109,32 +209,24 @@ def read_rows(conn: Connection, table: str) -> list[dict[str, Any]]:
     return [dict(zip(columns, r, strict=True)) for r in rows]
 
 
-def overwrite_sql(table: str, count: int) -> str:
-    """``INSERT OVERWRITE`` of ``count`` rows bound as ``:c_i`` parameters, each cast
-    to its column's type (so that a NULL has one)."""
-    types = TABLES[table]
-    rows = ", ".join(
-        "(" + ", ".join(f"CAST(:{c}_{i} AS {t})" for c, t in types.items()) + ")"
-        for i in range(count)
-    )
-    return f"INSERT OVERWRITE TABLE {table} VALUES {rows}"
-
-
 def write_all(conn: Connection, table: str, rows: Sequence[Mapping[str, Any]]) -> None:
-    """Make ``rows`` the whole content of ``table`` (created when missing).
-    Timestamps are sent as ISO text and cast by Spark (zone-less, as stored)."""
-    from sqlalchemy import text
+    """Make ``rows`` the whole content of ``table`` (uploaded as Arrow, written by
+    Spark as a new version)."""
+    session = _session(conn)
+    columns = list(TABLES[table])
+    values = [tuple(row.get(c) for c in columns) for row in rows]
+    publish(session, table, session.createDataFrame(values, schema=schema(table)))
 
-    ensure(conn, table)
-    if not rows:
-        conn.execute(text(f"TRUNCATE TABLE {table}"))
-        return
-    params = {
-        f"{c}_{i}": v.isoformat(sep=" ") if isinstance(v, datetime) else v
-        for i, row in enumerate(rows)
-        for c, v in row.items()
-    }
-    conn.execute(text(overwrite_sql(table, len(rows))), params)
+
+def write_query(conn: Connection, table: str, sql: str, params: Mapping[str, Any]) -> None:
+    """Make the rows of ``sql`` (abeval's portable SQL, which may read ``table``
+    itself) the whole content of ``table``: for contents too large to pass
+    through Python, such as recorded target probabilities."""
+    from abeval.store.spark.dialect import to_spark
+
+    session = _session(conn)
+    ensure(session, table)
+    publish(session, table, session.sql(to_spark(sql), args=dict(params) or None))
 
 
 def replace_rows(
@@ -149,9 +241,14 @@ def replace_rows(
     write_all(conn, table, [*kept, *rows])
 
 
+def _session(conn: Connection) -> Any:
+    return conn.session  # type: ignore[attr-defined]
+
+
 @contextmanager
 def writing(store: Store) -> Iterator[Connection]:
-    """A connection to write abeval's own tables of a Spark store (no transaction)."""
+    """A connection to write abeval's own tables of a Spark store, under the
+    store's writer lock."""
     from abeval.store.spark.store import SparkStore
 
     assert isinstance(store, SparkStore)

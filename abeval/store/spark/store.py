@@ -4,9 +4,10 @@ abeval reads the tables ``events``, ``experiments`` and ``ingests`` of the
 session's current database (docs/design/spark.md §8). ``abeval ingest`` creates
 them when they are missing and loads files into them (:mod:`abeval.store.spark.ingest`,
 §9); ``experiments``, ``report`` and ``agreement`` read them; ``source add``/``remove``
-and ``evaluate --experiment`` write abeval's own small tables
-(:meth:`SparkStore.own_tables`). Any other command that writes stops with one line
-when it begins to write. Spark's errors become the one-line
+``evaluate --experiment`` and ``experiment set --target-propensities`` write
+abeval's own small tables (:meth:`SparkStore.own_tables`). Every writer holds the
+store's writer lock (:mod:`abeval.store.spark.lock`). Any other command that
+writes stops with one line when it begins to write. Spark's errors become the one-line
 :class:`~abeval.errors.StoreError` the CLI prints.
 """
 
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING, Any, cast
 
@@ -28,6 +29,11 @@ if TYPE_CHECKING:
 SCHEME = "sc://"
 #: Retries of the first contact with the server (about 3 s in all).
 OPEN_RETRIES = 4
+#: Retries once the session is open, when the server stops answering (its driver
+#: died, the machine went away): backoffs of 0.2, 0.4, ... up to 8 s, about 30 s in
+#: all, so that a lost server is one line within a minute. pyspark's default
+#: waits 10 minutes, and reattaches to a query for as long.
+LOST_SERVER_RETRIES = (8, 200, 8000)  # retries, first and largest backoff (ms)
 #: The tables a report reads.
 TABLES = ("events", "experiments", "ingests")
 #: Session settings that make Spark read timestamps as abeval does: zone-less, in UTC.
@@ -50,13 +56,24 @@ class SparkStore(Store):
     """An open Spark Connect session, used like :class:`~abeval.store.engine.Store`."""
 
     def __init__(
-        self, session: Any, url: str, read_only: bool, tables: set[str] | None = None
+        self,
+        session: Any,
+        url: str,
+        read_only: bool,
+        tables: set[str] | None = None,
+        lock_timeout: float = 10.0,
+        on_lock_wait: Callable[[str], None] | None = None,
     ) -> None:
         super().__init__(engine=cast(Any, None), url=url, read_only=read_only)
         self.session = session
         self.kept: dict[str, Any] = {}
         #: The tables of the session's current database (lower case), as listed on opening.
         self.tables: set[str] = set(tables or ())
+        #: How long a writer waits for the writer lock, and whom it tells that it waits.
+        self.lock_timeout = lock_timeout
+        self.on_lock_wait = on_lock_wait
+        #: Set when the server stopped answering (:meth:`faults`).
+        self.lost = False
 
     @property
     def dialect(self) -> str:
@@ -79,11 +96,25 @@ class SparkStore(Store):
         yield  # pragma: no cover
 
     @contextmanager
+    def writer_lock(self, on_wait: Callable[[str], None] | None = None) -> Iterator[None]:
+        """The store's writer lock for the block (:mod:`abeval.store.spark.lock`)."""
+        from abeval.store.spark.lock import writer_lock
+
+        with (
+            self.faults(),
+            writer_lock(
+                self.session, self.display, self.lock_timeout, on_wait or self.on_lock_wait
+            ),
+        ):
+            yield
+
+    @contextmanager
     def own_tables(self) -> Iterator[Connection]:
         """A connection for writing abeval's own small tables (sources, recorded
-        evaluations; :mod:`abeval.store.spark.own_tables`). Spark has no
-        transaction: each write is one statement."""
-        with self.connect() as conn:
+        evaluations, target probabilities; :mod:`abeval.store.spark.own_tables`),
+        under the writer lock. Spark has no transaction: each table's new content
+        is committed by one pointer swap."""
+        with self.writer_lock(), self.connect() as conn:
             yield conn
 
     @contextmanager
@@ -95,23 +126,41 @@ class SparkStore(Store):
         except Exception as exc:
             if not _is_spark_error(exc):
                 raise
+            if _server_lost(exc):
+                self.lost = True
+                raise StoreError(
+                    f"the store {self.display} stopped answering: its Spark Connect server "
+                    "is gone (the driver stopped, or its machine); start it again and run "
+                    "the command again"
+                ) from None
             raise StoreError(spark_message(self.display, exc)) from None
 
     def close(self) -> None:
         self.kept.clear()
         with suppress(Exception):  # the server may be gone; nothing is left to release
+            if self.lost:  # no retries of the goodbye to a server known to be gone
+                from pyspark.sql.connect.client.retries import DefaultPolicy
+
+                self.session.client.set_retry_policies([DefaultPolicy(max_retries=0)])
             self.session.stop()
 
 
 def writes_refused(shown: str) -> str:
     return (
         f"{{db}} {shown}: on a Spark store abeval loads events (ingest), reads them "
-        "(experiments, report, agreement) and records sources and offline evaluations in "
-        "this version; change experiment settings with DuckDB or PostgreSQL"
+        "(experiments, report, agreement) and records sources, offline evaluations and "
+        "target probabilities in this version; change experiment settings with DuckDB or "
+        "PostgreSQL"
     )
 
 
-def open_spark_store(url: str, *, read_only: bool) -> SparkStore:
+def open_spark_store(
+    url: str,
+    *,
+    read_only: bool,
+    lock_timeout: float = 10.0,
+    on_lock_wait: Callable[[str], None] | None = None,
+) -> SparkStore:
     """Connect to the Spark Connect server of ``url`` and check the tables abeval reads."""
     shown = display_spark_url(url)
     if url.startswith("spark://"):
@@ -147,19 +196,19 @@ def open_spark_store(url: str, *, read_only: bool) -> SparkStore:
             f"`abeval ingest --db {shlex.quote(shown)} FILE`, which creates "
             "them (docs/design/spark.md)"
         )
-    return SparkStore(session, url, read_only, tables)
+    return SparkStore(session, url, read_only, tables, lock_timeout, on_lock_wait)
 
 
 def _first_contact(session: Any) -> set[str]:
     """Set the session's time zone and timestamp type, and list the current
     database's tables. A server that does not answer fails within seconds:
-    Spark's default retries, kept for the queries that follow, wait 10 minutes."""
+    Spark's default retries wait 10 minutes; the queries that follow retry for
+    about 30 s (:data:`LOST_SERVER_RETRIES`)."""
     import warnings
 
     from pyspark.sql.connect.client.retries import DefaultPolicy
 
     client = session.client
-    patient = client.get_retry_policies()
     client.set_retry_policies([DefaultPolicy(max_retries=OPEN_RETRIES)])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # RETRIES_EXCEEDED: said in the error's line
@@ -171,7 +220,17 @@ def _first_contact(session: Any) -> set[str]:
             with suppress(Exception):  # with the short retries: nothing answers
                 session.stop()
             raise
-    client.set_retry_policies(patient)
+    retries, first, largest = LOST_SERVER_RETRIES
+    client.set_retry_policies(
+        [
+            DefaultPolicy(
+                max_retries=retries,
+                initial_backoff=first,
+                max_backoff=largest,
+                backoff_multiplier=2.0,
+            )
+        ]
+    )
     return tables
 
 
@@ -179,9 +238,12 @@ def quiet_spark_logs() -> None:
     """pyspark logs every failed query with its JVM stack on stderr; abeval says it
     in one line instead."""
     import logging
+    import warnings
 
     for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger"):
         logging.getLogger(name).disabled = True
+    # said in the error's one line
+    warnings.filterwarnings("ignore", message=r"\[RETRIES_EXCEEDED\]")
 
 
 def _is_spark_error(exc: BaseException) -> bool:
@@ -192,6 +254,11 @@ def _is_spark_error(exc: BaseException) -> bool:
     return isinstance(exc, PySparkException) or type(exc).__module__.startswith("grpc")
 
 
+def _server_lost(exc: BaseException) -> bool:
+    text = str(exc)
+    return "UNAVAILABLE" in text or "failed to connect" in text.lower()
+
+
 def spark_message(shown: str, exc: BaseException) -> str:
     return f"the store {shown} failed: {spark_reason(exc)}"
 
@@ -200,6 +267,6 @@ def spark_reason(exc: BaseException) -> str:
     """Spark's first line, without the JVM stack and the SQLSTATE trailer."""
     text = str(exc).strip()
     line = text.splitlines()[0] if text else type(exc).__name__
-    if "UNAVAILABLE" in text or "failed to connect" in text.lower():
+    if _server_lost(exc):
         return "no Spark Connect server answers there (is it started, and is the port right?)"
     return re.sub(r"\s*SQLSTATE: \w+\.?$", "", line).strip()
