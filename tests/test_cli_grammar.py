@@ -53,9 +53,9 @@ BASE: dict[tuple[str, ...], list[str]] = {
 
 #: A value that is a usage error for options whose type alone does not refuse one.
 BAD_TEXT: dict[str, str] = {
-    "--primary": "nope",
-    "--secondary": "nope",
-    "--guardrails": "nope",
+    "--primary": "x@@",  # a name that is no identifier (an identifier may be recorded)
+    "--secondary": "x@@",  # a name that is no identifier (an identifier may be recorded)
+    "--guardrails": "x@@",  # a name that is no identifier (an identifier may be recorded)
     "--cap": "revenue_per_user=2",
     "--k": "0",
     "--from": "not-a-date",

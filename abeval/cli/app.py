@@ -29,7 +29,7 @@ from abeval.errors import AbevalError, Interrupted
 #: The commands in workflow order, in the sections ``abeval --help`` lists them in.
 SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Load", ("demo", "ingest", "rejects", "source")),
-    ("Analyse", ("experiment", "report")),
+    ("Analyse", ("experiment", "metrics", "report")),
     ("Offline", ("evaluate",)),
     ("Across experiments", ("agreement", "forecast")),
     ("Plan", ("power",)),
