@@ -223,7 +223,7 @@ class Store:
         self,
         experiments: Sequence[str] | None = None,
         *,
-        alpha: float = 0.05,
+        alpha: float | None = None,
         seed: int | None = None,
         resamples: int | None = None,
         primary: Names = None,
@@ -232,7 +232,9 @@ class Store:
     ) -> AgreementBoard:
         """The agreement board: how well each offline signal ranked the online lifts
         across ``experiments`` (default: all of the store's); ``backtest``: also
-        forecast each experiment from the earlier ones."""
+        forecast each experiment from the earlier ones. Each experiment is read
+        under its saved configuration; ``primary`` and ``alpha``, when given,
+        override its recorded primary metrics and α (the board's α is 0.05 then)."""
         from dataclasses import replace
 
         from abeval.analysis.agreement import agreement_board
@@ -248,7 +250,7 @@ class Store:
 
 
 def _agreement_options(
-    alpha: float,
+    alpha: float | None,
     seed: int | None,
     resamples: int | None,
     metrics: tuple[str, ...],
@@ -259,6 +261,8 @@ def _agreement_options(
     from abeval.analysis.agreement import AgreementOptions
 
     defaults = AgreementOptions()
+    alpha_given = alpha is not None
+    alpha = defaults.alpha if alpha is None else alpha
     _share("alpha", alpha)
     seed = defaults.seed if seed is None else seed
     _at_least("seed", seed, 0)
@@ -275,13 +279,14 @@ def _agreement_options(
         primary=metrics,
         backtest=backtest,
         primary_given=primary is not None,
+        alpha_given=alpha_given,
     )
 
 
 def agreement_history(
     history: str | Path,
     *,
-    alpha: float = 0.05,
+    alpha: float | None = None,
     seed: int | None = None,
     resamples: int | None = None,
     primary: Names = None,
