@@ -333,7 +333,7 @@ def backtests(
     for (signal, source, metric, independent), points in _oriented(pairs).items():
         if not independent and source != "replay":  # post-hoc estimates forecast nothing
             continue
-        rows = history_rows(points, o.alpha, levels)
+        rows = history_rows(points, o.alpha, own_levels(source, levels))
         result = backtest(rows, list(order), o.alpha)
         out.append(SignalBacktest(signal, source, metric, ordered_by, result))
     rank = {m: i for i, m in enumerate(o.primary)}
@@ -519,7 +519,8 @@ def summarise(
         a = agreement(kept, o.alpha, o.resamples, o.seed)
         row = replace(_summary(signal, source, metric, flip_offline, a), independent=independent)
         row = _with_noise(row, kept, o)
-        rows.append(_with_score(row, history_rows(kept, o.alpha, levels), o.alpha))
+        history = history_rows(kept, o.alpha, own_levels(source, levels))
+        rows.append(_with_score(row, history, o.alpha))
     rows = _with_familywise(rows, oriented, o)
     order = {m: i for i, m in enumerate(o.primary)}
     rows.sort(key=lambda r: (order.get(r.online_metric, len(order)), r.online_metric, _key(r)))
@@ -546,6 +547,13 @@ def _with_noise(row: SignalSummary, points: Sequence[Point], o: AgreementOptions
         rho_over_ceiling=rho_over_ceiling(row.spearman, c),
         expected_precision=e.expected_precision,
     )
+
+
+def own_levels(source: Source, levels: Mapping[str, float] | None) -> Mapping[str, float] | None:
+    """The experiments' levels where ``source``'s intervals are at them: replayed
+    metrics and off-policy estimates; a recorded evaluation's interval is at the
+    level it was evaluated at, not the experiment's (None: the board's α)."""
+    return None if source == "evaluation" else levels
 
 
 def history_rows(

@@ -50,7 +50,7 @@ def store_history(store: Store, o: ForecastOptions) -> StoreHistory:
     """Every pair of the store's board with an offline interval, as an entry; each
     experiment read under its saved configuration, ``o``'s primary metrics and α
     overriding it where given."""
-    from abeval.analysis.agreement import AgreementOptions, agreement_board
+    from abeval.analysis.agreement import AgreementOptions, Source, agreement_board, own_levels
     from abeval.stats.distributions import norm_isf
     from abeval.store.experiments import list_experiments
 
@@ -63,8 +63,12 @@ def store_history(store: Store, o: ForecastOptions) -> StoreHistory:
     board = agreement_board(store, options)
     summaries = {e.experiment: e for e in list_experiments(store)}
     controls = {c.experiment: c.control for c in board.experiments}
-    # an offline interval's level: its experiment's α (docs/usage.md#saved-configuration)
-    z = {c.experiment: norm_isf((c.alpha or o.alpha) / 2) for c in board.experiments}
+    # an offline interval's level: its experiment's α (a recorded evaluation's: the board's)
+    levels = {c.experiment: c.alpha for c in board.experiments if c.alpha is not None}
+
+    def z(experiment: str, source: Source) -> float:
+        return norm_isf((own_levels(source, levels) or {}).get(experiment, o.alpha) / 2)
+
     entries: list[HistoryEntry] = []
     skipped: list[str] = []
     for p in board.pairs:
@@ -89,7 +93,7 @@ def store_history(store: Store, o: ForecastOptions) -> StoreHistory:
                 arm=p.arm,
                 date=date,
                 offline_lift=p.offline_lift,
-                offline_se=(p.offline_ci[1] - p.offline_ci[0]) / (2 * z[p.experiment]),
+                offline_se=(p.offline_ci[1] - p.offline_ci[0]) / (2 * z(p.experiment, p.source)),
                 online_lift=p.online_lift,
                 online_se=p.online_se,
                 users=users,
