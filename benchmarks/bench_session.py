@@ -66,6 +66,10 @@ def main() -> None:
             times, _, outputs = interleaved(argv, sides, args.runs, folder)
             outputs = {side: _comparable(out) for side, out in outputs.items()}
             if not _same_rows(outputs["before"], outputs["after"]):
+                for side, out in outputs.items():  # kept to see where they differ
+                    (
+                        Path(tempfile.gettempdir()) / f"bench-session-{command}-{side}.json"
+                    ).write_text(out)
                 raise SystemExit(f"before and after printed different {command} output")
             med = {side: statistics.median(t) for side, t in times.items()}
             runs = {s: ", ".join(f"{t:.2f}" for t in v) for s, v in times.items()}

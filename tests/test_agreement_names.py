@@ -122,3 +122,13 @@ def test_an_unknown_target_experiment_is_named_whole(
     result = run("agreement", "--db", db, "--target-propensities", "x=z=t.csv")
     assert result.exit_code == 1
     assert result.stderr.splitlines()[-1].startswith("Error: no experiment 'x=z' in the store")
+
+
+def test_e_with_a_history_file_is_a_usage_error(tmp_path: Path) -> None:
+    history = tmp_path / "h.csv"
+    history.write_text("experiment,signal,offline_lift,offline_se,online_lift,online_se\n")
+    result = run("agreement", "--history", str(history), "-e", "a,b")
+    assert result.exit_code == 2
+    assert result.stderr.splitlines()[-1] == (
+        "Error: Invalid value for --experiment: a history file has no store to pick from"
+    )

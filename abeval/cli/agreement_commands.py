@@ -67,7 +67,8 @@ def agreement(
         str | None,
         typer.Option(
             metavar="METRICS",
-            help="Online metrics to predict, comma-separated (default ctr,conversion).",
+            help="Online metrics to predict, comma-separated (default: each experiment's "
+            "recorded primary metrics, else ctr,conversion).",
         ),
     ] = None,
     alpha: Annotated[
@@ -121,9 +122,10 @@ def agreement(
     from abeval.analysis.online_metrics import DEFAULT_PRIMARY, parse_metrics
 
     if history is not None:
+        picked = "--experiment" if experiment is not None else "--experiments"
         require(
             experiment is None and experiments is None,
-            "--experiment",
+            picked,
             "a history file has no store to pick from",
         )
         require(

@@ -114,8 +114,8 @@ def forecast(
         str | None,
         typer.Option(
             metavar="METRICS",
-            help="Online metrics to forecast from the store, comma-separated "
-            "(default ctr,conversion).",
+            help="Online metrics to forecast from the store, comma-separated (default: "
+            "ctr,conversion and each past experiment's recorded primary metrics).",
         ),
     ] = None,
     mde: Annotated[
