@@ -221,7 +221,7 @@ class Store:
 
     def agreement(
         self,
-        experiments: Sequence[str] | None = None,
+        experiments: str | Sequence[str] | None = None,
         *,
         alpha: float | None = None,
         seed: int | None = None,
@@ -243,10 +243,15 @@ class Store:
         metrics = parse_metrics(primary, DEFAULT_PRIMARY, "primary")
         options = replace(
             _agreement_options(alpha, seed, resamples, metrics, primary, backtest),
-            experiments=tuple(experiments) if experiments is not None else None,
+            experiments=None if experiments is None else _names(experiments),
             target_propensities={k: str(v) for k, v in (target_propensities or {}).items()},
         )
         return agreement_board(self._store, options)
+
+
+def _names(experiments: str | Sequence[str]) -> tuple[str, ...]:
+    """Experiment names, each whole: a string is one name (commas included)."""
+    return (experiments,) if isinstance(experiments, str) else tuple(experiments)
 
 
 def _agreement_options(

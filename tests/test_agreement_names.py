@@ -132,3 +132,11 @@ def test_e_with_a_history_file_is_a_usage_error(tmp_path: Path) -> None:
     assert result.stderr.splitlines()[-1] == (
         "Error: Invalid value for --experiment: a history file has no store to pick from"
     )
+
+
+def test_the_api_takes_a_string_as_one_name(db: str) -> None:
+    import abeval
+
+    with abeval.open(db, read_only=True) as store:
+        board = store.agreement("a,b", resamples=200)
+    assert [e.experiment for e in board.experiments] == ["a,b"]
