@@ -76,7 +76,7 @@ Sides = dict[str, dict[str, str]]
 
 
 def interleaved(
-    argv: list[str], sides: Sides, runs: int, folder: Path
+    argv: list[str], sides: Sides, runs: int, folder: Path, timeout: float = TIMEOUT
 ) -> tuple[dict[str, list[float]], dict[str, list[float]], dict[str, str]]:
     """Run ``argv`` once per side (its environment), ``runs`` times over: the wall
     times and peak RSS per side, and each side's last standard output."""
@@ -85,7 +85,7 @@ def interleaved(
     outputs: dict[str, str] = {}
     for _ in range(runs):
         for side, env in sides.items():
-            m = run_measured(argv, TIMEOUT, cwd=folder, env=env)
+            m = run_measured(argv, timeout, cwd=folder, env=env)
             if m.code != 0:
                 raise SystemExit(f"{side} {' '.join(argv[3:5])} failed ({m.code}): {m.err}")
             times[side].append(m.seconds)

@@ -51,6 +51,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--before", default="main", help="git ref of the code before")
     parser.add_argument("--commands", default="power,agreement")
+    parser.add_argument("--timeout", type=float, default=3600.0, help="seconds per run")
     parser.add_argument("--record", action="store_true", help="append to RESULTS.md")
     args = parser.parse_args()
     db = args.db.resolve()
@@ -63,7 +64,7 @@ def main() -> None:
         sides = {"before": {"PYTHONPATH": str(before_code)}, "after": {"PYTHONPATH": str(REPO)}}
         for command in args.commands.split(","):
             argv = [sys.executable, "-m", "abeval", *COMMANDS[command], "--db", str(db)]
-            times, _, outputs = interleaved(argv, sides, args.runs, folder)
+            times, _, outputs = interleaved(argv, sides, args.runs, folder, args.timeout)
             outputs = {side: _comparable(out) for side, out in outputs.items()}
             if not _same_rows(outputs["before"], outputs["after"]):
                 for side, out in outputs.items():  # kept to see where they differ
