@@ -28,11 +28,11 @@ search,b,s2,2024-04-03T12:00:00,click,,x,,
 """
 
 LISTING = """\
-home  2024-05-01T08:00:00 .. 2024-05-02T11:00:00
+home  2024-05-01 08:00 UTC .. 2024-05-02 11:00 UTC
   control: 2 users; click 1, exposure 2, impression 2
   treatment: 2 users; exposure 2, purchase 1
   1 user seen in several arms (left out of the analysis)
-search  2024-03-31T22:00:00 .. 2024-04-03T12:00:00
+search  2024-03-31 22:00 UTC .. 2024-04-03 12:00 UTC
   a: 1 user; exposure 1
   b: 1 user; click 1
 """
@@ -128,7 +128,7 @@ def test_set_control_and_split(store: Path) -> None:
     listing = invoke("experiments").stdout
     assert (
         listing.splitlines()[0]
-        == "home  2024-05-01T08:00:00 .. 2024-05-02T11:00:00, control control"
+        == "home  2024-05-01 08:00 UTC .. 2024-05-02 11:00 UTC, control control"
     )
     entry = json.loads(invoke("experiments", "--json").stdout)[0]
     assert (entry["control_arm"], entry["split"]) == (
@@ -145,7 +145,7 @@ def test_set_control_and_split(store: Path) -> None:
     assert invoke("ingest", "more.csv").exit_code == 0
     assert settings(store)[0][2] == "treatment"
     assert invoke("experiments").stdout.splitlines()[0] == (
-        "home  2024-05-01T08:00:00 .. 2024-06-01T00:00:00, control treatment"
+        "home  2024-05-01 08:00 UTC .. 2024-06-01 00:00 UTC, control treatment"
     )
 
 

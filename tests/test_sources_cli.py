@@ -101,7 +101,7 @@ def test_add_list_remove(store: Path) -> None:
     experiments = runner.invoke(app, ["experiments", "--db", "s.duckdb"])
     assert (experiments.exit_code, experiments.stderr) == (0, "")
     assert experiments.stdout == (
-        "home  2024-05-01T08:00:00 .. 2024-05-01T09:00:00, read in place from source lake\n"
+        "home  2024-05-01 08:00 UTC .. 2024-05-01 09:00 UTC, read in place from source lake\n"
         "  control: 1 user; click 1, exposure 1, impression 1\n"
         "  treatment: 1 user; exposure 1\n"
     )

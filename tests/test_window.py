@@ -113,7 +113,7 @@ def test_a_recorded_window_applies_and_an_option_overrides_a_bound(db: str) -> N
     assert result.exit_code == 0, result.output
     assert result.stderr == (
         "w: control control (the arm named control); split equal; "
-        "window 2024-05-02 00:00:00 to 2024-05-03 00:00:00 (excluded)\n"
+        "window 2024-05-02 00:00 UTC to 2024-05-03 00:00 UTC (excluded)\n"
     )
     recorded = _json(db)
     assert recorded["settings"]["window_rule"] == "recorded"
@@ -135,7 +135,7 @@ def test_text_and_html_state_the_window(db: str, tmp_path: Path) -> None:
     text = runner.invoke(app, [*args, "--format", "text"]).stdout
     outside = len(ROWS) - len([r for r in ROWS if "2024-05-02T" in r or "2024-05-03T" in r])
     assert (
-        "window 2024-05-02T00:00:00 .. 2024-05-04T00:00:00 (end excluded; option); "
+        "window 2024-05-02 00:00 UTC .. 2024-05-04 00:00 UTC (end excluded; option); "
         f"{outside} events outside it not analysed"
     ) in text
     page = tmp_path / "w.html"

@@ -13,7 +13,7 @@ import typer
 
 from abeval.choices import Correction, EpochUnit, FileFormat, OnError
 from abeval.cli.app import DbOption, JsonOption, app, command, require
-from abeval.formatting import counted, printable
+from abeval.formatting import counted, printable, when
 
 if TYPE_CHECKING:
     from abeval.analysis.experiment_config import ExperimentConfig
@@ -263,7 +263,8 @@ def experiments(db: DbOption = None, as_json: JsonOption = False) -> None:
     for e in found:
         control = f", control {e.control_arm}" if e.control_arm else ""
         place = f", read in place from source {e.source}" if e.source else ""
-        typer.echo(printable(f"{e.experiment}  {e.first_ts} .. {e.last_ts}{control}{place}"))
+        span = f"{when(e.first_ts)} .. {when(e.last_ts)}"
+        typer.echo(printable(f"{e.experiment}  {span}{control}{place}"))
         for a in e.arms:
             events = ", ".join(f"{k} {v:,}" for k, v in a.events.items())
             typer.echo(printable(f"  {a.arm}: {counted(a.users, 'user')}; {events or 'no events'}"))
@@ -390,8 +391,8 @@ def settings_line(experiment: str, s: ExperimentSettings) -> str:
         chosen = "not recorded (set it with --control ARM)"
     line = f"{experiment}: control {chosen}; split {shares}"
     if s.window_from or s.window_to:
-        first = s.window_from.isoformat(sep=" ") if s.window_from else "the first event"
-        last = s.window_to.isoformat(sep=" ") if s.window_to else "the last event"
+        first = when(s.window_from.isoformat()) if s.window_from else "the first event"
+        last = when(s.window_to.isoformat()) if s.window_to else "the last event"
         line += f"; window {first} to {last} (excluded)"
     return line
 

@@ -22,7 +22,7 @@ import re
 from pathlib import Path
 
 from abeval.analysis.report_model import ExperimentReport
-from abeval.formatting import count, parse_time, share, when
+from abeval.formatting import count, share, when
 from abeval.report.decision_text import (
     basis_sentence,
     guardrail_power_line,
@@ -42,7 +42,7 @@ from abeval.report.html_sections import (
     segment_table,
     statistics_table,
 )
-from abeval.report.method_text import cuped_text
+from abeval.report.method_text import cuped_text, test_span
 from abeval.report.ope_context import ope_context
 from abeval.report.predicted_context import predicted_context
 from abeval.report.templates import environment
@@ -94,21 +94,6 @@ def default_path(experiment: str) -> Path:
 
 #: The end of a name :func:`default_path` made (a name that ends so is hashed too).
 _HASHED = re.compile(r"(^|-)[0-9a-f]{12}$")
-
-
-def _span(report: ExperimentReport) -> tuple[str | None, str | None, int | None]:
-    """First and last day of the test and its length in days: from the daily
-    points, else from the first and last event (None when unknown)."""
-    days = sorted({p.day for p in report.daily})
-    if days:
-        return days[0], days[-1], len(days)
-    first = parse_time(report.health.first_ts)
-    last = parse_time(report.health.last_ts)
-    return (
-        first.date().isoformat() if first else None,
-        last.date().isoformat() if last else None,
-        (last.date() - first.date()).days + 1 if first and last else None,
-    )
 
 
 def _method(report: ExperimentReport) -> str:
@@ -163,7 +148,7 @@ def build_context(report: ExperimentReport) -> ReportContext:
     for a sample ratio mismatch whenever the test flags it."""
     control = next((a for a in report.arms if a.is_control), report.arms[0])
     total_users = sum(a.users for a in report.arms)
-    first_day, last_day, days = _span(report)
+    first_day, last_day, days = test_span(report)
     tables = metric_tables(report)
     fresh = freshness(report)
     return ReportContext(

@@ -1,9 +1,11 @@
 """How the report's comparisons were made, in words shared by the text and HTML
-reports: CUPED named only for the metrics whose comparison used it."""
+reports: CUPED named only for the metrics whose comparison used it; the test's
+days, with the pre-period's events apart."""
 
 from __future__ import annotations
 
 from abeval.analysis.report_model import ExperimentReport
+from abeval.formatting import parse_time, when
 
 
 def cuped_text(r: ExperimentReport) -> str:
@@ -16,3 +18,38 @@ def cuped_text(r: ExperimentReport) -> str:
     if not used:
         return f"CUPED not used: no metric gained from the {days}-day pre-period"
     return f"CUPED on a {days}-day pre-period for {', '.join(used)}"
+
+
+def test_span(report: ExperimentReport) -> tuple[str | None, str | None, int | None]:
+    """First and last day of the test and its length in days: from the daily
+    points (the days from the first exposure on), else from the first and last
+    event (None when unknown)."""
+    days = sorted({p.day for p in report.daily})
+    if days:
+        return days[0], days[-1], len(days)
+    first = parse_time(report.health.first_ts)
+    last = parse_time(report.health.last_ts)
+    return (
+        first.date().isoformat() if first else None,
+        last.date().isoformat() if last else None,
+        (last.date() - first.date()).days + 1 if first and last else None,
+    )
+
+
+def span_text(report: ExperimentReport) -> str:
+    """``2025-03-03 → 2025-03-16 (14 days)``: the test's days; empty when unknown."""
+    first, last, days = test_span(report)
+    if first is None:
+        return ""
+    length = f" ({days} day{'s' if days != 1 else ''})" if days else ""
+    return f"{first} → {last}{length}"
+
+
+def events_text(report: ExperimentReport) -> str:
+    """When the events run, in the one date format, and how many of them came
+    before their user's exposure (the pre-period CUPED reads), listed apart."""
+    h = report.health
+    line = f"events {when(h.first_ts)} .. {when(h.last_ts)}"
+    if h.events_before_exposure:
+        line += f", {h.events_before_exposure:,} of them before their user's exposure (pre-period)"
+    return line

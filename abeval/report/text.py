@@ -22,6 +22,7 @@ from abeval.formatting import (
     signed,
     terminal_number,
     unbounded_notes,
+    when,
 )
 from abeval.report.decision_text import (
     basis_sentence,
@@ -29,7 +30,7 @@ from abeval.report.decision_text import (
     guardrail_sentence,
     sources_line,
 )
-from abeval.report.method_text import cuped_text
+from abeval.report.method_text import cuped_text, events_text, span_text
 from abeval.report.offline_view import BeyondRow, offline_view, significant
 from abeval.report.ope_text import ope_lines
 from abeval.report.predicted_text import predicted_lines
@@ -96,9 +97,10 @@ def _decisions(r: ExperimentReport) -> list[str]:
 def _header(r: ExperimentReport) -> list[str]:
     s = r.settings
     rule = CONTROL_RULES.get(s.control_rule, s.control_rule)
+    span = span_text(r)
     lines = [
-        f"abeval {r.abeval_version} · experiment {r.experiment} · {r.health.first_ts} .. "
-        f"{r.health.last_ts}",
+        f"abeval {r.abeval_version} · experiment {r.experiment}" + (f" · {span}" if span else ""),
+        events_text(r),
         f"control {s.control} ({rule}); unit {s.unit}; alpha {s.alpha}; "
         f"{s.correction} correction; method {s.method}; {cuped_text(r)}"
         + (f"; tuning n {s.tuning_n:,.0f}" if s.tuning_n else ""),
@@ -106,7 +108,8 @@ def _header(r: ExperimentReport) -> list[str]:
     ]
     if s.window_rule:
         lines.append(
-            f"window {s.window_from or 'first event'} .. {s.window_to or 'last event'} "
+            f"window {when(s.window_from) if s.window_from else 'first event'} .. "
+            f"{when(s.window_to) if s.window_to else 'last event'} "
             f"(end excluded; {s.window_rule}); {r.health.events_outside_window:,} events "
             "outside it not analysed"
         )
