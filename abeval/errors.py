@@ -118,24 +118,16 @@ class Interrupted(AbevalError):
         self.exit_code = 128 + signum
 
 
-class Terminated(KeyboardInterrupt):
-    """SIGTERM, raised like Ctrl-C so that open transactions roll back the same way."""
-
-    signum = 15
-
-
-_signals: list[int] = []
-
-
-def note_signal(signum: int) -> None:
-    """Remember a stopping signal, so that a query it cut short can name it."""
-    _signals.append(signum)
+# SIGTERM's exception lives with the signal handler, which must not import.
+from abeval.signals import Terminated as Terminated  # noqa: E402
 
 
 def interruption() -> KeyboardInterrupt:
     """The exception for a query that a signal cut short: :class:`Terminated` after
     SIGTERM, else ``KeyboardInterrupt`` (Ctrl-C)."""
-    return Terminated() if 15 in _signals else KeyboardInterrupt()
+    from abeval import signals
+
+    return Terminated() if signals.received(15) else KeyboardInterrupt()
 
 
 def close_matches(

@@ -67,8 +67,8 @@ def _native_import_running() -> bool:
 
 
 def _handle(signum: int, _frame: object) -> None:
-    from abeval.errors import note_signal
-
+    # No import here: the signal may come while the module it would import is
+    # half initialised (an ImportError from the handler, and a traceback).
     phase = _state["phase"]
     if phase == "done":
         return
@@ -86,7 +86,6 @@ def _handle(signum: int, _frame: object) -> None:
         sys.stderr.write("Interrupted: stopped before the command started\n")
         sys.stderr.flush()
         os._exit(128 + signum)
-    note_signal(signum)
     _seen.append(signum)
     if _state["depth"] or _state["committed"]:
         _held.append(signum)
@@ -102,9 +101,14 @@ def _send_again(signum: int) -> None:
         os.kill(os.getpid(), signum)
 
 
-def _exception(signum: int) -> KeyboardInterrupt:
-    from abeval.errors import Terminated
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised like Ctrl-C so that open transactions roll back the same way
+    (also :class:`abeval.errors.Terminated`)."""
 
+    signum = 15
+
+
+def _exception(signum: int) -> KeyboardInterrupt:
     return Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
 
 
@@ -150,6 +154,11 @@ def finished() -> int | None:
             signal.signal(signal.SIGINT, signal.SIG_IGN)
     _state["committed"] = False
     return _held.pop(0) if _held else None
+
+
+def received(signum: int) -> bool:
+    """Whether this command received ``signum`` while it ran."""
+    return signum in _seen
 
 
 def seen() -> int | None:
