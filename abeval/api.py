@@ -236,9 +236,9 @@ class Store:
 
     def agreement(
         self,
-        experiments: Sequence[str] | None = None,
+        experiments: str | Sequence[str] | None = None,
         *,
-        alpha: float = 0.05,
+        alpha: float | None = None,
         seed: int | None = None,
         resamples: int | None = None,
         primary: Names = None,
@@ -247,7 +247,9 @@ class Store:
     ) -> AgreementBoard:
         """The agreement board: how well each offline signal ranked the online lifts
         across ``experiments`` (default: all of the store's); ``backtest``: also
-        forecast each experiment from the earlier ones."""
+        forecast each experiment from the earlier ones. Each experiment is read
+        under its saved configuration; ``primary`` and ``alpha``, when given,
+        override its recorded primary metrics and α (the board's α is 0.05 then)."""
         from dataclasses import replace
 
         from abeval.analysis.agreement import agreement_board
@@ -257,14 +259,19 @@ class Store:
         metrics = parse_metrics(primary, DEFAULT_PRIMARY, "primary", strict=True)
         options = replace(
             _agreement_options(alpha, seed, resamples, metrics, primary, backtest),
-            experiments=tuple(experiments) if experiments is not None else None,
+            experiments=None if experiments is None else _names(experiments),
             target_propensities={k: str(v) for k, v in (target_propensities or {}).items()},
         )
         return agreement_board(self._store, options)
 
 
+def _names(experiments: str | Sequence[str]) -> tuple[str, ...]:
+    """Experiment names, each whole: a string is one name (commas included)."""
+    return (experiments,) if isinstance(experiments, str) else tuple(experiments)
+
+
 def _agreement_options(
-    alpha: float,
+    alpha: float | None,
     seed: int | None,
     resamples: int | None,
     metrics: tuple[str, ...],
@@ -275,6 +282,8 @@ def _agreement_options(
     from abeval.analysis.agreement import AgreementOptions
 
     defaults = AgreementOptions()
+    alpha_given = alpha is not None
+    alpha = defaults.alpha if alpha is None else alpha
     _share("alpha", alpha)
     seed = defaults.seed if seed is None else seed
     _at_least("seed", seed, 0)
@@ -291,13 +300,14 @@ def _agreement_options(
         primary=metrics,
         backtest=backtest,
         primary_given=primary is not None,
+        alpha_given=alpha_given,
     )
 
 
 def agreement_history(
     history: str | Path,
     *,
-    alpha: float = 0.05,
+    alpha: float | None = None,
     seed: int | None = None,
     resamples: int | None = None,
     primary: Names = None,

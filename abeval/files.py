@@ -79,14 +79,18 @@ def model_names(paths: Sequence[str | Path]) -> list[str]:
     return names
 
 
-def model_argument(text: str) -> tuple[str | None, str]:
+def model_argument(
+    text: str, *, what: str = "model name", form: str = "NAME=PATH", must_exist: bool = True
+) -> tuple[str | None, str]:
     """``(name, path)`` of one model option (``-r``, ``--predictions``), by the rule
     of docs/usage.md#named-models: an existing file is a path (``a=b.csv`` stays a
     file name), else ``NAME=PATH`` splits at the *last* ``=`` whose right side is an
     existing file, so a name may hold ``/`` or ``=`` (``ranker/v1=runs/r.csv``);
     when no right side exists, at the first ``=`` if the name holds no path
     separator, else the whole text is a path. Name None means "from the file name". ValueError
-    for an empty name or path, or a PATH that does not exist either."""
+    for an empty name or path, or (``must_exist``) a PATH that does not exist either.
+    ``what`` and ``form`` name the name and the option's form in those messages (other
+    options of the same form: ``agreement --target-propensities EXPERIMENT=FILE``)."""
     if "=" not in text or Path(text).is_file():
         return None, text
     cuts = [i for i, c in enumerate(text) if c == "="]
@@ -97,11 +101,11 @@ def model_argument(text: str) -> tuple[str | None, str]:
             return None, text
     name, path = text[:found], text[found + 1 :]
     if not name.strip():
-        raise ValueError(f"{text!r}: the model name before '=' is empty; write NAME=PATH")
+        raise ValueError(f"{text!r}: the {what} before '=' is empty; write {form}")
     if not path:
-        raise ValueError(f"{text!r}: the file after '=' is missing; write NAME=PATH")
-    if not Path(path).exists():
-        raise ValueError(f"{text!r}: no such file, nor {path!r} (as NAME=PATH); check the path")
+        raise ValueError(f"{text!r}: the file after '=' is missing; write {form}")
+    if must_exist and not Path(path).exists():
+        raise ValueError(f"{text!r}: no such file, nor {path!r} (as {form}); check the path")
     return name, path
 
 

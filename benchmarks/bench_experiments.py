@@ -53,6 +53,23 @@ def env_for(src: Path | None) -> dict[str, str]:
     return {"PYTHONPATH": os.pathsep.join([str(src), os.environ.get("PYTHONPATH", "")])}
 
 
+def growth(table: list[tuple[str, int, str, float]]) -> list[str]:
+    """Per command and side, the time per experiment at the largest count over the
+    time per experiment at the smallest: about 1 when the time grows linearly with
+    the number of experiments, about the ratio of the counts when quadratically."""
+    out = []
+    for what, side in dict.fromkeys((w, s) for w, _, s, _ in table):
+        cells = sorted((n, t) for w, n, s, t in table if (w, s) == (what, side))
+        if len(cells) < 2:
+            continue
+        (n0, t0), (n1, t1) = cells[0], cells[-1]
+        out.append(
+            f"- {what}, {side}: time per experiment at {n1:,} / at {n0:,} experiments = "
+            f"{(t1 / n1) / (t0 / n0):.2f} (1 if linear, {n1 / n0:.0f} if quadratic)"
+        )
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--counts", default="1000,4000,10000")
@@ -103,6 +120,8 @@ def main() -> None:
         "| command | experiments | side | median s | ms / experiment |",
         "|---|---:|---|---:|---:|",
         *(f"| {w} | {n:,} | {s} | {t:.2f} | {1000 * t / n:.3f} |" for w, n, s, t in table),
+        "",
+        *growth(table),
     ]
     print("\n".join(lines))
     if a.record:

@@ -72,6 +72,36 @@ def _same_rows(a: str, b: str) -> bool:
     return close(json.loads(a), json.loads(b))
 
 
+Sides = dict[str, dict[str, str]]
+
+
+def interleaved(
+    argv: list[str], sides: Sides, runs: int, folder: Path, timeout: float = TIMEOUT
+) -> tuple[dict[str, list[float]], dict[str, list[float]], dict[str, str]]:
+    """Run ``argv`` once per side (its environment), ``runs`` times over: the wall
+    times and peak RSS per side, and each side's last standard output."""
+    times: dict[str, list[float]] = {side: [] for side in sides}
+    rss: dict[str, list[float]] = {side: [] for side in sides}
+    outputs: dict[str, str] = {}
+    for _ in range(runs):
+        for side, env in sides.items():
+            m = run_measured(argv, timeout, cwd=folder, env=env)
+            if m.code != 0:
+                raise SystemExit(f"{side} {' '.join(argv[3:5])} failed ({m.code}): {m.err}")
+            times[side].append(m.seconds)
+            rss[side].append(m.rss_mib)
+            outputs[side] = m.out
+    return times, rss, outputs
+
+
+def publish(text: str, record: bool) -> None:
+    """Print ``text``; with ``record``, append it to RESULTS.md too."""
+    print(text)
+    if record:
+        with (HERE / "RESULTS.md").open("a", encoding="utf-8") as f:
+            f.write("\n" + text + "\n")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
@@ -89,17 +119,7 @@ def main() -> None:
         argv = [sys.executable, "-m", "abeval", "power", "--experiment", EXPERIMENT]
         argv += ["--db", str(db), "--json"]
         sides = {"before": {"PYTHONPATH": str(before_code)}, "after": {"PYTHONPATH": str(REPO)}}
-        times: dict[str, list[float]] = {side: [] for side in sides}
-        rss: dict[str, list[float]] = {side: [] for side in sides}
-        outputs: dict[str, str] = {}
-        for _ in range(args.runs):
-            for side, env in sides.items():
-                m = run_measured(argv, TIMEOUT, cwd=folder, env=env)
-                if m.code != 0:
-                    raise SystemExit(f"{side} failed ({m.code}): {m.err}")
-                times[side].append(m.seconds)
-                rss[side].append(m.rss_mib)
-                outputs[side] = m.out
+        times, rss, outputs = interleaved(argv, sides, args.runs, folder)
         load.append(os.getloadavg()[0])
         if not _same_rows(outputs["before"], outputs["after"]):
             raise SystemExit("before and after printed different power rows")
@@ -121,11 +141,7 @@ def main() -> None:
         "- command: `python benchmarks/bench_power.py "
         f"--runs {args.runs} --users {args.users} --record`",
     ]
-    text = "\n".join(lines)
-    print(text)
-    if args.record:
-        with (HERE / "RESULTS.md").open("a", encoding="utf-8") as f:
-            f.write("\n" + text + "\n")
+    publish("\n".join(lines), args.record)
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ item or propensity, so that it has no offline signal at all.
 from __future__ import annotations
 
 import csv
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -54,19 +55,21 @@ def targets_of(events: Path) -> Path:
     return events.with_name(f"{events.stem}.target.csv")
 
 
-def write_bare(path: Path) -> Path:
-    """Two arms, exposures and purchases only: no impression to replay or reweight."""
+def write_bare(path: Path, names: Sequence[str] = (BARE,)) -> Path:
+    """Two arms, exposures and purchases only: no impression to replay or reweight
+    (one such experiment per name of ``names``)."""
     start = datetime(2025, 1, 6, 9, tzinfo=UTC)
     with path.open("w", newline="") as f:
         out = csv.writer(f)
         out.writerow(["experiment", "arm", "user_id", "ts", "event_type", "value"])
-        for u in range(40):
-            arm = "control" if u % 2 else "treatment"
-            t = start + timedelta(minutes=u)
-            out.writerow([BARE, arm, f"b{u}", t.isoformat(), "exposure", ""])
-            if u % 3 == 0:
-                later = (t + timedelta(seconds=9)).isoformat()
-                out.writerow([BARE, arm, f"b{u}", later, "purchase", 10 + u])
+        for name in names:
+            for u in range(40):
+                arm = "control" if u % 2 else "treatment"
+                t = start + timedelta(minutes=u)
+                out.writerow([name, arm, f"b{u}", t.isoformat(), "exposure", ""])
+                if u % 3 == 0:
+                    later = (t + timedelta(seconds=9)).isoformat()
+                    out.writerow([name, arm, f"b{u}", later, "purchase", 10 + u])
     return path
 
 

@@ -78,7 +78,8 @@ def test_an_unknown_primary_metric_is_an_error(db: str) -> None:
 def test_json_counts_experiments_without_signals(db: str, tmp_path: Path) -> None:
     before = _state(db)
     out = tmp_path / "board.json"
-    result = run("agreement", "--db", db, "-e", f"exp-a,exp-b,exp-d,{BARE}", "-f", "json",
+    result = run("agreement", "--db", db, "-e", "exp-a", "-e", "exp-b", "-e", "exp-d", "-e", BARE,
+                 "-f", "json",
                  "-o", str(out), "--resamples", "200", "--seed", "3")  # fmt: skip
     assert result.exit_code == 0, result.output
     assert result.stderr == f"wrote {out}\n" and result.stdout == ""
@@ -94,7 +95,7 @@ def test_json_counts_experiments_without_signals(db: str, tmp_path: Path) -> Non
 
 
 def test_too_few_experiments_is_a_status_not_a_failure(db: str) -> None:
-    result = run("agreement", "--db", db, "-e", "exp-a,exp-b", "-f", "text")
+    result = run("agreement", "--db", db, "-e", "exp-a", "-e", "exp-b", "-f", "text")
     assert result.exit_code == 0, result.output
     assert "2 experiments: 2 with offline signals, 0 without, 0 skipped" in result.stdout
     assert "2 experiments: a correlation needs 3 or more" in result.stdout
@@ -104,7 +105,9 @@ def test_html_is_the_default_and_goes_to_reports(
     db: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    result = run("agreement", "--db", db, "-e", f"exp-b,exp-c,exp-d,{BARE}", "--resamples", "200")
+    result = run(
+        "agreement", "--db", db, "--experiments", f"exp-b,exp-c,exp-d,{BARE}", "--resamples", "200"
+    )
     assert result.exit_code == 0, result.output
     assert result.stderr == "wrote reports/agreement.html\n"
     page = parse((tmp_path / "reports" / "agreement.html").read_text())

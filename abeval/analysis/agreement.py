@@ -1,10 +1,15 @@
 """``abeval agreement``: which offline signal predicted the online lift, over the
 experiments of a store (docs/metrics.md#agreement-across-experiments).
 
-For every experiment (all of the store's, or those named) this module builds
-the report once (:func:`abeval.analysis.online.build_report`, without the daily
-series) and reads back the latest recorded evaluation
-(:func:`abeval.store.evaluations.latest_evaluations`). Each treatment arm ×
+For every experiment (all of the store's, or those named) this module opens
+one :class:`~abeval.analysis.session.ExperimentSession` and asks it only for what
+the board reads (:func:`experiment_signals`): the online comparisons (of which
+the primary metrics are kept), the replayed offline metrics and the off-policy
+estimates; no daily series, power, decision, segment or prediction is computed.
+The latest recorded evaluations are read for all experiments at once
+(:func:`abeval.store.evaluations.latest_evaluations`). Each experiment is read
+under its saved configuration (control, primary metrics, window, α, caps...),
+the board's ``--primary`` and ``--alpha`` overriding it when given. Each treatment arm ×
 primary online metric × offline signal is one :class:`AgreementPair`; a signal
 comes from one of three sources:
 
@@ -25,7 +30,7 @@ the share with |z| < 1.96 to the summary (:mod:`abeval.stats.consistency`).
 
 The statistics per (signal, source, online metric) come from
 :func:`abeval.stats.agreement.agreement`. Experiments without any offline signal,
-and those whose report could not be built, are counted and named.
+and those that could not be analysed, are counted and named.
 """
 
 from __future__ import annotations
@@ -36,12 +41,12 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Literal
 
 from abeval import __version__
-from abeval.analysis.online import build_report
 from abeval.analysis.online_metrics import DEFAULT_PRIMARY, METRICS
-from abeval.analysis.ope import OpeOptions
+from abeval.analysis.ope import OpeOptions, OpeSection
 from abeval.analysis.ope_file import read_target_propensities
 from abeval.analysis.recorded_lift import recorded_lift
-from abeval.analysis.report_model import ExperimentReport, ReportOptions
+from abeval.analysis.report_model import MetricResult, OfflineResult, ReportOptions
+from abeval.analysis.session import ExperimentSession
 from abeval.errors import AbevalError, NotFoundError
 from abeval.metrics.registry import definition
 from abeval.stats.agreement import (
@@ -92,8 +97,11 @@ class AgreementOptions:
     target_propensities: Mapping[str, str] = field(default_factory=dict)
     #: ``--backtest``: forecast each experiment from the earlier ones.
     backtest: bool = False
-    #: ``--primary`` was given (a history file otherwise keeps all its metrics).
+    #: ``--primary`` was given: it overrides each experiment's recorded primary
+    #: metrics (and a history file otherwise keeps all its metrics).
     primary_given: bool = False
+    #: ``--alpha`` was given: it overrides each experiment's recorded α.
+    alpha_given: bool = False
 
 
 @dataclass(frozen=True)
@@ -186,7 +194,7 @@ class SignalSummary(JsonResult):
 class ExperimentCoverage(JsonResult):
     """What one experiment contributed: ``status`` ``ok`` (it has offline
     signals), ``no_signals`` (none: no replay, propensities or recorded
-    evaluation) or ``skipped`` (its report could not be built; ``message`` says why)."""
+    evaluation) or ``skipped`` (it could not be analysed; ``message`` says why)."""
 
     experiment: str
     control: str | None
@@ -194,6 +202,9 @@ class ExperimentCoverage(JsonResult):
     signals: dict[str, int]  # source -> signals found
     status: Literal["ok", "no_signals", "skipped"]
     message: str
+    #: The α of its online and replayed intervals: the board's ``--alpha`` when
+    #: given, else its recorded α, else the board's (None when skipped).
+    alpha: float | None = None
 
 
 @dataclass(frozen=True)
@@ -235,29 +246,28 @@ class SignalBacktest(JsonResult):
 
 
 def agreement_board(store: Store, o: AgreementOptions | None = None) -> AgreementBoard:
-    """Build every experiment's report once, collect the pairs, summarise per signal."""
+    """Read every experiment's signals once, collect the pairs, summarise per signal."""
     o = o or AgreementOptions()
     names = _experiments(store, o.experiments)
     _experiments(store, list(o.target_propensities))  # every file names a known experiment
     for file in o.target_propensities.values():
         read_target_propensities(file)  # a file the user gave is an error, not a skipped report
     evaluations = latest_evaluations(store, names)
-    report_options = ReportOptions(alpha=o.alpha, daily=False, primary=o.primary)
     pairs: list[AgreementPair] = []
     coverage: list[ExperimentCoverage] = []
     for name in names:
         try:
-            report = build_report(store, name, _report_options(report_options, o, name))
+            read = experiment_signals(store, name, experiment_options(o, name))
         except AbevalError as exc:
             coverage.append(ExperimentCoverage(name, None, (), {}, "skipped", exc.message))
             continue
-        found = experiment_pairs(report, evaluations.get(name))
+        found = experiment_pairs(read, evaluations.get(name))
         pairs += found
-        coverage.append(_coverage(report, found))
-    summary = with_z_scores(summarise(pairs, o), pairs)
+        coverage.append(_coverage(read, found))
     starts = {e.experiment: e.first_ts or "" for e in list_experiments(store)}
     order = sorted(names, key=lambda n: (starts.get(n, ""), n))
-    summary = with_z_scores(summarise(pairs, o), pairs)
+    levels = {c.experiment: c.alpha for c in coverage if c.alpha is not None}
+    summary = with_z_scores(summarise(pairs, o, levels), pairs)
     return AgreementBoard(
         schema_version=SCHEMA_VERSION,
         abeval_version=__version__,
@@ -276,20 +286,54 @@ def agreement_board(store: Store, o: AgreementOptions | None = None) -> Agreemen
         pairs=tuple(pairs),
         summary=summary,
         notes=notes(o),
-        backtest=backtests(pairs, order, "start", o) if o.backtest else (),
+        backtest=backtests(pairs, order, "start", o, levels) if o.backtest else (),
     )
 
 
+@dataclass(frozen=True)
+class ExperimentSignals:
+    """What the board reads of one experiment: its control and other arms, the
+    online comparisons of its primary metrics, the replayed offline metrics and
+    the off-policy estimates (or why they were not run)."""
+
+    experiment: str
+    control: str
+    treatments: tuple[str, ...]
+    primary: tuple[MetricResult, ...]
+    offline: tuple[OfflineResult, ...]
+    ope: OpeSection
+    #: The α it was read at (its saved configuration's, unless the board's was given).
+    alpha: float
+
+
+def experiment_signals(store: Store, name: str, options: ReportOptions) -> ExperimentSignals:
+    """The parts of ``name`` the board reads, from one session (no daily series,
+    power, decision or prediction); an :class:`AbevalError` when it cannot be read."""
+    with ExperimentSession(store, name, options) as session:
+        primary = tuple(m for m in session.online_comparisons() if m.role == "primary")
+        offline = session.offline[0]
+        others = tuple(session.observed.arms[1:])  # control first
+        o = session.options  # under the saved configuration
+        return ExperimentSignals(
+            name, session.control, others, primary, offline, session.ope, o.alpha
+        )
+
+
 def backtests(
-    pairs: Sequence[AgreementPair], order: Sequence[str], ordered_by: str, o: AgreementOptions
+    pairs: Sequence[AgreementPair],
+    order: Sequence[str],
+    ordered_by: str,
+    o: AgreementOptions,
+    levels: Mapping[str, float] | None = None,
 ) -> tuple[SignalBacktest, ...]:
     """The backtest of every (signal, source, online metric) of ``pairs``, in the
-    summary's order of online metrics, experiments in ``order``."""
+    summary's order of online metrics, experiments in ``order`` (``levels``: as
+    :func:`history_rows` takes them)."""
     out = []
     for (signal, source, metric, independent), points in _oriented(pairs).items():
         if not independent and source != "replay":  # post-hoc estimates forecast nothing
             continue
-        rows = history_rows(points, o.alpha)
+        rows = history_rows(points, o.alpha, own_levels(source, levels))
         result = backtest(rows, list(order), o.alpha)
         out.append(SignalBacktest(signal, source, metric, ordered_by, result))
     rank = {m: i for i, m in enumerate(o.primary)}
@@ -318,10 +362,15 @@ def _oriented(pairs: Sequence[AgreementPair]) -> dict[RowKey, list[Point]]:
     return out
 
 
-def _report_options(base: ReportOptions, o: AgreementOptions, name: str) -> ReportOptions:
-    """The report's options for one experiment: its target-probabilities file, if any."""
-    file = o.target_propensities.get(name)
-    return base if file is None else replace(base, ope=OpeOptions(target_propensities=file))
+def experiment_options(o: AgreementOptions, name: str) -> ReportOptions:
+    """The options one experiment is read under: its saved configuration, with the
+    board's primary metrics and α as flags when they were given, its
+    target-probabilities file, if any, and no daily series."""
+    flags = frozenset(n for n, given in (("primary", o.primary_given), ("alpha", o.alpha_given))
+                      if given)  # fmt: skip
+    # off-policy: control's logs → each treatment only, the direction the board shows
+    ope = OpeOptions(target_propensities=o.target_propensities.get(name), reverse=False)
+    return ReportOptions(alpha=o.alpha, daily=False, primary=o.primary, flags=flags, ope=ope)
 
 
 def _experiments(store: Store, asked: Sequence[str] | None) -> list[str]:
@@ -335,18 +384,17 @@ def _experiments(store: Store, asked: Sequence[str] | None) -> list[str]:
     return list(dict.fromkeys(asked))
 
 
-def _coverage(report: ExperimentReport, pairs: Sequence[AgreementPair]) -> ExperimentCoverage:
+def _coverage(read: ExperimentSignals, pairs: Sequence[AgreementPair]) -> ExperimentCoverage:
     signals: dict[str, int] = {
         source: len({p.signal for p in pairs if p.source == source})
         for source in SOURCES
         if any(p.source == source for p in pairs)
     }
-    control = report.settings.control
-    treatments = tuple(a.arm for a in report.arms if not a.is_control)
+    name, control, treatments, level = read.experiment, read.control, read.treatments, read.alpha
     if signals:
-        return ExperimentCoverage(report.experiment, control, treatments, signals, "ok", "")
+        return ExperimentCoverage(name, control, treatments, signals, "ok", "", level)
     why = "no replayed metric, no impression with a propensity, no recorded evaluation"
-    return ExperimentCoverage(report.experiment, control, treatments, {}, "no_signals", why)
+    return ExperimentCoverage(name, control, treatments, {}, "no_signals", why, level)
 
 
 # --------------------------------------------------------------------------- pairs
@@ -364,21 +412,21 @@ class _Lift:
 
 
 def experiment_pairs(
-    report: ExperimentReport, evaluation: RecordedEvaluation | None
+    read: ExperimentSignals, evaluation: RecordedEvaluation | None
 ) -> list[AgreementPair]:
     """Every (treatment arm, primary online metric, signal) of one experiment."""
     pairs = []
-    for m in report.metrics:
+    for m in read.primary:
         rel = m.comparison.relative
-        if m.role != "primary" or rel.effect is None:
+        if rel.effect is None:
             continue
-        for signal, source, lift in _signals(report, evaluation, m.arm):
+        for signal, source, lift in _signals(read, evaluation, m.arm):
             z = None
             if lift.predicts == m.metric:
                 z = lift_difference(lift.value, lift.se, rel.effect, rel.se, 0.05).z
             pairs.append(
                 AgreementPair(
-                    experiment=report.experiment,
+                    experiment=read.experiment,
                     arm=m.arm,
                     online_metric=m.metric,
                     online_lift=rel.effect,
@@ -398,7 +446,7 @@ def experiment_pairs(
 
 
 def _signals(
-    report: ExperimentReport, evaluation: RecordedEvaluation | None, arm: str
+    read: ExperimentSignals, evaluation: RecordedEvaluation | None, arm: str
 ) -> Iterable[tuple[str, Source, _Lift]]:
     """(signal, source, offline lift) for one treatment arm. Offline intervals are
     each signal's own 1 − α interval, not adjusted over the other signals."""
@@ -407,18 +455,17 @@ def _signals(
             found = recorded_lift(evaluation, arm, metric)
             if found is not None:
                 yield metric, "evaluation", _Lift(found.value, found.ci, found.status)
-    ope = report.ope
-    if ope is not None and ope.status == "ok":
-        control = report.settings.control
+    ope = read.ope
+    if ope.status == "ok":
         for d in ope.directions:
-            if d.source == control and d.target == arm:
+            if d.source == read.control and d.target == arm:
                 for e in d.estimates:
                     p = e.predicted_lift
                     if p.status in UNSUPPORTED:  # the logs cannot form it: not a signal here
                         continue
                     own = d.evidence == "prediction"
                     yield e.estimator, "ope", _Lift(p.value, p.ci, p.status, p.se, own, "ctr")
-    for r in report.offline:
+    for r in read.offline:
         if r.arm == arm:
             rel = r.comparison.relative
             status = "ok" if rel.effect is not None else r.comparison.status
@@ -457,9 +504,14 @@ def _point(p: AgreementPair, flip_offline: bool, flip_online: bool) -> Point | N
     return Point(p.experiment, offline, online, offline_ci, online_ci, p.online_se, p.arm)
 
 
-def summarise(pairs: Sequence[AgreementPair], o: AgreementOptions) -> tuple[SignalSummary, ...]:
+def summarise(
+    pairs: Sequence[AgreementPair],
+    o: AgreementOptions,
+    levels: Mapping[str, float] | None = None,
+) -> tuple[SignalSummary, ...]:
     """One ranked :class:`SignalSummary` per (signal, source, online metric);
-    ranks count within each online metric, in the order of ``o.primary``."""
+    ranks count within each online metric, in the order of ``o.primary``
+    (``levels``: as :func:`history_rows` takes them)."""
     rows = []
     oriented = _oriented(pairs)
     for (signal, source, metric, independent), kept in oriented.items():
@@ -467,7 +519,8 @@ def summarise(pairs: Sequence[AgreementPair], o: AgreementOptions) -> tuple[Sign
         a = agreement(kept, o.alpha, o.resamples, o.seed)
         row = replace(_summary(signal, source, metric, flip_offline, a), independent=independent)
         row = _with_noise(row, kept, o)
-        rows.append(_with_score(row, history_rows(kept, o.alpha), o.alpha))
+        history = history_rows(kept, o.alpha, own_levels(source, levels))
+        rows.append(_with_score(row, history, o.alpha))
     rows = _with_familywise(rows, oriented, o)
     order = {m: i for i, m in enumerate(o.primary)}
     rows.sort(key=lambda r: (order.get(r.online_metric, len(order)), r.online_metric, _key(r)))
@@ -496,15 +549,26 @@ def _with_noise(row: SignalSummary, points: Sequence[Point], o: AgreementOptions
     )
 
 
-def history_rows(points: Sequence[Point], alpha: float) -> list[HistoryRow]:
+def own_levels(source: Source, levels: Mapping[str, float] | None) -> Mapping[str, float] | None:
+    """The experiments' levels where ``source``'s intervals are at them: replayed
+    metrics and off-policy estimates; a recorded evaluation's interval is at the
+    level it was evaluated at, not the experiment's (None: the board's α)."""
+    return None if source == "evaluation" else levels
+
+
+def history_rows(
+    points: Sequence[Point], alpha: float, levels: Mapping[str, float] | None = None
+) -> list[HistoryRow]:
     """The forecast model's rows of a signal's points: those with an online
     standard error above 0; the offline standard error is read off the offline
-    1 − α interval as its width / (2 z), 0 without an interval."""
-    z = norm_isf(alpha / 2)
+    1 − α interval as its width / (2 z), 0 without an interval, with α the
+    experiment's own in ``levels`` (its saved configuration's), else ``alpha``."""
+    levels = levels or {}
     rows = []
     for p in points:
         if p.online_se is None or not p.online_se > 0:
             continue
+        z = norm_isf(levels.get(p.cluster, alpha) / 2)
         ci = p.offline_ci
         se = 0.0 if ci is None else max(ci[1] - ci[0], 0.0) / (2 * z)
         rows.append(HistoryRow(p.offline, se, p.online, p.online_se, p.cluster))

@@ -48,6 +48,11 @@ class ForecastOptions:
     assurance: float = 0.8
     users_per_day: float | None = None
     history: str | None = None
+    #: ``--primary`` / ``--alpha`` given: they override each past experiment's
+    #: recorded primary metrics and α (otherwise its saved configuration is read,
+    #: and a metric only some experiments record as primary is forecast too).
+    primary_given: bool = False
+    alpha_given: bool = False
 
 
 @dataclass(frozen=True)
@@ -198,11 +203,14 @@ def build_forecast(store: Store | None, evidence: Evidence, o: ForecastOptions) 
         from abeval.analysis.forecast_store import store_history
 
         assert store is not None
-        found = store_history(store, o.primary, o.alpha)
+        found = store_history(store, o)
         entries = found.entries
         where = f"the store {store.display}"
         users_per_day = o.users_per_day or found.users_per_day
-        metrics = [m for m in o.primary if any(e.metric == m for e in entries)]
+        recorded = () if o.primary_given else tuple(e.metric for e in entries)
+        metrics = [
+            m for m in dict.fromkeys(o.primary + recorded) if any(e.metric == m for e in entries)
+        ]
         ranking = found.ranking
         if found.skipped:
             notes.append(

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from abeval.analysis.forecast_history import HistoryEntry
 
 if TYPE_CHECKING:
+    from abeval.analysis.forecast import ForecastOptions
     from abeval.store.engine import Store
 
 #: The traffic of a new test: the median over this many most recent experiments.
@@ -45,16 +46,29 @@ def _days(first: str | None, last: str | None) -> float | None:
     return max(span.total_seconds() / 86400.0, 1.0)
 
 
-def store_history(store: Store, primary: tuple[str, ...], alpha: float) -> StoreHistory:
-    """Every pair of the store's board with an offline interval, as an entry."""
-    from abeval.analysis.agreement import AgreementOptions, agreement_board
+def store_history(store: Store, o: ForecastOptions) -> StoreHistory:
+    """Every pair of the store's board with an offline interval, as an entry; each
+    experiment read under its saved configuration, ``o``'s primary metrics and α
+    overriding it where given."""
+    from abeval.analysis.agreement import AgreementOptions, Source, agreement_board, own_levels
     from abeval.stats.distributions import norm_isf
     from abeval.store.experiments import list_experiments
 
-    board = agreement_board(store, AgreementOptions(alpha=alpha, primary=primary))
+    options = AgreementOptions(
+        alpha=o.alpha,
+        primary=o.primary,
+        primary_given=o.primary_given,
+        alpha_given=o.alpha_given,
+    )
+    board = agreement_board(store, options)
     summaries = {e.experiment: e for e in list_experiments(store)}
     controls = {c.experiment: c.control for c in board.experiments}
-    z = norm_isf(alpha / 2)
+    # an offline interval's level: its experiment's α (a recorded evaluation's: the board's)
+    levels = {c.experiment: c.alpha for c in board.experiments if c.alpha is not None}
+
+    def z(experiment: str, source: Source) -> float:
+        return norm_isf((own_levels(source, levels) or {}).get(experiment, o.alpha) / 2)
+
     entries: list[HistoryEntry] = []
     skipped: list[str] = []
     for p in board.pairs:
@@ -79,7 +93,7 @@ def store_history(store: Store, primary: tuple[str, ...], alpha: float) -> Store
                 arm=p.arm,
                 date=date,
                 offline_lift=p.offline_lift,
-                offline_se=(p.offline_ci[1] - p.offline_ci[0]) / (2 * z),
+                offline_se=(p.offline_ci[1] - p.offline_ci[0]) / (2 * z(p.experiment, p.source)),
                 online_lift=p.online_lift,
                 online_se=p.online_se,
                 users=users,

@@ -83,6 +83,9 @@ class OpeOptions:
     enabled: bool = True
     cap: float = DEFAULT_CAP
     target_propensities: str | None = None
+    #: Also each treatment's logs → the control (the report shows both directions;
+    #: the agreement board reads control → treatment only).
+    reverse: bool = True
 
 
 @dataclass(frozen=True)
@@ -206,7 +209,7 @@ def ope_results(
             memory.fit(sum(c.impressions for c in counts.values()))
             directions, skipped = [], []
             for arm in treatments:
-                for src, tgt in ((control, arm), (arm, control)):
+                for src, tgt in ((control, arm), (arm, control))[: 2 if o.reverse else 1]:
                     if src not in counts or tgt not in counts:
                         continue
                     covered = (src, tgt) in from_file

@@ -4,6 +4,7 @@ store's experiments (docs/metrics.md#agreement-across-experiments)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
@@ -14,44 +15,52 @@ from abeval.cli.app import DbOption, PageFormatOption, app, command, emit, page_
 from abeval.cli.options import JsonAlias, chosen_format
 
 
-def _experiment_names(value: str | None) -> tuple[str, ...] | None:
-    """``a,b`` → the names; a usage error when the list is empty."""
-    if value is None:
-        return None
+def _comma_names(value: str, known: Callable[[], set[str]]) -> tuple[str, ...]:
+    """The hidden ``--experiments a,b``: one name when the whole text is an
+    experiment of the store (``known``), else the names between its commas; a
+    usage error when none is given."""
+    if "," in value and value in known():
+        return (value,)
     names = tuple(dict.fromkeys(n.strip() for n in value.split(",") if n.strip()))
     require(bool(names), "--experiments", "no experiment given; name them as a,b")
     return names
 
 
 def _target_files(values: list[str]) -> dict[str, str]:
-    """``EXPERIMENT=FILE`` options → {experiment: file}; a usage error otherwise."""
+    """``EXPERIMENT=FILE`` options → {experiment: file}, split as ``-r NAME=FILE``
+    is (at the last ``=`` after which the file exists); a usage error otherwise."""
+    from abeval.files import model_argument
+
     files: dict[str, str] = {}
     for value in values:
-        name, sep, path = value.partition("=")
-        require(
-            bool(sep and name.strip() and path.strip()),
-            "--target-propensities",
-            f"give EXPERIMENT=FILE, got {value!r}",
-        )
-        require(
-            name.strip() not in files,
-            "--target-propensities",
-            f"experiment {name.strip()!r} is given twice",
-        )
-        files[name.strip()] = path.strip()
+        try:
+            name, path = model_argument(
+                value, what="experiment", form="EXPERIMENT=FILE", must_exist=False
+            )
+        except ValueError as exc:
+            raise typer.BadParameter(str(exc), param_hint="--target-propensities") from None
+        require(name is not None, "--target-propensities", f"give EXPERIMENT=FILE, got {value!r}")
+        assert name is not None
+        require(name not in files, "--target-propensities", f"experiment {name!r} is given twice")
+        files[name] = path
     return files
 
 
 @command(app, "agreement")
 def agreement(
+    experiment: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--experiment",
+            "-e",
+            metavar="NAME",
+            help="An experiment to compare; repeatable (default: every experiment).",
+            show_default=False,
+        ),
+    ] = None,
     experiments: Annotated[
         str | None,
-        typer.Option(
-            "--experiments",
-            "-e",
-            metavar="NAMES",
-            help="Experiments to compare, comma-separated (default: every experiment).",
-        ),
+        typer.Option("--experiments", hidden=True, help="Former -e: names a,b."),
     ] = None,
     fmt: PageFormatOption = "html",
     as_json: JsonAlias = False,
@@ -60,12 +69,18 @@ def agreement(
         str | None,
         typer.Option(
             metavar="METRICS",
-            help="Online metrics to predict, comma-separated (default ctr,conversion).",
+            help="Online metrics to predict, comma-separated (default: each experiment's "
+            "recorded primary metrics, else ctr,conversion).",
         ),
     ] = None,
     alpha: Annotated[
-        float, typer.Option(help="Two-sided level of every interval (and of the reports).")
-    ] = 0.05,
+        float | None,
+        typer.Option(
+            help="Two-sided level of every interval [default: 0.05; each experiment's "
+            "online and replayed intervals at its recorded α].",
+            show_default=False,
+        ),
+    ] = None,
     seed: Annotated[int, typer.Option(help="Seed of the bootstrap over experiments.")] = 0,
     resamples: Annotated[
         int, typer.Option(help="Bootstrap resamples of the correlations' intervals.")
@@ -109,15 +124,20 @@ def agreement(
     from abeval.analysis.online_metrics import DEFAULT_PRIMARY, parse_metrics
 
     if history is not None:
-        require(experiments is None, "--experiments", "a history file has no store to pick from")
+        picked = "--experiment" if experiment is not None else "--experiments"
+        require(
+            experiment is None and experiments is None,
+            picked,
+            "a history file has no store to pick from",
+        )
         require(
             not target_propensities,
             "--target-propensities",
             "a history file already holds its offline lifts",
         )
         require(db is None, "--db", "give either --history or --db")
-    names = _experiment_names(experiments)
-    require(0 < alpha < 1, "--alpha", f"must be between 0 and 1 (exclusive), got {alpha:g}")
+    if alpha is not None:
+        require(0 < alpha < 1, "--alpha", f"must be between 0 and 1 (exclusive), got {alpha:g}")
     require(seed >= 0, "--seed", f"must be 0 or more, got {seed}")
     require(
         MIN_RESAMPLES <= resamples <= MAX_RESAMPLES,
@@ -128,8 +148,13 @@ def agreement(
         metrics: tuple[str, ...] | None = parse_metrics(primary, DEFAULT_PRIMARY, "primary")
         require(bool(metrics), "--primary", "no metric given; name them as ctr,conversion")
         with api.open(db, read_only=True) as store:
+            names = list(experiment or [])
+            if experiments is not None:
+                names += _comma_names(
+                    experiments, lambda: {e.experiment for e in store.experiments()}
+                )
             board = store.agreement(
-                names,
+                names if experiment is not None or experiments is not None else None,
                 alpha=alpha,
                 seed=seed,
                 resamples=resamples,

@@ -105,8 +105,8 @@ def forecast(
         str | None,
         typer.Option(
             metavar="METRICS",
-            help="Online metrics to forecast from the store, comma-separated "
-            "(default ctr,conversion).",
+            help="Online metrics to forecast from the store, comma-separated (default: "
+            "ctr,conversion and each past experiment's recorded primary metrics).",
         ),
     ] = None,
     mde: Annotated[
@@ -124,7 +124,15 @@ def forecast(
             show_default=False,
         ),
     ] = None,
-    alpha: Annotated[float, typer.Option("--alpha", help="1 − the intervals' level.")] = 0.05,
+    alpha: Annotated[
+        float | None,
+        typer.Option(
+            "--alpha",
+            help="1 − the intervals' level [default: 0.05; each past experiment's online "
+            "intervals at its recorded α].",
+            show_default=False,
+        ),
+    ] = None,
     fmt: TextPageFormatOption = "text",
     as_json: JsonAlias = False,
     out: Annotated[Path | None, page_out("reports/forecast.html")] = None,
@@ -136,6 +144,8 @@ def forecast(
     from abeval.analysis.forecast_candidate import evaluation_evidence, typed_evidence
     from abeval.analysis.online_metrics import DEFAULT_PRIMARY, parse_metrics
 
+    alpha_given = alpha is not None
+    alpha = 0.05 if alpha is None else alpha
     require_share(alpha, "--alpha")
     require_share(assurance, "--assurance")
     require(
@@ -174,6 +184,8 @@ def forecast(
         assurance=assurance,
         users_per_day=users_per_day,
         history=None if history is None else str(history),
+        primary_given=primary is not None,
+        alpha_given=alpha_given,
     )
     if history is not None:
         report = build_forecast(None, evidence, options)
