@@ -92,15 +92,15 @@ def test_a_target_file_for_a_name_with_equals_and_slash_is_accepted(
     ("args", "message"),
     [
         (["--target-propensities", "=t.csv"],
-         "Invalid value for --target-propensities: '=t.csv': the experiment before '=' is "
+         "--target-propensities: '=t.csv': the experiment before '=' is "
          "empty; write EXPERIMENT=FILE"),
         (["--target-propensities", "x="],
-         "Invalid value for --target-propensities: 'x=': the file after '=' is missing; "
+         "--target-propensities: 'x=': the file after '=' is missing; "
          "write EXPERIMENT=FILE"),
         (["--target-propensities", "x=y=t.csv", "--target-propensities", "x=y=t.csv"],
-         "Invalid value for --target-propensities: experiment 'x=y' is given twice"),
+         "--target-propensities: experiment 'x=y' is given twice"),
         (["--experiments", ","],
-         "Invalid value for --experiments: no experiment given; name them as a,b"),
+         "--experiments: no experiment given; name them as a,b"),
     ],
 )  # fmt: skip
 def test_bad_names_are_usage_errors(
@@ -130,7 +130,7 @@ def test_e_with_a_history_file_is_a_usage_error(tmp_path: Path) -> None:
     result = run("agreement", "--history", str(history), "-e", "a,b")
     assert result.exit_code == 2
     assert result.stderr.splitlines()[-1] == (
-        "Error: Invalid value for --experiment: a history file has no store to pick from"
+        "Error: --experiment: a history file has no store to pick from"
     )
 
 
