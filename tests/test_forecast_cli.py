@@ -70,11 +70,13 @@ TYPED = ["--offline-lift", "0.031", "--offline-se", "0.008"]
     ("args", "message"),
     [
         ([], "Invalid value for --offline-lift: give the candidate's offline evidence once: "
-             "--offline-lift and --offline-se, or -t TRUTH -r control=FILE -r candidate=FILE"),
+             "--offline-lift and --offline-se, or -t TRUTH -r control=FILE -r candidate=FILE, "
+             "or --target-propensities FILE --experiment PRODUCTION_EXPERIMENT"),
         (["--offline-lift", "0.03"], "Invalid value for --offline-se: give it with --offline-lift"),
         ([*TYPED, "-t", "truth.csv"], "Invalid value for --offline-lift: give the candidate's "
              "offline evidence once: --offline-lift and --offline-se, or -t TRUTH "
-             "-r control=FILE -r candidate=FILE"),
+             "-r control=FILE -r candidate=FILE, or --target-propensities FILE "
+             "--experiment PRODUCTION_EXPERIMENT"),
         ([*TYPED, "--alpha", "1.5"], "Invalid value for --alpha: must be between 0 and 1 "
                                      "(exclusive), got 1.5"),
         ([*TYPED, "--users-per-day", "-3"], "Invalid value for --users-per-day: must be a "

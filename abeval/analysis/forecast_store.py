@@ -1,6 +1,8 @@
 """The forecast's history from the store: the agreement board's pairs (every
 experiment × treatment arm × primary metric × offline signal), as history
-entries, with the users of each test and the store's recent traffic.
+entries, with the users of each test and the store's recent traffic. Post-hoc
+off-policy estimates (the target arm's own frequencies, no target file) are
+left out: like the board, the forecast learns only from predictions.
 
 Only the board's public functions are used (:func:`abeval.analysis.agreement.
 agreement_board`); the board's ranking says which signal predicts best.
@@ -58,6 +60,8 @@ def store_history(store: Store, primary: tuple[str, ...], alpha: float) -> Store
     entries: list[HistoryEntry] = []
     skipped: list[str] = []
     for p in board.pairs:
+        if p.source == "ope" and not p.independent:
+            continue  # post hoc: the target arm's own impressions, no forecast evidence
         if p.offline_lift is None or p.offline_ci is None or p.online_se is None:
             skipped.append(f"{p.experiment}/{p.arm}/{signal_key(p.signal, p.source)}")
             continue
