@@ -170,3 +170,34 @@ def test_off_policy_evidence_refuses_bad_options(db: str, args: list[str], line:
                  *[a.format(targets=targets) for a in args])  # fmt: skip
     assert result.exit_code != 0 and result.stdout == ""
     assert result.stderr.strip().splitlines()[-1].startswith(line.format(targets=targets))
+
+
+def test_a_board_already_built_is_read_not_built_again(
+    db: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``build_forecast(..., board)``: the board ``abeval agreement`` builds (every
+    primary metric) gives the forecast the store's own build gives for ctr, and
+    no second board is built."""
+    from abeval.analysis import agreement
+    from abeval.analysis.forecast import ForecastOptions, build_forecast
+    from abeval.analysis.forecast_candidate import typed_evidence
+
+    evidence = typed_evidence(0.03, 0.005)
+    options = ForecastOptions(primary=("ctr",))
+    with open_store(db, read_only=True) as store:
+        fresh = build_forecast(store, evidence, options)
+        board = agreement_board(store, AgreementOptions())
+        assert {p.online_metric for p in board.pairs} > {"ctr"}
+
+        def refuse(*args: object, **kwargs: object) -> None:
+            raise AssertionError("the board was built again")
+
+        monkeypatch.setattr(agreement, "agreement_board", refuse)
+        reused = build_forecast(store, evidence, options, board)
+    assert [(f.metric, f.signal, f.experiments) for f in reused.forecasts] == [
+        (f.metric, f.signal, f.experiments) for f in fresh.forecasts
+    ]
+    # equal up to the order the pairs are summed in
+    new, old = reused.forecasts[0].forecast, fresh.forecasts[0].forecast
+    assert new.point == pytest.approx(old.point, rel=1e-12)
+    assert new.interval == pytest.approx(old.interval, rel=1e-12)

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from abeval.analysis.forecast_history import HistoryEntry
 
 if TYPE_CHECKING:
+    from abeval.analysis.agreement import AgreementBoard
     from abeval.store.engine import Store
 
 #: The traffic of a new test: the median over this many most recent experiments.
@@ -47,19 +48,27 @@ def _days(first: str | None, last: str | None) -> float | None:
     return max(span.total_seconds() / 86400.0, 1.0)
 
 
-def store_history(store: Store, primary: tuple[str, ...], alpha: float) -> StoreHistory:
-    """Every pair of the store's board with an offline interval, as an entry."""
+def store_history(
+    store: Store, primary: tuple[str, ...], alpha: float, board: AgreementBoard | None = None
+) -> StoreHistory:
+    """Every pair of the store's board with an offline interval, as an entry.
+    ``board``: the store's board already built (at level ``alpha``, with every
+    metric of ``primary`` among its online metrics), read instead of building it
+    again; only its ``primary`` metrics are used."""
     from abeval.analysis.agreement import AgreementOptions, agreement_board
     from abeval.stats.distributions import norm_isf
     from abeval.store.experiments import list_experiments
 
-    board = agreement_board(store, AgreementOptions(alpha=alpha, primary=primary))
+    if board is None:
+        board = agreement_board(store, AgreementOptions(alpha=alpha, primary=primary))
     summaries = {e.experiment: e for e in list_experiments(store)}
     controls = {c.experiment: c.control for c in board.experiments}
     z = norm_isf(alpha / 2)
     entries: list[HistoryEntry] = []
     skipped: list[str] = []
     for p in board.pairs:
+        if p.online_metric not in primary:
+            continue
         if p.source == "ope" and not p.independent:
             continue  # post hoc: the target arm's own impressions, no forecast evidence
         if p.offline_lift is None or p.offline_ci is None or p.online_se is None:
@@ -91,6 +100,8 @@ def store_history(store: Store, primary: tuple[str, ...], alpha: float) -> Store
         )
     ranking: dict[str, list[str]] = {}
     for s in board.summary:
+        if s.online_metric not in primary:
+            continue
         ranking.setdefault(s.online_metric, []).append(signal_key(s.signal, s.source))
     recent = sorted(summaries.values(), key=lambda e: e.first_ts or "", reverse=True)[:RECENT]
     rates = sorted(
