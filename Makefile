@@ -7,7 +7,7 @@ DEPS := $(VENV)/.deps-installed
 
 SPARK_DEPS := $(VENV)/.spark-installed
 
-.PHONY: demo test lint typecheck unit package-check bench clean test-spark spark-demo
+.PHONY: demo test lint typecheck unit package-check bench clean test-slow test-spark spark-demo
 
 $(DEPS): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -28,7 +28,12 @@ typecheck: $(DEPS)
 	$(BIN)/mypy
 
 unit: $(DEPS)
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -m "not slow"
+
+# The larger simulations and the signal campaign (pytest -m slow; CI runs them after
+# `make test`, about 5 minutes).
+test-slow: $(DEPS)
+	$(BIN)/python -m pytest -q -m slow
 
 package-check: $(DEPS)
 	bash scripts/package_check.sh $(BIN)/python

@@ -99,6 +99,16 @@ def count(x: float | None) -> str:
     return f"{x:,.2f}"
 
 
+def size(n_bytes: int) -> str:
+    """A file size in decimal units: ``812 bytes``, ``41.3 MB``, ``1.2 GB``."""
+    if n_bytes < 1_000:
+        return f"{n_bytes} bytes"
+    for unit, scale in (("kB", 1e3), ("MB", 1e6), ("GB", 1e9)):
+        if n_bytes < scale * 1_000 or unit == "GB":
+            return f"{n_bytes / scale:.1f} {unit}"
+    raise AssertionError("unreachable")
+
+
 def counted(n: int, noun: str) -> str:
     """A whole count and its noun, plural unless 1: ``1,204 users``, ``1 user``."""
     return f"{n:,} {noun}{'' if n == 1 else 's'}"

@@ -275,8 +275,12 @@ def test_daily_charts(docs: dict[str, Node], reports: dict[str, ExperimentReport
     section = docs["plain"].find(id="over-time")
     series = {(p["metric"], p["arm"]) for p in d["daily"]}
     figures = [n for n in section.iter() if n.tag == "figure" and "data-metric" in n.attrs]
-    assert {(f.attrs["data-metric"], f.attrs["data-arm"]) for f in figures} == series
+    # two charts per metric and arm: the cumulative lift and each day's alone
+    kinds = {"cumulative": "relative_lift", "day": "day_lift"}
+    charted = [(f.attrs["data-metric"], f.attrs["data-arm"], f.attrs["data-kind"]) for f in figures]
+    assert sorted(charted) == sorted((*s, k) for s in series for k in kinds)
     for figure in figures:
+        key = kinds[figure.attrs["data-kind"]]
         points = [
             p
             for p in d["daily"]
@@ -285,11 +289,11 @@ def test_daily_charts(docs: dict[str, Node], reports: dict[str, ExperimentReport
         svg = figure.find("svg")
         assert svg.find("path", class_="band").attrs["d"]
         line = svg.find("path", class_="line").attrs["d"]
-        assert line.count(",") == sum(p["relative_lift"] is not None for p in points)
+        assert line.count(",") == sum(p[key] is not None for p in points)
         assert svg.find("line", class_="zero")
         final = max(points, key=lambda p: p["day"])
-        assert svg.find("text", class_="last-label").text() == fmt.pct(final["relative_lift"])
-        assert fmt.pct(final["relative_lift"]) in svg.find("title").text()
+        assert svg.find("text", class_="last-label").text() == fmt.pct(final[key])
+        assert fmt.pct(final[key]) in svg.find("title").text()
     users = section.find(id="users-chart")
     bars = users.find_all("rect")
     assert len(bars) == len({p["day"] for p in d["daily"]}) * len(d["arms"])

@@ -16,6 +16,7 @@ from typing import Any
 
 import duckdb
 import numpy as np
+import pyarrow.parquet as pq
 import pytest
 from scipy.stats import spearmanr
 
@@ -221,7 +222,7 @@ def test_target_rows_are_the_other_arms_impressions() -> None:
 def test_files_ingest_and_evaluate(tmp_path: Path) -> None:
     e = series(TINY)[2]
     files = write_experiment(e, tmp_path / e.name, TINY.heldout_users)
-    header = files.events.read_text().splitlines()[0]
+    header = ",".join(pq.ParquetFile(files.events).schema_arrow.names)
     assert header.startswith("experiment,arm,user_id,ts,event_type") and "propensity" in header
     with open_store(str(tmp_path / "s.duckdb")) as store:
         summary = ingest_file(store, files.events)
@@ -233,7 +234,8 @@ def test_files_ingest_and_evaluate(tmp_path: Path) -> None:
     users_with_truth = len({line.split(",")[0] for line in files.truth.read_text().split()[1:]})
     for c in result.coverage:
         assert c.users_evaluated == users_with_truth and c.users_in_recommendations == 300
-    assert files.target_propensities.read_text().startswith("request_id,item_id,position,")
+    target = pq.ParquetFile(files.target_propensities).schema_arrow.names
+    assert target[:3] == ["request_id", "item_id", "position"]
 
 
 def test_target_file_gives_off_policy_estimates_without_warnings(tmp_path: Path) -> None:

@@ -13,9 +13,18 @@ from typing import Any
 
 import pytest
 from ingest_store import query, run
-from test_evaluate_record import EXP, files, record, store  # noqa: F401 (fixtures)
+from test_evaluate_record import (  # noqa: F401 (fixtures)
+    EXP,
+    expected_rows,
+    files,
+    record,
+    rows,
+    store,
+)
 
+import abeval.analysis.evaluate.record as evaluate_record
 import abeval.analysis.evaluate.run as evaluate_run
+from abeval.errors import StoreError
 
 _HOLDER = textwrap.dedent(
     """
@@ -81,3 +90,107 @@ def test_a_finished_evaluation_waits_for_a_locked_store(
     assert waited == (f"the store {store} is locked by process {holders[0].pid}; waiting for it")
     assert recorded.startswith("recorded evaluation ")
     assert len(evaluations(store)) == 1
+
+
+def test_an_evaluation_the_store_refuses_is_kept_and_recorded_later(
+    store: str,  # noqa: F811
+    files: dict[str, Path],  # noqa: F811
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A store fault other than the lock (here: a full disk) after the evaluation
+    finished: one line, exit 1, nothing in the store, the evaluation kept in the
+    current folder; `abeval experiment record FILE` then records exactly the rows
+    the evaluation would have written, with its id and time."""
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    real = evaluate_record.record_evaluation
+
+    def full_disk(*args: Any, **kwargs: Any) -> str:
+        raise StoreError("the store's disk is full: free space and run again")
+
+    monkeypatch.setattr(evaluate_record, "record_evaluation", full_disk)
+    result = record(store, files)
+    assert result.exit_code == 1, result.output
+    kept = sorted(work.iterdir())
+    assert len(kept) == 1 and kept[0].name.startswith("evaluation-")
+    assert result.stderr == (
+        "Error: the evaluation finished but was not recorded: the store's disk is full: free "
+        f"space and run again; it is kept in {kept[0]}: record it with abeval experiment "
+        f"record {kept[0]} --db {store}\n"
+    )
+    assert rows(store) == []
+
+    monkeypatch.setattr(evaluate_record, "record_evaluation", real)
+    again = run("experiment", "record", str(kept[0]), "--db", store)
+    assert again.exit_code == 0, again.output
+    eid = kept[0].name.removeprefix("evaluation-").removesuffix(".json")
+    assert again.stderr == (
+        f"recorded evaluation {eid} against experiment {EXP} (4 rows) from {kept[0]}\n"
+    )
+    assert rows(store) == expected_rows()
+    assert query(store, "SELECT DISTINCT evaluation_id FROM offline_evaluations") == [(eid,)]
+
+
+@pytest.mark.parametrize(
+    ("content", "says"),
+    [
+        ("{}", "not an evaluation kept by abeval evaluate --experiment"),
+        ("[1, 2]", "not an evaluation kept by abeval evaluate --experiment"),
+    ],
+)
+def test_a_file_that_is_no_kept_evaluation_is_one_line(
+    store: str,  # noqa: F811
+    tmp_path: Path,
+    content: str,
+    says: str,
+) -> None:
+    path = tmp_path / "e.json"
+    path.write_text(content)
+    result = run("experiment", "record", str(path), "--db", store)
+    assert result.exit_code == 1
+    assert result.stderr == (
+        f"Error: {path}: {says}; give the file abeval evaluate --experiment kept\n"
+    )
+    assert rows(store) == []
+
+
+def test_a_kept_file_that_is_not_json_names_line_and_column(
+    store: str,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "e.json"
+    path.write_text('{\n  "kind": nope\n}')
+    result = run("experiment", "record", str(path), "--db", store)
+    assert result.exit_code == 1
+    assert result.stderr == (
+        f"Error: {path}:2:11: not JSON (Expecting value); give the file abeval evaluate "
+        "--experiment kept\n"
+    )
+
+
+def test_an_edited_kept_evaluation_is_refused(
+    store: str,  # noqa: F811
+    files: dict[str, Path],  # noqa: F811
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import json
+
+    monkeypatch.chdir(tmp_path)
+
+    def refuse(*args: Any, **kwargs: Any) -> str:
+        raise StoreError("no space")
+
+    monkeypatch.setattr(evaluate_record, "record_evaluation", refuse)
+    assert record(store, files).exit_code == 1
+    monkeypatch.undo()
+    path = next(tmp_path.glob("evaluation-*.json"))
+    doc = json.loads(path.read_text())
+    doc["metrics"][0]["value"] = 0.99
+    path.write_text(json.dumps(doc))
+    result = run("experiment", "record", str(path), "--db", store)
+    assert result.exit_code == 1
+    assert "its contents do not match its checksum (the file was edited)" in result.stderr
+    assert rows(store) == []

@@ -147,21 +147,30 @@ def adjust_families(results: list[MetricResult], o: ReportOptions) -> list[Metri
 
 def daily_points(
     daily: list[tuple[str, dict[str, Moments]]],
+    own_days: list[tuple[str, dict[str, Moments]]],
     control: str,
     treatments: list[str],
     o: ReportOptions,
 ) -> tuple[DailyPoint, ...]:
-    """The primary metrics' relative lift per day, each day on its own."""
+    """The primary metrics' relative lift at the end of each day: cumulative (all
+    activity so far) and of that day's activity alone, each day on its own."""
+    own = dict(own_days)
     points = []
     for day, by_arm in daily:
         if control not in by_arm:
             continue
+        today = own.get(day, {})
         for name in o.primary:
             metric = METRICS[name]
             for arm in treatments:
                 if arm not in by_arm:
                     continue
                 comp = compare_arms(metric, by_arm[control], by_arm[arm], o)[0]
+                alone = (
+                    compare_arms(metric, today[control], today[arm], o)[0]
+                    if control in today and arm in today
+                    else None
+                )
                 points.append(
                     DailyPoint(
                         day=day,
@@ -172,6 +181,9 @@ def daily_points(
                         relative_lift=comp.relative.effect,
                         ci=comp.relative.ci,
                         status=comp.status,
+                        day_lift=alone.relative.effect if alone else None,
+                        day_ci=alone.relative.ci if alone else None,
+                        day_status=alone.status if alone else "empty_arm",
                     )
                 )
     return tuple(points)

@@ -82,6 +82,8 @@ class _Observed:
     moments: dict[str, Moments]
     health: Health
     daily: Daily
+    #: Each day's activity alone, of the users enrolled by then (``daily``'s days).
+    own_days: Daily
     segments: dict[str, dict[str, Moments]]
     ingests: tuple[dict[str, Any], ...]
 
@@ -130,7 +132,7 @@ def build_report(store: Store, experiment: str, o: ReportOptions | None = None) 
         caps=cap_infos(seen.caps),
         verdicts=verdicts(results, seen.health, o, decided),
         metrics=tuple(results),
-        daily=daily_points(seen.daily, control, treatments, o),
+        daily=daily_points(seen.daily, seen.own_days, control, treatments, o),
         segments=segments,
         segment_warning=segment_warning,
         power=power,
@@ -210,10 +212,13 @@ def _observe(conn: Connection, experiment: str, o: ReportOptions) -> tuple[_Obse
         users = {a: moments[a].n if a in moments else 0 for a in arms}
         weights = [settings.split.get(a, 0.0) for a in arms] if settings.split else None
         health = _health(conn, experiment, users, weights, arms, o.cuped_days, base, window)
-        daily = (
-            online_sql.daily_moments(conn, experiment, o.cuped_days, base, capped)
+        daily, own_days = (
+            (
+                online_sql.daily_moments(conn, experiment, o.cuped_days, base, capped),
+                online_sql.daily_moments(conn, experiment, o.cuped_days, base, capped, True),
+            )
             if o.daily
-            else []
+            else ([], [])
         )
         segments = (
             online_sql.segment_moments(conn, experiment, o.segment, o.cuped_days, base, capped)
@@ -235,6 +240,7 @@ def _observe(conn: Connection, experiment: str, o: ReportOptions) -> tuple[_Obse
         moments=moments,
         health=health,
         daily=daily,
+        own_days=own_days,
         segments=segments,
         ingests=online_sql.ingests(conn, experiment),
     )

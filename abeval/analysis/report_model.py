@@ -255,6 +255,10 @@ class Health(JsonResult):
 
 @dataclass(frozen=True)
 class DailyPoint(JsonResult):
+    """One primary metric and arm at the end of one day: the cumulative lift (all
+    activity of the users enrolled by then) and the lift of that day's activity
+    alone (``day_*``: a novelty effect shows as a decaying day lift)."""
+
     day: str
     metric: str
     arm: str
@@ -263,6 +267,9 @@ class DailyPoint(JsonResult):
     relative_lift: float | None
     ci: tuple[float, float] | None
     status: str
+    day_lift: float | None = None
+    day_ci: tuple[float, float] | None = None
+    day_status: str = "empty_arm"
 
 
 @dataclass(frozen=True)

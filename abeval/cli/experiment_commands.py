@@ -107,3 +107,28 @@ def experiment_unset(
     typer.echo(settings_line(experiment, s), err=True)
     for line in config_lines(config):
         typer.echo(f"  recorded {line}", err=True)
+
+
+@command(experiment_app, "record")
+def experiment_record(
+    file: Annotated[
+        str,
+        typer.Argument(
+            metavar="FILE",
+            help="An evaluation kept by abeval evaluate --experiment (evaluation-ID.json).",
+        ),
+    ],
+    db: DbOption = None,
+) -> None:
+    """Record an evaluation that `abeval evaluate --experiment` finished but could not
+    record (it kept it in a file and named this command); its id and time unchanged."""
+    from abeval.analysis.evaluate.record import record_kept
+    from abeval.store import open_store
+
+    with open_store(db, create=False) as store:
+        evaluation = record_kept(store, file)
+    typer.echo(
+        f"recorded evaluation {evaluation.evaluation_id} against experiment "
+        f"{evaluation.experiment} ({len(evaluation.metrics)} rows) from {file}",
+        err=True,
+    )

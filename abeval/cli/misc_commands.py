@@ -289,6 +289,7 @@ def demo(
     from abeval.report.html import render_html
     from abeval.report.text import render_text
     from abeval.simulate.demo import (
+        EVENTS_FILE,
         TARGET_FILE,
         demo_config,
         ingest_experiment,
@@ -301,8 +302,9 @@ def demo(
     for stale in (db, db.with_name(db.name + ".wal")):
         stale.unlink(missing_ok=True)
     config = demo_config(users, seed)
-    typer.echo(f"simulating {users:,} users into {out_dir / 'events.csv'}", err=True)
-    events = write_demo_experiment(config, out_dir)
+    events = out_dir / EVENTS_FILE
+    typer.echo(f"simulating {users:,} users into {events}", err=True)
+    write_demo_experiment(config, out_dir)
     with open_store(str(db)) as store:
         loaded = ingest_experiment(
             store, config.experiment, config.control, events, out_dir / TARGET_FILE
@@ -318,11 +320,29 @@ def demo(
     width = shutil.get_terminal_size((100, 20)).columns
     typer.echo(render_text(report) if width >= 80 else "")
     _demo_history(out_dir, db, seed)
+    typer.echo(_files_written(out_dir), err=True)
     typer.echo(f"report: {html_path}", err=True)
     typer.echo(f"json:   {json_path}", err=True)
     typer.echo(
         f"explore: abeval report --experiment {_q(config.experiment)} --db {_q(db)} --format text",
         err=True,
+    )
+
+
+def _files_written(out_dir: Path) -> str:
+    """What the demo left in its folder: how many files and how big, the store
+    and the event logs apart (the logs are Parquet; ``abeval ingest`` reads CSV,
+    gzip'd CSV and JSON Lines alike)."""
+    from abeval.formatting import size
+
+    files = [p for p in out_dir.rglob("*") if p.is_file()]
+    total = sum(p.stat().st_size for p in files)
+    store = sum(p.stat().st_size for p in files if p.name.startswith("demo.duckdb"))
+    logs = sum(p.stat().st_size for p in files if p.suffix == ".parquet")
+    return (
+        f"wrote {len(files)} files, {size(total)}, in {out_dir}: the store {size(store)}, "
+        f"event logs and target probabilities (Parquet) {size(logs)}, reports and "
+        f"held-out files {size(total - store - logs)}"
     )
 
 

@@ -207,6 +207,8 @@ class LiftChart:
     clipped: bool
     points: tuple[LiftPoint, ...]
     description: str
+    #: ``cumulative`` (all activity up to each day) or ``day`` (each day's alone).
+    kind: str = "cumulative"
 
 
 @dataclass(frozen=True)
@@ -238,8 +240,11 @@ def tick_indices(n: int, most: int = 7) -> list[int]:
     return picked
 
 
-def lift_chart(metric: str, label: str, arm: str, series: Sequence[DayLift]) -> LiftChart:
-    """Geometry of the cumulative-lift chart of one metric and arm."""
+def lift_chart(
+    metric: str, label: str, arm: str, series: Sequence[DayLift], kind: str = "cumulative"
+) -> LiftChart:
+    """Geometry of the lift chart of one metric and arm: cumulative, or of each
+    day's activity alone (``kind="day"``)."""
     left, top = MARGIN_LEFT, MARGIN_TOP
     right, bottom = CHART_WIDTH - MARGIN_RIGHT, CHART_HEIGHT - MARGIN_BOTTOM
     days = [p.day for p in series]
@@ -285,7 +290,8 @@ def lift_chart(metric: str, label: str, arm: str, series: Sequence[DayLift]) -> 
         fp = points[days.index(final.day)]
         assert fp.y is not None
         last = (fp.x, fp.y, pct(final.lift))
-    description = f"Cumulative relative lift of {label}, {arm} against control, by day"
+    what = "Cumulative relative lift" if kind == "cumulative" else "Relative lift of each day alone"
+    description = f"{what} of {label}, {arm} against control, by day"
     if series and final is not None:
         description += (
             f": {pct(series[0].lift)} on {series[0].day}, {pct(final.lift)} on {final.day}"
@@ -306,6 +312,7 @@ def lift_chart(metric: str, label: str, arm: str, series: Sequence[DayLift]) -> 
         clipped=clipped,
         points=tuple(points),
         description=description,
+        kind=kind,
     )
 
 

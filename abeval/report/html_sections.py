@@ -300,14 +300,22 @@ def metric_tables(report: ExperimentReport) -> tuple[MetricTable, ...]:
 
 
 def lift_charts(report: ExperimentReport) -> tuple[LiftChart, ...]:
-    """One cumulative-lift chart per metric and treatment arm with daily points."""
-    series: dict[tuple[str, str], list[DayLift]] = {}
+    """Per primary metric and treatment arm, two charts with daily points: the
+    cumulative lift, and the lift of each day's activity alone (when the report
+    has it; a novelty effect shows as a day lift that decays)."""
+    cumulative: dict[tuple[str, str], list[DayLift]] = {}
+    own: dict[tuple[str, str], list[DayLift]] = {}
     for p in report.daily:
-        series.setdefault((p.metric, p.arm), []).append(DayLift(p.day, p.relative_lift, p.ci))
-    return tuple(
-        lift_chart(metric, metric_label(report, metric), arm, sorted(points, key=lambda d: d.day))
-        for (metric, arm), points in series.items()
-    )
+        cumulative.setdefault((p.metric, p.arm), []).append(DayLift(p.day, p.relative_lift, p.ci))
+        own.setdefault((p.metric, p.arm), []).append(DayLift(p.day, p.day_lift, p.day_ci))
+    charts = []
+    for (metric, arm), points in cumulative.items():
+        label = metric_label(report, metric)
+        charts.append(lift_chart(metric, label, arm, sorted(points, key=lambda d: d.day)))
+        days = sorted(own[(metric, arm)], key=lambda d: d.day)
+        if any(d.lift is not None for d in days):
+            charts.append(lift_chart(metric, label, arm, days, kind="day"))
+    return tuple(charts)
 
 
 def daily_users_chart(report: ExperimentReport, control: str) -> UsersChart | None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from abeval.analysis.ope import OpeDirection, OpeSection
 from abeval.analysis.report_model import ExperimentReport
-from abeval.formatting import count, fixed, interval, pct, share
+from abeval.formatting import count, fixed, interval, pct, share, when
 from abeval.report.ope_context import (
     POST_HOC,
     difference_sentence,
@@ -99,7 +99,7 @@ def ope_lines(r: ExperimentReport) -> list[str]:
     lines += [f"!! {w}" for w in s.warnings]
     if s.target_origin == "recorded":
         lines.append(f"  target probabilities recorded with the experiment from {s.file} "
-                     f"({s.recorded_at} UTC)")  # fmt: skip
+                     f"({when(s.recorded_at)})")  # fmt: skip
     if s.supply_command:
         lines.append(f"  {supply_sentence(s.supply_command)}")
     lines += [

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from abeval.analysis.predicted import PredictedLift
 from abeval.analysis.report_model import ExperimentReport
-from abeval.formatting import interval, pct, terminal_number
+from abeval.formatting import interval, pct, terminal_number, when
 
 
 def _row(p: PredictedLift) -> str:
@@ -28,7 +28,7 @@ def predicted_lines(r: ExperimentReport) -> list[str]:
     lines = [
         "",
         f"Lifts predicted before the test by the recorded offline evaluation "
-        f"{s.evaluation_id} ({s.recorded_at} UTC; each model against {s.baseline}'s)",
+        f"{s.evaluation_id} ({when(s.recorded_at)}; each model against {s.baseline}'s)",
     ]
     if s.status != "ok":
         return [*lines, f"  {s.message}"]

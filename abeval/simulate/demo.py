@@ -25,7 +25,13 @@ from typing import TYPE_CHECKING
 
 from abeval.simulate.config import SimulationConfig
 from abeval.simulate.events import simulate_with_target
-from abeval.simulate.series import ExperimentFiles, SeriesConfig, write_series
+from abeval.simulate.series import (
+    EVENTS_FILE,
+    TARGET_FILE,
+    ExperimentFiles,
+    SeriesConfig,
+    write_series,
+)
 from abeval.simulate.writers import labels_of, needs_quotes, write_events
 
 if TYPE_CHECKING:
@@ -33,8 +39,6 @@ if TYPE_CHECKING:
 
 #: Where the history goes, under the demo's folder.
 SERIES_FOLDER = "series"
-#: The demo experiment's target probabilities, beside its events.
-TARGET_FILE = "target_propensities.csv"
 
 
 def demo_config(users: int, seed: int) -> SimulationConfig:
@@ -65,10 +69,10 @@ class Ingested:
 
 
 def write_demo_experiment(config: SimulationConfig, out_dir: Path) -> Path:
-    """Simulate the demo experiment into ``out_dir/events.csv`` and its target
+    """Simulate the demo experiment into ``out_dir/events.parquet`` and its target
     probabilities (each arm's for the other's requests) into
-    ``out_dir/target_propensities.csv``."""
-    events = out_dir / "events.csv"
+    ``out_dir/target_propensities.parquet``, the names the history's folders use."""
+    events = out_dir / EVENTS_FILE
     table, target = simulate_with_target(config)
     write_events(table, events, quote=needs_quotes(labels_of(config)))
     write_events(target, out_dir / TARGET_FILE, quote=False)

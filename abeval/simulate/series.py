@@ -5,8 +5,9 @@ one treatment), each a :class:`~abeval.simulate.SimulationConfig` of the model
 in :mod:`abeval.simulate`; :func:`write_series` writes, per experiment, the
 files a team would have (docs/metrics.md#simulated-history):
 
-- ``events.csv``: the event log with logging propensities (``abeval ingest``);
-- ``target_propensities.csv``: for every impression of the control's users
+- ``events.parquet``: the event log with logging propensities (``abeval
+  ingest``; Parquet keeps the demo's files small, and ingest reads CSV alike);
+- ``target_propensities.parquet``: for every impression of the control's users
   from their exposure on, the treatment policy's exact probability of showing
   that item at that position given the request's candidates and their
   relevance, and for the treatment's impressions the control's
@@ -225,6 +226,11 @@ def heldout(config: SimulationConfig, users: int) -> tuple[pa.Table, dict[str, p
     return truth, lists
 
 
+#: Each experiment's event log and its target probabilities, in its folder.
+EVENTS_FILE = "events.parquet"
+TARGET_FILE = "target_propensities.parquet"
+
+
 def write_experiment(
     experiment: SeriesExperiment, directory: str | Path, heldout_users: int
 ) -> ExperimentFiles:
@@ -234,8 +240,8 @@ def write_experiment(
     events, target = simulate_with_target(experiment.config)
     files = ExperimentFiles(
         experiment,
-        directory / "events.csv",
-        directory / "target_propensities.csv",
+        directory / EVENTS_FILE,
+        directory / TARGET_FILE,
         directory / "truth.csv",
         {arm: directory / f"{arm}.csv" for arm in experiment.config.arms},
     )

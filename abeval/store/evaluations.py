@@ -161,6 +161,64 @@ def _metric_row(m: RecordedMetric) -> dict[str, Any]:
     }
 
 
+#: The ``kind`` of a kept evaluation's file (:func:`evaluation_document`).
+KEPT_KIND = "abeval.recorded_evaluation"
+
+
+def evaluation_document(evaluation: RecordedEvaluation) -> dict[str, Any]:
+    """``evaluation`` as a JSON document: what :func:`record_evaluation` writes, kept
+    in a file when it could not be written, to be recorded later as it is."""
+    doc = {
+        "kind": KEPT_KIND,
+        "evaluation_id": evaluation.evaluation_id,
+        "experiment": evaluation.experiment,
+        "recorded_at": evaluation.recorded_at.isoformat(),
+        "conventions": dict(evaluation.conventions),
+        "fingerprints": dict(evaluation.fingerprints),
+        "metrics": [_metric_row(m) for m in evaluation.metrics],
+    }
+    return {**doc, "checksum": _checksum(doc)}
+
+
+def _checksum(doc: Mapping[str, Any]) -> str:
+    """SHA-256 of the document's canonical JSON, its checksum left out."""
+    body = {k: v for k, v in doc.items() if k != "checksum"}
+    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+
+
+def evaluation_from_document(doc: Any) -> RecordedEvaluation:
+    """The evaluation :func:`evaluation_document` wrote; ValueError naming what is
+    wrong for a document that is not one, or was edited (its checksum no longer
+    matches)."""
+    if not isinstance(doc, dict) or doc.get("kind") != KEPT_KIND:
+        raise ValueError("not an evaluation kept by abeval evaluate --experiment")
+    try:
+        evaluation = RecordedEvaluation(
+            experiment=str(doc["experiment"]),
+            recorded_at=datetime.fromisoformat(doc["recorded_at"]),
+            conventions={str(k): str(v) for k, v in doc["conventions"].items()},
+            fingerprints={str(k): str(v) for k, v in doc["fingerprints"].items()},
+            metrics=tuple(_metric_of(_Row(m)) for m in doc["metrics"]),
+        )
+    except (KeyError, TypeError, AttributeError, ValueError) as exc:
+        raise ValueError(f"not a complete kept evaluation ({type(exc).__name__}: {exc})") from None
+    if doc.get("checksum") != _checksum(doc) or evaluation.evaluation_id != doc.get(
+        "evaluation_id"
+    ):
+        raise ValueError("its contents do not match its checksum (the file was edited)")
+    return evaluation
+
+
+class _Row:
+    """A kept metric's mapping read as a result row (``row.arm``)."""
+
+    def __init__(self, values: Mapping[str, Any]) -> None:
+        self._values = values
+
+    def __getattr__(self, name: str) -> Any:
+        return self._values[name]
+
+
 def latest_evaluations(
     store: Store, experiments: Sequence[str] | None = None
 ) -> dict[str, RecordedEvaluation]:

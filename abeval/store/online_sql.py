@@ -242,15 +242,21 @@ def segment_moments(
     return out
 
 
-def daily_moments_sql(cuped_days: int, base: str | None = None, caps: Caps | None = None) -> str:
-    """Cumulative per-user values at the end of each day, users counted from the
-    day of their first exposure; capped at the report's ``caps``."""
+def daily_moments_sql(
+    cuped_days: int, base: str | None = None, caps: Caps | None = None, own_day: bool = False
+) -> str:
+    """Per-user values at the end of each day, users counted from the day of their
+    first exposure; capped at the report's ``caps``. Cumulative (everything up to
+    the day), or with ``own_day`` that day's activity alone (zero for a user
+    enrolled and idle that day), whose lift shows a novelty effect wear off."""
     window = "ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW"
     cum = ", ".join(
         _capped(
             v,
             caps,
-            f"SUM(COALESCE(d.{v}, 0)) OVER (PARTITION BY u.user_id ORDER BY u.day {window})",
+            f"COALESCE(d.{v}, 0)"
+            if own_day
+            else f"SUM(COALESCE(d.{v}, 0)) OVER (PARTITION BY u.user_id ORDER BY u.day {window})",
         )
         + f" AS {v}"
         for v in POST_VARIABLES
@@ -279,11 +285,13 @@ def daily_moments(
     cuped_days: int,
     base: str | None = None,
     caps: Caps | None = None,
+    own_day: bool = False,
 ) -> list[tuple[str, dict[str, Moments]]]:
+    """:func:`daily_moments_sql`'s rows, by day (ISO date) and arm."""
     from sqlalchemy import text
 
     out: dict[str, dict[str, Moments]] = {}
-    sql = daily_moments_sql(cuped_days, base, caps)
+    sql = daily_moments_sql(cuped_days, base, caps, own_day)
     rows = conn.execute(text(sql), {"experiment": experiment})
     for r in rows:
         day = r.day.isoformat() if hasattr(r.day, "isoformat") else str(r.day)

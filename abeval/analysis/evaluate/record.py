@@ -15,7 +15,9 @@ their value only: they have no paired difference, so they predict no lift.
 
 from __future__ import annotations
 
+import json
 import math
+import shlex
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -23,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from abeval.analysis.evaluate.results import EvaluationResult, Recorded
-from abeval.errors import AbevalError, NotFoundError
+from abeval.errors import AbevalError, Interrupted, NotFoundError
 from abeval.files import sha256_file
 from abeval.store.evaluations import RecordedEvaluation, RecordedMetric, record_evaluation
 
@@ -128,6 +130,7 @@ def evaluate_for_experiment(
     predictions: Mapping[str, str | Path] | None = None,
     alpha: float = 0.05,
     on_lock_wait: Callable[[str], None] | None = None,
+    keep_in: str | Path | None = None,
     **options: Any,
 ) -> EvaluationResult:
     """Check the models against ``experiment``'s arms, evaluate them with its
@@ -139,7 +142,9 @@ def evaluate_for_experiment(
     evaluation is done, so that it is not held while the files are read. A
     finished evaluation is never thrown away for a lock: the record waits for
     the store as long as another process holds it, and ``on_lock_wait`` is told
-    once, with a sentence naming the holder."""
+    once, with a sentence naming the holder. Nor for another failure of the
+    store: it is kept in a file (:func:`keep`, in ``keep_in``) and
+    :class:`NotRecorded` says how to record it (``abeval experiment record``)."""
     from dataclasses import replace
 
     from abeval.analysis.evaluate.run import evaluate
@@ -158,7 +163,74 @@ def evaluate_for_experiment(
     )
     at = datetime.now(UTC).replace(tzinfo=None)
     evaluation = recorded_evaluation(result, target, alpha, fingerprints(result), at)
-    with open_store(db, create=False, lock_timeout=math.inf, on_lock_wait=on_lock_wait) as store:
-        eid = record_evaluation(store, evaluation)
+    try:
+        with open_store(
+            db, create=False, lock_timeout=math.inf, on_lock_wait=on_lock_wait
+        ) as store:
+            eid = record_evaluation(store, evaluation)
+    except AbevalError as exc:
+        if isinstance(exc, Interrupted):
+            raise
+        raise NotRecorded(exc, keep(evaluation, keep_in), db) from None
     recorded = Recorded(experiment, eid, target.control, at.isoformat(), len(evaluation.metrics))
     return replace(result, recorded=recorded)
+
+
+class NotRecorded(AbevalError):
+    """The evaluation finished but the store refused it (a fault, a full disk, the
+    experiment gone): it is kept in a file, and the line says how to record it."""
+
+    def __init__(self, cause: AbevalError, kept: Path, db: str | None) -> None:
+        from abeval.formatting import printable
+
+        store = f" --db {shlex.quote(db)}" if db else ""
+        super().__init__(
+            f"the evaluation finished but was not recorded: {printable(cause.message)}; "
+            f"it is kept in {kept}: record it with abeval experiment record "
+            f"{shlex.quote(str(kept))}{store}"
+        )
+        self.kept = kept
+
+
+def keep(evaluation: RecordedEvaluation, folder: str | Path | None = None) -> Path:
+    """Write ``evaluation`` to ``evaluation-<id>.json`` in ``folder`` (the current
+    one by default; the temporary folder when that cannot be written)."""
+    import tempfile
+
+    from abeval.files import write_atomic
+    from abeval.store.evaluations import evaluation_document
+
+    text = json.dumps(evaluation_document(evaluation), indent=2, allow_nan=False)
+    name = f"evaluation-{evaluation.evaluation_id}.json"
+    for place in (Path(folder) if folder is not None else Path.cwd(), Path(tempfile.gettempdir())):
+        try:
+            write_atomic(place / name, text)
+            return place / name
+        except AbevalError:
+            continue
+    raise AbevalError(f"the evaluation finished but could not be kept in {folder or Path.cwd()}")
+
+
+def record_kept(store: Store, path: str | Path) -> RecordedEvaluation:
+    """Record an evaluation :func:`keep` wrote, as it was computed (its id and its
+    time unchanged); one line naming the file for anything else."""
+    from abeval.errors import InputError
+    from abeval.store.evaluations import evaluation_from_document
+    from abeval.store.experiments import get_settings
+
+    fix = "give the file abeval evaluate --experiment kept"
+    try:
+        doc = json.loads(Path(path).read_text(encoding="utf-8"))
+        evaluation = evaluation_from_document(doc)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{path}:{exc.lineno}:{exc.colno}: not JSON ({exc.msg}); {fix}") from None
+    except UnicodeDecodeError:
+        raise InputError(f"{path}: not a UTF-8 text file; {fix}") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    except ValueError as exc:
+        raise InputError(f"{path}: {exc}; {fix}") from None
+    with store.connect() as conn:
+        get_settings(conn, evaluation.experiment)  # NotFoundError for an unknown experiment
+    record_evaluation(store, evaluation)
+    return evaluation
