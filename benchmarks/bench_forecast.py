@@ -36,7 +36,7 @@ from scipy import special
 from abeval.stats import forecast_batch as fb
 
 RESULTS = Path(__file__).parent / "RESULTS.md"
-KS = tuple(int(v) for v in os.environ.get("BENCH_KS", "4,6,8,12,20,40").split(","))
+KS = tuple(int(v) for v in os.environ.get("BENCH_KS", "3,4,6,8,12,20,40").split(","))
 TAUS = (0.0, 0.5, 1.0, 2.0)
 BETAS = (0.0, 0.5, 1.0)
 SIGMAS = (0.0, 0.5)
@@ -79,7 +79,7 @@ def simulate(cell: Cell, runs: int, rng: np.random.Generator) -> Outcome:
     cal = fb.calibrate(x[:, 1:], sx[:, 1:])
     grid = fb.wls_on_grid(cal.xhat, y[:, 1:], s[:, 1:], fb.tau_grid(y[:, 1:], s[:, 1:]))
     xhat0, resid0 = fb.shrink(cal, x[:, 0], sx[:, 0])
-    mix = fb.predictive(grid, fb.posterior(grid), xhat0, resid0)
+    mix = fb.predictive(grid, fb.confidence_weights(grid, k - 2), xhat0, resid0)
     low, high = mix.quantile(0.025), mix.quantile(0.975)
     target = theta[:, 0]
     ok = ~cal.floored  # the runs fit() accepts (the others are "noise_only")

@@ -147,8 +147,8 @@ def test_ranking_puts_independent_signals_first(board: AgreementBoard) -> None:
         independent = [s for s in rows if s.independent]
         gains = [0.0 if s.predictive_gain is None else s.predictive_gain for s in independent]
         assert gains == sorted(gains, reverse=True)  # a signal without a score: no gain
-        # Four experiments: leaving one out leaves three, one fewer than a forecast needs.
-        assert all(s.predictive_gain is None for s in rows)
+        # Four experiments: leaving one out leaves three, the fewest a forecast takes.
+        assert any(s.predictive_gain is not None for s in independent)
     assert board.summary[0].online_metric == "ctr"
 
 

@@ -83,8 +83,8 @@ def test_backtest_orders_by_date_and_refits_on_the_earlier_experiments(doc: dict
     result = bt["result"]
     rows = [r for r in _rows() if r["signal"] == "good"]
     order = sorted(rows, key=lambda r: r["date"])
-    assert result["skipped"] == 4 and result["forecast"] == K - 4
-    for step, i in zip(result["steps"], range(4, K), strict=True):
+    assert result["skipped"] == 3 and result["forecast"] == K - 3
+    for step, i in zip(result["steps"], range(3, K), strict=True):
         target = order[i]
         earlier = [HistoryRow(float(r["offline_lift"]), 0.003, float(r["online_lift"]),
                               float(r["online_se"]), str(r["experiment"]))
@@ -108,7 +108,7 @@ def test_text_backtest_lines(history: Path) -> None:
     assert "ordered by the history's date" in lines[head]
     body = [x.split() for x in lines[head + 2 : head + 4]]
     assert [b[0] for b in body] == ["good", "noise"]
-    assert [b[3:5] for b in body] == [[str(K - 4), "4"], [str(K - 4), "4"]]
+    assert [b[3:5] for b in body] == [[str(K - 3), "3"], [str(K - 3), "3"]]
     assert any(x.strip().startswith("# signal") and "ceiling" in x for x in lines)
 
 

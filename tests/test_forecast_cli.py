@@ -70,11 +70,13 @@ TYPED = ["--offline-lift", "0.031", "--offline-se", "0.008"]
     ("args", "message"),
     [
         ([], "--offline-lift: give the candidate's offline evidence once: "
-             "--offline-lift and --offline-se, or -t TRUTH -r control=FILE -r candidate=FILE"),
+             "--offline-lift and --offline-se, or -t TRUTH -r control=FILE -r candidate=FILE, "
+             "or --target-propensities FILE --experiment PRODUCTION_EXPERIMENT"),
         (["--offline-lift", "0.03"], "--offline-se: give it with --offline-lift"),
         ([*TYPED, "-t", "truth.csv"], "--offline-lift: give the candidate's "
              "offline evidence once: --offline-lift and --offline-se, or -t TRUTH "
-             "-r control=FILE -r candidate=FILE"),
+             "-r control=FILE -r candidate=FILE, or --target-propensities FILE "
+             "--experiment PRODUCTION_EXPERIMENT"),
         ([*TYPED, "--alpha", "1.5"], "--alpha: must be between 0 and 1 "
                                      "(exclusive), got 1.5"),
         ([*TYPED, "--users-per-day", "-3"], "--users-per-day: must be a "
@@ -104,18 +106,18 @@ def _error(tmp_path: Path, rows: list[dict[str, object]], *args: str) -> tuple[i
 
 
 def test_too_few_experiments_says_how_many_are_needed(tmp_path: Path) -> None:
-    code, line, path = _error(tmp_path, _rows(k=3))
+    code, line, path = _error(tmp_path, _rows(k=2))
     assert code == 1
     assert line == (
-        f"Error: {path}: 3 past experiments with ndcg@10 and ctr; the forecast needs 4 or more"
+        f"Error: {path}: 2 past experiments with ndcg@10 and ctr; the forecast needs 3 or more"
     )
 
 
 def test_arms_of_one_experiment_count_once(tmp_path: Path) -> None:
-    rows = _rows(k=3)
+    rows = _rows(k=2)
     rows.append({**rows[0], "offline_lift": 0.05})  # a second arm of exp-00
     _, line, _ = _error(tmp_path, rows)
-    assert line.endswith("3 past experiments with ndcg@10 and ctr; the forecast needs 4 or more")
+    assert line.endswith("2 past experiments with ndcg@10 and ctr; the forecast needs 3 or more")
 
 
 def test_an_unknown_signal_lists_the_history_s_closest_first(tmp_path: Path) -> None:

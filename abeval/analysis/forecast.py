@@ -32,6 +32,7 @@ from abeval.stats.forecast import MIN_EXPERIMENTS, Forecast, ForecastFit, Histor
 from abeval.stats.results import JsonResult
 
 if TYPE_CHECKING:
+    from abeval.analysis.agreement import AgreementBoard
     from abeval.store.engine import Store
 
 SCHEMA_VERSION = "1.0"
@@ -189,9 +190,15 @@ def forecast_metric(
     )
 
 
-def build_forecast(store: Store | None, evidence: Evidence, o: ForecastOptions) -> ForecastReport:
+def build_forecast(
+    store: Store | None,
+    evidence: Evidence,
+    o: ForecastOptions,
+    board: AgreementBoard | None = None,
+) -> ForecastReport:
     """The forecast per online metric (module docstring). ``store`` is read when
-    ``o.history`` is None."""
+    ``o.history`` is None; ``board``, the store's agreement board when the caller
+    has built it already (:func:`abeval.analysis.forecast_store.store_history`)."""
     notes: list[str] = []
     if o.history is not None:
         entries: Sequence[HistoryEntry] = read_history(o.history)
@@ -203,7 +210,7 @@ def build_forecast(store: Store | None, evidence: Evidence, o: ForecastOptions) 
         from abeval.analysis.forecast_store import store_history
 
         assert store is not None
-        found = store_history(store, o)
+        found = store_history(store, o, board)
         entries = found.entries
         where = f"the store {store.display}"
         users_per_day = o.users_per_day or found.users_per_day

@@ -1,12 +1,16 @@
 """A candidate's offline evidence for ``abeval forecast``: its offline lift over
 production per signal, with a standard error.
 
-Two kinds: typed in (``--offline-lift 0.031 --offline-se 0.008``, one signal)
-or a held-out evaluation run here (``-t truth -r control=production.csv -r
-candidate=new.csv``, as ``abeval evaluate``), read through the same
+Three kinds: typed in (``--offline-lift 0.031 --offline-se 0.008``, one
+signal); a held-out evaluation run here (``-t truth -r control=production.csv
+-r candidate=new.csv``, as ``abeval evaluate``), read through the same
 :func:`abeval.analysis.recorded_lift.recorded_lift` the agreement board reads
 recorded evaluations with, so a candidate's lift and the history's lifts are
-one definition.
+one definition; or an off-policy estimate from a stored experiment's
+production (control) logs with the candidate's target probabilities
+(``--target-propensities FILE --experiment NAME``): the headline estimator's
+predicted lift, the same number the board takes from each past experiment's
+off-policy section, so the forecast learns from that estimator's history.
 """
 
 from __future__ import annotations
@@ -15,11 +19,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from abeval.errors import AbevalError
+from abeval.errors import AbevalError, NotFoundError, close_matches
 
-EvidenceKind = Literal["typed", "evaluation"]
+if TYPE_CHECKING:
+    from abeval.store.engine import Store
+
+EvidenceKind = Literal["typed", "evaluation", "off_policy"]
 
 
 @dataclass(frozen=True)
@@ -82,3 +89,43 @@ def evaluation_evidence(
     return Evidence(
         "evaluation", f"held-out evaluation of {candidate} against {control} on {truth}", lifts
     )
+
+
+def ope_evidence(
+    store: Store, experiment: str, target_propensities: str | Path, alpha: float = 0.05
+) -> Evidence:
+    """The candidate's off-policy lift over production: ``experiment``'s control
+    logs reweighted to the candidate's probabilities (the file), by the headline
+    estimator (:func:`abeval.analysis.ope.candidate_estimate`)."""
+    from abeval.analysis.online import choose_control
+    from abeval.analysis.ope import candidate_estimate
+    from abeval.analysis.ope_file import read_target_propensities
+    from abeval.store.experiments import list_experiments
+
+    known = list_experiments(store)
+    found = next((e for e in known if e.experiment == experiment), None)
+    if found is None:
+        near = close_matches(experiment, [e.experiment for e in known], n=3)
+        hint = f"; did you mean {', '.join(near)}?" if near else ""
+        raise NotFoundError(f"--experiment {experiment}: no such experiment in the store{hint}")
+    control, _ = choose_control(
+        [a.arm for a in found.arms], found.control_arm, None, experiment, parameter=None
+    )
+    rows = read_target_propensities(target_propensities)
+    with store.connect() as conn:
+        est = candidate_estimate(
+            conn, experiment, control, rows, str(target_propensities), alpha=alpha
+        )
+    lift = est.headline.predicted_lift
+    if lift.value is None or lift.se is None:
+        raise AbevalError(
+            f"{target_propensities}: the {est.headline.estimator} estimate from {experiment}'s "
+            f"logs is undefined ({lift.status}); check that the file gives the candidate's "
+            f"probabilities for the items {control} showed"
+        )
+    text = (
+        f"off-policy lift {lift.value * 100:+.2f}% (se {lift.se * 100:.2f}%, "
+        f"{est.headline.estimator}) from {control}'s logs of {experiment} with "
+        f"{target_propensities}"
+    )
+    return Evidence("off_policy", text, {est.headline.estimator: (lift.value, lift.se)})

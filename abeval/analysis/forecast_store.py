@@ -1,6 +1,8 @@
 """The forecast's history from the store: the agreement board's pairs (every
 experiment × treatment arm × primary metric × offline signal), as history
-entries, with the users of each test and the store's recent traffic.
+entries, with the users of each test and the store's recent traffic. Post-hoc
+off-policy estimates (the target arm's own frequencies, no target file) are
+left out: like the board, the forecast learns only from predictions.
 
 Only the board's public functions are used (:func:`abeval.analysis.agreement.
 agreement_board`); the board's ranking says which signal predicts best.
@@ -15,6 +17,7 @@ from typing import TYPE_CHECKING
 from abeval.analysis.forecast_history import HistoryEntry
 
 if TYPE_CHECKING:
+    from abeval.analysis.agreement import AgreementBoard
     from abeval.analysis.forecast import ForecastOptions
     from abeval.store.engine import Store
 
@@ -46,21 +49,25 @@ def _days(first: str | None, last: str | None) -> float | None:
     return max(span.total_seconds() / 86400.0, 1.0)
 
 
-def store_history(store: Store, o: ForecastOptions) -> StoreHistory:
+def store_history(
+    store: Store, o: ForecastOptions, board: AgreementBoard | None = None
+) -> StoreHistory:
     """Every pair of the store's board with an offline interval, as an entry; each
     experiment read under its saved configuration, ``o``'s primary metrics and α
-    overriding it where given."""
+    overriding it where given. ``board``: the store's board already built (with
+    these options), read instead of building it again."""
     from abeval.analysis.agreement import AgreementOptions, Source, agreement_board, own_levels
     from abeval.stats.distributions import norm_isf
     from abeval.store.experiments import list_experiments
 
-    options = AgreementOptions(
-        alpha=o.alpha,
-        primary=o.primary,
-        primary_given=o.primary_given,
-        alpha_given=o.alpha_given,
-    )
-    board = agreement_board(store, options)
+    if board is None:
+        options = AgreementOptions(
+            alpha=o.alpha,
+            primary=o.primary,
+            primary_given=o.primary_given,
+            alpha_given=o.alpha_given,
+        )
+        board = agreement_board(store, options)
     summaries = {e.experiment: e for e in list_experiments(store)}
     controls = {c.experiment: c.control for c in board.experiments}
     # an offline interval's level: its experiment's α (a recorded evaluation's: the board's)
@@ -69,9 +76,15 @@ def store_history(store: Store, o: ForecastOptions) -> StoreHistory:
     def z(experiment: str, source: Source) -> float:
         return norm_isf((own_levels(source, levels) or {}).get(experiment, o.alpha) / 2)
 
+    # a board built for other options may carry more metrics than were asked for
+    wanted = set(o.primary) if o.primary_given else None
     entries: list[HistoryEntry] = []
     skipped: list[str] = []
     for p in board.pairs:
+        if wanted is not None and p.online_metric not in wanted:
+            continue
+        if p.source == "ope" and not p.independent:
+            continue  # post hoc: the target arm's own impressions, no forecast evidence
         if p.offline_lift is None or p.offline_ci is None or p.online_se is None:
             skipped.append(f"{p.experiment}/{p.arm}/{signal_key(p.signal, p.source)}")
             continue
@@ -101,6 +114,8 @@ def store_history(store: Store, o: ForecastOptions) -> StoreHistory:
         )
     ranking: dict[str, list[str]] = {}
     for s in board.summary:
+        if wanted is not None and s.online_metric not in wanted:
+            continue
         ranking.setdefault(s.online_metric, []).append(signal_key(s.signal, s.source))
     recent = sorted(summaries.values(), key=lambda e: e.first_ts or "", reverse=True)[:RECENT]
     rates = sorted(

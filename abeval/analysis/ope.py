@@ -330,6 +330,17 @@ def _step_estimates(
     return tuple(found), reason
 
 
+def _headline(
+    d: ope_sql.DirectionSums, alpha: float, target_ctr: float | None
+) -> tuple[tuple[Estimate, ...], Estimate, HeadlineReason]:
+    """Every estimate of a direction, the headline one (:data:`HEADLINE_RULE`)
+    and why it is the headline."""
+    steps, reason = _step_estimates(d, alpha, target_ctr)
+    found = estimates(d.user, alpha, target_ctr, d.top) + steps
+    chosen = "cascade_dr" if reason == "given_above" else HEADLINE
+    return found, next(e for e in found if e.estimator == chosen), reason
+
+
 def _direction(
     d: ope_sql.DirectionSums,
     counts: dict[str, ope_sql.ArmCounts],
@@ -339,11 +350,9 @@ def _direction(
     s = d.user
     target = counts[d.target].observed
     target_ctr = target.sums["c"] / target.sums["n"] if target.sums["n"] else None
-    steps, reason = _step_estimates(d, alpha, target_ctr)
-    found = estimates(s, alpha, target_ctr, d.top) + steps
+    found, head, reason = _headline(d, alpha, target_ctr)
+    chosen = head.estimator
     online = independent_lift(target, counts[d.source].observed, alpha)
-    chosen = "cascade_dr" if reason == "given_above" else HEADLINE
-    head = next(e for e in found if e.estimator == chosen)
     overall = diagnose(None, d.positions)
     warnings = overall.warnings + _user_warnings(head)
     predicted = head.predicted_lift
@@ -393,3 +402,72 @@ def _user_warnings(head: Estimate) -> tuple[str, ...]:
             "estimate rests on a handful of users"
         )
     return tuple(out)
+
+
+#: The target name a candidate policy's rows get in the target table: it is no
+#: arm of the experiment, so no arm's rows can be mistaken for it.
+CANDIDATE = "(candidate)"
+
+
+@dataclass(frozen=True)
+class CandidateEstimate(JsonResult):
+    """A candidate policy's click-through rate predicted from production's
+    (the control arm's) logs with the candidate's target probabilities: the
+    headline estimate (:data:`HEADLINE_RULE`), why it is the headline, and
+    the warnings its weights call for."""
+
+    experiment: str
+    control: str
+    users: int
+    impressions: int
+    headline: Estimate
+    headline_reason: str
+    warnings: tuple[str, ...]
+
+
+def candidate_estimate(
+    conn: Connection,
+    experiment: str,
+    control: str,
+    rows: list[ope_target.TargetRow],
+    shown: str,
+    cap: float = DEFAULT_CAP,
+    alpha: float = 0.05,
+) -> CandidateEstimate:
+    """The candidate's CTR and lift over ``control`` from ``control``'s logs of
+    ``experiment``, its probabilities given by ``rows`` (a target file read by
+    :func:`~abeval.analysis.ope_file.read_target_propensities`, every row the
+    candidate's whatever arm it names). The file is checked as a report's is
+    (it must cover half the control's requests and belong to this experiment)."""
+    from abeval.errors import InputError
+
+    if not ope_sql.has_propensities(conn, experiment):
+        raise InputError(
+            f"experiment {experiment!r}: no impression carries a propensity, so no "
+            "off-policy estimate can be formed from its logs"
+        )
+    with memory_capped(conn) as memory:
+        source, tables = ope_sql.open_ope(conn, experiment)
+        try:
+            ope_target.load_rows(conn, [(CANDIDATE, *r[1:]) for r in rows])
+            ope_target.check(conn, experiment, shown)
+            counts = source.arm_counts()
+            if control not in counts:
+                raise InputError(
+                    f"experiment {experiment!r}: its control {control!r} has no impressions"
+                )
+            memory.fit(counts[control].impressions)
+            sums = source.direction(control, CANDIDATE, cap, True)
+        finally:
+            ope_sql.close_ope(conn, tables)
+    _, head, reason = _headline(sums, alpha, None)
+    overall = diagnose(None, sums.positions)
+    return CandidateEstimate(
+        experiment=experiment,
+        control=control,
+        users=sums.user.users,
+        impressions=int(sums.user.sums["n"]),
+        headline=head,
+        headline_reason=reason,
+        warnings=overall.warnings + _user_warnings(head),
+    )

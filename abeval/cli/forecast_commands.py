@@ -78,6 +78,28 @@ def forecast(
             show_default=False,
         ),
     ] = None,
+    target_propensities: Annotated[
+        Path | None,
+        typer.Option(
+            "--target-propensities",
+            metavar="FILE",
+            help="Off-policy evidence: the candidate's probabilities (request_id, item_id, "
+            "position, probability [, probability_given_above]) for the requests of "
+            "--experiment's production logs.",
+            show_default=False,
+        ),
+    ] = None,
+    experiment: Annotated[
+        str | None,
+        typer.Option(
+            "--experiment",
+            "-e",
+            metavar="NAME",
+            help="The stored experiment whose control (production) logs --target-propensities "
+            "reweights.",
+            show_default=False,
+        ),
+    ] = None,
     k: KOption = "5,10",
     signal: Annotated[
         str | None,
@@ -141,7 +163,12 @@ def forecast(
     """Forecast a candidate's online lift from its offline lift and the past experiments:
     point, prediction interval, P(lift > 0), and the users a test needs."""
     from abeval.analysis.forecast import ForecastOptions, build_forecast
-    from abeval.analysis.forecast_candidate import evaluation_evidence, typed_evidence
+    from abeval.analysis.forecast_candidate import (
+        Evidence,
+        evaluation_evidence,
+        ope_evidence,
+        typed_evidence,
+    )
     from abeval.analysis.online_metrics import DEFAULT_PRIMARY, parse_metrics
 
     alpha_given = alpha is not None
@@ -152,14 +179,29 @@ def forecast(
         -1 < mde < math.inf and mde != 0, "--mde", f"give a relative lift such as 0.02, got {mde:g}"
     )
     require_positive(users_per_day, "--users-per-day")
+    evidence: Evidence | None = None
     typed = offline_lift is not None or offline_se is not None
     evaluated = truth is not None or bool(recommendations)
+    off_policy = target_propensities is not None or experiment is not None
     require(
-        typed != evaluated,
+        typed + evaluated + off_policy == 1,
         "--offline-lift",
         "give the candidate's offline evidence once: --offline-lift and --offline-se, "
-        "or -t TRUTH -r control=FILE -r candidate=FILE",
+        "or -t TRUTH -r control=FILE -r candidate=FILE, "
+        "or --target-propensities FILE --experiment PRODUCTION_EXPERIMENT",
     )
+    if off_policy:
+        require(
+            target_propensities is not None,
+            "--target-propensities",
+            "give the candidate's probabilities with --experiment",
+        )
+        require(
+            experiment is not None,
+            "--experiment",
+            "name the stored experiment whose production logs --target-propensities reweights",
+        )
+        require(history is None, "--history", "off-policy evidence reads the store; drop --history")
     if typed:
         require(offline_lift is not None, "--offline-lift", "give it with --offline-se")
         require(offline_se is not None, "--offline-se", "give it with --offline-lift")
@@ -167,7 +209,7 @@ def forecast(
         require(math.isfinite(offline_lift), "--offline-lift", "give a finite relative lift")
         require(0 <= offline_se < math.inf, "--offline-se", "give a standard error, 0 or more")
         evidence = typed_evidence(offline_lift, offline_se)
-    else:
+    elif evaluated:
         require(
             truth is not None, "--truth", "give the held-out truth the -r models are evaluated on"
         )
@@ -188,11 +230,16 @@ def forecast(
         alpha_given=alpha_given,
     )
     if history is not None:
+        assert evidence is not None
         report = build_forecast(None, evidence, options)
     else:
         from abeval.store import open_store
 
         with open_store(db, read_only=True) as store:
+            if off_policy:
+                assert experiment is not None and target_propensities is not None
+                evidence = ope_evidence(store, experiment, target_propensities, alpha)
+            assert evidence is not None
             report = build_forecast(store, evidence, options)
     fmt = chosen_format(fmt, as_json)
     if fmt == "json":

@@ -24,6 +24,7 @@ from abeval.formatting import count, pct
 from abeval.formatting import number as fmt_number
 
 if TYPE_CHECKING:
+    from abeval.analysis.agreement import AgreementBoard
     from abeval.simulate.series import ExperimentFiles
 
 
@@ -381,19 +382,20 @@ def _demo_history(out_dir: Path, db: Path, seed: int) -> None:
     for f in files:
         _record_demo_evaluation(db, f)
     typer.echo(f"recorded: each history experiment's held-out evaluation ({len(files)})", err=True)
-    board = _write_demo_board(db, out_dir)
-    typer.echo(f"agreement board: {board}", err=True)
+    board, board_page = _write_demo_board(db, out_dir)
+    typer.echo(f"agreement board: {board_page}", err=True)
     typer.echo(
         f"explore: abeval agreement --db {_q(db)} --format text   (every experiment; off-policy "
         "estimates from the target probabilities recorded with each)",
         err=True,
     )
-    _demo_forecast(out_dir, db, seed)
+    _demo_forecast(out_dir, db, seed, board)
 
 
-def _demo_forecast(out_dir: Path, db: Path, seed: int) -> None:
+def _demo_forecast(out_dir: Path, db: Path, seed: int, board: AgreementBoard) -> None:
     """Forecast an untested candidate's CTR lift from the history, beside its
-    true lift (known to the simulator), as ``abeval forecast -t ... -r ...`` does."""
+    true lift (known to the simulator), as ``abeval forecast -t ... -r ...`` does,
+    from the board the demo has built (not built again)."""
     from abeval.analysis.forecast import ForecastOptions, build_forecast
     from abeval.analysis.forecast_candidate import evaluation_evidence
     from abeval.formatting import interval, pct
@@ -405,7 +407,7 @@ def _demo_forecast(out_dir: Path, db: Path, seed: int) -> None:
     evidence = evaluation_evidence(c.truth, models)
     options = ForecastOptions(signal="ndcg@10", primary=("ctr",))
     with open_store(str(db), read_only=True) as store:
-        f = build_forecast(store, evidence, options).forecasts[0]
+        f = build_forecast(store, evidence, options, board).forecasts[0]
     p = f.forecast
     typer.echo(
         f"forecast: an untested candidate (ndcg@10 {pct(p.offline_lift)} offline): CTR lift "
@@ -430,10 +432,11 @@ def _record_demo_evaluation(db: Path, files: ExperimentFiles) -> None:
     )
 
 
-def _write_demo_board(db: Path, out_dir: Path) -> Path:
+def _write_demo_board(db: Path, out_dir: Path) -> tuple[AgreementBoard, Path]:
     """Write the store's agreement board to ``out_dir/agreement.html``, as ``abeval
     agreement`` with no other option does: every experiment, the off-policy
-    estimates from the target probabilities recorded with each."""
+    estimates from the target probabilities recorded with each. Returns the
+    board and the page."""
     from abeval.analysis.agreement import agreement_board
     from abeval.files import write_atomic
     from abeval.report.agreement_html import render_html
@@ -443,4 +446,4 @@ def _write_demo_board(db: Path, out_dir: Path) -> Path:
         board = agreement_board(store)
     path = out_dir / "agreement.html"
     write_atomic(path, render_html(board))
-    return path
+    return board, path

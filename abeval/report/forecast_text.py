@@ -9,7 +9,7 @@ from abeval.formatting import count, fixed, interval, pct, printable, share
 
 
 def tau_range(ci: tuple[float, float] | None) -> str:
-    """τ's credible interval, unsigned: ``[0.02%, 1.99%]``."""
+    """τ's Q-profile confidence interval, unsigned: ``[0.02%, 1.99%]``."""
     return "n/a" if ci is None else f"{share(ci[0], 2)} to {share(ci[1], 2)}"
 
 
@@ -26,7 +26,7 @@ def learned_line(m: MetricForecast) -> str:
     return (
         f"Learned from {f.k} experiments: slope {fixed(f.slope, 2)}{slope_ci} "
         f"(about {share(f.slope, 0)} of an offline lift carries over), "
-        f"τ {share(f.tau, 2)} (REML; {share(1 - f.alpha, 0)} credible range "
+        f"τ {share(f.tau, 2)} (REML; {share(1 - f.alpha, 0)} Q-profile range "
         f"{tau_range(f.tau_interval)})"
     )
 

@@ -4,7 +4,7 @@ predicted each past experiment from the others (docs/metrics.md#noise-aware-boar
 - :func:`loo_score`: leave one experiment out (all its arms), fit the forecast
   model on the rest, and score the held-out online lifts by their log
   predictive density; the same with an intercept-only model (online lift =
-  α + u + e, no offline signal), with the same τ grid and REML posterior. The
+  α + u + e, no offline signal), with the same τ grid and Q-profile weights. The
   board ranks signals by the mean gain in log score (nats per experiment arm):
   above 0, the offline signal made better forecasts than knowing nothing
   about the candidate.
@@ -97,8 +97,9 @@ class Backtest(JsonResult):
 
 def intercept_only(rows: Sequence[HistoryRow]) -> Forecast:
     """The forecast of a new experiment's true lift without any offline signal:
-    y = α + u + e, u ~ N(0, τ²), the τ grid and REML posterior of the forecast
-    model (:mod:`abeval.stats.forecast_batch`), N(α̂(τ), 1/Σw + τ²) at each τ."""
+    y = α + u + e, u ~ N(0, τ²), the τ grid of the forecast model
+    (:mod:`abeval.stats.forecast_batch`) weighted by τ's Q-profile confidence
+    distribution with k − 1 degrees of freedom, N(α̂(τ), 1/Σw + τ²) at each τ."""
     import numpy as np
 
     from abeval.stats import forecast_batch as fb
@@ -114,7 +115,7 @@ def intercept_only(rows: Sequence[HistoryRow]) -> Forecast:
     loglik = -0.5 * (np.log(v).sum(axis=2) + np.log(sw) + q)
     zero = np.zeros_like(tau)
     grid = fb.GridFit(tau, mean, zero, 1.0 / sw, zero, zero, q, loglik)
-    mix = fb.predictive(grid, fb.posterior(grid), np.zeros(1), np.zeros(1))
+    mix = fb.predictive(grid, fb.confidence_weights(grid, len(rows) - 1), np.zeros(1), np.zeros(1))
     return Forecast(
         "ok", "", 0.05, 0.0, 0.0,
         point=float(np.sum(mix.weight * mix.mean)),

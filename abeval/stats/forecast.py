@@ -7,8 +7,9 @@ standard error σ) and online lift y (with standard error s). The model is
     y = α + β ξ + u + e,  u ~ N(0, τ²), e ~ N(0, s²);  x = ξ + η, η ~ N(0, σ²)
 
 :func:`fit` corrects the offline lifts' noise by regression calibration, weighs
-the experiments by 1 / (s² + τ²), integrates over τ with its restricted (REML)
-likelihood on a grid (flat prior on τ), and gives the slope a
+the experiments by 1 / (s² + τ²), integrates over τ with its Q-profile
+confidence distribution on a grid (the generalised residual Q(τ) is χ² with
+k − 2 degrees of freedom at the true τ), and gives the slope a
 Hartung–Knapp–Sidik–Jonkman interval at the REML τ̂ with t(k − 2).
 :func:`predict` turns a fit and a candidate's offline lift x₀ (σ₀) into the
 forecast of its *true* online lift θ₀ = α + β ξ₀ + u₀: a normal mixture over τ
@@ -31,10 +32,10 @@ if TYPE_CHECKING:
 
 ForecastStatus = Literal["ok", "too_few_experiments", "no_variation", "noise_only", "invalid_input"]
 
-#: Fewest past experiments the forecast needs. τ's restricted likelihood falls
-#: off as τ^−(k−2): with 3 experiments its posterior under a flat prior is
-#: improper (the interval would be set by the grid's end), with 4 it is proper.
-MIN_EXPERIMENTS = 4
+#: Fewest past experiments the forecast needs: with 3, Q(τ) has 1 degree of
+#: freedom and the slope's interval uses t(1) (wide, and measured in
+#: benchmarks/RESULTS.md); with 2 the line passes through both points.
+MIN_EXPERIMENTS = 3
 
 
 @dataclass(frozen=True)
@@ -52,7 +53,7 @@ class HistoryRow:
 
 @dataclass(frozen=True)
 class TauGrid(JsonResult):
-    """The fit at every τ of the grid: the posterior weight of τ and the
+    """The fit at every τ of the grid: the confidence weight of τ and the
     weighted least squares (intercept, slope, (XᵀWX)⁻¹ entries) at that τ."""
 
     tau: tuple[float, ...]
@@ -69,7 +70,7 @@ class ForecastFit(JsonResult):
     """What the history says: ``slope`` β̂ and ``intercept`` α̂ at the REML τ̂
     (``tau``), the slope's HKSJ standard error and 1 − ``alpha`` interval with
     t(k − 2), their covariance (HKSJ-scaled, ((var α, cov), (cov, var β))), τ's
-    posterior mean and 1 − ``alpha`` credible interval, and what regression
+    mean and 1 − ``alpha`` interval under its Q-profile confidence distribution, and what regression
     calibration used (the offline lifts' mean and true variance S²).
     ``noise_only`` when var(x) − mean(σ²) falls below 5% of var(x): the
     offline lifts' spread is their noise, and the slope would be noise too."""
@@ -168,7 +169,7 @@ def fit(rows: Sequence[HistoryRow], alpha: float = 0.05) -> ForecastFit:
             k, alpha,
         )  # fmt: skip
     grid = fb.wls_on_grid(cal.xhat, y, s, fb.tau_grid(y, s))
-    weight = fb.posterior(grid)
+    weight = fb.confidence_weights(grid, k - 2)
     best = fb.reml_index(grid)
     se, q = fb.hksj(grid, best, k)
     i = int(best[0])

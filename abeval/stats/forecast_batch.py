@@ -9,7 +9,7 @@ Model and method: docs/metrics.md#forecasting-the-online-lift. In short,
 - for each τ of a grid, weighted least squares of y on (1, x̂) with weights
   1 / (sᵢ² + τ²), its covariance (XᵀWX)⁻¹ and the restricted (REML)
   log-likelihood of τ;
-- the posterior of τ on the grid (REML likelihood × prior), and the forecast
+- the Q-profile confidence distribution of τ on the grid, and the forecast
   of θ₀ as the mixture over τ of normals;
 - the slope's interval: Hartung–Knapp–Sidik–Jonkman at the REML τ̂², t(k − 2).
 """
@@ -99,17 +99,24 @@ def wls_on_grid(xhat: np.ndarray, y: np.ndarray, s: np.ndarray, tau: np.ndarray)
     return GridFit(tau, alpha, beta, sxx / det, -sx / det, sw / det, q, loglik)
 
 
-def posterior(fit: GridFit) -> np.ndarray:
-    """Weights of the grid's τ (R, G), summing to 1: the REML likelihood times a
-    flat prior on τ, integrated by the trapezoid rule."""
-    tau = fit.tau
-    width = np.zeros_like(tau)
-    gaps = np.diff(tau, axis=1)
-    width[:, :-1] += gaps / 2
-    width[:, 1:] += gaps / 2
-    logw = fit.loglik - fit.loglik.max(axis=1, keepdims=True)
-    p = np.exp(logw) * width
-    return p / p.sum(axis=1, keepdims=True)
+def confidence_weights(fit: GridFit, df: int) -> np.ndarray:
+    """Weights of the grid's τ (R, G), summing to 1: the Q-profile confidence
+    distribution of τ (Viechtbauer 2007; Nagashima, Noma and Furukawa 2019).
+
+    At the true τ the generalised residual Q(τ) is χ² with ``df`` degrees of
+    freedom (k − 2 with a slope, k − 1 without), and Q falls as τ grows, so
+    H(τ) = P(χ²_df > Q(τ)) is a distribution function for τ: its mass at 0 is
+    H(0) (the chance that the data look as homogeneous as they do), and each
+    increment of H between two grid points is split between them; the mass
+    beyond the grid's end goes to its last point."""
+    h = np.maximum.accumulate(special.chdtrc(df, fit.q), axis=1)
+    step = np.diff(h, axis=1) / 2
+    weight = np.zeros_like(h)
+    weight[:, 0] = h[:, 0]
+    weight[:, :-1] += step
+    weight[:, 1:] += step
+    weight[:, -1] += 1 - h[:, -1]
+    return np.asarray(weight / weight.sum(axis=1, keepdims=True))
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """The board's predictive checks (abeval.stats.agreement_predictive,
 docs/metrics.md#noise-aware-board): the intercept-only baseline against
-numerical integration over τ with scipy, the leave-one-experiment-out log score
+Q-profile sampling of τ with scipy, the leave-one-experiment-out log score
 against a loop written here with scipy's normal density, and the backtest's
 counts against its steps and a refit by hand."""
 
@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 import pytest
-from scipy import integrate
+from scipy import optimize
 from scipy import stats as st
 
 from abeval.stats.agreement_predictive import (
@@ -36,32 +36,36 @@ def _mixture_density(f, y: float, se: float) -> float:
                for w, m, sd in zip(f.weights, f.means, f.sds, strict=True))  # fmt: skip
 
 
-def test_intercept_only_matches_integration_over_tau() -> None:
+def test_intercept_only_matches_q_profile_sampling() -> None:
+    """τ at evenly spaced confidence levels of its Q-profile distribution with
+    k − 1 degrees of freedom (Q(τ) = Σ w (y − ȳ_w)², root-found by scipy), then
+    N(ȳ_w(τ), 1/Σw + τ²) at each, averaged (Nagashima et al. 2019)."""
     rows = _history()
     y = np.array([r.online_lift for r in rows])
     s = np.array([r.online_se for r in rows])
 
     def parts(tau: float) -> tuple[float, float, float]:
         w = 1 / (s**2 + tau**2)
-        mean = np.sum(w * y) / np.sum(w)
-        # Restricted likelihood of τ for y = α + u + e, flat prior on α.
-        log_l = -0.5 * (np.sum(np.log(s**2 + tau**2)) + np.log(np.sum(w))
-                        + np.sum(w * (y - mean) ** 2))  # fmt: skip
-        return float(mean), float(1 / np.sum(w) + tau**2), float(np.exp(log_l))
+        mean = float(np.sum(w * y) / np.sum(w))
+        return mean, float(1 / np.sum(w) + tau**2), float(np.sum(w * (y - mean) ** 2))
 
     top = 30 * max(float(np.std(y, ddof=1)), float(np.median(s)))
-    norm, _ = integrate.quad(lambda t: parts(t)[2], 0, top, limit=200)
-    point, _ = integrate.quad(lambda t: parts(t)[0] * parts(t)[2], 0, top, limit=200)
+    taus = []
+    for p in (np.arange(2000) + 0.5) / 2000:
+        level = st.chi2.isf(p, len(rows) - 1)
+        if parts(0.0)[2] <= level:
+            taus.append(0.0)
+        elif parts(top)[2] >= level:
+            taus.append(top)
+        else:
+            taus.append(optimize.brentq(lambda t, lv=level: parts(t)[2] - lv, 0.0, top))
+    means = np.array([parts(t)[0] for t in taus])
+    variances = np.array([parts(t)[1] for t in taus])
     y0, se0 = 0.01, 0.008
-
-    def density(t: float) -> float:
-        mean, var, weight = parts(t)
-        return st.norm.pdf(y0, mean, math.sqrt(var + se0**2)) * weight
-
-    pdf, _ = integrate.quad(density, 0, top, limit=200)
+    pdf = float(np.mean(st.norm.pdf(y0, means, np.sqrt(variances + se0**2))))
     f = intercept_only(rows)
-    assert f.point == pytest.approx(point / norm, rel=1e-2)
-    assert math.exp(log_score(f, y0, se0)) == pytest.approx(pdf / norm, rel=1e-2)
+    assert f.point == pytest.approx(float(np.mean(means)), rel=1e-2)
+    assert math.exp(log_score(f, y0, se0)) == pytest.approx(pdf, rel=1e-2)
 
 
 def test_loo_score_is_the_mean_held_out_log_density() -> None:
@@ -101,18 +105,19 @@ def test_a_signal_that_predicts_gains_and_noise_does_not() -> None:
     assert noise.gain is not None and noise.gain < good.gain
 
 
-def test_loo_score_needs_five_experiments() -> None:
-    # The forecast model needs 4 experiments (MIN_EXPERIMENTS), one more is held out.
-    score = loo_score(_history(4))
+def test_loo_score_needs_four_experiments() -> None:
+    # The forecast model needs 3 experiments (MIN_EXPERIMENTS), one more is held out.
+    assert loo_score(_history(4)).status == "ok"
+    score = loo_score(_history(3))
     assert score.status == "too_few_experiments" and score.gain is None
-    assert score.message == "4 experiments: leaving one out needs 5 or more"
+    assert score.message == "3 experiments: leaving one out needs 4 or more"
 
 
 def test_backtest_forecasts_each_experiment_from_the_earlier_ones() -> None:
     rows = _history(9)
     order = [f"e{i}" for i in (8, 7, 6, 5, 4, 3, 2, 1, 0)]
     b = backtest(rows, order, alpha=0.1)
-    assert b.status == "ok" and b.skipped == 4 and b.forecast == 5
+    assert b.status == "ok" and b.skipped == 3 and b.forecast == 6
     by_name = {r.experiment: r for r in rows}
     for step in b.steps:
         i = order.index(step.experiment)
@@ -152,5 +157,7 @@ def test_observed_interval_widens_the_forecast_by_the_noise() -> None:
 
 
 def test_backtest_with_too_few_experiments() -> None:
-    b = backtest(_history(4), ["e0", "e1", "e2", "e3"])
-    assert b.status == "too_few_experiments" and b.skipped == 4 and b.coverage is None
+    b = backtest(_history(3), ["e0", "e1", "e2"])
+    assert b.status == "too_few_experiments" and b.skipped == 3 and b.coverage is None
+    # the fourth is the first with a history of 3, the fewest the forecast takes
+    assert backtest(_history(4), ["e0", "e1", "e2", "e3"]).skipped == 3

@@ -2,7 +2,7 @@
 against independent re-derivations: regression calibration by hand, statsmodels
 WLS at a fixed τ², the restricted likelihood from its matrix formula and its
 maximiser by scipy, the HKSJ standard error by formula, and the predictive
-mixture by numerical integration over τ with scipy."""
+mixture by root-finding the Q-profile confidence distribution of τ with scipy."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import math
 import numpy as np
 import pytest
 import statsmodels.api as sm
-from scipy import integrate, optimize
+from scipy import optimize
 from scipy import stats as st
 
 from abeval.stats import forecast_batch as fb
@@ -127,9 +127,32 @@ def test_slope_interval_is_hksj_with_t_k_minus_2():
     assert f.slope_interval == pytest.approx((res.params[1] - half, res.params[1] + half))
 
 
-def test_predictive_matches_integration_over_tau():
-    """P(θ₀ > c) and the interval against a flat-prior posterior of τ integrated
-    by scipy.integrate.quad on the continuous REML likelihood."""
+def _q_profile_taus(xhat, y, s, df, probs, top):
+    """τ at each confidence level of ``probs``: the root of Q(τ) = χ²_df
+    quantile (statsmodels WLS for Q, scipy brentq), 0 where Q(0) is already
+    below it, ``top`` where Q(top) is still above it (Viechtbauer 2007)."""
+
+    def q(tau):
+        res = sm.WLS(y, sm.add_constant(xhat), weights=1 / (s**2 + tau**2)).fit()
+        return float(np.sum(res.resid**2 / (s**2 + tau**2)))
+
+    taus = []
+    for p in probs:
+        level = st.chi2.isf(p, df)  # H(τ) = P(χ² > Q(τ)) = p
+        if q(0.0) <= level:
+            taus.append(0.0)
+        elif q(top) >= level:
+            taus.append(top)
+        else:
+            taus.append(optimize.brentq(lambda t, lv=level: q(t) - lv, 0.0, top, xtol=1e-9))
+    return np.array(taus)
+
+
+def test_predictive_matches_q_profile_sampling():
+    """P(θ₀ > c), the mean and the interval against the confidence-distribution
+    predictive written as Nagashima, Noma and Furukawa (2019) compute it: τ at
+    evenly spaced confidence levels by root-finding, then the conditional
+    normal at each, averaged."""
     rows = _history(k=10)
     x, sx, y, s = _arrays(rows)
     xhat, s2 = _calibrated(x, sx)
@@ -137,32 +160,49 @@ def test_predictive_matches_integration_over_tau():
     lam0 = s2 / (s2 + sigma0**2)
     h = np.array([1.0, x.mean() + lam0 * (x0 - x.mean())])
     top = 30 * max(np.std(y, ddof=1), np.median(s))
-    peak = max(_reml(t**2, xhat, y, s) for t in np.linspace(0, top, 200))
-
-    def conditional(tau):
+    probs = (np.arange(4000) + 0.5) / 4000
+    means, sds = [], []
+    for tau in _q_profile_taus(xhat, y, s, 10 - 2, probs, top):
         w = 1 / (s**2 + tau**2)
         res = sm.WLS(y, sm.add_constant(xhat), weights=w).fit()
         cov = res.normalized_cov_params
         b = res.params[1]
-        var = h @ cov @ h + tau**2 + (b**2 + cov[1, 1]) * lam0 * sigma0**2
-        return h @ res.params, math.sqrt(var), math.exp(_reml(tau**2, xhat, y, s) - peak)
-
-    def integral(g):
-        return integrate.quad(lambda t: g(*conditional(t)), 0, top, limit=200)[0]
-
-    norm = integral(lambda m, sd, lik: lik)
-    p_pos = integral(lambda m, sd, lik: lik * st.norm.sf(0, m, sd)) / norm
-    p_mde = integral(lambda m, sd, lik: lik * st.norm.sf(0.02, m, sd)) / norm
-    mean = integral(lambda m, sd, lik: lik * m) / norm
+        means.append(h @ res.params)
+        sds.append(math.sqrt(h @ cov @ h + tau**2 + (b**2 + cov[1, 1]) * lam0 * sigma0**2))
+    m, sd = np.array(means), np.array(sds)
     f = predict(fit(rows), x0, sigma0, mde=0.02)
     assert f.status == "ok" and f.interval is not None
-    assert f.p_positive == pytest.approx(p_pos, abs=0.005)
-    assert f.p_above_mde == pytest.approx(p_mde, abs=0.005)
+    assert f.p_positive == pytest.approx(np.mean(st.norm.sf(0, m, sd)), abs=0.005)
+    assert f.p_above_mde == pytest.approx(np.mean(st.norm.sf(0.02, m, sd)), abs=0.005)
     assert prob_above(f, 0.02) == pytest.approx(f.p_above_mde, abs=1e-12)
-    assert f.point == pytest.approx(mean, abs=2e-4)
+    assert f.point == pytest.approx(np.mean(m), abs=2e-4)
     for end, prob in zip(f.interval, (0.025, 0.975), strict=True):
-        cdf = integral(lambda m, sd, lik, e=end: lik * st.norm.cdf(e, m, sd)) / norm
-        assert cdf == pytest.approx(prob, abs=0.003)
+        assert np.mean(st.norm.cdf(end, m, sd)) == pytest.approx(prob, abs=0.003)
+
+
+def test_confidence_weights_are_the_q_profile_distribution():
+    """The weight at τ = 0 is H(0) = P(χ²_{k−2} > Q(0)) plus half of H's rise
+    to the next grid point (the grid splits each increment between its ends);
+    the weights' median τ is the
+    Q-profile median (the root of Q(τ) = χ²_{k−2} median), within a grid step."""
+    rows = _history(k=12, tau=0.012)
+    x, sx, y, s = _arrays(rows)
+    xhat, _ = _calibrated(x, sx)
+    f = fit(rows)
+    assert f.grid is not None
+    h = []
+    for tau in f.grid.tau[:2]:
+        w = 1 / (s**2 + tau**2)
+        res = sm.WLS(y, sm.add_constant(xhat), weights=w).fit()
+        h.append(st.chi2.sf(float(np.sum(w * res.resid**2)), 10))
+    assert f.grid.weight[0] == pytest.approx(h[0] + (h[1] - h[0]) / 2, rel=1e-9)
+    top = 30 * max(np.std(y, ddof=1), np.median(s))
+    median = _q_profile_taus(xhat, y, s, 10, [0.5], top)[0]
+    assert median > 0
+    cum = np.cumsum(f.grid.weight)
+    at_median = f.grid.tau[int(np.searchsorted(cum, 0.5))]
+    step = (fb.GRID_TOP / fb.GRID_BOTTOM) ** (1 / (fb.GRID_POINTS - 2))
+    assert median / step <= at_median <= median * step
 
 
 def test_coverage_of_true_lift_in_simulation():
@@ -178,7 +218,7 @@ def test_coverage_of_true_lift_in_simulation():
     cal = fb.calibrate(x[:, 1:], s[:, 1:] / 2)
     grid = fb.wls_on_grid(cal.xhat, y[:, 1:], s[:, 1:], fb.tau_grid(y[:, 1:], s[:, 1:]))
     x0, resid0 = fb.shrink(cal, x[:, 0], s[:, 0] / 2)
-    mix = fb.predictive(grid, fb.posterior(grid), x0, resid0)
+    mix = fb.predictive(grid, fb.confidence_weights(grid, k - 2), x0, resid0)
     covered = (mix.quantile(0.025) <= theta[:, 0]) & (theta[:, 0] <= mix.quantile(0.975))
     band = 3.5 * math.sqrt(0.95 * 0.05 / runs)
     assert abs(covered.mean() - 0.95) < band
@@ -202,7 +242,25 @@ def test_degenerate_histories_give_a_status(rows, status):
 
 
 def test_too_few_says_how_many():
-    assert fit(_history(k=2)).message == "2 past experiments: the forecast needs 4 or more"
+    assert fit(_history(k=2)).message == "2 past experiments: the forecast needs 3 or more"
+
+
+def test_three_experiments_fit_with_t_1():
+    """k = 3: the slope's HKSJ interval uses t with 1 degree of freedom
+    (q = Q(τ̂) / 1), and the forecast is a proper, finite interval."""
+    rows = _history(k=3, seed=7)
+    x, sx, y, s = _arrays(rows)
+    xhat, _ = _calibrated(x, sx)
+    f = fit(rows)
+    assert f.status == "ok" and f.slope_interval is not None and f.tau is not None
+    w = 1 / (s**2 + f.tau**2)
+    res = sm.WLS(y, sm.add_constant(xhat), weights=w).fit()
+    se = math.sqrt(np.sum(w * res.resid**2) * res.normalized_cov_params[1, 1])
+    half = st.t.ppf(0.975, 1) * se
+    assert f.slope_interval == pytest.approx((res.params[1] - half, res.params[1] + half))
+    p = predict(f, 0.03, 0.004)
+    assert p.interval is not None and all(math.isfinite(v) for v in p.interval)
+    assert p.interval[0] < p.interval[1]
 
 
 def test_a_bad_candidate_is_a_status():
