@@ -150,10 +150,10 @@ def test_off_policy_evidence_is_snips_from_production_logs(db: str, tmp_path: Pa
     ("args", "line"),
     [
         (["--experiment", "exp-b"],
-         "Error: Invalid value for --target-propensities: give the candidate's "
+         "Error: --target-propensities: give the candidate's "
          "probabilities with --experiment"),
         (["--target-propensities", "{targets}"],
-         "Error: Invalid value for --experiment: name the stored experiment whose production "
+         "Error: --experiment: name the stored experiment whose production "
          "logs --target-propensities reweights"),
         (["--target-propensities", "{targets}", "--experiment", "exp-bb"],
          "Error: --experiment exp-bb: no such experiment in the store; did you mean exp-b"),
@@ -161,7 +161,7 @@ def test_off_policy_evidence_is_snips_from_production_logs(db: str, tmp_path: Pa
          "Error: {targets}: gives the logged item of"),
         (["--target-propensities", "{targets}", "--experiment", "exp-b",
           "--offline-lift", "0.1", "--offline-se", "0.01"],
-         "Error: Invalid value for --offline-lift: give the candidate's offline evidence once"),
+         "Error: --offline-lift: give the candidate's offline evidence once"),
     ],
 )  # fmt: skip
 def test_off_policy_evidence_refuses_bad_options(db: str, args: list[str], line: str) -> None:

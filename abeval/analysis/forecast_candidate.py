@@ -107,7 +107,10 @@ def ope_evidence(
     if found is None:
         near = close_matches(experiment, [e.experiment for e in known], n=3)
         hint = f"; did you mean {', '.join(near)}?" if near else ""
-        raise NotFoundError(f"--experiment {experiment}: no such experiment in the store{hint}")
+        raise NotFoundError(
+            f"{{experiment}} {experiment}: no such experiment in the store{hint}",
+            parameters=("experiment",),
+        )
     control, _ = choose_control(
         [a.arm for a in found.arms], found.control_arm, None, experiment, parameter=None
     )

@@ -54,12 +54,15 @@ def store_history(
 ) -> StoreHistory:
     """Every pair of the store's board with an offline interval, as an entry; each
     experiment read under its saved configuration, ``o``'s primary metrics and α
-    overriding it where given. ``board``: the store's board already built (with
-    these options), read instead of building it again."""
+    overriding it where given. ``board``: the store's board already built, read
+    instead of building it again (then only ``o.primary`` is read from it)."""
     from abeval.analysis.agreement import AgreementOptions, Source, agreement_board, own_levels
     from abeval.stats.distributions import norm_isf
     from abeval.store.experiments import list_experiments
 
+    # a board built for other options may carry more metrics than were asked for:
+    # from one given, only ``o``'s primary metrics are read
+    wanted = set(o.primary) if o.primary_given or board is not None else None
     if board is None:
         options = AgreementOptions(
             alpha=o.alpha,
@@ -76,8 +79,6 @@ def store_history(
     def z(experiment: str, source: Source) -> float:
         return norm_isf((own_levels(source, levels) or {}).get(experiment, o.alpha) / 2)
 
-    # a board built for other options may carry more metrics than were asked for
-    wanted = set(o.primary) if o.primary_given else None
     entries: list[HistoryEntry] = []
     skipped: list[str] = []
     for p in board.pairs:
