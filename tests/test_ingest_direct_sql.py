@@ -24,8 +24,9 @@ import pytest
 from sqlalchemy import text
 
 from abeval.store import Store, open_store
+from abeval.store.ingest import direct as ingest_direct
 from abeval.store.ingest import ingest_file
-from abeval.store.ingest import run as ingest_run
+from abeval.store.ingest import staged as ingest_staged
 from abeval.store.ingest.direct_sql import direct_select
 from abeval.store.ingest.source import open_source
 from abeval.store.ingest.staging import EVENT_COLUMNS, stage_select
@@ -224,9 +225,9 @@ def test_a_file_with_padded_ids_takes_the_direct_load_and_stores_what_staging_do
     path = tmp_path / "e.csv"
     path.write_text("\n".join([HEADER, *NORMALISED]) + "\n", encoding="utf-8")
     direct, staged = stores
-    with mock.patch.object(ingest_run, "load_staged", side_effect=AssertionError("staged")):
+    with mock.patch.object(ingest_staged, "load_staged", side_effect=AssertionError("staged")):
         a = ingest_file(direct, path)
-    with mock.patch.object(ingest_run, "load_direct", return_value=None):
+    with mock.patch.object(ingest_direct, "load_direct", return_value=None):
         b = ingest_file(staged, path)
     assert stored(direct) == stored(staged)
     assert len(stored(direct)) == 4
@@ -242,10 +243,10 @@ def test_a_padded_typed_field_goes_to_the_staged_load_with_the_same_result(
     rows = [*NORMALISED, "e1,B,u3,2024-05-01T10:06:00Z\u00a0,click\u3000,,i3,,,,5"]
     path.write_text("\n".join([HEADER, *rows]) + "\n", encoding="utf-8")
     direct, staged = stores
-    with mock.patch.object(ingest_run, "load_staged", wraps=ingest_run.load_staged) as slow:
+    with mock.patch.object(ingest_staged, "load_staged", wraps=ingest_staged.load_staged) as slow:
         a = ingest_file(direct, path)
     assert slow.call_count == 1
-    with mock.patch.object(ingest_run, "load_direct", return_value=None):
+    with mock.patch.object(ingest_direct, "load_direct", return_value=None):
         b = ingest_file(staged, path)
     assert stored(direct) == stored(staged)
     assert (a.inserted, a.status) == (b.inserted, b.status) == (5, "ok")

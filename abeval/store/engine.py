@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from abeval import signals
 from abeval.errors import StoreError, interruption
 from abeval.files import is_data_file
+from abeval.store.backends import Backend, backend_named, dialect_name
 from abeval.store.memory import MEMORY_LIMIT_INFO, DuckDBMemory, duckdb_memory
 from abeval.store.url_secrets import masked_url, split_credentials, without_secrets
 
@@ -87,11 +88,12 @@ class Store:
     @property
     def dialect(self) -> str:
         """``duckdb``, ``postgresql``, ``hive`` ..."""
-        return str(self.engine.dialect.name)
+        return dialect_name(self.engine)
 
     @property
-    def is_duckdb(self) -> bool:
-        return self.dialect == "duckdb"
+    def backend(self) -> Backend:
+        """What this store's engine does its own way (:mod:`abeval.store.backends`)."""
+        return backend_named(self.dialect)
 
     @property
     def display(self) -> str:

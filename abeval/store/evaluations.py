@@ -106,8 +106,6 @@ class RecordedEvaluation:
 def record_evaluation(store: Store, evaluation: RecordedEvaluation) -> str:
     """Write ``evaluation`` in one transaction (replacing an earlier recording of
     the same inputs); returns its id."""
-    from sqlalchemy import text
-
     eid = evaluation.evaluation_id
     shared = {
         "evaluation_id": eid,
@@ -117,32 +115,8 @@ def record_evaluation(store: Store, evaluation: RecordedEvaluation) -> str:
         "recorded_at": evaluation.recorded_at,
     }
     rows = [{**shared, **_metric_row(m)} for m in evaluation.metrics]
-    if store.dialect == "spark":
-        _record_on_spark(store, eid, rows)
-        return eid
-    placeholders = ", ".join(f":{c}" for c in _COLUMNS)
-    with store.begin() as conn:
-        conn.execute(text("DELETE FROM offline_evaluations WHERE evaluation_id = :e"), {"e": eid})
-        if rows:
-            conn.execute(
-                text(
-                    f"INSERT INTO offline_evaluations ({', '.join(_COLUMNS)}) "
-                    f"VALUES ({placeholders})"
-                ),
-                rows,
-            )
+    store.backend.write_own_rows(store, "offline_evaluations", "evaluation_id", [eid], rows)
     return eid
-
-
-def _record_on_spark(store: Store, eid: str, rows: list[dict[str, Any]]) -> None:
-    """A Parquet table takes no DELETE: the table's rows of other evaluations and
-    ``rows`` are written back together (docs/design/spark.md §10)."""
-    from abeval.store.spark import own_tables
-
-    with own_tables.writing(store) as conn:
-        own_tables.replace_rows(
-            conn, "offline_evaluations", lambda r: r["evaluation_id"] != eid, rows
-        )
 
 
 def _metric_row(m: RecordedMetric) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from abeval.errors import AbevalError, NotFoundError, OptionError, close_matches
 from abeval.store.arm_lists import parse_arms
+from abeval.store.backends import backend_of
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -169,11 +170,8 @@ def segment_attributes(conn: Connection, experiment: str) -> list[str]:
         "(SELECT DISTINCT attributes AS a FROM events "
         "WHERE experiment = :e AND attributes IS NOT NULL) d"
     )
-    if conn.dialect.name == "duckdb":
-        sql = f"SELECT DISTINCT unnest(json_keys(CAST(a AS JSON))) FROM {distinct}"
-    elif conn.dialect.name == "postgresql":
-        sql = f"SELECT DISTINCT json_object_keys(CAST(a AS JSON)) FROM {distinct}"
-    else:  # any other engine: the keys of the distinct attribute objects
+    sql = backend_of(conn).json_keys_sql(distinct)
+    if sql is None:  # no such function: the keys of the distinct attribute objects
         rows = conn.execute(
             text("SELECT DISTINCT attributes FROM events WHERE experiment = :e"), params
         )
@@ -363,9 +361,8 @@ def record_targets_on_spark(
     writer lock: each of the two tables replaced by one pointer swap
     (:mod:`abeval.store.spark.own_tables`); a refused file changes nothing."""
     from abeval.store.ope_target import record_rows
-    from abeval.store.spark import own_tables
 
-    with own_tables.writing(store) as conn:
+    with store.backend.writing(store) as conn:
         current = get_settings(conn, experiment)
         found, recorded = record_rows(
             conn, experiment, current.arms, targets.rows, targets.path, targets.checksum

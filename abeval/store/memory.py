@@ -218,8 +218,10 @@ class MemoryCap:
 def memory_capped(conn: Connection) -> Iterator[MemoryCap]:
     """On DuckDB, the cap for the block (:class:`MemoryCap`), then the store's limit
     again; elsewhere a cap that does nothing."""
+    from abeval.store.backends import backend_of
+
     cap = MemoryCap(conn)
-    if conn.dialect.name == "duckdb":
+    if backend_of(conn).caps_memory:
         cap.lower()
     try:
         yield cap

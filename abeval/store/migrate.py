@@ -69,9 +69,9 @@ def has_own_table(conn: Connection, table: str) -> bool:
     ``offline_evaluations``). Migrations make them on DuckDB and PostgreSQL; on
     Spark no migration runs, and the first write that needs one creates it
     (:mod:`abeval.store.spark.own_tables`)."""
-    if conn.dialect.name != "spark":
-        return True
-    return bool(conn.has_table(table))  # type: ignore[attr-defined]
+    from abeval.store.backends import backend_of
+
+    return backend_of(conn).has_own_table(conn, table)
 
 
 def applied_versions(conn: Connection) -> set[int]:

@@ -33,6 +33,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from abeval.errors import InputError
+from abeval.store.backends import backend_of
 from abeval.store.migrate import has_own_table
 from abeval.store.ope_sql import FILE_TABLE
 from abeval.store.population import population_ctes
@@ -51,11 +52,15 @@ MIN_COVERAGE = 0.5
 #: more than this share of the larger (a file's decimals, not rounding, decide).
 PROPENSITY_TOLERANCE = 1e-9
 
-_COLUMNS = ("arm", "request_id", "item_id", "position", "probability", "probability_given_above")
-_TYPES = (
-    "arm TEXT, request_id TEXT, item_id TEXT, position INTEGER, probability DOUBLE PRECISION, "
-    "probability_given_above DOUBLE PRECISION"
+_TYPED = (
+    ("arm", "TEXT"),
+    ("request_id", "TEXT"),
+    ("item_id", "TEXT"),
+    ("position", "INTEGER"),
+    ("probability", "DOUBLE PRECISION"),
+    ("probability_given_above", "DOUBLE PRECISION"),
 )
+_COLUMNS = tuple(name for name, _ in _TYPED)
 _RECORDED = "target_propensities"
 _FILES = "target_files"
 
@@ -97,44 +102,12 @@ class RecordedTargets:
 
 
 def load_rows(conn: Connection, rows: Sequence[TargetRow]) -> None:
-    """Put the rows into :data:`FILE_TABLE`: registered as an Arrow table on
-    DuckDB, uploaded as one on Spark (a temporary view), copied on PostgreSQL,
-    inserted row by row elsewhere."""
+    """Put the rows into :data:`FILE_TABLE`, the way the engine loads rows
+    (:meth:`abeval.store.backends.Backend.load_rows`)."""
     from sqlalchemy import text
 
     conn.execute(text(f"DROP TABLE IF EXISTS {FILE_TABLE}"))
-    if conn.dialect.name in ("duckdb", "spark"):
-        import pyarrow as pa
-
-        types = [pa.string(), pa.string(), pa.string(), pa.int32(), pa.float64(), pa.float64()]
-        table = pa.table(
-            [pa.array([r[i] for r in rows], type=t) for i, t in enumerate(types)],
-            names=list(_COLUMNS),
-        )
-        if conn.dialect.name == "spark":  # a temporary view of the uploaded rows
-            conn.register_arrow(FILE_TABLE, table)  # type: ignore[attr-defined]
-            return
-        duck = conn.connection.driver_connection
-        assert duck is not None
-        duck.register("abeval_ope_rows", table)
-        try:
-            duck.execute(f"CREATE TEMP TABLE {FILE_TABLE} AS SELECT * FROM abeval_ope_rows")
-        finally:
-            duck.unregister("abeval_ope_rows")
-        return
-    conn.execute(text(f"CREATE TEMP TABLE {FILE_TABLE} ({_TYPES})"))
-    if conn.dialect.name == "postgresql":
-        raw = conn.connection.driver_connection
-        assert raw is not None
-        with raw.cursor() as cur, cur.copy(f"COPY {FILE_TABLE} FROM STDIN") as copy:
-            for row in rows:
-                copy.write_row(row)
-        return
-    if rows:
-        conn.execute(
-            text(f"INSERT INTO {FILE_TABLE} VALUES (:a, :r, :i, :p, :q, :g)"),
-            [dict(zip("aripqg", r, strict=True)) for r in rows],
-        )
+    backend_of(conn).load_rows(conn, FILE_TABLE, _TYPED, rows)
 
 
 def fill_arms(conn: Connection, experiment: str, arms: Sequence[str], shown: str) -> None:
@@ -169,21 +142,7 @@ def fill_arms(conn: Connection, experiment: str, arms: Sequence[str], shown: str
         "AND arm = :second AND request_id IS NOT NULL) THEN :first ELSE :second END"
     )
     params = {"experiment": experiment, "first": first, "second": second}
-    if conn.dialect.name != "spark":
-        conn.execute(text(f"UPDATE {FILE_TABLE} SET arm = {other} WHERE arm IS NULL"), params)
-        return
-    # A Spark temporary view takes no UPDATE: build the filled rows, then swap them in.
-    filled = f"{FILE_TABLE}_filled"
-    conn.execute(
-        text(
-            f"CREATE TEMP TABLE {filled} AS SELECT COALESCE(arm, {other}) AS arm, request_id, "
-            f"item_id, position, probability, probability_given_above FROM {FILE_TABLE}"
-        ),
-        params,
-    )
-    conn.execute(text(f"DROP TABLE IF EXISTS {FILE_TABLE}"))
-    conn.execute(text(f"CREATE TEMP TABLE {FILE_TABLE} AS SELECT * FROM {filled}"))
-    conn.execute(text(f"DROP TABLE IF EXISTS {filled}"))
+    backend_of(conn).fill_nulls(conn, FILE_TABLE, "arm", other, _COLUMNS, params)
 
 
 _IMPRESSIONS = """t_imp AS (
@@ -299,8 +258,6 @@ def record(
     """Make the rows of :data:`FILE_TABLE` whose request is the experiment's its
     recorded target probabilities, replacing any recorded before (the caller's
     transaction makes it all or nothing; :func:`check` first)."""
-    from sqlalchemy import text
-
     params: dict[str, Any] = {"experiment": experiment}
     at = datetime.now(UTC).replace(tzinfo=None, microsecond=0)
     done = RecordedTargets(experiment, shown, checksum, rows, at)
@@ -309,45 +266,20 @@ def record(
         f"FROM {FILE_TABLE} f WHERE f.request_id IN (SELECT request_id FROM events "
         "WHERE experiment = :experiment AND request_id IS NOT NULL)"
     )
-    if conn.dialect.name == "spark":
-        _record_on_spark(conn, fresh, done)
-        return done
-    conn.execute(text(f"DELETE FROM {_RECORDED} WHERE experiment = :experiment"), params)
-    conn.execute(text(f"DELETE FROM {_FILES} WHERE experiment = :experiment"), params)
-    conn.execute(
-        text(f"INSERT INTO {_RECORDED} (experiment, {', '.join(_COLUMNS)}) {fresh}"), params
-    )
-    conn.execute(
-        text(
-            f"INSERT INTO {_FILES} (experiment, file, checksum, rows_recorded, recorded_at) "
-            "VALUES (:experiment, :file, :checksum, :rows, :at)"
-        ),
-        {**params, "file": shown, "checksum": checksum, "rows": rows, "at": at},
-    )
-    return done
-
-
-def _record_on_spark(conn: Connection, fresh: str, done: RecordedTargets) -> None:
-    """Spark has no transaction and its Parquet tables no DELETE: each table is
-    written whole as a new version and swapped in by one pointer
-    (:mod:`abeval.store.spark.own_tables`); the probabilities first, then the
-    file's row, which is what :func:`recorded` looks for."""
-    from abeval.store.spark import own_tables
-
-    others = (
-        f"SELECT experiment, {', '.join(_COLUMNS)} FROM {_RECORDED} WHERE experiment <> :experiment"
-    )
-    own_tables.write_query(
-        conn, _RECORDED, f"{others} UNION ALL {fresh}", {"experiment": done.experiment}
-    )
+    # The probabilities first, then the file's row, which is what :func:`recorded`
+    # looks for (on Spark, each table is swapped in by one pointer of its own).
+    backend = backend_of(conn)
+    columns = ("experiment", *_COLUMNS)
+    backend.replace_by_query(conn, _RECORDED, "experiment", columns, fresh, params)
     row = {
-        "experiment": done.experiment,
-        "file": done.file,
-        "checksum": done.checksum,
-        "rows_recorded": done.rows,
-        "recorded_at": done.recorded_at,
+        "experiment": experiment,
+        "file": shown,
+        "checksum": checksum,
+        "rows_recorded": rows,
+        "recorded_at": at,
     }
-    own_tables.replace_rows(conn, _FILES, lambda r: r["experiment"] != done.experiment, [row])
+    backend.replace_rows(conn, _FILES, "experiment", [experiment], [row])
+    return done
 
 
 def record_rows(

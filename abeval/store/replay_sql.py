@@ -190,11 +190,6 @@ class ReplaySource:
     ctes: str
     params: Mapping[str, Any]
 
-    @property
-    def dialect(self) -> str:
-        """The engine's dialect name (``duckdb``, ``postgresql``)."""
-        return str(self.conn.dialect.name)
-
     def rows(self, ctes: str, select: str) -> list[dict[str, Any]]:
         """Run ``select`` after the replay's CTEs and the caller's ``ctes`` (CTE
         definitions, possibly empty, that read the replay's relations)."""

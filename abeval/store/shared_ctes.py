@@ -16,8 +16,6 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
 
-TEMPORARY_TABLES = ("duckdb", "postgresql", "spark")
-
 
 def cte_span(ctes: str, name: str) -> tuple[int, int]:
     """Start and end (after the closing parenthesis) of ``name AS (...)`` in ``ctes``."""
@@ -44,7 +42,10 @@ def materialize(
     that read them, and the tables for :func:`drop`."""
     from sqlalchemy import text
 
-    if conn.dialect.name not in TEMPORARY_TABLES:
+    from abeval.store.backends import backend_of
+
+    backend = backend_of(conn)
+    if not backend.temporary_tables:
         return ctes, []
     tables = []
     for name in names:
@@ -52,10 +53,7 @@ def materialize(
         conn.execute(text(f"DROP TABLE IF EXISTS {table}"))
         conn.execute(text(f"CREATE TEMP TABLE {table} AS WITH {ctes} SELECT * FROM {name}"), params)
         tables.append(table)
-        if conn.dialect.name == "postgresql":
-            # Fresh temporary tables have no statistics: without them the planner
-            # picks nested loops over them.
-            conn.execute(text(f"ANALYZE {table}"))
+        backend.analyze_temporary(conn, table)
         start, end = cte_span(ctes, name)
         ctes = f"{ctes[:start]}{name} AS (SELECT * FROM {table}){ctes[end:]}"
     return ctes, tables

@@ -8,8 +8,9 @@ connection that creates it: DuckDB looks in its ``temp`` catalog first,
 PostgreSQL in ``pg_temp``, Spark in its temporary views. So the analysis SQL
 stays as it is, and it runs inside the engine over the user's table: the
 experiment's filter is part of the view, which DuckDB pushes into a Parquet
-scan. The view is plain SQL (CASE, CAST, IN); only :func:`describe` and the
-attributes' JSON differ by engine.
+scan. The view is plain SQL (CASE, CAST, IN); what differs by engine (describing
+the table, the attributes' JSON, a timestamp with a zone, the temporary views'
+names) is the store's backend's (:mod:`abeval.store.backends`).
 """
 
 from __future__ import annotations
@@ -19,8 +20,9 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from abeval.errors import InputError, StoreError
+from abeval.errors import InputError
 from abeval.store.arm_lists import ARMS_JSON
+from abeval.store.backends import Backend, backend_of
 from abeval.store.events_format import KNOWN
 from abeval.store.quoting import quote_ident, quote_literal
 from abeval.store.source_mapping import (
@@ -57,10 +59,11 @@ def relation(conn: Connection, table: str) -> Relation:
     """``--table`` as SQL: a table of the store's database as written, or on DuckDB
     Parquet/CSV files through ``read_parquet``/``read_csv``."""
     if is_file_reference(table):
-        if conn.dialect.name != "duckdb":
+        backend = backend_of(conn)
+        if not backend.reads_files_in_place:
             raise InputError(
                 f"{{table}} {table}: files are read in place only by a DuckDB store; "
-                f"this store is {conn.dialect.name} (name one of its tables, or load the "
+                f"this store is {backend.name} (name one of its tables, or load the "
                 "files with `abeval ingest`)",
                 parameters=("table",),
             )
@@ -73,86 +76,15 @@ def relation(conn: Connection, table: str) -> Relation:
 
 def describe(conn: Connection, rel: Relation) -> dict[str, str]:
     """The relation's columns and their SQL types, in order; one line when it does
-    not exist."""
-    from sqlalchemy import text
-
-    dialect = conn.dialect.name
-    if dialect == "duckdb":
-        try:
-            rows = conn.execute(text(f"DESCRIBE SELECT * FROM {rel.sql}")).fetchall()
-        except Exception as exc:
-            raise _unreadable(rel, exc) from None
-    elif dialect == "postgresql":
-        try:
-            with conn.begin_nested():
-                rows = conn.execute(
-                    text(
-                        "SELECT a.attname, format_type(a.atttypid, a.atttypmod) "
-                        "FROM pg_attribute a WHERE a.attrelid = to_regclass(:t) "
-                        "AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum"
-                    ),
-                    {"t": rel.sql},
-                ).fetchall()
-        except Exception as exc:
-            raise _cannot_read(rel, _reason(exc)) from None
-        if not rows:
-            raise InputError(
-                f"no table or view {rel.shown} in the store's database ({{table}}); "
-                "name it as SCHEMA.TABLE, as `\\dt` in psql lists it",
-                parameters=("table",),
-            )
-    elif dialect == "spark":
-        return dict(_spark_columns(conn, rel))
-    else:
-        raise StoreError(
-            f"reading a table in place is not supported on {dialect} yet; "
-            "use a DuckDB, PostgreSQL or Spark store"
-        )
-    return {str(r[0]): str(r[1]) for r in rows}
+    not exist (:meth:`abeval.store.backends.Backend.describe`)."""
+    return backend_of(conn).describe(conn, rel)
 
 
-def _spark_columns(conn: Connection, rel: Relation) -> list[tuple[str, str]]:
-    """The columns Spark's analyser gives the table (nothing is run), their types
-    upper case as DuckDB shows its own (``STRING``, ``BIGINT``, ``TIMESTAMP_NTZ``)."""
-    from abeval.store.spark.store import spark_reason
-
-    try:
-        columns = conn.columns(f"SELECT * FROM {rel.sql}")  # type: ignore[attr-defined]
-        return [(str(n), str(t).upper()) for n, t in columns]
-    except Exception as exc:
-        reason = spark_reason(exc)
-        if "TABLE_OR_VIEW_NOT_FOUND" in reason:
-            raise InputError(
-                f"no table or view {rel.shown} in the Spark catalog ({{table}}); name it as "
-                "DATABASE.TABLE, as SHOW TABLES IN DATABASE lists it",
-                parameters=("table",),
-            ) from None
-        raise _cannot_read(rel, reason) from None
-
-
-def _unreadable(rel: Relation, exc: Exception) -> InputError:
-    """One line for a table DuckDB cannot find or files it cannot read."""
-    reason = _reason(exc)
-    if "No files found" in reason:
-        return InputError(
-            f"no file matches {{table}} {rel.shown}; check the path (a glob such as "
-            "data/*.parquet works)",
-            parameters=("table",),
-        )
-    if "Catalog Error" in str(getattr(exc, "orig", exc)):
-        return InputError(
-            f"no table or view {rel.shown} in the store's database ({{table}}); name it as "
-            "SCHEMA.TABLE, or name Parquet/CSV files by their path",
-            parameters=("table",),
-        )
-    return _cannot_read(rel, reason)
-
-
-def _cannot_read(rel: Relation, reason: str) -> InputError:
+def cannot_read(rel: Relation, reason: str) -> InputError:
     return InputError(f"cannot read {{table}} {rel.shown}: {reason}", parameters=("table",))
 
 
-def _reason(exc: Exception) -> str:
+def driver_reason(exc: Exception) -> str:
     """The driver's first line without its class prefix (``Catalog Error: ``)."""
     orig = getattr(exc, "orig", None) or exc
     line = (str(orig).strip().splitlines() or ["unknown error"])[0]
@@ -183,20 +115,12 @@ def experiment_text(r: Resolved) -> str:
     return as_text(r, "experiment") if r.experiment is None else quote_literal(r.experiment)
 
 
-def _field(dialect: str, r: Resolved, fld: str) -> str:
+def _field(backend: Backend, r: Resolved, fld: str) -> str:
     col = _col(r, fld)
     if fld == "ts":
         assert col is not None
-        if r.families["ts"] == "timestamptz" and dialect == "duckdb":
-            # The UTC instant from its microseconds: DuckDB's AT TIME ZONE goes
-            # through ICU and costs a third of a pass over the table.
-            return f"make_timestamp(epoch_us({col}))"
-        if r.families["ts"] == "timestamptz" and dialect == "spark":
-            # An instant as the session's wall clock, and the session's zone is UTC
-            # (abeval.store.spark.store.SESSION_CONF): the UTC time, zone-less.
-            return f"CAST({col} AS TIMESTAMP)"
         if r.families["ts"] == "timestamptz":
-            return f"({col} AT TIME ZONE 'UTC')"
+            return backend.utc_timestamp(col)
         return f"CAST({col} AS TIMESTAMP)"
     if fld in _NULLS:
         return f"CAST({col if col is not None else 'NULL'} AS {_NULLS[fld]})"
@@ -215,18 +139,17 @@ def mapped_values(r: Resolved) -> str:
     return ", ".join(quote_literal(v) for v in sorted(r.values))
 
 
-def _attributes(dialect: str, r: Resolved) -> str:
+def _attributes(backend: Backend, r: Resolved) -> str:
     """The attributes as JSON text, names sorted (as ingest writes them)."""
     if not r.attributes:
         return "CAST(NULL AS VARCHAR)"
     pairs = ", ".join(
         f"{quote_literal(n)}, CAST({quote_ident(c)} AS VARCHAR)" for n, c in r.attributes.items()
     )
-    build = "json_build_object" if dialect == "postgresql" else "json_object"
-    return f"CAST({build}({pairs}) AS VARCHAR)"
+    return f"CAST({backend.json_object(pairs)} AS VARCHAR)"
 
 
-def events_select(dialect: str, rel: Relation, r: Resolved, experiment: str | None) -> str:
+def events_select(backend: Backend, rel: Relation, r: Resolved, experiment: str | None) -> str:
     """The source's rows in the event format: the columns of the ``events``
     table, rows whose event type maps to nothing left out; only ``experiment``'s
     rows when it is given (a filter the engine pushes into its scan)."""
@@ -238,13 +161,13 @@ def events_select(dialect: str, rel: Relation, r: Resolved, experiment: str | No
     fields = [
         f"CAST({exp} AS VARCHAR) AS experiment"
         if f == "experiment"
-        else f"{_field(dialect, r, f)} AS {f}"
+        else f"{_field(backend, r, f)} AS {f}"
         for f in KNOWN
         if f != "event_type"
     ]
     fields.insert(KNOWN.index("event_type"), f"{event_type_case(r)} AS event_type")
     return (
-        f"SELECT {', '.join(fields)}, {_attributes(dialect, r)} AS attributes, "
+        f"SELECT {', '.join(fields)}, {_attributes(backend, r)} AS attributes, "
         "CAST(NULL AS VARCHAR) AS row_key, CAST(NULL AS BIGINT) AS ingest_id "
         f"FROM {rel.sql} WHERE {where}"
     )
@@ -259,11 +182,6 @@ EXPERIMENTS_SELECT = (
 )
 
 
-def _temp(dialect: str, view: str) -> str:
-    """The temporary view's qualified name (never the store's table)."""
-    return {"duckdb": f"temp.main.{view}", "postgresql": f"pg_temp.{view}"}.get(dialect, view)
-
-
 @contextmanager
 def contract_views(
     conn: Connection, rel: Relation, r: Resolved, experiment: str | None
@@ -272,8 +190,7 @@ def contract_views(
     (only ``experiment``'s rows when it is given); dropped after."""
     from sqlalchemy import text
 
-    dialect = conn.dialect.name
-    select = events_select(dialect, rel, r, experiment)
+    select = events_select(backend_of(conn), rel, r, experiment)
     conn.execute(text(f"CREATE TEMPORARY VIEW events AS {select}"))
     try:
         conn.execute(text(f"CREATE TEMPORARY VIEW experiments AS {EXPERIMENTS_SELECT}"))
@@ -291,8 +208,9 @@ def contract_views(
 def _drop(conn: Connection, quietly: bool) -> None:
     from sqlalchemy import text
 
+    backend = backend_of(conn)
     for view in VIEWS:
-        sql = text(f"DROP VIEW IF EXISTS {_temp(conn.dialect.name, view)}")
+        sql = text(f"DROP VIEW IF EXISTS {backend.temporary_name(view)}")
         if quietly:
             with suppress(Exception):
                 conn.execute(sql)

@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from abeval.errors import AbevalError, InputError, NotFoundError, close_matches
+from abeval.store.backends import backend_of
 from abeval.store.experiments import ExperimentSummary, summaries, unknown_experiment_message
 from abeval.store.migrate import has_own_table
 from abeval.store.source_mapping import Mapping, Resolved, check_name
@@ -105,36 +106,15 @@ def remove_source(store: Store, name: str) -> Source:
 @contextmanager
 def _writing(store: Store) -> Iterator[Connection]:
     """A transaction; on Spark, which has none, the connection for abeval's own tables."""
-    if store.dialect != "spark":
-        with store.begin() as conn:
-            yield conn
-        return
-    from abeval.store.spark import own_tables
-
-    with own_tables.writing(store) as conn:
+    with store.backend.writing(store) as conn:
         yield conn
 
 
 def _save(conn: Connection, name: str, new: Source | None) -> None:
     """The source ``name`` replaced by ``new`` (None: removed). A Parquet table on
     Spark takes no DELETE: its few rows are written again."""
-    from sqlalchemy import text
-
     rows = [_row(new)] if new is not None else []
-    if conn.dialect.name == "spark":
-        from abeval.store.spark import own_tables
-
-        own_tables.replace_rows(conn, "sources", lambda r: r["name"] != name, rows)
-        return
-    conn.execute(text("DELETE FROM sources WHERE name = :n"), {"n": name})
-    for row in rows:
-        conn.execute(
-            text(
-                "INSERT INTO sources (name, table_ref, mapping, created_at, updated_at) "
-                "VALUES (:name, :table_ref, :mapping, :created_at, :updated_at)"
-            ),
-            row,
-        )
+    backend_of(conn).replace_rows(conn, "sources", "name", [name], rows)
 
 
 def _row(s: Source) -> dict[str, object]:

@@ -11,11 +11,9 @@ from typing import TYPE_CHECKING
 
 from abeval.choices import OnError
 from abeval.errors import InputError
-from abeval.store.ingest.direct import load_direct
 from abeval.store.ingest.lines import mixed_line_endings, unix_line_endings, without_bom
 from abeval.store.ingest.record import Checksum, Job
 from abeval.store.ingest.source import check_file
-from abeval.store.ingest.staged import load_staged
 from abeval.store.ingest.summary import IngestSummary
 
 if TYPE_CHECKING:
@@ -62,13 +60,6 @@ def ingest_file(
 
 
 def _load(store: Store, job: Job, on_error: OnError) -> IngestSummary:
-    """The direct load where it applies and succeeds, else the staged load."""
-    if store.dialect == "spark":  # checked here, landed on the cluster
-        from abeval.store.spark.ingest import load_spark
-
-        return load_spark(store, job, on_error)  # type: ignore[arg-type]
-    if store.is_duckdb:
-        direct = load_direct(store, job)
-        if direct is not None:
-            return direct
-    return load_staged(store, job, on_error)
+    """The engine's load (:meth:`abeval.store.backends.Backend.load_file`): on
+    DuckDB the direct load where it applies and succeeds, else the staged load."""
+    return store.backend.load_file(store, job, on_error)

@@ -113,7 +113,7 @@ def checked(
     tables last for the block."""
     with scratch(store, conn) as duck:
         src = prepare(duck, job.path, job.kind, job.say, job.data, job.epoch)
-        counts = stage(duck, src, store.is_duckdb)
+        counts = stage(duck, src, store.backend.stages_in_store)
         errors = locate(duck, src, job, on_error, counts.refused) if counts.refused else []
         if counts.refused and on_error == "abort":
             raise refusal(errors, counts.refused)
@@ -130,7 +130,7 @@ def scratch(store: Store, conn: Connection | None) -> Iterator[Any]:
     from abeval.store.memory import duckdb_memory
 
     local, memory = None, None
-    if store.is_duckdb:
+    if store.backend.stages_in_store:
         assert conn is not None
         duck = conn.connection.driver_connection
     else:
@@ -247,7 +247,7 @@ def _insert(
     already in the store by an anti-join on the server.
     """
     cols = ", ".join(EVENT_COLUMNS)
-    if store.is_duckdb:
+    if store.backend.stages_in_store:
         duck.execute(
             f"INSERT INTO events ({cols}, ingest_id) SELECT {cols}, {int(ingest_id)} "
             "FROM abeval_stage WHERE NOT bad"
@@ -266,7 +266,7 @@ def _store_rejects(store: Store, conn: Connection, duck: Any, ingest_id: int, fi
     """Copy ``abeval_errors`` to ``rejected_rows``: set-based on DuckDB."""
     from sqlalchemy import text
 
-    if store.is_duckdb:
+    if store.backend.stages_in_store:
         duck.execute(
             "INSERT INTO rejected_rows (ingest_id, file, line, column_name, reason, raw) "
             f"SELECT {int(ingest_id)}, {quote_literal(file)}, line, NULLIF(column_name, ''), "

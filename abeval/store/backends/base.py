@@ -1,0 +1,198 @@
+"""The portable backend: what abeval does on an engine it has no backend for, and
+the default of each engine's backend (:mod:`abeval.store.backends`)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+from abeval.errors import StoreError
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Connection
+
+    from abeval.choices import OnError
+    from abeval.store.engine import Store
+    from abeval.store.ingest.record import Job
+    from abeval.store.ingest.summary import IngestSummary
+    from abeval.store.source_sql import Relation
+
+#: A column of rows loaded from Python (:meth:`Backend.load_rows`): its name and
+#: portable SQL type (``TEXT``, ``INTEGER``, ``DOUBLE PRECISION``).
+Column = tuple[str, str]
+
+
+class Backend:
+    """What one engine does its own way. The base is plain SQL that any engine
+    with SQLAlchemy runs; each engine's subclass overrides what it does otherwise."""
+
+    #: Temporary tables hold the CTEs shared between a report's queries
+    #: (:mod:`abeval.store.shared_ctes`); without them the CTEs are computed again.
+    temporary_tables = False
+    #: ``--table`` may name Parquet or CSV files, read in place.
+    reads_files_in_place = False
+    #: Ingest stages a file in the store's own DuckDB connection (else in an
+    #: in-memory DuckDB, its good rows then sent to the store).
+    stages_in_store = False
+    #: The migrations make abeval's tables (else the first write that needs one does).
+    runs_migrations = True
+    #: An experiment's settings and saved configuration may be written (else only
+    #: an ingest rewrites the table ``experiments``).
+    writes_settings = True
+    #: Memory-hungry statements run under a lower memory limit
+    #: (:func:`abeval.store.memory.memory_capped`).
+    caps_memory = False
+
+    def __init__(self, name: str = "sql") -> None:
+        #: SQLAlchemy's name of the engine's dialect.
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name!r})"
+
+    # -- SQL spellings ------------------------------------------------------
+
+    def temporary_name(self, view: str) -> str:
+        """The qualified name of the temporary view ``view``: never the store's
+        table of the same name."""
+        return view
+
+    def json_object(self, pairs: str) -> str:
+        """A JSON object from ``pairs`` (``'key', value, ...``)."""
+        return f"json_object({pairs})"
+
+    def utc_timestamp(self, column: str) -> str:
+        """A timestamp with a zone as the zone-less UTC time."""
+        return f"({column} AT TIME ZONE 'UTC')"
+
+    def json_keys_sql(self, objects: str) -> str | None:
+        """A query of the distinct keys of the JSON texts in column ``a`` of the
+        relation ``objects``; None when the engine has no such function (the
+        caller then reads the objects in Python)."""
+        return None
+
+    # -- tables ------------------------------------------------------------
+
+    def describe(self, conn: Connection, rel: Relation) -> dict[str, str]:
+        """The relation's columns and their SQL types, in order; one line when it
+        does not exist."""
+        raise StoreError(
+            f"reading a table in place is not supported on {self.name} yet; "
+            "use a DuckDB, PostgreSQL or Spark store"
+        )
+
+    def create_temporary(self, conn: Connection, table: str, columns: Sequence[Column]) -> None:
+        """The empty temporary table ``table`` of ``columns``."""
+        from sqlalchemy import text
+
+        types = ", ".join(f"{name} {kind}" for name, kind in columns)
+        conn.execute(text(f"CREATE TEMP TABLE {table} ({types})"))
+
+    def analyze_temporary(self, conn: Connection, table: str) -> None:
+        """Whatever the planner needs after a temporary table is filled."""
+
+    def load_rows(
+        self,
+        conn: Connection,
+        table: str,
+        columns: Sequence[Column],
+        rows: Sequence[Sequence[Any]],
+    ) -> None:
+        """Rows from Python as the new temporary table ``table``."""
+        from sqlalchemy import text
+
+        self.create_temporary(conn, table, columns)
+        if rows:
+            names = [name for name, _ in columns]
+            conn.execute(
+                text(f"INSERT INTO {table} VALUES ({', '.join(':' + n for n in names)})"),
+                [dict(zip(names, r, strict=True)) for r in rows],
+            )
+
+    def fill_nulls(
+        self,
+        conn: Connection,
+        table: str,
+        column: str,
+        value: str,
+        columns: Sequence[str],
+        params: Mapping[str, Any],
+    ) -> None:
+        """The NULLs of ``column`` in the temporary table ``table`` (of ``columns``)
+        replaced by the SQL ``value``."""
+        from sqlalchemy import text
+
+        conn.execute(
+            text(f"UPDATE {table} SET {column} = {value} WHERE {column} IS NULL"), dict(params)
+        )
+
+    # -- abeval's own tables -------------------------------------------------
+
+    def has_own_table(self, conn: Connection, table: str) -> bool:
+        """Whether the store has abeval's own table ``table`` (the migrations make
+        them all)."""
+        return True
+
+    @contextmanager
+    def writing(self, store: Store) -> Iterator[Connection]:
+        """A connection to write abeval's own tables: one transaction."""
+        with store.begin() as conn:
+            yield conn
+
+    def replace_rows(
+        self,
+        conn: Connection,
+        table: str,
+        key: str,
+        values: Sequence[Any],
+        rows: Sequence[Mapping[str, Any]],
+    ) -> None:
+        """The rows of ``table`` whose ``key`` is one of ``values`` replaced by
+        ``rows`` (dicts of column → value, each row's ``key`` among ``values``)."""
+        from sqlalchemy import text
+
+        for value in values:
+            conn.execute(text(f"DELETE FROM {table} WHERE {key} = :k"), {"k": value})
+        if rows:
+            columns = list(rows[0])
+            conn.execute(
+                text(
+                    f"INSERT INTO {table} ({', '.join(columns)}) "
+                    f"VALUES ({', '.join(':' + c for c in columns)})"
+                ),
+                [dict(r) for r in rows],
+            )
+
+    def replace_by_query(
+        self,
+        conn: Connection,
+        table: str,
+        key: str,
+        columns: Sequence[str],
+        query: str,
+        params: Mapping[str, Any],
+    ) -> None:
+        """The rows of ``table`` whose ``key`` is ``params[key]`` replaced by the
+        rows of ``query`` (its columns ``columns``): rows too many to pass through
+        Python."""
+        from sqlalchemy import text
+
+        conn.execute(text(f"DELETE FROM {table} WHERE {key} = :{key}"), dict(params))
+        conn.execute(text(f"INSERT INTO {table} ({', '.join(columns)}) {query}"), dict(params))
+
+    def write_own_rows(
+        self, store: Store, table: str, key: str, values: Sequence[Any], rows: Sequence[Any]
+    ) -> None:
+        """:meth:`replace_rows` on a connection of :meth:`writing`: all or nothing."""
+        with self.writing(store) as conn:
+            self.replace_rows(conn, table, key, values, rows)
+
+    # -- loading events ---------------------------------------------------------
+
+    def load_file(self, store: Store, job: Job, on_error: OnError) -> IngestSummary:
+        """Load one event file (:mod:`abeval.store.ingest`): staged in an
+        in-memory DuckDB, its good rows sent to the store."""
+        from abeval.store.ingest.staged import load_staged
+
+        return load_staged(store, job, on_error)
