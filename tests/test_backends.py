@@ -19,6 +19,7 @@ from abeval.store.backends import Backend, backend_named, backend_of
 from abeval.store.backends.duck import DuckDBBackend
 from abeval.store.backends.postgres import PostgresBackend
 from abeval.store.backends.spark import SparkBackend
+from abeval.store.schema import Column
 
 ROOT = Path(__file__).resolve().parents[1] / "abeval"
 #: Where an engine's name may be tested: the backends, and the Spark store's own modules.
@@ -74,7 +75,8 @@ ROWS: list[tuple[Any, ...]] = [
     (None, "r2", "i1", 1, 1.0, None),
 ]
 NAMES = ("arm", "request_id", "item_id", "position", "probability", "probability_given_above")
-COLUMNS = tuple(zip(NAMES, ["TEXT"] * 3 + ["INTEGER"] + ["DOUBLE PRECISION"] * 2, strict=True))
+KINDS = ["text"] * 3 + ["integer"] + ["double"] * 2
+COLUMNS = tuple(Column(n, k) for n, k in zip(NAMES, KINDS, strict=True))
 
 
 @pytest.fixture(params=["sqlite", "duckdb", pytest.param("postgresql", marks=pytest.mark.postgres)])

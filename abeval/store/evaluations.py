@@ -22,28 +22,12 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from abeval.store.migrate import has_own_table
+from abeval.store.schema import TABLES
 
 if TYPE_CHECKING:
     from abeval.store.engine import Store
 
-_COLUMNS = (
-    "evaluation_id",
-    "experiment",
-    "arm",
-    "metric",
-    "value",
-    "se",
-    "users",
-    "baseline_arm",
-    "difference",
-    "difference_se",
-    "difference_low",
-    "difference_high",
-    "paired_users",
-    "conventions",
-    "fingerprints",
-    "recorded_at",
-)
+_COLUMNS = TABLES["offline_evaluations"].names
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,7 @@ from abeval.store.backends import backend_of
 from abeval.store.migrate import has_own_table
 from abeval.store.ope_sql import FILE_TABLE
 from abeval.store.population import population_ctes
+from abeval.store.schema import TABLES
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
@@ -52,17 +53,11 @@ MIN_COVERAGE = 0.5
 #: more than this share of the larger (a file's decimals, not rounding, decide).
 PROPENSITY_TOLERANCE = 1e-9
 
-_TYPED = (
-    ("arm", "TEXT"),
-    ("request_id", "TEXT"),
-    ("item_id", "TEXT"),
-    ("position", "INTEGER"),
-    ("probability", "DOUBLE PRECISION"),
-    ("probability_given_above", "DOUBLE PRECISION"),
-)
-_COLUMNS = tuple(name for name, _ in _TYPED)
 _RECORDED = "target_propensities"
 _FILES = "target_files"
+#: The columns of :data:`FILE_TABLE`: those of the recorded probabilities but the experiment.
+_TYPED = TABLES[_RECORDED].columns[1:]
+_COLUMNS = tuple(c.name for c in _TYPED)
 
 
 @dataclass(frozen=True)

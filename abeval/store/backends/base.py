@@ -8,6 +8,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from abeval.errors import StoreError
+from abeval.store.schema import PORTABLE_TYPES, Column
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
@@ -17,10 +18,6 @@ if TYPE_CHECKING:
     from abeval.store.ingest.record import Job
     from abeval.store.ingest.summary import IngestSummary
     from abeval.store.source_sql import Relation
-
-#: A column of rows loaded from Python (:meth:`Backend.load_rows`): its name and
-#: portable SQL type (``TEXT``, ``INTEGER``, ``DOUBLE PRECISION``).
-Column = tuple[str, str]
 
 
 class Backend:
@@ -43,6 +40,8 @@ class Backend:
     #: Memory-hungry statements run under a lower memory limit
     #: (:func:`abeval.store.memory.memory_capped`).
     caps_memory = False
+    #: The SQL type of each kind of column (:data:`abeval.store.schema.PORTABLE_TYPES`).
+    type_names: Mapping[str, str] = PORTABLE_TYPES
 
     def __init__(self, name: str = "sql") -> None:
         #: SQLAlchemy's name of the engine's dialect.
@@ -72,6 +71,10 @@ class Backend:
         caller then reads the objects in Python)."""
         return None
 
+    def columns_sql(self, columns: Sequence[Column]) -> str:
+        """``name TYPE, ...``: the columns as a table's DDL lists them."""
+        return ", ".join(f"{c.name} {self.type_names[c.kind]}" for c in columns)
+
     # -- tables ------------------------------------------------------------
 
     def describe(self, conn: Connection, rel: Relation) -> dict[str, str]:
@@ -86,8 +89,7 @@ class Backend:
         """The empty temporary table ``table`` of ``columns``."""
         from sqlalchemy import text
 
-        types = ", ".join(f"{name} {kind}" for name, kind in columns)
-        conn.execute(text(f"CREATE TEMP TABLE {table} ({types})"))
+        conn.execute(text(f"CREATE TEMP TABLE {table} ({self.columns_sql(columns)})"))
 
     def analyze_temporary(self, conn: Connection, table: str) -> None:
         """Whatever the planner needs after a temporary table is filled."""
@@ -104,7 +106,7 @@ class Backend:
 
         self.create_temporary(conn, table, columns)
         if rows:
-            names = [name for name, _ in columns]
+            names = [c.name for c in columns]
             conn.execute(
                 text(f"INSERT INTO {table} VALUES ({', '.join(':' + n for n in names)})"),
                 [dict(zip(names, r, strict=True)) for r in rows],

@@ -8,7 +8,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from abeval.errors import InputError
-from abeval.store.backends.base import Backend, Column
+from abeval.store.backends.base import Backend
+from abeval.store.schema import Column
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
@@ -77,19 +78,15 @@ class DuckDBBackend(Backend):
         return super().load_file(store, job, on_error)
 
 
-_ARROW_TYPES = {"TEXT": "string", "INTEGER": "int32", "DOUBLE PRECISION": "float64"}
-
-
 def arrow_table(columns: Sequence[Column], rows: Sequence[Sequence[Any]]) -> Any:
     """``rows`` as a pyarrow Table of ``columns``."""
     import pyarrow as pa
 
+    types = {"text": pa.string(), "integer": pa.int32(), "bigint": pa.int64()}
+    types |= {"double": pa.float64(), "timestamp": pa.timestamp("us")}
     return pa.table(
-        [
-            pa.array([r[i] for r in rows], type=getattr(pa, _ARROW_TYPES[kind])())
-            for i, (_, kind) in enumerate(columns)
-        ],
-        names=[name for name, _ in columns],
+        [pa.array([r[i] for r in rows], type=types[c.kind]) for i, c in enumerate(columns)],
+        names=[c.name for c in columns],
     )
 
 

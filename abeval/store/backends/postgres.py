@@ -8,7 +8,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from abeval.errors import InputError
-from abeval.store.backends.base import Backend, Column
+from abeval.store.backends.base import Backend
+from abeval.store.schema import Column
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection

@@ -11,8 +11,18 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from abeval.errors import InputError
-from abeval.store.backends.base import Backend, Column
+from abeval.store.backends.base import Backend
 from abeval.store.backends.duck import arrow_table
+from abeval.store.schema import Column
+
+#: Spark's names of abeval's kinds of column (:data:`abeval.store.schema.PORTABLE_TYPES`).
+SPARK_TYPES = {
+    "text": "STRING",
+    "integer": "INT",
+    "bigint": "BIGINT",
+    "double": "DOUBLE",
+    "timestamp": "TIMESTAMP_NTZ",  # zone-less, as DuckDB's TIMESTAMP
+}
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
@@ -28,6 +38,7 @@ class SparkBackend(Backend):
     temporary_tables = True
     runs_migrations = False
     writes_settings = False
+    type_names = SPARK_TYPES
 
     def __init__(self) -> None:
         super().__init__("spark")

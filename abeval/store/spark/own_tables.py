@@ -3,8 +3,9 @@
 (docs/design/spark.md §10).
 
 No migration runs on Spark, so each table is created by the first write that
-needs it, in the session's current database, with the columns of migrations
-0003, 0004, 0006 and 0009 without their keys.
+needs it, in the session's current database, with the columns of
+:mod:`abeval.store.schema` (those of migrations 0003, 0004, 0006 and 0009)
+without their keys.
 
 **Versions and one pointer.** A Parquet table takes no ``DELETE``, ``UPDATE`` or
 transaction, and ``INSERT OVERWRITE`` deletes the old files before the new ones
@@ -32,67 +33,20 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING, Any
 
+from abeval.store.backends.spark import SPARK_TYPES
 from abeval.store.migrate import has_own_table
+from abeval.store.schema import OWN_TABLES
+from abeval.store.schema import TABLES as SCHEMA
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
 
     from abeval.store.engine import Store
 
-#: Column -> SQL type (Spark's spelling), in order.
-SOURCES = {
-    "name": "STRING",
-    "table_ref": "STRING",
-    "mapping": "STRING",
-    "created_at": "TIMESTAMP_NTZ",
-    "updated_at": "TIMESTAMP_NTZ",
-}
-OFFLINE_EVALUATIONS = {
-    "evaluation_id": "STRING",
-    "experiment": "STRING",
-    "arm": "STRING",
-    "metric": "STRING",
-    "value": "DOUBLE",
-    "se": "DOUBLE",
-    "users": "BIGINT",
-    "baseline_arm": "STRING",
-    "difference": "DOUBLE",
-    "difference_se": "DOUBLE",
-    "difference_low": "DOUBLE",
-    "difference_high": "DOUBLE",
-    "paired_users": "BIGINT",
-    "conventions": "STRING",
-    "fingerprints": "STRING",
-    "recorded_at": "TIMESTAMP_NTZ",
-}
-TARGET_PROPENSITIES = {
-    "experiment": "STRING",
-    "arm": "STRING",
-    "request_id": "STRING",
-    "item_id": "STRING",
-    "position": "INT",
-    "probability": "DOUBLE",
-    "probability_given_above": "DOUBLE",
-}
-TARGET_FILES = {
-    "experiment": "STRING",
-    "file": "STRING",
-    "checksum": "STRING",
-    "rows_recorded": "BIGINT",
-    "recorded_at": "TIMESTAMP_NTZ",
-}
-METRIC_DEFINITIONS = {
-    "name": "STRING",
-    "definition": "STRING",
-    "source": "STRING",
-    "recorded_at": "TIMESTAMP_NTZ",
-}
+#: Column -> SQL type (Spark's spelling), in order, of each of abeval's own tables
+#: (:data:`abeval.store.schema.OWN_TABLES`).
 TABLES: dict[str, dict[str, str]] = {
-    "sources": SOURCES,
-    "metric_definitions": METRIC_DEFINITIONS,
-    "offline_evaluations": OFFLINE_EVALUATIONS,
-    "target_propensities": TARGET_PROPENSITIES,
-    "target_files": TARGET_FILES,
+    t: {c.name: SPARK_TYPES[c.kind] for c in SCHEMA[t].columns} for t in OWN_TABLES
 }
 #: The view's property that names the version it reads.
 VERSION_PROPERTY = "abeval.version"

@@ -1,11 +1,10 @@
 """abeval's tables on Spark: the Spark SQL that creates them, and where they live.
 
 ``migrations/`` is the schema on DuckDB and PostgreSQL; no migration runs on
-Spark, so this module mirrors the tables a Spark store keeps (``events``,
-``ingests``, ``experiments``: the columns of ``0001_initial.sql``,
-``0002_analysis_window.sql``, ``0005`` and ``0008_experiment_config.sql``) in Spark
-SQL, and a test checks that the columns and types match a migrated DuckDB store
-(docs/design/spark.md#9-ingest-into-spark).
+Spark, so this module writes the DDL of the tables a Spark store keeps
+(``events``, ``ingests``, ``experiments``) from abeval's one description of its
+tables (:mod:`abeval.store.schema`, which a test checks against a migrated store),
+in Spark SQL (docs/design/spark.md#9-ingest-into-spark).
 
 - Parquet tables, created with an explicit ``LOCATION`` (external: dropping one
   never deletes data), under ``ABEVAL_SPARK_WAREHOUSE`` when it is set, else the
@@ -27,63 +26,33 @@ from dataclasses import dataclass
 from typing import Any
 
 from abeval.errors import StoreError
+from abeval.store.backends.spark import SPARK_TYPES
+from abeval.store.schema import TABLES
 from abeval.store.spark.dialect import spark_native
 
 #: Where abeval creates its tables on Spark (a URI the cluster can write:
 #: ``s3a://bucket/abeval``, ``hdfs:///abeval``, a local folder for one machine).
 WAREHOUSE_ENV = "ABEVAL_SPARK_WAREHOUSE"
 
-#: Column and Spark type of each table, in the migrations' order; the partition
-#: column comes last (Spark keeps partition columns at the end).
-COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
-    "ingests": (
-        ("source", "STRING"),
-        ("format", "STRING"),
-        ("size_bytes", "BIGINT"),
-        ("checksum", "STRING"),
-        ("rows_read", "BIGINT"),
-        ("rows_inserted", "BIGINT"),
-        ("rows_duplicate", "BIGINT"),
-        ("rows_rejected", "BIGINT"),
-        ("status", "STRING"),
-        ("started_at", "TIMESTAMP_NTZ"),
-        ("finished_at", "TIMESTAMP_NTZ"),
-        ("ingest_id", "BIGINT"),
-    ),
-    "events": (
-        ("experiment", "STRING"),
-        ("arm", "STRING"),
-        ("user_id", "STRING"),
-        ("ts", "TIMESTAMP_NTZ"),
-        ("event_type", "STRING"),
-        ("request_id", "STRING"),
-        ("item_id", "STRING"),
-        ("position", "INT"),
-        ("value", "DOUBLE"),
-        ("event_id", "STRING"),
-        ("propensity", "DOUBLE"),
-        ("attributes", "STRING"),
-        ("row_key", "STRING"),
-        # after the columns of 0001, as migration 0005 and ADD COLUMNS append it
-        ("propensity_given_above", "DOUBLE"),
-        ("ingest_id", "BIGINT"),
-    ),
-    "experiments": (
-        ("experiment", "STRING"),
-        ("arms", "STRING"),
-        ("first_ts", "TIMESTAMP_NTZ"),
-        ("last_ts", "TIMESTAMP_NTZ"),
-        ("control_arm", "STRING"),
-        ("split", "STRING"),
-        ("updated_at", "TIMESTAMP_NTZ"),
-        ("window_from", "TIMESTAMP_NTZ"),
-        ("window_to", "TIMESTAMP_NTZ"),
-        ("config", "STRING"),
-    ),
-}
 #: The tables partitioned by ingest (one partition per ingest).
 PARTITIONED = ("events", "ingests")
 PARTITION = "ingest_id"
+
+
+def _spark_columns(table: str) -> tuple[tuple[str, str], ...]:
+    """The columns of ``table`` (:data:`abeval.store.schema.TABLES`) with Spark's
+    types; the partition column last (Spark keeps partition columns at the end)."""
+    columns = [(c.name, SPARK_TYPES[c.kind]) for c in TABLES[table].columns]
+    if table in PARTITIONED:
+        columns.sort(key=lambda c: c[0] == PARTITION)
+    return tuple(columns)
+
+
+#: Column and Spark type of each table: the migrations' order, the partition
+#: column last.
+COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
+    t: _spark_columns(t) for t in ("ingests", "events", "experiments")
+}
 #: The server's catalog: ``hive`` (a metastore) keeps tables; ``in-memory`` does not.
 CATALOG_CONF = "spark.sql.catalogImplementation"
 #: The folder of the first, empty version of ``experiments``.
