@@ -312,7 +312,7 @@ def open_store(
             reason = _first_line(without_secrets(text, url))
             raise StoreError(f"cannot open the store {shown}: {reason}{_hint(reason)}") from None
     store = Store(engine=engine, url=url, read_only=read_only, memory=memory)
-    if migrate:
+    if migrate and store.backend.runs_migrations:
         from abeval.store.migrate import ensure_current
 
         try:
