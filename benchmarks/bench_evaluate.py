@@ -19,7 +19,8 @@ imports, reading, building each tool's input, evaluating, averaging):
 With ``--before DIR`` (a copy of the older code: ``git archive COMMIT | tar -x -C
 DIR``) a fourth process, ``abeval (before)``, runs the same command from that
 copy, so that old and new code meet the same load; the ratios of each abeval to
-pytrec_eval and ranx, wall and CPU, are printed for both.
+pytrec_eval and ranx, wall and CPU, are printed for both, and a ``phases (before)``
+process gives that copy's phases beside the current code's.
 
 The order rotates between runs so that background load hits all alike. Printed:
 median and minimum wall time, the ratio to abeval (> 1: abeval is faster), the
