@@ -19,7 +19,8 @@ imports, reading, building each tool's input, evaluating, averaging):
 With ``--before DIR`` (a copy of the older code: ``git archive COMMIT | tar -x -C
 DIR``) a fourth process, ``abeval (before)``, runs the same command from that
 copy, so that old and new code meet the same load; the ratios of each abeval to
-pytrec_eval and ranx, wall and CPU, are printed for both.
+pytrec_eval and ranx, wall and CPU, are printed for both, and a ``phases (before)``
+process gives that copy's phases beside the current code's.
 
 The order rotates between runs so that background load hits all alike. Printed:
 median and minimum wall time, the ratio to abeval (> 1: abeval is faster), the
@@ -65,6 +66,7 @@ from measure import describe, machine, run_measured  # noqa: E402
 
 RESULTS = HERE / "RESULTS.md"
 BEFORE = "abeval (before)"
+BEFORE_PHASES = "phases (before)"
 TOOLS = ("duckdb", "pytrec_eval", "ranx", "numpy")
 METRICS = "precision@10,recall@10,ap@10,ndcg@10,mrr"
 
@@ -237,8 +239,12 @@ def main() -> int:
         "abeval --help": [args.python, "-m", "abeval", "--help"],
         "phases": [args.python, str(HERE / "evaluate_phases.py"), str(truth), str(recs), METRICS],
     }
+    if args.before:
+        extra[BEFORE_PHASES] = extra["phases"]
+        cwds[BEFORE_PHASES] = args.before.resolve()
     samples = {k: Sample() for k in [*tools, *extra]}
     phases: list[dict[str, list[float]]] = []
+    before_phases: list[dict[str, list[float]]] = []
     means: dict[str, dict[str, float]] = {}
     order = [*tools, *extra]
     load_before = os.getloadavg()
@@ -249,6 +255,8 @@ def main() -> int:
                 out = run_checked(argv, args.timeout, samples[name], cwds.get(name, REPO))
             if name == "phases":
                 phases.append(json.loads(out))
+            elif name == BEFORE_PHASES:
+                before_phases.append(json.loads(out))
             elif name in tools:
                 data = json.loads(out)
                 if name in ("abeval", BEFORE):
@@ -256,7 +264,7 @@ def main() -> int:
                 means[name] = data
             print(f"run {r + 1}: {name:14s} {samples[name].wall[-1]:7.2f} s", file=sys.stderr)
     load = (load_before, os.getloadavg())
-    table = report(args, truth, tools, samples, phases, means, notes, load)
+    table = report(args, truth, tools, samples, phases, means, notes, load, before_phases)
     print(table)
     if args.record:
         stamp = dt.datetime.now().strftime("%Y-%m-%d %H:%M")
@@ -286,8 +294,10 @@ def report(
     means: dict[str, dict[str, float]],
     notes: list[str],
     load: tuple[tuple[float, float, float], tuple[float, float, float]],
+    before_phases: list[dict[str, list[float]]],
 ) -> str:
-    """The Markdown tables: tools, abeval's phases, start-up; the means compared."""
+    """The Markdown tables: tools, abeval's phases (and the older code's, with
+    ``--before``), start-up; the means compared."""
     med = statistics.median
     base = med(samples["abeval"].wall) if "abeval" in tools else None
     with open(truth) as f:
@@ -311,16 +321,26 @@ def report(
         )
     lines += ratios(tools, samples)
     lines += ["", "abeval's run, phase by phase (`benchmarks/evaluate_phases.py`, medians):", ""]
-    lines += ["| phase | wall s | CPU s |", "|---|---:|---:|"]
+    runs = {"phases": phases, BEFORE_PHASES: before_phases}
+    runs = {name: found for name, found in runs.items() if found}
+    head = " | ".join(f"{n} wall s | {n} CPU s" for n in runs)
+    lines += [f"| phase | {head} |", "|---|" + "---:|" * 2 * len(runs)]
     start = samples["python -c pass"]
-    lines.append(f"| interpreter start (`python -c pass`) | {med(start.wall):.3f} | "
-                 f"{med(start.cpu):.3f} |")  # fmt: skip
-    for phase in phases[0] if phases else {}:
-        wall = med(p.get(phase, [0.0, 0.0])[0] for p in phases)
-        cpu = med(p.get(phase, [0.0, 0.0])[1] for p in phases)
-        lines.append(f"| {phase} | {wall:.3f} | {cpu:.3f} |")
-    phase_total = med(samples["phases"].wall)
-    lines.append(f"| whole phases process | {phase_total:.3f} | {med(samples['phases'].cpu):.3f} |")
+    lines.append(
+        "| interpreter start (`python -c pass`) | "
+        + " | ".join(f"{med(start.wall):.3f} | {med(start.cpu):.3f}" for _ in runs)
+        + " |"
+    )
+    names = list(dict.fromkeys(ph for found in runs.values() for ph in found[0]))
+    for phase in names:
+        cells = []
+        for found in runs.values():
+            wall = med(p.get(phase, [0.0, 0.0])[0] for p in found)
+            cpu = med(p.get(phase, [0.0, 0.0])[1] for p in found)
+            cells.append(f"{wall:.3f} | {cpu:.3f}")
+        lines.append(f"| {phase} | {' | '.join(cells)} |")
+    whole = [f"{med(samples[n].wall):.3f} | {med(samples[n].cpu):.3f}" for n in runs]
+    lines.append(f"| whole phases process | {' | '.join(whole)} |")
     helps = samples["abeval --help"]
     lines += [
         "",

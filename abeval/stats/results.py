@@ -13,10 +13,9 @@ from __future__ import annotations
 
 import math
 import numbers
+import sys
 from dataclasses import dataclass, fields, is_dataclass
 from typing import Any, Literal
-
-import numpy as np
 
 #: Why a comparison has no (or only partial) numbers. ``ok`` means everything
 #: that the method defines is filled in.
@@ -58,7 +57,8 @@ def _clean(value: Any) -> Any:
     to None."""
     if value is None or isinstance(value, bool | str):
         return value
-    if isinstance(value, np.bool_):
+    np = sys.modules.get("numpy")  # a numpy bool exists only once numpy is loaded
+    if np is not None and isinstance(value, np.bool_):
         return bool(value)
     if isinstance(value, numbers.Integral):
         return int(value)

@@ -21,15 +21,17 @@ returns ``Decimal`` for integer sums): everything is converted to ``float``.
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass
-from typing import SupportsFloat
+from typing import TYPE_CHECKING, SupportsFloat
 
-import numpy as np
-from numpy.typing import ArrayLike
+if TYPE_CHECKING:  # numpy is imported where arrays are read: sums alone do not need it
+    import numpy as np
+    from numpy.typing import ArrayLike
 
 #: A centred sum computed from raw sums is trusted only above this multiple of
-#: machine epsilon times the raw sum it was computed from.
-_CANCELLATION = 64 * np.finfo(float).eps
+#: machine epsilon (``numpy.finfo(float).eps``) times the raw sum it was computed from.
+_CANCELLATION = 64 * sys.float_info.epsilon
 
 
 def _centred(n: int, sum_a: float, sum_b: float, sum_ab: float) -> float:
@@ -92,6 +94,8 @@ class MeanStats:
 
     @classmethod
     def from_values(cls, values: ArrayLike) -> MeanStats:
+        import numpy as np
+
         x = np.asarray(values, dtype=float).ravel()
         if x.size == 0:
             return cls(0, 0.0, 0.0)
@@ -187,6 +191,8 @@ class RatioStats:
 
     @classmethod
     def from_values(cls, numerator: ArrayLike, denominator: ArrayLike) -> RatioStats:
+        import numpy as np
+
         m = np.asarray(numerator, dtype=float).ravel()
         d = np.asarray(denominator, dtype=float).ravel()
         _same_length(m, d)
@@ -299,6 +305,8 @@ class CupedStats:
     def from_values(
         cls, values: ArrayLike, covariate: ArrayLike, *, proportion: bool = False
     ) -> CupedStats:
+        import numpy as np
+
         y = np.asarray(values, dtype=float).ravel()
         x = np.asarray(covariate, dtype=float).ravel()
         _same_length(y, x)
@@ -354,6 +362,8 @@ class RatioCupedStats:
         pre_numerator: ArrayLike,
         pre_denominator: ArrayLike,
     ) -> RatioCupedStats:
+        import numpy as np
+
         m, d, pm, pd = (
             np.asarray(a, dtype=float).ravel()
             for a in (numerator, denominator, pre_numerator, pre_denominator)
