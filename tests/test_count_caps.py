@@ -8,6 +8,7 @@ the one-line error for a proportion."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -252,6 +253,13 @@ def test_saved_cap_in_every_format(tmp_path: Path) -> None:
     assert doc["caps"][0]["metrics"] == ["clicks_per_user"]
     assert doc["settings"]["caps"] == {"clicks_per_user": 0.9}
     assert doc["settings"]["sources"]["caps"] == "record"
+    # ``power`` plans from the recorded cap too.
+    power = ["power", "-e", "cnt", "--db", db, "--metric", "clicks_per_user", "--cuped-days", "0"]
+    planned = runner.invoke(app, [*power, "-f", "json"])
+    (row,) = json.loads(planned.stdout)
+    clipped = np.minimum(column("control", "clicks"), cap)
+    assert row["detectable"]["baseline_mean"] == pytest.approx(clipped.mean(), rel=1e-12)
+    assert row["detectable"]["baseline_variance"] == pytest.approx(clipped.var(ddof=1), rel=1e-9)
 
 
 @pytest.mark.postgres
@@ -282,3 +290,23 @@ def test_postgres_equals_duckdb(duck: str, tmp_path: Path, postgres_database: st
 def _close(a: float | None, b: float | None) -> None:
     """Equal to 1e-9, or both undefined (a metric with no purchases)."""
     assert a == b if a is None or b is None else a == pytest.approx(b, rel=1e-9, abs=1e-15)
+
+
+def test_the_spark_store_reads_the_same_copies() -> None:
+    """The copies are plain SQL: the Spark translation of every query that reads
+    them keeps them (the Spark store runs these queries; ``make test-spark`` runs it)."""
+    from abeval.analysis.capping import copies
+    from abeval.store import online_sql as sql
+    from abeval.store.spark.dialect import to_spark
+
+    variables = sql.BUILTIN.plus(copies((("clicks_per_user", 0.9), ("ctr", 0.95))))
+    caps = {"cap_clicks_per_user": 7.0, "cap_ctr": 9.0}
+    for query in (
+        sql.arm_moments_sql(14, caps=caps, variables=variables),
+        sql.segment_moments_sql(14, caps=caps, variables=variables),
+        sql.daily_moments_sql(14, caps=caps, own_day=True, variables=variables),
+        sql.cap_values_sql("cap_ctr", 0.95, sql.online_ctes(14, variables=variables), variables),
+    ):
+        spark = to_spark(query)
+        assert "cap_clicks_per_user" in spark or "cap_ctr" in spark
+        assert "LEAST(" in spark or "PERCENTILE(" in spark
