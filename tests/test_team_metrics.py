@@ -203,3 +203,8 @@ def test_cap_option_on_a_recorded_metric(carts: tuple[Path, list[dict[str, str]]
         "ctr, revenue_per_user, clicks_per_user, purchases_per_user, impressions_per_user, aov, "
         "capped_value, cart_value, carts, mobile_plays, value_per_cart"
     )
+    with pytest.raises(OptionError) as caught:  # a built-in proportion: the same list
+        _report(db, caps=(("conversion", 0.8),))
+    assert caught.value.reason.endswith(
+        "aov, capped_value, cart_value, carts, mobile_plays, value_per_cart"
+    )

@@ -73,8 +73,6 @@ def parse_caps(values: Iterable[str]) -> tuple[tuple[str, float], ...]:
                 raise ValueError(
                     f"cannot read {part!r}; write METRIC=QUANTILE, such as revenue_per_user=0.99"
                 )
-            if name in BUILTIN_METRICS and refusal(name):
-                raise ValueError(refusal(name))
             try:
                 quantile = float(q)
             except ValueError:
