@@ -237,6 +237,29 @@ def measure_runs(
     return times, rss, outs, cpu
 
 
+def variant_table(title: str, variants: dict[str, list[str]], runs: int) -> list[str]:
+    """Each of ``variants`` (the first is the baseline) run ``runs`` times, interleaved:
+    a section of benchmarks/RESULTS.md with the median wall seconds, their ratio to
+    the baseline's, the median CPU seconds and the peak RSS."""
+    times, rss, _, cpu = measure_runs(variants, runs)
+    base = statistics.median(times[next(iter(variants))])
+    lines = [
+        f"## {title}",
+        "",
+        f"Machine: {describe(machine())}.",
+        "",
+        "| report --no-offline | median s | ratio | CPU s | peak RSS MiB |",
+        "|---|---|---|---|---|",
+    ]
+    for name in variants:
+        median = statistics.median(times[name])
+        lines.append(
+            f"| {name} | {median:.2f} | {median / base:.2f} | "
+            f"{statistics.median(cpu[name]):.2f} | {max(rss[name]):.0f} |"
+        )
+    return lines
+
+
 def startup(runs: int, prefix: list[str] | None = None) -> list[str]:
     """``abeval --help`` and the report on a store of a few thousand events."""
     tiny = build_store(5_000)

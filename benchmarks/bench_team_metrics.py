@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import shutil
-import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -27,8 +26,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from bench_report import build_store, measure_runs, report_command  # noqa: E402
-from measure import describe, machine, publish  # noqa: E402
+from bench_report import build_store, report_command, variant_table  # noqa: E402
+from measure import publish  # noqa: E402
 
 METRICS = """\
 [click_rate]
@@ -84,24 +83,10 @@ def main() -> None:
             "built-in": report_command(db, "--no-offline"),
             "with 5 team metrics": report_command(team, "--no-offline"),
         }
-        times, rss, _, cpu = measure_runs(variants, args.runs)
+        title = f"Team-defined metrics in the report ({args.rows:,} rows, {args.runs} runs)"
+        lines = variant_table(title, variants, args.runs)
     finally:
         team.unlink(missing_ok=True)
-    base = statistics.median(times["built-in"])
-    lines = [
-        f"## Team-defined metrics in the report ({args.rows:,} rows, {args.runs} runs)",
-        "",
-        f"Machine: {describe(machine())}.",
-        "",
-        "| report --no-offline | median s | ratio | CPU s | peak RSS MiB |",
-        "|---|---|---|---|---|",
-    ]
-    for name in variants:
-        median = statistics.median(times[name])
-        lines.append(
-            f"| {name} | {median:.2f} | {median / base:.2f} | "
-            f"{statistics.median(cpu[name]):.2f} | {max(rss[name]):.0f} |"
-        )
     publish(lines, args.record)
 
 

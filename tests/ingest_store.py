@@ -38,3 +38,14 @@ def query(db: Path, sql: str) -> list[tuple]:
         return con.execute(sql).fetchall()
     finally:
         con.close()
+
+
+def store_of(csv: Path) -> str:
+    """A DuckDB store beside ``csv`` (same name, ``.duckdb``) holding its rows."""
+    from abeval.store import open_store
+    from abeval.store.ingest import ingest_file
+
+    db = str(csv.with_suffix(".duckdb"))
+    with open_store(db) as store:
+        ingest_file(store, csv)
+    return db

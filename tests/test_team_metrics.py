@@ -198,4 +198,13 @@ def test_cap_option_on_a_recorded_metric(carts: tuple[Path, list[dict[str, str]]
     with pytest.raises(OptionError) as caught:
         _report(db, caps=(("cart_rate", 0.8),))
     assert caught.value.parameter == "cap"
-    assert caught.value.reason.startswith("cannot cap 'cart_rate'; capped metrics: ")
+    assert caught.value.reason == (
+        "cannot cap 'cart_rate': a proportion is 0 or 1 per user; metrics that can be capped: "
+        "ctr, revenue_per_user, clicks_per_user, purchases_per_user, impressions_per_user, aov, "
+        "capped_value, cart_value, carts, mobile_plays, value_per_cart"
+    )
+    with pytest.raises(OptionError) as caught:  # a built-in proportion: the same list
+        _report(db, caps=(("conversion", 0.8),))
+    assert caught.value.reason.endswith(
+        "aov, capped_value, cart_value, carts, mobile_plays, value_per_cart"
+    )

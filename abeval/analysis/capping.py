@@ -1,9 +1,18 @@
 """Outlier capping (docs/metrics.md#outlier-capping): ``--cap revenue_per_user=0.99``.
 
-A cap names a metric and a quantile. It caps the metric's per-user numerator
-variable (revenue for revenue per user and for average order value) at that
-quantile of all analysed users, both arms pooled, before the sufficient
-statistics are summed; every metric built on the variable reads the capped values.
+A cap names a metric and a quantile. It caps the metric's per-user numerator at
+that quantile of all analysed users, both arms pooled, before the sufficient
+statistics are summed:
+
+- revenue (revenue per user, average order value) is capped in place: every metric
+  built on it reads the capped values, and no other metric reads revenue;
+- a count (clicks, impressions, purchases: clicks per user, CTR ...) is capped in a
+  copy of its own for the metric named (``cap_clicks_per_user``,
+  :class:`~abeval.store.online_sql.VariableSet` ``copies``), so that CTR,
+  conversion and the ratios' denominators that read the raw count are unchanged;
+- a team-defined metric's numerator is a variable of its own already;
+- a proportion is 0 or 1 per user: there is nothing to cap.
+
 The quantile and the count of users above it are computed in the engine
 (:func:`abeval.store.online_sql.cap_values`).
 """
@@ -13,15 +22,41 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 
-from abeval.analysis.online_metrics import BUILTIN_METRICS, METRICS
+from abeval.analysis.online_metrics import BUILTIN_METRICS, METRICS, capped_copy
 from abeval.analysis.report_model import CapInfo
-from abeval.store.online_sql import CapValue
+from abeval.errors import OptionError
+from abeval.store.online_sql import CapValue, VariableSet
 
-#: Metrics whose numerator can be capped: those built on revenue (revenue per user,
-#: average order value). The counts are not capped: clicks, impressions and
-#: purchases also feed CTR, conversion and the denominators of the ratios.
+#: Variables capped in place: only revenue-based metrics read revenue.
 CAPPED_VARIABLES = ("revenue",)
-CAPPABLE = tuple(n for n, m in METRICS.items() if m.numerator in CAPPED_VARIABLES)
+#: The built-in metrics that can be capped: every mean and ratio.
+CAPPABLE = tuple(n for n, m in BUILTIN_METRICS.items() if m.kind != "proportion")
+
+
+def cappable() -> tuple[str, ...]:
+    """Every metric a cap can name: the built-in means and ratios, then the recorded
+    team metrics of the store read last that are not proportions."""
+    team = (n for n, m in METRICS.items() if n not in BUILTIN_METRICS and m.kind != "proportion")
+    return (*CAPPABLE, *team)
+
+
+def refusal(name: str) -> str | None:
+    """Why a cap cannot name the metric ``name`` (known), or None when it can."""
+    if name not in METRICS or METRICS[name].kind != "proportion":
+        return None
+    return (
+        f"cannot cap {name!r}: a proportion is 0 or 1 per user; "
+        f"metrics that can be capped: {', '.join(cappable())}"
+    )
+
+
+def check_cappable(caps: Iterable[tuple[str, float]]) -> None:
+    """An :class:`~abeval.errors.OptionError` for ``--cap`` on the first capped
+    metric that is a proportion (call once the store's recorded metrics are known)."""
+    for name, quantile in caps:
+        reason = refusal(name)
+        if reason:
+            raise OptionError("cap", f"{name}={quantile:g}", reason)
 
 
 def parse_caps(values: Iterable[str]) -> tuple[tuple[str, float], ...]:
@@ -38,8 +73,6 @@ def parse_caps(values: Iterable[str]) -> tuple[tuple[str, float], ...]:
                 raise ValueError(
                     f"cannot read {part!r}; write METRIC=QUANTILE, such as revenue_per_user=0.99"
                 )
-            if name not in CAPPABLE and name in BUILTIN_METRICS:
-                raise ValueError(f"cannot cap {name!r}; capped metrics: {', '.join(CAPPABLE)}")
             try:
                 quantile = float(q)
             except ValueError:
@@ -54,6 +87,8 @@ def parse_caps(values: Iterable[str]) -> tuple[tuple[str, float], ...]:
         if name not in METRICS:  # a team-defined metric: checked once the store is read
             continue
         variable = METRICS[name].numerator
+        if variable not in CAPPED_VARIABLES:  # a copy of its own, or a team metric's own
+            continue
         if variable in variables and variables[variable][1] != quantile:
             other = variables[variable][0]
             raise ValueError(f"{other} and {name} both cap {variable}; give them the same quantile")
@@ -61,9 +96,34 @@ def parse_caps(values: Iterable[str]) -> tuple[tuple[str, float], ...]:
     return tuple(out.items())
 
 
+def _copied(name: str) -> bool:
+    """Whether a cap on ``name`` caps a copy of its numerator (a built-in count)."""
+    metric = BUILTIN_METRICS.get(name)
+    return metric is not None and metric.numerator not in CAPPED_VARIABLES
+
+
 def variable_quantiles(caps: Iterable[tuple[str, float]]) -> dict[str, float]:
-    """The per-user variable each capped metric caps, with its quantile."""
-    return {METRICS[name].numerator: quantile for name, quantile in caps}
+    """The per-user variable each capped metric caps, with its quantile: revenue
+    itself, a count's copy for the metric (:func:`copies`), a team metric's numerator."""
+    return {
+        capped_copy(name) if _copied(name) else METRICS[name].numerator: quantile
+        for name, quantile in caps
+    }
+
+
+def copies(caps: Iterable[tuple[str, float]]) -> VariableSet:
+    """The copies of the counts that the caps on built-in count metrics cap: the
+    metric's numerator under the name :func:`capped_copy` gives."""
+    return VariableSet(
+        (),
+        (),
+        tuple((capped_copy(n), BUILTIN_METRICS[n].numerator) for n, _ in caps if _copied(n)),
+    )
+
+
+def copy_labels(caps: Iterable[tuple[str, float]]) -> dict[str, str]:
+    """What the report calls each copy: the count it copies (``clicks``)."""
+    return {capped_copy(n): BUILTIN_METRICS[n].numerator for n, _ in caps if _copied(n)}
 
 
 def cap_infos(
@@ -71,10 +131,13 @@ def cap_infos(
 ) -> tuple[CapInfo, ...]:
     """What the report says of each cap: the metrics it applies to, its value, and
     how many users it touched per arm."""
+    copied = {capped_copy(n): n for n in CAPPABLE if _copied(n)}
     return tuple(
         CapInfo(
             variable=(labels or {}).get(v.variable, v.variable),
-            metrics=tuple(n for n, m in METRICS.items() if m.numerator == v.variable),
+            metrics=(copied[v.variable],)
+            if v.variable in copied
+            else tuple(n for n, m in METRICS.items() if m.numerator == v.variable),
             quantile=v.quantile,
             cap=v.cap,
             users_capped=dict(v.users_capped),

@@ -17,6 +17,7 @@ from abeval.analysis.online_metrics import (
     arm_stats,
     direction,
     has_pre_period,
+    numerator,
 )
 from abeval.analysis.report_model import (
     ArmValue,
@@ -54,7 +55,7 @@ def shown(name: str, o: ReportOptions) -> bool:
 
 def arm_value(metric: OnlineMetric, m: Moments) -> ArmValue:
     """One arm's value of ``metric``, with its numerator and denominator."""
-    num = m.sums[metric.numerator]
+    num = m.sums[numerator(metric, m)]
     den = m.sums[metric.denominator] if metric.denominator else float(m.n)
     return ArmValue(value=num / den if den else None, numerator=num, denominator=den, users=m.n)
 

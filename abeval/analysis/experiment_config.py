@@ -16,6 +16,7 @@ from dataclasses import dataclass, fields, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
+from abeval.analysis.capping import check_cappable
 from abeval.analysis.online_metrics import check_known, parse_metrics
 from abeval.analysis.report_model import ReportOptions
 from abeval.analysis.team_metrics import use_recorded
@@ -288,6 +289,7 @@ def record(
         check_known(changes.secondary or (), "secondary")
         check_known([g.metric for g in changes.guardrails or ()], "guardrails")
         check_known([name for name, _ in changes.caps or ()], "cap")
+        check_cappable(changes.caps or ())
         current, done = change_experiment(conn, experiment, *settings, targets)
         cleared = [n for n in removed if n in CLEARED_COLUMNS]
         if cleared:

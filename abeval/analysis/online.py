@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from abeval import __version__
-from abeval.analysis.capping import cap_infos, variable_quantiles
+from abeval.analysis.capping import cap_infos, copies, copy_labels, variable_quantiles
 from abeval.analysis.comparisons import (
     PlainStats,
     daily_points,
@@ -205,6 +205,7 @@ def _observe(conn: Connection, experiment: str, o: ReportOptions) -> tuple[_Obse
     recorded, variables = use_recorded(conn)
     check_names(o)
     base, temporary = online_sql.shared(conn, experiment, o.cuped_days, window, variables)
+    variables = variables.plus(copies(o.caps))  # columns of user_metrics, not of user_day
     kept = [t for t in temporary if t.endswith("_population")]
     try:
         quantiles = {**recorded.caps, **variable_quantiles(o.caps)}
@@ -259,7 +260,7 @@ def _observe(conn: Connection, experiment: str, o: ReportOptions) -> tuple[_Obse
         segments=segments,
         ingests=online_sql.ingests(conn, experiment),
         variables=variables,
-        labels=recorded.labels,
+        labels=recorded.labels | copy_labels(o.caps),
     )
     return observed, kept
 

@@ -181,6 +181,19 @@ def check_known(names: Sequence[str], parameter: str) -> None:
         parse_metrics(",".join(names), (), parameter, strict=True)
 
 
+def capped_copy(metric: str) -> str:
+    """The name of the copy of a built-in metric's count numerator that a cap on the
+    metric caps alone (docs/metrics.md#outlier-capping): ``cap_clicks_per_user``."""
+    return f"cap_{metric}"
+
+
+def numerator(metric: OnlineMetric, m: Moments) -> str:
+    """The variable ``metric``'s numerator reads in ``m``: the capped copy when the
+    report capped the metric (the moments carry it), else its own."""
+    copy = capped_copy(metric.name)
+    return copy if copy in m.sums else metric.numerator
+
+
 def _ratio(m: Moments, num: str, den: str) -> RatioStats:
     return RatioStats(
         n=m.n,
@@ -194,7 +207,7 @@ def _ratio(m: Moments, num: str, den: str) -> RatioStats:
 
 def arm_stats(metric: OnlineMetric, m: Moments, cuped: bool) -> ArmStats:
     """Sufficient statistics of ``metric`` in one arm; CUPED-ready when ``cuped``."""
-    num = metric.numerator
+    num = numerator(metric, m)
     if metric.kind == "ratio":
         den = metric.denominator or ""
         post = _ratio(m, num, den)
@@ -221,7 +234,7 @@ def arm_stats(metric: OnlineMetric, m: Moments, cuped: bool) -> ArmStats:
 
 def has_pre_period(m: Moments, metric: OnlineMetric) -> bool:
     """True when the pre-period covariate varies in this arm (CUPED can help)."""
-    names = [f"pre_{metric.numerator}"]
+    names = [f"pre_{numerator(metric, m)}"]
     if metric.denominator:
         names.append(f"pre_{metric.denominator}")
     return all(m.ss(n) > 0 for n in names)

@@ -24,10 +24,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from abeval.analysis import online_metrics
-from abeval.analysis.capping import CAPPABLE
-from abeval.analysis.online_metrics import BUILTIN_METRICS, METRICS, OnlineMetric, check_known
+from abeval.analysis.capping import check_cappable
+from abeval.analysis.online_metrics import OnlineMetric, check_known
 from abeval.analysis.report_model import ReportOptions
-from abeval.errors import OptionError
 from abeval.store.online_sql import BUILTIN, Variable, VariableSet
 
 if TYPE_CHECKING:
@@ -187,16 +186,4 @@ def check_names(o: ReportOptions) -> None:
     check_known(o.guardrails, "guardrails")
     check_known(o.secondary or (), "secondary")
     check_known([name for name, _ in o.caps], "cap")
-    for name, _ in o.caps:
-        if name not in CAPPABLE and (name in BUILTIN_METRICS or METRICS[name].kind == "proportion"):
-            capped = ", ".join(
-                [
-                    *CAPPABLE,
-                    *(
-                        n
-                        for n, m in METRICS.items()
-                        if n not in BUILTIN_METRICS and m.kind != "proportion"
-                    ),
-                ]
-            )
-            raise OptionError("cap", name, f"cannot cap {name!r}; capped metrics: {capped}")
+    check_cappable(o.caps)

@@ -56,24 +56,36 @@ class Variable:
 
 @dataclass(frozen=True)
 class VariableSet:
-    """The per-user variables a report sums: summed ones (:class:`Variable`) and
+    """The per-user variables a report sums: summed ones (:class:`Variable`),
+    copies (name, summed variable: the same per-user values under a name of their
+    own, which a cap on one metric caps alone, docs/metrics.md#outlier-capping) and
     indicators (name, summed variable: 1 when it is above 0). The built-in metrics
     read :data:`BUILTIN`; a team's recorded metrics add theirs
     (docs/metrics.md#team-defined-metrics)."""
 
     summed: tuple[Variable, ...]
     indicators: tuple[tuple[str, str], ...]
+    copies: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def columns(self) -> tuple[tuple[str, str], ...]:
+        """(name, column of ``user_day`` it sums): the summed variables and the copies."""
+        return (*((v.name, v.name) for v in self.summed), *self.copies)
 
     @property
     def names(self) -> tuple[str, ...]:
-        return (*(v.name for v in self.summed), *(n for n, _ in self.indicators))
+        return (*(n for n, _ in self.columns), *(n for n, _ in self.indicators))
 
     @property
     def all_names(self) -> tuple[str, ...]:
         return (*self.names, *(f"pre_{v}" for v in self.names))
 
     def plus(self, other: VariableSet) -> VariableSet:
-        return VariableSet(self.summed + other.summed, self.indicators + other.indicators)
+        return VariableSet(
+            self.summed + other.summed,
+            self.indicators + other.indicators,
+            self.copies + other.copies,
+        )
 
 
 BUILTIN = VariableSet(
@@ -168,10 +180,10 @@ def user_metrics_cte(
     ``caps`` caps post-exposure variables at the given values
     (docs/metrics.md#outlier-capping); the pre-period covariates are left as they are."""
     cols = []
-    summed = [v.name for v in variables.summed]
-    for name in summed:
-        cols.append(f"SUM(CASE WHEN d.phase = 1 THEN d.{name} ELSE 0 END) AS {name}")
-        cols.append(f"SUM(CASE WHEN d.phase = 0 THEN d.{name} ELSE 0 END) AS pre_{name}")
+    summed = [name for name, _ in variables.columns]
+    for name, column in variables.columns:
+        cols.append(f"SUM(CASE WHEN d.phase = 1 THEN d.{column} ELSE 0 END) AS {name}")
+        cols.append(f"SUM(CASE WHEN d.phase = 0 THEN d.{column} ELSE 0 END) AS pre_{name}")
     seg_col = ", p.segment" if segment else ""
     sums = (
         f"user_sums AS (SELECT p.user_id, p.arm, p.first_ts{seg_col}, {', '.join(cols)} "
@@ -324,7 +336,8 @@ def daily_moments_sql(
     the day), or with ``own_day`` that day's activity alone (zero for a user
     enrolled and idle that day), whose lift shows a novelty effect wear off."""
     window = "ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW"
-    summed = [v.name for v in variables.summed]
+    summed = [name for name, _ in variables.columns]
+    selected = ", ".join(c if c == n else f"{c} AS {n}" for n, c in variables.columns)
     cum = ", ".join(
         _capped(
             v,
@@ -338,7 +351,7 @@ def daily_moments_sql(
     )
     return (
         f"WITH {base or online_ctes(cuped_days, variables=variables)},\n"
-        f"daily AS (SELECT user_id, day, {', '.join(summed)} FROM user_day "
+        f"daily AS (SELECT user_id, day, {selected} FROM user_day "
         "WHERE phase = 1),\n"
         "days AS (SELECT DISTINCT CAST(ts AS DATE) AS day FROM exp_events e "
         f"WHERE e.ts >= (SELECT MIN(first_ts) FROM population) AND NOT {far_condition(cuped_days)}"
@@ -542,7 +555,7 @@ def cap_values_sql(
     """The pooled ``quantile`` of the per-user ``variable`` (linear interpolation,
     ``percentile_cont``: the same on DuckDB and PostgreSQL) and, per arm, how many
     users lie above it."""
-    if variable not in {v.name for v in variables.summed}:
+    if variable not in {name for name, _ in variables.columns}:
         raise ValueError(f"cannot cap {variable!r}")
     q = float(quantile)
     return (
