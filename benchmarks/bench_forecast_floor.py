@@ -39,14 +39,13 @@ import os
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import Path
 
 import numpy as np
+from measure import publish
 from scipy import optimize, sparse, special, stats
 
 from abeval.stats import forecast_batch as fb
 
-RESULTS = Path(__file__).parent / "RESULTS.md"
 S = 0.01
 KS = (4, 6, 8, 12, 20, 40)
 LP_TAUS = (0.0, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0)
@@ -306,11 +305,7 @@ def main() -> None:
         f"{os.cpu_count()} cores at the start).",
         "",
     ]
-    text = "\n".join(head + out) + "\n"
-    print(text)
-    if args.record:
-        with RESULTS.open("a") as handle:
-            handle.write("\n" + text)
+    publish(head + out, args.record)
 
 
 if __name__ == "__main__":
