@@ -15,7 +15,7 @@ Three measurements, each with known truth:
    residual sum of squares Q ~ (s² + τ²) χ²_{k−2}; an interval
    point ± d(Q, L) (every interval that moves with the line) covers
    E[erf(d / √(2 v(τ, L)))]. A linear programme over d (randomised, on a grid
-   of Q bins × L bins × 90 values of d) gives the smallest worst-case
+   of Q bins × L bins × values of d, :data:`LP_GRID`) gives the smallest worst-case
    |coverage − 95%| over τ/s ∈ {0, 0.25, 0.5, 0.75, 1, 1.5, 2, 3, 5}, and the
    lowest coverage at τ = 0 of any such interval that covers ≥ 93.5% (or
    ≥ 95%) at every τ > 0 of that set. Two conditions make the intervals
@@ -29,7 +29,7 @@ Three measurements, each with known truth:
    chosen on one seed stream to minimise the worst |coverage − 95%| over
    τ/s ∈ {0, …, 3}, β ∈ {0, 1}, σ ∈ {0, s/2}, and measured on another::
 
-    nice -n 10 python benchmarks/bench_forecast_floor.py [--runs 3000] [--record]
+    nice -n 10 python benchmarks/bench_forecast_floor.py [--runs 1000] [--record]
 """
 
 from __future__ import annotations
@@ -175,7 +175,12 @@ def _solve(
     return (float(res.x[-1]) if pair is None else float(coverage[0])), coverage
 
 
-def floor(k: int, rng: np.random.Generator, nb: int = 80, nl: int = 6, nm: int = 90) -> Floor:
+#: The linear programme's grid: Q bins, L bins, values of d.
+LP_GRID = (60, 5, 70)
+
+
+def floor(k: int, rng: np.random.Generator, grid: tuple[int, int, int] = LP_GRID) -> Floor:
+    nb, nl, nm = grid
     coef, d, floors = _lp_pieces(k, nb, nl, nm, rng)
     worst, cov = _solve(coef, d, floors, None)
     return Floor(
@@ -241,7 +246,7 @@ def calibrate_levels(table: np.ndarray, sweeps: int = 6) -> np.ndarray:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=3000, help="runs per cell (power, calibration)")
+    parser.add_argument("--runs", type=int, default=1000, help="runs per cell (power, calibration)")
     parser.add_argument("--seed", type=int, default=20261126)
     parser.add_argument("--record", action="store_true")
     args = parser.parse_args()
@@ -300,7 +305,7 @@ def main() -> None:
         "",
         f"`nice -n 10 python benchmarks/bench_forecast_floor.py --runs {args.runs}`: seed "
         f"{args.seed}; powers from {4 * args.runs:,} runs per k and τ; the linear programme on "
-        f"80 Q bins × 6 L bins × 90 values of d; calibration {args.runs:,} runs per cell on "
+        f"{LP_GRID[0]} Q bins × {LP_GRID[1]} L bins × {LP_GRID[2]} values of d; calibration {args.runs:,} runs per cell on "
         f"each of two seed streams; {elapsed / 60:.1f} min (load average {load:.1f} on "
         f"{os.cpu_count()} cores at the start).",
         "",
