@@ -305,7 +305,8 @@ def main() -> None:
         "",
         f"`nice -n 10 python benchmarks/bench_forecast_floor.py --runs {args.runs}`: seed "
         f"{args.seed}; powers from {4 * args.runs:,} runs per k and τ; the linear programme on "
-        f"{LP_GRID[0]} Q bins × {LP_GRID[1]} L bins × {LP_GRID[2]} values of d; calibration {args.runs:,} runs per cell on "
+        f"{LP_GRID[0]} Q bins × {LP_GRID[1]} L bins × {LP_GRID[2]} values of d; "
+        f"calibration {args.runs:,} runs per cell on "
         f"each of two seed streams; {elapsed / 60:.1f} min (load average {load:.1f} on "
         f"{os.cpu_count()} cores at the start).",
         "",
