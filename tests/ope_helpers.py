@@ -45,6 +45,23 @@ def write_target_file(path: Path, rows: Sequence[tuple[str, str, int, float]]) -
     return path
 
 
+def small_logs(propensity: bool = True, missing_every: int = 0) -> list[Impression]:
+    """Two arms of 30 users, two requests each of two positions (items a0..a2 at
+    position 1, b0..b2 at 2); the first impression of every ``missing_every``-th
+    user has no propensity."""
+    rows: list[Impression] = []
+    for arm, shift in (("control", 0), ("treatment", 1)):
+        for u in range(30):
+            for q in range(2):
+                for k, letter in ((1, "a"), (2, "b")):
+                    item = f"{letter}{(u + q + shift * k) % 3}"
+                    p: float | None = 1 / 3 if propensity else None
+                    if missing_every and u % missing_every == 0 and q == 0 and k == 1:
+                        p = None
+                    rows.append((arm, f"{arm}{u}", f"{arm}{u}-{q}", item, k, (u + q) % 4 == 0, p))
+    return rows
+
+
 def _policy(rng: np.random.Generator, items: int, zero: int | None = None) -> np.ndarray:
     p = rng.dirichlet(np.full(items, 0.7))
     if zero is not None:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from html_tree import parse
-from ope_helpers import Impression, write_impressions, write_target_file
+from ope_helpers import Impression, small_logs, write_impressions, write_target_file
 from typer.testing import CliRunner
 
 from abeval.cli import app
@@ -21,23 +21,6 @@ runner = CliRunner()
 EXP = "small"
 
 
-def _rows(propensity: bool = True, missing_every: int = 0) -> list[Impression]:
-    """Two arms of 30 users, two requests each of two positions (items a0..a2 at
-    position 1, b0..b2 at 2); the first impression of every ``missing_every``-th
-    user has no propensity."""
-    rows: list[Impression] = []
-    for arm, shift in (("control", 0), ("treatment", 1)):
-        for u in range(30):
-            for q in range(2):
-                for k, letter in ((1, "a"), (2, "b")):
-                    item = f"{letter}{(u + q + shift * k) % 3}"
-                    p: float | None = 1 / 3 if propensity else None
-                    if missing_every and u % missing_every == 0 and q == 0 and k == 1:
-                        p = None
-                    rows.append((arm, f"{arm}{u}", f"{arm}{u}-{q}", item, k, (u + q) % 4 == 0, p))
-    return rows
-
-
 def _store(tmp_path: Path, rows: list[Impression]) -> str:
     db = str(tmp_path / "s.duckdb")
     with open_store(db) as store:
@@ -47,7 +30,7 @@ def _store(tmp_path: Path, rows: list[Impression]) -> str:
 
 @pytest.fixture
 def db(tmp_path: Path) -> str:
-    return _store(tmp_path, _rows())
+    return _store(tmp_path, small_logs())
 
 
 def _report(db: str, *args: str) -> object:
@@ -91,7 +74,7 @@ def test_a_bad_cap_is_a_usage_error(db: str, cap: str) -> None:
 
 
 def test_a_report_without_propensities(tmp_path: Path) -> None:
-    db = _store(tmp_path, _rows(propensity=False))
+    db = _store(tmp_path, small_logs(propensity=False))
     out = _report(db, "-f", "text").stdout  # type: ignore[attr-defined]
     assert "Off-policy estimates: no impression of this experiment carries a propensity" in out
     doc = json.loads(_report(db, "-f", "json").stdout)  # type: ignore[attr-defined]
@@ -99,7 +82,7 @@ def test_a_report_without_propensities(tmp_path: Path) -> None:
 
 
 def test_impressions_without_propensity_are_counted_not_dropped_silently(tmp_path: Path) -> None:
-    db = _store(tmp_path, _rows(missing_every=3))
+    db = _store(tmp_path, small_logs(missing_every=3))
     doc = json.loads(_report(db, "-f", "json").stdout)  # type: ignore[attr-defined]
     arms = {a["arm"]: a for a in doc["ope"]["arms"]}
     # Users 0, 3, ..., 27 of each arm: 10 impressions without a propensity.
@@ -166,8 +149,8 @@ def test_missing_file(db: str, tmp_path: Path) -> None:
 
 
 def test_no_arm_column_with_two_treatments(tmp_path: Path) -> None:
-    rows = _rows() + [(a.replace("treatment", "third"), u + "x", r + "x", i, k, c, p)
-                      for a, u, r, i, k, c, p in _rows() if a == "treatment"]  # fmt: skip
+    rows = small_logs() + [(a.replace("treatment", "third"), u + "x", r + "x", i, k, c, p)
+                      for a, u, r, i, k, c, p in small_logs() if a == "treatment"]  # fmt: skip
     db = _store(tmp_path, rows)
     path = write_target_file(tmp_path / "t.csv", [("control0-0", "a0", 1, 0.5)])
     result = _report(db, "--target-propensities", str(path), "-f", "json")
@@ -199,7 +182,7 @@ def test_a_file_is_used_for_the_directions_it_covers(db: str, tmp_path: Path) ->
 
 
 def test_an_arm_without_impressions_is_named(tmp_path: Path) -> None:
-    events = write_impressions(tmp_path / "e.csv", EXP, _rows())
+    events = write_impressions(tmp_path / "e.csv", EXP, small_logs())
     with events.open("a") as f:  # a third arm whose only user clicked, with no impression
         f.write(f"{EXP},third,x1,2024-03-01T10:00:00+00:00,click,r,a0,,\n")
     db = str(tmp_path / "s.duckdb")

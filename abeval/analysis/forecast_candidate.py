@@ -10,7 +10,10 @@ one definition; or an off-policy estimate from a stored experiment's
 production (control) logs with the candidate's target probabilities
 (``--target-propensities FILE --experiment NAME``): the headline estimator's
 predicted lift, the same number the board takes from each past experiment's
-off-policy section, so the forecast learns from that estimator's history.
+off-policy section, so the forecast learns from that estimator's history. The
+file's rows are read as ``report`` reads them for the direction from the
+control to one arm: rows naming the control are left out, and the others name
+one arm or none (:func:`abeval.analysis.ope.candidate_rows`).
 """
 
 from __future__ import annotations

@@ -436,11 +436,12 @@ def candidate_estimate(
 ) -> CandidateEstimate:
     """The candidate's CTR and lift over ``control`` from ``control``'s logs of
     ``experiment``, its probabilities given by ``rows`` (a target file read by
-    :func:`~abeval.analysis.ope_file.read_target_propensities`, every row the
-    candidate's whatever arm it names). The file is checked as a report's is
-    (it must cover half the control's requests and belong to this experiment)."""
+    :func:`~abeval.analysis.ope_file.read_target_propensities`; the rows
+    :func:`candidate_rows` keeps). The file is checked as a report's is (it must
+    cover half the control's requests and belong to this experiment)."""
     from abeval.errors import InputError
 
+    rows = candidate_rows(rows, control, shown)
     if not ope_sql.has_propensities(conn, experiment):
         raise InputError(
             f"experiment {experiment!r}: no impression carries a propensity, so no "
@@ -449,7 +450,7 @@ def candidate_estimate(
     with memory_capped(conn) as memory:
         source, tables = ope_sql.open_ope(conn, experiment)
         try:
-            ope_target.load_rows(conn, [(CANDIDATE, *r[1:]) for r in rows])
+            ope_target.load_rows(conn, rows)
             ope_target.check(conn, experiment, shown)
             counts = source.arm_counts()
             if control not in counts:
@@ -471,3 +472,26 @@ def candidate_estimate(
         headline_reason=reason,
         warnings=overall.warnings + _user_warnings(head),
     )
+
+
+def candidate_rows(
+    rows: list[ope_target.TargetRow], control: str, shown: str
+) -> list[ope_target.TargetRow]:
+    """The rows of a target file that give the candidate's probabilities on
+    ``control``'s requests, relabelled :data:`CANDIDATE`: as ``report`` reads a
+    file for the direction from ``control`` to one arm. A row whose ``arm``
+    names the control is the control's probability on another arm's request
+    (the reverse direction) and is left out; rows without an arm are the
+    candidate's; the other rows must all name one arm (the candidate's), else
+    one line naming the arms and the fix."""
+    from abeval.errors import InputError
+
+    named = sorted({r[0] for r in rows if r[0] is not None and r[0] != control})
+    if len(named) > 1:
+        listed = ", ".join(repr(a) for a in named)
+        raise InputError(
+            f"{shown}: rows for {len(named)} target arms ({listed}); the candidate is one "
+            f"target: keep the rows of one arm (those of {control!r}, the production arm, "
+            "are left out anyway)"
+        )
+    return [(CANDIDATE, *r[1:]) for r in rows if r[0] != control]
