@@ -38,11 +38,10 @@ def metrics_list(
     """List every online metric, built-in and recorded, with its definition."""
     if ctx.invoked_subcommand is not None:
         return
-    from abeval.analysis.metric_records import list_metrics
-    from abeval.store import open_store
+    from abeval import api
 
-    with open_store(db, read_only=True) as store:
-        rows = list_metrics(store)
+    with api.open(db, read_only=True) as store:
+        rows = store.metrics()
     if fmt == "json":
         typer.echo(json.dumps([r.to_dict() for r in rows], indent=2))
         return
@@ -70,11 +69,10 @@ def metrics_add(
     db: DbOption = None,
 ) -> None:
     """Record the metrics a TOML file defines (all of them, or none when one is wrong)."""
-    from abeval.analysis.metric_records import add_metrics
-    from abeval.store import open_store
+    from abeval import api
 
-    with open_store(db) as store:
-        added = add_metrics(store, file)
+    with api.open(db) as store:
+        added = store.add_metrics(file)
     names = ", ".join(m.name for m in added.metrics)
     count = len(added.metrics)
     typer.echo(f"recorded {count} metric{'s' if count != 1 else ''} from {file.name}: {names}")

@@ -35,9 +35,7 @@ from abeval.errors import OptionError
 from abeval.formatting import counted, printable, when
 
 if TYPE_CHECKING:
-    from abeval.analysis.experiment_config import ExperimentConfig
-    from abeval.store.experiments import ExperimentSettings, TargetsRecorded
-    from abeval.store.ingest import IngestSummary
+    from abeval.api import ExperimentConfig, ExperimentSettings, IngestSummary, TargetsRecorded
 
 experiment_app = typer.Typer(
     help="Record, show and remove the settings of one experiment.", no_args_is_help=True
@@ -201,27 +199,14 @@ def rejects(
     """List rows rejected by `abeval ingest --on-error skip`."""
     as_json = chosen_format(fmt, as_json) == "json"
     require(limit >= 1, "--limit", f"give at least 1 row, got {limit}")
-    limit = min(limit, 2**62)  # "as many as there are"
     if ingest_id is not None:
         require(1 <= ingest_id < 2**62, "--ingest", f"ingest ids start at 1, got {ingest_id}")
-    from sqlalchemy import text
+    from abeval import api
 
-    from abeval.store import open_store
-
-    with open_store(db, read_only=True) as store, store.connect() as conn:
-        where = "WHERE r.ingest_id = :i" if ingest_id is not None else ""
-        rows = conn.execute(
-            text(
-                "SELECT r.ingest_id, r.file, r.line, r.column_name, r.reason, r.raw, "
-                "i.format FROM rejected_rows r LEFT JOIN ingests i "
-                f"ON i.ingest_id = r.ingest_id {where} "
-                "ORDER BY r.ingest_id, r.line LIMIT :n"
-            ),
-            {"i": ingest_id, "n": limit},
-        ).fetchall()
-    keys = ("ingest_id", "file", "line", "column", "reason", "raw")
+    with api.open(db, read_only=True) as store:
+        rows = store.rejects(ingest=ingest_id, limit=limit)
     if as_json:
-        typer.echo(json.dumps([dict(zip(keys, r[:6], strict=True)) for r in rows], indent=2))
+        typer.echo(json.dumps([r.to_dict() for r in rows], indent=2))
         return
     if not rows:
         typer.echo(
@@ -230,21 +215,20 @@ def rejects(
         )
         return
     for r in rows:
-        line = f"row {r[2]}" if r[6] == "parquet" else str(r[2])
-        column = f":{r[3]}" if r[3] else ""
-        typer.echo(f"{r[1]}:{line}{column}: {r[4]}")
-        if r[5]:
-            typer.echo("    " + str(r[5]).replace("\n", "\n    "))
+        line = f"row {r.line}" if r.format == "parquet" else str(r.line)
+        column = f":{r.column}" if r.column else ""
+        typer.echo(f"{r.file}:{line}{column}: {r.reason}")
+        if r.raw:
+            typer.echo("    " + str(r.raw).replace("\n", "\n    "))
 
 
 @command(app, "migrate")
 def migrate(db: DbOption = None) -> None:
     """Create the store or upgrade its schema to this version of abeval."""
-    from abeval.store import open_store
-    from abeval.store.migrate import apply
+    from abeval import api
 
-    with open_store(db, migrate=False) as store:
-        done = apply(store)
+    with api.open(db, migrate=False) as store:
+        done = store.migrate()
     if done:
         for step in done:
             typer.echo(f"applied {step.version:04d}_{step.name}", err=True)
@@ -310,11 +294,8 @@ def experiment_set(
     target probabilities and configuration (metrics, guardrail margins, caps, CUPED,
     target MDE, alpha, correction, planned horizon); `report` and `power` use them
     unless a flag says otherwise."""
-    from abeval.analysis.experiment_config import record
+    from abeval import api
     from abeval.cli.report_commands import window_bound
-    from abeval.errors import NotFoundError
-    from abeval.store import open_store
-    from abeval.store.sources import refuse_settings
 
     config = config_flags(locals())
     given = (control, split, window_from, window_to, target_propensities)
@@ -326,19 +307,16 @@ def experiment_set(
     start = window_bound(window_from, "--from", end=False)
     end = window_bound(window_to, "--to", end=True)
     require(start is None or end is None or start < end, "--to", "must come after --from")
-    targets = None
-    if target_propensities is not None:
-        from abeval.analysis.ope_file import target_file
-
-        targets = target_file(target_propensities)
-    with open_store(db, create=False) as store:
-        try:
-            s, _, recorded = record(
-                store, experiment, (control, split, start, end), config, targets=targets
-            )
-        except NotFoundError:
-            refuse_settings(store, experiment)  # a source's experiment: say so
-            raise
+    with api.open(db, create=False) as store:
+        s, _, recorded = store.set(
+            experiment,
+            config,
+            control=control,
+            split=split,
+            window_from=start,
+            window_to=end,
+            target_propensities=target_propensities,
+        )
     if any(x is not None for x in given[:4]) or config.recorded():
         typer.echo(settings_line(experiment, s), err=True)
     for line in config_lines(config):
@@ -350,10 +328,9 @@ def experiment_set(
 def config_flags(values: dict[str, Any]) -> ExperimentConfig:
     """The recordable options a command was given (its ``locals()``: the parameters
     of :data:`CONFIG_PARAMETERS`), parsed and checked."""
-    from abeval.analysis.experiment_config import parse_config
+    from abeval import api
 
-    given = {name: values[name] for name in CONFIG_PARAMETERS}
-    return parse_config(caps=given.pop("cap") or [], **given)
+    return api.experiment_config(**{name: values[name] for name in CONFIG_PARAMETERS})
 
 
 #: The parameter names of the recordable options shared by `experiment set` and `report`.
@@ -390,13 +367,9 @@ def settings_line(experiment: str, s: ExperimentSettings) -> str:
 
 def config_lines(config: ExperimentConfig) -> list[str]:
     """One ``name: value`` line per recorded option of ``config``."""
-    from abeval.analysis.experiment_config import OPTIONS, describe
+    from abeval import render
 
-    return [
-        f"{OPTIONS[name].lstrip('-')}: {describe(name, config)}"
-        for name in OPTIONS
-        if getattr(config, name) is not None
-    ]
+    return render.config_lines(config)
 
 
 def _targets_line(experiment: str, done: TargetsRecorded) -> str:
