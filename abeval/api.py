@@ -910,6 +910,8 @@ def evaluate(
         given = {name: value for name, value in chosen.items() if value is not None}
         options["conventions"] = Conventions(**given)  # type: ignore[arg-type]
     _share("alpha", options.get("alpha", 0.05))
+    if db is not None and experiment is None:
+        raise OptionError("db", str(db), "a store records an evaluation: give experiment too")
     ks = cutoffs(k)
     with tempfile.TemporaryDirectory(prefix="abeval-") as folder:
         tables = _Tables(Path(folder))

@@ -12,26 +12,35 @@ first use, so that importing this module costs nothing. See docs/python.md.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from abeval.analysis.experiment_config import ExperimentConfig
+    from abeval.analysis.planning import Plan
     from abeval.analysis.report_model import GuardrailPower
+    from abeval.store.experiments import ExperimentSettings, ExperimentSummary, TargetsRecorded
+    from abeval.store.ingest import IngestSummary
     from abeval.store.source_mapping import Mapping
 
 __all__ = [
     "config_lines",
     "correction_name",
     "days_text",
+    "experiments_lines",
     "guardrail_power_line",
     "html",
+    "ingest_lines",
     "json_document",
     "mapping_dict",
     "mapping_text",
     "metric_label",
     "page_path",
+    "plan_lines",
     "recordable_options",
+    "settings_line",
+    "targets_line",
     "text",
     "write",
 ]
@@ -39,7 +48,6 @@ __all__ = [
 #: Each result type (by class name) → the modules of its text, HTML and JSON presenters.
 _PRESENTERS: dict[str, tuple[str, str, str | None]] = {
     "ExperimentReport": ("abeval.report.text", "abeval.report.html", None),
-    "ShownReport": ("abeval.report.text", "abeval.report.html", None),
     "EvaluationResult": ("abeval.report.evaluate_text", "abeval.report.evaluate_html", None),
     "AgreementBoard": ("abeval.report.agreement_text", "abeval.report.agreement_html", None),
     "ForecastReport": (
@@ -51,6 +59,8 @@ _PRESENTERS: dict[str, tuple[str, str, str | None]] = {
 
 
 def _presenters(result: object) -> tuple[str, str, str | None]:
+    """The presenters of ``result``'s type or of the nearest type it derives from
+    (the notebook's report is a report)."""
     for cls in type(result).__mro__:
         found = _PRESENTERS.get(cls.__name__)
         if found is not None:
@@ -159,3 +169,109 @@ def config_lines(config: ExperimentConfig) -> list[str]:
         for name in OPTIONS
         if getattr(config, name) is not None
     ]
+
+
+def settings_line(experiment: str, s: ExperimentSettings) -> str:
+    """``home: control control; split equal; window ...``: the recorded settings."""
+    from abeval.formatting import when
+
+    shares = ", ".join(f"{k}={v:.0%}" for k, v in (s.split or {}).items()) or "equal"
+    if s.control_arm:
+        chosen = s.control_arm
+    elif "control" in s.arms:
+        chosen = "control (the arm named control)"
+    else:
+        chosen = "not recorded (set it with --control ARM)"
+    line = f"{experiment}: control {chosen}; split {shares}"
+    if s.window_from or s.window_to:
+        first = when(s.window_from.isoformat()) if s.window_from else "the first event"
+        last = when(s.window_to.isoformat()) if s.window_to else "the last event"
+        line += f"; window {first} to {last} (excluded)"
+    return line
+
+
+def targets_line(experiment: str, done: TargetsRecorded) -> str:
+    """The target's probabilities recorded: the coverage of each direction and the
+    rows left out."""
+    found, r = done.check, done.recorded
+    covered = "; ".join(
+        f"{c.target} from {c.source}'s logs: {c.covered:,} of {c.requests:,} requests "
+        f"({c.share:.1%})"
+        for c in found.coverage
+    )
+    line = f"{experiment}: target probabilities recorded from {r.file}: {r.rows:,} rows; {covered}"
+    if found.unmatched:
+        line += f"; {found.unmatched:,} rows name no request of this experiment (not recorded)"
+    return line
+
+
+def ingest_lines(s: IngestSummary) -> list[str]:
+    """An ingested file's summary (every row read counted once), the bad rows kept
+    and the notes: what ``abeval ingest`` says on stderr."""
+    from abeval.formatting import printable
+
+    lines = [
+        f"{printable(s.file)}: {s.rows_read:,} rows read: {s.inserted:,} inserted, "
+        f"{s.repeated_in_file:,} repeated in the file, {s.already_stored:,} already in the "
+        f"store, {s.conflicts:,} conflicting, {s.rejected:,} rejected "
+        f"({s.seconds:.2f} s, {s.rows_per_second:,.0f} rows/s)"
+    ]
+    kept = s.rejected + s.conflicts
+    if kept:
+        lines.append(
+            f"  {kept:,} bad row{'' if kept == 1 else 's'} kept in rejected_rows "
+            f"(ingest {s.ingest_id}); list them with `abeval rejects --ingest {s.ingest_id}`"
+        )
+    lines += [f"  {printable(note)}" for note in s.notes]
+    return lines
+
+
+def experiments_lines(found: Sequence[ExperimentSummary]) -> list[str]:
+    """Each experiment's time range, control and source, then its arms' users and
+    events (``abeval experiments``)."""
+    from abeval.formatting import counted, printable, when
+
+    lines = []
+    for e in found:
+        control = f", control {e.control_arm}" if e.control_arm else ""
+        place = f", read in place from source {e.source}" if e.source else ""
+        span = f"{when(e.first_ts)} .. {when(e.last_ts)}"
+        lines.append(printable(f"{e.experiment}  {span}{control}{place}"))
+        for a in e.arms:
+            events = ", ".join(f"{k} {v:,}" for k, v in a.events.items())
+            lines.append(
+                printable(f"  {a.arm}: {counted(a.users, 'user')}; {events or 'no events'}")
+            )
+        if e.users_in_several_arms:
+            several = counted(e.users_in_several_arms, "user")
+            lines.append(f"  {several} seen in several arms (left out of the analysis)")
+    return lines
+
+
+def plan_lines(experiment: str, plan: Plan) -> list[str]:
+    """The design and level of the plan, what each metric and arm detects now and
+    what the target needs, and each guardrail's plan (``abeval power --experiment``)."""
+    from abeval.formatting import count, number, pct
+
+    o = plan.options
+    design = "sequential" if o.sequential else "fixed-horizon"
+    level = f"alpha {plan.planning_alpha:g}"
+    if plan.planning_rule != "single_test":
+        name = correction_name(o.correction)
+        family = len(plan.power)
+        level += f" ({o.alpha:g} over {family} primary comparisons, {name}'s smallest step)"
+    lines = [f"{experiment}: a {design} test at {level} and {o.power:.0%} power"]
+    for r in plan.power:
+        now, need = r.detectable, r.needed_for_target
+        lines.append(f"{metric_label(r.metric)} ({r.arm}): baseline {number(now.baseline_mean)}")
+        lines.append(f"  detects {pct(now.mde_relative)} now with {count(now.total_users)} users")
+        if need.status != "ok":
+            lines.append(f"  {need.status}: {need.message}")
+            continue
+        lines.append(
+            f"  a {pct(need.mde_relative)} lift needs {count(need.total_users)} users in all"
+        )
+        if r.more_days_needed is not None and r.users_per_day:
+            lines.append(f"  {days_text(r.more_days_needed, r.users_per_day, 'more ')}")
+    lines += [guardrail_power_line(g) for g in plan.guardrails]
+    return lines

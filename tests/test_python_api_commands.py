@@ -250,3 +250,10 @@ def test_write_is_whole_or_nothing(tmp_path: Path) -> None:
     with pytest.raises(AbevalError):
         render.write(tmp_path / "file" / "page.html", "<p>")
     assert not (tmp_path / "file" / "page.html").exists()
+
+
+def test_evaluate_records_in_a_store_only_with_an_experiment(tmp_path: Path) -> None:
+    with pytest.raises(OptionError) as caught:
+        abeval.evaluate("truth.csv", {"a": "run.csv"}, db=str(tmp_path / "s.duckdb"))
+    assert caught.value.parameter == "db"
+    assert not (tmp_path / "s.duckdb").exists()

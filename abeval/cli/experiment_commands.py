@@ -10,7 +10,7 @@ import typer
 
 from abeval.cli.app import DbOption, command
 from abeval.cli.options import FormatOption, JsonAlias, chosen_format
-from abeval.cli.store_commands import config_lines, experiment_app, settings_line
+from abeval.cli.store_commands import experiment_app
 
 
 @command(experiment_app, "show")
@@ -38,8 +38,8 @@ def experiment_show(
         }
         typer.echo(json.dumps(document, indent=2))
         return
-    typer.echo(settings_line(experiment, s))
-    for line in config_lines(config):
+    typer.echo(render.settings_line(experiment, s))
+    for line in render.config_lines(config):
         typer.echo(f"  {line}")
     options = render.recordable_options()
     missing = [flag for name, flag in options.items() if getattr(config, name) is None]
@@ -91,8 +91,8 @@ def experiment_unset(
     flags = {"control": "--control", "split": "--split", "window": "--window"}
     flags |= render.recordable_options()
     typer.echo(f"{experiment}: removed {', '.join(flags[n] for n in removed)}", err=True)
-    typer.echo(settings_line(experiment, s), err=True)
-    for line in config_lines(config):
+    typer.echo(render.settings_line(experiment, s), err=True)
+    for line in render.config_lines(config):
         typer.echo(f"  recorded {line}", err=True)
 
 

@@ -19,8 +19,6 @@ from abeval.cli.app import (
     require_share,
 )
 from abeval.cli.options import FormatOption, JsonAlias, chosen_format, experiment_option
-from abeval.formatting import count, pct
-from abeval.formatting import number as fmt_number
 
 
 def _check_mde(mde: float | None) -> None:
@@ -150,29 +148,8 @@ def _power_from_data(
     if as_json:
         typer.echo(json.dumps([r.to_dict() for r in plan.power], indent=2, allow_nan=False))
         return
-    o = plan.options
-    design = "sequential" if sequential else "fixed-horizon"
-    level = f"alpha {plan.planning_alpha:g}"
-    if plan.planning_rule != "single_test":
-        name = render.correction_name(o.correction)
-        family = len(plan.power)
-        level += f" ({o.alpha:g} over {family} primary comparisons, {name}'s smallest step)"
-    typer.echo(f"{experiment}: a {design} test at {level} and {power_:.0%} power")
-    for r in plan.power:
-        now, need = r.detectable, r.needed_for_target
-        label = render.metric_label(r.metric)
-        typer.echo(f"{label} ({r.arm}): baseline {fmt_number(now.baseline_mean)}")
-        typer.echo(f"  detects {pct(now.mde_relative)} now with {count(now.total_users)} users")
-        if need.status != "ok":
-            typer.echo(f"  {need.status}: {need.message}")
-            continue
-        typer.echo(
-            f"  a {pct(need.mde_relative)} lift needs {count(need.total_users)} users in all"
-        )
-        if r.more_days_needed is not None and r.users_per_day:
-            typer.echo(f"  {render.days_text(r.more_days_needed, r.users_per_day, 'more ')}")
-    for g in plan.guardrails:
-        typer.echo(render.guardrail_power_line(g))
+    for line in render.plan_lines(experiment, plan):
+        typer.echo(line)
 
 
 def _power_by_hand(

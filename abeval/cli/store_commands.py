@@ -32,10 +32,10 @@ from abeval.cli.options import (
     chosen_format,
 )
 from abeval.errors import OptionError
-from abeval.formatting import counted, printable, when
+from abeval.formatting import printable
 
 if TYPE_CHECKING:
-    from abeval.api import ExperimentConfig, ExperimentSettings, IngestSummary, TargetsRecorded
+    from abeval.api import ExperimentConfig, IngestSummary
 
 experiment_app = typer.Typer(
     help="Record, show and remove the settings of one experiment.", no_args_is_help=True
@@ -154,23 +154,10 @@ def ingest(
 
 def _say(summary: IngestSummary) -> None:
     """The file's summary on stderr: every row read is counted once."""
-    s = summary
-    typer.echo(
-        f"{printable(s.file)}: {s.rows_read:,} rows read: {s.inserted:,} inserted, "
-        f"{s.repeated_in_file:,} repeated in the file, {s.already_stored:,} already in the "
-        f"store, {s.conflicts:,} conflicting, {s.rejected:,} rejected "
-        f"({s.seconds:.2f} s, {s.rows_per_second:,.0f} rows/s)",
-        err=True,
-    )
-    kept = s.rejected + s.conflicts
-    if kept:
-        typer.echo(
-            f"  {kept:,} bad row{'' if kept == 1 else 's'} kept in rejected_rows "
-            f"(ingest {s.ingest_id}); list them with `abeval rejects --ingest {s.ingest_id}`",
-            err=True,
-        )
-    for note in s.notes:
-        typer.echo(f"  {printable(note)}", err=True)
+    from abeval import render
+
+    for line in render.ingest_lines(summary):
+        typer.echo(line, err=True)
 
 
 def _not_loaded(files: list[Path], summaries: list[IngestSummary], failed: int) -> list[str]:
@@ -242,7 +229,7 @@ def experiments(
 ) -> None:
     """List the experiments in the store: arms, users, events by type, time range."""
     as_json = chosen_format(fmt, as_json) == "json"
-    from abeval import api
+    from abeval import api, render
 
     with api.open(db, read_only=True) as store:
         found = store.experiments()
@@ -254,17 +241,8 @@ def experiments(
     if not found:
         typer.echo("no experiments; load events with `abeval ingest FILE`")
         return
-    for e in found:
-        control = f", control {e.control_arm}" if e.control_arm else ""
-        place = f", read in place from source {e.source}" if e.source else ""
-        span = f"{when(e.first_ts)} .. {when(e.last_ts)}"
-        typer.echo(printable(f"{e.experiment}  {span}{control}{place}"))
-        for a in e.arms:
-            events = ", ".join(f"{k} {v:,}" for k, v in a.events.items())
-            typer.echo(printable(f"  {a.arm}: {counted(a.users, 'user')}; {events or 'no events'}"))
-        if e.users_in_several_arms:
-            several = counted(e.users_in_several_arms, "user")
-            typer.echo(f"  {several} seen in several arms (left out of the analysis)")
+    for line in render.experiments_lines(found):
+        typer.echo(line)
 
 
 @command(experiment_app, "set")
@@ -294,7 +272,7 @@ def experiment_set(
     target probabilities and configuration (metrics, guardrail margins, caps, CUPED,
     target MDE, alpha, correction, planned horizon); `report` and `power` use them
     unless a flag says otherwise."""
-    from abeval import api
+    from abeval import api, render
     from abeval.cli.report_commands import window_bound
 
     config = config_flags(locals())
@@ -318,11 +296,11 @@ def experiment_set(
             target_propensities=target_propensities,
         )
     if any(x is not None for x in given[:4]) or config.recorded():
-        typer.echo(settings_line(experiment, s), err=True)
-    for line in config_lines(config):
+        typer.echo(render.settings_line(experiment, s), err=True)
+    for line in render.config_lines(config):
         typer.echo(f"  recorded {line}", err=True)
     if recorded is not None:
-        typer.echo(printable(_targets_line(experiment, recorded)), err=True)
+        typer.echo(printable(render.targets_line(experiment, recorded)), err=True)
 
 
 def config_flags(values: dict[str, Any]) -> ExperimentConfig:
@@ -346,41 +324,3 @@ CONFIG_PARAMETERS = (
     "plan_users",
     "plan_days",
 )
-
-
-def settings_line(experiment: str, s: ExperimentSettings) -> str:
-    """``home: control control; split equal; window ...``: the recorded settings."""
-    shares = ", ".join(f"{k}={v:.0%}" for k, v in (s.split or {}).items()) or "equal"
-    if s.control_arm:
-        chosen = s.control_arm
-    elif "control" in s.arms:
-        chosen = "control (the arm named control)"
-    else:
-        chosen = "not recorded (set it with --control ARM)"
-    line = f"{experiment}: control {chosen}; split {shares}"
-    if s.window_from or s.window_to:
-        first = when(s.window_from.isoformat()) if s.window_from else "the first event"
-        last = when(s.window_to.isoformat()) if s.window_to else "the last event"
-        line += f"; window {first} to {last} (excluded)"
-    return line
-
-
-def config_lines(config: ExperimentConfig) -> list[str]:
-    """One ``name: value`` line per recorded option of ``config``."""
-    from abeval import render
-
-    return render.config_lines(config)
-
-
-def _targets_line(experiment: str, done: TargetsRecorded) -> str:
-    """What was recorded, with the coverage of each direction and the rows left out."""
-    found, r = done.check, done.recorded
-    covered = "; ".join(
-        f"{c.target} from {c.source}'s logs: {c.covered:,} of {c.requests:,} requests "
-        f"({c.share:.1%})"
-        for c in found.coverage
-    )
-    line = f"{experiment}: target probabilities recorded from {r.file}: {r.rows:,} rows; {covered}"
-    if found.unmatched:
-        line += f"; {found.unmatched:,} rows name no request of this experiment (not recorded)"
-    return line
