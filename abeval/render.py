@@ -18,11 +18,13 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from abeval.analysis.experiment_config import ExperimentConfig
+    from abeval.analysis.metric_records import MetricRow
     from abeval.analysis.planning import Plan
     from abeval.analysis.report_model import GuardrailPower
     from abeval.store.experiments import ExperimentSettings, ExperimentSummary, TargetsRecorded
     from abeval.store.ingest import IngestSummary
     from abeval.store.source_mapping import Mapping
+    from abeval.store.sources import Source, SourceCheck
 
 __all__ = [
     "config_lines",
@@ -36,10 +38,13 @@ __all__ = [
     "mapping_dict",
     "mapping_text",
     "metric_label",
+    "metrics_lines",
     "page_path",
     "plan_lines",
     "recordable_options",
     "settings_line",
+    "source_check_lines",
+    "sources_lines",
     "targets_line",
     "text",
     "write",
@@ -274,4 +279,61 @@ def plan_lines(experiment: str, plan: Plan) -> list[str]:
         if r.more_days_needed is not None and r.users_per_day:
             lines.append(f"  {days_text(r.more_days_needed, r.users_per_day, 'more ')}")
     lines += [guardrail_power_line(g) for g in plan.guardrails]
+    return lines
+
+
+def metrics_lines(rows: Sequence[MetricRow]) -> list[str]:
+    """The built-in metrics, then the team-defined ones with where and when they
+    were recorded, each with its kind and definition (``abeval metrics``)."""
+    from abeval.formatting import printable
+
+    lines = []
+    width = max(len(r.name) for r in rows)
+    for builtin, title in ((True, "built-in"), (False, "recorded (team-defined)")):
+        group = [r for r in rows if r.builtin == builtin]
+        if not builtin and not group:
+            lines.append("recorded: none; define metrics in TOML and run `abeval metrics add FILE`")
+            continue
+        lines.append(title)
+        for r in group:
+            better = ", lower is better" if r.lower_is_better else ""
+            lines.append(printable(f"  {r.name:<{width}}  {r.kind:<10}  {r.definition}{better}"))
+            if not builtin:
+                said = f"{r.description}; " if r.description else ""
+                when = r.recorded_at.strftime("%Y-%m-%d %H:%M UTC") if r.recorded_at else ""
+                lines.append(printable(f"  {'':<{width}}  {'':<10}  {said}from {r.source}, {when}"))
+    return lines
+
+
+def sources_lines(sources: Sequence[Source]) -> list[str]:
+    """Each source's name and table, and its mapping (``abeval source list``)."""
+    from abeval.formatting import printable
+
+    lines = []
+    for s in sources:
+        lines.append(printable(f"{s.name}  {s.table}"))
+        lines.append(printable(f"  {mapping_text(s.mapping)}"))
+    return lines
+
+
+def source_check_lines(check: SourceCheck, *, replaced: bool = False) -> list[str]:
+    """A source added (or ``replaced``): the events of each experiment it holds and
+    the rows of event types that map to nothing (``abeval source add``)."""
+    from abeval.formatting import counted, printable
+
+    s = check.source
+    verb = "replaced" if replaced else "added"
+    lines = [printable(f"{verb} source {s.name!r}: {s.table}, read in place")]
+    for exp, n in check.events.items():
+        kept = " (the store's ingested copy is the one analysed)" if exp in check.in_store else ""
+        lines.append(printable(f"  {exp}: {counted(n, 'event')}{kept}"))
+    if check.unmapped:
+        total = sum(check.unmapped.values())
+        values = ", ".join(f"{v} {n:,}" for v, n in list(check.unmapped.items())[:8])
+        lines.append(
+            printable(
+                f"  {counted(total, 'row')} of event types that map to nothing, not analysed: "
+                f"{values} (map them with --event-type TYPE=VALUE)"
+            )
+        )
     return lines

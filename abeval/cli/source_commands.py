@@ -10,7 +10,7 @@ import typer
 
 from abeval.cli.app import DbOption, app, command
 from abeval.cli.options import FormatOption, JsonAlias, chosen_format, experiment_option
-from abeval.formatting import counted, printable
+from abeval.formatting import printable
 
 if TYPE_CHECKING:
     from abeval.api import SourceCheck
@@ -97,22 +97,10 @@ def source_add(
 
 
 def _say(check: SourceCheck, replaced: bool) -> None:
-    s = check.source
-    verb = "replaced" if replaced else "added"
-    typer.echo(printable(f"{verb} source {s.name!r}: {s.table}, read in place"), err=True)
-    for exp, n in check.events.items():
-        kept = " (the store's ingested copy is the one analysed)" if exp in check.in_store else ""
-        typer.echo(printable(f"  {exp}: {counted(n, 'event')}{kept}"), err=True)
-    if check.unmapped:
-        total = sum(check.unmapped.values())
-        values = ", ".join(f"{v} {n:,}" for v, n in list(check.unmapped.items())[:8])
-        typer.echo(
-            printable(
-                f"  {counted(total, 'row')} of event types that map to nothing, not analysed: "
-                f"{values} (map them with --event-type TYPE=VALUE)"
-            ),
-            err=True,
-        )
+    from abeval import render
+
+    for line in render.source_check_lines(check, replaced=replaced):
+        typer.echo(line, err=True)
 
 
 @command(source_app, "list")
@@ -141,9 +129,8 @@ def source_list(
     if not sources:
         typer.echo("no sources; read a table in place with `abeval source add NAME --table T`")
         return
-    for s in sources:
-        typer.echo(printable(f"{s.name}  {s.table}"))
-        typer.echo(printable(f"  {render.mapping_text(s.mapping)}"))
+    for line in render.sources_lines(sources):
+        typer.echo(line)
 
 
 @command(source_app, "remove")
