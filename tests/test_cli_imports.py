@@ -92,3 +92,19 @@ def test_the_check_catches_a_direct_import(source: str) -> None:
 )
 def test_the_check_lets_the_fronts_through(source: str) -> None:
     assert not imports_of(source)
+
+
+def test_starting_the_cli_imports_no_layer_of_the_library() -> None:
+    # `abeval --help` stays fast: the commands import the API's parts when they run.
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, abeval.cli; print(' '.join(m for m in sys.modules if m.startswith('abeval')))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    loaded = done.stdout.split()
+    assert "abeval.cli.app" in loaded and "abeval.api" in loaded
+    heavy = ("abeval.render", "abeval.store", "abeval.analysis", "abeval.report", "abeval.stats")
+    heavy += ("abeval.metrics", "abeval.simulate", "abeval.files")
+    assert [m for m in loaded if m.startswith(heavy)] == []
