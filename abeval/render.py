@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from abeval.analysis.metric_records import MetricRow
     from abeval.analysis.planning import Plan
     from abeval.analysis.report_model import GuardrailPower
+    from abeval.stats import PowerResult
     from abeval.store.experiments import ExperimentSettings, ExperimentSummary, TargetsRecorded
     from abeval.store.ingest import IngestSummary
     from abeval.store.source_mapping import Mapping
@@ -41,6 +42,7 @@ __all__ = [
     "metrics_lines",
     "page_path",
     "plan_lines",
+    "power_lines",
     "recordable_options",
     "settings_line",
     "source_check_lines",
@@ -336,4 +338,22 @@ def source_check_lines(check: SourceCheck, *, replaced: bool = False) -> list[st
                 f"{values} (map them with --event-type TYPE=VALUE)"
             )
         )
+    return lines
+
+
+def power_lines(result: PowerResult, *, kind: str, users_per_day: float | None = None) -> list[str]:
+    """Power by hand (``abeval power --baseline``): the design, the lift detected,
+    the users it takes and, given the traffic, the days; ``kind`` says whether
+    the baseline is a ``proportion`` or a ``mean``."""
+    design = "sequential" if result.sequential else "fixed-horizon"
+    per_arm = result.users_by_arm[0] if result.users_by_arm else 0
+    lines = [
+        f"{kind} with baseline {result.baseline_mean:g}: a {design} test at alpha "
+        f"{result.alpha:g} and {result.power:.0%} power",
+        f"  detects a relative lift of {(result.mde_relative or 0):+.2%} "
+        f"({(result.mde_absolute or 0):+.4g} absolute)",
+        f"  with {per_arm:,} users per arm, {result.total_users or 0:,} in all",
+    ]
+    if users_per_day and result.total_users:
+        lines.append(f"  {days_text(result.total_users / users_per_day, users_per_day)}")
     return lines

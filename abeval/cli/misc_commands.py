@@ -201,19 +201,8 @@ def _power_by_hand(
     if result.status != "ok":
         typer.echo(f"{result.status}: {result.message}")
         raise typer.Exit(1)
-    design = "sequential" if sequential else "fixed-horizon"
-    per_arm = result.users_by_arm[0] if result.users_by_arm else 0
-    typer.echo(
-        f"{kind} with baseline {baseline:g}: a {design} test at alpha {alpha:g} and "
-        f"{power_:.0%} power"
-    )
-    typer.echo(
-        f"  detects a relative lift of {(result.mde_relative or 0):+.2%} "
-        f"({(result.mde_absolute or 0):+.4g} absolute)"
-    )
-    typer.echo(f"  with {per_arm:,} users per arm, {result.total_users or 0:,} in all")
-    if days is not None and users_per_day:
-        typer.echo(f"  {render.days_text(days, users_per_day)}")
+    for line in render.power_lines(result, kind=kind, users_per_day=users_per_day):
+        typer.echo(line)
 
 
 @command(app, "demo")
