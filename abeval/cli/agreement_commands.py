@@ -29,12 +29,12 @@ def _comma_names(value: str, known: Callable[[], set[str]]) -> tuple[str, ...]:
 def _target_files(values: list[str]) -> dict[str, str]:
     """``EXPERIMENT=FILE`` options → {experiment: file}, split as ``-r NAME=FILE``
     is (at the last ``=`` after which the file exists); a usage error otherwise."""
-    from abeval.files import model_argument
+    from abeval import api
 
     files: dict[str, str] = {}
     for value in values:
         try:
-            name, path = model_argument(
+            name, path = api.model_argument(
                 value, what="experiment", form="EXPERIMENT=FILE", must_exist=False
             )
         except ValueError as exc:
@@ -120,8 +120,7 @@ def agreement(
 ) -> None:
     """Rank offline signals (recorded evaluations, off-policy estimates, replayed
     metrics) by how well they predicted the online lift across experiments."""
-    from abeval import api
-    from abeval.analysis.online_metrics import DEFAULT_PRIMARY, parse_metrics
+    from abeval import api, render
 
     if history is not None:
         picked = "--experiment" if experiment is not None else "--experiments"
@@ -145,7 +144,7 @@ def agreement(
         f"must be between {MIN_RESAMPLES:,} and {MAX_RESAMPLES:,}, got {resamples:,}",
     )
     if history is None:
-        metrics: tuple[str, ...] | None = parse_metrics(primary, DEFAULT_PRIMARY, "primary")
+        metrics: tuple[str, ...] | None = api.metric_names(primary, "primary")
         require(bool(metrics), "--primary", "no metric given; name them as ctr,conversion")
         with api.open(db, read_only=True) as store:
             names = list(experiment or [])
@@ -174,10 +173,6 @@ def agreement(
     if chosen_format(fmt, as_json) == "json":
         emit(json.dumps(board.to_dict(), indent=2, allow_nan=False) + "\n", out)
     elif fmt == "text":
-        from abeval.report.agreement_text import render_text
-
-        emit(render_text(board), out)
+        emit(render.text(board), out)
     else:
-        from abeval.report.agreement_html import DEFAULT_PATH, render_html
-
-        emit(render_html(board), out, default=DEFAULT_PATH)
+        emit(render.html(board), out, default=render.page_path(board))

@@ -163,15 +163,15 @@ def emit(text: str, out: Path | None, default: Path | None = None) -> None:
     """Data goes to stdout, or to a file written whole (``-o PATH``, else
     ``default``); ``-o -`` is stdout. Writing a file is announced on stderr, so
     stdout only ever carries data. A ``default`` path's folder is created; an
-    ``-o`` path's must exist (:func:`~abeval.files.write_atomic`)."""
+    ``-o`` path's must exist (:func:`abeval.render.write`)."""
     target = out if out is not None else default
     if target is None or str(target) == "-":
         typer.echo(text, nl=not text.endswith("\n"))
         return
-    from abeval.files import write_atomic
+    from abeval import render
 
     text = text if text.endswith("\n") else text + "\n"
-    write_atomic(target, text, make_folders=out is None)
+    render.write(target, text, make_folders=out is None)
     typer.echo(f"wrote {target}", err=True)
 
 

@@ -18,24 +18,14 @@ from abeval.cli.options import (
     chosen_format,
     experiment_option,
 )
-from abeval.errors import OptionError
-
-
-def _ks(text: str) -> tuple[int, ...]:
-    from abeval.metrics.base import parse_cutoffs  # not at start-up: it loads numpy
-
-    try:
-        return parse_cutoffs(text)
-    except ValueError as exc:
-        raise OptionError("k", text, str(exc)) from None
 
 
 def _named(texts: list[str] | None, option: str) -> dict[str, str]:
     """``-r [NAME=]FILE`` options as model name → file; a usage error naming the option."""
-    from abeval.files import named_models
+    from abeval import api
 
     try:
-        return named_models(texts or [])
+        return api.named_models(texts or [])
     except ValueError as exc:
         raise typer.BadParameter(str(exc), param_hint=option) from None
 
@@ -188,24 +178,20 @@ def evaluate_command(
     require(0 <= seed < 2**32, "--seed", f"give a whole number from 0 to 2**32 - 1, got {seed}")
     if min_relevance is not None:
         require(math.isfinite(min_relevance), "--min-relevance", "give a finite relevance grade")
-    from abeval import api
-    from abeval.metrics import Conventions
+    from abeval import api, render
 
-    conventions = Conventions(
-        ap_denominator=ap_denominator,
-        gain=gain,
-        empty=empty,
-        duplicates=duplicates,
-    )
     require(db is None or experiment is not None, "--db", "give it with --experiment NAME")
     recs = _named(recommendations, "--recommendations")
     preds = _named(predictions, "--predictions")
     options: dict[str, Any] = {
         "items": items,
         "history": history,
-        "k": _ks(k),
+        "k": api.cutoffs(k),
         "metrics": metrics,
-        "conventions": conventions,
+        "ap_denominator": ap_denominator,
+        "gain": gain,
+        "empty": empty,
+        "duplicates": duplicates,
         "missing": missing,
         "min_relevance": min_relevance,
         "alpha": alpha,
@@ -213,20 +199,15 @@ def evaluate_command(
         "seed": seed,
         "per_user": per_user,
     }
-    if experiment is None:
-        result = api.evaluate(truth, recs, predictions=preds, **options)
-    else:
-        from abeval.analysis.evaluate.record import evaluate_for_experiment
-
-        result = evaluate_for_experiment(
-            db,
-            experiment,
-            truth,
-            recs,
-            predictions=preds,
-            on_lock_wait=lambda message: typer.echo(message, err=True),
-            **options,
-        )
+    result = api.evaluate(
+        truth,
+        recs,
+        predictions=preds,
+        experiment=experiment,
+        db=db,
+        on_lock_wait=None if experiment is None else lambda m: typer.echo(m, err=True),
+        **options,
+    )
     for warning in result.warnings:
         typer.echo(f"Warning: {warning}", err=True)
     if result.recorded is not None:
@@ -238,13 +219,9 @@ def evaluate_command(
         )
     fmt = chosen_format(fmt, as_json)
     if fmt == "html":
-        from abeval.report.evaluate_html import DEFAULT_PATH, render_html
-
-        page = render_html(result, alpha=alpha, resamples=resamples, seed=seed)
-        emit(page, out, default=DEFAULT_PATH)
+        page = render.html(result, alpha=alpha, resamples=resamples, seed=seed)
+        emit(page, out, default=render.page_path(result))
     elif fmt == "json":
         emit(json.dumps(result.to_dict(), indent=2, allow_nan=False), out)
     else:
-        from abeval.report.evaluate_text import render_text
-
-        emit(render_text(result), out)
+        emit(render.text(result), out)

@@ -10,7 +10,7 @@ import typer
 
 from abeval.cli.app import DbOption, command
 from abeval.cli.options import FormatOption, JsonAlias, chosen_format
-from abeval.cli.store_commands import config_lines, experiment_app, settings_line
+from abeval.cli.store_commands import experiment_app
 
 
 @command(experiment_app, "show")
@@ -22,17 +22,10 @@ def experiment_show(
 ) -> None:
     """Print what is recorded for an experiment: control, split, window and configuration."""
     fmt = chosen_format(fmt, as_json)
-    from abeval.analysis.experiment_config import OPTIONS, show
-    from abeval.errors import NotFoundError
-    from abeval.store import open_store
-    from abeval.store.sources import refuse_settings
+    from abeval import api, render
 
-    with open_store(db, read_only=True) as store:
-        try:
-            s, config = show(store, experiment)
-        except NotFoundError:
-            refuse_settings(store, experiment)
-            raise
+    with api.open(db, read_only=True) as store:
+        s, config = store.settings(experiment)
     if fmt == "json":
         document = {
             "experiment": experiment,
@@ -45,10 +38,11 @@ def experiment_show(
         }
         typer.echo(json.dumps(document, indent=2))
         return
-    typer.echo(settings_line(experiment, s))
-    for line in config_lines(config):
+    typer.echo(render.settings_line(experiment, s))
+    for line in render.config_lines(config):
         typer.echo(f"  {line}")
-    missing = [flag for name, flag in OPTIONS.items() if getattr(config, name) is None]
+    options = render.recordable_options()
+    missing = [flag for name, flag in options.items() if getattr(config, name) is None]
     if missing:
         typer.echo(f"  not recorded (the defaults apply): {', '.join(missing)}")
 
@@ -72,10 +66,7 @@ def experiment_unset(
     db: DbOption = None,
 ) -> None:
     """Forget recorded settings of an experiment (each flag names one); the defaults apply again."""
-    from abeval.analysis.experiment_config import OPTIONS, ExperimentConfig, record
-    from abeval.errors import NotFoundError
-    from abeval.store import open_store
-    from abeval.store.sources import refuse_settings
+    from abeval import api, render
 
     chosen = {
         "control": control,
@@ -95,18 +86,13 @@ def experiment_unset(
     removed = [name for name, on in chosen.items() if on]
     if not removed:
         raise typer.BadParameter("name at least one setting to remove, such as --guardrails")
-    with open_store(db, create=False) as store:
-        try:
-            s, config, _ = record(
-                store, experiment, (None, None, None, None), ExperimentConfig(), removed
-            )
-        except NotFoundError:
-            refuse_settings(store, experiment)
-            raise
-    flags = {"control": "--control", "split": "--split", "window": "--window"} | OPTIONS
+    with api.open(db, create=False) as store:
+        s, config = store.unset(experiment, removed)
+    flags = {"control": "--control", "split": "--split", "window": "--window"}
+    flags |= render.recordable_options()
     typer.echo(f"{experiment}: removed {', '.join(flags[n] for n in removed)}", err=True)
-    typer.echo(settings_line(experiment, s), err=True)
-    for line in config_lines(config):
+    typer.echo(render.settings_line(experiment, s), err=True)
+    for line in render.config_lines(config):
         typer.echo(f"  recorded {line}", err=True)
 
 
@@ -123,11 +109,10 @@ def experiment_record(
 ) -> None:
     """Record an evaluation that `abeval evaluate --experiment` finished but could not
     record (it kept it in a file and named this command); its id and time unchanged."""
-    from abeval.analysis.evaluate.record import record_kept
-    from abeval.store import open_store
+    from abeval import api
 
-    with open_store(db, create=False) as store:
-        evaluation = record_kept(store, file)
+    with api.open(db, create=False) as store:
+        evaluation = store.record_evaluation(file)
     typer.echo(
         f"recorded evaluation {evaluation.evaluation_id} against experiment "
         f"{evaluation.experiment} ({len(evaluation.metrics)} rows) from {file}",

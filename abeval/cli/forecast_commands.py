@@ -25,10 +25,10 @@ from abeval.cli.options import JsonAlias, KOption, TextPageFormatOption, chosen_
 
 def _models(texts: list[str]) -> dict[str, str]:
     """``-r NAME=FILE`` options: production's and the candidate's; a usage error otherwise."""
-    from abeval.files import named_models
+    from abeval import api
 
     try:
-        models = named_models(texts)
+        models = api.named_models(texts)
     except ValueError as exc:
         raise typer.BadParameter(str(exc), param_hint="-r") from None
     require(
@@ -162,16 +162,9 @@ def forecast(
 ) -> None:
     """Forecast a candidate's online lift from its offline lift and the past experiments:
     point, prediction interval, P(lift > 0), and the users a test needs."""
-    from abeval.analysis.forecast import ForecastOptions, build_forecast
-    from abeval.analysis.forecast_candidate import (
-        Evidence,
-        evaluation_evidence,
-        ope_evidence,
-        typed_evidence,
-    )
-    from abeval.analysis.online_metrics import DEFAULT_PRIMARY, parse_metrics
+    from abeval import api, render
 
-    alpha_given = alpha is not None
+    given_alpha = alpha
     alpha = 0.05 if alpha is None else alpha
     require_share(alpha, "--alpha")
     require_share(assurance, "--assurance")
@@ -179,7 +172,7 @@ def forecast(
         -1 < mde < math.inf and mde != 0, "--mde", f"give a relative lift such as 0.02, got {mde:g}"
     )
     require_positive(users_per_day, "--users-per-day")
-    evidence: Evidence | None = None
+    evidence = None
     typed = offline_lift is not None or offline_se is not None
     evaluated = truth is not None or bool(recommendations)
     off_policy = target_propensities is not None or experiment is not None
@@ -208,7 +201,7 @@ def forecast(
         assert offline_lift is not None and offline_se is not None
         require(math.isfinite(offline_lift), "--offline-lift", "give a finite relative lift")
         require(0 <= offline_se < math.inf, "--offline-se", "give a standard error, 0 or more")
-        evidence = typed_evidence(offline_lift, offline_se)
+        evidence = api.forecast_evidence(offline_lift=offline_lift, offline_se=offline_se)
     elif evaluated:
         require(
             truth is not None, "--truth", "give the held-out truth the -r models are evaluated on"
@@ -217,40 +210,29 @@ def forecast(
         ks = tuple(int(v) for v in k.split(",") if v.strip().isdigit())
         require(bool(ks) and all(v > 0 for v in ks), "--k", f"give cutoffs such as 5,10, got {k!r}")
         assert truth is not None
-        evidence = evaluation_evidence(truth, models, k=ks, alpha=alpha)
-    options = ForecastOptions(
+        evidence = api.forecast_evidence(truth=truth, recommendations=models, k=ks, alpha=alpha)
+    options = api.forecast_options(
         signal=signal,
-        primary=parse_metrics(primary, DEFAULT_PRIMARY, "--primary"),
-        alpha=alpha,
+        primary=primary,
+        alpha=given_alpha,
         mde=mde,
         assurance=assurance,
         users_per_day=users_per_day,
-        history=None if history is None else str(history),
-        primary_given=primary is not None,
-        alpha_given=alpha_given,
+        history=history,
     )
     if history is not None:
         assert evidence is not None
-        report = build_forecast(None, evidence, options)
+        report = api.forecast_history(history, evidence, options)
     else:
-        from abeval.store import open_store
-
-        with open_store(db, read_only=True) as store:
-            if off_policy:
-                assert experiment is not None and target_propensities is not None
-                evidence = ope_evidence(store, experiment, target_propensities, alpha)
-            assert evidence is not None
-            report = build_forecast(store, evidence, options)
+        with api.open(db, read_only=True) as store:
+            report = store.forecast(
+                evidence, options, experiment=experiment, target_propensities=target_propensities
+            )
     fmt = chosen_format(fmt, as_json)
     if fmt == "json":
-        from abeval.report.forecast_json import forecast_json
-
-        emit(json.dumps(forecast_json(report), indent=2, allow_nan=False) + "\n", out)
+        document = render.json_document(report)
+        emit(json.dumps(document, indent=2, allow_nan=False) + "\n", out)
     elif fmt == "html":
-        from abeval.report.forecast_html import DEFAULT_PATH, render_html
-
-        emit(render_html(report), out, default=DEFAULT_PATH)
+        emit(render.html(report), out, default=render.page_path(report))
     else:
-        from abeval.report.forecast_text import render_text
-
-        emit(render_text(report), out)
+        emit(render.text(report), out)

@@ -10,7 +10,6 @@ from typing import Annotated, Any, Literal
 import typer
 
 from abeval.cli.app import DbOption, app, command
-from abeval.formatting import printable
 
 
 class _MetricsApp(typer.Typer):
@@ -38,28 +37,15 @@ def metrics_list(
     """List every online metric, built-in and recorded, with its definition."""
     if ctx.invoked_subcommand is not None:
         return
-    from abeval.analysis.metric_records import list_metrics
-    from abeval.store import open_store
+    from abeval import api, render
 
-    with open_store(db, read_only=True) as store:
-        rows = list_metrics(store)
+    with api.open(db, read_only=True) as store:
+        rows = store.metrics()
     if fmt == "json":
         typer.echo(json.dumps([r.to_dict() for r in rows], indent=2))
         return
-    width = max(len(r.name) for r in rows)
-    for builtin, title in ((True, "built-in"), (False, "recorded (team-defined)")):
-        group = [r for r in rows if r.builtin == builtin]
-        if not builtin and not group:
-            typer.echo("recorded: none; define metrics in TOML and run `abeval metrics add FILE`")
-            continue
-        typer.echo(title)
-        for r in group:
-            better = ", lower is better" if r.lower_is_better else ""
-            typer.echo(printable(f"  {r.name:<{width}}  {r.kind:<10}  {r.definition}{better}"))
-            if not builtin:
-                said = f"{r.description}; " if r.description else ""
-                when = r.recorded_at.strftime("%Y-%m-%d %H:%M UTC") if r.recorded_at else ""
-                typer.echo(printable(f"  {'':<{width}}  {'':<10}  {said}from {r.source}, {when}"))
+    for line in render.metrics_lines(rows):
+        typer.echo(line)
 
 
 @command(metrics_app, "add")
@@ -70,11 +56,10 @@ def metrics_add(
     db: DbOption = None,
 ) -> None:
     """Record the metrics a TOML file defines (all of them, or none when one is wrong)."""
-    from abeval.analysis.metric_records import add_metrics
-    from abeval.store import open_store
+    from abeval import api
 
-    with open_store(db) as store:
-        added = add_metrics(store, file)
+    with api.open(db) as store:
+        added = store.add_metrics(file)
     names = ", ".join(m.name for m in added.metrics)
     count = len(added.metrics)
     typer.echo(f"recorded {count} metric{'s' if count != 1 else ''} from {file.name}: {names}")

@@ -61,10 +61,10 @@ def window_bound(value: str | None, option: str, *, end: bool) -> datetime | Non
     """``--from``/``--to`` as a naive UTC datetime; a usage error naming the option."""
     if value is None:
         return None
-    from abeval.store.population import parse_bound
+    from abeval import api
 
     try:
-        return parse_bound(value, end=end)
+        return api.parse_bound(value, end=end)
     except ValueError as exc:
         raise typer.BadParameter(str(exc), param_hint=option) from None
 
@@ -130,7 +130,7 @@ def report(
     db: DbOption = None,
 ) -> None:
     """Analyse one experiment: online lifts, health checks, offline metrics, power."""
-    from abeval import api
+    from abeval import api, render
 
     # Checked here too so that a usage error keeps Typer's usage lines.
     if alpha is not None:
@@ -174,13 +174,9 @@ def report(
     if fmt == "json":
         emit(json.dumps(result.to_dict(), indent=2, allow_nan=False) + "\n", out)
     elif fmt == "text":
-        from abeval.report.text import render_text
-
-        emit(render_text(result), out)
+        emit(render.text(result), out)
     else:
-        from abeval.report.html import default_path, render_html
-
-        emit(render_html(result), out, default=default_path(experiment))
+        emit(render.html(result), out, default=render.page_path(result))
     hit = [d for d in result.decisions if d.decision in failing]
     if hit:
         said = ", ".join(f"{d.arm} {d.decision}" for d in hit)

@@ -8,12 +8,12 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from abeval.cli.app import DbOption, app, command, require
+from abeval.cli.app import DbOption, app, command
 from abeval.cli.options import FormatOption, JsonAlias, chosen_format, experiment_option
-from abeval.formatting import counted, printable
+from abeval.formatting import printable
 
 if TYPE_CHECKING:
-    from abeval.store.sources import SourceCheck
+    from abeval.api import SourceCheck
 
 source_app = typer.Typer(
     help="Tables read in place: map a table's columns to the event format.",
@@ -81,60 +81,26 @@ def source_add(
 ) -> None:
     """Read a table in place: check the mapping against it and record it. Its
     experiments then appear in `abeval experiments` and `abeval report` reads them."""
-    from abeval.store import open_store
-    from abeval.store.source_mapping import (
-        Mapping,
-        parse_attributes,
-        parse_columns,
-        parse_event_types,
-    )
-    from abeval.store.sources import add_source
+    from abeval import api
 
-    require(bool(table.strip()), "--table", "name a table or files")
-    mapped = parse_columns(columns)
-    if experiment_column is not None:
-        require(
-            "experiment" not in mapped,
-            "--experiment-column",
-            "give the experiment column once: here or in --map experiment=COLUMN",
-        )
-        require(bool(experiment_column.strip()), "--experiment-column", "name a column")
-        mapped["experiment"] = experiment_column.strip()
-    if experiment is not None:
-        require(bool(experiment.strip()), "--experiment", "name the table's experiment")
-        require(
-            "experiment" not in mapped,
-            "--experiment",
-            "a table has an experiment column or one experiment, not both",
-        )
-    mapping = Mapping(
-        columns=mapped,
-        event_types=parse_event_types(event_types),
-        experiment=experiment.strip() if experiment is not None else None,
-        attributes=parse_attributes(attributes),
+    mapping = api.source_mapping(
+        table=table,
+        columns=columns,
+        event_types=event_types,
+        experiment_column=experiment_column,
+        experiment=experiment,
+        attributes=attributes,
     )
-    with open_store(db) as store:
-        check = add_source(store, name, table.strip(), mapping, replace_existing=replace)
+    with api.open(db) as store:
+        check = store.add_source(name, mapping, table=table, replace=replace)
     _say(check, replace)
 
 
 def _say(check: SourceCheck, replaced: bool) -> None:
-    s = check.source
-    verb = "replaced" if replaced else "added"
-    typer.echo(printable(f"{verb} source {s.name!r}: {s.table}, read in place"), err=True)
-    for exp, n in check.events.items():
-        kept = " (the store's ingested copy is the one analysed)" if exp in check.in_store else ""
-        typer.echo(printable(f"  {exp}: {counted(n, 'event')}{kept}"), err=True)
-    if check.unmapped:
-        total = sum(check.unmapped.values())
-        values = ", ".join(f"{v} {n:,}" for v, n in list(check.unmapped.items())[:8])
-        typer.echo(
-            printable(
-                f"  {counted(total, 'row')} of event types that map to nothing, not analysed: "
-                f"{values} (map them with --event-type TYPE=VALUE)"
-            ),
-            err=True,
-        )
+    from abeval import render
+
+    for line in render.source_check_lines(check, replaced=replaced):
+        typer.echo(line, err=True)
 
 
 @command(source_app, "list")
@@ -143,18 +109,16 @@ def source_list(
 ) -> None:
     """List the sources: name, table and mapping."""
     as_json = chosen_format(fmt, as_json) == "json"
-    from abeval.store import open_store
-    from abeval.store.source_mapping import as_dict, describe_mapping
-    from abeval.store.sources import list_sources
+    from abeval import api, render
 
-    with open_store(db, read_only=True) as store:
-        sources = list_sources(store)
+    with api.open(db, read_only=True) as store:
+        sources = store.sources()
     if as_json:
         rows = [
             {
                 "name": s.name,
                 "table": s.table,
-                "mapping": as_dict(s.mapping),
+                "mapping": render.mapping_dict(s.mapping),
                 "created_at": s.created_at.isoformat(),
                 "updated_at": s.updated_at.isoformat(),
             }
@@ -165,19 +129,17 @@ def source_list(
     if not sources:
         typer.echo("no sources; read a table in place with `abeval source add NAME --table T`")
         return
-    for s in sources:
-        typer.echo(printable(f"{s.name}  {s.table}"))
-        typer.echo(printable(f"  {describe_mapping(s.mapping)}"))
+    for line in render.sources_lines(sources):
+        typer.echo(line)
 
 
 @command(source_app, "remove")
 def source_remove(name: NameArgument, db: DbOption = None) -> None:
     """Forget a source (its table is not touched)."""
-    from abeval.store import open_store
-    from abeval.store.sources import remove_source
+    from abeval import api
 
-    with open_store(db, create=False) as store:
-        removed = remove_source(store, name)
+    with api.open(db, create=False) as store:
+        removed = store.remove_source(name)
     typer.echo(
         printable(f"removed source {removed.name!r} ({removed.table} is not touched)"), err=True
     )

@@ -32,12 +32,10 @@ from abeval.cli.options import (
     chosen_format,
 )
 from abeval.errors import OptionError
-from abeval.formatting import counted, printable, when
+from abeval.formatting import printable
 
 if TYPE_CHECKING:
-    from abeval.analysis.experiment_config import ExperimentConfig
-    from abeval.store.experiments import ExperimentSettings, TargetsRecorded
-    from abeval.store.ingest import IngestSummary
+    from abeval.api import ExperimentConfig, IngestSummary
 
 experiment_app = typer.Typer(
     help="Record, show and remove the settings of one experiment.", no_args_is_help=True
@@ -156,23 +154,10 @@ def ingest(
 
 def _say(summary: IngestSummary) -> None:
     """The file's summary on stderr: every row read is counted once."""
-    s = summary
-    typer.echo(
-        f"{printable(s.file)}: {s.rows_read:,} rows read: {s.inserted:,} inserted, "
-        f"{s.repeated_in_file:,} repeated in the file, {s.already_stored:,} already in the "
-        f"store, {s.conflicts:,} conflicting, {s.rejected:,} rejected "
-        f"({s.seconds:.2f} s, {s.rows_per_second:,.0f} rows/s)",
-        err=True,
-    )
-    kept = s.rejected + s.conflicts
-    if kept:
-        typer.echo(
-            f"  {kept:,} bad row{'' if kept == 1 else 's'} kept in rejected_rows "
-            f"(ingest {s.ingest_id}); list them with `abeval rejects --ingest {s.ingest_id}`",
-            err=True,
-        )
-    for note in s.notes:
-        typer.echo(f"  {printable(note)}", err=True)
+    from abeval import render
+
+    for line in render.ingest_lines(summary):
+        typer.echo(line, err=True)
 
 
 def _not_loaded(files: list[Path], summaries: list[IngestSummary], failed: int) -> list[str]:
@@ -201,27 +186,14 @@ def rejects(
     """List rows rejected by `abeval ingest --on-error skip`."""
     as_json = chosen_format(fmt, as_json) == "json"
     require(limit >= 1, "--limit", f"give at least 1 row, got {limit}")
-    limit = min(limit, 2**62)  # "as many as there are"
     if ingest_id is not None:
         require(1 <= ingest_id < 2**62, "--ingest", f"ingest ids start at 1, got {ingest_id}")
-    from sqlalchemy import text
+    from abeval import api
 
-    from abeval.store import open_store
-
-    with open_store(db, read_only=True) as store, store.connect() as conn:
-        where = "WHERE r.ingest_id = :i" if ingest_id is not None else ""
-        rows = conn.execute(
-            text(
-                "SELECT r.ingest_id, r.file, r.line, r.column_name, r.reason, r.raw, "
-                "i.format FROM rejected_rows r LEFT JOIN ingests i "
-                f"ON i.ingest_id = r.ingest_id {where} "
-                "ORDER BY r.ingest_id, r.line LIMIT :n"
-            ),
-            {"i": ingest_id, "n": limit},
-        ).fetchall()
-    keys = ("ingest_id", "file", "line", "column", "reason", "raw")
+    with api.open(db, read_only=True) as store:
+        rows = store.rejects(ingest=ingest_id, limit=limit)
     if as_json:
-        typer.echo(json.dumps([dict(zip(keys, r[:6], strict=True)) for r in rows], indent=2))
+        typer.echo(json.dumps([r.to_dict() for r in rows], indent=2))
         return
     if not rows:
         typer.echo(
@@ -230,21 +202,20 @@ def rejects(
         )
         return
     for r in rows:
-        line = f"row {r[2]}" if r[6] == "parquet" else str(r[2])
-        column = f":{r[3]}" if r[3] else ""
-        typer.echo(f"{r[1]}:{line}{column}: {r[4]}")
-        if r[5]:
-            typer.echo("    " + str(r[5]).replace("\n", "\n    "))
+        line = f"row {r.line}" if r.format == "parquet" else str(r.line)
+        column = f":{r.column}" if r.column else ""
+        typer.echo(f"{r.file}:{line}{column}: {r.reason}")
+        if r.raw:
+            typer.echo("    " + str(r.raw).replace("\n", "\n    "))
 
 
 @command(app, "migrate")
 def migrate(db: DbOption = None) -> None:
     """Create the store or upgrade its schema to this version of abeval."""
-    from abeval.store import open_store
-    from abeval.store.migrate import apply
+    from abeval import api
 
-    with open_store(db, migrate=False) as store:
-        done = apply(store)
+    with api.open(db, migrate=False) as store:
+        done = store.migrate()
     if done:
         for step in done:
             typer.echo(f"applied {step.version:04d}_{step.name}", err=True)
@@ -258,7 +229,7 @@ def experiments(
 ) -> None:
     """List the experiments in the store: arms, users, events by type, time range."""
     as_json = chosen_format(fmt, as_json) == "json"
-    from abeval import api
+    from abeval import api, render
 
     with api.open(db, read_only=True) as store:
         found = store.experiments()
@@ -270,17 +241,8 @@ def experiments(
     if not found:
         typer.echo("no experiments; load events with `abeval ingest FILE`")
         return
-    for e in found:
-        control = f", control {e.control_arm}" if e.control_arm else ""
-        place = f", read in place from source {e.source}" if e.source else ""
-        span = f"{when(e.first_ts)} .. {when(e.last_ts)}"
-        typer.echo(printable(f"{e.experiment}  {span}{control}{place}"))
-        for a in e.arms:
-            events = ", ".join(f"{k} {v:,}" for k, v in a.events.items())
-            typer.echo(printable(f"  {a.arm}: {counted(a.users, 'user')}; {events or 'no events'}"))
-        if e.users_in_several_arms:
-            several = counted(e.users_in_several_arms, "user")
-            typer.echo(f"  {several} seen in several arms (left out of the analysis)")
+    for line in render.experiments_lines(found):
+        typer.echo(line)
 
 
 @command(experiment_app, "set")
@@ -310,11 +272,8 @@ def experiment_set(
     target probabilities and configuration (metrics, guardrail margins, caps, CUPED,
     target MDE, alpha, correction, planned horizon); `report` and `power` use them
     unless a flag says otherwise."""
-    from abeval.analysis.experiment_config import record
+    from abeval import api, render
     from abeval.cli.report_commands import window_bound
-    from abeval.errors import NotFoundError
-    from abeval.store import open_store
-    from abeval.store.sources import refuse_settings
 
     config = config_flags(locals())
     given = (control, split, window_from, window_to, target_propensities)
@@ -326,34 +285,30 @@ def experiment_set(
     start = window_bound(window_from, "--from", end=False)
     end = window_bound(window_to, "--to", end=True)
     require(start is None or end is None or start < end, "--to", "must come after --from")
-    targets = None
-    if target_propensities is not None:
-        from abeval.analysis.ope_file import target_file
-
-        targets = target_file(target_propensities)
-    with open_store(db, create=False) as store:
-        try:
-            s, _, recorded = record(
-                store, experiment, (control, split, start, end), config, targets=targets
-            )
-        except NotFoundError:
-            refuse_settings(store, experiment)  # a source's experiment: say so
-            raise
+    with api.open(db, create=False) as store:
+        s, _, recorded = store.set(
+            experiment,
+            config,
+            control=control,
+            split=split,
+            window_from=start,
+            window_to=end,
+            target_propensities=target_propensities,
+        )
     if any(x is not None for x in given[:4]) or config.recorded():
-        typer.echo(settings_line(experiment, s), err=True)
-    for line in config_lines(config):
+        typer.echo(render.settings_line(experiment, s), err=True)
+    for line in render.config_lines(config):
         typer.echo(f"  recorded {line}", err=True)
     if recorded is not None:
-        typer.echo(printable(_targets_line(experiment, recorded)), err=True)
+        typer.echo(printable(render.targets_line(experiment, recorded)), err=True)
 
 
 def config_flags(values: dict[str, Any]) -> ExperimentConfig:
     """The recordable options a command was given (its ``locals()``: the parameters
     of :data:`CONFIG_PARAMETERS`), parsed and checked."""
-    from abeval.analysis.experiment_config import parse_config
+    from abeval import api
 
-    given = {name: values[name] for name in CONFIG_PARAMETERS}
-    return parse_config(caps=given.pop("cap") or [], **given)
+    return api.experiment_config(**{name: values[name] for name in CONFIG_PARAMETERS})
 
 
 #: The parameter names of the recordable options shared by `experiment set` and `report`.
@@ -369,45 +324,3 @@ CONFIG_PARAMETERS = (
     "plan_users",
     "plan_days",
 )
-
-
-def settings_line(experiment: str, s: ExperimentSettings) -> str:
-    """``home: control control; split equal; window ...``: the recorded settings."""
-    shares = ", ".join(f"{k}={v:.0%}" for k, v in (s.split or {}).items()) or "equal"
-    if s.control_arm:
-        chosen = s.control_arm
-    elif "control" in s.arms:
-        chosen = "control (the arm named control)"
-    else:
-        chosen = "not recorded (set it with --control ARM)"
-    line = f"{experiment}: control {chosen}; split {shares}"
-    if s.window_from or s.window_to:
-        first = when(s.window_from.isoformat()) if s.window_from else "the first event"
-        last = when(s.window_to.isoformat()) if s.window_to else "the last event"
-        line += f"; window {first} to {last} (excluded)"
-    return line
-
-
-def config_lines(config: ExperimentConfig) -> list[str]:
-    """One ``name: value`` line per recorded option of ``config``."""
-    from abeval.analysis.experiment_config import OPTIONS, describe
-
-    return [
-        f"{OPTIONS[name].lstrip('-')}: {describe(name, config)}"
-        for name in OPTIONS
-        if getattr(config, name) is not None
-    ]
-
-
-def _targets_line(experiment: str, done: TargetsRecorded) -> str:
-    """What was recorded, with the coverage of each direction and the rows left out."""
-    found, r = done.check, done.recorded
-    covered = "; ".join(
-        f"{c.target} from {c.source}'s logs: {c.covered:,} of {c.requests:,} requests "
-        f"({c.share:.1%})"
-        for c in found.coverage
-    )
-    line = f"{experiment}: target probabilities recorded from {r.file}: {r.rows:,} rows; {covered}"
-    if found.unmatched:
-        line += f"; {found.unmatched:,} rows name no request of this experiment (not recorded)"
-    return line

@@ -1,0 +1,169 @@
+"""``abeval demo`` as a sequence of steps (:func:`abeval.api.demo`): simulate an
+experiment, load it into a fresh store, report on it, then simulate a history of
+experiments, record their evaluations, build the agreement board and forecast an
+untested candidate. Each step yields a line saying what it did, and the report
+is yielded as it is, for the caller to show."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from abeval.analysis.agreement import AgreementBoard
+    from abeval.simulate.series import ExperimentFiles
+
+
+def run_demo(out_dir: Path, users: int, seed: int) -> Iterator[Any]:
+    """The whole demo in ``out_dir`` (its store ``demo.duckdb`` made afresh)."""
+    from abeval.analysis.online import ReportOptions, build_report
+    from abeval.report.html import render_html
+    from abeval.simulate.demo import (
+        EVENTS_FILE,
+        TARGET_FILE,
+        demo_config,
+        ingest_experiment,
+        write_demo_experiment,
+    )
+    from abeval.store import open_store
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    db = out_dir / "demo.duckdb"
+    for stale in (db, db.with_name(db.name + ".wal")):
+        stale.unlink(missing_ok=True)
+    config = demo_config(users, seed)
+    events = out_dir / EVENTS_FILE
+    yield f"simulating {users:,} users into {events}"
+    write_demo_experiment(config, out_dir)
+    with open_store(str(db)) as store:
+        loaded = ingest_experiment(
+            store, config.experiment, config.control, events, out_dir / TARGET_FILE
+        )
+        yield f"ingested {loaded.inserted:,} events in {loaded.seconds:.1f} s into {db}"
+        report = build_report(store, config.experiment, ReportOptions(segment="device"))
+    html_path = out_dir / f"{config.experiment}.html"
+    html_path.write_text(render_html(report), encoding="utf-8")
+    json_path = out_dir / f"{config.experiment}.json"
+    json_path.write_text(json.dumps(report.to_dict(), indent=2, allow_nan=False), encoding="utf-8")
+    yield report
+    yield from _history(out_dir, db, seed)
+    yield _files_written(out_dir)
+    yield f"report: {html_path}"
+    yield f"json:   {json_path}"
+    yield f"explore: abeval report --experiment {_q(config.experiment)} --db {_q(db)} --format text"
+
+
+def _files_written(out_dir: Path) -> str:
+    """What the demo left in its folder: how many files and how big, the store
+    and the event logs apart (the logs are Parquet; ``abeval ingest`` reads CSV,
+    gzip'd CSV and JSON Lines alike)."""
+    from abeval.formatting import size
+
+    files = [p for p in out_dir.rglob("*") if p.is_file()]
+    total = sum(p.stat().st_size for p in files)
+    store = sum(p.stat().st_size for p in files if p.name.startswith("demo.duckdb"))
+    logs = sum(p.stat().st_size for p in files if p.suffix == ".parquet")
+    return (
+        f"wrote {len(files)} files, {size(total)}, in {out_dir}: the store {size(store)}, "
+        f"event logs and target probabilities (Parquet) {size(logs)}, reports and "
+        f"held-out files {size(total - store - logs)}"
+    )
+
+
+def _q(value: object) -> str:
+    """``value`` as one shell word, for a command the user may paste."""
+    return shlex.quote(str(value))
+
+
+def _history(out_dir: Path, db: Path, seed: int) -> Iterator[str]:
+    """The demo's history of experiments (:mod:`abeval.simulate.series`): files,
+    logs ingested, then the evaluations recorded and the agreement board."""
+    from abeval.simulate.demo import ingest_series, write_demo_series
+    from abeval.store import open_store
+
+    files = write_demo_series(out_dir, seed)
+    with open_store(str(db)) as store:
+        loaded = ingest_series(store, files)
+    rows = sum(x.inserted for x in loaded)
+    seconds = sum(x.seconds for x in loaded)
+    folder = files[0].events.parent.parent
+    yield (
+        f"history: {len(files)} experiments ({files[0].experiment.name} .. "
+        f"{files[-1].experiment.name}), {rows:,} events ingested in {seconds:.1f} s; "
+        f"logs, target propensities and held-out files in {folder}"
+    )
+    first = files[0]
+    yield f"explore: abeval report -e {_q(first.experiment.name)} --db {_q(db)} --format text"
+    yield (
+        f"explore: abeval evaluate --truth {_q(first.truth)} "
+        + " ".join(f"-r {_q(f'{arm}={path}')}" for arm, path in first.recommendations.items())
+        + f" --experiment {_q(first.experiment.name)} --db {_q(db)}"
+    )
+    for f in files:
+        _record_evaluation(db, f)
+    yield f"recorded: each history experiment's held-out evaluation ({len(files)})"
+    board, board_page = _write_board(db, out_dir)
+    yield f"agreement board: {board_page}"
+    yield (
+        f"explore: abeval agreement --db {_q(db)} --format text   (every experiment; off-policy "
+        "estimates from the target probabilities recorded with each)"
+    )
+    yield from _forecast(out_dir, db, seed, board)
+
+
+def _forecast(out_dir: Path, db: Path, seed: int, board: AgreementBoard) -> Iterator[str]:
+    """Forecast an untested candidate's CTR lift from the history, beside its
+    true lift (known to the simulator), as ``abeval forecast -t ... -r ...`` does,
+    from the board the demo has built (not built again)."""
+    from abeval.analysis.forecast import ForecastOptions, build_forecast
+    from abeval.analysis.forecast_candidate import evaluation_evidence
+    from abeval.formatting import interval, pct
+    from abeval.simulate.demo import write_demo_candidate
+    from abeval.store import open_store
+
+    c = write_demo_candidate(out_dir, seed)
+    models = {"control": str(c.control), "candidate": str(c.candidate)}
+    evidence = evaluation_evidence(c.truth, models)
+    options = ForecastOptions(signal="ndcg@10", primary=("ctr",))
+    with open_store(str(db), read_only=True) as store:
+        f = build_forecast(store, evidence, options, board).forecasts[0]
+    p = f.forecast
+    yield (
+        f"forecast: an untested candidate (ndcg@10 {pct(p.offline_lift)} offline): CTR lift "
+        f"{pct(p.point)}, 95% interval {interval(p.interval)} from {f.fit.k} experiments; "
+        f"its true CTR lift (simulator): {pct(c.true_ctr_lift)}"
+    )
+    yield (
+        f"explore: abeval forecast --db {_q(db)} -t {_q(c.truth)} "
+        f"-r {_q(f'control={c.control}')} -r {_q(f'candidate={c.candidate}')} --signal ndcg@10"
+    )
+
+
+def _record_evaluation(db: Path, files: ExperimentFiles) -> None:
+    """Record one history experiment's offline evaluation in the store, as
+    ``abeval evaluate --truth T -r control=C -r treatment=T --experiment NAME``."""
+    from abeval.analysis.evaluate.record import evaluate_for_experiment
+
+    evaluate_for_experiment(
+        str(db), files.experiment.name, files.truth, dict(files.recommendations)
+    )
+
+
+def _write_board(db: Path, out_dir: Path) -> tuple[AgreementBoard, Path]:
+    """Write the store's agreement board to ``out_dir/agreement.html``, as ``abeval
+    agreement`` with no other option does: every experiment, the off-policy
+    estimates from the target probabilities recorded with each. Returns the
+    board and the page."""
+    from abeval.analysis.agreement import agreement_board
+    from abeval.files import write_atomic
+    from abeval.report.agreement_html import render_html
+    from abeval.store import open_store
+
+    with open_store(str(db), read_only=True) as store:
+        board = agreement_board(store)
+    path = out_dir / "agreement.html"
+    write_atomic(path, render_html(board))
+    return board, path
