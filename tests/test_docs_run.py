@@ -1,0 +1,130 @@
+"""The shell sessions of README.md and docs/*.md print what the docs show.
+
+Each ``$ abeval ...`` line is run (in-process, in a fresh folder per document, in
+the order the document gives them) and its output compared with the lines shown
+under it, numbers included, by the rule at the top of docs/usage.md
+(tests/doc_blocks.py). ``$ cat FILE`` shows a file the next commands read: the test
+writes it from the lines shown. Sessions that name the demo's folder (``demo/``) run
+on a full ``abeval demo`` (about a minute): they are marked slow.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from doc_blocks import DOCS, ROOT, Command, Session, all_sessions, mismatch, sessions
+from typer.testing import CliRunner
+
+from abeval.cli import app
+
+EXAMPLES = ROOT / "docs" / "examples"
+#: A time the docs show matches one within the test run: the demo's recordings too.
+STARTED = datetime.now(UTC)
+runner = CliRunner()
+
+
+def _runnable(command: Command) -> bool:
+    argv = command.argv
+    if argv[:1] == ["abeval"]:
+        return True
+    if argv[:1] == ["cat"] and len(argv) == 2:
+        return True
+    return argv[:1] == ["cat"] and argv[2:4] == ["|", "abeval"]
+
+
+def test_every_session_runs_or_says_why() -> None:
+    """A session the test cannot run is marked ``<!-- doctest: skip REASON -->``, and
+    a marked session is one the test would otherwise run (no stale marker)."""
+    problems = []
+    for s in all_sessions():
+        if s.marker and s.marker != "skip":
+            problems.append(f"{s.where}: unknown marker {s.marker!r}")
+        elif s.marker == "skip" and not s.reason:
+            problems.append(f"{s.where}: a skipped session must say why")
+        elif not s.marker:
+            problems += [
+                f"{s.where}: cannot run {c.text!r}" for c in s.commands if not _runnable(c)
+            ]
+    assert problems == []
+    assert sum(1 for s in all_sessions() if not s.marker) > 0
+
+
+def _run(session: Session, folder: Path, env: dict[str, str | None]) -> list[str]:
+    """Run the session's commands in ``folder``; the mismatches found."""
+    problems = []
+    for command in session.commands:
+        argv = command.argv
+        if argv[0] == "cat" and len(argv) == 2:
+            (folder / argv[1]).write_text("".join(f"{x}\n" for x in command.shown))
+            continue
+        stdin = None
+        if argv[0] == "cat":
+            stdin, argv = (folder / argv[1]).read_bytes(), argv[3:]
+        result = runner.invoke(app, argv[1:], input=stdin, env=env)
+        if result.exception and not isinstance(result.exception, SystemExit):
+            raise result.exception
+        real = result.output.replace(str(folder), "/home/me/shop").splitlines()
+        why = mismatch(command.shown, real, (STARTED, datetime.now(UTC)))
+        if why:
+            problems.append(f"{session.where}: $ {command.text}\n{why}")
+    return problems
+
+
+def _folder(tmp: Path) -> Path:
+    folder = tmp / "work"
+    if EXAMPLES.is_dir():
+        shutil.copytree(EXAMPLES, folder)
+    else:
+        folder.mkdir()
+    return folder
+
+
+def _run_doc(
+    doc: Path, folder: Path, monkeypatch: pytest.MonkeyPatch, *, demo: bool
+) -> tuple[int, list[str]]:
+    monkeypatch.chdir(folder)
+    env: dict[str, str | None] = {"ABEVAL_DB": None, "COLUMNS": "200"}
+    problems, ran = [], 0
+    for s in sessions(doc):
+        if s.marker == "skip" or s.needs_demo != demo:
+            continue
+        ran += 1
+        problems += _run(s, folder, env)
+    return ran, problems
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=lambda p: p.name)
+def test_the_sessions_without_the_demo_print_what_the_docs_show(
+    doc: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, problems = _run_doc(doc, _folder(tmp_path), monkeypatch, demo=False)
+    assert not problems, "\n\n".join(problems)
+
+
+@pytest.fixture(scope="session")
+def full_demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """``abeval demo`` as the README runs it (30,000 users, seed 7), in ``demo/``."""
+    folder = tmp_path_factory.mktemp("full-demo")
+    subprocess.run(
+        [sys.executable, "-m", "abeval", "demo"], cwd=folder, check=True, capture_output=True
+    )
+    return folder / "demo"
+
+
+ON_DEMO = [d for d in DOCS if any(s.needs_demo and s.marker != "skip" for s in sessions(d))]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("doc", ON_DEMO, ids=lambda p: p.name)
+def test_the_sessions_on_the_demo_print_what_the_docs_show(
+    doc: Path, full_demo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = _folder(tmp_path)
+    shutil.copytree(full_demo, folder / "demo")
+    _, problems = _run_doc(doc, folder, monkeypatch, demo=True)
+    assert not problems, "\n\n".join(problems)
