@@ -128,3 +128,19 @@ def test_the_sessions_on_the_demo_print_what_the_docs_show(
     shutil.copytree(full_demo, folder / "demo")
     _, problems = _run_doc(doc, folder, monkeypatch, demo=True)
     assert not problems, "\n\n".join(problems)
+
+
+def test_the_shipped_lake_is_what_its_script_writes() -> None:
+    """docs/examples/lake/events.parquet, read in place by docs/usage.md, is the
+    table docs/examples/make_lake.py builds (the same rows, in the same order)."""
+    import importlib.util
+
+    import pyarrow.parquet as pq
+
+    spec = importlib.util.spec_from_file_location("make_lake", EXAMPLES / "make_lake.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    shipped = pq.read_table(EXAMPLES / "lake" / "events.parquet")
+    assert shipped.equals(module.lake_table())
+    assert shipped.num_rows == 46_595 + 88  # the counts docs/usage.md shows
