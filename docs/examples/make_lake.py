@@ -20,19 +20,11 @@ import pyarrow.parquet as pq
 
 from abeval.simulate import SimulationConfig, write_events
 
-NAMES = {
-    "experiment": "exp",
-    "arm": "variant",
-    "user_id": "uid",
-    "ts": "event_time",
-    "event_type": "kind",
-    "request_id": "req",
-    "item_id": "item_id",
-    "position": "pos",
-    "value": "revenue",
-    "propensity": "propensity",
-    "device": "device",
-}
+#: The simulated columns kept, in order, and the lake's name for each.
+KEPT = ("experiment", "arm", "user_id", "ts", "event_type", "request_id", "item_id")
+KEPT += ("position", "value", "propensity", "device")
+LAKE_NAMES = ["exp", "variant", "uid", "event_time", "kind", "req", "item_id"]
+LAKE_NAMES += ["pos", "revenue", "propensity", "device"]
 KINDS = {"impression": "view", "click": "clk", "purchase": "buy"}
 
 
@@ -43,7 +35,7 @@ def lake_table() -> pa.Table:
         path = Path(folder) / "events.parquet"
         write_events(SimulationConfig(users=400, seed=5), path)
         events = pq.read_table(path)
-    events = events.select(list(NAMES)).rename_columns(list(NAMES.values()))
+    events = events.select(list(KEPT)).rename_columns(LAKE_NAMES)
     kinds = [KINDS.get(k, k) for k in events["kind"].to_pylist()]
     events = events.set_column(events.schema.get_field_index("kind"), "kind", pa.array(kinds))
     views = events.filter(pc.equal(events["kind"], "view"))
