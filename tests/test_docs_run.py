@@ -144,3 +144,15 @@ def test_the_shipped_lake_is_what_its_script_writes() -> None:
     shipped = pq.read_table(EXAMPLES / "lake" / "events.parquet")
     assert shipped.equals(module.lake_table())
     assert shipped.num_rows == 46_595 + 88  # the counts docs/usage.md shows
+
+
+def test_the_shipped_past_experiments_are_the_history_tests_rows() -> None:
+    """docs/examples/past.csv, the history docs/usage.md's backtest reads, holds the
+    rows tests/test_agreement_history.py checks (written from them)."""
+    import csv
+
+    from test_agreement_history import _rows
+
+    with (EXAMPLES / "past.csv").open(newline="") as f:
+        shipped = list(csv.DictReader(f))
+    assert shipped == [{k: str(v) for k, v in row.items()} for row in _rows()]
