@@ -156,3 +156,15 @@ def test_the_shipped_past_experiments_are_the_history_tests_rows() -> None:
     with (EXAMPLES / "past.csv").open(newline="") as f:
         shipped = list(csv.DictReader(f))
     assert shipped == [{k: str(v) for k, v in row.items()} for row in _rows()]
+
+
+@pytest.mark.slow
+def test_the_stated_size_of_the_demo_report_is_its_size(full_demo: Path) -> None:
+    """docs/html-report.md states the demo page's size: within 10% of the page's."""
+    import re
+
+    text = " ".join((ROOT / "docs" / "html-report.md").read_text(encoding="utf-8").split())
+    found = re.search(r"The demo report is about (\d+) KB", text)
+    assert found, "docs/html-report.md no longer states the demo report's size"
+    stated, real = int(found.group(1)), (full_demo / "home-reco-v2.html").stat().st_size / 1000
+    assert abs(real - stated) <= 0.1 * stated, real
