@@ -121,6 +121,33 @@ def all_sessions() -> list[Session]:
     return [s for doc in DOCS for s in sessions(doc)]
 
 
+_JSON_KEYS = re.compile(
+    r"^<!--[ \t]*doctest:[ \t]*json-keys[ \t]+([^\n]+?)[ \t]*-->\n(.*?)(?:\n\n(?![ -]))",
+    re.S | re.M,
+)
+
+
+def json_key_paragraphs(doc: Path) -> list[tuple[str, set[str]]]:
+    """The paragraphs after a ``<!-- doctest: json-keys SOURCE -->`` marker: SOURCE
+    (a schema's path, or a ``$ abeval ...`` command that prints JSON) and the keys
+    the paragraph cites (its code spans that are lower-case identifiers)."""
+    out = []
+    for found in _JSON_KEYS.finditer(doc.read_text(encoding="utf-8")):
+        spans = re.findall(r"`([^`\n]+)`", found.group(2))
+        cited = {x for x in spans if re.fullmatch(r"[a-z_][a-z0-9_]*", x)}
+        out.append((found.group(1), cited - {"null", "true", "false"}))
+    return out
+
+
+def json_words(value: object) -> set[str]:
+    """Every key of a JSON document."""
+    if isinstance(value, dict):
+        return set(value) | {w for v in value.values() for w in json_words(v)}
+    if isinstance(value, list):
+        return {w for v in value for w in json_words(v)}
+    return set()
+
+
 def _line_pattern(shown: str) -> tuple[re.Pattern[str], list[tuple[str, str]]]:
     """A pattern for one shown line, and the volatile parts it leaves open."""
     parts, volatile, at = [], [], 0

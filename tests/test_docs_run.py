@@ -10,6 +10,8 @@ on a full ``abeval demo`` (about a minute): they are marked slow.
 
 from __future__ import annotations
 
+import json
+import shlex
 import shutil
 import subprocess
 import sys
@@ -17,7 +19,17 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from doc_blocks import DOCS, ROOT, Command, Session, all_sessions, mismatch, sessions
+from doc_blocks import (
+    DOCS,
+    ROOT,
+    Command,
+    Session,
+    all_sessions,
+    json_key_paragraphs,
+    json_words,
+    mismatch,
+    sessions,
+)
 from typer.testing import CliRunner
 
 from abeval.cli import app
@@ -95,6 +107,13 @@ def _run_doc(
             continue
         ran += 1
         problems += _run(s, folder, env)
+    for source, cited in json_key_paragraphs(doc):
+        if source.startswith("$ ") and ("demo/" in source) == demo:
+            printed = runner.invoke(app, shlex.split(source[2:])[1:], env=env)
+            assert printed.exit_code == 0, printed.output
+            missing = sorted(cited - json_words(json.loads(printed.stdout)))
+            if not cited or missing:
+                problems.append(f"{doc.name}: {source} prints no key {missing or cited}")
     return ran, problems
 
 
