@@ -9,7 +9,9 @@ order, except an elapsed time such as ``(0.31 s, 16,129 rows/s)``, which matches
 elapsed time, and a date and time, which matches the same one or one that falls
 within the test's run (the moment something was recorded).
 
-A block preceded by ``<!-- doctest: skip REASON -->`` is not run, and says why.
+A block preceded by ``<!-- doctest: skip REASON -->`` is not run, and says why;
+one preceded by ``<!-- doctest: json-part KEY -->`` shows the object KEY of the
+JSON its command prints, a list possibly cut to its first items.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 DOCS = (ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")))
 
 _FENCE = re.compile(r"^(\s*)```")
-_MARKER = re.compile(r"^\s*<!--\s*doctest:\s*(\w+)\s*(.*?)\s*-->\s*$")
+_MARKER = re.compile(r"^\s*<!--\s*doctest:\s*([\w-]+)\s*(.*?)\s*-->\s*$")
 ELISION = re.compile(r"^\s*(\.\.\.|\[\.\.\.\])\s*$")
 _DURATION = r"\(\d+(?:\.\d+)? s, [\d,]+ rows/s\)"
 _TIME = r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d(?::\d\d)?"

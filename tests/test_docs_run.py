@@ -28,6 +28,7 @@ from doc_blocks import (
     json_key_paragraphs,
     json_words,
     mismatch,
+    same_line,
     sessions,
 )
 from typer.testing import CliRunner
@@ -54,11 +55,11 @@ def test_every_session_runs_or_says_why() -> None:
     a marked session is one the test would otherwise run (no stale marker)."""
     problems = []
     for s in all_sessions():
-        if s.marker and s.marker != "skip":
+        if s.marker not in ("", "skip", "json-part"):
             problems.append(f"{s.where}: unknown marker {s.marker!r}")
-        elif s.marker == "skip" and not s.reason:
-            problems.append(f"{s.where}: a skipped session must say why")
-        elif not s.marker:
+        elif s.marker and not s.reason:
+            problems.append(f"{s.where}: a {s.marker} marker must say why or which part")
+        elif s.marker != "skip":
             problems += [
                 f"{s.where}: cannot run {c.text!r}" for c in s.commands if not _runnable(c)
             ]
@@ -80,11 +81,37 @@ def _run(session: Session, folder: Path, env: dict[str, str | None]) -> list[str
         result = runner.invoke(app, argv[1:], input=stdin, env=env)
         if result.exception and not isinstance(result.exception, SystemExit):
             raise result.exception
-        real = result.output.replace(str(folder), "/home/me/shop").splitlines()
-        why = mismatch(command.shown, real, (STARTED, datetime.now(UTC)))
+        run = (STARTED, datetime.now(UTC))
+        if session.marker == "json-part":
+            part = json.loads(result.stdout)[session.reason]
+            why = _json_mismatch(json.loads("\n".join(command.shown)), part, run, session.reason)
+        else:
+            real = result.output.replace(str(folder), "/home/me/shop").splitlines()
+            why = mismatch(command.shown, real, run)
         if why:
             problems.append(f"{session.where}: $ {command.text}\n{why}")
     return problems
+
+
+def _json_mismatch(
+    shown: object, real: object, run: tuple[datetime, datetime], where: str
+) -> str | None:
+    """Why the JSON ``real`` is not what ``shown`` shows: the same keys, a shown list
+    the first items of the real one, numbers to 1e-9 relative, texts by the line rule."""
+    if isinstance(shown, dict) and isinstance(real, dict):
+        if shown.keys() != real.keys():
+            return f"{where}: keys {sorted(shown)} shown, {sorted(real)} printed"
+        found = (_json_mismatch(shown[k], real[k], run, f"{where}.{k}") for k in shown)
+        return next((x for x in found if x), None)
+    if isinstance(shown, list) and isinstance(real, list) and len(shown) <= len(real):
+        pairs = zip(shown, real[: len(shown)], strict=True)
+        found = (_json_mismatch(a, b, run, f"{where}[{i}]") for i, (a, b) in enumerate(pairs))
+        return next((x for x in found if x), None)
+    if isinstance(shown, float) and isinstance(real, float):
+        return None if real == pytest.approx(shown, rel=1e-9) else f"{where}: {shown} ≠ {real}"
+    if isinstance(shown, str) and isinstance(real, str) and same_line(shown, real, run):
+        return None
+    return None if shown == real else f"{where}: {shown!r} shown, {real!r} printed"
 
 
 def _folder(tmp: Path) -> Path:
