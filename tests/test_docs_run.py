@@ -51,8 +51,9 @@ def _runnable(command: Command) -> bool:
 
 
 def test_every_session_runs_or_says_why() -> None:
-    """A session the test cannot run is marked ``<!-- doctest: skip REASON -->``, and
-    a marked session is one the test would otherwise run (no stale marker)."""
+    """A session the test cannot run is marked ``<!-- doctest: skip REASON -->``
+    with its reason; every command of the others is one the test runs (``abeval``,
+    ``cat FILE``, ``cat FILE | abeval``)."""
     problems = []
     for s in all_sessions():
         if s.marker not in ("", "skip", "json-part"):
@@ -81,6 +82,9 @@ def _run(session: Session, folder: Path, env: dict[str, str | None]) -> list[str
         result = runner.invoke(app, argv[1:], input=stdin, env=env)
         if result.exception and not isinstance(result.exception, SystemExit):
             raise result.exception
+        failed = any(x.startswith("Error: ") for x in result.output.splitlines())
+        if (result.exit_code != 0) != failed:
+            problems.append(f"{session.where}: $ {command.text}\nexit code {result.exit_code}")
         run = (STARTED, datetime.now(UTC))
         if session.marker == "json-part":
             part = json.loads(result.stdout)[session.reason]
