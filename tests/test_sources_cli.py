@@ -296,3 +296,16 @@ def test_settings_of_a_source_experiment_are_refused(store: Path) -> None:
         "Error: no experiment 'hme' in the store; did you mean home? "
         "(list them with `abeval experiments`)\n"
     )
+
+
+def test_a_report_reads_a_source_with_no_saved_configuration(store: Path) -> None:
+    """The report of an experiment read in place reads its saved configuration
+    (none: a source's experiments cannot record one) from the source's view, which
+    once had no ``config`` column: a traceback instead of the report."""
+    assert runner.invoke(app, ADD).exit_code == 0
+    args = ["report", "-e", "home", "--db", "s.duckdb", "-f", "json", "-o", "-"]
+    result = runner.invoke(app, [*args, "--no-offline", "--no-ope"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["experiment"] == "home"
+    assert set(report["settings"]["sources"].values()) == {"default"}

@@ -639,12 +639,14 @@ def with_z_scores(
 
 
 def _key(r: SignalSummary) -> tuple:
-    """Sort key of :data:`RANKING` (ascending sorts the best first)."""
+    """Sort key of :data:`RANKING` (ascending sorts the best first). The numbers are
+    compared to 9 decimals: two signals equal but for the last bits of a sum (which
+    DuckDB's threads add in any order) tie, and the tie goes by name, run after run."""
     return (
         not r.independent,
-        -(r.predictive_gain if r.predictive_gain is not None else 0.0),
-        r.familywise_p if r.familywise_p is not None else 1.0,
-        -(r.spearman if r.spearman is not None else 0.0),
+        -round(r.predictive_gain if r.predictive_gain is not None else 0.0, 9),
+        round(r.familywise_p if r.familywise_p is not None else 1.0, 9),
+        -round(r.spearman if r.spearman is not None else 0.0, 9),
         -r.experiments,
         SOURCES.index(r.source),
         r.signal,

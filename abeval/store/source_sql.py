@@ -177,7 +177,8 @@ EXPERIMENTS_SELECT = (
     f"SELECT experiment, {ARMS_JSON} AS arms, "
     "MIN(ts) AS first_ts, MAX(ts) AS last_ts, CAST(NULL AS VARCHAR) AS control_arm, "
     "CAST(NULL AS VARCHAR) AS split, CURRENT_TIMESTAMP AS updated_at, "
-    "CAST(NULL AS TIMESTAMP) AS window_from, CAST(NULL AS TIMESTAMP) AS window_to "
+    "CAST(NULL AS TIMESTAMP) AS window_from, CAST(NULL AS TIMESTAMP) AS window_to, "
+    "CAST(NULL AS VARCHAR) AS config "
     "FROM events GROUP BY experiment"
 )
 
