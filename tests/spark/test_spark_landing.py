@@ -301,13 +301,6 @@ def test_a_catalog_that_forgets_and_a_used_folder_are_refused(
             "not have yet; fix the rows, or load the file with the default --on-error abort "
             "(nothing was loaded from this file)",
         ),
-        (
-            ["experiment", "set", "x", "--control", "a", "--db", URL],
-            f"--db {SHOWN}: on a Spark store abeval loads events (ingest), reads them "
-            "(experiments, report, agreement) and records sources, offline evaluations and "
-            "target probabilities in this version; change experiment settings with DuckDB or "
-            "PostgreSQL",
-        ),
     ],
 )
 def test_what_ingest_and_the_writing_commands_refuse_is_one_line(
