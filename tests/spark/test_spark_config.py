@@ -11,7 +11,8 @@ code, and the Spark table still at the version it was); and ``report`` reading
 the record, team metrics in every role with a cap and CUPED (numbers to a
 relative 1e-9, and per setting the same source). ``power``, ``agreement`` and
 ``forecast`` read the record through the same code (tests/test_agreement_config.py,
-tests/test_experiment_config_cli.py); one report keeps the added Spark time small.
+tests/test_experiment_config_cli.py); one report keeps the added Spark time small. Old versions of
+``experiments`` are dropped, but the live one and the one before it.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
 
 import pytest
 from spark_tables import drop_abeval_tables
@@ -35,6 +37,7 @@ from abeval.store.spark import experiments_table
 
 pytestmark = pytest.mark.spark
 TEAM = ("mobile_plays", "capped_value")
+EXP_T = experiments_table.TABLE
 runner = CliRunner()
 
 RECORDED = [
@@ -184,3 +187,31 @@ def test_experiment_unset_forgets_on_spark(stores: Stores) -> None:
     assert "guardrails" not in shown["config"] and shown["control"] is None
     assert shown["config"]["primary"] == ["cart_rate", "value_per_cart"]
     assert spark == duck
+
+
+def test_old_versions_are_dropped_but_the_live_one_and_the_one_before(stores: Stores) -> None:
+    from pyspark.sql.connect.session import SparkSession
+
+    from abeval.store.spark import own_tables
+
+    for alpha in ("0.2", "0.3", "0.25"):
+        args = ["experiment", "set", EXP, "--alpha", alpha, "--db", stores.spark]
+        said = runner.invoke(app, args)
+        assert said.exit_code == 0, said.output
+    session = SparkSession.builder.remote(stores.spark).create()
+    try:
+        live = experiments_table.location(session)
+        kept = {experiments_table.location(session, v) for v in own_tables.versions(session, EXP_T)}
+        alpha = session.sql("SELECT config FROM experiments").collect()[0][0]
+    finally:
+        session.stop()
+    assert json.loads(alpha)["alpha"] == 0.25
+    assert live in kept and len(kept) == 2
+    assert sorted(experiments_table.number(f) for f in kept) == [
+        experiments_table.number(live) - 1,
+        experiments_table.number(live),
+    ]
+    # the dropped versions' folders are gone (a managed table takes its folder along)
+    database = Path(urlparse(live).path).parent
+    on_disk = {p.name for p in database.glob(f"{EXP_T}__v*")}
+    assert on_disk == {Path(urlparse(f).path).name for f in kept}

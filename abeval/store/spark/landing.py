@@ -18,7 +18,7 @@ One ingest ``N`` of a file, after DuckDB has checked every row locally:
    all of them. An interrupted load leaves only unregistered folders, which the
    next ingest (taking the same ``N``) overwrites.
 4. **Bookkeeping**, idempotent and finished by the next ingest if cut short:
-   ``experiments`` rewritten into a new folder the table is pointed at
+   ``experiments`` rewritten as a new version the table is pointed at
    (:mod:`abeval.store.spark.experiments_table`), then
    ``ALTER TABLE ingests ADD PARTITION (ingest_id=N)`` (last, so that a missing
    ``ingests`` partition says the bookkeeping is unfinished).
