@@ -13,7 +13,6 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
-from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from abeval.analysis.capping import check_cappable
@@ -27,11 +26,12 @@ if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
 
     from abeval.store.engine import Store
-    from abeval.store.experiments import ExperimentSettings, TargetFile, TargetsRecorded
-
-#: control, split, window start, window end: the settings ``experiment set`` had
-#: before the configuration (None: not given).
-SettingsChange = tuple[str | None, str | None, datetime | None, datetime | None]
+    from abeval.store.experiments import (
+        ExperimentSettings,
+        SettingsChange,
+        TargetFile,
+        TargetsRecorded,
+    )
 
 #: Where a setting of a report came from.
 Source = Literal["flag", "record", "default"]
@@ -269,58 +269,38 @@ def record(
 ) -> tuple[ExperimentSettings, ExperimentConfig, TargetsRecorded | None]:
     """Record ``settings`` (and the target's probabilities ``targets``) and the
     options ``changes`` gives, and forget those ``removed`` names (``control``,
-    ``split``, ``window`` or keys of :data:`OPTIONS`), all in one transaction:
-    the whole change or nothing."""
+    ``split``, ``window`` or keys of :data:`OPTIONS`), everything checked before
+    anything is written: the whole change or nothing (one transaction; on Spark,
+    under the writer lock, the target's tables and then ``experiments`` each
+    replaced by one pointer swap)."""
     from abeval.store.experiments import (
-        CLEARED_COLUMNS,
-        change_experiment,
-        clear_settings,
+        apply_change,
+        checked_change,
+        cleared,
+        config_column,
         get_settings,
-        put_config,
+        record_targets,
     )
 
     check_options(changes)
     removed = list(removed)
-    if store.dialect == "spark":
-        return _record_on_spark(store, experiment, settings, changes, removed, targets)
-    with store.begin() as conn:
+    with store.writing() as conn:
         use_recorded(conn)  # the metrics named may be the store's team-defined ones
         check_known(changes.primary or (), "primary")
         check_known(changes.secondary or (), "secondary")
         check_known([g.metric for g in changes.guardrails or ()], "guardrails")
         check_known([name for name, _ in changes.caps or ()], "cap")
         check_cappable(changes.caps or ())
-        current, done = change_experiment(conn, experiment, *settings, targets)
-        cleared = [n for n in removed if n in CLEARED_COLUMNS]
-        if cleared:
-            clear_settings(conn, experiment, cleared)
-            current = get_settings(conn, experiment)
-        config = without(
-            merged(read_config(conn, experiment), changes), set(removed) & set(OPTIONS)
-        )
-        put_config(conn, experiment, config.recorded())
+        _, values = checked_change(conn, experiment, settings)
+        values |= cleared(removed)
+        config = read_config(conn, experiment)
+        if changes.recorded() or set(removed) & set(OPTIONS):
+            config = without(merged(config, changes), set(removed) & set(OPTIONS))
+            values |= config_column(config.recorded())
+        done = record_targets(conn, experiment, targets) if targets is not None else None
+        apply_change(conn, experiment, values)
+        current = get_settings(conn, experiment)
     return current, config, done
-
-
-def _record_on_spark(
-    store: Store,
-    experiment: str,
-    settings: SettingsChange,
-    changes: ExperimentConfig,
-    removed: list[str],
-    targets: TargetFile | None,
-) -> tuple[ExperimentSettings, ExperimentConfig, TargetsRecorded | None]:
-    """On a Spark store only the target's probabilities are recorded (abeval's own
-    tables); settings and configuration live in ``experiments``, which only an
-    ingest rewrites there."""
-    from abeval.errors import StoreError
-    from abeval.store.experiments import record_targets_on_spark
-    from abeval.store.spark.store import writes_refused
-
-    if targets is None or any(x is not None for x in settings) or changes.recorded() or removed:
-        raise StoreError(writes_refused(store.display), parameters=("db",))
-    current, done = record_targets_on_spark(store, experiment, targets)
-    return current, show(store, experiment)[1], done
 
 
 def show(store: Store, experiment: str) -> tuple[ExperimentSettings, ExperimentConfig]:

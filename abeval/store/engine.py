@@ -122,6 +122,14 @@ class Store:
                 signals.committed()
 
     @contextmanager
+    def writing(self) -> Iterator[Connection]:
+        """A connection for a change of abeval's own records made as one whole: a
+        transaction here; a Spark store, which has none, holds its writer lock and
+        replaces each table by one pointer swap (the backend's ``writing``)."""
+        with self.backend.writing(self) as conn:
+            yield conn
+
+    @contextmanager
     def connect(self) -> Iterator[Connection]:
         with self.faults():
             conn = self.engine.connect()

@@ -45,6 +45,11 @@ class ExperimentSummary:
         return asdict(self)
 
 
+#: control, split, window start, window end as given to ``experiment set`` (None:
+#: not given).
+SettingsChange = tuple[str | None, str | None, datetime | None, datetime | None]
+
+
 @dataclass(frozen=True)
 class ExperimentSettings:
     """What the user recorded for an experiment; defaults when nothing was."""
@@ -314,8 +319,19 @@ def change_experiment(
 ) -> tuple[ExperimentSettings, TargetsRecorded | None]:
     """:func:`set_settings` inside the caller's transaction ``conn``, with what
     recording the target's probabilities did."""
-    from sqlalchemy import text
+    settings = (control, split, window_from, window_to)
+    apply_change(conn, experiment, checked_change(conn, experiment, settings)[1])
+    done = record_targets(conn, experiment, targets) if targets is not None else None
+    return get_settings(conn, experiment), done
 
+
+def checked_change(
+    conn: Connection, experiment: str, settings: SettingsChange
+) -> tuple[ExperimentSettings, dict[str, Any]]:
+    """The experiment's current settings, and the columns of ``experiments`` the
+    given ``settings`` change (column → new value), checked: an unknown arm, a split
+    that does not match the arms, an empty window raise before anything is written."""
+    control, split, window_from, window_to = settings
     current = get_settings(conn, experiment)
     if control is not None and control not in current.arms:
         raise NotFoundError(unknown_arm_message(experiment, control, current.arms))
@@ -329,45 +345,32 @@ def change_experiment(
             "{window_to}",
             parameters=("window_from", "window_to"),
         )
-    conn.execute(
-        text(
-            "UPDATE experiments SET control_arm = COALESCE(:c, control_arm), "
-            "split = COALESCE(:s, split), window_from = COALESCE(:f, window_from), "
-            "window_to = COALESCE(:t, window_to) WHERE experiment = :e"
-        ),
-        {
-            "c": control,
-            "s": json.dumps(parsed) if parsed else None,
-            "f": window_from,
-            "t": window_to,
-            "e": experiment,
-        },
-    )
-    done = None
-    if targets is not None:
-        from abeval.store.ope_target import record_rows
-
-        found, recorded = record_rows(
-            conn, experiment, current.arms, targets.rows, targets.path, targets.checksum
-        )
-        done = TargetsRecorded(found, recorded)
-    return get_settings(conn, experiment), done
+    values = {
+        "control_arm": control,
+        "split": json.dumps(parsed) if parsed else None,
+        "window_from": window_from,
+        "window_to": window_to,
+    }
+    return current, {k: v for k, v in values.items() if v is not None}
 
 
-def record_targets_on_spark(
-    store: Store, experiment: str, targets: TargetFile
-) -> tuple[ExperimentSettings, TargetsRecorded]:
-    """Check and record the target's probabilities on a Spark store, under its
-    writer lock: each of the two tables replaced by one pointer swap
-    (:mod:`abeval.store.spark.own_tables`); a refused file changes nothing."""
+def record_targets(conn: Connection, experiment: str, targets: TargetFile) -> TargetsRecorded:
+    """Check the target's probabilities against the experiment's arms and record them."""
     from abeval.store.ope_target import record_rows
 
-    with store.backend.writing(store) as conn:
-        current = get_settings(conn, experiment)
-        found, recorded = record_rows(
-            conn, experiment, current.arms, targets.rows, targets.path, targets.checksum
-        )
-    return current, TargetsRecorded(found, recorded)
+    arms = get_settings(conn, experiment).arms
+    found, recorded = record_rows(
+        conn, experiment, arms, targets.rows, targets.path, targets.checksum
+    )
+    return TargetsRecorded(found, recorded)
+
+
+def apply_change(conn: Connection, experiment: str, values: dict[str, Any]) -> None:
+    """Set the columns of ``values`` (``None``: cleared) in the experiment's row."""
+    if values:
+        from abeval.store.backends import backend_of
+
+        backend_of(conn).change_experiment_row(conn, experiment, values)
 
 
 #: The columns ``experiment unset`` clears, by the option that names them.
@@ -378,16 +381,10 @@ CLEARED_COLUMNS = {
 }
 
 
-def clear_settings(conn: Connection, experiment: str, names: list[str]) -> None:
-    """Forget the recorded ``names`` (keys of :data:`CLEARED_COLUMNS`) of ``experiment``."""
-    from sqlalchemy import text
-
-    columns = [c for n in names for c in CLEARED_COLUMNS[n]]
-    if columns:
-        assignments = ", ".join(f"{c} = NULL" for c in columns)
-        conn.execute(
-            text(f"UPDATE experiments SET {assignments} WHERE experiment = :e"), {"e": experiment}
-        )
+def cleared(names: Sequence[str]) -> dict[str, Any]:
+    """The columns the recorded ``names`` (keys of :data:`CLEARED_COLUMNS`) are kept
+    in, cleared (for :func:`apply_change`)."""
+    return {c: None for n in names for c in CLEARED_COLUMNS.get(n, ())}
 
 
 def get_config(conn: Connection, experiment: str) -> dict[str, Any]:
@@ -401,11 +398,7 @@ def get_config(conn: Connection, experiment: str) -> dict[str, Any]:
     return dict(json.loads(row[0])) if row is not None and row[0] else {}
 
 
-def put_config(conn: Connection, experiment: str, config: dict[str, Any]) -> None:
-    """Replace the experiment's saved configuration (NULL when ``config`` is empty)."""
-    from sqlalchemy import text
-
-    conn.execute(
-        text("UPDATE experiments SET config = :c WHERE experiment = :e"),
-        {"c": json.dumps(config, sort_keys=False) if config else None, "e": experiment},
-    )
+def config_column(config: dict[str, Any]) -> dict[str, Any]:
+    """The saved configuration as the ``config`` column's new value (NULL when
+    ``config`` is empty), for :func:`apply_change`."""
+    return {"config": json.dumps(config, sort_keys=False) if config else None}

@@ -65,30 +65,12 @@ def save(
 ) -> list[RecordedDefinition]:
     """Record ``definitions`` (name → JSON object) in one transaction: a name
     already recorded takes the new definition. Returns the rows written."""
-    from sqlalchemy import text
-
     now = datetime.now(UTC).replace(tzinfo=None, microsecond=0)
     rows = [
         RecordedDefinition(name, dict(d), source, now) for name, d in sorted(definitions.items())
     ]
     params = [_params(r) for r in rows]
-    if store.dialect == "spark":
-        from abeval.store.spark import own_tables
-
-        names = {r.name for r in rows}
-        with own_tables.writing(store) as conn:
-            own_tables.replace_rows(conn, TABLE, lambda r: r["name"] not in names, params)
-        return rows
-    with store.begin() as conn:
-        for p in params:
-            conn.execute(text(f"DELETE FROM {TABLE} WHERE name = :name"), {"name": p["name"]})
-            conn.execute(
-                text(
-                    f"INSERT INTO {TABLE} (name, definition, source, recorded_at) "
-                    "VALUES (:name, :definition, :source, :recorded_at)"
-                ),
-                p,
-            )
+    store.backend.write_own_rows(store, TABLE, "name", [r.name for r in rows], params)
     return rows
 
 

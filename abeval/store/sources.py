@@ -95,19 +95,12 @@ def _unknown(name: str, known: list[str]) -> NotFoundError:
 
 def remove_source(store: Store, name: str) -> Source:
     """Forget a source; its table is not touched."""
-    with _writing(store) as conn:
+    with store.writing() as conn:
         sources = {s.name: s for s in _load(conn)}
         if name not in sources:
             raise _unknown(name, sorted(sources))
         _save(conn, name, None)
     return sources[name]
-
-
-@contextmanager
-def _writing(store: Store) -> Iterator[Connection]:
-    """A transaction; on Spark, which has none, the connection for abeval's own tables."""
-    with store.backend.writing(store) as conn:
-        yield conn
 
 
 def _save(conn: Connection, name: str, new: Source | None) -> None:
@@ -133,7 +126,7 @@ def add_source(
     """Check ``mapping`` against ``table`` and record the source; nothing is
     recorded when a check fails. One pass over the table counts its events."""
     check_name(name)
-    with _writing(store) as conn:
+    with store.writing() as conn:
         existing = {s.name: s for s in _load(conn)}
         if name in existing and not replace_existing:
             raise InputError(

@@ -121,6 +121,11 @@ def test_every_query_of_a_report_transpiles(captured: tuple[dict, dict, list[str
             "SELECT CAST(attributes AS JSON) ->> :segment FROM events",
             "SELECT FROM_JSON(attributes, 'map<string,string>')[:segment] FROM events",
         ),
+        (  # a team metric's where = { device = "mobile" } (abeval.store.online_sql)
+            "SELECT 1 FROM events e WHERE CAST(e.attributes AS JSON) ->> 'device' = 'mobile'",
+            "SELECT 1 FROM events AS e WHERE "
+            "FROM_JSON(e.attributes, 'map<string,string>')['device'] = 'mobile'",
+        ),
         (
             "SELECT percentile_cont(0.95) WITHIN GROUP (ORDER BY v) FROM t",
             "SELECT PERCENTILE(v, 0.95) FROM t",
@@ -143,6 +148,7 @@ def test_rewrites(duckdb: str, spark: str) -> None:
         ("SELECT a FROM t WHERE b = $1", "does not parse"),
         ("SELECT list_agg(x) FROM t", "the function LIST_AGG is unknown"),
         ("SELECT json_keys(CAST(a AS JSON)) FROM t", "a JSON function"),
+        ("SELECT CAST(a AS JSON) ->> '$.b.c' FROM t", "JSON path other than one key"),
         ("CREATE TEMP TABLE t (a TEXT)", "no temporary table with columns"),
         ("RESET memory_limit", "raw command"),
         ("SELECT 1; SELECT 2", "2 statements"),

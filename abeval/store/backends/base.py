@@ -34,9 +34,6 @@ class Backend:
     stages_in_store = False
     #: The migrations make abeval's tables (else the first write that needs one does).
     runs_migrations = True
-    #: An experiment's settings and saved configuration may be written (else only
-    #: an ingest rewrites the table ``experiments``).
-    writes_settings = True
     #: Memory-hungry statements run under a lower memory limit
     #: (:func:`abeval.store.memory.memory_capped`).
     caps_memory = False
@@ -182,6 +179,21 @@ class Backend:
 
         conn.execute(text(f"DELETE FROM {table} WHERE {key} = :{key}"), dict(params))
         conn.execute(text(f"INSERT INTO {table} ({', '.join(columns)}) {query}"), dict(params))
+
+    def change_experiment_row(
+        self, conn: Connection, experiment: str, values: Mapping[str, Any]
+    ) -> None:
+        """Set the columns of ``values`` (``None``: cleared) in the experiment's row
+        of ``experiments``."""
+        from sqlalchemy import text
+
+        names = sorted(values)
+        assignments = ", ".join(f"{c} = :v{i}" for i, c in enumerate(names))
+        params = {f"v{i}": values[c] for i, c in enumerate(names)}
+        conn.execute(
+            text(f"UPDATE experiments SET {assignments} WHERE experiment = :e"),
+            {**params, "e": experiment},
+        )
 
     def write_own_rows(
         self, store: Store, table: str, key: str, values: Sequence[Any], rows: Sequence[Any]

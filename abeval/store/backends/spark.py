@@ -37,7 +37,6 @@ if TYPE_CHECKING:
 class SparkBackend(Backend):
     temporary_tables = True
     runs_migrations = False
-    writes_settings = False
     type_names = SPARK_TYPES
 
     def __init__(self) -> None:
@@ -113,6 +112,15 @@ class SparkBackend(Backend):
 
         with own_tables.writing(store) as conn:
             yield conn
+
+    def change_experiment_row(
+        self, conn: Connection, experiment: str, values: Mapping[str, Any]
+    ) -> None:
+        """``experiments`` takes no UPDATE: it is written again as a new version with
+        the row changed, and the table pointed at it (docs/design/spark.md §11)."""
+        from abeval.store.spark.experiments_table import change_settings
+
+        change_settings(conn.session, experiment, values)  # type: ignore[attr-defined]
 
     def replace_rows(
         self,

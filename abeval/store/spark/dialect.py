@@ -154,6 +154,16 @@ def _json_text(node: sg.JSONExtractScalar) -> sg.Expression:
 
     source = node.this.this if isinstance(node.this, exp.Cast) else node.this
     key = node.expression
+    if isinstance(key, exp.JSONPath):  # a literal key, which sqlglot reads as the path $.key
+        steps = key.expressions
+        one_key = (
+            len(steps) == 2
+            and isinstance(steps[0], exp.JSONPathRoot)
+            and isinstance(steps[1], exp.JSONPathKey)
+            and isinstance(steps[1].this, str)
+        )
+        if one_key:
+            key = exp.Literal.string(steps[1].this)
     if not isinstance(key, exp.Placeholder | exp.Literal):
         raise DialectError(_problem(node.sql("duckdb"), "JSON path other than one key"))
     parsed = exp.Anonymous(this="FROM_JSON", expressions=[source, exp.Literal.string(_JSON_MAP)])

@@ -18,7 +18,8 @@ One ingest ``N`` of a file, after DuckDB has checked every row locally:
    all of them. An interrupted load leaves only unregistered folders, which the
    next ingest (taking the same ``N``) overwrites.
 4. **Bookkeeping**, idempotent and finished by the next ingest if cut short:
-   ``experiments`` rewritten into a new folder the table is pointed at, then
+   ``experiments`` rewritten as a new version the table is pointed at
+   (:mod:`abeval.store.spark.experiments_table`), then
    ``ALTER TABLE ingests ADD PARTITION (ingest_id=N)`` (last, so that a missing
    ``ingests`` partition says the bookkeeping is unfinished).
 
@@ -28,7 +29,6 @@ One writer at a time, as on DuckDB: the ingest holds the store's writer lock
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -41,7 +41,6 @@ from abeval.store.spark.schema import (
     add_partition_sql,
     data_columns,
     ensure_tables,
-    set_location_sql,
 )
 
 if TYPE_CHECKING:
@@ -192,11 +191,9 @@ class Landing:
         """Recompute arms and time range of the experiments ingest ``ingest_id``
         added to, keeping the recorded settings, into a new version of the table."""
         now = datetime.now(UTC).replace(tzinfo=None)
-        frame = self._sql(_EXPERIMENTS_SQL, {"i": ingest_id, "now": now})
-        typed = frame.selectExpr(*(f"CAST({c} AS {t}) AS {c}" for c, t in COLUMNS["experiments"]))
-        folder = f"{self.layout.experiments}/v{int(ingest_id)}-{uuid.uuid4().hex[:8]}"
-        typed.write.mode("error").parquet(folder)
-        self.session.sql(set_location_sql("experiments", folder)).collect()
+        from abeval.store.spark.experiments_table import publish
+
+        publish(self.session, self._sql(_EXPERIMENTS_SQL, {"i": ingest_id, "now": now}))
 
     def _add_partition(self, table: str, ingest_id: int) -> None:
         where = self.layout.partition(table, ingest_id)

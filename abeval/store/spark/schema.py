@@ -11,8 +11,9 @@ in Spark SQL (docs/design/spark.md#9-ingest-into-spark).
   current database's own folder (``spark.sql.warehouse.dir`` for ``default``).
 - ``events`` and ``ingests`` are partitioned by ``ingest_id``: one ingest is one
   partition, added by one metastore operation (the ingest's commit).
-- ``experiments`` is small and rewritten whole: each version is a new folder
-  ``<folder>/v<N>-<token>`` that the table is pointed at (``SET LOCATION``).
+- ``experiments`` is small and rewritten whole: each version is a managed table
+  ``experiments__v<N>_<token>`` whose folder the table is pointed at (``SET
+  LOCATION``); old versions are dropped (:mod:`abeval.store.spark.experiments_table`).
 - ``ts`` and the other times are ``TIMESTAMP_NTZ``: zone-less, as DuckDB's
   ``TIMESTAMP``. The ``NOT NULL`` constraints of the migrations are not declared
   (Parquet tables do not enforce them); the ingest checks every row before it

@@ -3,10 +3,10 @@
 abeval reads the tables ``events``, ``experiments`` and ``ingests`` of the
 session's current database (docs/design/spark.md §8). ``abeval ingest`` creates
 them when they are missing and loads files into them (:mod:`abeval.store.spark.ingest`,
-§9); ``experiments``, ``report`` and ``agreement`` read them; ``source add``/``remove``
-``evaluate --experiment`` and ``experiment set --target-propensities`` write
-abeval's own small tables (:meth:`SparkStore.own_tables`). Every writer holds the
-store's writer lock (:mod:`abeval.store.spark.lock`). Any other command that
+§9); ``experiments``, ``report`` and ``agreement`` read them; ``source add``/``remove``,
+``evaluate --experiment``, ``metrics add`` and ``experiment set``/``unset`` write
+abeval's own small tables and ``experiments`` (:meth:`SparkStore.own_tables`). Every
+writer holds the store's writer lock (:mod:`abeval.store.spark.lock`). Any other command that
 writes stops with one line when it begins to write. Spark's errors become the one-line
 :class:`~abeval.errors.StoreError` the CLI prints.
 """
@@ -148,9 +148,9 @@ class SparkStore(Store):
 def writes_refused(shown: str) -> str:
     return (
         f"{{db}} {shown}: on a Spark store abeval loads events (ingest), reads them "
-        "(experiments, report, agreement) and records sources, offline evaluations and "
-        "target probabilities in this version; change experiment settings with DuckDB or "
-        "PostgreSQL"
+        "(experiments, report, agreement) and records sources, offline evaluations, "
+        "team-defined metrics and experiment settings in this version; run this command "
+        "on a DuckDB or PostgreSQL store"
     )
 
 
