@@ -15,8 +15,9 @@ from typing import Any
 import pytest
 from html_tree import parse
 from ope_helpers import Impression, write_impressions, write_target_file
+from ope_helpers import small_logs as _rows
 from sqlalchemy import text
-from test_ope_cli import EXP, _rows, _store
+from test_ope_cli import EXP, _store
 from typer.testing import CliRunner
 
 from abeval.cli import app
