@@ -146,6 +146,11 @@ def test_cli_states_the_cap_in_every_format(duck: str, tmp_path: Path) -> None:
         ),
         (["revenue_per_user=1.5"], "the quantile of revenue_per_user must be between 0 and 1"),
         (["revenue_per_user"], "cannot read 'revenue_per_user'; write METRIC=QUANTILE"),
+        (["=0.5"], "cannot read '=0.5'; write METRIC=QUANTILE"),
+        (
+            ["clicks_per_user=0.9,clicks_per_user=0.8"],
+            "clicks_per_user is capped twice, at 0.9 and 0.8; give one quantile",
+        ),
         (
             ["revenue_per_user=0.9,aov=0.95"],
             "revenue_per_user and aov both cap revenue; give them the same quantile",

@@ -69,9 +69,10 @@ def parse_caps(values: Iterable[str]) -> tuple[tuple[str, float], ...]:
                 continue
             name, sep, q = part.partition("=")
             name = name.strip()
-            if not sep:
+            if not sep or not name:
                 raise ValueError(
-                    f"cannot read {part!r}; write METRIC=QUANTILE, such as revenue_per_user=0.99"
+                    f"cannot read {part.strip()!r}; write METRIC=QUANTILE, such as "
+                    "revenue_per_user=0.99"
                 )
             try:
                 quantile = float(q)
@@ -80,6 +81,10 @@ def parse_caps(values: Iterable[str]) -> tuple[tuple[str, float], ...]:
             if not 0 < quantile < 1:
                 raise ValueError(
                     f"the quantile of {name} must be between 0 and 1 (exclusive), got {q.strip()!r}"
+                )
+            if out.get(name, quantile) != quantile:
+                raise ValueError(
+                    f"{name} is capped twice, at {out[name]:g} and {quantile:g}; give one quantile"
                 )
             out[name] = quantile
     variables: dict[str, tuple[str, float]] = {}
