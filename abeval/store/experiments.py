@@ -301,28 +301,14 @@ def set_settings(
 ) -> ExperimentSettings:
     """Record the control arm, the expected split, the analysis window's bounds and
     the target's probabilities (each only when given; the probabilities checked and
-    replacing those recorded before); the whole change or nothing."""
-    with store.begin() as conn:
-        return change_experiment(conn, experiment, control, split, window_from, window_to, targets)[
-            0
-        ]
-
-
-def change_experiment(
-    conn: Connection,
-    experiment: str,
-    control: str | None,
-    split: str | None,
-    window_from: datetime | None = None,
-    window_to: datetime | None = None,
-    targets: TargetFile | None = None,
-) -> tuple[ExperimentSettings, TargetsRecorded | None]:
-    """:func:`set_settings` inside the caller's transaction ``conn``, with what
-    recording the target's probabilities did."""
-    settings = (control, split, window_from, window_to)
-    apply_change(conn, experiment, checked_change(conn, experiment, settings)[1])
-    done = record_targets(conn, experiment, targets) if targets is not None else None
-    return get_settings(conn, experiment), done
+    replacing those recorded before); the whole change or nothing (as
+    ``experiment set`` records them: :func:`abeval.analysis.experiment_config.record`)."""
+    with store.writing() as conn:
+        values = checked_change(conn, experiment, (control, split, window_from, window_to))[1]
+        if targets is not None:
+            record_targets(conn, experiment, targets)
+        apply_change(conn, experiment, values)
+        return get_settings(conn, experiment)
 
 
 def checked_change(
