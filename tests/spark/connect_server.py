@@ -67,7 +67,9 @@ class ConnectServer:
             "spark.local.dir": str(self.folder / "local"),
             "spark.sql.shuffle.partitions": "2",
             "spark.sql.session.timeZone": "UTC",
-            "spark.driver.extraJavaOptions": f"-Dderby.system.home={self.folder / 'derby'}",
+            "spark.driver.extraJavaOptions": (
+                f"-Dderby.system.home={self.folder / 'derby'} -XX:+ExitOnOutOfMemoryError"
+            ),
         }
         command = [
             str(home / "bin" / "spark-submit"),
