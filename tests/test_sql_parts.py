@@ -121,20 +121,32 @@ def test_materialising_a_name_that_is_not_there_makes_no_table(tmp_path: Path) -
 # --- every part abeval builds declares what it reads ---------------------------------
 
 
-def _store_parts() -> list[With]:
-    """The collections the report, the replay and the off-policy estimates run."""
+def _store_parts(monkeypatch: pytest.MonkeyPatch) -> list[With]:
+    """The collections the report, the replay and the off-policy estimates run:
+    those the online queries render (recorded as they do), and the others' parts."""
     from abeval.store import online_sql as online
     from abeval.store import ope_cascade_sql as cascade
     from abeval.store import ope_sql as ope
     from abeval.store.replay_sql import replay_ctes
 
-    base = online.online_ctes(14)
+    rendered: list[With] = []
+    plain = With.sql
+
+    def recorded(self: With, select: str) -> str:
+        rendered.append(self)
+        return plain(self, select)
+
+    monkeypatch.setattr(With, "sql", recorded)
     caps = {"clicks": 5.0}
+    online.arm_moments_sql(14, caps=caps)
+    online.segment_moments_sql(14, caps=caps)
+    online.daily_moments_sql(14, caps=caps, own_day=True)
+    online.cap_values_sql("clicks", 0.9, online.online_ctes(14))
+    assert len(rendered) == 4
     src = ope.population_parts().then(*ope._BASE)
     return [
-        base.then(*online.user_metrics_cte(caps=caps)),
-        base.then(*online._segment_population(), *online.user_metrics_cte(True, caps)),
-        base.then(*online.HEALTH_PARTS),
+        *rendered,
+        online.online_ctes(14).then(*online.HEALTH_PARTS),
         src.then(ope._EMPIRICAL_PI, *ope._weights(False), ope._user_cte(None)),
         src.then(
             ope._FILE_PI,
@@ -148,11 +160,11 @@ def _store_parts() -> list[With]:
     ]
 
 
-def test_every_part_declares_the_parts_it_reads() -> None:
+def test_every_part_declares_the_parts_it_reads(monkeypatch: pytest.MonkeyPatch) -> None:
     """A part's ``reads`` are exactly the earlier parts its SQL names (sqlglot reads
     the SQL here, in the test only), so that materialising one takes what it needs."""
     wrong = []
-    for parts in _store_parts():
+    for parts in _store_parts(monkeypatch):
         before: set[str] = set()
         for part in parts:
             tree = sqlglot.parse_one(part.body, read="duckdb")

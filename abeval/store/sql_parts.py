@@ -65,9 +65,6 @@ class With:
     def __iter__(self) -> Iterator[Cte]:
         return iter(self.parts)
 
-    def __contains__(self, name: object) -> bool:
-        return any(p.name == name for p in self.parts)
-
     @property
     def names(self) -> tuple[str, ...]:
         return tuple(p.name for p in self.parts)
