@@ -2,7 +2,8 @@
 
 Imports are most of the fixed cost of every ``abeval report`` (the start-up
 section of benchmarks/RESULTS.md): the JSON and text reports load neither the
-HTML presenters (Jinja), nor pandas, pyarrow or statsmodels, nor the file readers
+HTML presenters (Jinja), nor pandas, pyarrow or statsmodels, nor scipy.optimize
+(a fixed-horizon test's power needs no general root finder), nor the file readers
 of ``abeval evaluate`` (only a ``--target-propensities`` file needs those);
 commands that only read the store's records (``metrics``, ``experiment show``)
 load no scipy or numpy either. Each command runs in a fresh interpreter, since
@@ -24,6 +25,7 @@ HEAVY = (
     "pyarrow",
     "statsmodels",
     "scipy",
+    "scipy.optimize",
     "numpy",
     "abeval.report.html",
     "abeval.analysis.evaluate",
@@ -66,7 +68,8 @@ def test_a_json_report_loads_no_presenter_or_data_frame_library(db: str) -> None
     printed, loaded = _loaded("report", "-e", "home-reco-v2", "--db", db, "-f", "json")
     report = json.loads(printed)
     assert report["experiment"] == "home-reco-v2" and report["metrics"] and report["power"]
-    # The statistics need scipy's special functions (and numpy under them), nothing else.
+    # The statistics need scipy's special functions (and numpy under them), nothing
+    # else: the power's noncentrality is found without scipy.optimize.
     assert sorted(loaded) == ["numpy", "scipy"]
 
 
