@@ -14,7 +14,7 @@ of each SQL statement. In one rotation, each run in its own process:
   scipy.optimize for the power's root), the floor the imports set;
 - the report, and ``abeval metrics`` (a command that computes no statistic), as the
   current code runs them and, with ``--before DIR`` (older code: ``git archive
-  COMMIT | tar -x -C DIR``), as that code does.
+  COMMIT | tar -x -C DIR``), as that code does (``abeval --help`` too).
 
 Medians of wall and CPU seconds (user + system of the child, from its rusage: on a
 shared machine the steadier of the two), the fastest run and peak RSS; then the
@@ -176,7 +176,7 @@ def main() -> None:
     if args.before:
         before = args.before.resolve()
         versions = {"before": before, **versions}
-        for name in ("report -f json", "`abeval metrics` (no statistic)"):
+        for name in ("`abeval --help`", "report -f json", "`abeval metrics` (no statistic)"):
             variants[f"{name}, before"] = variants[name]
             envs[f"{name}, before"] = {"PYTHONPATH": str(before)}
     for code in versions.values():  # from bytecode, as an installed package loads
