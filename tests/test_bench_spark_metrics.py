@@ -8,6 +8,8 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 from spark_metrics import StageCost, by_tag, stage_cost, ui_conf
 
@@ -110,3 +112,12 @@ def test_the_ui_options_turn_the_ui_on_at_the_port() -> None:
     assert conf[::2] == ["--conf"] * (len(conf) // 2)
     options = dict(o.split("=", 1) for o in conf[1::2])
     assert options["spark.ui.enabled"] == "true" and options["spark.ui.port"] == "4321"
+
+
+def test_the_projection_extends_a_line_and_a_power_law() -> None:
+    from spark_projection import linear, power
+
+    assert linear(1e6, 2.0, 3e6, 6.0, 5e6) == 10.0  # slope 2 per million
+    assert linear(1e6, 6.0, 3e6, 2.0, 9e6) == 0.0  # never below nothing
+    assert power(1.0, 1.0, 2.0, 4.0, 4.0) == pytest.approx(16.0)  # y = x²
+    assert power(1.0, 0.0, 2.0, 4.0, 4.0) == 8.0  # no exponent: proportional
