@@ -115,8 +115,9 @@ def shares(rows: list[dict[str, Any]]) -> list[str]:
         lines.append(
             f"- {label}: {len(mine)} statement(s), "
             f"{got['bytes_2'] / max(total['bytes_2'], 1):.0%} of the bytes shuffled at the "
-            f"larger size measured, {got['seconds_lo'] / max(total['seconds_lo'], 1e-9):.0%}–"
-            f"{got['seconds_hi'] / max(total['seconds_hi'], 1e-9):.0%} of the projected time."
+            f"larger size measured, {got['seconds_lo'] / max(total['seconds_lo'], 1e-9):.0%} "
+            f"of the projected time from CPU seconds and "
+            f"{got['seconds_hi'] / max(total['seconds_hi'], 1e-9):.0%} from task seconds."
         )
     return lines
 
