@@ -16,7 +16,10 @@ report; on Spark also the resident memory of the cluster's JVMs (master,
 workers, the Spark Connect server and the executors), sampled every 0.5 s, at
 its highest and before the report; each engine's cost of a query that does
 nothing (``SELECT 1``) and of one pass over the experiment's events (a count);
-and, per statement (by its last CTEs), the seconds on each engine.
+and, per statement (by its last CTEs), the seconds on each engine. On Spark
+also each statement's own metrics (spark_metrics.py: jobs, stages, tasks, input,
+shuffle write and read, spill, task and CPU seconds) from the Connect server's UI,
+a table per size and the growth between sizes.
 
 The cluster is started with scripts/spark/start.sh (under ``--data-dir``, free
 ports) and stopped at the end, unless ``--spark-url`` names a running one
