@@ -65,6 +65,7 @@ if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
 
     from abeval.store.engine import Store
+    from abeval.store.experiment_facts import ExperimentFacts
 
 __all__ = ["ReportOptions", "build_report"]
 
@@ -185,11 +186,14 @@ def guardrail_powers(
     return tuple(r for r in rows if r is not None)
 
 
-def _observe(conn: Connection, experiment: str, o: ReportOptions) -> tuple[_Observed, list[str]]:
-    """Read the experiment from the store: its settings and arms, then, over the
-    population computed once, the moments, health, daily and segment breakdowns;
-    and the temporary table of the population, kept for the replay (drop it after)."""
-    settings = get_settings(conn, experiment)
+def _observe(
+    conn: Connection, experiment: str, o: ReportOptions, facts: ExperimentFacts | None = None
+) -> tuple[_Observed, list[str]]:
+    """Read the experiment from the store: its settings and arms (from ``facts``
+    when read already), then, over the population computed once, the moments,
+    health, daily and segment breakdowns; and the temporary table of the
+    population, kept for the replay (drop it after)."""
+    settings = facts.settings if facts is not None else get_settings(conn, experiment)
     if len(settings.arms) < 2:
         raise AbevalError(
             f"experiment {experiment!r} has one arm ({settings.arms[0]}): nothing to compare; "
@@ -259,7 +263,7 @@ def _observe(conn: Connection, experiment: str, o: ReportOptions) -> tuple[_Obse
         daily=daily,
         own_days=own_days,
         segments=segments,
-        ingests=online_sql.ingests(conn, experiment),
+        ingests=facts.ingests if facts is not None else online_sql.ingests(conn, experiment),
         variables=variables,
         labels=recorded.labels | copy_labels(o.caps),
     )

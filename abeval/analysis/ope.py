@@ -188,8 +188,11 @@ def ope_results(
     treatments: list[str],
     o: OpeOptions,
     alpha: float,
+    has_propensities: bool | None = None,
 ) -> OpeSection:
-    """Both directions for every treatment arm (module docstring)."""
+    """Both directions for every treatment arm (module docstring).
+    ``has_propensities``: whether an impression carries a propensity, when the
+    caller has asked already (else it is asked here)."""
     if not o.enabled:
         return not_run("not_requested", "not requested", o, alpha)
     rows = None
@@ -197,7 +200,9 @@ def ope_results(
         from abeval.analysis.ope_file import read_target_propensities
 
         rows = read_target_propensities(o.target_propensities)
-    if not ope_sql.has_propensities(conn, experiment):
+    if has_propensities is None:
+        has_propensities = ope_sql.has_propensities(conn, experiment)
+    if not has_propensities:
         return not_run(
             "no_propensities", "no impression of this experiment carries a propensity", o, alpha
         )

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from abeval.analysis.comparisons import PlainStats, metric_results
 from abeval.analysis.decision import decision_basis, plan_progress
-from abeval.analysis.experiment_config import read_config, with_record
+from abeval.analysis.experiment_config import ExperimentConfig, read_config, with_record
 from abeval.analysis.ope import OpeSection, ope_results
 from abeval.analysis.report_model import (
     DecisionBasis,
@@ -31,6 +31,7 @@ from abeval.analysis.report_model import (
     PowerInfo,
     ReportOptions,
 )
+from abeval.store.experiment_facts import ExperimentFacts, read_facts
 from abeval.store.shared_ctes import drop
 from abeval.store.sources import read_in_place
 
@@ -57,14 +58,23 @@ class ExperimentSession:
         self._conn: Connection | None = None
         self._population: list[str] = []
         self.place: Any = None
+        self.facts: ExperimentFacts | None = None
 
     def __enter__(self) -> ExperimentSession:
         stack = ExitStack()
         try:
             self._conn = stack.enter_context(self.store.connect())
-            self.place = stack.enter_context(read_in_place(self._conn, self.experiment))
+            # The experiment's row, ingests and propensity probe in one statement;
+            # an experiment the store does not hold may be read in place.
+            self.facts = read_facts(self._conn, self.experiment)
+            if self.facts is None:
+                self.place = stack.enter_context(read_in_place(self._conn, self.experiment))
             if self.options.flags is not None:  # the saved configuration, under the run's flags
-                config = read_config(self._conn, self.experiment)
+                config = (
+                    ExperimentConfig.from_json(self.facts.config)
+                    if self.facts is not None
+                    else read_config(self._conn, self.experiment)
+                )
                 self.options = with_record(self.options, config, self.options.flags)
         except BaseException:
             stack.close()
@@ -99,7 +109,7 @@ class ExperimentSession:
         daily and segment moments, ingests: one pass over the population."""
         from abeval.analysis.online import _observe
 
-        seen, self._population = _observe(self.conn, self.experiment, self.options)
+        seen, self._population = _observe(self.conn, self.experiment, self.options, self.facts)
         return seen
 
     @property
@@ -153,8 +163,9 @@ class ExperimentSession:
     def ope(self) -> OpeSection:
         """The off-policy estimates (or why they were not run)."""
         o = self.options
+        probe = self.facts.has_propensities if self.facts is not None else None
         return ope_results(
-            self.conn, self.experiment, self.control, self.treatments, o.ope, o.alpha
+            self.conn, self.experiment, self.control, self.treatments, o.ope, o.alpha, probe
         )
 
     @cached_property

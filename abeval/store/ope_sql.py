@@ -386,14 +386,14 @@ def has_propensities(conn: Connection, experiment: str) -> bool:
     """Whether any impression of the experiment carries a propensity."""
     from sqlalchemy import text
 
-    row = conn.execute(
-        text(
-            "SELECT 1 FROM events WHERE experiment = :experiment AND event_type = 'impression' "
-            "AND propensity IS NOT NULL LIMIT 1"
-        ),
-        {"experiment": experiment},
-    ).fetchone()
-    return row is not None
+    return conn.execute(text(PROPENSITY_PROBE), {"experiment": experiment}).fetchone() is not None
+
+
+#: One row when an impression of the experiment carries a propensity, else none.
+PROPENSITY_PROBE = (
+    "SELECT 1 FROM events WHERE experiment = :experiment AND event_type = 'impression' "
+    "AND propensity IS NOT NULL LIMIT 1"
+)
 
 
 def open_ope(conn: Connection, experiment: str) -> tuple[OpeSource, list[str]]:
@@ -407,7 +407,4 @@ def open_ope(conn: Connection, experiment: str) -> tuple[OpeSource, list[str]]:
 
 
 def close_ope(conn: Connection, tables: Sequence[str]) -> None:
-    drop(conn, tables)
-    from sqlalchemy import text
-
-    conn.execute(text(f"DROP TABLE IF EXISTS {FILE_TABLE}"))
+    drop(conn, [*tables, FILE_TABLE])

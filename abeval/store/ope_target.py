@@ -100,9 +100,8 @@ class RecordedTargets:
 def load_rows(conn: Connection, rows: Sequence[TargetRow]) -> None:
     """Put the rows into :data:`FILE_TABLE`, the way the engine loads rows
     (:meth:`abeval.store.backends.Backend.load_rows`)."""
-    from sqlalchemy import text
 
-    conn.execute(text(f"DROP TABLE IF EXISTS {FILE_TABLE}"))
+    backend_of(conn).drop_temporary(conn, FILE_TABLE)
     backend_of(conn).load_rows(conn, FILE_TABLE, _TYPED, rows)
 
 
@@ -302,7 +301,6 @@ def record_rows(
     checksum: str,
 ) -> tuple[TargetCheck, RecordedTargets]:
     """Load, check and record a file's rows on the caller's transaction."""
-    from sqlalchemy import text
 
     load_rows(conn, rows)
     try:
@@ -310,7 +308,7 @@ def record_rows(
         found = check(conn, experiment, shown)
         done = record(conn, experiment, shown, checksum, found.rows - found.unmatched)
     finally:
-        conn.execute(text(f"DROP TABLE IF EXISTS {FILE_TABLE}"))
+        backend_of(conn).drop_temporary(conn, FILE_TABLE)
     return found, done
 
 
@@ -341,7 +339,7 @@ def load_recorded(conn: Connection, experiment: str) -> RecordedTargets | None:
     found = recorded(conn, experiment)
     if found is None:
         return None
-    conn.execute(text(f"DROP TABLE IF EXISTS {FILE_TABLE}"))
+    backend_of(conn).drop_temporary(conn, FILE_TABLE)
     conn.execute(
         text(
             f"CREATE TEMP TABLE {FILE_TABLE} AS SELECT {', '.join(_COLUMNS)} FROM {_RECORDED} "

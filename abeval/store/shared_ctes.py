@@ -50,16 +50,19 @@ def materialize(
 
 
 def drop(conn: Connection, tables: Iterable[str]) -> None:
-    """Drop the temporary ``tables``; nothing when a failed statement has aborted the
+    """Drop the temporary ``tables`` (``Backend.drop_temporary``: on Spark nothing
+    is sent, the session's views go with it); nothing when a failed statement has aborted the
     transaction (DuckDB and PostgreSQL then refuse every statement): the tables go
     with the rollback or the connection, and the failure that aborted it, on its
     way out, is what the user must see, not a refused ``DROP``."""
-    from sqlalchemy import text
     from sqlalchemy.exc import DBAPIError
 
+    from abeval.store.backends import backend_of
+
+    backend = backend_of(conn)
     for table in tables:
         try:
-            conn.execute(text(f"DROP TABLE IF EXISTS {table}"))
+            backend.drop_temporary(conn, table)
         except DBAPIError as exc:
             if is_aborted(exc):
                 return

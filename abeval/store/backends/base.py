@@ -104,6 +104,12 @@ class Backend:
         conn.execute(text(f"CREATE TEMP TABLE {table} AS {query}"), dict(params))
         self.analyze_temporary(conn, table)
 
+    def drop_temporary(self, conn: Connection, table: str) -> None:
+        """The temporary table ``table`` dropped, if there is one."""
+        from sqlalchemy import text
+
+        conn.execute(text(f"DROP TABLE IF EXISTS {table}"))
+
     def load_rows(
         self,
         conn: Connection,

@@ -67,6 +67,20 @@ class SparkBackend(Backend):
                 ) from None
             raise cannot_read(rel, reason) from None
 
+    def materialize(
+        self, conn: Connection, table: str, query: str, params: Mapping[str, Any]
+    ) -> None:
+        """One statement: the checkpointed view replaces any view of that name
+        (``createOrReplaceTempView``), so nothing is dropped before."""
+        from sqlalchemy import text
+
+        conn.execute(text(f"CREATE TEMP TABLE {table} AS {query}"), dict(params))
+
+    def drop_temporary(self, conn: Connection, table: str) -> None:
+        """Nothing sent: a view of the session is replaced by the next one of its
+        name and goes with the session (:meth:`SparkStore.close`); a ``DROP`` is a
+        statement of its own, with Spark's fixed cost (docs/design/spark.md §12)."""
+
     def load_rows(
         self,
         conn: Connection,

@@ -1,0 +1,85 @@
+"""What a report reads of the store's small tables, in one statement.
+
+A report needs the experiment's row of ``experiments`` (arms, recorded control,
+split and window, saved configuration), the ingests that brought its events (the
+report's provenance) and whether any of its impressions carries a propensity
+(the off-policy section runs only then). Each was its own query; on Spark every
+statement costs a fixed 0.2-0.7 s whatever it reads (docs/design/spark.md §12),
+so :func:`read_facts` asks for all of them at once: the experiment's row, the
+ingests joined to it (one row per ingest) and the probe as a column.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from abeval.store.arm_lists import parse_arms
+from abeval.store.experiments import ExperimentSettings
+from abeval.store.online_sql import INGEST_COLUMNS, INGESTS_SELECT, ingest_row
+from abeval.store.ope_sql import PROPENSITY_PROBE
+from abeval.store.sql_parts import Cte, With
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Connection
+
+_SETTINGS = ("arms", "control_arm", "split", "window_from", "window_to", "config")
+
+FACTS_SQL = With(
+    (
+        Cte(
+            "f_experiment",
+            f"SELECT {', '.join(_SETTINGS)} FROM experiments WHERE experiment = :experiment",
+        ),
+        Cte("f_ingests", INGESTS_SELECT),
+        # A count of at most one row: a scalar subquery every engine takes in a
+        # SELECT list (Spark refuses EXISTS there).
+        Cte("f_probe", f"SELECT COUNT(*) AS found FROM ({PROPENSITY_PROBE}) p"),
+    )
+).sql(
+    f"SELECT {', '.join(f'x.{c}' for c in _SETTINGS)}, "
+    "(SELECT found FROM f_probe) AS has_propensities, "
+    f"{', '.join(f'g.{c}' for c in (*INGEST_COLUMNS, 'events'))} "
+    "FROM f_experiment x LEFT JOIN f_ingests g ON 1 = 1 ORDER BY g.ingest_id"
+)
+
+
+@dataclass(frozen=True)
+class ExperimentFacts:
+    """The experiment's recorded settings and saved configuration (the ``config``
+    JSON object, empty when none is saved), whether any impression carries a
+    propensity, and its ingests (as :func:`abeval.store.online_sql.ingests`)."""
+
+    settings: ExperimentSettings
+    config: dict[str, Any]
+    has_propensities: bool
+    ingests: tuple[dict[str, Any], ...]
+
+
+def read_facts(conn: Connection, experiment: str) -> ExperimentFacts | None:
+    """The experiment's facts, one statement; None when ``experiments`` has no row
+    of it (it may be read in place, or be unknown: the caller asks the slower way,
+    which says which)."""
+    from sqlalchemy import text
+
+    rows = conn.execute(text(FACTS_SQL), {"experiment": experiment}).fetchall()
+    if not rows:
+        return None
+    first = rows[0]
+    arms, control, split, start, end, config = first[: len(_SETTINGS)]
+    settings = ExperimentSettings(
+        experiment=experiment,
+        arms=parse_arms(arms),
+        control_arm=control,
+        split=json.loads(split) if split else None,
+        window_from=start,
+        window_to=end,
+    )
+    offset = len(_SETTINGS) + 1
+    return ExperimentFacts(
+        settings=settings,
+        config=dict(json.loads(config)) if config else {},
+        has_propensities=bool(first[len(_SETTINGS)]),
+        ingests=tuple(ingest_row(r[offset:]) for r in rows if r[offset] is not None),
+    )
