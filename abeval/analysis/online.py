@@ -59,7 +59,6 @@ from abeval.store.experiments import (
 from abeval.store.online_sql import BUILTIN, CapValue, Moments, VariableSet
 from abeval.store.population import Window
 from abeval.store.shared_ctes import drop
-from abeval.store.sql_parts import With
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
@@ -218,7 +217,9 @@ def _observe(
             online_sql.cap_values(conn, experiment, quantiles, base, variables) if quantiles else {}
         )
         capped = _cap_values(caps)
-        moments = online_sql.arm_moments(conn, experiment, o.cuped_days, base, capped, variables)
+        moments, raw_health = online_sql.moments_and_health(
+            conn, experiment, o.cuped_days, base, capped, variables, window
+        )
         if control not in moments:
             raise AbevalError(
                 f"control arm {control!r} of {experiment!r} has no analysed users; "
@@ -226,16 +227,9 @@ def _observe(
             )
         users = {a: moments[a].n if a in moments else 0 for a in arms}
         weights = [settings.split.get(a, 0.0) for a in arms] if settings.split else None
-        health = _health(conn, experiment, users, weights, arms, o.cuped_days, base, window)
+        health = _health(raw_health, users, weights, arms)
         daily, own_days = (
-            (
-                online_sql.daily_moments(
-                    conn, experiment, o.cuped_days, base, capped, variables=variables
-                ),
-                online_sql.daily_moments(
-                    conn, experiment, o.cuped_days, base, capped, True, variables
-                ),
-            )
+            online_sql.daily_moments(conn, experiment, o.cuped_days, base, capped, variables)
             if o.daily
             else ([], [])
         )
@@ -322,16 +316,10 @@ def _cap_values(caps: dict[str, CapValue]) -> dict[str, float]:
 
 
 def _health(
-    conn: Connection,
-    experiment: str,
-    users: dict[str, int],
-    weights: list[float] | None,
-    arms: list[str],
-    cuped_days: int,
-    base: With | None = None,
-    window: Window | None = None,
+    raw: dict[str, Any], users: dict[str, int], weights: list[float] | None, arms: list[str]
 ) -> Health:
-    raw = online_sql.health(conn, experiment, cuped_days, base, window)
+    """The health counts (:func:`abeval.store.online_sql.health`) with the sample
+    ratio test and the problems they show."""
     srm = srm_test([users.get(a, 0) for a in arms], weights)
     problems = []
     if srm.flagged:

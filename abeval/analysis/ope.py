@@ -222,7 +222,7 @@ def ope_results(
                         continue
                     covered = (src, tgt) in from_file
                     if not covered:
-                        varying = ope_target.varying_propensities(source, src)
+                        varying = ope_target.varying_propensities(counts[src])
                         if varying.varying:
                             skipped.append(
                                 NotEstimated(

@@ -217,12 +217,12 @@ def user_metrics_cte(
     return tuple(parts)
 
 
-def _indicators(variables: VariableSet, pre: bool = True) -> str:
+def _indicators(variables: VariableSet, pre: bool = True, series: str = "") -> str:
     """The indicator columns (1 when the summed variable is above 0), and their
-    pre-period copies when ``pre``."""
+    pre-period copies when ``pre``; every name after ``series`` (a daily series')."""
     prefixes = ("", "pre_") if pre else ("",)
     return ", ".join(
-        f"CASE WHEN {p}{of} > 0 THEN 1 ELSE 0 END AS {p}{name}"
+        f"CASE WHEN {series}{p}{of} > 0 THEN 1 ELSE 0 END AS {series}{p}{name}"
         for name, of in variables.indicators
         for p in prefixes
     )
@@ -248,27 +248,29 @@ def _segment_population() -> tuple[Cte, ...]:
     )
 
 
-def _moment_columns(variables: tuple[str, ...], prefix: str = "") -> list[str]:
-    cols = ["COUNT(*) AS n"]
-    cols += [f"SUM(CAST({prefix}{v} AS DOUBLE PRECISION)) AS s_{v}" for v in variables]
-    cols += [f"VAR_SAMP(CAST({prefix}{v} AS DOUBLE PRECISION)) AS v_{v}" for v in variables]
+def _moment_columns(variables: tuple[str, ...], series: str = "") -> list[str]:
+    """n and, per variable (column ``series`` + name), its sum, variance and
+    covariances, named after ``series``."""
+    cols = [f"COUNT(*) AS {series}n"]
+    cols += [f"SUM(CAST({series}{v} AS DOUBLE PRECISION)) AS {series}s_{v}" for v in variables]
+    cols += [f"VAR_SAMP(CAST({series}{v} AS DOUBLE PRECISION)) AS {series}v_{v}" for v in variables]
     cols += [
-        f"COVAR_SAMP(CAST({prefix}{a} AS DOUBLE PRECISION), CAST({prefix}{b} AS DOUBLE PRECISION))"
-        f" AS c_{a}__{b}"
+        f"COVAR_SAMP(CAST({series}{a} AS DOUBLE PRECISION), "
+        f"CAST({series}{b} AS DOUBLE PRECISION)) AS {series}c_{a}__{b}"
         for a, b in combinations(variables, 2)
     ]
     return cols
 
 
-def _moments_from_row(row: Any, variables: tuple[str, ...]) -> Moments:
+def _moments_from_row(row: Any, variables: tuple[str, ...], series: str = "") -> Moments:
     m = row._mapping
-    n = int(m["n"])
-    sums = {v: _num(m[f"s_{v}"]) for v in variables}
+    n = int(m[f"{series}n"])
+    sums = {v: _num(m[f"{series}s_{v}"]) for v in variables}
     cross: dict[tuple[str, str], float] = {}
     for v in variables:
-        cross[(v, v)] = _num(m[f"v_{v}"]) * (n - 1) if n > 1 else 0.0
+        cross[(v, v)] = _num(m[f"{series}v_{v}"]) * (n - 1) if n > 1 else 0.0
     for a, b in combinations(variables, 2):
-        cross[(a, b)] = _num(m[f"c_{a}__{b}"]) * (n - 1) if n > 1 else 0.0
+        cross[(a, b)] = _num(m[f"{series}c_{a}__{b}"]) * (n - 1) if n > 1 else 0.0
     return Moments(n=n, sums=sums, cross=cross)
 
 
@@ -345,31 +347,41 @@ def segment_moments(
     return out
 
 
+#: The columns of the daily series of each day's own activity (beside the cumulative).
+OWN_DAY = "own__"
+
+
 def daily_moments_sql(
     cuped_days: int,
     base: With | None = None,
     caps: Caps | None = None,
     own_day: bool = False,
     variables: VariableSet = BUILTIN,
+    both: bool = False,
 ) -> str:
     """Per-user values at the end of each day, users counted from the day of their
     first exposure; capped at the report's ``caps``. Cumulative (everything up to
     the day), or with ``own_day`` that day's activity alone (zero for a user
-    enrolled and idle that day), whose lift shows a novelty effect wear off."""
+    enrolled and idle that day), whose lift shows a novelty effect wear off. With
+    ``both``, one query gives both series: the cumulative columns, then the own
+    day's after :data:`OWN_DAY`."""
     window = "ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW"
     summed = [name for name, _ in variables.columns]
     selected = ", ".join(c if c == n else f"{c} AS {n}" for n, c in variables.columns)
+    series = (("", False), (OWN_DAY, True)) if both else (("", own_day),)
     cum = ", ".join(
         _capped(
             v,
             caps,
             f"COALESCE(d.{v}, 0)"
-            if own_day
+            if own
             else f"SUM(COALESCE(d.{v}, 0)) OVER (PARTITION BY u.user_id ORDER BY u.day {window})",
         )
-        + f" AS {v}"
+        + f" AS {name}{v}"
+        for name, own in series
         for v in summed
     )
+    indicators = ", ".join(_indicators(variables, pre=False, series=name) for name, _ in series)
     ctes = (base or online_ctes(cuped_days, variables=variables)).then(
         Cte(
             "daily",
@@ -395,15 +407,11 @@ def daily_moments_sql(
             "LEFT JOIN daily d ON d.user_id = u.user_id AND d.day = u.day",
             ("user_days", "daily"),
         ),
-        Cte(
-            "user_metrics",
-            f"SELECT *, {_indicators(variables, pre=False)} FROM cumulative",
-            ("cumulative",),
-        ),
+        Cte("user_metrics", f"SELECT *, {indicators} FROM cumulative", ("cumulative",)),
     )
+    moments = ", ".join(c for name, _ in series for c in _moment_columns(variables.names, name))
     return ctes.sql(
-        f"SELECT day, arm, {', '.join(_moment_columns(variables.names))} "
-        "FROM user_metrics GROUP BY day, arm ORDER BY day, arm"
+        f"SELECT day, arm, {moments} FROM user_metrics GROUP BY day, arm ORDER BY day, arm"
     )
 
 
@@ -413,19 +421,20 @@ def daily_moments(
     cuped_days: int,
     base: With | None = None,
     caps: Caps | None = None,
-    own_day: bool = False,
     variables: VariableSet = BUILTIN,
-) -> list[tuple[str, dict[str, Moments]]]:
-    """:func:`daily_moments_sql`'s rows, by day (ISO date) and arm."""
+) -> tuple[list[tuple[str, dict[str, Moments]]], list[tuple[str, dict[str, Moments]]]]:
+    """Both daily series of :func:`daily_moments_sql` (cumulative, each day's own)
+    from one query, by day (ISO date) and arm."""
     from sqlalchemy import text
 
-    out: dict[str, dict[str, Moments]] = {}
-    sql = daily_moments_sql(cuped_days, base, caps, own_day, variables)
-    rows = conn.execute(text(sql), {"experiment": experiment})
-    for r in rows:
+    cumulative: dict[str, dict[str, Moments]] = {}
+    own: dict[str, dict[str, Moments]] = {}
+    sql = daily_moments_sql(cuped_days, base, caps, variables=variables, both=True)
+    for r in conn.execute(text(sql), {"experiment": experiment}):
         day = r.day.isoformat() if hasattr(r.day, "isoformat") else str(r.day)
-        out.setdefault(day, {})[str(r.arm)] = _moments_from_row(r, variables.names)
-    return sorted(out.items())
+        cumulative.setdefault(day, {})[str(r.arm)] = _moments_from_row(r, variables.names)
+        own.setdefault(day, {})[str(r.arm)] = _moments_from_row(r, variables.names, OWN_DAY)
+    return sorted(cumulative.items()), sorted(own.items())
 
 
 #: The parts of the health counts that follow :func:`online_ctes`.
@@ -531,22 +540,96 @@ def health(
     ctes = (base or online_ctes(cuped_days, window)).then(*HEALTH_PARTS)
     sql = ctes.sql(health_select(cuped_days))
     row = conn.execute(text(sql), {"experiment": experiment}).one()
-    outside = 0
-    if window:
-        outside = conn.execute(
-            text(
-                "SELECT COUNT(*) FROM events WHERE experiment = :experiment "
-                f"AND NOT ({window.condition()})"
-            ),
-            {"experiment": experiment},
-        ).scalar_one()
-    out: dict[str, Any] = {"events_outside_window": int(outside or 0)}
-    for key, value in row._mapping.items():
+    return _health_counts(row._mapping, _outside_window(conn, experiment, window))
+
+
+def _outside_window(conn: Connection, experiment: str, window: Window | None) -> int:
+    """The experiment's events ``window`` leaves out (0 without a window)."""
+    from sqlalchemy import text
+
+    if not window:
+        return 0
+    outside = conn.execute(
+        text(
+            "SELECT COUNT(*) FROM events WHERE experiment = :experiment "
+            f"AND NOT ({window.condition()})"
+        ),
+        {"experiment": experiment},
+    ).scalar_one()
+    return int(outside or 0)
+
+
+_HEALTH_KEYS = (
+    "users_in_several_arms",
+    "users_seen",
+    "users_analysed",
+    "clicks_without_impression",
+    "purchases_without_click",
+    "duplicate_impressions",
+    "events_outside_population",
+    "events_before_exposure",
+    "events",
+    "first_ts",
+    "last_ts",
+    "events_far_outside",
+)
+
+
+def _health_counts(row: Any, outside: int) -> dict[str, Any]:
+    """The health counts of :func:`health_select`'s row (its columns
+    :data:`_HEALTH_KEYS`) and the events outside the window."""
+    out: dict[str, Any] = {"events_outside_window": outside}
+    for key in _HEALTH_KEYS:
+        value = row[key]
         if key in ("first_ts", "last_ts"):
             out[key] = value.isoformat(sep="T") if value is not None else None
         else:
             out[key] = int(value or 0)
     return out
+
+
+def moments_and_health_sql(
+    cuped_days: int,
+    base: With,
+    caps: Caps | None = None,
+    variables: VariableSet = BUILTIN,
+) -> str:
+    """:func:`arm_moments_sql` and :func:`health_select` as one query: the health
+    counts on every arm's row (one row of them, arm NULL, when no arm has users)."""
+    arms = Cte(
+        "m_arm",
+        f"SELECT arm, {', '.join(_moment_columns(variables.all_names))} "
+        "FROM user_metrics GROUP BY arm",
+        ("user_metrics",),
+    )
+    counts = Cte(
+        "h_row",
+        health_select(cuped_days),
+        ("user_arms", "population", "pair_counts", "totals", "analysed", "exp_events"),
+    )
+    ctes = base.then(*user_metrics_cte(caps=caps, variables=variables), arms, *HEALTH_PARTS, counts)
+    return ctes.sql("SELECT m.*, h.* FROM h_row h LEFT JOIN m_arm m ON 1 = 1 ORDER BY m.arm")
+
+
+def moments_and_health(
+    conn: Connection,
+    experiment: str,
+    cuped_days: int,
+    base: With,
+    caps: Caps | None = None,
+    variables: VariableSet = BUILTIN,
+    window: Window | None = None,
+) -> tuple[dict[str, Moments], dict[str, Any]]:
+    """:func:`arm_moments` and :func:`health` from one statement (with a window, the
+    events outside it are a second)."""
+    from sqlalchemy import text
+
+    sql = moments_and_health_sql(cuped_days, base, caps, variables)
+    rows = conn.execute(text(sql), {"experiment": experiment}).fetchall()
+    moments = {
+        str(r.arm): _moments_from_row(r, variables.all_names) for r in rows if r.arm is not None
+    }
+    return moments, _health_counts(rows[0]._mapping, _outside_window(conn, experiment, window))
 
 
 #: The columns of ``ingests`` a report shows (:func:`ingest_row`).

@@ -189,6 +189,11 @@ class ArmCounts:
     impressions: int
     with_propensity: int
     observed: UserSums
+    #: The (item, position) pairs it logged with a propensity, and of them those
+    #: logged with different propensities on different requests (beyond
+    #: :data:`PROPENSITY_TOLERANCE`): a personalised logging policy.
+    logged_pairs: int = 0
+    varying_pairs: int = 0
 
 
 @dataclass(frozen=True)
@@ -250,19 +255,43 @@ class OpeSource:
             "FROM o_imp GROUP BY arm, user_id",
             ("o_imp",),
         )
+        per_arm = Cte(
+            "o_arm",
+            "SELECT arm, COUNT(*) AS users, SUM(n) AS n, SUM(np) AS np, SUM(c) AS c, "
+            "SUM(n * n) AS nn, SUM(n * c) AS nc, SUM(c * c) AS cc FROM o_arm_user GROUP BY arm",
+            ("o_arm_user",),
+        )
+        # In the same statement: each arm's (item, position) pairs and those whose
+        # propensity varies between requests.
+        pairs = Cte(
+            "o_pairs",
+            "SELECT arm, item_id, position, MIN(propensity) AS lo, MAX(propensity) AS hi "
+            "FROM o_imp WHERE propensity IS NOT NULL GROUP BY arm, item_id, position",
+            ("o_imp",),
+        )
+        varying = Cte(
+            "o_varying",
+            "SELECT arm, COUNT(*) AS pairs, "
+            "SUM(CASE WHEN hi - lo > :tol * hi THEN 1 ELSE 0 END) AS varying "
+            "FROM o_pairs GROUP BY arm",
+            ("o_pairs",),
+        )
         rows = self.rows(
-            [per_user],
-            "SELECT arm, COUNT(*), SUM(n), SUM(np), SUM(c), SUM(n * n), "
-            "SUM(n * c), SUM(c * c) FROM o_arm_user GROUP BY arm ORDER BY arm",
+            [per_user, per_arm, pairs, varying],
+            "SELECT a.arm, a.users, a.n, a.np, a.c, a.nn, a.nc, a.cc, v.pairs, v.varying "
+            "FROM o_arm a LEFT JOIN o_varying v ON v.arm = a.arm ORDER BY a.arm",
+            tol=PROPENSITY_TOLERANCE,
         )
         out = {}
-        for arm, users, n, np_, c, nn, nc, cc in rows:
+        for arm, users, n, np_, c, nn, nc, cc, logged, varies in rows:
             observed = UserSums(
                 users=int(users),
                 sums={"n": float(n), "c": float(c)},
                 products={("n", "n"): float(nn), ("n", "c"): float(nc), ("c", "c"): float(cc)},
             )
-            out[str(arm)] = ArmCounts(str(arm), int(n), int(np_), observed)
+            out[str(arm)] = ArmCounts(
+                str(arm), int(n), int(np_), observed, int(logged or 0), int(varies or 0)
+            )
         return out
 
     def direction(self, source: str, target: str, cap: float, from_file: bool) -> DirectionSums:
@@ -389,6 +418,10 @@ def has_propensities(conn: Connection, experiment: str) -> bool:
     return conn.execute(text(PROPENSITY_PROBE), {"experiment": experiment}).fetchone() is not None
 
 
+#: Two logged propensities of one (item, position) differ when they differ by
+#: more than this share of the larger (a file's decimals, not rounding, decide).
+PROPENSITY_TOLERANCE = 1e-9
+
 #: One row when an impression of the experiment carries a propensity, else none.
 PROPENSITY_PROBE = (
     "SELECT 1 FROM events WHERE experiment = :experiment AND event_type = 'impression' "
@@ -400,9 +433,8 @@ def open_ope(conn: Connection, experiment: str) -> tuple[OpeSource, list[str]]:
     """An :class:`OpeSource` over the population and impressions computed once
     (temporary tables); the tables to :func:`~abeval.store.shared_ctes.drop`."""
     ctes = population_parts().then(*_BASE)
-    shared, tables = materialize(
-        conn, ctes, ("population", "o_imp"), {"experiment": experiment}, "abeval_ope_"
-    )
+    # Only the impressions are kept: every query reads them, none the population.
+    shared, tables = materialize(conn, ctes, ("o_imp",), {"experiment": experiment}, "abeval_ope_")
     return OpeSource(conn, experiment, shared), tables
 
 

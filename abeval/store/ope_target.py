@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 from abeval.errors import InputError
 from abeval.store.backends import backend_of
 from abeval.store.migrate import has_own_table
-from abeval.store.ope_sql import FILE_TABLE
+from abeval.store.ope_sql import FILE_TABLE, ArmCounts
 from abeval.store.population import population_parts
 from abeval.store.schema import TABLES
 from abeval.store.sql_parts import Cte
@@ -43,17 +43,12 @@ from abeval.store.sql_parts import Cte
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
 
-    from abeval.store.ope_sql import OpeSource
 
 #: (target arm or None, request_id, item_id, position, probability, given above or None)
 TargetRow = tuple[str | None, str, str, int, float, float | None]
 
 #: A file must cover at least this share of the source arm's requests.
 MIN_COVERAGE = 0.5
-#: Two logged propensities of one (item, position) differ when they differ by
-#: more than this share of the larger (a file's decimals, not rounding, decide).
-PROPENSITY_TOLERANCE = 1e-9
-
 _RECORDED = "target_propensities"
 _FILES = "target_files"
 #: The columns of :data:`FILE_TABLE`: those of the recorded probabilities but the experiment.
@@ -360,21 +355,8 @@ class VaryingPropensities:
     varying: int
 
 
-def varying_propensities(source: OpeSource, arm: str) -> VaryingPropensities:
-    """Whether ``arm``'s logging policy gave one (item, position) different
-    propensities on different requests (module docstring)."""
-    pairs_of_arm = Cte(
-        "o_pairs",
-        "SELECT item_id, position, MIN(propensity) AS lo, MAX(propensity) AS hi FROM o_imp "
-        "WHERE arm = :arm AND propensity IS NOT NULL GROUP BY item_id, position",
-        ("o_imp",),
-    )
-    found = source.rows(
-        [pairs_of_arm],
-        "SELECT COUNT(*), SUM(CASE WHEN hi - lo > :tol * hi THEN 1 ELSE 0 END) FROM o_pairs",
-        arm=arm,
-        tol=PROPENSITY_TOLERANCE,
-    )
-    row = found[0] if found else None
-    pairs, varying = (int(row[0] or 0), int(row[1] or 0)) if row else (0, 0)
-    return VaryingPropensities(arm, pairs, varying)
+def varying_propensities(counts: ArmCounts) -> VaryingPropensities:
+    """Whether the arm's logging policy gave one (item, position) different
+    propensities on different requests (module docstring), from its counts
+    (:meth:`abeval.store.ope_sql.OpeSource.arm_counts` asks in the same statement)."""
+    return VaryingPropensities(counts.arm, counts.logged_pairs, counts.varying_pairs)
