@@ -56,7 +56,7 @@ from abeval.store.experiments import (
     unknown_arm_message,
     unknown_segment_message,
 )
-from abeval.store.online_sql import BUILTIN, CapValue, Moments, VariableSet
+from abeval.store.online_sql import BUILTIN, CapValue, Daily, Moments, VariableSet
 from abeval.store.population import Window
 from abeval.store.shared_ctes import drop
 
@@ -67,8 +67,6 @@ if TYPE_CHECKING:
     from abeval.store.experiment_facts import ExperimentFacts
 
 __all__ = ["ReportOptions", "build_report"]
-
-Daily = list[tuple[str, dict[str, Moments]]]
 
 
 @dataclass(frozen=True)
@@ -217,9 +215,10 @@ def _observe(
             online_sql.cap_values(conn, experiment, quantiles, base, variables) if quantiles else {}
         )
         capped = _cap_values(caps)
-        moments, raw_health = online_sql.moments_and_health(
-            conn, experiment, o.cuped_days, base, capped, variables, window
+        sums = online_sql.online_sums(
+            conn, experiment, o.cuped_days, base, capped, variables, window, o.daily
         )
+        moments = sums.moments
         if control not in moments:
             raise AbevalError(
                 f"control arm {control!r} of {experiment!r} has no analysed users; "
@@ -227,12 +226,8 @@ def _observe(
             )
         users = {a: moments[a].n if a in moments else 0 for a in arms}
         weights = [settings.split.get(a, 0.0) for a in arms] if settings.split else None
-        health = _health(raw_health, users, weights, arms)
-        daily, own_days = (
-            online_sql.daily_moments(conn, experiment, o.cuped_days, base, capped, variables)
-            if o.daily
-            else ([], [])
-        )
+        health = _health(sums.health, users, weights, arms)
+        daily, own_days = sums.daily, sums.own_days
         segments = (
             online_sql.segment_moments(
                 conn, experiment, o.segment, o.cuped_days, base, capped, variables

@@ -347,8 +347,10 @@ def segment_moments(
     return out
 
 
-#: The columns of the daily series of each day's own activity (beside the cumulative).
-OWN_DAY = "own__"
+#: The columns of the two daily series when one query gives both: the
+#: cumulative values', and each day's own activity's.
+CUMULATIVE, OWN_DAY = "day__", "own__"
+Series = tuple[tuple[str, bool], ...]
 
 
 def daily_moments_sql(
@@ -357,19 +359,35 @@ def daily_moments_sql(
     caps: Caps | None = None,
     own_day: bool = False,
     variables: VariableSet = BUILTIN,
-    both: bool = False,
 ) -> str:
     """Per-user values at the end of each day, users counted from the day of their
     first exposure; capped at the report's ``caps``. Cumulative (everything up to
     the day), or with ``own_day`` that day's activity alone (zero for a user
-    enrolled and idle that day), whose lift shows a novelty effect wear off. With
-    ``both``, one query gives both series: the cumulative columns, then the own
-    day's after :data:`OWN_DAY`."""
+    enrolled and idle that day), whose lift shows a novelty effect wear off."""
+    series = (("", own_day),)
+    ctes = (base or online_ctes(cuped_days, variables=variables)).then(
+        *_daily_parts(cuped_days, caps, variables, series)
+    )
+    return ctes.sql(
+        f"SELECT day, arm, {_series_moments(variables, series)} "
+        "FROM day_metrics GROUP BY day, arm ORDER BY day, arm"
+    )
+
+
+def _series_moments(variables: VariableSet, series: Series) -> str:
+    return ", ".join(c for name, _ in series for c in _moment_columns(variables.names, name))
+
+
+def _daily_parts(
+    cuped_days: int, caps: Caps | None, variables: VariableSet, series: Series
+) -> tuple[Cte, ...]:
+    """Parts ending in ``day_metrics``: one row per analysed user and day from the
+    first exposure's on, with each of ``series`` (column prefix, own day or
+    cumulative) as columns: the per-user variables and indicators."""
     window = "ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW"
     summed = [name for name, _ in variables.columns]
     selected = ", ".join(c if c == n else f"{c} AS {n}" for n, c in variables.columns)
-    series = (("", False), (OWN_DAY, True)) if both else (("", own_day),)
-    cum = ", ".join(
+    values = ", ".join(
         _capped(
             v,
             caps,
@@ -382,7 +400,7 @@ def daily_moments_sql(
         for v in summed
     )
     indicators = ", ".join(_indicators(variables, pre=False, series=name) for name, _ in series)
-    ctes = (base or online_ctes(cuped_days, variables=variables)).then(
+    return (
         Cte(
             "daily",
             f"SELECT user_id, day, {selected} FROM user_day WHERE phase = 1",
@@ -403,38 +421,12 @@ def daily_moments_sql(
         ),
         Cte(
             "cumulative",
-            f"SELECT u.arm, u.day, {cum} FROM user_days u "
+            f"SELECT u.arm, u.day, {values} FROM user_days u "
             "LEFT JOIN daily d ON d.user_id = u.user_id AND d.day = u.day",
             ("user_days", "daily"),
         ),
-        Cte("user_metrics", f"SELECT *, {indicators} FROM cumulative", ("cumulative",)),
+        Cte("day_metrics", f"SELECT *, {indicators} FROM cumulative", ("cumulative",)),
     )
-    moments = ", ".join(c for name, _ in series for c in _moment_columns(variables.names, name))
-    return ctes.sql(
-        f"SELECT day, arm, {moments} FROM user_metrics GROUP BY day, arm ORDER BY day, arm"
-    )
-
-
-def daily_moments(
-    conn: Connection,
-    experiment: str,
-    cuped_days: int,
-    base: With | None = None,
-    caps: Caps | None = None,
-    variables: VariableSet = BUILTIN,
-) -> tuple[list[tuple[str, dict[str, Moments]]], list[tuple[str, dict[str, Moments]]]]:
-    """Both daily series of :func:`daily_moments_sql` (cumulative, each day's own)
-    from one query, by day (ISO date) and arm."""
-    from sqlalchemy import text
-
-    cumulative: dict[str, dict[str, Moments]] = {}
-    own: dict[str, dict[str, Moments]] = {}
-    sql = daily_moments_sql(cuped_days, base, caps, variables=variables, both=True)
-    for r in conn.execute(text(sql), {"experiment": experiment}):
-        day = r.day.isoformat() if hasattr(r.day, "isoformat") else str(r.day)
-        cumulative.setdefault(day, {})[str(r.arm)] = _moments_from_row(r, variables.names)
-        own.setdefault(day, {})[str(r.arm)] = _moments_from_row(r, variables.names, OWN_DAY)
-    return sorted(cumulative.items()), sorted(own.items())
 
 
 #: The parts of the health counts that follow :func:`online_ctes`.
@@ -588,30 +580,56 @@ def _health_counts(row: Any, outside: int) -> dict[str, Any]:
     return out
 
 
-def moments_and_health_sql(
+def online_sums_sql(
     cuped_days: int,
     base: With,
     caps: Caps | None = None,
     variables: VariableSet = BUILTIN,
+    daily: bool = True,
 ) -> str:
-    """:func:`arm_moments_sql` and :func:`health_select` as one query: the health
-    counts on every arm's row (one row of them, arm NULL, when no arm has users)."""
-    arms = Cte(
-        "m_arm",
-        f"SELECT arm, {', '.join(_moment_columns(variables.all_names))} "
-        "FROM user_metrics GROUP BY arm",
-        ("user_metrics",),
-    )
+    """:func:`health_select` and, with ``daily``, both daily series of
+    :func:`daily_moments_sql` as one query over the kept per-user parts: per day
+    and arm, the health counts and that day's moments of each series (columns
+    after :data:`CUMULATIVE` and :data:`OWN_DAY`); one row of health counts alone
+    when there is no day. (The per-arm moments stay a query of their own: in this
+    one DuckDB's parallel sums of them differ from run to run in the last bits.)"""
     counts = Cte(
         "h_row",
         health_select(cuped_days),
         ("user_arms", "population", "pair_counts", "totals", "analysed", "exp_events"),
     )
-    ctes = base.then(*user_metrics_cte(caps=caps, variables=variables), arms, *HEALTH_PARTS, counts)
-    return ctes.sql("SELECT m.*, h.* FROM h_row h LEFT JOIN m_arm m ON 1 = 1 ORDER BY m.arm")
+    ctes = base.then(*HEALTH_PARTS, counts)
+    if not daily:
+        return ctes.sql("SELECT h.* FROM h_row h")
+    series = ((CUMULATIVE, False), (OWN_DAY, True))
+    days = Cte(
+        "d_rows",
+        f"SELECT day, arm AS d_arm, {_series_moments(variables, series)} "
+        "FROM day_metrics GROUP BY day, arm",
+        ("day_metrics",),
+    )
+    ctes = ctes.then(*_daily_parts(cuped_days, caps, variables, series), days)
+    return ctes.sql(
+        "SELECT h.*, d.* FROM h_row h LEFT JOIN d_rows d ON 1 = 1 ORDER BY d.day, d.d_arm"
+    )
 
 
-def moments_and_health(
+Daily = list[tuple[str, dict[str, Moments]]]
+
+
+@dataclass(frozen=True)
+class OnlineSums:
+    """What :func:`online_sums` returns: per-arm moments, the health counts (as
+    :func:`health`) and the two daily series (by ISO day, then arm; empty when not
+    asked for)."""
+
+    moments: dict[str, Moments]
+    health: dict[str, Any]
+    daily: Daily
+    own_days: Daily
+
+
+def online_sums(
     conn: Connection,
     experiment: str,
     cuped_days: int,
@@ -619,17 +637,25 @@ def moments_and_health(
     caps: Caps | None = None,
     variables: VariableSet = BUILTIN,
     window: Window | None = None,
-) -> tuple[dict[str, Moments], dict[str, Any]]:
-    """:func:`arm_moments` and :func:`health` from one statement (with a window, the
-    events outside it are a second)."""
+    daily: bool = True,
+) -> OnlineSums:
+    """:func:`arm_moments`, then :func:`health` and the daily series from one
+    statement (with a window, the events outside it are a third)."""
     from sqlalchemy import text
 
-    sql = moments_and_health_sql(cuped_days, base, caps, variables)
+    moments = arm_moments(conn, experiment, cuped_days, base, caps, variables)
+    sql = online_sums_sql(cuped_days, base, caps, variables, daily)
     rows = conn.execute(text(sql), {"experiment": experiment}).fetchall()
-    moments = {
-        str(r.arm): _moments_from_row(r, variables.all_names) for r in rows if r.arm is not None
-    }
-    return moments, _health_counts(rows[0]._mapping, _outside_window(conn, experiment, window))
+    cumulative: dict[str, dict[str, Moments]] = {}
+    own: dict[str, dict[str, Moments]] = {}
+    for r in rows:
+        if daily and r.day is not None:
+            day = r.day.isoformat() if hasattr(r.day, "isoformat") else str(r.day)
+            arm = str(r.d_arm)
+            cumulative.setdefault(day, {})[arm] = _moments_from_row(r, variables.names, CUMULATIVE)
+            own.setdefault(day, {})[arm] = _moments_from_row(r, variables.names, OWN_DAY)
+    health = _health_counts(rows[0]._mapping, _outside_window(conn, experiment, window))
+    return OnlineSums(moments, health, sorted(cumulative.items()), sorted(own.items()))
 
 
 #: The columns of ``ingests`` a report shows (:func:`ingest_row`).

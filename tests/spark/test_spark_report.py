@@ -165,3 +165,35 @@ def test_ope_from_a_target_propensities_file_agrees(
         docs.append(ope.to_dict())
     assert docs[0]["directions"][0]["target_probabilities"] == "file"
     assert_same(docs[0], docs[1])
+
+
+#: The most statements the default report may send to Spark (issue 23, target 4;
+#: docs/design/spark.md §12): each costs a fixed 0.2-0.7 s whatever it computes.
+MOST_STATEMENTS = 15
+
+
+def test_the_default_report_sends_at_most_15_statements(
+    stores: tuple[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every statement the default report sends through the Spark adapter, counted
+    by section: no ``DROP`` (a kept view is replaced by name and goes with the
+    session), one read of the small tables, and the computing ones."""
+    from abeval.store.spark.connection import SparkConnection
+
+    sent: list[str] = []
+    execute = SparkConnection.execute
+
+    def counted(self: SparkConnection, statement: Any, parameters: Any = None) -> Any:
+        sent.append(" ".join(str(statement).split()))
+        return execute(self, statement, parameters)
+
+    monkeypatch.setattr(SparkConnection, "execute", counted)
+    _, spark = stores
+    report = json.loads(_cli("report", "-e", EXPERIMENT, "--format", "json", "--db", spark))
+    assert report["metrics"] and report["daily"] and report["offline"] and report["ope"]
+    drops = [s for s in sent if s.upper().startswith("DROP")]
+    assert drops == []
+    small = [s for s in sent if "FROM experiments" in s]
+    assert len(small) == 1, small  # the experiment's row, config, ingests and probe at once
+    shown = "\n".join(f"{i}: {s[:60]} ... {s[-80:]}" for i, s in enumerate(sent))
+    assert len(sent) <= MOST_STATEMENTS, shown
