@@ -189,10 +189,12 @@ def ope_results(
     o: OpeOptions,
     alpha: float,
     has_propensities: bool | None = None,
+    population: str | None = None,
 ) -> OpeSection:
     """Both directions for every treatment arm (module docstring).
     ``has_propensities``: whether an impression carries a propensity, when the
-    caller has asked already (else it is asked here)."""
+    caller has asked already (else it is asked here); ``population``: a table
+    holding the population over all the experiment's events, if one is kept."""
     if not o.enabled:
         return not_run("not_requested", "not requested", o, alpha)
     rows = None
@@ -209,7 +211,7 @@ def ope_results(
     arms = [control, *treatments]
     # DuckDB's memory capped as for the replay: 1.8 GB at 10M events uncapped.
     with memory_capped(conn) as memory:
-        source, tables = ope_sql.open_ope(conn, experiment)
+        source, tables = ope_sql.open_ope(conn, experiment, population)
         try:
             origin, shown, at, unmatched = _targets(conn, experiment, arms, rows, o)
             from_file = ope_sql.file_pairs(conn, experiment) if origin != "none" else set()

@@ -141,32 +141,41 @@ class ExperimentSession:
 
     @cached_property
     def offline(self) -> Offline:
-        """The offline metrics replayed over the same population and window
-        (then the population table is dropped)."""
+        """The offline metrics replayed over the same population and window."""
         from abeval.analysis.online import _offline
 
         seen = self.observed
         windowed = replace(self.options, window_from=seen.window.start, window_to=seen.window.end)
+        return _offline(
+            self.conn,
+            self.experiment,
+            self.control,
+            self.treatments,
+            windowed,
+            self._population,
+        )
+
+    @cached_property
+    def ope(self) -> OpeSection:
+        """The off-policy estimates (or why they were not run), over the online
+        pass's population when it has no window (the estimates read all the
+        experiment's events); then the population table is dropped."""
+        o = self.options
+        probe = self.facts.has_propensities if self.facts is not None else None
+        whole = self._population[0] if self._population and not self.observed.window else None
         try:
-            return _offline(
+            return ope_results(
                 self.conn,
                 self.experiment,
                 self.control,
                 self.treatments,
-                windowed,
-                self._population,
+                o.ope,
+                o.alpha,
+                probe,
+                whole,
             )
         finally:
             self._drop_population()
-
-    @cached_property
-    def ope(self) -> OpeSection:
-        """The off-policy estimates (or why they were not run)."""
-        o = self.options
-        probe = self.facts.has_propensities if self.facts is not None else None
-        return ope_results(
-            self.conn, self.experiment, self.control, self.treatments, o.ope, o.alpha, probe
-        )
 
     @cached_property
     def power(self) -> tuple[PowerInfo, ...]:

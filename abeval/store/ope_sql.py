@@ -39,7 +39,7 @@ from abeval.store.ope_cascade_sql import (
     group_of,
     step_user_columns,
 )
-from abeval.store.population import population_parts
+from abeval.store.population import given_population, population_parts
 from abeval.store.shared_ctes import drop, materialize
 from abeval.store.sql_parts import Cte, With
 
@@ -429,12 +429,19 @@ PROPENSITY_PROBE = (
 )
 
 
-def open_ope(conn: Connection, experiment: str) -> tuple[OpeSource, list[str]]:
+def open_ope(
+    conn: Connection, experiment: str, population: str | None = None
+) -> tuple[OpeSource, list[str]]:
     """An :class:`OpeSource` over the population and impressions computed once
-    (temporary tables); the tables to :func:`~abeval.store.shared_ctes.drop`."""
+    (temporary tables); the tables to :func:`~abeval.store.shared_ctes.drop`.
+    ``population`` names a table already holding the population over all the
+    experiment's events (the report's online pass without a window), read instead
+    of computed again."""
+    kept: tuple[str, ...] = ("population", "o_imp")
     ctes = population_parts().then(*_BASE)
-    # Only the impressions are kept: every query reads them, none the population.
-    shared, tables = materialize(conn, ctes, ("o_imp",), {"experiment": experiment}, "abeval_ope_")
+    if population is not None:
+        ctes, kept = given_population(population).then(*_BASE), ("o_imp",)
+    shared, tables = materialize(conn, ctes, kept, {"experiment": experiment}, "abeval_ope_")
     return OpeSource(conn, experiment, shared), tables
 
 

@@ -98,3 +98,14 @@ def population_parts(window: Window | None = None) -> With:
             Cte("population", _POPULATION, ("user_arms",)),
         )
     )
+
+
+def given_population(table: str, window: Window | None = None) -> With:
+    """``exp_events`` (inside ``window``) and ``population`` read from ``table``,
+    where the report's online pass kept the population of that window."""
+    return With(
+        (
+            experiment_events(window),
+            Cte("population", f"SELECT user_id, arm, first_ts FROM {table}"),
+        )
+    )
