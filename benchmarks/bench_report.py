@@ -165,8 +165,9 @@ def build_store(rows: int, data_dir: Path = DATA, code: Path | None = None) -> P
 
 
 def report_difference(before: str, now: str) -> str:
-    """The largest absolute difference between the numbers of two JSON reports (the
-    same keys), or where their structure or words differ."""
+    """The largest relative difference (to the larger magnitude, at least 1) between
+    the numbers of two JSON reports (the same keys), or where their structure or
+    words differ."""
     worst = 0.0
 
     def walk(a: object, b: object, where: str) -> str | None:
@@ -183,9 +184,11 @@ def report_difference(before: str, now: str) -> str:
             found = (walk(x, y, f"{where}[{i}]") for i, (x, y) in enumerate(zip(a, b, strict=True)))
             return next((f for f in found if f), None)
         if isinstance(a, int | float) and isinstance(b, int | float):
-            worst = max(worst, abs(float(a) - float(b)))
+            scale = max(abs(float(a)), abs(float(b)), 1.0)
+            worst = max(worst, abs(float(a) - float(b)) / scale)
             return None
-        return None if a == b or "time" in where or "seconds" in where else f"{where} differs"
+        when = ("time", "seconds", "_at")  # of the run or of each store's ingest
+        return None if a == b or any(w in where for w in when) else f"{where} differs"
 
     found = walk(json.loads(before), json.loads(now), "")
     return found or f"{worst:.1e}"
@@ -541,7 +544,10 @@ def main() -> None:
     lines += ["", f"Replayed ranking means, baseline vs report: largest difference {worst:.1e}."]
     if args.before:
         same = report_difference(outs[before], outs[list(variants)[2]])
-        lines += ["", f"Every number of the report, before vs now: largest difference {same}."]
+        lines += [
+            "",
+            f"Every number of the report, before vs now: largest relative difference {same}.",
+        ]
     if not args.no_startup:
         lines += ["", "Start-up:", "", *startup(max(args.runs, 5), prefix)]
     text = "\n".join(lines) + "\n"

@@ -65,18 +65,41 @@ def numbering_sql(key: Key, new: str, known: str) -> str:
 
 def update_sql(key: Key, target: str, where: str) -> str:
     """UPDATE setting ``key``'s number on the rows of ``target`` matching ``where``
-    from the table :attr:`Key.table`."""
+    that have none yet, from the table :attr:`Key.table`."""
     on = " AND ".join(f"{target}.{c} = k.{c}" for c in key.text)
     return (
         f"UPDATE {target} SET {key.number} = k.{key.number} FROM {key.table} k "
-        f"WHERE {where} AND {on}"
+        f"WHERE {where} AND {target}.{key.number} IS NULL AND {on}"
     )
 
 
-def _number(run: Callable[[str], object], new: str, known: str, target: str, where: str) -> None:
+def key_tables(new: str, known: str) -> list[str]:
+    """The statements that make each key's temporary table (:attr:`Key.table`: its
+    text columns and number) for the keys of ``new`` against ``known``."""
+    statements: list[str] = []
     for key in KEYS:
-        run(f"DROP TABLE IF EXISTS {key.table}")
-        run(f"CREATE TEMPORARY TABLE {key.table} AS {numbering_sql(key, new, known)}")
+        statements += [
+            f"DROP TABLE IF EXISTS {key.table}",
+            f"CREATE TEMPORARY TABLE {key.table} AS {numbering_sql(key, new, known)}",
+        ]
+    return statements
+
+
+def key_joins(alias: str) -> tuple[str, str]:
+    """(the numbers' select list, the LEFT JOINs to :func:`key_tables`' tables) for
+    rows aliased ``alias``: how an insert writes its rows numbered at once."""
+    columns, joins = [], []
+    for i, key in enumerate(KEYS):
+        on = " AND ".join(f"k{i}.{c} = {alias}.{c}" for c in key.text)
+        columns.append(f"k{i}.{key.number}")
+        joins.append(f"LEFT JOIN {key.table} k{i} ON {on}")
+    return ", ".join(columns), " ".join(joins)
+
+
+def _number(run: Callable[[str], object], new: str, known: str, target: str, where: str) -> None:
+    for statement in key_tables(new, known):
+        run(statement)
+    for key in KEYS:
         run(update_sql(key, target, where))
         run(f"DROP TABLE {key.table}")
 
@@ -87,6 +110,12 @@ def number_ingest(conn: Connection, ingest_id: int) -> None:
     from sqlalchemy import text
 
     i = int(ingest_id)
+    unnumbered = " OR ".join(f"({k.text[-1]} IS NOT NULL AND {k.number} IS NULL)" for k in KEYS)
+    found = conn.execute(
+        text(f"SELECT 1 FROM events WHERE ingest_id = {i} AND ({unnumbered}) LIMIT 1")
+    ).first()
+    if found is None:  # inserted with their numbers (PostgreSQL's COPY path)
+        return
     new = f"(SELECT * FROM events WHERE ingest_id = {i}) e"
     _number(lambda sql: conn.execute(text(sql)), new, "events", "events", f"events.ingest_id = {i}")
 
