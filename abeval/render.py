@@ -46,6 +46,7 @@ __all__ = [
     "recordable_options",
     "settings_line",
     "source_check_lines",
+    "sources_document",
     "sources_lines",
     "targets_line",
     "text",
@@ -316,6 +317,21 @@ def sources_lines(sources: Sequence[Source]) -> list[str]:
         lines.append(printable(f"{s.name}  {s.table}"))
         lines.append(printable(f"  {mapping_text(s.mapping)}"))
     return lines
+
+
+def sources_document(sources: Sequence[Source]) -> list[dict[str, Any]]:
+    """The sources as the JSON document ``abeval source list -f json`` writes: each
+    one's name, table, mapping and times."""
+    return [
+        {
+            "name": s.name,
+            "table": s.table,
+            "mapping": mapping_dict(s.mapping),
+            "created_at": s.created_at.isoformat(),
+            "updated_at": s.updated_at.isoformat(),
+        }
+        for s in sources
+    ]
 
 
 def source_check_lines(check: SourceCheck, *, replaced: bool = False) -> list[str]:

@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import signal
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from hypothesis import settings
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Connection
 
 # Property tests check laws, not speed: time limits live in benchmarks/, and a
 # shared machine can take a fresh example past hypothesis's default 200 ms.
@@ -19,6 +24,26 @@ settings.load_profile("abeval")
 def db_path(tmp_path: Path) -> str:
     """A path for a fresh DuckDB store."""
     return str(tmp_path / "store.duckdb")
+
+
+@pytest.fixture(params=["sqlite", "duckdb", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def any_engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Connection]:
+    """A connection, in one transaction, to a fresh database of each engine the
+    suite can run: SQLite (the portable backend), DuckDB, PostgreSQL (``-m postgres``)."""
+    from sqlalchemy import create_engine
+
+    if request.param == "postgresql":
+        url = request.getfixturevalue("postgres_database")
+    elif request.param == "duckdb":
+        url = f"duckdb:///{tmp_path / 'b.duckdb'}"
+    else:
+        url = f"sqlite:///{tmp_path / 'b.sqlite'}"
+    engine = create_engine(url)
+    try:
+        with engine.begin() as connection:
+            yield connection
+    finally:
+        engine.dispose()
 
 
 def pytest_configure(config: pytest.Config) -> None:

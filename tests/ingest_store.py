@@ -49,3 +49,18 @@ def store_of(csv: Path) -> str:
     with open_store(db) as store:
         ingest_file(store, csv)
     return db
+
+
+def simulated_store(folder: Path, users: int, seed: int) -> str:
+    """A DuckDB store in ``folder`` holding one simulated experiment (home-reco-v2)
+    of ``users`` users, loaded through the API; its path."""
+    import abeval
+    from abeval.simulate import SimulationConfig, write_events
+
+    events = folder / "events.csv"
+    write_events(SimulationConfig(users=users, seed=seed), events)
+    path = str(folder / "store.duckdb")
+    with abeval.open(path) as store:
+        summary = store.ingest(events)
+    assert summary.status == "ok" and summary.inserted == summary.rows_read > 0
+    return path

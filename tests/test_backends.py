@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -75,20 +74,9 @@ KINDS = ["text"] * 3 + ["integer"] + ["double"] * 2
 COLUMNS = tuple(Column(n, k) for n, k in zip(NAMES, KINDS, strict=True))
 
 
-@pytest.fixture(params=["sqlite", "duckdb", pytest.param("postgresql", marks=pytest.mark.postgres)])
-def conn(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Connection]:
-    if request.param == "postgresql":
-        url = request.getfixturevalue("postgres_database")
-    elif request.param == "duckdb":
-        url = f"duckdb:///{tmp_path / 'b.duckdb'}"
-    else:
-        url = f"sqlite:///{tmp_path / 'b.sqlite'}"
-    engine = create_engine(url)
-    try:
-        with engine.begin() as connection:
-            yield connection
-    finally:
-        engine.dispose()
+@pytest.fixture
+def conn(any_engine: Connection) -> Connection:
+    return any_engine
 
 
 def _all(conn: Connection, sql: str) -> list[tuple[Any, ...]]:

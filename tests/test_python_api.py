@@ -10,12 +10,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from ingest_store import simulated_store
 from typer.testing import CliRunner
 
 import abeval
 from abeval.cli import app
 from abeval.errors import AbevalError, OptionError, StoreError
-from abeval.simulate import SimulationConfig, write_events
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "python.md"
 runner = CliRunner()
@@ -23,14 +23,7 @@ runner = CliRunner()
 
 @pytest.fixture(scope="module")
 def db(tmp_path_factory: pytest.TempPathFactory) -> str:
-    folder = tmp_path_factory.mktemp("api")
-    events = folder / "events.csv"
-    write_events(SimulationConfig(users=400, seed=3), events)
-    path = str(folder / "api.duckdb")
-    with abeval.open(path) as store:
-        summary = store.ingest(events)
-    assert summary.status == "ok" and summary.inserted == summary.rows_read > 0
-    return path
+    return simulated_store(tmp_path_factory.mktemp("api"), users=400, seed=3)
 
 
 def _blocks(kind: str) -> list[str]:

@@ -4,6 +4,7 @@ messages and what the store holds after each command."""
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from pathlib import Path
 
 import duckdb
@@ -97,6 +98,10 @@ def test_add_list_remove(store: Path) -> None:
     assert [(s["name"], s["table"], s["mapping"]) for s in as_json] == [
         ("lake", "lake.events", MAPPING)
     ]
+    (listed_json,) = as_json
+    assert list(listed_json) == ["name", "table", "mapping", "created_at", "updated_at"]
+    created = datetime.fromisoformat(listed_json["created_at"])
+    assert created <= datetime.fromisoformat(listed_json["updated_at"])
 
     experiments = runner.invoke(app, ["experiments", "--db", "s.duckdb"])
     assert (experiments.exit_code, experiments.stderr) == (0, "")

@@ -59,6 +59,7 @@ from abeval.store.experiments import (
 from abeval.store.online_sql import BUILTIN, CapValue, Moments, VariableSet
 from abeval.store.population import Window
 from abeval.store.shared_ctes import drop
+from abeval.store.sql_parts import With
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
@@ -323,7 +324,7 @@ def _health(
     weights: list[float] | None,
     arms: list[str],
     cuped_days: int,
-    base: str | None = None,
+    base: With | None = None,
     window: Window | None = None,
 ) -> Health:
     raw = online_sql.health(conn, experiment, cuped_days, base, window)

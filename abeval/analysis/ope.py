@@ -28,7 +28,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from abeval.analysis.ope_file import read_target_propensities
 from abeval.stats.consistency import LiftDifference, lift_difference
 from abeval.stats.ope import (
     MAX_TOP_SHARE,
@@ -193,7 +192,11 @@ def ope_results(
     """Both directions for every treatment arm (module docstring)."""
     if not o.enabled:
         return not_run("not_requested", "not requested", o, alpha)
-    rows = read_target_propensities(o.target_propensities) if o.target_propensities else None
+    rows = None
+    if o.target_propensities:  # the file readers of `abeval evaluate`, loaded only for a file
+        from abeval.analysis.ope_file import read_target_propensities
+
+        rows = read_target_propensities(o.target_propensities)
     if not ope_sql.has_propensities(conn, experiment):
         return not_run(
             "no_propensities", "no impression of this experiment carries a propensity", o, alpha

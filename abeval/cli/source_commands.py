@@ -114,17 +114,7 @@ def source_list(
     with api.open(db, read_only=True) as store:
         sources = store.sources()
     if as_json:
-        rows = [
-            {
-                "name": s.name,
-                "table": s.table,
-                "mapping": render.mapping_dict(s.mapping),
-                "created_at": s.created_at.isoformat(),
-                "updated_at": s.updated_at.isoformat(),
-            }
-            for s in sources
-        ]
-        typer.echo(json.dumps(rows, indent=2))
+        typer.echo(json.dumps(render.sources_document(sources), indent=2))
         return
     if not sources:
         typer.echo("no sources; read a table in place with `abeval source add NAME --table T`")

@@ -24,8 +24,9 @@ from decimal import Decimal
 from itertools import combinations
 from typing import TYPE_CHECKING, Any
 
-from abeval.store.population import Window, population_ctes
+from abeval.store.population import Window, population_parts
 from abeval.store.quoting import quote_literal
+from abeval.store.sql_parts import Cte, With
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
@@ -128,8 +129,8 @@ def _num(value: Any) -> float:
     return float(value)
 
 
-def user_day_cte(cuped_days: int, variables: VariableSet = BUILTIN) -> str:
-    """CTE ``user_day``: the one pass over an experiment's events that the online
+def user_day_cte(cuped_days: int, variables: VariableSet = BUILTIN) -> Cte:
+    """Part ``user_day``: the one pass over an experiment's events that the online
     queries share. One row per analysed user, day and phase (1: at or after the
     user's first exposure; 0: in the ``cuped_days`` before it, the CUPED
     pre-period; -1: earlier), with the user's event counts and revenue."""
@@ -145,20 +146,21 @@ def user_day_cte(cuped_days: int, variables: VariableSet = BUILTIN) -> str:
         "CASE WHEN e.ts >= p.first_ts THEN 1 "
         f"WHEN e.ts >= p.first_ts - INTERVAL '{days} days' THEN 0 ELSE -1 END"
     )
-    return (
-        f"user_day AS (SELECT p.user_id, CAST(e.ts AS DATE) AS day, {phase} AS phase, "
+    return Cte(
+        "user_day",
+        f"SELECT p.user_id, CAST(e.ts AS DATE) AS day, {phase} AS phase, "
         f"{sums}, COUNT(*) AS events "
         "FROM population p JOIN exp_events e ON e.user_id = p.user_id "
-        f"GROUP BY p.user_id, CAST(e.ts AS DATE), {phase})"
+        f"GROUP BY p.user_id, CAST(e.ts AS DATE), {phase}",
+        ("exp_events", "population"),
     )
 
 
 def online_ctes(
     cuped_days: int, window: Window | None = None, variables: VariableSet = BUILTIN
-) -> str:
-    """The population CTEs (the events inside ``window``) and ``user_day``, to follow
-    a ``WITH``."""
-    return f"{population_ctes(window)},\n{user_day_cte(cuped_days, variables)}"
+) -> With:
+    """The population parts (the events inside ``window``) and ``user_day``."""
+    return population_parts(window).then(user_day_cte(cuped_days, variables))
 
 
 Caps = Mapping[str, float]
@@ -174,32 +176,45 @@ def _capped(variable: str, caps: Caps | None, expression: str | None = None) -> 
 
 def user_metrics_cte(
     segment: bool = False, caps: Caps | None = None, variables: VariableSet = BUILTIN
-) -> str:
-    """CTE ``user_metrics``: one row per analysed user (user_id, arm, first_ts,
-    [segment], the post variables and the pre-period variables), from ``user_day``.
-    ``caps`` caps post-exposure variables at the given values
-    (docs/metrics.md#outlier-capping); the pre-period covariates are left as they are."""
+) -> tuple[Cte, ...]:
+    """Parts ending in ``user_metrics``: one row per analysed user (user_id, arm,
+    first_ts, [segment], the post variables and the pre-period variables), from
+    ``user_day`` and ``population`` (with ``segment``, ``population_seg`` of
+    :func:`_segment_population`). ``caps`` caps post-exposure variables at the given
+    values (docs/metrics.md#outlier-capping); the pre-period covariates are left as
+    they are."""
     cols = []
     summed = [name for name, _ in variables.columns]
     for name, column in variables.columns:
         cols.append(f"SUM(CASE WHEN d.phase = 1 THEN d.{column} ELSE 0 END) AS {name}")
         cols.append(f"SUM(CASE WHEN d.phase = 0 THEN d.{column} ELSE 0 END) AS pre_{name}")
-    seg_col = ", p.segment" if segment else ""
-    sums = (
-        f"user_sums AS (SELECT p.user_id, p.arm, p.first_ts{seg_col}, {', '.join(cols)} "
-        "FROM population p LEFT JOIN user_day d ON d.user_id = p.user_id "
-        f"GROUP BY p.user_id, p.arm, p.first_ts{seg_col})"
-    )
-    source = "user_sums"
+    population = "population_seg" if segment else "population"
+    keys = ("user_id", "arm", "first_ts", *(("segment",) if segment else ()))
+    of_p = ", ".join(f"p.{k}" for k in keys)
+    parts = [
+        Cte(
+            "user_sums",
+            f"SELECT {of_p}, {', '.join(cols)} "
+            f"FROM {population} p LEFT JOIN user_day d ON d.user_id = p.user_id "
+            f"GROUP BY {of_p}",
+            (population, "user_day"),
+        )
+    ]
     if caps:
         names = [n for v in summed for n in (v, f"pre_{v}")]
         capped = ", ".join(f"{_capped(n, caps)} AS {n}" for n in names)
-        sums += (
-            f",\nuser_capped AS (SELECT user_id, arm, first_ts{seg_col.replace('p.', '')}, "
-            f"{capped} FROM user_sums)"
+        parts.append(
+            Cte(
+                "user_capped",
+                f"SELECT {', '.join(keys)}, {capped} FROM user_sums",
+                ("user_sums",),
+            )
         )
-        source = "user_capped"
-    return f"{sums},\nuser_metrics AS (SELECT *, {_indicators(variables)} FROM {source})"
+    source = parts[-1].name
+    parts.append(
+        Cte("user_metrics", f"SELECT *, {_indicators(variables)} FROM {source}", (source,))
+    )
+    return tuple(parts)
 
 
 def _indicators(variables: VariableSet, pre: bool = True) -> str:
@@ -213,16 +228,23 @@ def _indicators(variables: VariableSet, pre: bool = True) -> str:
     )
 
 
-def _segment_population() -> str:
-    """Replace ``population`` by one that carries the segment value of the user's
+def _segment_population() -> tuple[Cte, ...]:
+    """Part ``population_seg``: ``population`` with the segment value of the user's
     first qualifying event (bind ``:segment``)."""
     return (
-        "seg_first AS (SELECT e.user_id, MIN(CAST(e.attributes AS JSON) ->> :segment) AS segment "
-        "FROM exp_events e JOIN population p ON p.user_id = e.user_id AND e.ts = p.first_ts "
-        "GROUP BY e.user_id),\n"
-        "population_seg AS (SELECT p.user_id, p.arm, p.first_ts, "
-        "COALESCE(s.segment, '(none)') AS segment "
-        "FROM population p LEFT JOIN seg_first s ON s.user_id = p.user_id)"
+        Cte(
+            "seg_first",
+            "SELECT e.user_id, MIN(CAST(e.attributes AS JSON) ->> :segment) AS segment "
+            "FROM exp_events e JOIN population p ON p.user_id = e.user_id "
+            "AND e.ts = p.first_ts GROUP BY e.user_id",
+            ("exp_events", "population"),
+        ),
+        Cte(
+            "population_seg",
+            "SELECT p.user_id, p.arm, p.first_ts, COALESCE(s.segment, '(none)') AS segment "
+            "FROM population p LEFT JOIN seg_first s ON s.user_id = p.user_id",
+            ("population", "seg_first"),
+        ),
     )
 
 
@@ -252,16 +274,17 @@ def _moments_from_row(row: Any, variables: tuple[str, ...]) -> Moments:
 
 def arm_moments_sql(
     cuped_days: int,
-    base: str | None = None,
+    base: With | None = None,
     caps: Caps | None = None,
     window: Window | None = None,
     variables: VariableSet = BUILTIN,
 ) -> str:
     """The per-arm moments query; ``base`` replaces :func:`online_ctes` (see
     :func:`shared`)."""
-    ctes = base or online_ctes(cuped_days, window, variables)
-    return (
-        f"WITH {ctes},\n{user_metrics_cte(caps=caps, variables=variables)}\n"
+    ctes = (base or online_ctes(cuped_days, window, variables)).then(
+        *user_metrics_cte(caps=caps, variables=variables)
+    )
+    return ctes.sql(
         f"SELECT arm, {', '.join(_moment_columns(variables.all_names))} "
         "FROM user_metrics GROUP BY arm ORDER BY arm"
     )
@@ -271,7 +294,7 @@ def arm_moments(
     conn: Connection,
     experiment: str,
     cuped_days: int,
-    base: str | None = None,
+    base: With | None = None,
     caps: Caps | None = None,
     variables: VariableSet = BUILTIN,
 ) -> dict[str, Moments]:
@@ -286,16 +309,14 @@ def arm_moments(
 
 def segment_moments_sql(
     cuped_days: int,
-    base: str | None = None,
+    base: With | None = None,
     caps: Caps | None = None,
     variables: VariableSet = BUILTIN,
 ) -> str:
-    ctes = (base or online_ctes(cuped_days, variables=variables)) + ",\n" + _segment_population()
-    body = user_metrics_cte(segment=True, caps=caps, variables=variables).replace(
-        "FROM population p LEFT JOIN", "FROM population_seg p LEFT JOIN"
+    ctes = (base or online_ctes(cuped_days, variables=variables)).then(
+        *_segment_population(), *user_metrics_cte(segment=True, caps=caps, variables=variables)
     )
-    return (
-        f"WITH {ctes},\n{body}\n"
+    return ctes.sql(
         f"SELECT segment, arm, {', '.join(_moment_columns(variables.all_names))} "
         "FROM user_metrics GROUP BY segment, arm ORDER BY segment, arm"
     )
@@ -306,7 +327,7 @@ def segment_moments(
     experiment: str,
     segment: str,
     cuped_days: int,
-    base: str | None = None,
+    base: With | None = None,
     caps: Caps | None = None,
     variables: VariableSet = BUILTIN,
 ) -> dict[str, dict[str, Moments]]:
@@ -326,7 +347,7 @@ def segment_moments(
 
 def daily_moments_sql(
     cuped_days: int,
-    base: str | None = None,
+    base: With | None = None,
     caps: Caps | None = None,
     own_day: bool = False,
     variables: VariableSet = BUILTIN,
@@ -349,18 +370,38 @@ def daily_moments_sql(
         + f" AS {v}"
         for v in summed
     )
-    return (
-        f"WITH {base or online_ctes(cuped_days, variables=variables)},\n"
-        f"daily AS (SELECT user_id, day, {selected} FROM user_day "
-        "WHERE phase = 1),\n"
-        "days AS (SELECT DISTINCT CAST(ts AS DATE) AS day FROM exp_events e "
-        f"WHERE e.ts >= (SELECT MIN(first_ts) FROM population) AND NOT {far_condition(cuped_days)}"
-        "),\n"
-        "user_days AS (SELECT p.user_id, p.arm, d.day FROM population p "
-        "JOIN days d ON d.day >= CAST(p.first_ts AS DATE)),\n"
-        "cumulative AS (SELECT u.arm, u.day, "
-        f"{cum} FROM user_days u LEFT JOIN daily d ON d.user_id = u.user_id AND d.day = u.day),\n"
-        f"user_metrics AS (SELECT *, {_indicators(variables, pre=False)} FROM cumulative)\n"
+    ctes = (base or online_ctes(cuped_days, variables=variables)).then(
+        Cte(
+            "daily",
+            f"SELECT user_id, day, {selected} FROM user_day WHERE phase = 1",
+            ("user_day",),
+        ),
+        Cte(
+            "days",
+            "SELECT DISTINCT CAST(ts AS DATE) AS day FROM exp_events e "
+            "WHERE e.ts >= (SELECT MIN(first_ts) FROM population) "
+            f"AND NOT {far_condition(cuped_days)}",
+            ("exp_events", "population"),
+        ),
+        Cte(
+            "user_days",
+            "SELECT p.user_id, p.arm, d.day FROM population p "
+            "JOIN days d ON d.day >= CAST(p.first_ts AS DATE)",
+            ("population", "days"),
+        ),
+        Cte(
+            "cumulative",
+            f"SELECT u.arm, u.day, {cum} FROM user_days u "
+            "LEFT JOIN daily d ON d.user_id = u.user_id AND d.day = u.day",
+            ("user_days", "daily"),
+        ),
+        Cte(
+            "user_metrics",
+            f"SELECT *, {_indicators(variables, pre=False)} FROM cumulative",
+            ("cumulative",),
+        ),
+    )
+    return ctes.sql(
         f"SELECT day, arm, {', '.join(_moment_columns(variables.names))} "
         "FROM user_metrics GROUP BY day, arm ORDER BY day, arm"
     )
@@ -370,7 +411,7 @@ def daily_moments(
     conn: Connection,
     experiment: str,
     cuped_days: int,
-    base: str | None = None,
+    base: With | None = None,
     caps: Caps | None = None,
     own_day: bool = False,
     variables: VariableSet = BUILTIN,
@@ -387,8 +428,11 @@ def daily_moments(
     return sorted(out.items())
 
 
-HEALTH_SQL = """WITH {base},
-pairs AS (
+#: The parts of the health counts that follow :func:`online_ctes`.
+HEALTH_PARTS = (
+    Cte(
+        "pairs",
+        """
     SELECT
         COUNT(*) FILTER (WHERE event_type = 'impression') AS impressions,
         COUNT(*) FILTER (WHERE event_type = 'click') AS clicks,
@@ -397,27 +441,46 @@ pairs AS (
     WHERE event_type IN ('impression', 'click', 'purchase')
       AND request_no IS NOT NULL AND item_no IS NOT NULL
     GROUP BY request_no, item_no
-),
-pair_counts AS (
+""",
+        ("exp_events",),
+    ),
+    Cte(
+        "pair_counts",
+        """
     SELECT
         SUM(CASE WHEN impressions > 1 THEN impressions - 1 ELSE 0 END) AS duplicates,
         SUM(CASE WHEN impressions = 0 THEN clicks ELSE 0 END) AS clicks_alone,
         SUM(CASE WHEN clicks = 0 THEN purchases ELSE 0 END) AS purchases_alone
     FROM pairs
-),
--- From user_arms, so that the events are read once here (an engine may store a
--- CTE that is read twice).
-totals AS (
+""",
+        ("pairs",),
+    ),
+    # From user_arms, so that the events are read once here (an engine may
+    # store a CTE that is read twice).
+    Cte(
+        "totals",
+        """
     SELECT COALESCE(SUM(events), 0) AS events, MIN(first_event) AS first_ts,
         MAX(last_event) AS last_ts
     FROM user_arms
-),
-analysed AS (
+""",
+        ("user_arms",),
+    ),
+    Cte(
+        "analysed",
+        """
     SELECT COALESCE(SUM(events), 0) AS events,
         COALESCE(SUM(CASE WHEN phase < 1 THEN events ELSE 0 END), 0) AS before_exposure
     FROM user_day
+""",
+        ("user_day",),
+    ),
 )
-SELECT
+
+
+def health_select(cuped_days: int) -> str:
+    """The health counts' ``SELECT``, after :func:`online_ctes` and :data:`HEALTH_PARTS`."""
+    return f"""SELECT
     (SELECT COUNT(*) FROM user_arms WHERE n_arms > 1) AS users_in_several_arms,
     (SELECT COUNT(*) FROM user_arms) AS users_seen,
     (SELECT COUNT(*) FROM population) AS users_analysed,
@@ -429,7 +492,7 @@ SELECT
     (SELECT events FROM totals) AS events,
     (SELECT first_ts FROM totals) AS first_ts,
     (SELECT last_ts FROM totals) AS last_ts,
-    (SELECT COUNT(*) FROM exp_events e WHERE {far}) AS events_far_outside
+    (SELECT COUNT(*) FROM exp_events e WHERE {far_condition(cuped_days)}) AS events_far_outside
 """
 
 
@@ -455,7 +518,7 @@ def health(
     conn: Connection,
     experiment: str,
     cuped_days: int,
-    base: str | None = None,
+    base: With | None = None,
     window: Window | None = None,
 ) -> dict[str, Any]:
     """Population and data-quality counts for one experiment. One grouping of the
@@ -465,9 +528,8 @@ def health(
     (the other counts are over the events inside it)."""
     from sqlalchemy import text
 
-    sql = HEALTH_SQL.replace("{base}", base or online_ctes(cuped_days, window)).replace(
-        "{far}", far_condition(cuped_days)
-    )
+    ctes = (base or online_ctes(cuped_days, window)).then(*HEALTH_PARTS)
+    sql = ctes.sql(health_select(cuped_days))
     row = conn.execute(text(sql), {"experiment": experiment}).one()
     outside = 0
     if window:
@@ -523,9 +585,9 @@ def shared(
     cuped_days: int,
     window: Window | None = None,
     variables: VariableSet = BUILTIN,
-) -> tuple[str, list[str]]:
+) -> tuple[With, list[str]]:
     """:func:`online_ctes` computed once into temporary tables for the queries of
-    one report; pass the returned text as ``base`` and drop the tables after."""
+    one report; pass the returned parts as ``base`` and drop the tables after."""
     from abeval.store.shared_ctes import materialize
 
     return materialize(
@@ -550,7 +612,7 @@ class CapValue:
 
 
 def cap_values_sql(
-    variable: str, quantile: float, base: str, variables: VariableSet = BUILTIN
+    variable: str, quantile: float, base: With, variables: VariableSet = BUILTIN
 ) -> str:
     """The pooled ``quantile`` of the per-user ``variable`` (linear interpolation,
     ``percentile_cont``: the same on DuckDB and PostgreSQL) and, per arm, how many
@@ -558,10 +620,13 @@ def cap_values_sql(
     if variable not in {name for name, _ in variables.columns}:
         raise ValueError(f"cannot cap {variable!r}")
     q = float(quantile)
-    return (
-        f"WITH {base},\n{user_metrics_cte(variables=variables)},\n"
-        f"cap AS (SELECT percentile_cont({q!r}) WITHIN GROUP (ORDER BY "
-        f"CAST({variable} AS DOUBLE PRECISION)) AS value FROM user_metrics)\n"
+    cap = Cte(
+        "cap",
+        f"SELECT percentile_cont({q!r}) WITHIN GROUP (ORDER BY "
+        f"CAST({variable} AS DOUBLE PRECISION)) AS value FROM user_metrics",
+        ("user_metrics",),
+    )
+    return base.then(*user_metrics_cte(variables=variables), cap).sql(
         "SELECT u.arm, MIN(c.value) AS cap, "
         f"SUM(CASE WHEN u.{variable} > c.value THEN 1 ELSE 0 END) AS above "
         "FROM user_metrics u CROSS JOIN cap c GROUP BY u.arm ORDER BY u.arm"
@@ -572,7 +637,7 @@ def cap_values(
     conn: Connection,
     experiment: str,
     quantiles: Mapping[str, float],
-    base: str,
+    base: With,
     variables: VariableSet = BUILTIN,
 ) -> dict[str, CapValue]:
     """Per variable to cap: its cap (docs/metrics.md#outlier-capping)."""

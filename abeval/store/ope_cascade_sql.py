@@ -25,6 +25,8 @@ PostgreSQL 15, Spark through :mod:`abeval.store.spark.dialect`).
 
 from __future__ import annotations
 
+from abeval.store.sql_parts import Cte
+
 #: Positions past this one share a normalising group in ``snrips``.
 MAX_GROUP = 10
 #: Cross-fitting folds and the smoothing pseudo-count of q̂.
@@ -41,19 +43,30 @@ _ALL = "OVER (PARTITION BY request_id)"
 # exp() of a log-weight past this would leave the doubles (e^700 ≈ 1e304).
 _MAX_LOG = 700
 
-CASCADE_CTES = f"""o_r AS (
+CASCADE_PARTS: tuple[Cte, ...] = (
+    Cte(
+        "o_r",
+        """
     SELECT user_id, request_id, item_id, position, clicked, w,
         CASE WHEN rho IS NULL OR g IS NULL THEN CAST(0 AS DOUBLE PRECISION) ELSE rho / g END AS r
     FROM o_w
-),
-o_cum AS (
+""",
+        ("o_w",),
+    ),
+    Cte(
+        "o_cum",
+        f"""
     SELECT user_id, request_id, item_id, position, clicked, w, r,
         {_ZERO} AS z0, {_LOG} AS l0,
         SUM({_ZERO}) {_UPTO} AS zk, SUM({_LOG}) {_UPTO} AS lk,
         SUM({_ZERO}) {_ALL} AS zl, SUM({_LOG}) {_ALL} AS ll
     FROM o_r
-),
-o_cw AS (
+""",
+        ("o_r",),
+    ),
+    Cte(
+        "o_cw",
+        f"""
     SELECT user_id, request_id, item_id, position, clicked, w, r,
         CASE WHEN zk > 0 THEN CAST(0 AS DOUBLE PRECISION)
             ELSE EXP(LEAST(lk, {_MAX_LOG})) END AS wk,
@@ -62,30 +75,66 @@ o_cw AS (
         CASE WHEN zl > 0 THEN CAST(0 AS DOUBLE PRECISION)
             ELSE EXP(LEAST(ll, {_MAX_LOG})) END AS wl
     FROM o_cum
-)"""
+""",
+        ("o_cum",),
+    ),
+)
 
-DR_CTES = f"""o_fold AS (
+DR_PARTS: tuple[Cte, ...] = (
+    Cte(
+        "o_fold",
+        """
     SELECT user_id, MOD(ROW_NUMBER() OVER (ORDER BY user_id), :folds) AS fold
     FROM (SELECT DISTINCT user_id FROM o_src) u
-),
-o_fc AS (
+""",
+        ("o_src",),
+    ),
+    Cte(
+        "o_fc",
+        """
     SELECT f.fold, s.item_id, s.position, CAST(COUNT(*) AS DOUBLE PRECISION) AS n,
         CAST(SUM(s.clicked) AS DOUBLE PRECISION) AS c
     FROM o_src s JOIN o_fold f ON f.user_id = s.user_id GROUP BY f.fold, s.item_id, s.position
-),
-o_fi AS (SELECT item_id, position, SUM(n) AS n, SUM(c) AS c FROM o_fc GROUP BY item_id, position),
-o_fp AS (SELECT fold, position, SUM(n) AS n, SUM(c) AS c FROM o_fc GROUP BY fold, position),
-o_prior AS (
+""",
+        (
+            "o_src",
+            "o_fold",
+        ),
+    ),
+    Cte(
+        "o_fi",
+        "SELECT item_id, position, SUM(n) AS n, SUM(c) AS c FROM o_fc GROUP BY item_id, position",
+        ("o_fc",),
+    ),
+    Cte(
+        "o_fp",
+        "SELECT fold, position, SUM(n) AS n, SUM(c) AS c FROM o_fc GROUP BY fold, position",
+        ("o_fc",),
+    ),
+    Cte(
+        "o_prior",
+        """
     SELECT a.fold, a.position,
         CASE WHEN t.n - a.n > 0 THEN (t.c - a.c) / (t.n - a.n)
             ELSE CAST(0 AS DOUBLE PRECISION) END AS p
     FROM o_fp a JOIN (SELECT position, SUM(n) AS n, SUM(c) AS c FROM o_fc GROUP BY position) t
         ON t.position = a.position
-),
-o_req AS (
+""",
+        ("o_fp", "o_fc"),
+    ),
+    Cte(
+        "o_req",
+        """
     SELECT DISTINCT s.request_id, f.fold FROM o_src s JOIN o_fold f ON f.user_id = s.user_id
-),
-o_qhat AS (
+""",
+        (
+            "o_src",
+            "o_fold",
+        ),
+    ),
+    Cte(
+        "o_qhat",
+        """
     SELECT c.request_id, c.item_id, c.position, COALESCE(c.rho, CAST(0 AS DOUBLE PRECISION)) AS rho,
         (COALESCE(t.c, 0) - COALESCE(x.c, 0) + :smooth * COALESCE(pr.p, 0))
             / (COALESCE(t.n, 0) - COALESCE(x.n, 0) + :smooth) AS q
@@ -93,12 +142,26 @@ o_qhat AS (
     LEFT JOIN o_fi t ON t.item_id = c.item_id AND t.position = c.position
     LEFT JOIN o_fc x ON x.fold = r.fold AND x.item_id = c.item_id AND x.position = c.position
     LEFT JOIN o_prior pr ON pr.fold = r.fold AND pr.position = c.position
-),
-o_dm AS (
+""",
+        (
+            "o_pi",
+            "o_req",
+            "o_fi",
+            "o_fc",
+            "o_prior",
+        ),
+    ),
+    Cte(
+        "o_dm",
+        """
     SELECT request_id, position, SUM(rho * q) AS dm, SUM(rho) AS mass
     FROM o_qhat GROUP BY request_id, position
-),
-o_dr AS (
+""",
+        ("o_qhat",),
+    ),
+    Cte(
+        "o_dr",
+        f"""
     SELECT w.user_id, w.position, w.clicked, w.w, w.wk, w.wprev, w.wl,
         w.wprev * COALESCE(d.dm, CAST(0 AS DOUBLE PRECISION))
             + w.wk * (w.clicked - COALESCE(q.q, CAST(0 AS DOUBLE PRECISION))) AS dr,
@@ -107,7 +170,14 @@ o_dr AS (
     FROM o_cw w LEFT JOIN o_dm d ON d.request_id = w.request_id AND d.position = w.position
     LEFT JOIN o_qhat q ON q.request_id = w.request_id AND q.item_id = w.item_id
         AND q.position = w.position
-)"""
+""",
+        (
+            "o_cw",
+            "o_dm",
+            "o_qhat",
+        ),
+    ),
+)
 
 
 def group_of(column: str = "position") -> str:

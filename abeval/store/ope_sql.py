@@ -32,15 +32,16 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from abeval.store.ope_cascade_sql import (
-    CASCADE_CTES,
-    DR_CTES,
+    CASCADE_PARTS,
+    DR_PARTS,
     FOLDS,
     SMOOTH,
     group_of,
     step_user_columns,
 )
-from abeval.store.population import population_ctes
+from abeval.store.population import population_parts
 from abeval.store.shared_ctes import drop, materialize
+from abeval.store.sql_parts import Cte, With
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
@@ -53,11 +54,18 @@ TOP_VARIABLES = (("w", "wc"), ("k", "kc"), ("r", "rc"), ("s", "sc"))
 #: file or those recorded with the experiment), filled by :mod:`abeval.store.ope_target`.
 FILE_TABLE = "abeval_ope_target"
 
-_BASE = """o_clk AS (
+_BASE = (
+    Cte(
+        "o_clk",
+        """
     SELECT DISTINCT request_id, item_id FROM exp_events
     WHERE event_type = 'click' AND request_id IS NOT NULL AND item_id IS NOT NULL
-),
-o_imp AS (
+""",
+        ("exp_events",),
+    ),
+    Cte(
+        "o_imp",
+        """
     SELECT p.arm, e.user_id, e.request_id, e.item_id, e.position, e.propensity,
         e.propensity_given_above,
         CASE WHEN k.item_id IS NULL THEN 0 ELSE 1 END AS clicked
@@ -65,59 +73,83 @@ o_imp AS (
     LEFT JOIN o_clk k ON k.request_id = e.request_id AND k.item_id = e.item_id
     WHERE e.event_type = 'impression' AND e.item_id IS NOT NULL AND e.position IS NOT NULL
       AND e.ts >= p.first_ts
-)"""
+""",
+        ("exp_events", "population", "o_clk"),
+    ),
+)
 
 # π_target(a, k) and its "mass" (the count or probability that the support
 # deficit weighs) per (item, position), or per (request, item, position) from a file.
-_EMPIRICAL_PI = """o_pi AS (
+_EMPIRICAL_PI = Cte(
+    "o_pi",
+    """
     SELECT item_id, position, CAST(COUNT(*) AS DOUBLE PRECISION) AS mass,
         CAST(COUNT(*) AS DOUBLE PRECISION) / SUM(COUNT(*)) OVER (PARTITION BY position) AS pi,
         CAST(NULL AS DOUBLE PRECISION) AS rho
     FROM o_imp WHERE arm = :target GROUP BY item_id, position
-)"""
+""",
+    ("o_imp",),
+)
 
-_FILE_PI = f"""o_pi AS (
+_FILE_PI = Cte(
+    "o_pi",
+    f"""
     SELECT f.request_id, f.item_id, f.position, f.probability AS mass, f.probability AS pi,
         f.probability_given_above AS rho
     FROM {FILE_TABLE} f
     WHERE f.arm = :target
       AND f.request_id IN (SELECT request_id FROM o_imp WHERE arm = :source)
-)"""
+""",
+    ("o_imp",),
+)
 
-_SOURCE = """o_src AS (
+_SOURCE = (
+    Cte(
+        "o_src",
+        """
     SELECT user_id, request_id, item_id, position, clicked, propensity,
         propensity_given_above AS g FROM o_imp
     WHERE arm = :source AND propensity IS NOT NULL AND propensity > 0
-),
-o_shown AS (SELECT DISTINCT item_id, position FROM o_src)"""
+""",
+        ("o_imp",),
+    ),
+    Cte("o_shown", "SELECT DISTINCT item_id, position FROM o_src", ("o_src",)),
+)
 
 
-def _weights(from_file: bool) -> str:
+def _weights(from_file: bool) -> tuple[Cte, ...]:
     key = (
         "pi.request_id = s.request_id AND pi.item_id = s.item_id AND pi.position = s.position"
         if from_file
         else "pi.item_id = s.item_id AND pi.position = s.position"
     )
-    return (
-        f"{_SOURCE},\no_w AS (\n    SELECT s.user_id, s.request_id, s.item_id, s.position, "
+    weights = Cte(
+        "o_w",
+        "\n    SELECT s.user_id, s.request_id, s.item_id, s.position, "
         "s.clicked, COALESCE(pi.pi, CAST(0 AS DOUBLE PRECISION)) / s.propensity AS w, s.g, "
         "pi.rho\n"
-        f"    FROM o_src s LEFT JOIN o_pi pi ON {key}\n)"
+        f"    FROM o_src s LEFT JOIN o_pi pi ON {key}\n",
+        ("o_src", "o_pi"),
     )
+    return (*_SOURCE, weights)
 
 
-def _user_cte(steps: tuple[int, ...] | None) -> str:
+def _user_cte(steps: tuple[int, ...] | None) -> Cte:
     """Per-user sums over ``o_w``, or with ``steps`` (the ``snrips`` groups) over
     ``o_dr`` with the step estimators' variables too."""
     extra = "".join(f",\n        {sql} AS {name}" for name, sql in step_user_columns(steps or ()))
     extra += ",\n        SUM(short) AS short"
     rows = "o_w" if steps is None else "o_dr"
-    return f"""o_user AS (
+    return Cte(
+        "o_user",
+        f"""
     SELECT user_id, SUM(w * clicked) AS wc, SUM(w) AS w, CAST(COUNT(*) AS DOUBLE PRECISION) AS n,
         SUM(LEAST(w, :cap) * clicked) AS kc, SUM(LEAST(w, :cap)) AS k,
         CAST(SUM(clicked) AS DOUBLE PRECISION) AS c{extra if steps is not None else ""}
     FROM {rows} GROUP BY user_id
-)"""
+""",
+        (rows,),
+    )
 
 
 def _pairs(v: Sequence[str]) -> list[tuple[str, str]]:
@@ -196,28 +228,32 @@ class DirectionSums:
 class OpeSource:
     """Runs the OPE queries of one experiment over CTEs computed once."""
 
-    def __init__(self, conn: Connection, experiment: str, ctes: str) -> None:
+    def __init__(self, conn: Connection, experiment: str, ctes: With) -> None:
         self.conn = conn
         self.experiment = experiment
         self.ctes = ctes
 
-    def _rows(self, body: str, **params: Any) -> Sequence[Any]:
+    def rows(self, parts: Sequence[Cte], select: str, **params: Any) -> Sequence[Any]:
+        """``select`` after the shared parts and ``parts``, ``:experiment`` bound."""
         from sqlalchemy import text
 
-        sql = f"WITH {self.ctes}, {body}"
+        sql = self.ctes.then(*parts).sql(select)
         return self.conn.execute(text(sql), {"experiment": self.experiment, **params}).fetchall()
 
     def arm_counts(self) -> dict[str, ArmCounts]:
         """Impressions per arm, those with a propensity, and the observed CTR's sums."""
-        per_user = (
-            "o_arm_user AS (SELECT arm, user_id, CAST(COUNT(*) AS DOUBLE PRECISION) AS n, "
+        per_user = Cte(
+            "o_arm_user",
+            "SELECT arm, user_id, CAST(COUNT(*) AS DOUBLE PRECISION) AS n, "
             "CAST(SUM(clicked) AS DOUBLE PRECISION) AS c, "
             "SUM(CASE WHEN propensity IS NOT NULL THEN 1 ELSE 0 END) AS np "
-            "FROM o_imp GROUP BY arm, user_id)"
+            "FROM o_imp GROUP BY arm, user_id",
+            ("o_imp",),
         )
-        rows = self._rows(
-            f"{per_user} SELECT arm, COUNT(*), SUM(n), SUM(np), SUM(c), SUM(n * n), "
-            "SUM(n * c), SUM(c * c) FROM o_arm_user GROUP BY arm ORDER BY arm"
+        rows = self.rows(
+            [per_user],
+            "SELECT arm, COUNT(*), SUM(n), SUM(np), SUM(c), SUM(n * n), "
+            "SUM(n * c), SUM(c * c) FROM o_arm_user GROUP BY arm ORDER BY arm",
         )
         out = {}
         for arm, users, n, np_, c, nn, nc, cc in rows:
@@ -234,7 +270,7 @@ class OpeSource:
         with the step estimators' sums when the logs and the target carry step
         probabilities (:class:`StepSupport`)."""
         pi = _FILE_PI if from_file else _EMPIRICAL_PI
-        base = f"{pi},\n{_weights(from_file)}"
+        base = (pi, *_weights(from_file))
         params = {
             "source": source,
             "target": target,
@@ -247,14 +283,14 @@ class OpeSource:
         if steps is not None and steps.ok:
             groups = tuple(
                 int(g)
-                for (g,) in self._rows(
-                    f"{base} SELECT DISTINCT {group_of()} FROM o_src ORDER BY 1", **params
+                for (g,) in self.rows(
+                    base, f"SELECT DISTINCT {group_of()} FROM o_src ORDER BY 1", **params
                 )
             )
-            ctes = f"{base},\n{CASCADE_CTES},\n{DR_CTES},\n{_user_cte(groups)}"
+            ctes = (*base, *CASCADE_PARTS, *DR_PARTS, _user_cte(groups))
             names += [name for name, _ in step_user_columns(groups)]
         else:
-            ctes = f"{base},\n{_user_cte(None)}"
+            ctes = (*base, _user_cte(None))
         pairs = _pairs(names)
         ranked = [(w, wc) for w, wc in TOP_VARIABLES if w in names]
         select = ", ".join(
@@ -270,8 +306,8 @@ class OpeSource:
             ["COUNT(*) OVER () AS t_m"]
             + [f"ROW_NUMBER() OVER (ORDER BY {w} DESC) AS t_{w}" for w, _ in ranked]
         )
-        row = self._rows(
-            f"{ctes} SELECT {select} FROM (SELECT o_user.*, {windows} FROM o_user) u", **params
+        row = self.rows(
+            ctes, f"SELECT {select} FROM (SELECT o_user.*, {windows} FROM o_user) u", **params
         )[0]
         users = int(row[0])
         values = [float(x) if x is not None else 0.0 for x in row[1:]]
@@ -291,22 +327,24 @@ class OpeSource:
                 groups,
                 int(values[end]),
             )
-        positions = self._positions(f"{base},\n{_user_cte(None)}", params)
+        positions = self._positions((*base, _user_cte(None)), params)
         return DirectionSums(source, target, from_file, user, positions, steps, top)
 
-    def _step_support(self, base: str, params: dict[str, Any]) -> StepSupport:
-        n, g = self._rows(f"{base} SELECT COUNT(*), COUNT(g) FROM o_src", **params)[0]
-        (rho,) = self._rows(f"{base} SELECT COUNT(rho) FROM o_pi", **params)[0]
+    def _step_support(self, base: Sequence[Cte], params: dict[str, Any]) -> StepSupport:
+        n, g = self.rows(base, "SELECT COUNT(*), COUNT(g) FROM o_src", **params)[0]
+        (rho,) = self.rows(base, "SELECT COUNT(rho) FROM o_pi", **params)[0]
         return StepSupport(int(n), int(g), int(rho))
 
-    def _positions(self, ctes: str, params: dict[str, Any]) -> tuple[PositionSums, ...]:
-        weights = self._rows(
-            f"{ctes} SELECT position, COUNT(*), SUM(w), SUM(w * w), MAX(w), "
+    def _positions(self, ctes: Sequence[Cte], params: dict[str, Any]) -> tuple[PositionSums, ...]:
+        weights = self.rows(
+            ctes,
+            "SELECT position, COUNT(*), SUM(w), SUM(w * w), MAX(w), "
             "SUM(CASE WHEN w > :cap THEN 1 ELSE 0 END) FROM o_w GROUP BY position",
             **params,
         )
-        deficit = self._rows(
-            f"{ctes} SELECT pi.position, SUM(pi.mass), SUM(CASE WHEN sh.item_id IS NULL "
+        deficit = self.rows(
+            ctes,
+            "SELECT pi.position, SUM(pi.mass), SUM(CASE WHEN sh.item_id IS NULL "
             "THEN pi.mass ELSE CAST(0 AS DOUBLE PRECISION) END) FROM o_pi pi "
             "LEFT JOIN o_shown sh ON sh.item_id = pi.item_id AND sh.position = pi.position "
             "GROUP BY pi.position",
@@ -361,7 +399,7 @@ def has_propensities(conn: Connection, experiment: str) -> bool:
 def open_ope(conn: Connection, experiment: str) -> tuple[OpeSource, list[str]]:
     """An :class:`OpeSource` over the population and impressions computed once
     (temporary tables); the tables to :func:`~abeval.store.shared_ctes.drop`."""
-    ctes = f"{population_ctes()},\n{_BASE}"
+    ctes = population_parts().then(*_BASE)
     shared, tables = materialize(
         conn, ctes, ("population", "o_imp"), {"experiment": experiment}, "abeval_ope_"
     )

@@ -16,7 +16,7 @@ another experiment.
 A request is *covered* for a (source arm, target arm) when the table has a row
 for at least one of its analysed impressions (the logged item at its
 position); the source arm's requests are those with an impression of its
-analysed users from their exposure on (:func:`abeval.store.population.population_ctes`,
+analysed users from their exposure on (:func:`abeval.store.population.population_parts`,
 without an analysis window, so that a recording does not depend on one).
 
 :func:`varying_propensities` says whether the logging policy was personalised:
@@ -36,8 +36,9 @@ from abeval.errors import InputError
 from abeval.store.backends import backend_of
 from abeval.store.migrate import has_own_table
 from abeval.store.ope_sql import FILE_TABLE
-from abeval.store.population import population_ctes
+from abeval.store.population import population_parts
 from abeval.store.schema import TABLES
+from abeval.store.sql_parts import Cte
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
@@ -140,12 +141,16 @@ def fill_arms(conn: Connection, experiment: str, arms: Sequence[str], shown: str
     backend_of(conn).fill_nulls(conn, FILE_TABLE, "arm", other, _COLUMNS, params)
 
 
-_IMPRESSIONS = """t_imp AS (
+_IMPRESSIONS = Cte(
+    "t_imp",
+    """
     SELECT DISTINCT p.arm, e.request_id, e.item_id, e.position
     FROM exp_events e JOIN population p ON p.user_id = e.user_id
     WHERE e.event_type = 'impression' AND e.request_id IS NOT NULL AND e.item_id IS NOT NULL
       AND e.position IS NOT NULL AND e.ts >= p.first_ts
-)"""
+""",
+    ("exp_events", "population"),
+)
 
 
 def check(conn: Connection, experiment: str, shown: str) -> TargetCheck:
@@ -157,16 +162,27 @@ def check(conn: Connection, experiment: str, shown: str) -> TargetCheck:
 
     params = {"experiment": experiment}
     _refuse_other_experiment(conn, experiment, shown)
+    ctes = population_parts().then(
+        _IMPRESSIONS,
+        Cte(
+            "t_req",
+            "SELECT arm, COUNT(DISTINCT request_id) AS n FROM t_imp GROUP BY arm",
+            ("t_imp",),
+        ),
+        Cte(
+            "t_hit",
+            "SELECT i.arm AS source, f.arm AS target, COUNT(DISTINCT i.request_id) AS covered "
+            f"FROM t_imp i JOIN {FILE_TABLE} f ON f.request_id = i.request_id "
+            "AND f.item_id = i.item_id AND f.position = i.position GROUP BY i.arm, f.arm",
+            ("t_imp",),
+        ),
+    )
     found = conn.execute(
         text(
-            f"WITH {population_ctes()},\n{_IMPRESSIONS},\n"
-            "t_req AS (SELECT arm, COUNT(DISTINCT request_id) AS n FROM t_imp GROUP BY arm),\n"
-            "t_hit AS (SELECT i.arm AS source, f.arm AS target, "
-            "COUNT(DISTINCT i.request_id) AS covered "
-            f"FROM t_imp i JOIN {FILE_TABLE} f ON f.request_id = i.request_id "
-            "AND f.item_id = i.item_id AND f.position = i.position GROUP BY i.arm, f.arm)\n"
-            "SELECT h.source, h.target, r.n, h.covered FROM t_hit h "
-            "JOIN t_req r ON r.arm = h.source ORDER BY h.source, h.target"
+            ctes.sql(
+                "SELECT h.source, h.target, r.n, h.covered FROM t_hit h "
+                "JOIN t_req r ON r.arm = h.source ORDER BY h.source, h.target"
+            )
         ),
         params,
     ).fetchall()
@@ -349,16 +365,18 @@ class VaryingPropensities:
 def varying_propensities(source: OpeSource, arm: str) -> VaryingPropensities:
     """Whether ``arm``'s logging policy gave one (item, position) different
     propensities on different requests (module docstring)."""
-    from sqlalchemy import text
-
-    row = source.conn.execute(
-        text(
-            f"WITH {source.ctes}, o_pairs AS (SELECT item_id, position, MIN(propensity) AS lo, "
-            "MAX(propensity) AS hi FROM o_imp WHERE arm = :arm AND propensity IS NOT NULL "
-            "GROUP BY item_id, position) "
-            "SELECT COUNT(*), SUM(CASE WHEN hi - lo > :tol * hi THEN 1 ELSE 0 END) FROM o_pairs"
-        ),
-        {"experiment": source.experiment, "arm": arm, "tol": PROPENSITY_TOLERANCE},
-    ).fetchone()
+    pairs_of_arm = Cte(
+        "o_pairs",
+        "SELECT item_id, position, MIN(propensity) AS lo, MAX(propensity) AS hi FROM o_imp "
+        "WHERE arm = :arm AND propensity IS NOT NULL GROUP BY item_id, position",
+        ("o_imp",),
+    )
+    found = source.rows(
+        [pairs_of_arm],
+        "SELECT COUNT(*), SUM(CASE WHEN hi - lo > :tol * hi THEN 1 ELSE 0 END) FROM o_pairs",
+        arm=arm,
+        tol=PROPENSITY_TOLERANCE,
+    )
+    row = found[0] if found else None
     pairs, varying = (int(row[0] or 0), int(row[1] or 0)) if row else (0, 0)
     return VaryingPropensities(arm, pairs, varying)

@@ -10,7 +10,7 @@ An analysis window (docs/metrics.md#analysis-window) keeps only the events with
 ``start <= ts < end``: ``exp_events`` is the experiment's events inside it, so every
 query built on these CTEs, online and replayed, analyses the same events.
 
-Every query that analyses an experiment starts with :func:`population_ctes` and
+Every query that analyses an experiment starts with :func:`population_parts` and
 binds the parameter ``:experiment``.
 """
 
@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+
+from abeval.store.sql_parts import Cte, With
 
 
 @dataclass(frozen=True)
@@ -47,7 +49,7 @@ def parse_bound(text: str, *, end: bool) -> datetime:
     Raises ValueError on anything else."""
     value = text.strip()
     try:
-        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        parsed = datetime.fromisoformat(value)  # "Z" is UTC since Python 3.11
     except ValueError:
         raise ValueError(
             f"cannot read {text!r} as a date or timestamp; write it as 2024-05-01 "
@@ -60,17 +62,14 @@ def parse_bound(text: str, *, end: bool) -> datetime:
     return parsed
 
 
-POPULATION_CTES = """\
-exp_events AS (
-    SELECT * FROM events WHERE experiment = :experiment{window}
-),
-user_arms AS (
+_USER_ARMS = """
     SELECT user_id, COUNT(DISTINCT arm) AS n_arms, MIN(arm) AS arm,
         MIN(CASE WHEN event_type = 'exposure' THEN ts END) AS first_exposure,
         MIN(ts) AS first_event, MAX(ts) AS last_event, COUNT(*) AS events
     FROM exp_events GROUP BY user_id
-),
-population AS (
+"""
+
+_POPULATION = """
     SELECT user_id, arm,
         CASE WHEN first_exposure IS NOT NULL THEN first_exposure ELSE first_event END
             AS first_ts
@@ -78,12 +77,24 @@ population AS (
     WHERE n_arms = 1
       AND (first_exposure IS NOT NULL
            OR NOT EXISTS (SELECT 1 FROM user_arms x WHERE x.first_exposure IS NOT NULL))
-)"""
+"""
 
 
-def population_ctes(window: Window | None = None) -> str:
-    """CTEs ``exp_events`` (the experiment's events inside ``window``), ``user_arms``
-    (one pass over them per user: arms seen, first exposure, first and last event,
-    events) and ``population`` (user_id, arm, first_ts), to follow a ``WITH``."""
+def experiment_events(window: Window | None = None) -> Cte:
+    """Part ``exp_events``: the experiment's events (bind ``:experiment``) inside
+    ``window``."""
     inside = f" AND {window.condition()}" if window else ""
-    return POPULATION_CTES.replace("{window}", inside)
+    return Cte("exp_events", f"\n    SELECT * FROM events WHERE experiment = :experiment{inside}\n")
+
+
+def population_parts(window: Window | None = None) -> With:
+    """Parts ``exp_events`` (the experiment's events inside ``window``), ``user_arms``
+    (one pass over them per user: arms seen, first exposure, first and last event,
+    events) and ``population`` (user_id, arm, first_ts)."""
+    return With(
+        (
+            experiment_events(window),
+            Cte("user_arms", _USER_ARMS, ("exp_events",)),
+            Cte("population", _POPULATION, ("user_arms",)),
+        )
+    )

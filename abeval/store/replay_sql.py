@@ -31,8 +31,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from abeval.store.memory import memory_capped
-from abeval.store.population import Window, population_ctes
+from abeval.store.population import Window, experiment_events, population_parts
 from abeval.store.shared_ctes import drop, materialize
+from abeval.store.sql_parts import Cte, With
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
@@ -77,8 +78,8 @@ def replay_ctes(
     post_exposure_only: bool = True,
     window: Window | None = None,
     population: str | None = None,
-) -> tuple[str, dict[str, Any]]:
-    """The CTEs (after ``WITH``) that define ``ranked`` and ``judged`` for the kernels,
+) -> tuple[With, dict[str, Any]]:
+    """The parts that define ``ranked`` and ``judged`` for the kernels,
     plus ``r_imp`` (impressions of analysed users), ``r_rel`` (relevance per request
     and item), ``r_lists`` (one row per list of ``ranked``: its items, impression rows
     and repeats) and the beyond-accuracy inputs ``r_catalogue``, ``r_interactions``,
@@ -98,41 +99,69 @@ def replay_ctes(
         "SELECT grp, MIN(user_id) AS user_id, list_id, item_id, MIN(position) AS position, "
         "COUNT(*) AS copies FROM r_imp GROUP BY grp, list_id, item_id"
     )
-    ctes = [
-        population_ctes(window) if population is None else _given_population(population, window),
-        "r_imp AS (SELECT p.arm AS grp, e.user_id, e.request_no AS list_id, e.item_no AS item_id, "
-        "e.position, e.request_id AS list_text, e.item_id AS item_text FROM exp_events e "
-        "JOIN population p ON p.user_id = e.user_id "
-        "WHERE e.event_type = 'impression' AND e.request_no IS NOT NULL "
-        f"AND e.item_no IS NOT NULL AND e.position IS NOT NULL {after})",
-        f"r_rel AS (SELECT request_no AS list_id, item_no AS item_id, MAX({case}) AS gain "
-        f"FROM exp_events WHERE event_type IN ({in_list}) AND request_no IS NOT NULL "
-        "AND item_no IS NOT NULL GROUP BY request_no, item_no)",
-        f"r_first AS ({first})",
-        "ranked AS (SELECT f.grp, f.user_id, f.list_id, f.item_id, f.position AS rank, f.copies, "
-        "COALESCE(r.gain, CAST(0 AS DOUBLE PRECISION)) AS gain FROM r_first f "
-        "LEFT JOIN r_rel r ON r.list_id = f.list_id AND r.item_id = f.item_id)",
-        "r_lists AS (SELECT grp, user_id, list_id, COUNT(*) AS items, SUM(copies) AS impressions, "
-        "SUM(copies - 1) AS extra FROM ranked GROUP BY grp, user_id, list_id)",
-        "judged AS (SELECT list_id, gain FROM ranked WHERE gain > 0)",
-        "r_catalogue AS (SELECT DISTINCT item_no AS item_id FROM exp_events "
-        "WHERE item_no IS NOT NULL)",
-        "r_interactions AS (SELECT DISTINCT e.user_id, e.item_no AS item_id FROM exp_events e "
-        f"JOIN population p ON p.user_id = e.user_id WHERE e.event_type IN ({in_list}) "
-        f"AND e.item_no IS NOT NULL {after})",
-        "r_popularity AS (SELECT item_id, CAST(COUNT(*) AS DOUBLE PRECISION) / "
-        "(SELECT COUNT(*) FROM population) AS share FROM r_interactions GROUP BY item_id)",
-    ]
-    return ",\n".join(ctes), params
+    base = population_parts(window) if population is None else _given_population(population, window)
+    ctes = base.then(
+        Cte(
+            "r_imp",
+            "SELECT p.arm AS grp, e.user_id, e.request_no AS list_id, e.item_no AS item_id, "
+            "e.position, e.request_id AS list_text, e.item_id AS item_text FROM exp_events e "
+            "JOIN population p ON p.user_id = e.user_id "
+            "WHERE e.event_type = 'impression' AND e.request_no IS NOT NULL "
+            f"AND e.item_no IS NOT NULL AND e.position IS NOT NULL {after}",
+            ("exp_events", "population"),
+        ),
+        Cte(
+            "r_rel",
+            f"SELECT request_no AS list_id, item_no AS item_id, MAX({case}) AS gain "
+            f"FROM exp_events WHERE event_type IN ({in_list}) AND request_no IS NOT NULL "
+            "AND item_no IS NOT NULL GROUP BY request_no, item_no",
+            ("exp_events",),
+        ),
+        Cte("r_first", first, ("r_imp",)),
+        Cte(
+            "ranked",
+            "SELECT f.grp, f.user_id, f.list_id, f.item_id, f.position AS rank, f.copies, "
+            "COALESCE(r.gain, CAST(0 AS DOUBLE PRECISION)) AS gain FROM r_first f "
+            "LEFT JOIN r_rel r ON r.list_id = f.list_id AND r.item_id = f.item_id",
+            ("r_first", "r_rel"),
+        ),
+        Cte(
+            "r_lists",
+            "SELECT grp, user_id, list_id, COUNT(*) AS items, SUM(copies) AS impressions, "
+            "SUM(copies - 1) AS extra FROM ranked GROUP BY grp, user_id, list_id",
+            ("ranked",),
+        ),
+        Cte("judged", "SELECT list_id, gain FROM ranked WHERE gain > 0", ("ranked",)),
+        Cte(
+            "r_catalogue",
+            "SELECT DISTINCT item_no AS item_id FROM exp_events WHERE item_no IS NOT NULL",
+            ("exp_events",),
+        ),
+        Cte(
+            "r_interactions",
+            "SELECT DISTINCT e.user_id, e.item_no AS item_id FROM exp_events e "
+            f"JOIN population p ON p.user_id = e.user_id WHERE e.event_type IN ({in_list}) "
+            f"AND e.item_no IS NOT NULL {after}",
+            ("exp_events", "population"),
+        ),
+        Cte(
+            "r_popularity",
+            "SELECT item_id, CAST(COUNT(*) AS DOUBLE PRECISION) / "
+            "(SELECT COUNT(*) FROM population) AS share FROM r_interactions GROUP BY item_id",
+            ("population", "r_interactions"),
+        ),
+    )
+    return ctes, params
 
 
-def _given_population(table: str, window: Window | None) -> str:
+def _given_population(table: str, window: Window | None) -> With:
     """``exp_events`` and ``population`` when the population was computed already
     (by the online pass, over the same window)."""
-    inside = f" AND {window.condition()}" if window else ""
-    return (
-        f"exp_events AS (SELECT * FROM events WHERE experiment = :experiment{inside}),\n"
-        f"population AS (SELECT user_id, arm, first_ts FROM {table})"
+    return With(
+        (
+            experiment_events(window),
+            Cte("population", f"SELECT user_id, arm, first_ts FROM {table}"),
+        )
     )
 
 
@@ -273,9 +302,9 @@ def open_replay(
     params["experiment"] = experiment
     shared = SHARED if population is None else tuple(n for n in SHARED if n != "population")
     with memory_capped(conn) as cap:
-        ctes, temporary = materialize(conn, ctes, shared, params, "abeval_replay_")
+        parts, temporary = materialize(conn, ctes, shared, params, "abeval_replay_")
         try:
-            source = ReplaySource(conn=conn, ctes=ctes, params=params)
+            source = ReplaySource(conn=conn, ctes=parts.render(), params=params)
             if cap.lowered:
                 cap.fit(source.ranked_rows())  # diversity's pairs: per row of the lists
             yield source

@@ -1,65 +1,51 @@
 """Compute common table expressions once and share them between queries.
 
-A report runs several queries that start from the same CTEs (the population,
-the ranked lists). Engines recompute a CTE in every query that names it, so
-:func:`materialize` evaluates the chosen CTEs once into temporary tables and
-rewrites the CTE text to read them (on Spark, cached views:
-abeval/store/spark/dialect.py). Engines without temporary tables keep the
-CTEs as they are: the results are the same, only slower.
+A report runs several queries that start from the same parts (the population,
+the ranked lists; :mod:`abeval.store.sql_parts`). Engines recompute a CTE in every
+query that names it, so :func:`materialize` evaluates the chosen parts once into
+temporary tables (on Spark, cached views: abeval/store/spark/dialect.py) and
+returns the parts with those reading their tables, found by name. Engines without
+temporary tables keep the parts as they are: the results are the same, only slower.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
 
-
-def cte_span(ctes: str, name: str) -> tuple[int, int]:
-    """Start and end (after the closing parenthesis) of ``name AS (...)`` in ``ctes``."""
-    start = ctes.index(f"{name} AS (")
-    depth = 0
-    for i in range(ctes.index("(", start), len(ctes)):
-        if ctes[i] == "(":
-            depth += 1
-        elif ctes[i] == ")":
-            depth -= 1
-            if depth == 0:
-                return start, i + 1
-    raise ValueError(f"unbalanced CTE {name}")
+    from abeval.store.sql_parts import With
 
 
 def materialize(
     conn: Connection,
-    ctes: str,
+    ctes: With,
     names: Sequence[str],
     params: Mapping[str, Any],
     prefix: str,
-) -> tuple[str, list[str]]:
-    """Evaluate the CTEs ``names`` (in order) into temporary tables; return CTEs
-    that read them, and the tables for :func:`drop`."""
-    from sqlalchemy import text
-
+) -> tuple[With, list[str]]:
+    """Evaluate the parts ``names`` (in order) into temporary tables ``prefix`` +
+    name; return the parts with those reading their tables, and the tables for
+    :func:`drop`. An engine without temporary tables keeps the parts as they are:
+    the same results, computed again by each query."""
     from abeval.store.backends import backend_of
 
+    ctes.require(*names)  # every name checked before any table is made
     backend = backend_of(conn)
     if not backend.temporary_tables:
         return ctes, []
-    tables = []
+    tables: list[str] = []
     for name in names:
         table = f"{prefix}{name}"
-        conn.execute(text(f"DROP TABLE IF EXISTS {table}"))
-        conn.execute(text(f"CREATE TEMP TABLE {table} AS WITH {ctes} SELECT * FROM {name}"), params)
+        backend.materialize(conn, table, ctes.upto(name).sql(f"SELECT * FROM {name}"), params)
         tables.append(table)
-        backend.analyze_temporary(conn, table)
-        start, end = cte_span(ctes, name)
-        ctes = f"{ctes[:start]}{name} AS (SELECT * FROM {table}){ctes[end:]}"
+        ctes = ctes.reading({name: table})
     return ctes, tables
 
 
-def drop(conn: Connection, tables: Sequence[str]) -> None:
+def drop(conn: Connection, tables: Iterable[str]) -> None:
     """Drop the temporary ``tables``; nothing when a failed statement has aborted the
     transaction (DuckDB and PostgreSQL then refuse every statement): the tables go
     with the rollback or the connection, and the failure that aborted it, on its

@@ -190,3 +190,30 @@ def test_a_lift_too_small_for_any_traffic_is_unreachable_not_an_error() -> None:
         assert result.status == "unreachable"
         assert result.message == "more than 10¹³ users would be needed"
         assert result.total_users is None
+
+
+@pytest.mark.parametrize("alpha", [0.001, 0.01, 0.025, 0.05, 0.1, 0.2, 0.5])
+@pytest.mark.parametrize("power", [0.3, 0.5, 0.8, 0.9, 0.95, 0.99, 0.999])
+def test_the_noncentrality_is_brents_root(alpha: float, power: float) -> None:
+    """λ with Φ(λ − c) + Φ(−λ − c) = power, found without scipy.optimize, is the
+    root scipy's Brent method finds (to its tolerance, 1e-13), at fixed-horizon
+    critical values and at a confidence sequence's (c of 2 to 5)."""
+    from scipy import optimize
+    from scipy.stats import norm
+
+    from abeval.stats.power import _noncentrality
+    from abeval.stats.sequential import sequential_critical_value
+
+    cs = [float(norm.isf(alpha / 2))]
+    cs += [sequential_critical_value(n, alpha, 5000.0) for n in (10, 1e4, 1e9)]
+    for c in cs:
+        if not power > 2 * norm.sf(c):  # at or below the size: no λ ≥ 0
+            continue
+
+        def gap(lam: float, c: float = c) -> float:
+            return float(norm.cdf(lam - c) + norm.cdf(-lam - c) - power)
+
+        expected = optimize.brentq(gap, 0.0, c + norm.isf(1 - power) + 1.0, xtol=1e-14)
+        found = _noncentrality(c, power)
+        assert found == pytest.approx(expected, abs=2e-13), (c, power)
+        assert abs(gap(found)) < 1e-14

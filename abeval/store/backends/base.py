@@ -25,7 +25,7 @@ class Backend:
     with SQLAlchemy runs; each engine's subclass overrides what it does otherwise."""
 
     #: Temporary tables hold the CTEs shared between a report's queries
-    #: (:mod:`abeval.store.shared_ctes`); without them the CTEs are computed again.
+    #: (:meth:`materialize`); without them the CTEs are computed again.
     temporary_tables = False
     #: ``--table`` may name Parquet or CSV files, read in place.
     reads_files_in_place = False
@@ -90,6 +90,19 @@ class Backend:
 
     def analyze_temporary(self, conn: Connection, table: str) -> None:
         """Whatever the planner needs after a temporary table is filled."""
+
+    def materialize(
+        self, conn: Connection, table: str, query: str, params: Mapping[str, Any]
+    ) -> None:
+        """The rows of ``query`` computed once as the temporary table ``table``
+        (replacing one of that name), ready for the planner
+        (:func:`abeval.store.shared_ctes.materialize`; Spark caches it as a view,
+        :mod:`abeval.store.spark.dialect`)."""
+        from sqlalchemy import text
+
+        conn.execute(text(f"DROP TABLE IF EXISTS {table}"))
+        conn.execute(text(f"CREATE TEMP TABLE {table} AS {query}"), dict(params))
+        self.analyze_temporary(conn, table)
 
     def load_rows(
         self,

@@ -1,0 +1,79 @@
+"""The Python API: what a notebook or a script calls, and what the CLI calls.
+
+``abeval.open(db)`` gives a :class:`Store` (a context manager) whose methods
+load events and analyse experiments; ``abeval.evaluate`` scores recommendation
+runs against held-out truth. Options are keyword arguments named and defaulted
+as the CLI's options are (``primary``, ``k``, ``alpha``...); an invalid value
+raises :class:`~abeval.errors.OptionError` (the parameter, the value, the values
+allowed), a bad input :class:`~abeval.errors.InputError`. Nothing here prints
+or exits. See docs/python.md.
+
+One module per family of commands, each name importable from here:
+
+- :mod:`~abeval.api.session`: ``open``, the :class:`Store` (ingest, experiments,
+  rejects, migrate) and ``demo``;
+- :mod:`~abeval.api.reporting`: ``Store.report`` and ``report_options``;
+- :mod:`~abeval.api.offline`: ``evaluate``, ``Store.record_evaluation``,
+  ``named_models``, ``model_argument``;
+- :mod:`~abeval.api.across`: the agreement board and the forecast
+  (``Store.agreement``, ``Store.forecast``, ``agreement_history``,
+  ``forecast_options``, ``forecast_evidence``, ``forecast_history``);
+- :mod:`~abeval.api.configuration`: metrics, sources and experiment settings
+  (``source_mapping``, ``experiment_config``);
+- :mod:`~abeval.api.planning`: ``Store.power``, ``Store.plan`` and ``plan_power``;
+- :mod:`~abeval.api.options` (the checks and the CLI's parsers: ``cutoffs``,
+  ``metric_names``, ``parse_bound``) and :mod:`~abeval.api.opened` (what the
+  parts of a store share).
+
+Every module imports its library layers inside its functions, so that importing
+the API (and starting the CLI) stays fast.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from abeval.api.across import MAX_RESAMPLES as MAX_RESAMPLES
+from abeval.api.across import MIN_RESAMPLES as MIN_RESAMPLES
+from abeval.api.across import (
+    agreement_history,
+    forecast_evidence,
+    forecast_history,
+    forecast_options,
+)
+from abeval.api.configuration import experiment_config, source_mapping
+from abeval.api.offline import evaluate, model_argument, named_models
+from abeval.api.options import Names as Names
+from abeval.api.options import cutoffs, metric_names, parse_bound
+from abeval.api.planning import plan_power
+from abeval.api.reporting import report_options
+from abeval.api.session import Experiments, Store, demo, open
+
+if TYPE_CHECKING:
+    from abeval.analysis.agreement import AgreementBoard as AgreementBoard
+    from abeval.analysis.experiment_config import ExperimentConfig as ExperimentConfig
+    from abeval.store.experiments import ExperimentSettings as ExperimentSettings
+    from abeval.store.experiments import TargetsRecorded as TargetsRecorded
+    from abeval.store.ingest import IngestSummary as IngestSummary
+    from abeval.store.sources import SourceCheck as SourceCheck
+
+__all__ = [
+    "Experiments",
+    "Store",
+    "agreement_history",
+    "cutoffs",
+    "demo",
+    "evaluate",
+    "experiment_config",
+    "forecast_evidence",
+    "forecast_history",
+    "forecast_options",
+    "metric_names",
+    "model_argument",
+    "named_models",
+    "open",
+    "parse_bound",
+    "plan_power",
+    "report_options",
+    "source_mapping",
+]

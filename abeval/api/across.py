@@ -1,0 +1,238 @@
+"""Across experiments: the agreement board (``Store.agreement``, ``agreement_history``)
+and the forecast of a candidate's online lift (``Store.forecast``, ``forecast_history``)
+from its offline or off-policy evidence (``forecast_evidence``)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from abeval.api.opened import Opened
+from abeval.api.options import Names, at_least, cutoffs, metric_names, names, positive, share
+from abeval.errors import OptionError
+
+if TYPE_CHECKING:
+    from abeval.analysis.agreement import AgreementBoard, AgreementOptions
+    from abeval.analysis.forecast import ForecastOptions, ForecastReport
+    from abeval.analysis.forecast_candidate import Evidence
+
+#: Bounds of the agreement board's resamples: fewer makes a percentile interval
+#: meaningless, more only costs time and memory (resamples × pairs per signal).
+MIN_RESAMPLES, MAX_RESAMPLES = 100, 100_000
+
+
+class Across(Opened):
+    """``Store.agreement`` and ``Store.forecast``."""
+
+    def agreement(
+        self,
+        experiments: str | Sequence[str] | None = None,
+        *,
+        alpha: float | None = None,
+        seed: int | None = None,
+        resamples: int | None = None,
+        primary: Names = None,
+        target_propensities: Mapping[str, str | Path] | None = None,
+        backtest: bool = False,
+    ) -> AgreementBoard:
+        """The agreement board: how well each offline signal ranked the online lifts
+        across ``experiments`` (default: all of the store's); ``backtest``: also
+        forecast each experiment from the earlier ones. Each experiment is read
+        under its saved configuration; ``primary`` and ``alpha``, when given,
+        override its recorded primary metrics and α (the board's α is 0.05 then)."""
+        from dataclasses import replace
+
+        from abeval.analysis.agreement import agreement_board
+        from abeval.analysis.online_metrics import DEFAULT_PRIMARY, parse_metrics
+
+        self._use_recorded_metrics()
+        metrics = parse_metrics(primary, DEFAULT_PRIMARY, "primary", strict=True)
+        options = replace(
+            _agreement_options(alpha, seed, resamples, metrics, primary, backtest),
+            experiments=None if experiments is None else names(experiments),
+            target_propensities={k: str(v) for k, v in (target_propensities or {}).items()},
+        )
+        return agreement_board(self._store, options)
+
+    def forecast(
+        self,
+        evidence: Evidence | None = None,
+        checked: ForecastOptions | None = None,
+        *,
+        experiment: str | None = None,
+        target_propensities: str | Path | None = None,
+        board: AgreementBoard | None = None,
+        **options: Any,
+    ) -> ForecastReport:
+        """A candidate's online lift, forecast from its offline ``evidence``
+        (:func:`forecast_evidence`) and the store's past experiments; without
+        ``evidence``, from the off-policy estimate of the candidate's
+        ``target_propensities`` (a file) on ``experiment``'s production logs.
+        ``options`` as :func:`forecast_options` takes them, or options it ``checked``
+        already; ``board``: the store's agreement board when it is built already."""
+        from abeval.analysis.forecast import build_forecast
+
+        if checked is not None and options:
+            raise TypeError("give either checked options or keyword options, not both")
+        checked = checked if checked is not None else forecast_options(**options)
+        if evidence is None:
+            from abeval.analysis.forecast_candidate import ope_evidence
+
+            if target_propensities is None:
+                raise OptionError("target_propensities", None, "give the candidate's evidence")
+            if experiment is None:
+                raise OptionError("experiment", None, "name the experiment of the production logs")
+            evidence = ope_evidence(self._store, experiment, target_propensities, checked.alpha)
+        return build_forecast(self._store, evidence, checked, board)
+
+
+def _agreement_options(
+    alpha: float | None,
+    seed: int | None,
+    resamples: int | None,
+    metrics: tuple[str, ...],
+    primary: Names,
+    backtest: bool,
+) -> AgreementOptions:
+    """The board's options, each checked (an :class:`OptionError` naming it)."""
+    from abeval.analysis.agreement import AgreementOptions
+
+    defaults = AgreementOptions()
+    alpha_given = alpha is not None
+    alpha = defaults.alpha if alpha is None else alpha
+    share("alpha", alpha)
+    seed = defaults.seed if seed is None else seed
+    at_least("seed", seed, 0)
+    resamples = defaults.resamples if resamples is None else resamples
+    if not MIN_RESAMPLES <= resamples <= MAX_RESAMPLES:
+        allowed = f"{MIN_RESAMPLES:,} to {MAX_RESAMPLES:,}"
+        raise OptionError("resamples", resamples, f"give {allowed}", allowed=allowed)
+    if not metrics:
+        raise OptionError("primary", primary, "no metric given; name them as ctr,conversion")
+    return AgreementOptions(
+        alpha=alpha,
+        seed=seed,
+        resamples=resamples,
+        primary=metrics,
+        backtest=backtest,
+        primary_given=primary is not None,
+        alpha_given=alpha_given,
+    )
+
+
+def agreement_history(
+    history: str | Path,
+    *,
+    alpha: float | None = None,
+    seed: int | None = None,
+    resamples: int | None = None,
+    primary: Names = None,
+    backtest: bool = False,
+) -> AgreementBoard:
+    """The agreement board over a history file (CSV or Parquet, the columns of
+    ``abeval forecast --history``) instead of a store; ``primary``: the file's
+    online metrics to keep (default all of them)."""
+    from abeval.analysis.agreement_history import history_board
+    from abeval.analysis.online_metrics import DEFAULT_PRIMARY
+
+    metrics: tuple[str, ...] = DEFAULT_PRIMARY
+    if primary is not None:
+        parts = primary.split(",") if isinstance(primary, str) else list(primary)
+        metrics = tuple(n.strip() for n in parts if n.strip())
+    return history_board(
+        history, _agreement_options(alpha, seed, resamples, metrics, primary, backtest)
+    )
+
+
+def forecast_options(
+    *,
+    signal: str | None = None,
+    primary: Names = None,
+    alpha: float | None = None,
+    mde: float = 0.02,
+    assurance: float = 0.8,
+    users_per_day: float | None = None,
+    history: str | Path | None = None,
+) -> ForecastOptions:
+    """The forecast's options as ``abeval forecast`` takes them: the offline
+    ``signal`` (default: the one the agreement board ranks best), the online
+    metrics (default ctr,conversion and each past experiment's recorded primary
+    ones), ``alpha`` (default 0.05, each past experiment at its recorded α),
+    the target lift ``mde``, the ``assurance`` a test is planned for, the new
+    test's ``users_per_day`` and a ``history`` file instead of the store."""
+    from abeval.analysis.forecast import ForecastOptions
+
+    alpha_given = alpha is not None
+    alpha = 0.05 if alpha is None else alpha
+    share("alpha", alpha)
+    share("assurance", assurance)
+    if not (-1 < mde < math.inf and mde != 0):
+        raise OptionError("mde", mde, "give a relative lift such as 0.02")
+    if users_per_day is not None:
+        positive("users_per_day", users_per_day)
+    return ForecastOptions(
+        signal=signal,
+        primary=metric_names(primary, "primary"),
+        alpha=alpha,
+        mde=mde,
+        assurance=assurance,
+        users_per_day=users_per_day,
+        history=None if history is None else str(history),
+        primary_given=primary is not None,
+        alpha_given=alpha_given,
+    )
+
+
+def forecast_evidence(
+    *,
+    offline_lift: float | None = None,
+    offline_se: float | None = None,
+    truth: str | Path | None = None,
+    recommendations: Mapping[str, str | Path] | None = None,
+    k: str | Sequence[int] = (5, 10),
+    alpha: float = 0.05,
+) -> Evidence:
+    """A candidate's offline evidence for :meth:`Store.forecast`: its lift over
+    production as a number (``offline_lift`` and its standard error ``offline_se``),
+    or evaluated on held-out ``truth`` from the two runs of ``recommendations``
+    (production named ``control``, else the first; the candidate the other)."""
+    from abeval.analysis.forecast_candidate import evaluation_evidence, typed_evidence
+
+    if truth is None and not recommendations:
+        if offline_lift is None or offline_se is None:
+            missing = "offline_lift" if offline_lift is None else "offline_se"
+            raise OptionError(missing, None, "give offline_lift with offline_se")
+        if not math.isfinite(offline_lift):
+            raise OptionError("offline_lift", offline_lift, "give a finite relative lift")
+        if not 0 <= offline_se < math.inf:
+            raise OptionError("offline_se", offline_se, "give a standard error, 0 or more")
+        return typed_evidence(offline_lift, offline_se)
+    if truth is None:
+        raise OptionError("truth", None, "give the held-out truth the runs are evaluated on")
+    if recommendations is None or len(recommendations) != 2:
+        raise OptionError("recommendations", None, "give two runs: production's, the candidate's")
+    ks = cutoffs(k) if isinstance(k, str) else tuple(k)
+    if not ks or not all(v > 0 for v in ks):
+        raise OptionError("k", k, "give cutoffs such as 5,10")
+    return evaluation_evidence(truth, dict(recommendations), k=ks, alpha=alpha)
+
+
+def forecast_history(
+    history: str | Path,
+    evidence: Evidence,
+    checked: ForecastOptions | None = None,
+    **options: Any,
+) -> ForecastReport:
+    """:meth:`Store.forecast` from a history file (CSV or Parquet: experiment,
+    signal, offline_lift, offline_se, online_lift, online_se; optional metric,
+    arm, date, users) instead of a store."""
+    from dataclasses import replace
+
+    from abeval.analysis.forecast import build_forecast
+
+    if checked is not None and options:
+        raise TypeError("give either checked options or keyword options, not both")
+    checked = checked if checked is not None else forecast_options(**options)
+    return build_forecast(None, evidence, replace(checked, history=str(history)))

@@ -1,0 +1,206 @@
+"""What a store records besides events: team-defined metrics (``Store.metrics``,
+``Store.add_metrics``), tables read in place (``Store.sources``, ``Store.add_source``,
+``Store.remove_source``, ``source_mapping``) and each experiment's settings and saved
+configuration (``Store.settings``, ``Store.set``, ``Store.unset``, ``experiment_config``)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from abeval.api.opened import Opened
+from abeval.api.options import bound, given
+from abeval.errors import OptionError
+
+if TYPE_CHECKING:
+    from abeval.analysis.experiment_config import ExperimentConfig
+    from abeval.analysis.metric_records import Added, MetricRow
+    from abeval.store.experiments import ExperimentSettings, TargetsRecorded
+    from abeval.store.source_mapping import Mapping as Mapping_
+    from abeval.store.sources import Source, SourceCheck
+
+
+class Configuring(Opened):
+    """The store's records of metrics, sources and experiment settings."""
+
+    def metrics(self) -> tuple[MetricRow, ...]:
+        """Every online metric, the built-in ones and then the store's team-defined
+        ones, each with its definition."""
+        from abeval.analysis.metric_records import list_metrics
+
+        return list_metrics(self._store)
+
+    def add_metrics(self, file: str | Path) -> Added:
+        """Record the team-defined metrics a TOML file defines (all, or none when one
+        is wrong)."""
+        from abeval.analysis.metric_records import add_metrics
+
+        return add_metrics(self._store, Path(file))
+
+    def sources(self) -> list[Source]:
+        """The tables read in place: name, table and mapping."""
+        from abeval.store.sources import list_sources
+
+        return list_sources(self._store)
+
+    def add_source(
+        self,
+        name: str,
+        checked: Mapping_ | None = None,
+        *,
+        table: str,
+        replace: bool = False,
+        **mapping: str | None,
+    ) -> SourceCheck:
+        """Read ``table`` in place as the source ``name``: check the mapping against
+        it and record it (``replace``: the mapping of an existing source). The
+        mapping as :func:`source_mapping` takes it, or the mapping it ``checked``."""
+        from abeval.store.sources import add_source
+
+        if checked is not None and mapping:
+            raise TypeError("give either a checked mapping or its parts, not both")
+        if checked is None:
+            checked = source_mapping(table=table, **mapping)
+        return add_source(self._store, name, table.strip(), checked, replace_existing=replace)
+
+    def remove_source(self, name: str) -> Source:
+        """Forget the source ``name`` (its table is not touched); the source forgotten."""
+        from abeval.store.sources import remove_source
+
+        return remove_source(self._store, name)
+
+    def settings(self, experiment: str) -> tuple[ExperimentSettings, ExperimentConfig]:
+        """What is recorded for ``experiment``: its settings (arms, control, split,
+        window) and its saved configuration."""
+        from abeval.analysis.experiment_config import show
+
+        with self._refusing_sources(experiment):
+            return show(self._store, experiment)
+
+    def set(
+        self,
+        experiment: str,
+        checked: ExperimentConfig | None = None,
+        *,
+        control: str | None = None,
+        split: str | None = None,
+        window_from: str | datetime | None = None,
+        window_to: str | datetime | None = None,
+        target_propensities: str | Path | None = None,
+        **options: Any,
+    ) -> tuple[ExperimentSettings, ExperimentConfig, TargetsRecorded | None]:
+        """Record ``experiment``'s control arm, expected split (``control=50,treatment=50``),
+        analysis window, target probabilities (a file) and the recordable options
+        (:func:`experiment_config` takes them, or ``checked`` already), all or
+        nothing. Returns the settings and the configuration now recorded, and
+        what was recorded of the target's probabilities."""
+        from abeval.analysis.experiment_config import record
+
+        if checked is not None and options:
+            raise TypeError("give either checked options or keyword options, not both")
+        config = checked if checked is not None else experiment_config(**options)
+        start = bound("window_from", window_from, end=False)
+        end = bound("window_to", window_to, end=True)
+        if start is not None and end is not None and not start < end:
+            raise OptionError("window_to", None, "must come after --from")
+        targets = None
+        if target_propensities is not None:
+            from abeval.analysis.ope_file import target_file
+
+            targets = target_file(target_propensities)
+        with self._refusing_sources(experiment):
+            return record(
+                self._store, experiment, (control, split, start, end), config, targets=targets
+            )
+
+    def unset(
+        self, experiment: str, names: Iterable[str]
+    ) -> tuple[ExperimentSettings, ExperimentConfig]:
+        """Forget the recorded settings ``names`` (``control``, ``split``, ``window``
+        or a recordable option such as ``guardrails``) of ``experiment``; the
+        settings and the configuration left."""
+        from abeval.analysis.experiment_config import ExperimentConfig, record
+
+        with self._refusing_sources(experiment):
+            settings, config, _ = record(
+                self._store, experiment, (None, None, None, None), ExperimentConfig(), names
+            )
+        return settings, config
+
+    def _refusing_sources(self, experiment: str) -> Any:
+        """A context in which an unknown ``experiment`` that a source reads in
+        place is refused as such (its settings cannot be recorded)."""
+        from contextlib import contextmanager
+
+        from abeval.errors import NotFoundError
+        from abeval.store.sources import refuse_settings
+
+        @contextmanager
+        def refusing() -> Any:
+            try:
+                yield
+            except NotFoundError:
+                refuse_settings(self._store, experiment)
+                raise
+
+        return refusing()
+
+
+def source_mapping(
+    *,
+    table: str,
+    columns: str | None = None,
+    event_types: str | None = None,
+    experiment_column: str | None = None,
+    experiment: str | None = None,
+    attributes: str | None = None,
+) -> Mapping_:
+    """A source's mapping, checked, written as ``abeval source add`` takes it: the
+    table's column for each field named otherwise (``columns="user_id=uid,ts=t"``),
+    its value for each event type named otherwise (``event_types="click=clk"``), the
+    column naming each row's experiment or the table's one ``experiment``, and the
+    other columns to keep as attributes (``attributes="country,device=dev"``)."""
+    from abeval.store.source_mapping import (
+        Mapping,
+        parse_attributes,
+        parse_columns,
+        parse_event_types,
+    )
+
+    given("table", bool(table.strip()), "name a table or files")
+    mapped = parse_columns(columns)
+    if experiment_column is not None:
+        given(
+            "experiment_column",
+            "experiment" not in mapped,
+            "give the experiment column once: here or in --map experiment=COLUMN",
+        )
+        given("experiment_column", bool(experiment_column.strip()), "name a column")
+        mapped["experiment"] = experiment_column.strip()
+    if experiment is not None:
+        given("experiment", bool(experiment.strip()), "name the table's experiment")
+        given(
+            "experiment",
+            "experiment" not in mapped,
+            "a table has an experiment column or one experiment, not both",
+        )
+    return Mapping(
+        columns=mapped,
+        event_types=parse_event_types(event_types),
+        experiment=experiment.strip() if experiment is not None else None,
+        attributes=parse_attributes(attributes),
+    )
+
+
+def experiment_config(
+    *, cap: Sequence[str] | Mapping[str, float] | None = None, **options: Any
+) -> ExperimentConfig:
+    """The recordable options (``abeval experiment set``: ``primary``, ``secondary``,
+    ``guardrails``, ``cap``, ``cuped_days``, ``target_mde``, ``alpha``,
+    ``correction``, ``plan_users``, ``plan_days``) as given, None where not given,
+    parsed and checked: an :class:`OptionError` names the first invalid one."""
+    from abeval.analysis.experiment_config import parse_config
+
+    return parse_config(caps=cap or [], **options)

@@ -1,0 +1,152 @@
+"""Offline evaluation: ``evaluate`` (runs scored against held-out truth), recording
+one kept by a failed record (``Store.record_evaluation``), and the ``[NAME=]FILE``
+arguments of ``abeval evaluate``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from abeval.api.opened import Opened
+from abeval.api.options import Names, cutoffs, share
+from abeval.errors import OptionError
+
+if TYPE_CHECKING:
+    from abeval.analysis.evaluate.record import RecordedEvaluation
+    from abeval.analysis.evaluate.results import EvaluationResult
+
+
+class Offline(Opened):
+    """``Store.record_evaluation``."""
+
+    def record_evaluation(self, file: str | Path) -> RecordedEvaluation:
+        """Record an evaluation that :func:`evaluate` with ``experiment`` finished
+        but could not record (it kept it in ``file``), its id and time unchanged."""
+        from abeval.analysis.evaluate.record import record_kept
+
+        return record_kept(self._store, file)
+
+
+def evaluate(
+    truth: Any,
+    runs: Mapping[str, Any] | Sequence[Any] = (),
+    *,
+    k: str | Sequence[int] = (5, 10),
+    metrics: Names = None,
+    predictions: Mapping[str, Any] | Sequence[Any] = (),
+    ap_denominator: str | None = None,
+    gain: str | None = None,
+    empty: str | None = None,
+    duplicates: str | None = None,
+    experiment: str | None = None,
+    db: str | Path | None = None,
+    on_lock_wait: Callable[[str], None] | None = None,
+    **options: Any,
+) -> EvaluationResult:
+    """Score recommendation runs against held-out truth, as ``abeval evaluate``:
+    ``runs`` maps a model name to its run (a file path, a pandas DataFrame or an
+    Arrow table; the first is the baseline); ``truth`` likewise. The ranking
+    conventions ``ap_denominator`` (R, min_rk, hits), ``gain`` (linear, exp2,
+    binary), ``empty`` (skip, zero) and ``duplicates`` (error, dedupe) default to
+    trec_eval's. Other options (``alpha``, ``resamples``, ``seed``, ``missing``,
+    ``min_relevance``, ``items``, ``history``, ``per_user``, ``baseline``) as
+    :func:`abeval.analysis.evaluate.evaluate` takes them.
+
+    With ``experiment``, every run is named after an arm of that experiment of
+    the store ``db``, its control is the baseline, and the evaluation is recorded
+    there (``result.recorded``); ``on_lock_wait`` is told, in a sentence, when the
+    record waits for a store another process holds."""
+    import tempfile
+
+    chosen = {"ap_denominator": ap_denominator, "gain": gain, "empty": empty}
+    chosen["duplicates"] = duplicates
+    if any(v is not None for v in chosen.values()):
+        from abeval.metrics import Conventions
+
+        given = {name: value for name, value in chosen.items() if value is not None}
+        options["conventions"] = Conventions(**given)  # type: ignore[arg-type]
+    share("alpha", options.get("alpha", 0.05))
+    if db is not None and experiment is None:
+        raise OptionError("db", str(db), "a store records an evaluation: give experiment too")
+    ks = cutoffs(k)
+    with tempfile.TemporaryDirectory(prefix="abeval-") as folder:
+        tables = _Tables(Path(folder))
+        truth_path = tables.path("truth", truth)
+        recs = tables.named("recommendations", runs)
+        preds = tables.named("predictions", predictions)
+        if experiment is not None:
+            from abeval.analysis.evaluate.record import evaluate_for_experiment
+
+            return evaluate_for_experiment(
+                None if db is None else str(db),
+                experiment,
+                truth_path,
+                recs if isinstance(recs, dict) else dict(zip(_run_names(recs), recs, strict=True)),
+                predictions=preds if isinstance(preds, dict) else {},
+                on_lock_wait=on_lock_wait,
+                k=ks,
+                metrics=metrics,
+                **options,
+            )
+        from abeval.analysis.evaluate import evaluate as run_evaluation
+
+        return run_evaluation(truth_path, recs, predictions=preds, k=ks, metrics=metrics, **options)
+
+
+def _run_names(paths: Sequence[str | Path]) -> list[str]:
+    """The models' names of runs given as a list: their files' stems."""
+    from abeval.files import model_names
+
+    return model_names(paths)
+
+
+class _Tables:
+    """Data frames and Arrow tables written as Parquet files for the file readers."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+
+    def path(self, name: str, data: Any) -> str | Path:
+        if isinstance(data, str | Path):
+            return data
+        import duckdb
+
+        target = self.folder / f"{name}.parquet"
+        con = duckdb.connect(":memory:")
+        try:
+            con.register("frame", data)
+            con.execute(f"COPY frame TO '{target}' (FORMAT parquet)")
+        except (duckdb.Error, ValueError, TypeError) as exc:
+            raise OptionError(
+                name,
+                type(data).__name__,
+                f"give a file path, a pandas DataFrame or an Arrow table ({exc})",
+            ) from None
+        finally:
+            con.close()
+        return target
+
+    def named(self, what: str, data: Mapping[str, Any] | Sequence[Any]) -> Any:
+        if isinstance(data, Mapping):
+            return {name: self.path(f"{what}-{i}", v) for i, (name, v) in enumerate(data.items())}
+        return [self.path(f"{what}-{i}", v) for i, v in enumerate(data)]
+
+
+def named_models(texts: Sequence[str]) -> dict[str, str]:
+    """``[NAME=]FILE`` texts (``abeval evaluate -r``) → model name → file, named
+    after the files where no name is given (docs/usage.md#named-models); a
+    ValueError says what is wrong with one."""
+    from abeval.files import named_models as parse
+
+    return parse(texts)
+
+
+def model_argument(
+    text: str, *, what: str = "model name", form: str = "NAME=PATH", must_exist: bool = True
+) -> tuple[str | None, str]:
+    """One ``NAME=FILE`` text → (name or None, file), split as :func:`named_models`
+    splits; a ValueError names ``what`` and ``form`` when it cannot be."""
+    from abeval.files import model_argument as parse
+
+    return parse(text, what=what, form=form, must_exist=must_exist)

@@ -1,0 +1,114 @@
+"""Planning: what an experiment can detect and the users a lift needs (``Store.power``,
+``Store.plan``), and power by hand (``plan_power``)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from abeval.api.opened import Opened
+from abeval.api.options import Names, positive, share
+from abeval.errors import OptionError
+
+if TYPE_CHECKING:
+    from abeval.analysis.planning import Plan
+    from abeval.analysis.report_model import PowerInfo
+    from abeval.stats import PowerResult
+
+
+class Planning(Opened):
+    """``Store.power`` and ``Store.plan``."""
+
+    def power(
+        self,
+        experiment: str,
+        *,
+        metric: Names = None,
+        mde: float | None = None,
+        alpha: float | None = None,
+        power: float = 0.8,
+        sequential: bool = False,
+        tuning_n: float = 5000.0,
+        cuped_days: int | None = None,
+    ) -> tuple[PowerInfo, ...]:
+        """What ``experiment`` can detect now and the users a relative lift of
+        ``mde`` (default: the recorded target, else 2%) needs, per metric (default
+        the recorded primary metrics, else the report's) and treatment arm, planned
+        from its own data at the α the decision uses (:meth:`plan`)."""
+        return self.plan(
+            experiment,
+            metric=metric,
+            mde=mde,
+            alpha=alpha,
+            power=power,
+            sequential=sequential,
+            tuning_n=tuning_n,
+            cuped_days=cuped_days,
+        ).power
+
+    def plan(
+        self,
+        experiment: str,
+        *,
+        metric: Names = None,
+        mde: float | None = None,
+        alpha: float | None = None,
+        power: float = 0.8,
+        sequential: bool = False,
+        tuning_n: float = 5000.0,
+        cuped_days: int | None = None,
+    ) -> Plan:
+        """:meth:`power` with the guardrails' non-inferiority plan and the options
+        it was planned under. An option left None takes the experiment's saved
+        configuration (``abeval experiment set``), else the default."""
+        from abeval.analysis.experiment_config import parse_config
+        from abeval.analysis.online_metrics import parse_metrics
+        from abeval.analysis.planning import plan_report
+        from abeval.analysis.report_model import ReportOptions
+
+        share("power", power)
+        positive("tuning_n", tuning_n)
+        if mde is not None:
+            positive("mde", mde)
+        self._use_recorded_metrics()
+        metrics = parse_metrics(metric, (), "metric", strict=True) if metric is not None else None
+        given = parse_config(primary=metrics, alpha=alpha, cuped_days=cuped_days, target_mde=mde)
+        base = ReportOptions(power=power, sequential=sequential, tuning_n=tuning_n, offline=False)
+        return plan_report(self._store, experiment, given.options(base))
+
+
+def plan_power(
+    baseline: float,
+    *,
+    sd: float | None = None,
+    mde: float | None = None,
+    users: int | None = None,
+    arms: int = 2,
+    alpha: float = 0.05,
+    power: float = 0.8,
+    sequential: bool = False,
+    tuning_n: float = 5000.0,
+) -> PowerResult:
+    """Power by hand, as ``abeval power --baseline``: the users a relative lift of
+    ``mde`` needs, or (``users`` per arm) the lift detectable; a proportion when
+    ``sd`` is None, else a mean with that standard deviation per user."""
+    from abeval.stats import minimum_detectable_effect, required_users
+
+    if (mde is None) == (users is None):
+        raise OptionError("mde", mde, "give exactly one of mde or users")
+    variance = baseline * (1 - baseline) if sd is None else sd * sd
+    if mde is not None:
+        return required_users(
+            baseline,
+            variance,
+            mde,
+            alpha=alpha,
+            power=power,
+            n_arms=arms,
+            sequential=sequential,
+            tuning_n=tuning_n,
+        )
+    assert users is not None
+    return minimum_detectable_effect(
+        users, baseline, variance, alpha=alpha, power=power, sequential=sequential,
+        tuning_n=tuning_n,
+    )  # fmt: skip

@@ -1,0 +1,113 @@
+"""The report of one experiment: ``Store.report`` and its options."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, get_args
+
+from abeval.api.opened import Opened
+from abeval.api.options import Names, bound, choice, cutoffs, positive
+from abeval.errors import OptionError
+
+if TYPE_CHECKING:
+    from abeval.analysis.report_model import ExperimentReport, ReportOptions
+
+
+class Reporting(Opened):
+    """``Store.report``."""
+
+    def report(
+        self, experiment: str, checked: ReportOptions | None = None, **options: Any
+    ) -> ExperimentReport:
+        """The report of ``experiment`` (what ``abeval report`` writes): ``options``
+        as :func:`report_options` takes them, or options it ``checked`` already.
+        In Jupyter the report shows as its HTML page."""
+        from abeval.analysis.online import build_report
+        from abeval.report.notebook import ShownReport
+
+        if checked is not None and options:
+            raise TypeError("give either checked options or keyword options, not both")
+        if checked is None:
+            from abeval.analysis.online_metrics import names_known
+
+            self._use_recorded_metrics()
+            with names_known():
+                checked = report_options(**options)
+        report = build_report(self._store, experiment, checked)
+        return ShownReport.of(report)
+
+
+def report_options(
+    *,
+    control: str | None = None,
+    alpha: float | None = None,
+    correction: str | None = None,
+    relative_interval: str = "fieller",
+    sequential: bool = False,
+    tuning_n: float = 5000.0,
+    cuped_days: int | None = None,
+    segment: str | None = None,
+    primary: Names = None,
+    guardrails: Names = None,
+    secondary: Names = None,
+    target_mde: float | None = None,
+    k: str | Sequence[int] = (5, 10),
+    offline: bool = True,
+    window_from: str | datetime | None = None,
+    window_to: str | datetime | None = None,
+    cap: Sequence[str] | Mapping[str, float] | None = None,
+    target_propensities: str | Path | None = None,
+    ope_cap: float = 100.0,
+    ope: bool = True,
+    plan_users: int | None = None,
+    plan_days: int | None = None,
+) -> ReportOptions:
+    """The report's options, checked: the CLI's options under their Python names
+    (``--from`` is ``window_from``, ``--cap`` takes ``{"revenue_per_user": 0.99}``
+    too). An :class:`OptionError` names the first invalid one.
+
+    The options ``abeval experiment set`` records (primary, secondary and
+    guardrail metrics, guardrails as ``METRIC[:MARGIN]``, caps, CUPED days, target
+    MDE, alpha, correction, the planned horizon) are None when not given: the
+    report then takes the experiment's saved configuration, else the default
+    (docs/usage.md#saved-configuration)."""
+    from abeval.analysis.experiment_config import parse_config
+    from abeval.analysis.ope import OpeOptions
+    from abeval.analysis.report_model import ReportOptions
+    from abeval.choices import RelativeIntervalChoice
+
+    choice("relative_interval", relative_interval, get_args(RelativeIntervalChoice))
+    positive("tuning_n", tuning_n)
+    positive("ope_cap", ope_cap)
+    start = bound("window_from", window_from, end=False)
+    end = bound("window_to", window_to, end=True)
+    if start is not None and end is not None and not start < end:
+        raise OptionError("window_to", window_to, "must come after the start of the window")
+    given = parse_config(
+        primary=primary,
+        secondary=secondary,
+        guardrails=guardrails,
+        caps=cap,
+        cuped_days=cuped_days,
+        target_mde=target_mde,
+        alpha=alpha,
+        correction=correction,
+        plan_users=plan_users,
+        plan_days=plan_days,
+    )
+    return given.options(
+        ReportOptions(
+            control=control,
+            relative_interval=relative_interval,  # type: ignore[arg-type]
+            sequential=sequential,
+            tuning_n=tuning_n,
+            segment=segment,
+            offline_ks=cutoffs(k),
+            offline=offline,
+            window_from=start,
+            window_to=end,
+            ope=OpeOptions(ope, ope_cap, str(target_propensities) if target_propensities else None),
+        )
+    )

@@ -1,0 +1,151 @@
+"""The store: ``open`` gives a :class:`Store`, which loads events (``ingest``), lists
+what it holds (``experiments``, ``rejects``), upgrades its schema (``migrate``) and
+offers every analysis through its parts (:mod:`abeval.api.reporting`,
+:mod:`~abeval.api.planning`, :mod:`~abeval.api.across`, :mod:`~abeval.api.offline`,
+:mod:`~abeval.api.configuration`); ``demo`` runs ``abeval demo``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, BinaryIO, cast, get_args
+
+from abeval.api.across import Across
+from abeval.api.configuration import Configuring
+from abeval.api.offline import Offline
+from abeval.api.options import at_least, choice
+from abeval.api.planning import Planning
+from abeval.api.reporting import Reporting
+from abeval.errors import OptionError
+
+if TYPE_CHECKING:
+    from abeval.store.experiments import ExperimentSummary
+    from abeval.store.ingest import IngestSummary
+    from abeval.store.migrate import Migration
+    from abeval.store.rejects import RejectedRow
+
+
+def open(
+    db: str | Path | None = None,
+    *,
+    read_only: bool = False,
+    create: bool = True,
+    migrate: bool = True,
+) -> Store:
+    """Open the store ``db`` (a DuckDB file, a SQLAlchemy URL or a Spark Connect
+    URL; default ``$ABEVAL_DB``, else ``./abeval.duckdb``). Writable by default
+    (a missing DuckDB file is created unless ``create=False``); ``read_only=True``
+    for analysis only. ``migrate=False`` leaves the schema as it is (for
+    :meth:`Store.migrate`, which reports the steps it applies)."""
+    from abeval.store import open_store
+
+    shown = None if db is None else str(db)
+    return Store(open_store(shown, read_only=read_only, create=create, migrate=migrate))
+
+
+class Experiments(list["ExperimentSummary"]):
+    """The experiments of a store (a list), with ``problems``: the sources read
+    in place that could not be listed, one line each."""
+
+    problems: tuple[str, ...] = ()
+
+
+class Store(Reporting, Planning, Across, Offline, Configuring):
+    """An open store: ``with abeval.open("abeval.duckdb") as store: ...``."""
+
+    def ingest(
+        self,
+        path: str | Path | BinaryIO,
+        *,
+        input_format: str | None = None,
+        on_error: str = "abort",
+        progress: Callable[[str], None] | None = None,
+        fmt: str | None = None,
+        epoch: str | None = None,
+    ) -> IngestSummary:
+        """Load one event file (all or nothing; loading it again adds nothing).
+
+        ``path`` ``"-"`` reads standard input, and a binary stream (an open file,
+        ``io.BytesIO``) is read too: both need ``input_format`` and are named
+        ``-`` in the summary and the record. ``fmt`` is the former name of
+        ``input_format``. ``epoch`` (``s``, ``ms``, ``us``) declares the unit of
+        numeric timestamps; by default it is told by their magnitude."""
+        from abeval.choices import EpochUnit, FileFormat, OnError
+        from abeval.store.ingest import ingest_file
+
+        choice("on_error", on_error, get_args(OnError))
+        mode = cast(OnError, on_error)
+        input_format = input_format or fmt
+        if epoch is not None:
+            choice("epoch", epoch, get_args(EpochUnit))
+        if input_format is not None:
+            choice("input_format", input_format, get_args(FileFormat))
+        if isinstance(path, str | Path) and str(path) != "-":
+            return ingest_file(
+                self._store,
+                path,
+                fmt=input_format,
+                on_error=mode,
+                progress=progress,
+                epoch=epoch,
+            )
+        if input_format is None:
+            raise OptionError(
+                "input_format",
+                None,
+                "standard input has no file name to tell its format by; give csv, parquet or jsonl",
+                allowed=get_args(FileFormat),
+            )
+        import sys
+
+        from abeval.files import spooled
+
+        stream = sys.stdin.buffer if isinstance(path, str | Path) else path
+        with spooled(stream, input_format) as copy:
+            return ingest_file(
+                self._store,
+                copy,
+                fmt=input_format,
+                on_error=mode,
+                progress=progress,
+                shown="-",
+                epoch=epoch,
+            )
+
+    def experiments(self) -> Experiments:
+        """What the store holds: each experiment's arms, users, events and time range."""
+        from abeval.store.experiments import list_experiments
+        from abeval.store.sources import source_experiments
+
+        found = Experiments(list_experiments(self._store))
+        in_place, problems = source_experiments(self._store)
+        found += in_place
+        found.problems = tuple(problems)
+        return found
+
+    def rejects(self, *, ingest: int | None = None, limit: int = 50) -> list[RejectedRow]:
+        """The rows ``ingest`` (default: every ingest) rejected with
+        ``on_error="skip"``, by ingest and line, at most ``limit``."""
+        from abeval.store.rejects import rejected_rows
+
+        at_least("limit", limit, 1)
+        return rejected_rows(self._store, ingest=ingest, limit=limit)
+
+    def migrate(self) -> list[Migration]:
+        """Create the schema or upgrade it to this version of abeval (open the store
+        with ``migrate=False`` to see the steps); the steps applied, none when it is
+        up to date."""
+        from abeval.store.migrate import apply
+
+        return apply(self._store)
+
+
+def demo(out_dir: str | Path, *, users: int = 30_000, seed: int = 7) -> Iterator[Any]:
+    """``abeval demo``, step by step: simulate an experiment into ``out_dir``, load
+    it into a fresh store there, report on it, then simulate a history of
+    experiments, record their evaluations, build the agreement board and
+    forecast a candidate. Yields, as it goes, a line saying what was done (a
+    ``str``) or the experiment's report (the CLI prints its text)."""
+    from abeval.simulate.walkthrough import run_demo
+
+    return run_demo(Path(out_dir), users, seed)
