@@ -76,7 +76,16 @@ def ingest_three(store: Store, tmp_path: Path) -> None:
     assert summary.rejected == 1
 
 
-def check_store(store: Store) -> None:
+def duck_hash(*texts: str) -> int:
+    """DuckDB's hash of the texts without its top bit: the number a DuckDB
+    ingest gives a key whose hash no other key of the store shares."""
+    import duckdb
+
+    marks = ", ".join("CAST(? AS VARCHAR)" for _ in texts)
+    return int(duckdb.execute(f"SELECT hash({marks}) >> 1", list(texts)).fetchone()[0])  # type: ignore[index]
+
+
+def check_store(store: Store, hashed: bool) -> None:
     rows = keyed_rows(store)
     assert len(rows) == 10
     assert_exact(rows)
@@ -84,22 +93,26 @@ def check_store(store: Store) -> None:
     item = {r[3]: r[4] for r in rows if r[3] is not None}
     # the same request in two experiments: two numbers; one item everywhere: one
     assert number[("e1", "r1")] != number[("e2", "r1")]
-    assert sorted(number.values()) == [1, 2, 3, 4, 5]  # e1 r1 r2 r9, e2 r1, e3 r2
     assert set(item) == {"i1", "i2", "i3", "i9"}
-    assert sorted(item.values()) == [1, 2, 3, 4]  # the next free number each time
+    if hashed:  # each key's hash (no two of these collide)
+        assert number == {k: duck_hash(*k) for k in number}
+        assert item == {k: duck_hash(k) for k in item}
+    else:  # the next free number below the smallest each time
+        assert sorted(number.values()) == [-5, -4, -3, -2, -1]  # e1 r1 r2 r9, e2 r1, e3 r2
+        assert sorted(item.values()) == [-4, -3, -2, -1]
 
 
 def test_keys_are_exact_across_ingests_on_duckdb(tmp_path: Path) -> None:
     with open_store(str(tmp_path / "s.duckdb")) as store:
         ingest_three(store, tmp_path)
-        check_store(store)
+        check_store(store, hashed=True)
 
 
 @pytest.mark.postgres
 def test_keys_are_exact_across_ingests_on_postgres(tmp_path: Path, postgres_database: str) -> None:
     with open_store(postgres_database) as store:
         ingest_three(store, tmp_path)
-        check_store(store)
+        check_store(store, hashed=False)
 
 
 def test_the_migration_numbers_the_rows_a_store_held(tmp_path: Path) -> None:
@@ -130,10 +143,13 @@ def test_the_migration_numbers_the_rows_a_store_held(tmp_path: Path) -> None:
         rows = keyed_rows(store)
         assert_exact(rows)
         assert sorted({(r[0], r[1], r[2]) for r in rows if r[1]}) == [
-            ("e1", "r1", 1),
-            ("e2", "r1", 2),
+            ("e1", "r1", duck_hash("e1", "r1")),
+            ("e2", "r1", duck_hash("e2", "r1")),
         ]
-        assert sorted({(r[3], r[4]) for r in rows if r[3]}) == [("i1", 1), ("i2", 2)]
+        assert sorted({(r[3], r[4]) for r in rows if r[3]}) == [
+            ("i1", duck_hash("i1")),
+            ("i2", duck_hash("i2")),
+        ]
         # and an ingest after the migration continues from there
         ingest_file(store, write(tmp_path / "a.csv", FIRST))
         assert_exact(keyed_rows(store))
@@ -183,7 +199,50 @@ def test_the_spark_ingest_numbers_its_staged_rows_against_the_stores_keys(
     number = {(r[0], r[1]): r[2] for r in got if r[1] is not None}
     item = {r[3]: r[4] for r in got if r[3] is not None}
     assert number[("e1", "r1")] == stored[("e1", "r1")]  # known: kept
-    top = max(stored.values())
-    assert sorted([number[("e1", "r7")], number[("e2", "r7")]]) == [top + 1, top + 2]
+    low = min(0, *stored.values())
+    assert sorted([number[("e1", "r7")], number[("e2", "r7")]]) == [low - 2, low - 1]
     assert item["i2"] == items["i2"] and item["i1"] == items["i1"]
-    assert item["i8"] == max(items.values()) + 1
+    assert item["i8"] == min(0, *items.values()) - 1
+
+
+def test_colliding_hashes_fall_back_to_exact_numbers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A hash that gives different keys one number (here: three numbers for
+    every key) is caught, and the ingest's rows are numbered exactly."""
+    from abeval.store.backends.duck import DuckDBBackend
+
+    def three(self: DuckDBBackend, columns: list[str]) -> str:
+        texts = ", ".join(f"CAST({c} AS VARCHAR)" for c in columns)
+        return f"CAST(hash({texts}) % 3 AS BIGINT)"
+
+    monkeypatch.setattr(DuckDBBackend, "key_hash", three)
+    with open_store(str(tmp_path / "s.duckdb")) as store:
+        ingest_three(store, tmp_path)
+        check_store(store, hashed=False)
+
+
+def test_a_hashing_ingest_meets_exact_numbers_already_stored(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The store's numbers came from the exact path (as on an engine without a
+    hash, or from a fallback); a later file hashes. A request and an item that
+    span the two files keep one number, and the numbers stay exact."""
+    from abeval.store.backends.duck import DuckDBBackend
+
+    with open_store(str(tmp_path / "s.duckdb")) as store:
+        with monkeypatch.context() as patched:
+            patched.setattr(DuckDBBackend, "key_hash", lambda self, columns: None)
+            ingest_file(store, write(tmp_path / "a.csv", FIRST))
+        before = {(r[0], r[1], r[3]): (r[2], r[4]) for r in keyed_rows(store)}
+        assert before[("e1", "r1", "i2")] == (-1, -2)  # exact: e1 r1, item i2
+        ingest_file(store, write(tmp_path / "b.csv", SECOND))
+        rows = keyed_rows(store)
+        assert_exact(rows)
+        after = {(r[0], r[1], r[3]): (r[2], r[4]) for r in rows}
+        # the click on r1/i2 of the first file takes the impression's numbers
+        assert after[("e1", "r1", "i2")] == before[("e1", "r1", "i2")]
+        assert after[("e2", "r1", "i1")][0] == before[("e2", "r1", "i3")][0]
+        assert after[("e2", "r1", "i1")][1] == before[("e1", "r1", "i1")][1]
+        # the new request and item of the second file: exact too (the fallback)
+        assert after[("e1", "r9", "i9")] == (-4, -4)  # after e1 r1 r2, e2 r1; i1 i2 i3

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from abeval.choices import OnError
 from abeval.errors import InputError
+from abeval.store.ingest.keys import hashed_columns
 from abeval.store.ingest.locate import (
     LONG_NOT_REJECTED,
     collect_errors,
@@ -248,9 +249,10 @@ def _insert(
     """
     cols = ", ".join(EVENT_COLUMNS)
     if store.backend.stages_in_store:
+        into, values = hashed_columns(store.backend)
         duck.execute(
-            f"INSERT INTO events ({cols}, ingest_id) SELECT {cols}, {int(ingest_id)} "
-            "FROM abeval_stage WHERE NOT bad"
+            f"INSERT INTO events ({cols}, ingest_id{into}) SELECT {cols}, {int(ingest_id)}"
+            f"{values} FROM abeval_stage WHERE NOT bad"
         )
         return delete_repeats(duck, ingest_id)
     fresh = f"SELECT {cols} FROM abeval_stage s WHERE NOT bad"
