@@ -246,3 +246,40 @@ def test_a_hashing_ingest_meets_exact_numbers_already_stored(
         assert after[("e2", "r1", "i1")][1] == before[("e1", "r1", "i1")][1]
         # the new request and item of the second file: exact too (the fallback)
         assert after[("e1", "r9", "i9")] == (-4, -4)  # after e1 r1 r2, e2 r1; i1 i2 i3
+
+
+class FakeSpark:
+    """Answers the statements ``_add_new_columns`` sends: ``events`` described
+    without the integer keys, holding rows or not."""
+
+    def __init__(self, holds_rows: bool) -> None:
+        self.holds_rows = holds_rows
+        self.sent: list[str] = []
+
+    def sql(self, statement: str) -> FakeSpark:
+        self.sent.append(statement)
+        self.answer: list[tuple[str, ...]] = []
+        if statement.startswith("DESCRIBE"):
+            self.answer = [("experiment", "string"), ("request_id", "string"), ("ingest_id", "")]
+        elif statement.startswith("SELECT 1") and self.holds_rows:
+            self.answer = [("1",)]
+        return self
+
+    def collect(self) -> list[tuple[str, ...]]:
+        return self.answer
+
+
+def test_a_spark_events_table_with_rows_and_no_keys_is_refused() -> None:
+    """Rows stored before the keys would read NULL keys and drop out of the
+    replay: the write that would add the columns refuses, naming the fix."""
+    from abeval.errors import StoreError
+    from abeval.store.spark.schema import _add_new_columns
+
+    old = FakeSpark(holds_rows=True)
+    with pytest.raises(StoreError, match="ingest its files again into a new store"):
+        _add_new_columns(old, "events")
+    assert not any(s.startswith("ALTER") for s in old.sent)
+    empty = FakeSpark(holds_rows=False)
+    _add_new_columns(empty, "events")
+    altered = [s for s in empty.sent if s.startswith("ALTER")]
+    assert len(altered) == 1 and "request_no BIGINT" in altered[0]
