@@ -16,7 +16,10 @@ report; on Spark also the resident memory of the cluster's JVMs (master,
 workers, the Spark Connect server and the executors), sampled every 0.5 s, at
 its highest and before the report; each engine's cost of a query that does
 nothing (``SELECT 1``) and of one pass over the experiment's events (a count);
-and, per statement (by its last CTEs), the seconds on each engine.
+and, per statement (by its last CTEs), the seconds on each engine. On Spark
+also each statement's own metrics (spark_metrics.py: jobs, stages, tasks, input,
+shuffle write and read, spill, task and CPU seconds) from the Connect server's UI,
+a table per size and the growth between sizes.
 
 The cluster is started with scripts/spark/start.sh (under ``--data-dir``, free
 ports) and stopped at the end, unless ``--spark-url`` names a running one
@@ -26,6 +29,7 @@ ports) and stopped at the end, unless ``--spark-url`` names a running one
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import math
 import os
@@ -43,6 +47,7 @@ sys.path.insert(0, str(HERE))
 from bench_report import STATEMENTS, report_command, statement_name  # noqa: E402
 from gen_events import data_path, parse_size, size_label  # noqa: E402
 from measure import describe, machine, publish, run_measured  # noqa: E402
+from spark_metrics import SparkUI, StageCost, by_tag, mib, ui_conf  # noqa: E402
 
 EXPERIMENT = "home-reco-v2"
 TABLES = ("events", "experiments", "ingests")
@@ -55,16 +60,23 @@ _HEAD, _REST = STATEMENTS.split("log, started = [], []", 1)
 SPARK_STATEMENTS = (
     _HEAD
     + r"""
+import os
 import abeval.store.spark.connection as c
-log, run = [], c.SparkConnection.execute
+log, run, prefix = [], c.SparkConnection.execute, os.environ.get("ABEVAL_BENCH_TAG")
 
 def timed(self, statement, parameters=None):
+    tag = f"{prefix}-{len(log)}" if prefix else None
+    if tag:  # the statement's Spark jobs carry its tag (spark_metrics.by_tag)
+        self.session.addTag(tag)
     t = time.perf_counter()
     try:
         return run(self, statement, parameters)
     finally:
+        seconds = time.perf_counter() - t
+        if tag:
+            self.session.removeTag(tag)
         sql = " ".join(str(statement).split())
-        log.append([time.perf_counter() - t, status("VmRSS"), status("VmHWM"), sql])
+        log.append([seconds, status("VmRSS"), status("VmHWM"), sql, tag])
 
 c.SparkConnection.execute = timed
 """
@@ -80,8 +92,9 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def start_cluster(lab: Path, nice: int) -> tuple[str, float]:
-    """A cluster of scripts/spark/start.sh under ``lab``; its URL and start seconds."""
+def start_cluster(lab: Path, nice: int, ui_port: int) -> tuple[str, float]:
+    """A cluster of scripts/spark/start.sh under ``lab``, the Connect server's UI on
+    ``ui_port`` (its REST API gives each statement's metrics); its URL and start seconds."""
     env = {
         **os.environ,
         "LAB": str(lab),
@@ -91,6 +104,7 @@ def start_cluster(lab: Path, nice: int) -> tuple[str, float]:
         "MASTER_UI": "0",
         "WORKER_UI_BASE": "0",
         "TIMEOUT": "300",
+        "CONNECT_EXTRA_CONF": ui_conf(ui_port),
     }
     prefix = ["nice", "-n", str(nice)] if nice else []
     t0 = time.perf_counter()
@@ -247,14 +261,17 @@ def largest_difference(a: Any, b: Any, path: str = "") -> tuple[float, list[str]
     return 0.0, ([] if a == b else [path])
 
 
-def profiled(engine: str, db: str, out: Path, nice: int, timeout: float, lab: Path | None):
-    """One report with its statements timed; (measured run, cluster sampler)."""
+def profiled(
+    engine: str, db: str, out: Path, nice: int, timeout: float, lab: Path | None, tag: str
+):
+    """One report with its statements timed (on Spark each statement's jobs tagged
+    ``tag-<n>``, n its index in the log); (measured run, cluster sampler)."""
     script = SPARK_STATEMENTS if engine == "spark" else STATEMENTS
     cmd = [sys.executable, "-c", script, str(out), *report_command(Path(db))[3:]]
     cmd[cmd.index("--db") + 1] = db
     prefix = ["nice", "-n", str(nice)] if nice else []
     with Sampler(lab if engine == "spark" else None) as sampler:
-        m = run_measured([*prefix, *cmd], timeout, cwd=REPO)
+        m = run_measured([*prefix, *cmd], timeout, cwd=REPO, env={"ABEVAL_BENCH_TAG": tag})
     if m.code != 0:
         raise SystemExit(f"the {engine} report failed ({m.code}): {m.err.strip()[-1500:]}")
     return m, sampler
@@ -262,7 +279,7 @@ def profiled(engine: str, db: str, out: Path, nice: int, timeout: float, lab: Pa
 
 def by_statement(out: Path) -> dict[str, float]:
     seconds: dict[str, float] = {}
-    for s, _rss, _hwm, sql in json.loads(out.read_text())["statements"]:
+    for s, _rss, _hwm, sql, *_tag in json.loads(out.read_text())["statements"]:
         name = statement_name(sql)
         seconds[name] = seconds.get(name, 0.0) + s
     return seconds
@@ -277,7 +294,8 @@ def run_size(rows: int, args: argparse.Namespace, url: str, lab: Path | None) ->
     reports = {}
     for engine, where in (("duckdb", str(db)), ("spark", url)):
         out = args.data_dir / f"statements-{engine}-{label}.json"
-        m, sampler = profiled(engine, where, out, args.nice, args.timeout, lab)
+        tag = f"abeval-{label}-{int(time.time())}"
+        m, sampler = profiled(engine, where, out, args.nice, args.timeout, lab, tag)
         doc = json.loads(out.read_text())
         result[engine] = {
             "seconds": m.seconds,
@@ -290,10 +308,89 @@ def run_size(rows: int, args: argparse.Namespace, url: str, lab: Path | None) ->
             "cluster_before": sampler.before,
             "cluster_peak": sampler.peak,
         }
+        if engine == "spark" and args.ui_port:
+            raw = args.data_dir / f"spark-ui-{label}.json"
+            result["metrics"] = statement_metrics(doc["statements"], SparkUI(args.ui_port), raw)
         reports[engine] = json.loads(m.out)
         print(f"  {label} {engine}: {m.seconds:.1f} s, {doc['hwm']:.0f} MiB", file=sys.stderr)
     result["difference"] = largest_difference(reports["duckdb"], reports["spark"])
     return result
+
+
+def statement_metrics(log: list[list[Any]], ui: SparkUI, raw: Path) -> list[dict[str, Any]]:
+    """Each logged statement's name, wall seconds and Spark's metrics (by its tag);
+    the REST API's jobs and stages are kept in ``raw``."""
+    jobs, stages = ui.settled()
+    raw.write_text(json.dumps({"jobs": jobs, "stages": stages}))
+    costs = by_tag(jobs, stages, [row[4] for row in log])
+    return [
+        {"name": statement_name(row[3]), "seconds": row[0], **vars(costs[row[4]])} for row in log
+    ]
+
+
+def summed(metrics: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The statements' metrics by name (a name sent twice summed), in first-sent order."""
+    out: dict[str, dict[str, Any]] = {}
+    keys = ("seconds", "count", *vars(StageCost()))
+    for m in metrics:
+        row = out.setdefault(m["name"], dict.fromkeys(keys, 0))
+        for k in keys:
+            row[k] += 1 if k == "count" else m[k]
+    return out
+
+
+def metrics_table(r: dict[str, Any]) -> list[str]:
+    """One size's statements with Spark's metrics, the most shuffled first, and the totals."""
+    rows = summed(r["metrics"])
+    zero = sum(1 for m in r["metrics"] if m["jobs"] == 0)
+    total = {k: sum(v[k] for v in rows.values()) for k in next(iter(rows.values()))}
+    lines = [
+        f"{r['rows']:,} events: {len(r['metrics'])} statements ({zero} ran no Spark job), "
+        f"{total['seconds']:.1f} s in them; `SELECT 1` {r['costs']['spark select 1']:.3f} s "
+        f"(median of 5), so {len(r['metrics']) * r['costs']['spark select 1']:.1f} s of fixed "
+        "cost at one `SELECT 1` per statement.",
+        "",
+        "| statement | sent | wall s | jobs | stages (skipped) | tasks | input MiB "
+        "| shuffle write MiB | shuffle read MiB | spill mem/disk MiB | task s (CPU s) |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    order = sorted(rows, key=lambda n: (-rows[n]["shuffle_write_bytes"], -rows[n]["seconds"]))
+    for name in [*order, "total"]:
+        v = total if name == "total" else rows[name]
+        lines.append(
+            f"| {name} | {v['count']} | {v['seconds']:.2f} | {v['jobs']} "
+            f"| {v['stages']} ({v['skipped']}) | {v['tasks']} | {mib(v['input_bytes'])} "
+            f"| {mib(v['shuffle_write_bytes'])} | {mib(v['shuffle_read_bytes'])} "
+            f"| {mib(v['spill_memory_bytes'])}/{mib(v['spill_disk_bytes'])} "
+            f"| {v['task_seconds']:.1f} ({v['cpu_seconds']:.1f}) |"
+        )
+    return lines
+
+
+def growth_table(small: dict[str, Any], large: dict[str, Any]) -> list[str]:
+    """Per statement, shuffle write bytes and wall seconds at two sizes and their ratios."""
+    a, b = summed(small["metrics"]), summed(large["metrics"])
+    la, lb = size_label_of(small["rows"]), size_label_of(large["rows"])
+    lines = [
+        f"Growth from {la} to {lb} events (×{large['rows'] / small['rows']:.2f} events):",
+        "",
+        f"| statement | shuffle write MiB {la} → {lb} | × | wall s {la} → {lb} | × |",
+        "|---|---:|---:|---:|---:|",
+    ]
+
+    def ratio(x: float, y: float) -> str:
+        return f"{y / x:.2f}" if x > 0 else "–"
+
+    for name in sorted(b, key=lambda n: -b[n]["shuffle_write_bytes"]):
+        x, y = a.get(name), b[name]
+        if x is None:
+            continue
+        lines.append(
+            f"| {name} | {mib(x['shuffle_write_bytes'])} → {mib(y['shuffle_write_bytes'])} "
+            f"| {ratio(x['shuffle_write_bytes'], y['shuffle_write_bytes'])} "
+            f"| {x['seconds']:.2f} → {y['seconds']:.2f} | {ratio(x['seconds'], y['seconds'])} |"
+        )
+    return lines
 
 
 def table(results: list[dict[str, Any]], started: float | None) -> list[str]:
@@ -357,6 +454,7 @@ def main() -> None:
     ap.add_argument("--data-dir", type=Path, default=Path("/tmp/abeval-spark-bench"))
     ap.add_argument("--spark-url", help="a running Spark Connect server (default: start one)")
     ap.add_argument("--lab", type=Path, help="with --spark-url: its start.sh LAB (memory)")
+    ap.add_argument("--ui-port", type=int, help="with --spark-url: its UI port (metrics)")
     ap.add_argument("--nice", type=int, default=0, help="run the commands under nice -n")
     ap.add_argument("--timeout", type=float, default=3600.0, help="seconds per report")
     ap.add_argument("--top", type=int, default=12, help="statements shown")
@@ -369,7 +467,8 @@ def main() -> None:
         url = args.spark_url
     else:
         lab = args.data_dir / "cluster"
-        url, started = start_cluster(lab, args.nice)
+        args.ui_port = free_port()
+        url, started = start_cluster(lab, args.nice, args.ui_port)
     results: list[dict[str, Any]] = []
     try:
         for rows in sizes:  # each size's numbers are kept as soon as they are known
@@ -390,6 +489,12 @@ def main() -> None:
         "",
         *statements_table(results, args.top),
     ]
+    for r in results:
+        if "metrics" in r:
+            lines += ["", *metrics_table(r)]
+    measured = [r for r in results if "metrics" in r]
+    for small, large in itertools.pairwise(measured):
+        lines += ["", *growth_table(small, large)]
     publish(lines, args.record)
 
 

@@ -93,6 +93,8 @@ done
 wait_for master "port_open $MASTER_PORT && grep -q 'I have been elected leader' '$SPARK_LOG_DIR/master.log'"
 
 # Spark Connect server: the driver of one long-running application on the cluster.
+# -XX:+ExitOnOutOfMemoryError: a driver out of heap exits (its clients then get one line)
+# rather than living on with a dead scheduler thread, which no client can tell from a long job.
 # The launcher sizes the Connect/Thrift server heap from SPARK_DAEMON_MEMORY before --driver-memory.
 SPARK_DAEMON_MEMORY=$DRIVER_MEM launch connect "$SPARK_HOME/bin/spark-submit" \
   --class org.apache.spark.sql.connect.service.SparkConnectServer \
@@ -107,7 +109,7 @@ SPARK_DAEMON_MEMORY=$DRIVER_MEM launch connect "$SPARK_HOME/bin/spark-submit" \
   --conf spark.sql.shuffle.partitions="$SHUFFLE_PARTITIONS" \
   --conf spark.sql.catalogImplementation="$CATALOG" \
   --conf spark.local.dir="$SPARK_LOCAL_DIRS" \
-  --conf "spark.driver.extraJavaOptions=-Dderby.system.home=$LAB/run/derby" \
+  --conf "spark.driver.extraJavaOptions=-Dderby.system.home=$LAB/run/derby -XX:+ExitOnOutOfMemoryError" \
   ${CONNECT_EXTRA_CONF:-}
 for i in $(seq 1 "$WORKERS"); do
   wait_for "worker$i" "grep -q 'Successfully registered with master' '$SPARK_LOG_DIR/worker$i.log'"

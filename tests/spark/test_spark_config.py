@@ -215,3 +215,35 @@ def test_old_versions_are_dropped_but_the_live_one_and_the_one_before(stores: St
     database = Path(urlparse(live).path).parent
     on_disk = {p.name for p in database.glob(f"{EXP_T}__v*")}
     assert on_disk == {Path(urlparse(f).path).name for f in kept}
+
+
+def test_folders_an_earlier_abeval_wrote_are_removed_after_a_commit(stores: Stores) -> None:
+    """An earlier abeval wrote each version of ``experiments`` as a folder
+    ``<warehouse>/experiments/v<N>-<token>``, which no table owns. Made here as it
+    did (the live rows copied into ``v7-…``, the table pointed at it, a stale
+    ``v5-…`` beside it): after the next commit the stale folders and the first,
+    empty ``v0`` are gone, the one that was live is kept (a query planned before
+    the commit may read it), and after one more commit it is gone too."""
+    from pyspark.sql.connect.session import SparkSession
+
+    from abeval.store.spark.schema import set_location_sql
+
+    root = stores.folder / "warehouse" / EXP_T
+    session = SparkSession.builder.remote(stores.spark).create()
+    try:
+        rows = session.sql(f"SELECT * FROM {EXP_T}")
+        for old in ("v5-00aa11bb", "v7-0a1b2c3d"):
+            rows.write.mode("error").parquet(str(root / old))
+        session.sql(set_location_sql(EXP_T, f"file:{root / 'v7-0a1b2c3d'}")).collect()
+    finally:
+        session.stop()
+    (root / "v0").mkdir(exist_ok=True)  # the first, empty version (made at its first write)
+    assert {p.name for p in root.iterdir()} >= {"v0", "v5-00aa11bb", "v7-0a1b2c3d"}
+    for alpha, left in (("0.1", {"v7-0a1b2c3d"}), ("0.15", set())):
+        said = runner.invoke(
+            app, ["experiment", "set", EXP, "--alpha", alpha, "--db", stores.spark]
+        )
+        assert said.exit_code == 0, said.output
+        assert {p.name for p in root.iterdir()} == left
+        shown = runner.invoke(app, ["experiment", "show", EXP, "-f", "json", "--db", stores.spark])
+        assert json.loads(shown.stdout)["config"]["alpha"] == float(alpha)

@@ -246,11 +246,25 @@ def test_own_tables_are_replaced_by_a_new_version_and_one_pointer_swap() -> None
     assert sorted(n[:11] for n in session.kinds) == ["sources", "sources__v2"]
 
 
+class _ChannelBuilder:
+    def __init__(self, url: str, channelOptions: list[tuple[str, Any]]) -> None:
+        self.params: dict[str, str] = {}
+
+    def getDefault(self, key: str, default: Any) -> Any:
+        return self.params.get(key, default)
+
+    def set(self, key: str, value: str) -> None:
+        self.params[key] = value
+
+
 class _Builder:
     def __init__(self, session: FakeSession) -> None:
         self.session = session
 
     def remote(self, url: str) -> _Builder:
+        return self
+
+    def channelBuilder(self, builder: _ChannelBuilder) -> _Builder:
         return self
 
     def create(self) -> FakeSession:
@@ -269,6 +283,7 @@ def fake_spark(monkeypatch: pytest.MonkeyPatch) -> FakeSession:
     session.stop = lambda: None  # type: ignore[attr-defined]
     module = types.ModuleType("pyspark.sql.connect.session")
     module.SparkSession = types.SimpleNamespace(builder=_Builder(session))  # type: ignore[attr-defined]
+    module.DefaultChannelBuilder = _ChannelBuilder  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "pyspark.sql.connect.session", module)
     monkeypatch.setattr(store, "_first_contact", lambda _: set(store.TABLES))
     return session

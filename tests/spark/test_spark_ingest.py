@@ -130,9 +130,17 @@ def _state(url: str) -> dict[str, Any]:
         session.stop()
 
 
+@pytest.mark.parametrize("upload", ["here", "connect"])
 def test_the_same_file_twice_reads_as_on_duckdb(
-    spark: str, files: dict[str, Path], tmp_path: Path
+    spark: str,
+    files: dict[str, Path],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    upload: str,
 ) -> None:
+    """The rows written as Parquet by abeval (the cluster sees this machine's
+    folders), or sent through Spark Connect (ABEVAL_SPARK_UPLOAD=connect)."""
+    monkeypatch.setenv("ABEVAL_SPARK_UPLOAD", upload)
     duck = str(tmp_path / "s.duckdb")
     good = str(files["good"])
     first = [_said("ingest", good, "--db", db) for db in (duck, spark)]
@@ -149,6 +157,8 @@ def test_the_same_file_twice_reads_as_on_duckdb(
     assert shown[0] == shown[1] and len(shown[0]) == 1
     assert _records(duck) == _records(spark)
     assert [r[6] for r in _records(spark)] == [docs[0][0]["rows_read"] - 1, 0, 0]
+    written = sorted(p.name for p in (tmp_path / "warehouse/events/ingest_id=1").glob("*.parquet"))
+    assert (written == ["part-00000-abeval1.parquet"]) == (upload == "here"), written
 
 
 def test_a_bad_row_fails_the_file_and_leaves_spark_as_it_was(

@@ -21,16 +21,24 @@ way, under the store's writer lock (:mod:`abeval.store.spark.lock`):
 
 The table itself is external (``abeval.store.spark.schema``): its first, empty
 version is the folder ``<folder>/v0``, and an earlier abeval wrote versions as
-folders ``<folder>/v<N>-<token>``, which no table owns: they are left in place
-(Spark Connect cannot delete a folder; remove them with the storage's tools).
+folders ``<folder>/v<N>-<token>``, which no table owns. After each commit those
+folders, but the live one and the one before it, are removed by abeval itself
+when it can reach them (a warehouse on this machine or a shared folder:
+:func:`abeval.store.spark.parquet_out.local_folder`); Spark Connect cannot delete
+a folder, so on a remote warehouse they stay (remove them with the storage's
+tools).
 """
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
 from collections.abc import Mapping
 from contextlib import suppress
+from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlparse
 
 from abeval.store.spark.schema import COLUMNS, set_location_sql
 
@@ -38,6 +46,8 @@ TABLE = "experiments"
 #: A version's folder: ``v0``, ``v<N>-<token>`` (earlier abeval) or the managed
 #: table ``experiments__v<N>_<token>``.
 _FOLDER = re.compile(r"(?:/|__)v(\d+)(?:[-_][0-9a-f]+)?$")
+#: A version's folder that no table owns: ``v0``, or ``v<N>-<token>`` (earlier abeval).
+_OLD = re.compile(r"/v(?:0|\d+-[0-9a-f]+)$")
 
 
 def location(session: Any, table: str = TABLE) -> str:
@@ -83,7 +93,32 @@ def drop_old(session: Any, keep: tuple[str, ...]) -> list[str]:
             if location(session, name).rstrip("/") not in kept:
                 session.sql(f"DROP TABLE IF EXISTS {name}").collect()
                 dropped.append(name)
+    with suppress(Exception):
+        dropped += [str(f) for f in remove_old_folders(session, keep)]
     return dropped
+
+
+def remove_old_folders(session: Any, keep: tuple[str, ...]) -> list[Path]:
+    """Remove the version folders ``<folder>/v<N>-<token>`` an earlier abeval wrote
+    (and the first, empty ``v0``) but those in ``keep``, where this process can
+    reach them; return the folders removed."""
+    from abeval.store.spark.parquet_out import local_folder
+    from abeval.store.spark.schema import WAREHOUSE_ENV, database_folder
+
+    roots = {os.environ.get(WAREHOUSE_ENV) or database_folder(session)}
+    roots = {f"{r.rstrip('/')}/{TABLE}" for r in roots}
+    roots |= {k.rstrip("/").rsplit("/", 1)[0] for k in keep if _OLD.search(k.rstrip("/"))}
+    kept = {Path(unquote(urlparse(k).path.rstrip("/"))) for k in keep}
+    removed = []
+    for root in roots:
+        here = local_folder(root)
+        if here is None or not here.is_dir():
+            continue
+        for folder in sorted(here.iterdir()):
+            if folder.is_dir() and _OLD.search("/" + folder.name) and folder not in kept:
+                shutil.rmtree(folder)
+                removed.append(folder)
+    return removed
 
 
 def change_settings_sql(values: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:

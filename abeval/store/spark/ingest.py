@@ -12,7 +12,8 @@ land on the cluster as Parquet and become visible in one commit
 from __future__ import annotations
 
 import time
-from contextlib import ExitStack
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, cast
@@ -176,12 +177,18 @@ def _flag_clashes(duck: Any, ids: list[tuple[str, str, int]]) -> int:
 
 
 def _upload(landing: Landing, duck: Any, query: str, to: str) -> None:
-    """The rows of ``query`` to the folder ``to``, streamed as Arrow record batches."""
-    reader = duck.sql(query).to_arrow_reader(BATCH_ROWS)
-    try:
-        landing.upload(iter(reader), to)
-    finally:
-        reader.close()
+    """The rows of ``query`` to the folder ``to``, streamed as Arrow record batches
+    (read again from the start should the first way of landing them fail)."""
+
+    @contextmanager
+    def rows() -> Iterator[Any]:
+        reader = duck.sql(query).to_arrow_reader(BATCH_ROWS)
+        try:
+            yield iter(reader)
+        finally:
+            reader.close()
+
+    landing.upload(rows, to)
 
 
 def _commit(

@@ -1,18 +1,20 @@
-"""Where validated rows land on Spark: Parquet files written by the cluster, made
+"""Where validated rows land on Spark: Parquet files, made
 visible by one metastore operation (docs/design/spark.md#9-ingest-into-spark).
 
 One ingest ``N`` of a file, after DuckDB has checked every row locally:
 
 1. **Recover**: an ingest committed earlier whose bookkeeping did not finish
    (an ``events`` partition without its ``ingests`` partition) is finished now.
-2. **Upload**: the rows go to the cluster as Arrow tables in chunks
-   (``createDataFrame``; no shared file system needed) and Spark writes them as
-   Parquet: straight into the folder of partition ``N`` when the store holds no
-   rows of the file's experiments, else into ``_staging``, from which Spark
-   copies the rows the store does not hold yet (a row is known by its
-   ``event_id``, else by the digest of the whole row; an ``event_id`` stored
-   with other content stops the load). The ingest's ``ingests`` row is written
-   into that table's partition folder ``N``.
+2. **Upload**: the rows are written as Parquet in bounded chunks, by this
+   process when it can write the table's folder and the cluster reads what it
+   wrote there (:mod:`abeval.store.spark.parquet_out`), else sent to the cluster
+   as Arrow tables in chunks (``createDataFrame``; no shared file system needed)
+   that Spark writes as Parquet; either way straight into the folder of
+   partition ``N`` when the store holds no rows of the file's experiments, else
+   into ``_staging``, from which Spark copies the rows the store does not hold
+   yet (a row is known by its ``event_id``, else by the digest of the whole
+   row; an ``event_id`` stored with other content stops the load). The
+   ingest's ``ingests`` row is written into that table's partition folder ``N``.
 3. **Commit**: ``ALTER TABLE events ADD PARTITION (ingest_id=N)``, one metastore
    operation: before it no reader sees any of the rows, after it every reader sees
    all of them. An interrupted load leaves only unregistered folders, which the
@@ -29,14 +31,19 @@ One writer at a time, as on DuckDB: the ingest holds the store's writer lock
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import os
+import shutil
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from abeval.store.arm_lists import ARMS_JSON
 from abeval.store.ingest.repeats import KEY, differs
+from abeval.store.spark.parquet_out import arrow_schema, local_folder, write_parquet
 from abeval.store.spark.schema import (
     COLUMNS,
+    PARTITION,
     Layout,
     add_partition_sql,
     data_columns,
@@ -49,6 +56,9 @@ if TYPE_CHECKING:
 
 #: Rows per Arrow upload: about 25 MB of events, below Spark Connect's message limits.
 CHUNK_ROWS = 200_000
+#: ``connect``: send the rows through Spark Connect even when this process could
+#: write the table's folder itself (the tests of that path).
+UPLOAD_ENV = "ABEVAL_SPARK_UPLOAD"
 _STAGED = "abeval_staged"
 _MATCH = f"e.experiment = s.experiment AND {KEY.format(t='e.')} = {KEY.format(t='s.')}"
 
@@ -114,9 +124,36 @@ class Landing:
         )
         return found.first() is not None
 
-    def upload(self, batches: Iterator[Any], to: str) -> None:
-        """Write the Arrow record ``batches`` (events' data columns) as Parquet into
-        the folder ``to``, replacing what an interrupted load left there."""
+    def upload(self, rows: Callable[[], AbstractContextManager[Iterator[Any]]], to: str) -> None:
+        """Write the rows of ``rows()`` (Arrow record batches of events' data
+        columns) as Parquet into the folder ``to``, replacing what an interrupted
+        load left there: by this process, in bounded chunks, when it can write the
+        folder and the cluster then finds every row there
+        (:mod:`abeval.store.spark.parquet_out`); else sent through Spark Connect."""
+        folder = None if os.environ.get(UPLOAD_ENV) == "connect" else local_folder(to)
+        if folder is not None:
+            with rows() as batches:
+                schema = arrow_schema([c for c in COLUMNS["events"] if c[0] != PARTITION])
+                written = write_parquet(batches, folder, schema, f"abeval{self.ingest_id}")
+            if self._found(to) == written:
+                return
+            shutil.rmtree(folder, ignore_errors=True)  # the cluster does not see it
+        with rows() as batches:
+            self._send(batches, to)
+
+    def _found(self, to: str) -> int | None:
+        """How many rows the cluster reads in the Parquet folder ``to`` (None: it
+        finds no such folder)."""
+        try:
+            return int(self.session.read.parquet(to).count())
+        except Exception as exc:
+            if "PATH_NOT_FOUND" in str(exc) or "UNABLE_TO_INFER_SCHEMA" in str(exc):
+                return None
+            raise
+
+    def _send(self, batches: Iterator[Any], to: str) -> None:
+        """The record ``batches`` sent in chunks through Spark Connect, each written
+        as Parquet into ``to`` by the executors."""
         mode = "overwrite"
         for chunk in _chunks(batches):
             self.session.createDataFrame(chunk, schema=_ddl("events")).write.mode(mode).parquet(to)

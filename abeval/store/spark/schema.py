@@ -126,7 +126,7 @@ def ensure_tables(session: Any, present: set[str], shown: str) -> Layout:
         )
     missing = [t for t in COLUMNS if t not in present]
     if missing:
-        root = (os.environ.get(WAREHOUSE_ENV) or _database_folder(session)).rstrip("/")
+        root = (os.environ.get(WAREHOUSE_ENV) or database_folder(session)).rstrip("/")
         for table in missing:
             _must_be_new(session, f"{root}/{table}")
         for table in missing:
@@ -168,7 +168,8 @@ def _must_be_new(session: Any, folder: str) -> None:
     )
 
 
-def _database_folder(session: Any) -> str:
+def database_folder(session: Any) -> str:
+    """The folder of the session's current database."""
     name = session.catalog.currentDatabase()
     return str(session.catalog.getDatabase(name).locationUri)
 

@@ -30,10 +30,27 @@ SCHEME = "sc://"
 #: Retries of the first contact with the server (about 3 s in all).
 OPEN_RETRIES = 4
 #: Retries once the session is open, when the server stops answering (its driver
-#: died, the machine went away): backoffs of 0.2, 0.4, ... up to 8 s, about 30 s in
-#: all, so that a lost server is one line within a minute. pyspark's default
-#: waits 10 minutes, and reattaches to a query for as long.
-LOST_SERVER_RETRIES = (8, 200, 8000)  # retries, first and largest backoff (ms)
+#: died, the machine went away): backoffs of 0.2, 0.4, ... up to 4 s, about 10 s in
+#: all, so that a lost server is one line within a minute (with the 25 s the
+#: keepalive may take to notice a frozen one). pyspark's default waits 10 minutes,
+#: and reattaches to a query for as long.
+LOST_SERVER_RETRIES = (6, 200, 4000)  # retries, first and largest backoff (ms)
+#: gRPC keepalive of the session's connection, unless the URL sets its own
+#: (``;grpc_keepalive_time_ms=...``): a ping every 15 s, an answer within 10 s, so
+#: that a server frozen or cut off without closing the connection (no reset, as
+#: when its machine is lost) fails the call within about 25 s rather than pyspark's
+#: 80 s. The server accepts a client's pings every 10 s or more.
+KEEPALIVE = {"grpc_keepalive_time_ms": "15000", "grpc_keepalive_timeout_ms": "10000"}
+#: gRPC channel settings: pings however long the call sends no data (gRPC stops
+#: after two by default, and a long statement sends nothing while it runs), an
+#: unanswered ping that fails the connection after 10 s (gRPC's own ping timeout,
+#: 60 s by default, overrides the keepalive's), and a connection attempt (the
+#: retries' reconnects) that gives up after 5 s rather than 20 s.
+CHANNEL_OPTIONS = [
+    ("grpc.http2.max_pings_without_data", 0),
+    ("grpc.http2.ping_timeout_ms", 10_000),
+    ("grpc.min_reconnect_backoff_ms", 5000),
+]
 #: The tables a report reads.
 TABLES = ("events", "experiments", "ingests")
 #: Session settings that make Spark read timestamps as abeval does: zone-less, in UTC.
@@ -128,6 +145,7 @@ class SparkStore(Store):
                 raise
             if _server_lost(exc):
                 self.lost = True
+                _no_retries(self.session)  # the goodbyes that follow fail at once
                 raise StoreError(
                     f"the store {self.display} stopped answering: its Spark Connect server "
                     "is gone (the driver stopped, or its machine); start it again and run "
@@ -139,10 +157,16 @@ class SparkStore(Store):
         self.kept.clear()
         with suppress(Exception):  # the server may be gone; nothing is left to release
             if self.lost:  # no retries of the goodbye to a server known to be gone
-                from pyspark.sql.connect.client.retries import DefaultPolicy
-
-                self.session.client.set_retry_policies([DefaultPolicy(max_retries=0)])
+                _no_retries(self.session)
             self.session.stop()
+
+
+def _no_retries(session: Any) -> None:
+    """No more retries of the session's calls (its server is known to be gone)."""
+    with suppress(Exception):
+        from pyspark.sql.connect.client.retries import DefaultPolicy
+
+        session.client.set_retry_policies([DefaultPolicy(max_retries=0)])
 
 
 def writes_refused(shown: str) -> str:
@@ -170,7 +194,7 @@ def open_spark_store(
             parameters=("db",),
         )
     try:
-        from pyspark.sql.connect.session import SparkSession
+        from pyspark.sql.connect.session import DefaultChannelBuilder, SparkSession
     except ImportError as exc:
         raise StoreError(
             f"cannot open the store {shown}: Spark Connect needs pyspark ({exc.name} is "
@@ -178,7 +202,7 @@ def open_spark_store(
         ) from None
     quiet_spark_logs()
     try:
-        session = SparkSession.builder.remote(url).create()
+        session = SparkSession.builder.channelBuilder(_channel(DefaultChannelBuilder, url)).create()
         tables = _first_contact(session)
     except KeyboardInterrupt:
         raise interruption() from None
@@ -199,11 +223,21 @@ def open_spark_store(
     return SparkStore(session, url, read_only, tables, lock_timeout, on_lock_wait)
 
 
+def _channel(builder_class: Any, url: str) -> Any:
+    """The channel builder (pyspark's ``DefaultChannelBuilder``) of ``url`` with
+    abeval's keepalive and channel settings."""
+    builder = builder_class(url, channelOptions=CHANNEL_OPTIONS)
+    for key, value in KEEPALIVE.items():
+        if builder.getDefault(key, None) is None:
+            builder.set(key, value)
+    return builder
+
+
 def _first_contact(session: Any) -> set[str]:
     """Set the session's time zone and timestamp type, and list the current
     database's tables. A server that does not answer fails within seconds:
     Spark's default retries wait 10 minutes; the queries that follow retry for
-    about 30 s (:data:`LOST_SERVER_RETRIES`)."""
+    about 10 s (:data:`LOST_SERVER_RETRIES`)."""
     import warnings
 
     from pyspark.sql.connect.client.retries import DefaultPolicy
