@@ -33,7 +33,7 @@ SECOND = [
 # a bad row sends the file through the staged load (--on-error skip keeps the rest)
 THIRD = [
     "e1,B,u2,2024-05-01T10:02:00Z,click,r9,i9,,z1",
-    "e1,B,u2,not-a-time,click,r9,i9,,z2",
+    "e1,B,u2,not-a-time,click,r8,i7,,z2",  # new keys, rejected: not numbered
     "e3,A,u4,2024-05-01T10:02:01Z,impression,r2,i1,1,z3",
 ]
 
@@ -76,43 +76,70 @@ def ingest_three(store: Store, tmp_path: Path) -> None:
     assert summary.rejected == 1
 
 
-def duck_hash(*texts: str) -> int:
-    """DuckDB's hash of the texts without its top bit: the number a DuckDB
-    ingest gives a key whose hash no other key of the store shares."""
-    import duckdb
-
-    marks = ", ".join("CAST(? AS VARCHAR)" for _ in texts)
-    return int(duckdb.execute(f"SELECT hash({marks}) >> 1", list(texts)).fetchone()[0])  # type: ignore[index]
+Keys = tuple[object, object, object]  # (experiment, request_id, item_id) of a row
 
 
-def check_store(store: Store, hashed: bool) -> None:
+def keys_of(rows: list[str]) -> list[Keys]:
+    """The keys of the CSV lines that load (a row with a bad time is rejected)."""
+    cells = [r.split(",") for r in rows]
+    return [(c[0], c[5] or None, c[6] or None) for c in cells if c[3] != "not-a-time"]
+
+
+def dense_numbers(
+    ingests: list[list[Keys]],
+) -> tuple[dict[tuple[object, object], int], dict[object, int]]:
+    """The numbering rule written out: each ingest gives its keys that are new to
+    the store the next numbers, in the keys' order, starting after the largest."""
+    requests: dict[tuple[object, object], int] = {}
+    items: dict[object, int] = {}
+    for rows in ingests:
+        for key in sorted({(e, r) for e, r, _ in rows if r is not None} - requests.keys()):
+            requests[key] = len(requests) + 1
+        for item in sorted({i for _, _, i in rows if i is not None} - items.keys()):
+            items[item] = len(items) + 1
+    return requests, items
+
+
+def dictionaries(store: Store) -> tuple[dict[tuple[object, object], int], dict[object, int]]:
+    with store.connect() as conn:
+        requests = conn.execute(text("SELECT experiment, request_id, request_no FROM request_keys"))
+        by_request = {(e, r): n for e, r, n in requests}
+        items = conn.execute(text("SELECT item_id, item_no FROM item_keys"))
+        return by_request, {i: n for i, n in items}
+
+
+def check_numbers(store: Store, ingests: list[list[Keys]]) -> None:
+    """The rows' numbers and the dictionaries are those of :func:`dense_numbers`."""
+    rows = keyed_rows(store)
+    assert_exact(rows)
+    requests, items = dense_numbers(ingests)
+    assert {(r[0], r[1]): r[2] for r in rows if r[1] is not None} == requests
+    assert {r[3]: r[4] for r in rows if r[3] is not None} == items
+    assert dictionaries(store) == (requests, items)
+
+
+def check_store(store: Store) -> None:
     rows = keyed_rows(store)
     assert len(rows) == 10
-    assert_exact(rows)
     number = {(r[0], r[1]): r[2] for r in rows if r[1] is not None}
     item = {r[3]: r[4] for r in rows if r[3] is not None}
     # the same request in two experiments: two numbers; one item everywhere: one
     assert number[("e1", "r1")] != number[("e2", "r1")]
-    assert set(item) == {"i1", "i2", "i3", "i9"}
-    if hashed:  # each key's hash (no two of these collide)
-        assert number == {k: duck_hash(*k) for k in number}
-        assert item == {k: duck_hash(k) for k in item}
-    else:  # the next free number below the smallest each time
-        assert sorted(number.values()) == [-5, -4, -3, -2, -1]  # e1 r1 r2 r9, e2 r1, e3 r2
-        assert sorted(item.values()) == [-4, -3, -2, -1]
+    assert set(item) == {"i1", "i2", "i3", "i9"}  # not the rejected row's i7
+    check_numbers(store, [keys_of(FIRST), keys_of(SECOND), keys_of(THIRD)])
 
 
 def test_keys_are_exact_across_ingests_on_duckdb(tmp_path: Path) -> None:
     with open_store(str(tmp_path / "s.duckdb")) as store:
         ingest_three(store, tmp_path)
-        check_store(store, hashed=True)
+        check_store(store)
 
 
 @pytest.mark.postgres
 def test_keys_are_exact_across_ingests_on_postgres(tmp_path: Path, postgres_database: str) -> None:
     with open_store(postgres_database) as store:
         ingest_three(store, tmp_path)
-        check_store(store, hashed=False)
+        check_store(store)
 
 
 def test_the_migration_numbers_the_rows_a_store_held(tmp_path: Path) -> None:
@@ -140,19 +167,11 @@ def test_the_migration_numbers_the_rows_a_store_held(tmp_path: Path) -> None:
                     {"e": exp, "r": req, "i": item, "n": i},
                 )
         assert [m.version for m in apply(store)] == [10]
-        rows = keyed_rows(store)
-        assert_exact(rows)
-        assert sorted({(r[0], r[1], r[2]) for r in rows if r[1]}) == [
-            ("e1", "r1", duck_hash("e1", "r1")),
-            ("e2", "r1", duck_hash("e2", "r1")),
-        ]
-        assert sorted({(r[3], r[4]) for r in rows if r[3]}) == [
-            ("i1", duck_hash("i1")),
-            ("i2", duck_hash("i2")),
-        ]
+        held: list[Keys] = [("e1", "r1", "i1"), ("e1", "r1", "i2"), ("e2", "r1", "i1")]
+        check_numbers(store, [[*held, ("e1", None, None)]])
         # and an ingest after the migration continues from there
         ingest_file(store, write(tmp_path / "a.csv", FIRST))
-        assert_exact(keyed_rows(store))
+        check_numbers(store, [held, keys_of(FIRST)])
     finally:
         store.close()
 
@@ -199,53 +218,11 @@ def test_the_spark_ingest_numbers_its_staged_rows_against_the_stores_keys(
     number = {(r[0], r[1]): r[2] for r in got if r[1] is not None}
     item = {r[3]: r[4] for r in got if r[3] is not None}
     assert number[("e1", "r1")] == stored[("e1", "r1")]  # known: kept
-    low = min(0, *stored.values())
-    assert sorted([number[("e1", "r7")], number[("e2", "r7")]]) == [low - 2, low - 1]
     assert item["i2"] == items["i2"] and item["i1"] == items["i1"]
-    assert item["i8"] == min(0, *items.values()) - 1
-
-
-def test_colliding_hashes_fall_back_to_exact_numbers(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A hash that gives different keys one number (here: three numbers for
-    every key) is caught, and the ingest's rows are numbered exactly."""
-    from abeval.store.backends.duck import DuckDBBackend
-
-    def three(self: DuckDBBackend, columns: list[str]) -> str:
-        texts = ", ".join(f"CAST({c} AS VARCHAR)" for c in columns)
-        return f"CAST(hash({texts}) % 3 AS BIGINT)"
-
-    monkeypatch.setattr(DuckDBBackend, "key_hash", three)
-    with open_store(str(tmp_path / "s.duckdb")) as store:
-        ingest_three(store, tmp_path)
-        check_store(store, hashed=False)
-
-
-def test_a_hashing_ingest_meets_exact_numbers_already_stored(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The store's numbers came from the exact path (as on an engine without a
-    hash, or from a fallback); a later file hashes. A request and an item that
-    span the two files keep one number, and the numbers stay exact."""
-    from abeval.store.backends.duck import DuckDBBackend
-
-    with open_store(str(tmp_path / "s.duckdb")) as store:
-        with monkeypatch.context() as patched:
-            patched.setattr(DuckDBBackend, "key_hash", lambda self, columns: None)
-            ingest_file(store, write(tmp_path / "a.csv", FIRST))
-        before = {(r[0], r[1], r[3]): (r[2], r[4]) for r in keyed_rows(store)}
-        assert before[("e1", "r1", "i2")] == (-1, -2)  # exact: e1 r1, item i2
-        ingest_file(store, write(tmp_path / "b.csv", SECOND))
-        rows = keyed_rows(store)
-        assert_exact(rows)
-        after = {(r[0], r[1], r[3]): (r[2], r[4]) for r in rows}
-        # the click on r1/i2 of the first file takes the impression's numbers
-        assert after[("e1", "r1", "i2")] == before[("e1", "r1", "i2")]
-        assert after[("e2", "r1", "i1")][0] == before[("e2", "r1", "i3")][0]
-        assert after[("e2", "r1", "i1")][1] == before[("e1", "r1", "i1")][1]
-        # the new request and item of the second file: exact too (the fallback)
-        assert after[("e1", "r9", "i9")] == (-4, -4)  # after e1 r1 r2, e2 r1; i1 i2 i3
+    staged: list[Keys] = [("e1", "r1", "i2"), ("e1", "r7", "i8"), ("e1", None, None)]
+    requests, every_item = dense_numbers([keys_of(FIRST), [*staged, ("e2", "r7", "i1")]])
+    assert number == {k: requests[k] for k in number}
+    assert item == {k: every_item[k] for k in item}
 
 
 class FakeSpark:

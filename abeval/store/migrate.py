@@ -149,7 +149,7 @@ def apply(store: Store, folder: Path | None = None) -> list[Migration]:
 
 def _after(version: int, conn: Connection) -> None:
     """What a step does beyond its SQL, in its transaction: 0010 numbers the
-    stored rows' keys as an ingest would (the engine's hash where it has one)."""
+    stored rows' keys and fills the dictionaries, as an ingest would."""
     if version == 10:
         from abeval.store.ingest.keys import number_stored
 

@@ -112,6 +112,21 @@ TABLES: dict[str, Table] = {
             item_no bigint
             """,
         ),
+        _table(  # 0010: the dictionaries of the integer keys (abeval.store.ingest.keys)
+            "request_keys",
+            """
+            experiment text key
+            request_id text key
+            request_no bigint not null
+            """,
+        ),
+        _table(  # 0010
+            "item_keys",
+            """
+            item_id text key
+            item_no bigint not null
+            """,
+        ),
         _table(  # 0001
             "rejected_rows",
             """

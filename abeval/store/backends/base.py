@@ -62,13 +62,6 @@ class Backend:
         """A timestamp with a zone as the zone-less UTC time."""
         return f"({column} AT TIME ZONE 'UTC')"
 
-    def key_hash(self, columns: Sequence[str]) -> str | None:
-        """A deterministic hash of the (not NULL) text ``columns`` as a BIGINT in
-        [0, 2**63): how an insert numbers its keys itself
-        (:mod:`abeval.store.ingest.keys`); None when the engine's ingest numbers
-        exactly by looking its keys up."""
-        return None
-
     def json_keys_sql(self, objects: str) -> str | None:
         """A query of the distinct keys of the JSON texts in column ``a`` of the
         relation ``objects``; None when the engine has no such function (the

@@ -41,12 +41,6 @@ class DuckDBBackend(Backend):
         # through ICU and costs a third of a pass over the table.
         return f"make_timestamp(epoch_us({column}))"
 
-    def key_hash(self, columns: Sequence[str]) -> str | None:
-        # hash() is a UBIGINT; one bit less fits a BIGINT and stays >= 0. The
-        # columns as text: the hash of what is stored, whatever the file's type.
-        texts = ", ".join(f"CAST({c} AS VARCHAR)" for c in columns)
-        return f"CAST(hash({texts}) >> 1 AS BIGINT)"
-
     def json_keys_sql(self, objects: str) -> str | None:
         return f"SELECT DISTINCT unnest(json_keys(CAST(a AS JSON))) FROM {objects}"
 

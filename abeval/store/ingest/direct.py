@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from abeval.store.ingest.direct_sql import direct_select
-from abeval.store.ingest.keys import hashed_columns
+from abeval.store.ingest.keys import KEYS, add_keys, key_joins
 from abeval.store.ingest.notes import Normalised
 from abeval.store.ingest.record import Job, finish, next_ingest_id
 from abeval.store.ingest.repeats import (
@@ -55,7 +55,7 @@ def load_direct(store: Store, job: Job) -> IngestSummary | None:
             duck = conn.connection.driver_connection
             src = prepare(duck, job.path, job.kind, job.say, job.data, job.epoch)
             ingest_id = _peek_ingest_id(duck)
-            read = _insert_checked(duck, src, ingest_id, hashed_columns(store.backend))
+            read = _insert_checked(duck, src, ingest_id)
             normalised = _take_normalised(duck, ingest_id)
             new_rows = f"(SELECT * FROM events WHERE ingest_id = {int(ingest_id)}) n"
             if find_request_faults(duck, new_rows, src.columns):
@@ -141,20 +141,26 @@ def _peek_ingest_id(duck: Any) -> int:
     )
 
 
-def _insert_checked(duck: Any, src: Source, ingest_id: int, numbers: tuple[str, str]) -> int:
-    """Insert every row of the file under ``ingest_id`` with its key numbers
-    (``numbers``: :func:`~abeval.store.ingest.keys.hashed_columns`), stopping at
-    the first bad row, and raise :class:`_NeedsStaging` if the CSV reader skipped
-    a malformed line; return the number of rows read."""
+def _insert_checked(duck: Any, src: Source, ingest_id: int) -> int:
+    """Insert every row of the file under ``ingest_id`` with its key numbers,
+    stopping at the first bad row, and raise :class:`_NeedsStaging` if the CSV
+    reader skipped a malformed line; return the number of rows read.
+
+    The file's new keys go into the dictionaries first, from a pass over the
+    reader that converts only the key columns
+    (:func:`~abeval.store.ingest.keys.add_keys`); the insert then joins them."""
     if src.fmt == "csv" and src.long:  # the reader would drop the longest without a word
         raise _NeedsStaging
+    add_keys(duck.execute, f"({direct_select(src)}) s")
     cols = ", ".join(EVENT_COLUMNS)
+    numbers, joins = key_joins("s")
     marker = quote_literal(_BAD_ROW_MARKER)
     read = duck.execute(
-        f"INSERT INTO events ({cols}, ingest_id{numbers[0]}) SELECT {cols}, "
-        f"CASE WHEN good THEN {int(ingest_id)} + norm * {_FLAG} "
-        f"ELSE CAST(error({marker}) AS BIGINT) END{numbers[1]} "
-        f"FROM ({direct_select(src)}) s"
+        f"INSERT INTO events ({cols}, ingest_id, {', '.join(k.number for k in KEYS)}) "
+        f"SELECT {', '.join(f's.{c}' for c in EVENT_COLUMNS)}, "
+        f"CASE WHEN s.good THEN {int(ingest_id)} + s.norm * {_FLAG} "
+        f"ELSE CAST(error({marker}) AS BIGINT) END, {numbers} "
+        f"FROM ({direct_select(src)}) s {joins}"
     ).fetchone()[0]
     if src.fmt == "csv" and duck.execute("SELECT count(*) FROM abeval_reject_errors").fetchone()[0]:
         raise _NeedsStaging

@@ -9,7 +9,7 @@ import tempfile
 from typing import TYPE_CHECKING, Any
 
 from abeval.errors import InputError
-from abeval.store.ingest.keys import KEYS, key_joins, key_tables
+from abeval.store.ingest.keys import KEYS, add_keys, key_joins
 from abeval.store.ingest.repeats import KEY, differs
 from abeval.store.ingest.staging import EVENT_COLUMNS
 from abeval.store.quoting import quote_literal
@@ -64,10 +64,10 @@ def insert_via_copy(conn: Connection, duck: Any, fresh: str, ingest_id: int, fil
             "different content; give each event its own event_id (nothing was loaded from "
             "this file)"
         )
-    # The rows go in with their integer keys: numbering them after the insert would
-    # write every row twice (an UPDATE writes a new version of each row).
-    for statement in key_tables("(SELECT * FROM abeval_stage) e", "events"):
-        conn.execute(text(statement))
+    # The rows go in with their integer keys, joined from the dictionaries after the
+    # file's new keys are added there: numbering them after the insert would write
+    # every row twice (an UPDATE writes a new version of each row).
+    add_keys(lambda s: conn.execute(text(s)), "abeval_stage")
     numbers, joins = key_joins("s")
     staged = ", ".join(f"s.{c}" for c in EVENT_COLUMNS)
     result = conn.execute(
@@ -80,6 +80,4 @@ def insert_via_copy(conn: Connection, duck: Any, fresh: str, ingest_id: int, fil
         ),
         {"ingest_id": ingest_id},
     )
-    for key in KEYS:
-        conn.execute(text(f"DROP TABLE {key.table}"))
     return int(result.rowcount)

@@ -124,7 +124,7 @@ def _number_keys(landing: Landing, duck: Any, names: list[str]) -> None:
     """Give the staged rows their integer keys (``request_no``, ``item_no``:
     :mod:`abeval.store.ingest.keys`) against the numbers the Spark store holds:
     its numbered requests of the file's experiments, its numbered items, and the
-    smallest numbers it gave."""
+    largest numbers it gave."""
     from sqlalchemy import text
 
     duck.execute("ALTER TABLE abeval_stage ADD COLUMN request_no BIGINT")
@@ -138,8 +138,8 @@ def _number_keys(landing: Landing, duck: Any, names: list[str]) -> None:
             f"AND experiment IN ({inside}) UNION ALL "
             "SELECT DISTINCT CAST(NULL AS VARCHAR), CAST(NULL AS VARCHAR), CAST(NULL AS BIGINT), "
             "item_id, item_no FROM events WHERE item_no IS NOT NULL UNION ALL "
-            "SELECT CAST(NULL AS VARCHAR), CAST(NULL AS VARCHAR), MIN(request_no), "
-            "CAST(NULL AS VARCHAR), MIN(item_no) FROM events"
+            "SELECT CAST(NULL AS VARCHAR), CAST(NULL AS VARCHAR), MAX(request_no), "
+            "CAST(NULL AS VARCHAR), MAX(item_no) FROM events"
         ),
         params,
     ).fetchall()
