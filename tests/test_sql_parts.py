@@ -241,3 +241,22 @@ def test_the_guard_sees_an_edit() -> None:
         'out.write(chunk.replace(b"\\r\\n", b"\\n"))',
     ):
         assert text_edits(line) == [], line
+
+
+def test_a_part_is_materialised_with_the_whole_with(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The statement that fills a part's table carries every part, not only those the
+    part needs: a CTE that several parts read stays one that PostgreSQL computes once
+    (inlined into the replay's ranked lists, the events' CTE gave a plan 8x slower)."""
+    from abeval.store.backends import duck
+
+    sent: list[str] = []
+    monkeypatch.setattr(
+        duck.DuckDBBackend,
+        "materialize",
+        lambda self, conn, table, query, params: sent.append(query),
+    )
+    engine = create_engine("duckdb:///:memory:")
+    with engine.connect() as connection:
+        materialize(connection, With((A, B, C, D)), ("b",), {"low": 1}, "t_parts_")
+    assert len(sent) == 1
+    assert all(f"{p.name} AS (" in sent[0] for p in (A, B, C, D)), sent[0]
