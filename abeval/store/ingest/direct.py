@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from abeval.store.ingest.direct_sql import direct_select
-from abeval.store.ingest.keys import KEYS, add_keys, key_joins
 from abeval.store.ingest.notes import Normalised
 from abeval.store.ingest.record import Job, finish, next_ingest_id
 from abeval.store.ingest.repeats import (
@@ -142,32 +141,24 @@ def _peek_ingest_id(duck: Any) -> int:
 
 
 def _insert_checked(duck: Any, src: Source, ingest_id: int) -> int:
-    """Insert every row of the file under ``ingest_id`` with its key numbers,
-    stopping at the first bad row, and raise :class:`_NeedsStaging` if the CSV
-    reader skipped a malformed line; return the number of rows read.
+    """Insert every row of the file under ``ingest_id``, stopping at the first bad
+    row, and raise :class:`_NeedsStaging` if the CSV reader skipped a malformed
+    line; return the number of rows read.
 
-    The file's new keys go into the dictionaries first, from a pass over the
-    reader that converts only the key columns
-    (:func:`~abeval.store.ingest.keys.add_keys`); the insert then joins them."""
+    The rows go in without their key numbers: :func:`~abeval.store.ingest.record.finish`
+    numbers them from the inserted rows' key columns
+    (:func:`~abeval.store.ingest.keys.number_ingest`), which costs less than a
+    second pass over the file to find the keys before the insert."""
     if src.fmt == "csv" and src.long:  # the reader would drop the longest without a word
         raise _NeedsStaging
-    add_keys(duck.execute, f"({direct_select(src)}) s")
     cols = ", ".join(EVENT_COLUMNS)
-    numbers, joins = key_joins("s")
     marker = quote_literal(_BAD_ROW_MARKER)
-    # DuckDB guesses a few dozen rows for the filtered reader and would build the
-    # joins' hash tables on the file's rows (all of them, every column) instead
-    # of on the dictionaries: keep the reader on the probe side.
-    # (drop_temp resets the setting, also after a failed statement).
-    duck.execute("SET disabled_optimizers = 'build_side_probe_side'")
     read = duck.execute(
-        f"INSERT INTO events ({cols}, ingest_id, {', '.join(k.number for k in KEYS)}) "
-        f"SELECT {', '.join(f's.{c}' for c in EVENT_COLUMNS)}, "
-        f"CASE WHEN s.good THEN {int(ingest_id)} + s.norm * {_FLAG} "
-        f"ELSE CAST(error({marker}) AS BIGINT) END, {numbers} "
-        f"FROM ({direct_select(src)}) s {joins}"
+        f"INSERT INTO events ({cols}, ingest_id) SELECT {cols}, "
+        f"CASE WHEN good THEN {int(ingest_id)} + norm * {_FLAG} "
+        f"ELSE CAST(error({marker}) AS BIGINT) END "
+        f"FROM ({direct_select(src)}) s"
     ).fetchone()[0]
-    duck.execute("RESET disabled_optimizers")
     if src.fmt == "csv" and duck.execute("SELECT count(*) FROM abeval_reject_errors").fetchone()[0]:
         raise _NeedsStaging
     return int(read)

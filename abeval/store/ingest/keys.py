@@ -4,16 +4,18 @@ the replay and the health counts group and join on integers.
 
 The numbers are exact and dense: the same number exactly when the same key, NULL
 exactly when the key is, and the n keys a store has seen numbered 1…n. Each
-key's numbers live in a dictionary table (``request_keys``, ``item_keys``). An
-ingest first adds the new keys of its rows to the dictionaries (:func:`add_keys`:
-one distinct pass over the rows, both keys at once, the new keys numbered from
-the dictionary's largest number on), then writes its rows with their numbers
-joined from the dictionaries (:func:`key_joins`): every row is written once.
-Rows that got into ``events`` without numbers (a store's rows at migration 0010,
-tests' hand-made rows) are numbered the same way by an ``UPDATE``
-(:func:`number_ingest`, :func:`number_stored`). A Spark store has no dictionary
-tables; its ingest numbers its staged rows against the numbers its events hold
-(:func:`number_staged`).
+key's numbers live in a dictionary table (``request_keys``, ``item_keys``).
+New keys are added to the dictionaries by :func:`add_keys`: one distinct pass
+over the rows, both keys at once, the new keys numbered from the dictionary's
+largest number on. A DuckDB store's direct load inserts its rows without
+numbers and numbers them in place afterwards, from the inserted rows' key
+columns (:func:`number_ingest`: the keys pass, then an ``UPDATE`` per key); this
+costs less than a second read of the file to find the keys before the insert.
+The staged loads, whose rows are already in a table, add their keys first and
+write their rows with the numbers joined from the dictionaries
+(:func:`key_joins`). :func:`number_stored` numbers a store's rows at migration
+0010. A Spark store has no dictionary tables; its ingest numbers its staged rows
+against the numbers its events hold (:func:`number_staged`).
 """
 
 from __future__ import annotations
@@ -107,8 +109,9 @@ def _number_in_place(run: Callable[[str], object], target: str, where: str) -> N
 
 
 def number_ingest(conn: Connection, ingest_id: int) -> None:
-    """Number the rows ``ingest_id`` put into ``events`` without numbers (an
-    ingest's own insert numbers its rows: this finds none and writes nothing)."""
+    """Number the rows ``ingest_id`` put into ``events`` without numbers (the
+    direct load's rows; a staged load's insert numbers its rows, so this finds
+    none and writes nothing)."""
     from sqlalchemy import text
 
     mine = f"ingest_id = {int(ingest_id)}"
