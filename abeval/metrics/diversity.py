@@ -36,7 +36,7 @@ from abeval.metrics.base import DOUBLE, BeyondInputs, MetricDefinition, as_doubl
 from abeval.metrics.similarity import cooccurring_pairs_ctes
 from abeval.metrics.spec import MetricSpec
 
-_LIST = "grp, user_id, list_id"
+_KEY = "grp, list_id"  # a list's key; its user is the same on every row
 
 
 def _sums_category(inp: BeyondInputs, p: str, ks: Sequence[int]) -> list[str]:
@@ -45,10 +45,10 @@ def _sums_category(inp: BeyondInputs, p: str, ks: Sequence[int]) -> list[str]:
     m = ", ".join(f"COUNT(CASE WHEN t.rank <= {k} THEN 1 END) AS m{j}" for j, k in enumerate(ks))
     sums = ", ".join(f"SUM(m{j} * (m{j} - 1)) / 2 AS s{j}" for j in range(len(ks)))
     return [
-        f"{p}_cat AS (SELECT t.grp, t.user_id, t.list_id, i.category, {m} "
+        f"{p}_cat AS (SELECT t.grp, t.list_id, i.category, {m} "
         f"FROM {p}_top t JOIN {inp.items} i ON i.item_id = t.item_id "
-        "WHERE i.category IS NOT NULL GROUP BY t.grp, t.user_id, t.list_id, i.category)",
-        f"{p}_tot AS (SELECT {_LIST}, {sums} FROM {p}_cat GROUP BY {_LIST})",
+        "WHERE i.category IS NOT NULL GROUP BY t.grp, t.list_id, i.category)",
+        f"{p}_tot AS (SELECT {_KEY}, {sums} FROM {p}_cat GROUP BY {_KEY})",
     ]
 
 
@@ -63,13 +63,13 @@ def _sums_features(inp: BeyondInputs, p: str, ks: Sequence[int]) -> list[str]:
     )
     totals = ", ".join(f"(SUM(s{j} * s{j}) - SUM(q{j})) / 2 AS s{j}" for j in range(len(ks)))
     return [
-        f"{p}_vec AS (SELECT t.grp, t.user_id, t.list_id, t.rank, i.features AS f, "
+        f"{p}_vec AS (SELECT t.grp, t.list_id, t.rank, i.features AS f, "
         "SQRT(list_dot_product(i.features, i.features)) AS norm "
         f"FROM {p}_top t JOIN {inp.items} i ON i.item_id = t.item_id)",
-        f"{p}_dim AS (SELECT {_LIST}, d, {sums} FROM "
-        f"(SELECT {_LIST}, rank, UNNEST(f) / norm AS x, generate_subscripts(f, 1) AS d "
-        f"FROM {p}_vec WHERE norm > 0) e GROUP BY {_LIST}, d)",
-        f"{p}_tot AS (SELECT {_LIST}, {totals} FROM {p}_dim GROUP BY {_LIST})",
+        f"{p}_dim AS (SELECT {_KEY}, d, {sums} FROM "
+        f"(SELECT {_KEY}, rank, UNNEST(f) / norm AS x, generate_subscripts(f, 1) AS d "
+        f"FROM {p}_vec WHERE norm > 0) e GROUP BY {_KEY}, d)",
+        f"{p}_tot AS (SELECT {_KEY}, {totals} FROM {p}_dim GROUP BY {_KEY})",
     ]
 
 
@@ -86,10 +86,10 @@ def _sums_cooccurrence(inp: BeyondInputs, p: str, ks: Sequence[int]) -> list[str
     )
     return [
         *cooccurring_pairs_ctes(inp, p),
-        f"{p}_tot AS (SELECT /*+ BROADCAST(s) */ a.grp, a.user_id, a.list_id, {sums} "
+        f"{p}_tot AS (SELECT /*+ BROADCAST(s) */ a.grp, a.list_id, {sums} "
         f"FROM {p}_top a JOIN {p}_top b ON b.grp = a.grp AND b.list_id = a.list_id "
         f"AND a.item_id < b.item_id LEFT JOIN {p}_sim s ON s.item_lo = a.item_id "
-        "AND s.item_hi = b.item_id GROUP BY a.grp, a.user_id, a.list_id)",
+        "AND s.item_hi = b.item_id GROUP BY a.grp, a.list_id)",
     ]
 
 
@@ -111,12 +111,14 @@ def _lists(inp: BeyondInputs, p: str, ks: Sequence[int]) -> list[str]:
         f"z.n{j}, z.n{j} * (z.n{j} - 1) / 2 AS c{j}, COALESCE(x.s{j}, 0) AS s{j}"
         for j in range(len(ks))
     )
+    # Keyed by (grp, list_id) like the pair sums' self-join, so that Spark joins the
+    # two without shuffling either again.
     return [
         *sums(inp, p, ks),
-        f"{p}_size AS (SELECT {_LIST}, {sizes} FROM {p}_top GROUP BY {_LIST})",
+        f"{p}_size AS (SELECT grp, list_id, MIN(user_id) AS user_id, {sizes} FROM {p}_top "
+        "GROUP BY grp, list_id)",
         f"{p}_lists AS (SELECT z.grp, z.user_id, z.list_id, {cols} FROM {p}_size z "
-        f"LEFT JOIN {p}_tot x ON x.grp = z.grp AND x.user_id = z.user_id "
-        "AND x.list_id = z.list_id)",
+        f"LEFT JOIN {p}_tot x ON x.grp = z.grp AND x.list_id = z.list_id)",
     ]
 
 
@@ -140,7 +142,7 @@ def _per_group(p: str, n_cutoffs: int) -> tuple[list[str], list[str]]:
         for j in js
     )
     ctes = [
-        f"{p}_user AS (SELECT grp, user_id, {per_user} FROM (SELECT {_LIST}, {values} "
+        f"{p}_user AS (SELECT grp, user_id, {per_user} FROM (SELECT grp, user_id, {values} "
         f"FROM {p}_lists) l GROUP BY grp, user_id)",
         f"{p}_grp AS (SELECT grp, {per_group} FROM {p}_user GROUP BY grp)",
     ]
