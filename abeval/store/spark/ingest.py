@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from abeval.choices import OnError
 from abeval.errors import AbevalError, InputError, Interrupted
+from abeval.store.ingest.keys import number_staged
 from abeval.store.ingest.notes import Normalised, notes_for
 from abeval.store.ingest.record import with_notes
 from abeval.store.ingest.repeats import find_conflicts, first_copies, may_repeat
@@ -67,13 +68,17 @@ def _load(store: SparkStore, job: Job, on_error: OnError, locked: ExitStack) -> 
         # in the Spark table's column order, which the upload's schema follows
         good = f"SELECT {_COLUMNS} FROM abeval_stage s WHERE NOT bad"
         names = [
-            r[0] for r in duck.execute(f"SELECT DISTINCT experiment FROM ({good}) s").fetchall()
+            r[0]
+            for r in duck.execute(
+                "SELECT DISTINCT experiment FROM abeval_stage WHERE NOT bad"
+            ).fetchall()
         ]
         locked.enter_context(store.writer_lock(store.on_lock_wait or job.say))
         job.say("uploading to Spark")
         try:
             with store.faults():
                 landing = Landing(store)
+                _number_keys(landing, duck, names)
                 held, repeated = _land(landing, duck, good, counts.good, job.shown, names)
         except Clashes as clashes:
             refused = _flag_clashes(duck, clashes.ids)
@@ -113,6 +118,39 @@ def _land(
     first = int(duck.execute(f"SELECT count(*) FROM ({fresh}) s").fetchall()[0][0])
     _upload(landing, duck, fresh, landing.layout.partition("events", landing.ingest_id))
     return 0, n_good - first
+
+
+def _number_keys(landing: Landing, duck: Any, names: list[str]) -> None:
+    """Give the staged rows their integer keys (``request_no``, ``item_no``:
+    :mod:`abeval.store.ingest.keys`) against the numbers the Spark store holds:
+    its numbered requests of the file's experiments, its numbered items, and the
+    largest numbers it gave."""
+    from sqlalchemy import text
+
+    duck.execute("ALTER TABLE abeval_stage ADD COLUMN request_no BIGINT")
+    duck.execute("ALTER TABLE abeval_stage ADD COLUMN item_no BIGINT")
+    params = {f"x{i}": x for i, x in enumerate(names)}
+    inside = ", ".join(f":x{i}" for i in range(len(names))) or "NULL"
+    known = landing.conn.execute(
+        text(
+            "SELECT DISTINCT experiment, request_id, request_no, CAST(NULL AS VARCHAR) AS item_id, "
+            "CAST(NULL AS BIGINT) AS item_no FROM events WHERE request_no IS NOT NULL "
+            f"AND experiment IN ({inside}) UNION ALL "
+            "SELECT DISTINCT CAST(NULL AS VARCHAR), CAST(NULL AS VARCHAR), CAST(NULL AS BIGINT), "
+            "item_id, item_no FROM events WHERE item_no IS NOT NULL UNION ALL "
+            "SELECT CAST(NULL AS VARCHAR), CAST(NULL AS VARCHAR), MAX(request_no), "
+            "CAST(NULL AS VARCHAR), MAX(item_no) FROM events"
+        ),
+        params,
+    ).fetchall()
+    duck.execute(
+        "CREATE OR REPLACE TEMP TABLE abeval_spark_keys (experiment VARCHAR, request_id VARCHAR, "
+        "request_no BIGINT, item_id VARCHAR, item_no BIGINT)"
+    )
+    duck.executemany(
+        "INSERT INTO abeval_spark_keys VALUES (?, ?, ?, ?, ?)", [list(r) for r in known]
+    )
+    number_staged(duck, "abeval_stage", "abeval_spark_keys")
 
 
 def _flag_clashes(duck: Any, ids: list[tuple[str, str, int]]) -> int:
