@@ -17,11 +17,12 @@ over its normalised vectors: categories are one-hot vectors (the sum is Σ over
 categories of m(m − 1) / 2, m the list's items in the category) and feature
 vectors are summed per dimension. Co-occurrence vectors have one dimension per
 user, so the same identity would read every user of every shown item; there
-each list's pairs (at most K(K − 1) / 2) are built inside the list, the
-similarity is computed once per *distinct* pair shown together in some list
-(only the co-occurring ones: any other pair has similarity 0), and that small
-table is joined back to the lists' pairs (Spark broadcasts it: the hint in the
-SQL, a comment to DuckDB and PostgreSQL), so no list's pair leaves its list.
+each list's pairs (at most K(K − 1) / 2) are built inside the list and look up
+their similarity in the table of co-occurring item pairs, computed once per pair
+(any other pair has similarity 0; the interactions bound it, and it measured 8×
+smaller than the distinct pairs shown together, docs/design/spark.md §12). Spark
+broadcasts that table (the hint in the SQL, a comment to DuckDB and PostgreSQL),
+so no list's pair leaves its list.
 
 Reference: Ziegler et al., "Improving recommendation lists through topic
 diversification", WWW 2005 (intra-list similarity); Smyth and McClave,
