@@ -209,5 +209,5 @@ def test_the_default_report_sends_few_statements(
     assert "FROM experiments" in sections["small tables"][0]
     assert not any("FROM experiments" in s for s in sent[1:])
     shown = "\n".join(f"{i}: {s[:60]} ... {s[-80:]}" for i, s in enumerate(sent))
-    assert {k: len(v) for k, v in sections.items()} == MOST_STATEMENTS, shown
-    assert len(sent) == sum(MOST_STATEMENTS.values()) == 17
+    assert all(len(sections[k]) <= most for k, most in MOST_STATEMENTS.items()), shown
+    assert len(sent) <= sum(MOST_STATEMENTS.values()) == 17
