@@ -13,17 +13,22 @@ One ingest ``N`` of a file, after DuckDB has checked every row locally:
    partition ``N`` when the store holds no rows of the file's experiments, else
    into ``_staging``, from which Spark copies the rows the store does not hold
    yet (a row is known by its ``event_id``, else by the digest of the whole
-   row; an ``event_id`` stored with other content stops the load). The
-   ingest's ``ingests`` row is written into that table's partition folder ``N``.
+   row; an ``event_id`` stored with other content stops the load, or with
+   ``on_error="skip"`` joins the bad rows). The ingest's ``ingests`` row is
+   written into that table's partition folder ``N``, and the bad rows an
+   ``on_error="skip"`` ingest keeps into ``rejected_rows`` (the same two ways
+   as the events).
 3. **Commit**: ``ALTER TABLE events ADD PARTITION (ingest_id=N)``, one metastore
    operation: before it no reader sees any of the rows, after it every reader sees
    all of them. An interrupted load leaves only unregistered folders, which the
    next ingest (taking the same ``N``) overwrites.
 4. **Bookkeeping**, idempotent and finished by the next ingest if cut short:
-   ``experiments`` rewritten as a new version the table is pointed at
-   (:mod:`abeval.store.spark.experiments_table`), then
-   ``ALTER TABLE ingests ADD PARTITION (ingest_id=N)`` (last, so that a missing
-   ``ingests`` partition says the bookkeeping is unfinished).
+   the ``rejected_rows`` partition ``N`` added when the ingest kept bad rows
+   (its ``ingests`` row says how many), ``experiments`` rewritten as a new
+   version the table is pointed at (:mod:`abeval.store.spark.experiments_table`),
+   then ``ALTER TABLE ingests ADD PARTITION (ingest_id=N)`` (last, so that a
+   missing ``ingests`` partition says the bookkeeping is unfinished). A reader
+   never sees an ingest's bad rows before its rows.
 
 One writer at a time, as on DuckDB: the ingest holds the store's writer lock
 (:mod:`abeval.store.spark.lock`), so two ingests never take the same ``N``.
@@ -31,7 +36,6 @@ One writer at a time, as on DuckDB: the ingest holds the store's writer lock
 
 from __future__ import annotations
 
-import os
 import shutil
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
@@ -40,7 +44,12 @@ from typing import TYPE_CHECKING, Any
 
 from abeval.store.arm_lists import ARMS_JSON
 from abeval.store.ingest.repeats import KEY, differs
-from abeval.store.spark.parquet_out import arrow_schema, local_folder, write_parquet
+from abeval.store.spark.parquet_out import (
+    arrow_schema,
+    local_folder,
+    upload_mode,
+    write_parquet,
+)
 from abeval.store.spark.schema import (
     COLUMNS,
     PARTITION,
@@ -56,9 +65,6 @@ if TYPE_CHECKING:
 
 #: Rows per Arrow upload: about 25 MB of events, below Spark Connect's message limits.
 CHUNK_ROWS = 200_000
-#: ``connect``: send the rows through Spark Connect even when this process could
-#: write the table's folder itself (the tests of that path).
-UPLOAD_ENV = "ABEVAL_SPARK_UPLOAD"
 _STAGED = "abeval_staged"
 _MATCH = f"e.experiment = s.experiment AND {KEY.format(t='e.')} = {KEY.format(t='s.')}"
 
@@ -98,6 +104,9 @@ class Landing:
         store.tables = {str(r[1]).lower() for r in listed if not r[2]}
         self.layout: Layout = ensure_tables(store.session, store.tables, store.display)
         store.tables |= set(COLUMNS)
+        #: Whether this ingest keeps bad rows in ``rejected_rows`` (:meth:`keep_rejects`).
+        self.rejects = False
+        self.ingest_id = 0  # this ingest's, once earlier ones are finished
         self.ingest_id = self._recover()
 
     # 1. recover
@@ -124,22 +133,34 @@ class Landing:
         )
         return found.first() is not None
 
-    def upload(self, rows: Callable[[], AbstractContextManager[Iterator[Any]]], to: str) -> None:
-        """Write the rows of ``rows()`` (Arrow record batches of events' data
+    def upload(
+        self,
+        rows: Callable[[], AbstractContextManager[Iterator[Any]]],
+        to: str,
+        table: str = "events",
+    ) -> None:
+        """Write the rows of ``rows()`` (Arrow record batches of ``table``'s data
         columns) as Parquet into the folder ``to``, replacing what an interrupted
         load left there: by this process, in bounded chunks, when it can write the
         folder and the cluster then finds every row there
         (:mod:`abeval.store.spark.parquet_out`); else sent through Spark Connect."""
-        folder = None if os.environ.get(UPLOAD_ENV) == "connect" else local_folder(to)
+        folder = None if upload_mode() == "connect" else local_folder(to)
         if folder is not None:
             with rows() as batches:
-                schema = arrow_schema([c for c in COLUMNS["events"] if c[0] != PARTITION])
+                schema = arrow_schema([c for c in COLUMNS[table] if c[0] != PARTITION])
                 written = write_parquet(batches, folder, schema, f"abeval{self.ingest_id}")
             if self._found(to) == written:
                 return
             shutil.rmtree(folder, ignore_errors=True)  # the cluster does not see it
         with rows() as batches:
-            self._send(batches, to)
+            self._send(batches, to, table)
+
+    def keep_rejects(self, rows: Callable[[], AbstractContextManager[Iterator[Any]]]) -> None:
+        """Write the bad rows of ``rows()`` (Arrow record batches of the
+        data columns of ``rejected_rows``) into this ingest's (unregistered)
+        ``rejected_rows`` partition folder, which the bookkeeping adds."""
+        self.upload(rows, self.layout.partition("rejected_rows", self.ingest_id), "rejected_rows")
+        self.rejects = True
 
     def _found(self, to: str) -> int | None:
         """How many rows the cluster reads in the Parquet folder ``to`` (None: it
@@ -151,15 +172,15 @@ class Landing:
                 return None
             raise
 
-    def _send(self, batches: Iterator[Any], to: str) -> None:
+    def _send(self, batches: Iterator[Any], to: str, table: str) -> None:
         """The record ``batches`` sent in chunks through Spark Connect, each written
         as Parquet into ``to`` by the executors."""
         mode = "overwrite"
         for chunk in _chunks(batches):
-            self.session.createDataFrame(chunk, schema=_ddl("events")).write.mode(mode).parquet(to)
+            self.session.createDataFrame(chunk, schema=_ddl(table)).write.mode(mode).parquet(to)
             mode = "append"
         if mode == "overwrite":  # no rows: an empty partition still marks the ingest
-            self.session.createDataFrame([], schema=_ddl("events")).write.mode(mode).parquet(to)
+            self.session.createDataFrame([], schema=_ddl(table)).write.mode(mode).parquet(to)
 
     def keep_new(self, file: str) -> tuple[int, int]:
         """Copy into this ingest's partition folder the first copy of each staged row
@@ -219,10 +240,22 @@ class Landing:
 
     # 4. bookkeeping
     def bookkeep(self, ingest_id: int) -> None:
-        """Bring ``experiments`` up to date with ingest ``ingest_id`` and register its
-        ``ingests`` row; both steps can be repeated."""
+        """Register the bad rows ingest ``ingest_id`` kept, bring ``experiments`` up
+        to date with it and register its ``ingests`` row; each step can be repeated."""
+        if self._kept_rejects(ingest_id):
+            where = self.layout.partition("rejected_rows", ingest_id)
+            sql = add_partition_sql("rejected_rows", ingest_id, where, if_missing=True)
+            self.session.sql(sql).collect()
         self.refresh_experiments(ingest_id)
         self._add_partition("ingests", ingest_id)
+
+    def _kept_rejects(self, ingest_id: int) -> bool:
+        """Whether ingest ``ingest_id`` kept bad rows: known for this one, read from
+        the (unregistered) ``ingests`` row of an earlier one being finished."""
+        if ingest_id == self.ingest_id:
+            return self.rejects
+        record = self.session.read.parquet(self.layout.partition("ingests", ingest_id))
+        return any(int(r[0] or 0) > 0 for r in record.select("rows_rejected").collect())
 
     def refresh_experiments(self, ingest_id: int) -> None:
         """Recompute arms and time range of the experiments ingest ``ingest_id``
