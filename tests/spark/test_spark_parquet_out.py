@@ -15,10 +15,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from abeval.store.spark import landing as landing_module
 from abeval.store.spark import parquet_out
 from abeval.store.spark.landing import Landing
-from abeval.store.spark.parquet_out import arrow_schema, local_folder, write_parquet
+from abeval.store.spark.parquet_out import UPLOAD_ENV, arrow_schema, local_folder, write_parquet
 from abeval.store.spark.schema import COLUMNS as COLUMNS_OF
 from abeval.store.spark.schema import data_columns
 
@@ -137,7 +136,7 @@ def _landing(count: int | None, sent: list[int]) -> Landing:
     landing.session = _Session(count)
     landing.ingest_id = 4
 
-    def send(batches: Iterator[Any], to: str) -> None:
+    def send(batches: Iterator[Any], to: str, table: str) -> None:
         sent.append(sum(b.num_rows for b in batches))
 
     landing._send = send  # type: ignore[method-assign]
@@ -170,7 +169,7 @@ def test_the_upload_writes_here_only_when_the_cluster_reads_every_row_there(
     local_files: int,
     sent: list[int],
 ) -> None:
-    monkeypatch.setenv(landing_module.UPLOAD_ENV, forced)
+    monkeypatch.setenv(UPLOAD_ENV, forced)
     (tmp_path / "events").mkdir()
     to = tmp_path / "events" / "ingest_id=4"
     did: list[int] = []
