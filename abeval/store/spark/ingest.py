@@ -67,6 +67,12 @@ def _load(store: SparkStore, job: Job, on_error: OnError, locked: ExitStack) -> 
         job.say("uploading to Spark")
         with store.faults():
             landing = Landing(store)
+        holds: list[tuple[str, str, int]] = []
+        if counts.conflicts:  # skip: ids used twice in the file, maybe held by the store too
+            with store.faults():
+                holds = landing.holding(_conflicting_ids(duck))
+            if holds:
+                counts, errors = _restage(duck, src, job, holds)
         try:
             with store.faults():
                 held, repeated = _land(landing, duck, counts.good, job.shown)
@@ -76,7 +82,7 @@ def _load(store: SparkStore, job: Job, on_error: OnError, locked: ExitStack) -> 
                 errors = staged.locate(duck, src, job, on_error, refused)
                 raise staged.refusal(errors, refused) from None
             # skip: the rows the store holds with other content join the bad rows
-            counts, errors = _restage(duck, src, job, clashes.ids)
+            counts, errors = _restage(duck, src, job, holds + clashes.ids)
             with store.faults():
                 held, repeated = _land(landing, duck, counts.good, job.shown)
         if counts.refused:
@@ -125,10 +131,12 @@ def _restage(
     duck: Any, src: Source, job: Job, ids: list[tuple[str, str, int]]
 ) -> tuple[Counts, list[str]]:
     """Stage the file again with the Spark store's rows of ``ids`` (experiment,
-    event id, ingest: held with other content than the file's) standing for the
-    store's rows, as a DuckDB store's own rows stand in its staged load: the same
-    conflicts with the same reasons, the checks over a request's rows after
-    them; then locate every bad row (:func:`abeval.store.ingest.staged.stage`)."""
+    event id, ingest: held with other content than some row of the file)
+    standing for the store's rows, as a DuckDB store's own rows stand in its
+    staged load: the same conflicts with the same reasons (an id used twice in
+    the file and held by the store is worded as held), the checks over a
+    request's rows after them; then locate every bad row
+    (:func:`abeval.store.ingest.staged.stage`)."""
     from abeval.store.ingest import staged
     from abeval.store.ingest.staging import drop_rejects
 
@@ -137,6 +145,12 @@ def _restage(
     duck.execute("SET preserve_insertion_order = false")
     counts = staged.stage(duck, src, False, held="abeval_spark_held o")
     return counts, staged.locate(duck, src, job, "skip", counts.refused)
+
+
+def _conflicting_ids(duck: Any) -> list[tuple[str, str]]:
+    """The ids the local check found used with other content in the file."""
+    rows = duck.execute("SELECT experiment, event_id FROM abeval_conflicts").fetchall()
+    return [(str(r[0]), str(r[1])) for r in rows]
 
 
 def _held(duck: Any, ids: list[tuple[str, str, int]]) -> None:

@@ -66,6 +66,7 @@ if TYPE_CHECKING:
 #: Rows per Arrow upload: about 25 MB of events, below Spark Connect's message limits.
 CHUNK_ROWS = 200_000
 _STAGED = "abeval_staged"
+_IDS = "abeval_ids"
 _MATCH = f"e.experiment = s.experiment AND {KEY.format(t='e.')} = {KEY.format(t='s.')}"
 
 _EXPERIMENTS_SQL = (
@@ -132,6 +133,25 @@ class Landing:
             {f"x{i}": x for i, x in enumerate(experiments)},
         )
         return found.first() is not None
+
+    def holding(self, ids: list[tuple[str, str]]) -> list[tuple[str, str, int]]:
+        """``(experiment, event_id, ingest)`` of each of ``ids`` (experiment, event
+        id) the store holds, with whatever content (the ingest that holds it first)."""
+        from sqlalchemy import text
+
+        if not ids:
+            return []
+        asked = "experiment STRING, event_id STRING"
+        self.session.createDataFrame(ids, schema=asked).createOrReplaceTempView(_IDS)
+        rows = self.conn.execute(
+            text(
+                f"SELECT i.experiment, i.event_id, MIN(e.ingest_id) FROM {_IDS} i JOIN events e "
+                "ON e.experiment = i.experiment AND e.event_id = i.event_id "
+                "GROUP BY i.experiment, i.event_id"
+            )
+        ).fetchall()
+        self.session.catalog.dropTempView(_IDS)
+        return [(str(r[0]), str(r[1]), int(r[2])) for r in rows]
 
     def upload(
         self,
