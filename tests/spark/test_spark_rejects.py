@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_spark_ingest import _records, _run, _said
+from test_spark_ingest import _records, _run, _said, _summary
 from typer.testing import CliRunner
 
 from abeval.cli import app
@@ -180,7 +180,10 @@ def test_bad_rows_of_bookkeeping_cut_short_come_with_the_next_ingest(
 
 
 @pytest.mark.spark
-def test_a_store_made_before_rejected_rows_lists_none(spark: str, files: dict[str, Path]) -> None:
+def test_a_store_made_before_rejected_rows_lists_none(
+    spark: str, files: dict[str, Path], tmp_path: Path
+) -> None:
+    """... and the next skip ingest makes the table; its JSON summary is DuckDB's."""
     from pyspark.sql.connect.session import SparkSession
 
     _run("ingest", str(files["first"]), "--db", spark)
@@ -190,7 +193,12 @@ def test_a_store_made_before_rejected_rows_lists_none(spark: str, files: dict[st
     finally:
         session.stop()
     assert _run("rejects", "--db", spark).stderr == "no rejected rows\n"
-    _run("ingest", str(files["skip"]), "--on-error", "skip", "--db", spark)
+    duck = str(tmp_path / "s.duckdb")
+    _run("ingest", str(files["first"]), "--db", duck)
+    skip = ["ingest", str(files["skip"]), "--on-error", "skip", "--json", "--db"]
+    docs = [_summary(_run(*skip, db).stdout) for db in (duck, spark)]
+    assert docs[0] == docs[1]
+    assert (docs[1][0]["status"], len(docs[1][0]["errors"])) == ("partial", 5)
     assert _rejected(spark) == {"ingest_id=2": REJECTED + CONFLICTS}
 
 
