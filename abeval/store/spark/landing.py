@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, contextmanager, suppress
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -63,8 +63,14 @@ if TYPE_CHECKING:
     from abeval.store.spark.connection import SparkConnection
     from abeval.store.spark.store import SparkStore
 
-#: Rows per Arrow upload: about 25 MB of events, below Spark Connect's message limits.
-CHUNK_ROWS = 200_000
+#: The most Arrow bytes in one upload through Spark Connect (about 32,000 rows of
+#: events): far below Connect's message limit and the size from which pyspark
+#: caches an upload in the driver's block manager for the session's life (64 MiB).
+CHUNK_BYTES = 4 * 2**20
+#: Spark Connect keeps the plans it resolved last in each session (16 by default),
+#: and a plan made from uploaded rows holds them in the driver's heap: the cache
+#: is off during an upload, so that the driver holds one chunk at a time.
+PLAN_CACHE = "spark.connect.session.planCache.enabled"
 _STAGED = "abeval_staged"
 _IDS = "abeval_ids"
 _MATCH = f"e.experiment = s.experiment AND {KEY.format(t='e.')} = {KEY.format(t='s.')}"
@@ -196,11 +202,13 @@ class Landing:
         """The record ``batches`` sent in chunks through Spark Connect, each written
         as Parquet into ``to`` by the executors."""
         mode = "overwrite"
-        for chunk in _chunks(batches):
-            self.session.createDataFrame(chunk, schema=_ddl(table)).write.mode(mode).parquet(to)
-            mode = "append"
-        if mode == "overwrite":  # no rows: an empty partition still marks the ingest
-            self.session.createDataFrame([], schema=_ddl(table)).write.mode(mode).parquet(to)
+        with _no_plan_cache(self.session):
+            for chunk in _chunks(batches):
+                frame = self.session.createDataFrame(chunk, schema=_ddl(table))
+                frame.write.mode(mode).parquet(to)
+                mode = "append"
+            if mode == "overwrite":  # no rows: an empty partition still marks the ingest
+                self.session.createDataFrame([], schema=_ddl(table)).write.mode(mode).parquet(to)
 
     def keep_new(self, file: str) -> tuple[int, int]:
         """Copy into this ingest's partition folder the first copy of each staged row
@@ -301,17 +309,40 @@ def _ddl(table: str) -> str:
     return ", ".join(f"{c} {t}" for c, t in COLUMNS[table] if c in data_columns(table))
 
 
-def _chunks(batches: Iterator[Any]) -> Iterator[Any]:
-    """Arrow tables of about :data:`CHUNK_ROWS` rows from record ``batches``."""
+def _chunks(batches: Iterator[Any], most: int = CHUNK_BYTES) -> Iterator[Any]:
+    """Arrow tables of at most ``most`` bytes (or one row) from record ``batches``,
+    cut where a batch is larger."""
     import pyarrow as pa
 
     held: list[Any] = []
     size = 0
     for batch in batches:
-        held.append(batch)
-        size += batch.num_rows
-        if size >= CHUNK_ROWS:
-            yield pa.Table.from_batches(held)
-            held, size = [], 0
-    if size:
+        step = max(1, most * batch.num_rows // max(batch.nbytes, 1))
+        for start in range(0, batch.num_rows, step):
+            piece = batch.slice(start, step)
+            if held and size + piece.nbytes > most:
+                yield pa.Table.from_batches(held)
+                held, size = [], 0
+            held.append(piece)
+            size += piece.nbytes
+    if held:
         yield pa.Table.from_batches(held)
+
+
+@contextmanager
+def _no_plan_cache(session: Any) -> Iterator[None]:
+    """:data:`PLAN_CACHE` off in ``session`` for the block, then as it was (a
+    server that does not know the setting is left as it is)."""
+    changed, before = False, None
+    with suppress(Exception):
+        before = session.conf.get(PLAN_CACHE, None)
+        session.conf.set(PLAN_CACHE, "false")
+        changed = True
+    try:
+        yield
+    finally:
+        with suppress(Exception):  # a lost server: the session ends anyway
+            if changed and before is None:
+                session.conf.unset(PLAN_CACHE)
+            elif changed:
+                session.conf.set(PLAN_CACHE, before)
