@@ -109,6 +109,17 @@ def size(n_bytes: int) -> str:
     raise AssertionError("unreachable")
 
 
+def days_text(days: float, users_per_day: float, more: str = "") -> str:
+    """How long a test takes at this traffic: ``about 46.9 days at 20,000 users per
+    day``; beyond a year, ``not feasible at this traffic (...)``."""
+    from abeval.analysis.planning import FEASIBLE_DAYS
+
+    at = f"{more}days at {users_per_day:,.0f} users per day"
+    if days > FEASIBLE_DAYS:
+        return f"not feasible at this traffic ({days:,.0f} {at})"
+    return f"about {days:.1f} {at}"
+
+
 def counted(n: int, noun: str) -> str:
     """A whole count and its noun, plural unless 1: ``1,204 users``, ``1 user``."""
     return f"{n:,} {noun}{'' if n == 1 else 's'}"

@@ -16,6 +16,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from abeval.formatting import days_text
+
 if TYPE_CHECKING:
     from abeval.analysis.experiment_config import ExperimentConfig
     from abeval.analysis.metric_records import MetricRow
@@ -44,7 +46,9 @@ __all__ = [
     "plan_lines",
     "power_lines",
     "recordable_options",
+    "settings_document",
     "settings_line",
+    "settings_lines",
     "source_check_lines",
     "sources_document",
     "sources_lines",
@@ -137,16 +141,6 @@ def metric_label(metric: str) -> str:
     return METRICS[metric].label
 
 
-def days_text(days: float, users_per_day: float, more: str = "") -> str:
-    """How long a test takes at this traffic; beyond a year, not feasible."""
-    from abeval.analysis.planning import FEASIBLE_DAYS
-
-    at = f"{more}days at {users_per_day:,.0f} users per day"
-    if days > FEASIBLE_DAYS:
-        return f"not feasible at this traffic ({days:,.0f} {at})"
-    return f"about {days:.1f} {at}"
-
-
 def mapping_text(mapping: Mapping) -> str:
     """A source's mapping in one line (``abeval source list``)."""
     from abeval.store.source_mapping import describe_mapping
@@ -196,6 +190,31 @@ def settings_line(experiment: str, s: ExperimentSettings) -> str:
         last = when(s.window_to.isoformat()) if s.window_to else "the last event"
         line += f"; window {first} to {last} (excluded)"
     return line
+
+
+def settings_lines(experiment: str, s: ExperimentSettings, config: ExperimentConfig) -> list[str]:
+    """``abeval experiment show``: the settings line, one line per recorded option, and
+    the options left to their defaults."""
+    lines = [settings_line(experiment, s), *(f"  {line}" for line in config_lines(config))]
+    missing = [flag for name, flag in recordable_options().items() if getattr(config, name) is None]
+    if missing:
+        lines.append(f"  not recorded (the defaults apply): {', '.join(missing)}")
+    return lines
+
+
+def settings_document(
+    experiment: str, s: ExperimentSettings, config: ExperimentConfig
+) -> dict[str, Any]:
+    """``abeval experiment show -f json``: what is recorded for one experiment."""
+    return {
+        "experiment": experiment,
+        "arms": s.arms,
+        "control": s.control_arm,
+        "split": s.split,
+        "window_from": s.window_from.isoformat() if s.window_from else None,
+        "window_to": s.window_to.isoformat() if s.window_to else None,
+        "config": config.recorded(),
+    }
 
 
 def targets_line(experiment: str, done: TargetsRecorded) -> str:

@@ -27,24 +27,10 @@ def experiment_show(
     with api.open(db, read_only=True) as store:
         s, config = store.settings(experiment)
     if fmt == "json":
-        document = {
-            "experiment": experiment,
-            "arms": s.arms,
-            "control": s.control_arm,
-            "split": s.split,
-            "window_from": s.window_from.isoformat() if s.window_from else None,
-            "window_to": s.window_to.isoformat() if s.window_to else None,
-            "config": config.recorded(),
-        }
-        typer.echo(json.dumps(document, indent=2))
+        typer.echo(json.dumps(render.settings_document(experiment, s, config), indent=2))
         return
-    typer.echo(render.settings_line(experiment, s))
-    for line in render.config_lines(config):
-        typer.echo(f"  {line}")
-    options = render.recordable_options()
-    missing = [flag for name, flag in options.items() if getattr(config, name) is None]
-    if missing:
-        typer.echo(f"  not recorded (the defaults apply): {', '.join(missing)}")
+    for line in render.settings_lines(experiment, s, config):
+        typer.echo(line)
 
 
 @command(experiment_app, "unset")

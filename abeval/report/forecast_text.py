@@ -5,7 +5,7 @@ Nothing here computes a statistic."""
 from __future__ import annotations
 
 from abeval.analysis.forecast import ForecastReport, MetricForecast
-from abeval.formatting import count, fixed, interval, pct, printable, share
+from abeval.formatting import count, days_text, fixed, interval, pct, printable, share
 
 
 def tau_range(ci: tuple[float, float] | None) -> str:
@@ -41,7 +41,9 @@ def test_line(m: MetricForecast) -> str:
     if a.users is None:
         return f"Test size: {a.message}"
     days = (
-        "" if m.days is None else f", {fixed(m.days, 1)} days at {count(m.users_per_day)} users/day"
+        ""
+        if m.days is None or m.users_per_day is None
+        else (f", {days_text(m.days, m.users_per_day)}")
     )
     return f"Test size: {count(a.users)} users for {share(a.target, 0)} assurance{days}"
 

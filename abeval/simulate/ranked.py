@@ -224,7 +224,7 @@ def event_rows(logs: pd.DataFrame, experiment: str) -> pd.DataFrame:
     clicks = imp[logs["clicked"].to_numpy()].copy()
     clicks["event_type"] = "click"
     clicks["ts"] = clicks["ts"] + pd.Timedelta(seconds=1)
-    clicks[["position", "propensity", "propensity_given_above"]] = None
+    clicks[["position", "propensity", "propensity_given_above"]] = np.nan
     out = pd.concat([imp, clicks], ignore_index=True)
     out["ts"] = out["ts"].dt.strftime("%Y-%m-%dT%H:%M:%SZ")
     out["position"] = out["position"].astype("Int64")
