@@ -138,25 +138,60 @@ SELECT * FROM online JOIN ranking USING (arm) ORDER BY arm
 """
 
 
-def build_store(rows: int) -> Path:
-    """A store with about ``rows`` events from the simulator (cached in data/)."""
-    DATA.mkdir(exist_ok=True)
-    db = DATA / f"report-{rows}.duckdb"
+def build_store(rows: int, data_dir: Path = DATA, code: Path | None = None) -> Path:
+    """A store with about ``rows`` events from the simulator (cached in ``data_dir``);
+    ``code``: ingested by that copy of abeval (a ``--before`` copy cannot read a
+    store of a newer schema, so it gets its own, of the same file)."""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    db = data_dir / f"{'before-' if code else ''}report-{rows}.duckdb"
     if db.exists():
         return db
-    csv = DATA / f"report-{rows}.csv"
+    csv = data_dir / f"report-{rows}.csv"
+    env = {**os.environ, "PYTHONPATH": str(code.resolve())} if code else None
     # In a subprocess: a child's peak RSS (wait4) starts from the launcher's.
     simulate = (
         "import sys; from abeval.simulate import SimulationConfig, users_for_rows, write_events; "
         "write_events(SimulationConfig(users=users_for_rows(int(sys.argv[1])), seed=11), "
         "sys.argv[2])"
     )
-    subprocess.run([sys.executable, "-c", simulate, str(rows), str(csv)], check=True)
+    if not csv.exists():
+        subprocess.run([sys.executable, "-c", simulate, str(rows), str(csv)], check=True)
     subprocess.run(
         [sys.executable, "-m", "abeval", "ingest", str(csv), "--db", str(db), "--quiet"],
         check=True,
+        env=env,
     )
     return db
+
+
+def report_difference(before: str, now: str) -> str:
+    """The largest relative difference (to the larger magnitude, at least 1) between
+    the numbers of two JSON reports (the same keys), or where their structure or
+    words differ."""
+    worst = 0.0
+
+    def walk(a: object, b: object, where: str) -> str | None:
+        nonlocal worst
+        if isinstance(a, dict) and isinstance(b, dict):
+            if a.keys() != b.keys():
+                return f"keys differ at {where}"
+            kept = [k for k in a if k not in ("generated_at", "store")]
+            found = (walk(a[k], b[k], f"{where}.{k}") for k in kept)
+            return next((f for f in found if f), None)
+        if isinstance(a, list) and isinstance(b, list):
+            if len(a) != len(b):
+                return f"lengths differ at {where}"
+            found = (walk(x, y, f"{where}[{i}]") for i, (x, y) in enumerate(zip(a, b, strict=True)))
+            return next((f for f in found if f), None)
+        if isinstance(a, int | float) and isinstance(b, int | float):
+            scale = max(abs(float(a)), abs(float(b)), 1.0)
+            worst = max(worst, abs(float(a) - float(b)) / scale)
+            return None
+        when = ("time", "seconds", "_at")  # of the run or of each store's ingest
+        return None if a == b or any(w in where for w in when) else f"{where} differs"
+
+    found = walk(json.loads(before), json.loads(now), "")
+    return found or f"{worst:.1e}"
 
 
 def baseline_command(db: Path) -> list[str]:
@@ -466,7 +501,7 @@ def main() -> None:
     if args.growth or args.profile:
         other(args)
         return
-    db = build_store(args.rows)
+    db = build_store(args.rows, args.data_dir)
     base = "baseline: hand-written DuckDB query (online sums + replayed ranking metrics)"
     variants = {
         base: baseline_command(db),
@@ -476,7 +511,7 @@ def main() -> None:
     envs: dict[str, dict[str, str]] = {}
     if args.before:
         before = f"abeval report --format json (default), before: {args.before.name}"
-        variants[before] = report_command(db)
+        variants[before] = report_command(build_store(args.rows, args.data_dir, args.before))
         envs[before] = {"PYTHONPATH": str(args.before.resolve())}
     prefix = ["nice", "-n", str(args.nice)] if args.nice else []
     run_measured([*prefix, *variants[base]], TIMEOUT)  # warm the page cache
@@ -485,18 +520,19 @@ def main() -> None:
     med_cpu = {k: statistics.median(v) for k, v in cpu.items()}
     b, b_cpu = med[base], med_cpu[base]
     info = machine()
+    factor = 1.5 if args.rows >= 10_000_000 else 2.0  # issue 23, target 1
     lines = [
         f"### Report vs hand-written query, {args.rows:,} events "
         f"({info['date']}, {args.runs} runs, median)",
         "",
         f"Machine: {describe(info)}",
         "",
-        "| command | median s | min s | ratio to baseline | target 2 x baseline + 1.5 s "
+        f"| command | median s | min s | ratio to baseline | target {factor:g} x baseline + 1 s "
         "| median CPU s | CPU ratio | peak RSS MiB |",
         "|---|---:|---:|---:|---|---:|---:|---:|",
     ]
     for name, t in med.items():
-        target = "" if name == base else ("met" if t <= 2 * b + 1.5 else "MISSED")
+        target = "" if name == base else ("met" if t <= factor * b + 1 else "MISSED")
         c = med_cpu[name]
         lines.append(
             f"| {name} | {t:.2f} | {min(times[name]):.2f} | {t / b:.2f} | {target} | "
@@ -506,6 +542,12 @@ def main() -> None:
         outs[base], outs["abeval report --format json (default, with the replay)"]
     )
     lines += ["", f"Replayed ranking means, baseline vs report: largest difference {worst:.1e}."]
+    if args.before:
+        same = report_difference(outs[before], outs[list(variants)[2]])
+        lines += [
+            "",
+            f"Every number of the report, before vs now: largest relative difference {same}.",
+        ]
     if not args.no_startup:
         lines += ["", "Start-up:", "", *startup(max(args.runs, 5), prefix)]
     text = "\n".join(lines) + "\n"

@@ -17,6 +17,7 @@ from abeval.analysis.replay import replay
 from abeval.cli import app
 from abeval.errors import StoreError
 from abeval.store import memory, open_store
+from abeval.store.ingest.keys import number_ingest
 from abeval.store.memory import capped_gib, parse_memory, physical_memory
 from abeval.store.replay_sql import open_replay
 
@@ -310,6 +311,7 @@ def test_the_replay_runs_out_of_core_with_the_same_values(
     monkeypatch.setenv("ABEVAL_TEMP_DIR", str(cwd))
     with open_store(str(cwd / "s.duckdb")) as store, store.begin() as conn:
         conn.execute(text(OUT_OF_CORE_EVENTS))
+        number_ingest(conn, 1)  # the integer keys an ingest gives
 
     def replayed(limit: str | None) -> tuple[list[tuple[str, str, float | None]], int]:
         with open_store(str(cwd / "s.duckdb"), read_only=True) as store, store.connect() as conn:

@@ -163,6 +163,10 @@ class BeyondInputs:
       DuckDB list of numbers: ``evaluate`` only).
     - ``history(user_id, item_id)``: what each user interacted with before
       (serendipity); None when there is no history.
+    - ``exposure(grp, item_id, rank, cnt)``: ``ranked``'s rows counted per group,
+      item and rank, so that the metrics of exposure (coverage, Gini, entropy,
+      novelty) read a few rows per item instead of every shown item; defined by
+      :func:`abeval.metrics.beyond.beyond_query` from ``ranked``.
     - ``reference_users``: how many users ``popularity``'s share is taken over;
       novelty gives an item without popularity the add-one share
       1 / (reference_users + 1) (docs/metrics.md#novelty).
@@ -176,6 +180,7 @@ class BeyondInputs:
     similarity: str = "cooccurrence"
     history: str | None = None
     reference_users: int | None = None
+    exposure: str = "exposure"
 
 
 @dataclass(frozen=True)

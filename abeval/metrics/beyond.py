@@ -10,13 +10,17 @@ turns the rows into :class:`~abeval.metrics.results.MetricResult`.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from abeval.metrics.base import BeyondInputs
 from abeval.metrics.results import MetricResult
 from abeval.metrics.spec import MetricSpec
 from abeval.stats.sufficient import MeanStats
+
+#: The metrics that read ``exposure`` (:class:`~abeval.metrics.base.BeyondInputs`):
+#: one grouping of ``ranked`` by (group, item, rank) serves them all.
+_READS_EXPOSURE = ("coverage", "gini", "entropy", "novelty")
 
 _EXTRA = {
     "coverage": "catalogue_items",
@@ -113,7 +117,15 @@ def beyond_query(specs: Sequence[MetricSpec], inputs: BeyondInputs) -> BeyondQue
             raise ValueError(f"{spec.label} is not a beyond-accuracy metric")
         if d.shared_group_sql is not None:
             by_metric.setdefault(d.name, []).append(i)
+    exposed = [s for s in specs if s.definition.name in _READS_EXPOSURE]
     ctes: list[str] = []
+    if exposed:
+        top = max(int(s.k or 0) for s in exposed)
+        inputs = replace(inputs, exposure="bx_exposure")
+        ctes.append(
+            "bx_exposure AS (SELECT grp, item_id, rank, COUNT(*) AS cnt FROM "
+            f"{inputs.ranked} WHERE rank <= {top} GROUP BY grp, item_id, rank)"
+        )
     selects: dict[int, str] = {}
     for indices in (found for found in by_metric.values() if len(found) > 1):
         shared = specs[indices[0]].definition.shared_group_sql

@@ -22,7 +22,7 @@ def group_sql(spec: MetricSpec, inp: BeyondInputs, p: str) -> tuple[list[str], s
     ctes = [
         f"{p}_size AS (SELECT COUNT(*) AS n FROM {inp.catalogue})",
         f"{p}_shown AS (SELECT DISTINCT t.grp, t.item_id, CASE WHEN c.item_id IS NULL "
-        f"THEN 0 ELSE 1 END AS inside FROM {inp.ranked} t LEFT JOIN {inp.catalogue} c "
+        f"THEN 0 ELSE 1 END AS inside FROM {inp.exposure} t LEFT JOIN {inp.catalogue} c "
         f"ON c.item_id = t.item_id WHERE t.rank <= {int(spec.k or 0)})",
     ]
     select = (

@@ -19,7 +19,7 @@ from abeval.metrics.spec import MetricSpec
 def group_sql(spec: MetricSpec, inp: BeyondInputs, p: str) -> tuple[list[str], str]:
     k = int(spec.k or 0)
     ctes = [
-        f"{p}_counts AS (SELECT grp, item_id, COUNT(*) AS cnt FROM {inp.ranked} "
+        f"{p}_counts AS (SELECT grp, item_id, SUM(cnt) AS cnt FROM {inp.exposure} "
         f"WHERE rank <= {k} GROUP BY grp, item_id)",
         f"{p}_tot AS (SELECT grp, SUM(cnt) AS total FROM {p}_counts GROUP BY grp)",
     ]

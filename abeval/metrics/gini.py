@@ -24,10 +24,10 @@ def group_sql(spec: MetricSpec, inp: BeyondInputs, p: str) -> tuple[list[str], s
     k = int(spec.k or 0)
     ctes = [
         f"{p}_size AS (SELECT COUNT(*) AS n FROM {inp.catalogue})",
-        f"{p}_slots AS (SELECT t.grp, t.item_id, CASE WHEN c.item_id IS NULL THEN 0 ELSE 1 END "
-        f"AS inside FROM {inp.ranked} t LEFT JOIN {inp.catalogue} c ON c.item_id = t.item_id "
-        f"WHERE t.rank <= {k})",
-        f"{p}_counts AS (SELECT grp, item_id, COUNT(*) AS cnt FROM {p}_slots WHERE inside = 1 "
+        f"{p}_slots AS (SELECT t.grp, t.item_id, t.cnt, CASE WHEN c.item_id IS NULL THEN 0 "
+        f"ELSE 1 END AS inside FROM {inp.exposure} t LEFT JOIN {inp.catalogue} c "
+        f"ON c.item_id = t.item_id WHERE t.rank <= {k})",
+        f"{p}_counts AS (SELECT grp, item_id, SUM(cnt) AS cnt FROM {p}_slots WHERE inside = 1 "
         "GROUP BY grp, item_id)",
         f"{p}_ord AS (SELECT grp, cnt, ROW_NUMBER() OVER (PARTITION BY grp ORDER BY cnt, item_id) "
         f"AS j, COUNT(*) OVER (PARTITION BY grp) AS m FROM {p}_counts)",

@@ -30,11 +30,11 @@ def group_sql(spec: MetricSpec, inp: BeyondInputs, p: str) -> tuple[list[str], s
     smoothed = f"{as_double('1')} / {int(inp.reference_users) + 1}"
     share = f"(CASE WHEN {known} THEN p.share ELSE {smoothed} END)"
     select = (
-        f"SELECT t.grp, AVG(-{log2(share)}) AS value, "
-        f"SUM(CASE WHEN {known} THEN 0 ELSE 1 END) AS counted, "
+        f"SELECT t.grp, SUM(t.cnt * -{log2(share)}) / SUM(t.cnt) AS value, "
+        f"SUM(CASE WHEN {known} THEN 0 ELSE t.cnt END) AS counted, "
         "CAST(0 AS BIGINT) AS left_out, "
         f"CAST(NULL AS BIGINT) AS n, CAST(NULL AS {DOUBLE}) AS s, CAST(NULL AS {DOUBLE}) AS ss, "
-        f"COUNT(*) AS extra FROM {inp.ranked} t LEFT JOIN {inp.popularity} p "
+        f"SUM(t.cnt) AS extra FROM {inp.exposure} t LEFT JOIN {inp.popularity} p "
         f"ON p.item_id = t.item_id WHERE t.rank <= {k} GROUP BY t.grp"
     )
     return [], select

@@ -127,6 +127,7 @@ def apply(store: Store, folder: Path | None = None) -> list[Migration]:
             with store.begin() as conn:
                 for statement in step.statements():
                     conn.execute(text(statement))
+                _after(step.version, conn)
                 conn.execute(
                     text(
                         "INSERT INTO schema_migrations (version, name, applied_at) "
@@ -144,6 +145,15 @@ def apply(store: Store, folder: Path | None = None) -> list[Migration]:
             ) from exc
         done_steps.append(step)
     return done_steps
+
+
+def _after(version: int, conn: Connection) -> None:
+    """What a step does beyond its SQL, in its transaction: 0010 numbers the
+    stored rows' keys and fills the dictionaries, as an ingest would."""
+    if version == 10:
+        from abeval.store.ingest.keys import number_stored
+
+        number_stored(conn)
 
 
 def _driver_reason(exc: BaseException) -> str:

@@ -439,8 +439,8 @@ HEALTH_PARTS = (
         COUNT(*) FILTER (WHERE event_type = 'purchase') AS purchases
     FROM exp_events
     WHERE event_type IN ('impression', 'click', 'purchase')
-      AND request_id IS NOT NULL AND item_id IS NOT NULL
-    GROUP BY request_id, item_id
+      AND request_no IS NOT NULL AND item_no IS NOT NULL
+    GROUP BY request_no, item_no
 """,
         ("exp_events",),
     ),

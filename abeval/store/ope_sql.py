@@ -18,7 +18,8 @@ Per user of the source arm, over the impressions that carry a ``propensity``
 ==========  ==========================================================
 
 An impression is *clicked* when the experiment has a click with its
-``request_id`` and ``item_id``. π_target comes from the temporary table of a
+``request_id`` and ``item_id`` (matched on their integer keys, ``request_no``
+and ``item_no``: :mod:`abeval.store.ingest.keys`). π_target comes from the temporary table of a
 ``--target-propensities`` file (rows of the source's requests) or, without one,
 from the target arm's own impressions: the share of the target's impressions at
 position k that show item a. All SQL is portable (DuckDB, PostgreSQL 15); every
@@ -58,8 +59,8 @@ _BASE = (
     Cte(
         "o_clk",
         """
-    SELECT DISTINCT request_id, item_id FROM exp_events
-    WHERE event_type = 'click' AND request_id IS NOT NULL AND item_id IS NOT NULL
+    SELECT DISTINCT request_no, item_no FROM exp_events
+    WHERE event_type = 'click' AND request_no IS NOT NULL AND item_no IS NOT NULL
 """,
         ("exp_events",),
     ),
@@ -68,9 +69,9 @@ _BASE = (
         """
     SELECT p.arm, e.user_id, e.request_id, e.item_id, e.position, e.propensity,
         e.propensity_given_above,
-        CASE WHEN k.item_id IS NULL THEN 0 ELSE 1 END AS clicked
+        CASE WHEN k.item_no IS NULL THEN 0 ELSE 1 END AS clicked
     FROM exp_events e JOIN population p ON p.user_id = e.user_id
-    LEFT JOIN o_clk k ON k.request_id = e.request_id AND k.item_id = e.item_id
+    LEFT JOIN o_clk k ON k.request_no = e.request_no AND k.item_no = e.item_no
     WHERE e.event_type = 'impression' AND e.item_id IS NOT NULL AND e.position IS NOT NULL
       AND e.ts >= p.first_ts
 """,

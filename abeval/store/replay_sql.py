@@ -1,7 +1,11 @@
 """The SQL of the log replay: an experiment's logged impressions as ranked lists.
 
 Each served request (``request_id``) is a ranked list: its items are the
-impression rows, ranked by their logged ``position``. The relevance of each
+impression rows, ranked by their logged ``position``. Lists and items are keyed
+by the integers an ingest gives them (``request_no``, ``item_no``: migration 0010;
+a table read in place presents its text keys under those names), so every
+grouping and join below is on integers; only the message about a repeated item
+reads the text. The relevance of each
 (request, item) is its strongest event under the caller's gains (event type →
 gain). The population is the experiment's analysed users
 (:mod:`abeval.store.population`), and, unless told otherwise, only their
@@ -99,17 +103,18 @@ def replay_ctes(
     ctes = base.then(
         Cte(
             "r_imp",
-            "SELECT p.arm AS grp, e.user_id, e.request_id AS list_id, e.item_id, "
-            "e.position FROM exp_events e JOIN population p ON p.user_id = e.user_id "
-            "WHERE e.event_type = 'impression' AND e.request_id IS NOT NULL "
-            f"AND e.item_id IS NOT NULL AND e.position IS NOT NULL {after}",
+            "SELECT p.arm AS grp, e.user_id, e.request_no AS list_id, e.item_no AS item_id, "
+            "e.position, e.request_id AS list_text, e.item_id AS item_text FROM exp_events e "
+            "JOIN population p ON p.user_id = e.user_id "
+            "WHERE e.event_type = 'impression' AND e.request_no IS NOT NULL "
+            f"AND e.item_no IS NOT NULL AND e.position IS NOT NULL {after}",
             ("exp_events", "population"),
         ),
         Cte(
             "r_rel",
-            f"SELECT request_id AS list_id, item_id, MAX({case}) AS gain FROM exp_events "
-            f"WHERE event_type IN ({in_list}) AND request_id IS NOT NULL AND item_id IS NOT NULL "
-            "GROUP BY request_id, item_id",
+            f"SELECT request_no AS list_id, item_no AS item_id, MAX({case}) AS gain "
+            f"FROM exp_events WHERE event_type IN ({in_list}) AND request_no IS NOT NULL "
+            "AND item_no IS NOT NULL GROUP BY request_no, item_no",
             ("exp_events",),
         ),
         Cte("r_first", first, ("r_imp",)),
@@ -129,14 +134,14 @@ def replay_ctes(
         Cte("judged", "SELECT list_id, gain FROM ranked WHERE gain > 0", ("ranked",)),
         Cte(
             "r_catalogue",
-            "SELECT DISTINCT item_id FROM exp_events WHERE item_id IS NOT NULL",
+            "SELECT DISTINCT item_no AS item_id FROM exp_events WHERE item_no IS NOT NULL",
             ("exp_events",),
         ),
         Cte(
             "r_interactions",
-            "SELECT DISTINCT e.user_id, e.item_id FROM exp_events e "
+            "SELECT DISTINCT e.user_id, e.item_no AS item_id FROM exp_events e "
             f"JOIN population p ON p.user_id = e.user_id WHERE e.event_type IN ({in_list}) "
-            f"AND e.item_id IS NOT NULL {after}",
+            f"AND e.item_no IS NOT NULL {after}",
             ("exp_events", "population"),
         ),
         Cte(
@@ -183,9 +188,9 @@ LEFT JOIN r_ties t ON t.grp = a.grp
 ORDER BY a.grp"""
 
 FIRST_REPEAT_SQL = (
-    "SELECT list_id, item_id, COUNT(*) AS c, MIN(position) AS first_pos, "
-    "MAX(position) AS last_pos FROM r_imp GROUP BY list_id, item_id HAVING COUNT(*) > 1 "
-    "ORDER BY list_id, item_id LIMIT 1"
+    "SELECT MIN(list_text) AS list_id, MIN(item_text) AS item_id, COUNT(*) AS c, "
+    "MIN(position) AS first_pos, MAX(position) AS last_pos FROM r_imp "
+    "GROUP BY list_id, item_id HAVING COUNT(*) > 1 ORDER BY 1, 2 LIMIT 1"
 )
 
 # r_rel's pairs minus those ``ranked`` shows: its gain comes from r_rel and is

@@ -90,7 +90,7 @@ TABLES: dict[str, Table] = {
             finished_at timestamp not null
             """,
         ),
-        _table(  # 0001, 0005
+        _table(  # 0001, 0005, 0010
             "events",
             """
             experiment text not null
@@ -108,6 +108,23 @@ TABLES: dict[str, Table] = {
             row_key text
             ingest_id bigint not null
             propensity_given_above double
+            request_no bigint
+            item_no bigint
+            """,
+        ),
+        _table(  # 0010: the dictionaries of the integer keys (abeval.store.ingest.keys)
+            "request_keys",
+            """
+            experiment text key
+            request_id text key
+            request_no bigint not null
+            """,
+        ),
+        _table(  # 0010
+            "item_keys",
+            """
+            item_id text key
+            item_no bigint not null
             """,
         ),
         _table(  # 0001

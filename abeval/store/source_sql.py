@@ -166,11 +166,18 @@ def events_select(backend: Backend, rel: Relation, r: Resolved, experiment: str 
         if f != "event_type"
     ]
     fields.insert(KNOWN.index("event_type"), f"{event_type_case(r)} AS event_type")
-    return (
+    rows = (
         f"SELECT {', '.join(fields)}, {_attributes(backend, r)} AS attributes, "
         "CAST(NULL AS VARCHAR) AS row_key, CAST(NULL AS BIGINT) AS ingest_id "
         f"FROM {rel.sql} WHERE {where}"
     )
+    # The integer keys an ingest gives (migration 0010) are the text keys here: the
+    # analysis only groups, joins and compares them, so the numbers are the same.
+    return f"SELECT *, {KEYS_IN_PLACE} FROM ({rows}) s"
+
+
+#: ``request_no`` and ``item_no`` of a table read in place: its text keys.
+KEYS_IN_PLACE = "request_id AS request_no, item_id AS item_no"
 
 
 EXPERIMENTS_SELECT = (

@@ -10,6 +10,8 @@ from typing import Any
 from metrics_helpers import write_csv
 from sqlalchemy import text
 
+from abeval.store.ingest.keys import number_ingest
+
 INSERT = text(
     "INSERT INTO events (experiment, arm, user_id, ts, event_type, request_id, item_id, "
     "position, value, row_key, ingest_id) VALUES (:experiment, :arm, :user_id, "
@@ -49,7 +51,9 @@ class Log:
         )
 
     def insert(self, conn: Any) -> None:
+        """The rows as ingest 1, with the integer keys an ingest gives them."""
         conn.execute(INSERT, self.rows)
+        number_ingest(conn, 1)
 
 
 def random_log(

@@ -70,6 +70,13 @@ def test_ranked_lists_count_each_item_once_with_its_strongest_event(store: Store
     with store.connect() as conn, open_replay(conn, "exp", GAINS) as source:
         rows = [tuple(r.values()) for r in source.rows("", select)]
         judged = source.rows("j AS (SELECT COUNT(*) AS n FROM judged)", "SELECT n FROM j")
+        # lists and items are the integer keys of the ingest; read them as text
+        keys = conn.execute(
+            text("SELECT DISTINCT request_no, request_id, item_no, item_id FROM events")
+        ).fetchall()
+    request = {k[0]: k[1] for k in keys if k[0] is not None}
+    item = {k[2]: k[3] for k in keys if k[2] is not None}
+    rows = sorted((g, request[r], item[i], *rest) for g, r, i, *rest in rows)
     assert rows == [
         ("A", "r1", "a", 1, 1, 2.0),  # clicked and bought: the purchase counts
         ("A", "r1", "b", 2, 2, 1.0),

@@ -10,7 +10,8 @@ How a file is loaded into a DuckDB store:
    statement (DuckDB's ``error()``); so does a malformed CSV line (the reader's
    reject table is checked after). Rows already in the store and rows repeated
    in the file (same ``event_id``, or the same full row when there is no
-   ``event_id``) are then deleted from what was just inserted, and
+   ``event_id``) are then deleted from what was just inserted, the rows left
+   get their integer keys (:mod:`~abeval.store.ingest.keys`), and
    ``experiments`` and ``ingests`` are updated, all in one transaction. A clean
    file, the common case, is read and written once. An ``event_id`` used with
    different content (a conflict, in the file or against the store) also sends

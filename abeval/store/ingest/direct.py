@@ -143,7 +143,12 @@ def _peek_ingest_id(duck: Any) -> int:
 def _insert_checked(duck: Any, src: Source, ingest_id: int) -> int:
     """Insert every row of the file under ``ingest_id``, stopping at the first bad
     row, and raise :class:`_NeedsStaging` if the CSV reader skipped a malformed
-    line; return the number of rows read."""
+    line; return the number of rows read.
+
+    The rows go in without their key numbers: :func:`~abeval.store.ingest.record.finish`
+    numbers them from the inserted rows' key columns
+    (:func:`~abeval.store.ingest.keys.number_ingest`), which costs less than a
+    second pass over the file to find the keys before the insert."""
     if src.fmt == "csv" and src.long:  # the reader would drop the longest without a word
         raise _NeedsStaging
     cols = ", ".join(EVENT_COLUMNS)

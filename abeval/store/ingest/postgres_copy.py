@@ -9,6 +9,7 @@ import tempfile
 from typing import TYPE_CHECKING, Any
 
 from abeval.errors import InputError
+from abeval.store.ingest.keys import KEYS, add_keys, key_joins
 from abeval.store.ingest.repeats import KEY, differs
 from abeval.store.ingest.staging import EVENT_COLUMNS
 from abeval.store.quoting import quote_literal
@@ -63,10 +64,17 @@ def insert_via_copy(conn: Connection, duck: Any, fresh: str, ingest_id: int, fil
             "different content; give each event its own event_id (nothing was loaded from "
             "this file)"
         )
+    # The rows go in with their integer keys, joined from the dictionaries after the
+    # file's new keys are added there: numbering them after the insert would write
+    # every row twice (an UPDATE writes a new version of each row).
+    add_keys(lambda s: conn.execute(text(s)), "abeval_stage")
+    numbers, joins = key_joins("s")
+    staged = ", ".join(f"s.{c}" for c in EVENT_COLUMNS)
     result = conn.execute(
         text(
-            f"INSERT INTO events ({cols}, ingest_id) SELECT {cols}, :ingest_id "
-            "FROM abeval_stage s WHERE NOT EXISTS (SELECT 1 FROM events e "
+            f"INSERT INTO events ({cols}, ingest_id, {', '.join(k.number for k in KEYS)}) "
+            f"SELECT {staged}, :ingest_id, {numbers} FROM abeval_stage s {joins} "
+            "WHERE NOT EXISTS (SELECT 1 FROM events e "
             "WHERE e.experiment = s.experiment "
             f"AND {KEY.format(t='e.')} = {KEY.format(t='s.')})"
         ),

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from abeval.choices import FileFormat as Format
 from abeval.files import sha256_file
 from abeval.store.arm_lists import ARMS_JSON
+from abeval.store.ingest.keys import number_ingest
 from abeval.store.ingest.notes import Normalised, Notes, notes_for
 from abeval.store.ingest.summary import IngestSummary
 
@@ -65,11 +66,13 @@ def next_ingest_id(conn: Connection) -> int:
 def finish(
     conn: Connection, summary: IngestSummary, job: Job, normalised: Normalised | None = None
 ) -> IngestSummary:
-    """Bring ``experiments`` up to date and record the ingest; ``summary`` gets its
+    """Number the new rows' keys (:mod:`~abeval.store.ingest.keys`), bring
+    ``experiments`` up to date and record the ingest; ``summary`` gets its
     time and its notes (:mod:`~abeval.store.ingest.notes`)."""
     assert summary.ingest_id is not None
     normalised = normalised or Normalised()
     if summary.inserted:
+        number_ingest(conn, summary.ingest_id)
         _refresh_experiments(conn, summary.ingest_id)
     said = notes_for(conn, summary.ingest_id, normalised, bool(summary.inserted))
     summary = with_notes(summary, said, normalised)

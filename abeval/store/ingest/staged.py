@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from abeval.choices import OnError
 from abeval.errors import InputError
+from abeval.store.ingest.keys import KEYS, add_keys, key_joins
 from abeval.store.ingest.locate import (
     LONG_NOT_REJECTED,
     collect_errors,
@@ -249,9 +250,12 @@ def _insert(
     """
     cols = ", ".join(EVENT_COLUMNS)
     if store.backend.stages_in_store:
+        add_keys(duck.execute, "(SELECT * FROM abeval_stage WHERE NOT bad) s")
+        numbers, joins = key_joins("s")
         duck.execute(
-            f"INSERT INTO events ({cols}, ingest_id) SELECT {cols}, {int(ingest_id)} "
-            "FROM abeval_stage WHERE NOT bad"
+            f"INSERT INTO events ({cols}, ingest_id, {', '.join(k.number for k in KEYS)}) "
+            f"SELECT {', '.join(f's.{c}' for c in EVENT_COLUMNS)}, {int(ingest_id)}, "
+            f"{numbers} FROM abeval_stage s {joins} WHERE NOT s.bad"
         )
         return delete_repeats(duck, ingest_id)
     fresh = f"SELECT {cols} FROM abeval_stage s WHERE NOT bad"

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from abeval.choices import OnError
 from abeval.errors import AbevalError, Interrupted
+from abeval.store.ingest.keys import number_staged
 from abeval.store.ingest.notes import Normalised, notes_for
 from abeval.store.ingest.record import with_notes
 from abeval.store.ingest.repeats import find_conflicts, first_copies, may_repeat
@@ -113,9 +114,15 @@ def _land(landing: Landing, duck: Any, n_good: int, file: str) -> tuple[int, int
     first copy of each row the store does not hold; return how many rows the
     store held and how many repeated another row of the file (counted in that
     order, as DuckDB counts them)."""
+    names = [
+        r[0]
+        for r in duck.execute(
+            "SELECT DISTINCT experiment FROM abeval_stage WHERE NOT bad"
+        ).fetchall()
+    ]
+    _number_keys(landing, duck, names)  # again after a new staging
     # in the Spark table's column order, which the upload's schema follows
     good = f"SELECT {_COLUMNS} FROM abeval_stage s WHERE NOT bad"
-    names = [r[0] for r in duck.execute(f"SELECT DISTINCT experiment FROM ({good}) s").fetchall()]
     if landing.holds(names):
         landing.upload(_rows(duck, good), landing.layout.staging)
         return landing.keep_new(file)
@@ -125,6 +132,40 @@ def _land(landing: Landing, duck: Any, n_good: int, file: str) -> tuple[int, int
     first = int(duck.execute(f"SELECT count(*) FROM ({fresh}) s").fetchall()[0][0])
     landing.upload(_rows(duck, fresh), landing.layout.partition("events", landing.ingest_id))
     return 0, n_good - first
+
+
+def _number_keys(landing: Landing, duck: Any, names: list[str]) -> None:
+    """Give the staged rows their integer keys (``request_no``, ``item_no``:
+    :mod:`abeval.store.ingest.keys`) against the numbers the Spark store holds:
+    its numbered requests of the file's experiments, its numbered items, and the
+    largest numbers it gave."""
+    from sqlalchemy import text
+
+    duck.execute("ALTER TABLE abeval_stage ADD COLUMN request_no BIGINT")
+    duck.execute("ALTER TABLE abeval_stage ADD COLUMN item_no BIGINT")
+    params = {f"x{i}": x for i, x in enumerate(names)}
+    inside = ", ".join(f":x{i}" for i in range(len(names))) or "NULL"
+    known = landing.conn.execute(
+        text(
+            "SELECT DISTINCT experiment, request_id, request_no, CAST(NULL AS VARCHAR) AS item_id, "
+            "CAST(NULL AS BIGINT) AS item_no FROM events WHERE request_no IS NOT NULL "
+            f"AND experiment IN ({inside}) UNION ALL "
+            "SELECT DISTINCT CAST(NULL AS VARCHAR), CAST(NULL AS VARCHAR), CAST(NULL AS BIGINT), "
+            "item_id, item_no FROM events WHERE item_no IS NOT NULL UNION ALL "
+            "SELECT CAST(NULL AS VARCHAR), CAST(NULL AS VARCHAR), MAX(request_no), "
+            "CAST(NULL AS VARCHAR), MAX(item_no) FROM events"
+        ),
+        params,
+    ).fetchall()
+    duck.execute(
+        "CREATE OR REPLACE TEMP TABLE abeval_spark_keys (experiment VARCHAR, request_id VARCHAR, "
+        "request_no BIGINT, item_id VARCHAR, item_no BIGINT)"
+    )
+    if known:  # DuckDB's executemany refuses no rows
+        duck.executemany(
+            "INSERT INTO abeval_spark_keys VALUES (?, ?, ?, ?, ?)", [list(r) for r in known]
+        )
+    number_staged(duck, "abeval_stage", "abeval_spark_keys")
 
 
 def _restage(

@@ -194,9 +194,28 @@ def _add_new_columns(session: Any, table: str) -> None:
             break
         have.add(name)
     new = [(c, t) for c, t in COLUMNS[table] if c not in have and c != PARTITION]
+    if table == "events" and KEY_COLUMNS & {c for c, _ in new}:
+        _refuse_unnumbered(session, table)
     if new:
         added = ", ".join(f"{c} {t}" for c, t in new)
         session.sql(f"ALTER TABLE {table} ADD COLUMNS ({added})").collect()
+
+
+#: The integer keys (migration 0010 elsewhere): rows stored before them would
+#: read them as NULL, and the replay skips rows without keys.
+KEY_COLUMNS = frozenset({"request_no", "item_no"})
+
+
+def _refuse_unnumbered(session: Any, table: str) -> None:
+    """Refuse to add the integer keys to an ``events`` table that holds rows:
+    those rows would keep NULL keys and drop out of the replay without a word."""
+    if session.sql(f"SELECT 1 FROM {table} LIMIT 1").collect():
+        raise StoreError(
+            f"the Spark table {table} was written by an abeval without integer keys "
+            "(request_no, item_no) and its rows cannot be numbered in place: ingest its "
+            f"files again into a new store ({WAREHOUSE_ENV} set to a new folder and "
+            "another database)"
+        )
 
 
 def _described(session: Any, table: str) -> tuple[str, list[str]]:
