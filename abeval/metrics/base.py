@@ -163,10 +163,12 @@ class BeyondInputs:
       DuckDB list of numbers: ``evaluate`` only).
     - ``history(user_id, item_id)``: what each user interacted with before
       (serendipity); None when there is no history.
-    - ``exposure(grp, item_id, rank, cnt)``: ``ranked``'s rows counted per group,
-      item and rank, so that the metrics of exposure (coverage, Gini, entropy,
-      novelty) read a few rows per item instead of every shown item; defined by
-      :func:`abeval.metrics.beyond.beyond_query` from ``ranked``.
+    - ``exposure(grp, item_id, slots_K..., inside, share)``: per group and shown
+      item, ``slots_K`` the top-K slots it takes for each K the metrics of exposure
+      ask for (coverage, Gini, entropy, novelty), ``inside`` 1 when the item is in
+      ``catalogue`` (else 0) and ``share`` its popularity (NULL without one), the
+      last two only when a metric reads them; defined by
+      :func:`abeval.metrics.beyond.beyond_query` from one grouping of ``ranked``.
     - ``reference_users``: how many users ``popularity``'s share is taken over;
       novelty gives an item without popularity the add-one share
       1 / (reference_users + 1) (docs/metrics.md#novelty).

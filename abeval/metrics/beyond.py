@@ -18,9 +18,15 @@ from abeval.metrics.results import MetricResult
 from abeval.metrics.spec import MetricSpec
 from abeval.stats.sufficient import MeanStats
 
-#: The metrics that read ``exposure`` (:class:`~abeval.metrics.base.BeyondInputs`):
-#: one grouping of ``ranked`` by (group, item, rank) serves them all.
-_READS_EXPOSURE = ("coverage", "gini", "entropy", "novelty")
+#: The metrics of exposure, which read ``exposure``
+#: (:class:`~abeval.metrics.base.BeyondInputs`), and the columns they need of it
+#: besides their ``slots_K``.
+_EXPOSURE: Mapping[str, tuple[str, ...]] = {
+    "coverage": ("inside",),
+    "gini": ("inside",),
+    "entropy": (),
+    "novelty": ("share",),
+}
 
 _EXTRA = {
     "coverage": "catalogue_items",
@@ -106,10 +112,33 @@ def _undefined_message(name: str) -> str:
     }.get(name, "nothing to measure")
 
 
+def _exposure_ctes(specs: Sequence[MetricSpec], inp: BeyondInputs) -> list[str]:
+    """``{inp.exposure}`` for the metrics of exposure in ``specs``: one grouping of
+    ``ranked``'s top max(K) by group and item, every cutoff a column, then the
+    catalogue and the popularity joined once per item where a metric reads them."""
+    ks = sorted({int(s.k or 0) for s in specs})
+    needs = {c for s in specs for c in _EXPOSURE[s.definition.name]}
+    slots = ", ".join(f"COUNT(CASE WHEN rank <= {k} THEN 1 END) AS slots_{k}" for k in ks)
+    cols = ["t.grp", "t.item_id", *(f"t.slots_{k}" for k in ks)]
+    joins = ""
+    if "inside" in needs:
+        cols.append("CASE WHEN c.item_id IS NULL THEN 0 ELSE 1 END AS inside")
+        joins += f" LEFT JOIN {inp.catalogue} c ON c.item_id = t.item_id"
+    if "share" in needs:
+        cols.append("p.share")
+        joins += f" LEFT JOIN {inp.popularity} p ON p.item_id = t.item_id"
+    return [
+        f"{inp.exposure}_slots AS (SELECT grp, item_id, {slots} FROM {inp.ranked} "
+        f"WHERE rank <= {max(ks)} GROUP BY grp, item_id)",
+        f"{inp.exposure} AS (SELECT {', '.join(cols)} FROM {inp.exposure}_slots t{joins})",
+    ]
+
+
 def beyond_query(specs: Sequence[MetricSpec], inputs: BeyondInputs) -> BeyondQuery:
     """Build one statement computing every beyond-accuracy metric in ``specs``; the
-    specs of a metric with ``shared_group_sql`` share their CTEs (diversity's item
-    pairs are joined once for all its cutoffs)."""
+    specs of a metric with ``shared_group_sql`` share their CTEs (diversity's lists
+    are read once for all its cutoffs), and the metrics of exposure read one
+    grouping of the lists by item (``exposure``) for all theirs."""
     by_metric: dict[str, list[int]] = {}
     for i, spec in enumerate(specs):
         d = spec.definition
@@ -117,15 +146,11 @@ def beyond_query(specs: Sequence[MetricSpec], inputs: BeyondInputs) -> BeyondQue
             raise ValueError(f"{spec.label} is not a beyond-accuracy metric")
         if d.shared_group_sql is not None:
             by_metric.setdefault(d.name, []).append(i)
-    exposed = [s for s in specs if s.definition.name in _READS_EXPOSURE]
     ctes: list[str] = []
+    exposed = [s for s in specs if s.definition.name in _EXPOSURE]
     if exposed:
-        top = max(int(s.k or 0) for s in exposed)
         inputs = replace(inputs, exposure="bx_exposure")
-        ctes.append(
-            "bx_exposure AS (SELECT grp, item_id, rank, COUNT(*) AS cnt FROM "
-            f"{inputs.ranked} WHERE rank <= {top} GROUP BY grp, item_id, rank)"
-        )
+        ctes += _exposure_ctes(exposed, inputs)
     selects: dict[int, str] = {}
     for indices in (found for found in by_metric.values() if len(found) > 1):
         shared = specs[indices[0]].definition.shared_group_sql

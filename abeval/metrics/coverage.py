@@ -19,17 +19,14 @@ from abeval.metrics.spec import MetricSpec
 
 
 def group_sql(spec: MetricSpec, inp: BeyondInputs, p: str) -> tuple[list[str], str]:
-    ctes = [
-        f"{p}_size AS (SELECT COUNT(*) AS n FROM {inp.catalogue})",
-        f"{p}_shown AS (SELECT DISTINCT t.grp, t.item_id, CASE WHEN c.item_id IS NULL "
-        f"THEN 0 ELSE 1 END AS inside FROM {inp.exposure} t LEFT JOIN {inp.catalogue} c "
-        f"ON c.item_id = t.item_id WHERE t.rank <= {int(spec.k or 0)})",
-    ]
+    slots = f"slots_{int(spec.k or 0)}"
+    ctes = [f"{p}_size AS (SELECT COUNT(*) AS n FROM {inp.catalogue})"]
     select = (
         f"SELECT s.grp, {as_double('SUM(s.inside)')} / NULLIF({as_double('z.n')}, 0) AS value, "
         "SUM(s.inside) AS counted, SUM(1 - s.inside) AS left_out, "
         f"CAST(NULL AS BIGINT) AS n, CAST(NULL AS {DOUBLE}) AS s, CAST(NULL AS {DOUBLE}) AS ss, "
-        f"z.n AS extra FROM {p}_shown s CROSS JOIN {p}_size z GROUP BY s.grp, z.n"
+        f"z.n AS extra FROM {inp.exposure} s CROSS JOIN {p}_size z WHERE s.{slots} > 0 "
+        "GROUP BY s.grp, z.n"
     )
     return ctes, select
 

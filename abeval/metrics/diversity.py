@@ -9,15 +9,20 @@ the co-occurrence cosine of the reference interactions
 (:mod:`abeval.metrics.similarity`). Lists with fewer than two items in the top K
 have no pair: left out and counted as ``lists_with_fewer_than_two_items``.
 
-How the pair sum is computed (docs/metrics.md#diversity-in-one-pass): when sim
-is a cosine of vectors the list's pairs are never built, since
-``Σ_{i<j} v_i·v_j = (‖Σ v_i‖² − Σ ‖v_i‖²) / 2`` over its normalised vectors:
-categories are one-hot vectors (the sum is Σ over categories of m(m − 1) / 2,
-m the list's items in the category) and feature vectors are summed per
-dimension. Co-occurrence vectors have one dimension per user, so the same
-identity would read every user of every shown item; there the pairs are built
-and joined to the co-occurring item pairs only (a pair that never co-occurs
-has similarity 0).
+How the pair sum is computed (docs/metrics.md#diversity-in-one-pass): every
+cutoff comes from one pass over the top max(K) of each list, a pair counting at
+K when both its items rank within K. When sim is a cosine of vectors the list's
+pairs are never built, since ``Σ_{i<j} v_i·v_j = (‖Σ v_i‖² − Σ ‖v_i‖²) / 2``
+over its normalised vectors: categories are one-hot vectors (the sum is Σ over
+categories of m(m − 1) / 2, m the list's items in the category) and feature
+vectors are summed per dimension. Co-occurrence vectors have one dimension per
+user, so the same identity would read every user of every shown item; there
+each list's pairs (at most K(K − 1) / 2) are built inside the list and look up
+their similarity in the table of co-occurring item pairs, computed once per pair
+(any other pair has similarity 0; the interactions bound it, and it measured 8×
+smaller than the distinct pairs shown together, docs/design/spark.md §12). Spark
+broadcasts that table (the hint in the SQL, a comment to DuckDB and PostgreSQL),
+so no list's pair leaves its list.
 
 Reference: Ziegler et al., "Improving recommendation lists through topic
 diversification", WWW 2005 (intra-list similarity); Smyth and McClave,
@@ -32,142 +37,147 @@ from abeval.metrics.base import DOUBLE, BeyondInputs, MetricDefinition, as_doubl
 from abeval.metrics.similarity import cooccurring_pairs_ctes
 from abeval.metrics.spec import MetricSpec
 
-_LIST = "grp, user_id, list_id"
+_KEY = "grp, list_id"  # a list's key; its user is the same on every row
 
 
-def _pair_sums_category(inp: BeyondInputs, p: str) -> list[str]:
-    """``{p}_total(grp, user_id, list_id, total)``: pairs of the same category."""
+def _sums_category(inp: BeyondInputs, p: str, ks: Sequence[int]) -> list[str]:
+    """``{p}_tot``: per cutoff j, ``s{j}`` the pairs of the same category within it,
+    Σ over categories of m(m − 1) / 2 (m the list's items in the category)."""
+    m = ", ".join(f"COUNT(CASE WHEN t.rank <= {k} THEN 1 END) AS m{j}" for j, k in enumerate(ks))
+    sums = ", ".join(f"SUM(m{j} * (m{j} - 1)) / 2 AS s{j}" for j in range(len(ks)))
     return [
-        f"{p}_cat AS (SELECT t.grp, t.user_id, t.list_id, i.category, COUNT(*) AS m "
-        f"FROM {p}_top t LEFT JOIN {inp.items} i ON i.item_id = t.item_id "
-        "GROUP BY t.grp, t.user_id, t.list_id, i.category)",
-        f"{p}_total AS (SELECT {_LIST}, SUM(CASE WHEN category IS NULL THEN 0 "
-        f"ELSE m * (m - 1) END) / 2 AS total FROM {p}_cat GROUP BY {_LIST})",
+        f"{p}_cat AS (SELECT t.grp, t.list_id, i.category, {m} "
+        f"FROM {p}_top t JOIN {inp.items} i ON i.item_id = t.item_id "
+        "WHERE i.category IS NOT NULL GROUP BY t.grp, t.list_id, i.category)",
+        f"{p}_tot AS (SELECT {_KEY}, {sums} FROM {p}_cat GROUP BY {_KEY})",
     ]
 
 
-def _pair_sums_features(inp: BeyondInputs, p: str) -> list[str]:
-    """``{p}_total``: Σ of the cosines of the list's pairs from its summed unit
-    vectors (DuckDB lists; a missing or zero vector adds nothing)."""
+def _sums_features(inp: BeyondInputs, p: str, ks: Sequence[int]) -> list[str]:
+    """``{p}_tot``: per cutoff j, ``s{j}`` the Σ of the cosines of the list's pairs
+    within it, from its summed unit vectors (DuckDB lists; a missing or zero vector
+    adds nothing)."""
+    sums = ", ".join(
+        f"SUM(CASE WHEN rank <= {k} THEN x END) AS s{j}, "
+        f"SUM(CASE WHEN rank <= {k} THEN x * x END) AS q{j}"
+        for j, k in enumerate(ks)
+    )
+    totals = ", ".join(f"(SUM(s{j} * s{j}) - SUM(q{j})) / 2 AS s{j}" for j in range(len(ks)))
     return [
-        f"{p}_vec AS (SELECT t.grp, t.user_id, t.list_id, i.features AS f, "
+        f"{p}_vec AS (SELECT t.grp, t.list_id, t.rank, i.features AS f, "
         "SQRT(list_dot_product(i.features, i.features)) AS norm "
         f"FROM {p}_top t JOIN {inp.items} i ON i.item_id = t.item_id)",
-        f"{p}_dim AS (SELECT {_LIST}, d, SUM(x) AS s, SUM(x * x) AS q FROM "
-        f"(SELECT {_LIST}, UNNEST(f) / norm AS x, generate_subscripts(f, 1) AS d "
-        f"FROM {p}_vec WHERE norm > 0) e GROUP BY {_LIST}, d)",
-        f"{p}_total AS (SELECT {_LIST}, (SUM(s * s) - SUM(q)) / 2 AS total FROM {p}_dim "
-        f"GROUP BY {_LIST})",
+        f"{p}_dim AS (SELECT {_KEY}, d, {sums} FROM "
+        f"(SELECT {_KEY}, rank, UNNEST(f) / norm AS x, generate_subscripts(f, 1) AS d "
+        f"FROM {p}_vec WHERE norm > 0) e GROUP BY {_KEY}, d)",
+        f"{p}_tot AS (SELECT {_KEY}, {totals} FROM {p}_dim GROUP BY {_KEY})",
     ]
 
 
-def _from_pair_sums(p: str) -> list[str]:
-    """``{p}_list``: 1 − Σ sim / (n(n − 1) / 2) for the lists of n ≥ 2 items."""
-    return [
-        f"{p}_size AS (SELECT {_LIST}, COUNT(*) AS n FROM {p}_top GROUP BY {_LIST} "
-        "HAVING COUNT(*) >= 2)",
-        f"{p}_list AS (SELECT z.grp, z.user_id, z.list_id, 1 - "
-        f"{as_double('COALESCE(x.total, 0)')} / (z.n * (z.n - 1) / 2) AS v FROM {p}_size z "
-        f"LEFT JOIN {p}_total x ON x.grp = z.grp AND x.user_id = z.user_id "
-        "AND x.list_id = z.list_id)",
-    ]
-
-
-def _pairs(inp: BeyondInputs, p: str) -> list[str]:
-    """``{p}_list(grp, user_id, list_id, v)`` from the list's pairs, each joined to its
-    co-occurrence similarity (0 when the pair never co-occurs). Numbering lists and
-    items to join on integers measured no faster: numbering costs what it saves."""
+def _sums_cooccurrence(inp: BeyondInputs, p: str, ks: Sequence[int]) -> list[str]:
+    """``{p}_tot`` from each list's pairs, joined to the co-occurring item pairs'
+    similarities (``{p}_sim``, one row per pair of items with a user in common; any
+    other pair has similarity 0). The hint asks Spark to broadcast that table, so the
+    lists' pairs are summed where the self-join made them, without a shuffle; the
+    outer join keeps the pairs built before the lookup (an inner join let DuckDB
+    join every shown item to its co-occurring pairs first: 40 times the rows)."""
+    sums = ", ".join(
+        f"SUM(CASE WHEN a.rank <= {k} AND b.rank <= {k} THEN s.sim END) AS s{j}"
+        for j, k in enumerate(ks)
+    )
     return [
         *cooccurring_pairs_ctes(inp, p),
-        f"{p}_list AS (SELECT a.grp, a.user_id, a.list_id, "
-        f"1 - SUM(COALESCE(s.sim, 0)) / COUNT(*) AS v FROM {p}_top a JOIN {p}_top b "
-        "ON b.grp = a.grp AND b.list_id = a.list_id AND a.item_id < b.item_id "
-        f"LEFT JOIN {p}_sim s ON s.item_lo = a.item_id AND s.item_hi = b.item_id "
-        "GROUP BY a.grp, a.user_id, a.list_id)",
+        f"{p}_tot AS (SELECT /*+ BROADCAST(s) */ a.grp, a.list_id, {sums} "
+        f"FROM {p}_top a JOIN {p}_top b ON b.grp = a.grp AND b.list_id = a.list_id "
+        f"AND a.item_id < b.item_id LEFT JOIN {p}_sim s ON s.item_lo = a.item_id "
+        "AND s.item_hi = b.item_id GROUP BY a.grp, a.list_id)",
     ]
 
 
-def _list_values(inp: BeyondInputs, p: str) -> list[str]:
-    """CTEs ending in ``{p}_list(grp, user_id, list_id, v)`` for the lists with a pair."""
+def _lists(inp: BeyondInputs, p: str, ks: Sequence[int]) -> list[str]:
+    """CTEs ending in ``{p}_lists(grp, user_id, list_id, n{j}, c{j}, s{j})`` over the
+    lists with an item in the top max(K): per cutoff j, the items in the top K, the
+    pairs among them and the sum of their similarities (a list's items are distinct,
+    so its pairs are n(n − 1) / 2)."""
     if inp.similarity in ("category", "features"):
         if inp.items is None:
             raise ValueError(f"similarity {inp.similarity} needs an items relation")
-        sums = _pair_sums_category if inp.similarity == "category" else _pair_sums_features
-        return [*sums(inp, p), *_from_pair_sums(p)]
-    if inp.similarity != "cooccurrence":
+        sums = _sums_category if inp.similarity == "category" else _sums_features
+    elif inp.similarity == "cooccurrence":
+        sums = _sums_cooccurrence
+    else:
         raise ValueError(f"unknown similarity {inp.similarity!r}")
-    return _pairs(inp, p)
-
-
-def _per_group(p: str, lists: str, sizes: str) -> tuple[list[str], str]:
-    """The per-user and per-group CTEs from the list values ``lists(grp, user_id,
-    list_id, v)`` and the list sizes ``sizes(grp, list_id, n)`` (the lists with an
-    item in the top K), and the SELECT of the metric's row per group."""
-    ctes = [
-        f"{p}_user AS (SELECT grp, user_id, AVG(v) AS v, COUNT(*) AS nl FROM {lists} l "
-        "GROUP BY grp, user_id)",
-        f"{p}_grp AS (SELECT grp, AVG(v) AS value, SUM(nl) AS counted, COUNT(v) AS n, "
-        f"SUM(v) AS s, COALESCE(VAR_POP(v), 0) * COUNT(v) AS ss FROM {p}_user GROUP BY grp)",
-        f"{p}_small AS (SELECT grp, SUM(CASE WHEN n < 2 THEN 1 ELSE 0 END) AS small FROM "
-        f"{sizes} x GROUP BY grp)",
-    ]
-    select = (
-        "SELECT m.grp, g.value, COALESCE(g.counted, 0) AS counted, m.small AS left_out, "
-        f"COALESCE(g.n, 0) AS n, CAST(COALESCE(g.s, 0) AS {DOUBLE}) AS s, "
-        f"CAST(COALESCE(g.ss, 0) AS {DOUBLE}) AS ss, CAST(0 AS BIGINT) AS extra "
-        f"FROM {p}_small m LEFT JOIN {p}_grp g ON g.grp = m.grp"
+    sizes = ", ".join(f"COUNT(CASE WHEN rank <= {k} THEN 1 END) AS n{j}" for j, k in enumerate(ks))
+    cols = ", ".join(
+        f"z.n{j}, z.n{j} * (z.n{j} - 1) / 2 AS c{j}, COALESCE(x.s{j}, 0) AS s{j}"
+        for j in range(len(ks))
     )
-    return ctes, select
-
-
-def group_sql(spec: MetricSpec, inp: BeyondInputs, p: str) -> tuple[list[str], str]:
-    k = int(spec.k or 0)
-    sizes = f"(SELECT grp, list_id, COUNT(*) AS n FROM {p}_top GROUP BY grp, list_id)"
-    per_group, select = _per_group(p, f"{p}_list", sizes)
-    ctes = [
-        f"{p}_top AS (SELECT grp, user_id, list_id, item_id FROM {inp.ranked} WHERE rank <= {k})",
-        *_list_values(inp, p),
-        *per_group,
+    # Keyed by (grp, list_id) like the pair sums' self-join, so that Spark joins the
+    # two without shuffling either again.
+    return [
+        *sums(inp, p, ks),
+        f"{p}_size AS (SELECT grp, list_id, MIN(user_id) AS user_id, {sizes} FROM {p}_top "
+        "GROUP BY grp, list_id)",
+        f"{p}_lists AS (SELECT z.grp, z.user_id, z.list_id, {cols} FROM {p}_size z "
+        f"LEFT JOIN {p}_tot x ON x.grp = z.grp AND x.list_id = z.list_id)",
     ]
-    return ctes, select
+
+
+def _per_group(p: str, n_cutoffs: int) -> tuple[list[str], list[str]]:
+    """The per-user and per-group CTEs of every cutoff at once from ``{p}_lists``, and
+    one SELECT of the metric's rows per cutoff: a group has a row when one of its
+    lists has an item in the top K."""
+    js = range(n_cutoffs)
+    values = ", ".join(
+        f"CASE WHEN c{j} > 0 THEN 1 - {as_double(f's{j}')} / c{j} END AS v{j}, n{j}" for j in js
+    )
+    per_user = ", ".join(
+        f"AVG(v{j}) AS v{j}, COUNT(v{j}) AS nl{j}, "
+        f"SUM(CASE WHEN n{j} = 1 THEN 1 ELSE 0 END) AS small{j}, MAX(n{j}) AS shown{j}"
+        for j in js
+    )
+    per_group = ", ".join(
+        f"AVG(v{j}) AS value{j}, SUM(nl{j}) AS counted{j}, COUNT(v{j}) AS n{j}, "
+        f"SUM(v{j}) AS s{j}, COALESCE(VAR_POP(v{j}), 0) * COUNT(v{j}) AS ss{j}, "
+        f"SUM(small{j}) AS small{j}, MAX(shown{j}) AS shown{j}"
+        for j in js
+    )
+    ctes = [
+        f"{p}_user AS (SELECT grp, user_id, {per_user} FROM (SELECT grp, user_id, {values} "
+        f"FROM {p}_lists) l GROUP BY grp, user_id)",
+        f"{p}_grp AS (SELECT grp, {per_group} FROM {p}_user GROUP BY grp)",
+    ]
+    selects = [
+        f"SELECT grp, value{j} AS value, COALESCE(counted{j}, 0) AS counted, "
+        f"small{j} AS left_out, n{j} AS n, CAST(COALESCE(s{j}, 0) AS {DOUBLE}) AS s, "
+        f"CAST(COALESCE(ss{j}, 0) AS {DOUBLE}) AS ss, CAST(0 AS BIGINT) AS extra "
+        f"FROM {p}_grp WHERE shown{j} > 0"
+        for j in js
+    ]
+    return ctes, selects
 
 
 def shared_group_sql(
     specs: Sequence[MetricSpec], inp: BeyondInputs, p: str
 ) -> tuple[list[str], list[str]] | None:
-    """Co-occurrence diversity at several cutoffs from one join of the item pairs of
-    the top max(K): a pair counts at K when both its items rank within K. Category
-    and feature similarity build no pairs: None (each cutoff on its own)."""
-    if inp.similarity != "cooccurrence":
-        return None
+    """Diversity at every cutoff of ``specs`` from one pass over the top max(K) of
+    the lists (the module docstring): one SELECT per spec."""
     ks = [int(spec.k or 0) for spec in specs]
-    within = [f"a.rank <= {k} AND b.rank <= {k}" for k in ks]
-    sums = ", ".join(
-        f"SUM(CASE WHEN {w} THEN COALESCE(s.sim, 0) ELSE 0 END) AS s{j}, "
-        f"COUNT(CASE WHEN {w} THEN 1 END) AS c{j}"
-        for j, w in enumerate(within)
-    )
-    counts = ", ".join(f"COUNT(CASE WHEN rank <= {k} THEN 1 END) AS n{j}" for j, k in enumerate(ks))
+    per_group, selects = _per_group(p, len(ks))
     ctes = [
         f"{p}_top AS (SELECT grp, user_id, list_id, item_id, rank FROM {inp.ranked} "
         f"WHERE rank <= {max(ks)})",
-        *cooccurring_pairs_ctes(inp, p),
-        f"{p}_pairs AS (SELECT a.grp, a.user_id, a.list_id, {sums} FROM {p}_top a "
-        f"JOIN {p}_top b ON b.grp = a.grp AND b.list_id = a.list_id AND a.item_id < b.item_id "
-        f"LEFT JOIN {p}_sim s ON s.item_lo = a.item_id AND s.item_hi = b.item_id "
-        "GROUP BY a.grp, a.user_id, a.list_id)",
-        f"{p}_sizes AS (SELECT grp, list_id, {counts} FROM {p}_top GROUP BY grp, list_id)",
+        *_lists(inp, p, ks),
+        *per_group,
     ]
-    selects = []
-    for j in range(len(ks)):
-        lists = (
-            f"(SELECT grp, user_id, list_id, 1 - s{j} / c{j} AS v FROM {p}_pairs WHERE c{j} > 0)"
-        )
-        sizes = f"(SELECT grp, list_id, n{j} AS n FROM {p}_sizes WHERE n{j} > 0)"
-        per_group, select = _per_group(f"{p}_{j}", lists, sizes)
-        ctes += per_group
-        selects.append(select)
     return ctes, selects
+
+
+def group_sql(spec: MetricSpec, inp: BeyondInputs, p: str) -> tuple[list[str], str]:
+    found = shared_group_sql([spec], inp, p)
+    assert found is not None
+    ctes, (select,) = found
+    return ctes, select
 
 
 DEFINITION = MetricDefinition(

@@ -17,18 +17,18 @@ from abeval.metrics.spec import MetricSpec
 
 
 def group_sql(spec: MetricSpec, inp: BeyondInputs, p: str) -> tuple[list[str], str]:
-    k = int(spec.k or 0)
+    slots = f"slots_{int(spec.k or 0)}"
     ctes = [
-        f"{p}_counts AS (SELECT grp, item_id, SUM(cnt) AS cnt FROM {inp.exposure} "
-        f"WHERE rank <= {k} GROUP BY grp, item_id)",
-        f"{p}_tot AS (SELECT grp, SUM(cnt) AS total FROM {p}_counts GROUP BY grp)",
+        f"{p}_tot AS (SELECT grp, SUM({slots}) AS total FROM {inp.exposure} "
+        f"WHERE {slots} > 0 GROUP BY grp)",
     ]
-    share = f"({as_double('c.cnt')} / t.total)"
+    share = f"({as_double(f'c.{slots}')} / t.total)"
     select = (
         f"SELECT c.grp, -SUM({share} * {log2(share)}) AS value, MAX(t.total) AS counted, "
         f"CAST(0 AS BIGINT) AS left_out, CAST(NULL AS BIGINT) AS n, CAST(NULL AS {DOUBLE}) AS s, "
         f"CAST(NULL AS {DOUBLE}) AS ss, COUNT(*) AS extra "
-        f"FROM {p}_counts c JOIN {p}_tot t ON t.grp = c.grp GROUP BY c.grp"
+        f"FROM {inp.exposure} c JOIN {p}_tot t ON t.grp = c.grp WHERE c.{slots} > 0 "
+        "GROUP BY c.grp"
     )
     return ctes, select
 

@@ -21,20 +21,16 @@ from abeval.metrics.spec import MetricSpec
 
 
 def group_sql(spec: MetricSpec, inp: BeyondInputs, p: str) -> tuple[list[str], str]:
-    k = int(spec.k or 0)
+    slots = f"slots_{int(spec.k or 0)}"
     ctes = [
         f"{p}_size AS (SELECT COUNT(*) AS n FROM {inp.catalogue})",
-        f"{p}_slots AS (SELECT t.grp, t.item_id, t.cnt, CASE WHEN c.item_id IS NULL THEN 0 "
-        f"ELSE 1 END AS inside FROM {inp.exposure} t LEFT JOIN {inp.catalogue} c "
-        f"ON c.item_id = t.item_id WHERE t.rank <= {k})",
-        f"{p}_counts AS (SELECT grp, item_id, SUM(cnt) AS cnt FROM {p}_slots WHERE inside = 1 "
-        "GROUP BY grp, item_id)",
-        f"{p}_ord AS (SELECT grp, cnt, ROW_NUMBER() OVER (PARTITION BY grp ORDER BY cnt, item_id) "
-        f"AS j, COUNT(*) OVER (PARTITION BY grp) AS m FROM {p}_counts)",
+        f"{p}_ord AS (SELECT grp, {slots} AS cnt, ROW_NUMBER() OVER (PARTITION BY grp "
+        f"ORDER BY {slots}, item_id) AS j, COUNT(*) OVER (PARTITION BY grp) AS m "
+        f"FROM {inp.exposure} WHERE inside = 1 AND {slots} > 0)",
         f"{p}_num AS (SELECT o.grp, SUM({as_double('2 * (z.n - o.m + o.j) - z.n - 1')} * o.cnt) "
         f"AS num, SUM(o.cnt) AS total FROM {p}_ord o CROSS JOIN {p}_size z GROUP BY o.grp)",
-        f"{p}_out AS (SELECT grp, COUNT(DISTINCT CASE WHEN inside = 0 THEN item_id END) AS outside "
-        f"FROM {p}_slots GROUP BY grp)",
+        f"{p}_out AS (SELECT grp, COUNT(CASE WHEN inside = 0 THEN 1 END) AS outside "
+        f"FROM {inp.exposure} WHERE {slots} > 0 GROUP BY grp)",
     ]
     select = (
         f"SELECT o.grp, g.num / NULLIF({as_double('z.n')} * g.total, 0) AS value, "

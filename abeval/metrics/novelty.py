@@ -25,17 +25,16 @@ from abeval.metrics.spec import MetricSpec
 def group_sql(spec: MetricSpec, inp: BeyondInputs, p: str) -> tuple[list[str], str]:
     if inp.reference_users is None or inp.reference_users < 0:
         raise ValueError("novelty needs the number of reference users")
-    k = int(spec.k or 0)
-    known = "p.share IS NOT NULL AND p.share > 0"
+    slots = f"t.slots_{int(spec.k or 0)}"
+    known = "t.share IS NOT NULL AND t.share > 0"
     smoothed = f"{as_double('1')} / {int(inp.reference_users) + 1}"
-    share = f"(CASE WHEN {known} THEN p.share ELSE {smoothed} END)"
+    share = f"(CASE WHEN {known} THEN t.share ELSE {smoothed} END)"
     select = (
-        f"SELECT t.grp, SUM(t.cnt * -{log2(share)}) / SUM(t.cnt) AS value, "
-        f"SUM(CASE WHEN {known} THEN 0 ELSE t.cnt END) AS counted, "
+        f"SELECT t.grp, SUM({slots} * -{log2(share)}) / SUM({slots}) AS value, "
+        f"SUM(CASE WHEN {known} THEN 0 ELSE {slots} END) AS counted, "
         "CAST(0 AS BIGINT) AS left_out, "
         f"CAST(NULL AS BIGINT) AS n, CAST(NULL AS {DOUBLE}) AS s, CAST(NULL AS {DOUBLE}) AS ss, "
-        f"SUM(t.cnt) AS extra FROM {inp.exposure} t LEFT JOIN {inp.popularity} p "
-        f"ON p.item_id = t.item_id WHERE t.rank <= {k} GROUP BY t.grp"
+        f"SUM({slots}) AS extra FROM {inp.exposure} t WHERE {slots} > 0 GROUP BY t.grp"
     )
     return [], select
 

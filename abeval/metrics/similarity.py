@@ -48,36 +48,37 @@ def similarity_ctes(
         return ctes
     if inp.similarity != "cooccurrence":
         raise ValueError(f"unknown similarity {inp.similarity!r}")
-    x = inp.interactions
     ctes += [
-        f"{p}_n AS (SELECT item_id, COUNT(*) AS n FROM {x} GROUP BY item_id)",
-        f"{p}_co AS (SELECT ia.item_id AS item_lo, ib.item_id AS item_hi, COUNT(*) AS c "
-        f"FROM {x} ia JOIN {x} ib ON ib.user_id = ia.user_id AND ia.item_id < ib.item_id "
-        f"JOIN {p}_dp d ON d.item_lo = ia.item_id AND d.item_hi = ib.item_id "
-        "GROUP BY ia.item_id, ib.item_id)",
+        *cooccurring_pairs_ctes(inp, f"{p}_c", within=f"{p}_dp"),
         f"{p}_sim AS (SELECT d.item_lo, d.item_hi{kept}, "
-        "CAST(CASE WHEN d.item_lo = d.item_hi THEN 1.0 "
-        f"WHEN co.c IS NULL THEN 0.0 ELSE co.c / SQRT({as_double('na.n')} * nb.n) END "
-        f"AS {DOUBLE}) AS sim FROM {p}_dp d "
-        f"LEFT JOIN {p}_co co ON co.item_lo = d.item_lo AND co.item_hi = d.item_hi "
-        f"LEFT JOIN {p}_n na ON na.item_id = d.item_lo "
-        f"LEFT JOIN {p}_n nb ON nb.item_id = d.item_hi)",
+        "CAST(CASE WHEN d.item_lo = d.item_hi THEN 1.0 WHEN c.sim IS NULL THEN 0.0 "
+        f"ELSE c.sim END AS {DOUBLE}) AS sim FROM {p}_dp d LEFT JOIN {p}_c_sim c "
+        "ON c.item_lo = d.item_lo AND c.item_hi = d.item_hi)",
     ]
     return ctes
 
 
-def cooccurring_pairs_ctes(inp: BeyondInputs, prefix: str) -> list[str]:
+def cooccurring_pairs_ctes(inp: BeyondInputs, prefix: str, within: str | None = None) -> list[str]:
     """CTEs ending in ``{prefix}_sim(item_lo, item_hi, sim)``: the co-occurrence
     cosine of every pair of distinct items with a user in common (``item_lo <
     item_hi``); every other pair of distinct items has similarity 0. This table
     is bounded by the interactions, not by the lists: Σ over users of d(d − 1) / 2
-    rows at most, d the user's items."""
+    rows at most, d the user's items.
+
+    ``within`` names a relation of distinct pairs ``(item_lo, item_hi)``, ``item_lo <
+    item_hi``: only those pairs are kept, before the count (the pairs shown together
+    in some list, for diversity). The hint asks Spark to broadcast it into the
+    users' pairs, so that only the kept pairs' counts are shuffled."""
     p, x = prefix, inp.interactions
+    hint, keep = "", ""
+    if within is not None:
+        hint = "/*+ BROADCAST(d) */ "
+        keep = f"JOIN {within} d ON d.item_lo = ia.item_id AND d.item_hi = ib.item_id "
     return [
         f"{p}_n AS (SELECT item_id, COUNT(*) AS n FROM {x} GROUP BY item_id)",
-        f"{p}_co AS (SELECT ia.item_id AS item_lo, ib.item_id AS item_hi, COUNT(*) AS c "
+        f"{p}_co AS (SELECT {hint}ia.item_id AS item_lo, ib.item_id AS item_hi, COUNT(*) AS c "
         f"FROM {x} ia JOIN {x} ib ON ib.user_id = ia.user_id AND ia.item_id < ib.item_id "
-        "GROUP BY ia.item_id, ib.item_id)",
+        f"{keep}GROUP BY ia.item_id, ib.item_id)",
         f"{p}_sim AS (SELECT co.item_lo, co.item_hi, "
         f"CAST(co.c / SQRT({as_double('na.n')} * nb.n) AS {DOUBLE}) AS sim FROM {p}_co co "
         f"JOIN {p}_n na ON na.item_id = co.item_lo JOIN {p}_n nb ON nb.item_id = co.item_hi)",

@@ -108,6 +108,8 @@ def test_every_query_of_a_report_transpiles(captured: tuple[dict, dict, list[str
     # The segment query reads attributes with FROM_JSON, the cap with the exact quantile.
     assert "FROM_JSON(e.attributes, 'map<string,string>')[:segment]" in joined
     assert "PERCENTILE(" in joined and "PERCENTILE_APPROX" not in joined
+    # Diversity's similarities are broadcast to the lists' pairs (no shuffle of pairs).
+    assert "SELECT /*+ BROADCAST(s) */ a.grp, a.list_id" in joined
     # Nothing double-quoted survives: in Spark that would be a string literal.
     assert not re.search(r'"', joined)
     assert "DOUBLE PRECISION" not in joined
@@ -135,6 +137,13 @@ def test_every_query_of_a_report_transpiles(captured: tuple[dict, dict, list[str
         ("SELECT CAST(n AS DOUBLE PRECISION) FROM t", "SELECT CAST(n AS DOUBLE) FROM t"),
         ("SELECT 'C:\\new'", "SELECT 'C:\\\\new'"),
         ("SELECT a FROM t WHERE e = :experiment", "SELECT a FROM t WHERE e = :experiment"),
+        (  # a join hint (a comment to DuckDB and PostgreSQL) stays a hint, inside a CTE too
+            "WITH s AS (SELECT 1 AS a), q AS (SELECT /*+ BROADCAST(s) */ t.a FROM t "
+            "LEFT JOIN s ON s.a = t.a) SELECT a FROM q",
+            "WITH s AS (SELECT 1 AS a), q AS (SELECT /*+ BROADCAST(s) */ t.a FROM t "
+            "LEFT JOIN s ON s.a = t.a) SELECT a FROM q",
+        ),
+        ("SELECT /* a note */ 1 AS a", "/* a note */ SELECT 1 AS a"),
     ],
 )
 def test_rewrites(duckdb: str, spark: str) -> None:

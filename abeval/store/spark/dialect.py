@@ -24,6 +24,9 @@ then checks refuse the known traps instead of letting Spark return wrong numbers
   writes the approximate ``PERCENTILE_APPROX``, and Spark's ``percentile_disc``
   takes no timestamps). It holds a group's values in one task: fit for the note,
   which runs only when an ingest's experiment spans more than two years.
+- A join hint written for Spark, ``SELECT /*+ BROADCAST(t) */ ...`` (a comment to
+  DuckDB and PostgreSQL), stays a hint: sqlglot reads it from DuckDB's dialect as a
+  comment and would write it before the ``SELECT``, where Spark ignores it.
 - Refused: a statement sqlglot cannot parse (kept as a raw command), several
   statements, list slices, numbered parameters (``$1``), JSON functions left over,
   a temporary table with a column list, functions sqlglot does not know (passed
@@ -119,6 +122,8 @@ def _rewrite(tree: sg.Expr) -> sg.Expr:
         tree = exp.Cache(this=tree.this, expression=tree.expression)
 
     def fix(node: exp.Expression) -> exp.Expression:
+        if isinstance(node, exp.Select) and node.comments:
+            _hint(node)
         if isinstance(node, exp.JSONExtractScalar):
             return _json_text(node)
         if isinstance(node, exp.JSONObject):
@@ -136,6 +141,22 @@ def _rewrite(tree: sg.Expr) -> sg.Expr:
         return node
 
     return tree.transform(fix)
+
+
+def _hint(select: sg.Select) -> None:
+    """The comments of ``select`` that are Spark hints (``+ BROADCAST(t)``) made its
+    hint again; other comments are kept."""
+    import sqlglot
+
+    hints = [c for c in select.comments or [] if c.lstrip().startswith("+")]
+    if not hints:
+        return
+    text = ", ".join(c.lstrip()[1:].strip() for c in hints)
+    parsed = sqlglot.parse_one(f"SELECT /*+ {text} */ 1", read="spark").args.get("hint")
+    if parsed is None:
+        raise DialectError(_problem(select.sql("duckdb"), f"a hint Spark cannot read: {text}"))
+    select.set("hint", parsed)
+    select.comments = [c for c in select.comments or [] if c not in hints]
 
 
 def _is_temporary(create: sg.Create) -> bool:
