@@ -39,9 +39,13 @@ def rejected_rows(store: Store, *, ingest: int | None = None, limit: int = 50) -
     at most ``limit`` (ids and limits beyond 2**62 mean "as many as there are")."""
     from sqlalchemy import text
 
+    from abeval.store.migrate import has_own_table
+
     limit = min(limit, 2**62)
     where = "WHERE r.ingest_id = :i" if ingest is not None else ""
     with store.connect() as conn:
+        if not has_own_table(conn, "rejected_rows"):  # Spark: made by the first ingest
+            return []
         rows = conn.execute(
             text(
                 "SELECT r.ingest_id, r.file, r.line, r.column_name, r.reason, r.raw, "

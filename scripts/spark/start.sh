@@ -27,7 +27,7 @@ WORKERS=${WORKERS:-2}
 WORKER_CORES=${WORKER_CORES:-1}
 WORKER_MEM=${WORKER_MEM:-1g}              # memory a worker may give to executors
 EXECUTOR_MEM=${EXECUTOR_MEM:-1g}
-DRIVER_MEM=${DRIVER_MEM:-3g}              # Spark Connect server = the driver (holds uploaded Arrow chunks: 1g ran out at 3.5M rows)
+DRIVER_MEM=${DRIVER_MEM:-3g}              # Spark Connect server = the driver (the Connect upload sends 4 MiB chunks with the plan cache off: 512m loads 13M rows)
 CONNECT_PORT=${CONNECT_PORT:-15002}
 WAREHOUSE=${WAREHOUSE:-$LAB/warehouse}
 TIMEOUT=${TIMEOUT:-120}

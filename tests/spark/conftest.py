@@ -80,6 +80,17 @@ def spark_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         _timings["cluster stop"] = time.monotonic() - done
 
 
+@pytest.fixture
+def spark(spark_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """The Spark URL, abeval's tables dropped; new ones go under ``tmp_path``
+    (a test module may define its own)."""
+    from spark_tables import drop_abeval_tables
+
+    drop_abeval_tables(spark_url)
+    monkeypatch.setenv("ABEVAL_SPARK_WAREHOUSE", str(tmp_path / "warehouse"))
+    yield spark_url
+
+
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     if _timings:
         said = ", ".join(f"{k} {v:.1f} s" for k, v in _timings.items())

@@ -16,13 +16,13 @@ from abeval.store.spark.store import TABLES
 
 
 def drop_abeval_tables(url: str) -> None:
-    """Drop ``events``, ``ingests`` and ``experiments`` of the current database (their
-    files stay: abeval creates them as external tables)."""
+    """Drop ``events``, ``ingests``, ``experiments`` and ``rejected_rows`` of the
+    current database (their files stay: abeval creates them as external tables)."""
     from pyspark.sql.connect.session import SparkSession
 
     session = SparkSession.builder.remote(url).create()
     try:
-        for table in ("events", "ingests", "experiments"):
+        for table in ("events", "ingests", "experiments", "rejected_rows"):
             session.sql(f"DROP TABLE IF EXISTS {table}").collect()
     finally:
         session.stop()

@@ -14,12 +14,10 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from spark_tables import drop_abeval_tables
 from typer.testing import CliRunner
 
 from abeval.cli import app
@@ -30,14 +28,6 @@ pytestmark = pytest.mark.spark
 runner = CliRunner()
 #: What only the clock changes in a summary line.
 TIMING = re.compile(r"\(\d+\.\d+ s, [\d,]+ rows/s\)")
-
-
-@pytest.fixture
-def spark(spark_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    """The Spark URL, its abeval tables dropped; new ones go under ``tmp_path``."""
-    drop_abeval_tables(spark_url)
-    monkeypatch.setenv("ABEVAL_SPARK_WAREHOUSE", str(tmp_path / "warehouse"))
-    yield spark_url
 
 
 @pytest.fixture(scope="module")
@@ -130,7 +120,7 @@ def _state(url: str) -> dict[str, Any]:
         session.stop()
 
 
-@pytest.mark.parametrize("upload", ["here", "connect"])
+@pytest.mark.parametrize("upload", ["auto", "connect"])
 def test_the_same_file_twice_reads_as_on_duckdb(
     spark: str,
     files: dict[str, Path],
@@ -158,7 +148,7 @@ def test_the_same_file_twice_reads_as_on_duckdb(
     assert _records(duck) == _records(spark)
     assert [r[6] for r in _records(spark)] == [docs[0][0]["rows_read"] - 1, 0, 0]
     written = sorted(p.name for p in (tmp_path / "warehouse/events/ingest_id=1").glob("*.parquet"))
-    assert (written == ["part-00000-abeval1.parquet"]) == (upload == "here"), written
+    assert (written == ["part-00000-abeval1.parquet"]) == (upload == "auto"), written
 
 
 def test_a_bad_row_fails_the_file_and_leaves_spark_as_it_was(

@@ -228,6 +228,7 @@ def test_rows_land_as_files_and_one_partition_commits_them(
         "CREATE TABLE IF NOT EXISTS ingests",
         "CREATE TABLE IF NOT EXISTS events",
         "CREATE TABLE IF NOT EXISTS experiments",
+        "CREATE TABLE IF NOT EXISTS rejected_rows",
     ]
     commit = log.index(
         ("sql", "ALTER TABLE events ADD PARTITION(ingest_id = 1) LOCATION '/wh/events/ingest_id=1'")
@@ -296,24 +297,3 @@ def test_a_catalog_that_forgets_and_a_used_folder_are_refused(
     assert (result.exit_code, result.stdout, result.stderr) == (1, "", f"Error: {message}\n")
     said = [s for kind, s in fake.log if kind == "sql" and LOCK not in s]
     assert not [s for s in said if not s.startswith(("SELECT", "SHOW"))] and fake.lock == []
-
-
-@pytest.mark.parametrize(
-    ("args", "message"),
-    [
-        (
-            ["ingest", "FILE", "--on-error", "skip", "--db", URL],
-            "FILE: --on-error skip keeps bad rows in rejected_rows, which a Spark store does "
-            "not have yet; fix the rows, or load the file with the default --on-error abort "
-            "(nothing was loaded from this file)",
-        ),
-    ],
-)
-def test_what_ingest_and_the_writing_commands_refuse_is_one_line(
-    fake: FakeSession, events: Path, args: list[str], message: str
-) -> None:
-    args = [str(events) if a == "FILE" else a for a in args]
-    result = runner.invoke(app, args)
-    expected = message.replace("FILE", str(events))
-    assert (result.exit_code, result.stdout, result.stderr) == (1, "", f"Error: {expected}\n")
-    assert fake.log == []

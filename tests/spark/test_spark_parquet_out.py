@@ -15,10 +15,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from abeval.store.spark import landing as landing_module
 from abeval.store.spark import parquet_out
 from abeval.store.spark.landing import Landing
-from abeval.store.spark.parquet_out import arrow_schema, local_folder, write_parquet
+from abeval.store.spark.parquet_out import UPLOAD_ENV, arrow_schema, local_folder, write_parquet
 from abeval.store.spark.schema import COLUMNS as COLUMNS_OF
 from abeval.store.spark.schema import data_columns
 
@@ -137,7 +136,7 @@ def _landing(count: int | None, sent: list[int]) -> Landing:
     landing.session = _Session(count)
     landing.ingest_id = 4
 
-    def send(batches: Iterator[Any], to: str) -> None:
+    def send(batches: Iterator[Any], to: str, table: str) -> None:
         sent.append(sum(b.num_rows for b in batches))
 
     landing._send = send  # type: ignore[method-assign]
@@ -170,10 +169,52 @@ def test_the_upload_writes_here_only_when_the_cluster_reads_every_row_there(
     local_files: int,
     sent: list[int],
 ) -> None:
-    monkeypatch.setenv(landing_module.UPLOAD_ENV, forced)
+    monkeypatch.setenv(UPLOAD_ENV, forced)
     (tmp_path / "events").mkdir()
     to = tmp_path / "events" / "ingest_id=4"
     did: list[int] = []
     _landing(found, did).upload(_rows, f"file:{to}")
     assert did == sent
     assert (len(list(to.iterdir())) if to.exists() else 0) == local_files
+
+
+def test_connect_chunks_are_bounded_in_bytes_and_keep_every_row_in_order() -> None:
+    from abeval.store.spark.landing import _chunks
+
+    text = pa.array([f"row {i:060d}" for i in range(10_000)])
+    batches = [pa.record_batch([text], names=["s"]), pa.record_batch([text[:7]], names=["s"])]
+    most = 50_000  # 10,000 rows of about 70 bytes: about 700 kB
+    chunks = list(_chunks(iter(batches), most=most))
+    assert all(0 < c.nbytes <= most for c in chunks)
+    assert len(chunks) >= sum(b.nbytes for b in batches) // most
+    rows = [s for c in chunks for s in c.column("s").to_pylist()]
+    assert rows == text.to_pylist() + text[:7].to_pylist()
+    wide = pa.record_batch([pa.array(["x" * 100])], names=["s"])
+    assert [c.num_rows for c in _chunks(iter([wide, wide]), most=10)] == [1, 1]
+
+
+class _Conf:
+    def __init__(self, values: dict[str, str]) -> None:
+        self.values = values
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.values.get(key, default)
+
+    def set(self, key: str, value: str) -> None:
+        self.values[key] = value
+
+    def unset(self, key: str) -> None:
+        self.values.pop(key, None)
+
+
+@pytest.mark.parametrize("before", [{}, {"spark.connect.session.planCache.enabled": "true"}])
+def test_the_plan_cache_is_off_during_an_upload_and_as_it_was_after(
+    before: dict[str, str],
+) -> None:
+    from abeval.store.spark.landing import PLAN_CACHE, _no_plan_cache
+
+    session = type("Session", (), {"conf": _Conf(dict(before))})()
+    with pytest.raises(KeyboardInterrupt), _no_plan_cache(session):
+        assert session.conf.values[PLAN_CACHE] == "false"
+        raise KeyboardInterrupt
+    assert session.conf.values == before

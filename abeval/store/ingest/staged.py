@@ -149,10 +149,11 @@ def scratch(store: Store, conn: Connection | None) -> Iterator[Any]:
             memory.remove_spill_dir()
 
 
-def stage(duck: Any, src: Source, on_duckdb: bool) -> Counts:
+def stage(duck: Any, src: Source, on_duckdb: bool, held: str | None = None) -> Counts:
     """Read the file into ``abeval_stage`` and count its rows; rows whose event_id
     conflicts (see :func:`find_conflicts`) are flagged bad there. On another engine
-    the store's rows are compared on the server (:func:`insert_via_copy`)."""
+    the store's rows are compared on the server (:func:`insert_via_copy`), or
+    ``held`` (a local table of them aliased ``o``) stands for them."""
     import duckdb
 
     try:
@@ -175,7 +176,7 @@ def stage(duck: Any, src: Source, on_duckdb: bool) -> Counts:
             + duck.execute(LONG_NOT_REJECTED.format(count="count(*)")).fetchone()[0]
         )
     n_conflicts = 0
-    stored = "events o" if on_duckdb else None
+    stored = "events o" if on_duckdb else held
     if find_conflicts(duck, "(SELECT * FROM abeval_stage WHERE NOT bad) n", stored):
         n_conflicts = int(
             duck.execute(

@@ -13,17 +13,22 @@ One ingest ``N`` of a file, after DuckDB has checked every row locally:
    partition ``N`` when the store holds no rows of the file's experiments, else
    into ``_staging``, from which Spark copies the rows the store does not hold
    yet (a row is known by its ``event_id``, else by the digest of the whole
-   row; an ``event_id`` stored with other content stops the load). The
-   ingest's ``ingests`` row is written into that table's partition folder ``N``.
+   row; an ``event_id`` stored with other content stops the load, or with
+   ``on_error="skip"`` joins the bad rows). The ingest's ``ingests`` row is
+   written into that table's partition folder ``N``, and the bad rows an
+   ``on_error="skip"`` ingest keeps into ``rejected_rows`` (the same two ways
+   as the events).
 3. **Commit**: ``ALTER TABLE events ADD PARTITION (ingest_id=N)``, one metastore
    operation: before it no reader sees any of the rows, after it every reader sees
    all of them. An interrupted load leaves only unregistered folders, which the
    next ingest (taking the same ``N``) overwrites.
 4. **Bookkeeping**, idempotent and finished by the next ingest if cut short:
-   ``experiments`` rewritten as a new version the table is pointed at
-   (:mod:`abeval.store.spark.experiments_table`), then
-   ``ALTER TABLE ingests ADD PARTITION (ingest_id=N)`` (last, so that a missing
-   ``ingests`` partition says the bookkeeping is unfinished).
+   the ``rejected_rows`` partition ``N`` added when the ingest kept bad rows
+   (its ``ingests`` row says how many), ``experiments`` rewritten as a new
+   version the table is pointed at (:mod:`abeval.store.spark.experiments_table`),
+   then ``ALTER TABLE ingests ADD PARTITION (ingest_id=N)`` (last, so that a
+   missing ``ingests`` partition says the bookkeeping is unfinished). A reader
+   never sees an ingest's bad rows before its rows.
 
 One writer at a time, as on DuckDB: the ingest holds the store's writer lock
 (:mod:`abeval.store.spark.lock`), so two ingests never take the same ``N``.
@@ -31,16 +36,20 @@ One writer at a time, as on DuckDB: the ingest holds the store's writer lock
 
 from __future__ import annotations
 
-import os
 import shutil
 from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, contextmanager, suppress
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from abeval.store.arm_lists import ARMS_JSON
 from abeval.store.ingest.repeats import KEY, differs
-from abeval.store.spark.parquet_out import arrow_schema, local_folder, write_parquet
+from abeval.store.spark.parquet_out import (
+    arrow_schema,
+    local_folder,
+    upload_mode,
+    write_parquet,
+)
 from abeval.store.spark.schema import (
     COLUMNS,
     PARTITION,
@@ -54,12 +63,16 @@ if TYPE_CHECKING:
     from abeval.store.spark.connection import SparkConnection
     from abeval.store.spark.store import SparkStore
 
-#: Rows per Arrow upload: about 25 MB of events, below Spark Connect's message limits.
-CHUNK_ROWS = 200_000
-#: ``connect``: send the rows through Spark Connect even when this process could
-#: write the table's folder itself (the tests of that path).
-UPLOAD_ENV = "ABEVAL_SPARK_UPLOAD"
+#: The most Arrow bytes in one upload through Spark Connect (about 32,000 rows of
+#: events): far below Connect's message limit and the size from which pyspark
+#: caches an upload in the driver's block manager for the session's life (64 MiB).
+CHUNK_BYTES = 4 * 2**20
+#: Spark Connect keeps the plans it resolved last in each session (16 by default),
+#: and a plan made from uploaded rows holds them in the driver's heap: the cache
+#: is off during an upload, so that the driver holds one chunk at a time.
+PLAN_CACHE = "spark.connect.session.planCache.enabled"
 _STAGED = "abeval_staged"
+_IDS = "abeval_ids"
 _MATCH = f"e.experiment = s.experiment AND {KEY.format(t='e.')} = {KEY.format(t='s.')}"
 
 _EXPERIMENTS_SQL = (
@@ -98,6 +111,9 @@ class Landing:
         store.tables = {str(r[1]).lower() for r in listed if not r[2]}
         self.layout: Layout = ensure_tables(store.session, store.tables, store.display)
         store.tables |= set(COLUMNS)
+        #: Whether this ingest keeps bad rows in ``rejected_rows`` (:meth:`keep_rejects`).
+        self.rejects = False
+        self.ingest_id = 0  # this ingest's, once earlier ones are finished
         self.ingest_id = self._recover()
 
     # 1. recover
@@ -124,22 +140,53 @@ class Landing:
         )
         return found.first() is not None
 
-    def upload(self, rows: Callable[[], AbstractContextManager[Iterator[Any]]], to: str) -> None:
-        """Write the rows of ``rows()`` (Arrow record batches of events' data
+    def holding(self, ids: list[tuple[str, str]]) -> list[tuple[str, str, int]]:
+        """``(experiment, event_id, ingest)`` of each of ``ids`` (experiment, event
+        id) the store holds, with whatever content (the ingest that holds it first)."""
+        from sqlalchemy import text
+
+        if not ids:
+            return []
+        asked = "experiment STRING, event_id STRING"
+        self.session.createDataFrame(ids, schema=asked).createOrReplaceTempView(_IDS)
+        rows = self.conn.execute(
+            text(
+                f"SELECT i.experiment, i.event_id, MIN(e.ingest_id) FROM {_IDS} i JOIN events e "
+                "ON e.experiment = i.experiment AND e.event_id = i.event_id "
+                "GROUP BY i.experiment, i.event_id"
+            )
+        ).fetchall()
+        self.session.catalog.dropTempView(_IDS)
+        return [(str(r[0]), str(r[1]), int(r[2])) for r in rows]
+
+    def upload(
+        self,
+        rows: Callable[[], AbstractContextManager[Iterator[Any]]],
+        to: str,
+        table: str = "events",
+    ) -> None:
+        """Write the rows of ``rows()`` (Arrow record batches of ``table``'s data
         columns) as Parquet into the folder ``to``, replacing what an interrupted
         load left there: by this process, in bounded chunks, when it can write the
         folder and the cluster then finds every row there
         (:mod:`abeval.store.spark.parquet_out`); else sent through Spark Connect."""
-        folder = None if os.environ.get(UPLOAD_ENV) == "connect" else local_folder(to)
+        folder = None if upload_mode() == "connect" else local_folder(to)
         if folder is not None:
             with rows() as batches:
-                schema = arrow_schema([c for c in COLUMNS["events"] if c[0] != PARTITION])
+                schema = arrow_schema([c for c in COLUMNS[table] if c[0] != PARTITION])
                 written = write_parquet(batches, folder, schema, f"abeval{self.ingest_id}")
             if self._found(to) == written:
                 return
             shutil.rmtree(folder, ignore_errors=True)  # the cluster does not see it
         with rows() as batches:
-            self._send(batches, to)
+            self._send(batches, to, table)
+
+    def keep_rejects(self, rows: Callable[[], AbstractContextManager[Iterator[Any]]]) -> None:
+        """Write the bad rows of ``rows()`` (Arrow record batches of the
+        data columns of ``rejected_rows``) into this ingest's (unregistered)
+        ``rejected_rows`` partition folder, which the bookkeeping adds."""
+        self.upload(rows, self.layout.partition("rejected_rows", self.ingest_id), "rejected_rows")
+        self.rejects = True
 
     def _found(self, to: str) -> int | None:
         """How many rows the cluster reads in the Parquet folder ``to`` (None: it
@@ -151,15 +198,17 @@ class Landing:
                 return None
             raise
 
-    def _send(self, batches: Iterator[Any], to: str) -> None:
+    def _send(self, batches: Iterator[Any], to: str, table: str) -> None:
         """The record ``batches`` sent in chunks through Spark Connect, each written
         as Parquet into ``to`` by the executors."""
         mode = "overwrite"
-        for chunk in _chunks(batches):
-            self.session.createDataFrame(chunk, schema=_ddl("events")).write.mode(mode).parquet(to)
-            mode = "append"
-        if mode == "overwrite":  # no rows: an empty partition still marks the ingest
-            self.session.createDataFrame([], schema=_ddl("events")).write.mode(mode).parquet(to)
+        with _no_plan_cache(self.session):
+            for chunk in _chunks(batches):
+                frame = self.session.createDataFrame(chunk, schema=_ddl(table))
+                frame.write.mode(mode).parquet(to)
+                mode = "append"
+            if mode == "overwrite":  # no rows: an empty partition still marks the ingest
+                self.session.createDataFrame([], schema=_ddl(table)).write.mode(mode).parquet(to)
 
     def keep_new(self, file: str) -> tuple[int, int]:
         """Copy into this ingest's partition folder the first copy of each staged row
@@ -219,10 +268,22 @@ class Landing:
 
     # 4. bookkeeping
     def bookkeep(self, ingest_id: int) -> None:
-        """Bring ``experiments`` up to date with ingest ``ingest_id`` and register its
-        ``ingests`` row; both steps can be repeated."""
+        """Register the bad rows ingest ``ingest_id`` kept, bring ``experiments`` up
+        to date with it and register its ``ingests`` row; each step can be repeated."""
+        if self._kept_rejects(ingest_id):
+            where = self.layout.partition("rejected_rows", ingest_id)
+            sql = add_partition_sql("rejected_rows", ingest_id, where, if_missing=True)
+            self.session.sql(sql).collect()
         self.refresh_experiments(ingest_id)
         self._add_partition("ingests", ingest_id)
+
+    def _kept_rejects(self, ingest_id: int) -> bool:
+        """Whether ingest ``ingest_id`` kept bad rows: known for this one, read from
+        the (unregistered) ``ingests`` row of an earlier one being finished."""
+        if ingest_id == self.ingest_id:
+            return self.rejects
+        record = self.session.read.parquet(self.layout.partition("ingests", ingest_id))
+        return any(int(r[0] or 0) > 0 for r in record.select("rows_rejected").collect())
 
     def refresh_experiments(self, ingest_id: int) -> None:
         """Recompute arms and time range of the experiments ingest ``ingest_id``
@@ -248,17 +309,40 @@ def _ddl(table: str) -> str:
     return ", ".join(f"{c} {t}" for c, t in COLUMNS[table] if c in data_columns(table))
 
 
-def _chunks(batches: Iterator[Any]) -> Iterator[Any]:
-    """Arrow tables of about :data:`CHUNK_ROWS` rows from record ``batches``."""
+def _chunks(batches: Iterator[Any], most: int = CHUNK_BYTES) -> Iterator[Any]:
+    """Arrow tables of at most ``most`` bytes (or one row) from record ``batches``,
+    cut where a batch is larger."""
     import pyarrow as pa
 
     held: list[Any] = []
     size = 0
     for batch in batches:
-        held.append(batch)
-        size += batch.num_rows
-        if size >= CHUNK_ROWS:
-            yield pa.Table.from_batches(held)
-            held, size = [], 0
-    if size:
+        step = max(1, most * batch.num_rows // max(batch.nbytes, 1))
+        for start in range(0, batch.num_rows, step):
+            piece = batch.slice(start, step)
+            if held and size + piece.nbytes > most:
+                yield pa.Table.from_batches(held)
+                held, size = [], 0
+            held.append(piece)
+            size += piece.nbytes
+    if held:
         yield pa.Table.from_batches(held)
+
+
+@contextmanager
+def _no_plan_cache(session: Any) -> Iterator[None]:
+    """:data:`PLAN_CACHE` off in ``session`` for the block, then as it was (a
+    server that does not know the setting is left as it is)."""
+    changed, before = False, None
+    with suppress(Exception):
+        before = session.conf.get(PLAN_CACHE, None)
+        session.conf.set(PLAN_CACHE, "false")
+        changed = True
+    try:
+        yield
+    finally:
+        with suppress(Exception):  # a lost server: the session ends anyway
+            if changed and before is None:
+                session.conf.unset(PLAN_CACHE)
+            elif changed:
+                session.conf.set(PLAN_CACHE, before)

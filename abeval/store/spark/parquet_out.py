@@ -22,6 +22,13 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
+from abeval.errors import StoreError
+
+#: How an ingest's rows reach the cluster: ``auto`` (also unset or empty, the
+#: default) writes them here when the cluster reads this machine's folder and
+#: sends them through Spark Connect otherwise; ``connect`` always sends them.
+UPLOAD_ENV = "ABEVAL_SPARK_UPLOAD"
+UPLOAD_MODES = ("auto", "connect")
 #: Rows per Parquet file written here (about 60 MB of events).
 FILE_ROWS = 1_000_000
 #: The Arrow type of each Spark column type of abeval's tables
@@ -33,6 +40,20 @@ _ARROW = {
     "DOUBLE": "float64",
     "TIMESTAMP_NTZ": "timestamp[us]",
 }
+
+
+def upload_mode() -> str:
+    """:data:`UPLOAD_ENV`: ``auto`` or ``connect``; a :class:`StoreError` naming
+    the variable, its value and the values it takes for any other value (checked
+    when a writer opens a Spark store, before it connects)."""
+    value = os.environ.get(UPLOAD_ENV, "")
+    if value in ("", *UPLOAD_MODES):
+        return value or "auto"
+    raise StoreError(
+        f"{UPLOAD_ENV}={value!r} is not a way to upload; give {UPLOAD_ENV}=connect (send the "
+        "rows through Spark Connect) or auto, or leave it unset (write them here when the "
+        "cluster reads this machine's folders)"
+    )
 
 
 def local_folder(uri: str) -> Path | None:

@@ -2,15 +2,17 @@
 
 ``migrations/`` is the schema on DuckDB and PostgreSQL; no migration runs on
 Spark, so this module writes the DDL of the tables a Spark store keeps
-(``events``, ``ingests``, ``experiments``) from abeval's one description of its
+(``events``, ``ingests``, ``experiments``, ``rejected_rows``) from abeval's one
+description of its
 tables (:mod:`abeval.store.schema`, which a test checks against a migrated store),
 in Spark SQL (docs/design/spark.md#9-ingest-into-spark).
 
 - Parquet tables, created with an explicit ``LOCATION`` (external: dropping one
   never deletes data), under ``ABEVAL_SPARK_WAREHOUSE`` when it is set, else the
   current database's own folder (``spark.sql.warehouse.dir`` for ``default``).
-- ``events`` and ``ingests`` are partitioned by ``ingest_id``: one ingest is one
-  partition, added by one metastore operation (the ingest's commit).
+- ``events``, ``ingests`` and ``rejected_rows`` are partitioned by ``ingest_id``:
+  one ingest is one partition, added by one metastore operation (for ``events``,
+  the ingest's commit; the others in its bookkeeping).
 - ``experiments`` is small and rewritten whole: each version is a managed table
   ``experiments__v<N>_<token>`` whose folder the table is pointed at (``SET
   LOCATION``); old versions are dropped (:mod:`abeval.store.spark.experiments_table`).
@@ -36,7 +38,7 @@ from abeval.store.spark.dialect import spark_native
 WAREHOUSE_ENV = "ABEVAL_SPARK_WAREHOUSE"
 
 #: The tables partitioned by ingest (one partition per ingest).
-PARTITIONED = ("events", "ingests")
+PARTITIONED = ("events", "ingests", "rejected_rows")
 PARTITION = "ingest_id"
 
 
@@ -52,7 +54,7 @@ def _spark_columns(table: str) -> tuple[tuple[str, str], ...]:
 #: Column and Spark type of each table: the migrations' order, the partition
 #: column last.
 COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
-    t: _spark_columns(t) for t in ("ingests", "events", "experiments")
+    t: _spark_columns(t) for t in ("ingests", "events", "experiments", "rejected_rows")
 }
 #: The server's catalog: ``hive`` (a metastore) keeps tables; ``in-memory`` does not.
 CATALOG_CONF = "spark.sql.catalogImplementation"
@@ -71,10 +73,14 @@ def create_table_sql(table: str, location: str) -> str:
     )
 
 
-def add_partition_sql(table: str, ingest_id: int, location: str) -> str:
-    """The commit of one ingest into ``table``: its partition, at ``location``."""
+def add_partition_sql(
+    table: str, ingest_id: int, location: str, *, if_missing: bool = False
+) -> str:
+    """The commit of one ingest into ``table``: its partition, at ``location``
+    (``if_missing``: nothing when the table has it already)."""
+    exists = " IF NOT EXISTS" if if_missing else ""
     return spark_native(
-        f"ALTER TABLE {table} ADD PARTITION({PARTITION} = {int(ingest_id)}) "
+        f"ALTER TABLE {table} ADD{exists} PARTITION({PARTITION} = {int(ingest_id)}) "
         f"LOCATION {spark_string(location)}"
     )
 
@@ -103,6 +109,7 @@ class Layout:
     events: str
     ingests: str
     experiments: str
+    rejected_rows: str
 
     def partition(self, table: str, ingest_id: int) -> str:
         return f"{getattr(self, table)}/{PARTITION}={int(ingest_id)}"
@@ -148,6 +155,7 @@ def ensure_tables(session: Any, present: set[str], shown: str) -> Layout:
         events=where["events"][0],
         ingests=where["ingests"][0],
         experiments=experiments.rsplit("/", 1)[0],
+        rejected_rows=where["rejected_rows"][0],
     )
 
 

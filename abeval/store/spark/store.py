@@ -193,6 +193,10 @@ def open_spark_store(
             "use sc://HOST:15002",
             parameters=("db",),
         )
+    if not read_only:  # a writer's settings, checked before it connects
+        from abeval.store.spark.parquet_out import upload_mode
+
+        upload_mode()
     try:
         from pyspark.sql.connect.session import DefaultChannelBuilder, SparkSession
     except ImportError as exc:
