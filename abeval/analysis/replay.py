@@ -184,7 +184,7 @@ def _replay(
     post_exposure_only: bool,
 ) -> ReplayResult:
     """Count the lists per arm, check them, compute every metric, and say how."""
-    arms = _arm_counts(source, experiment)
+    arms, not_shown = _arm_counts(source, experiment)
     warnings = _list_warnings(source, experiment, arms, conventions)
     extra = {"ties": TIE_RULE, "relevance": _gains_text(gains)}
     results = _ranking_results(source, specs, extra) + _beyond_results(source, specs, arms, extra)
@@ -199,19 +199,20 @@ def _replay(
         metrics=tuple(results),
         conventions=_conventions(conventions, extra, post_exposure_only),
         gains=gains,
-        relevance_pairs_not_shown=source.relevance_pairs_not_shown(),
+        relevance_pairs_not_shown=not_shown,
         warnings=tuple(warnings),
     )
 
 
-def _arm_counts(source: ReplaySource, experiment: str) -> list[ArmRow]:
-    """The counts per arm; an experiment without a single event is not found."""
-    arms = source.arm_counts()
+def _arm_counts(source: ReplaySource, experiment: str) -> tuple[list[ArmRow], int]:
+    """The counts per arm and the relevant pairs not shown; an experiment without a
+    single event is not found."""
+    arms, not_shown = source.counts()
     if not arms and not source.experiment_has_events():
         raise NotFoundError(
             f"no events for experiment {experiment!r}; list experiments with `abeval experiments`"
         )
-    return arms
+    return arms, not_shown
 
 
 def _list_warnings(

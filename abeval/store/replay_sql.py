@@ -42,8 +42,11 @@ if TYPE_CHECKING:
 # impression row) is not among them: ``ranked`` keeps what the counts need of it
 # (``copies``), and only the message about a repeated item reads it again.
 # ``r_lists`` is ``ranked`` grouped by list once: the arm counts and the ranking
-# kernel's lists read it instead of grouping every shown item again.
-SHARED = ("population", "r_rel", "ranked", "r_lists", "r_catalogue", "r_interactions")
+# kernel's lists read it instead of grouping every shown item again. ``r_items``
+# holds the catalogue and the interactions in one table (one statement where each
+# costs a fixed round trip, as on Spark); ``r_catalogue`` and ``r_interactions``
+# read it.
+SHARED = ("population", "r_rel", "ranked", "r_lists", "r_items")
 
 # The relations :func:`replay_ctes` defines for the beyond-accuracy metrics, by role
 # (the fields of :class:`abeval.metrics.BeyondInputs`).
@@ -133,16 +136,22 @@ def replay_ctes(
         ),
         Cte("judged", "SELECT list_id, gain FROM ranked WHERE gain > 0", ("ranked",)),
         Cte(
-            "r_catalogue",
-            "SELECT DISTINCT item_no AS item_id FROM exp_events WHERE item_no IS NOT NULL",
-            ("exp_events",),
+            "r_items",
+            # every item of the experiment's events (user_id NULL: the catalogue),
+            # then each analysed user's relevant items (the interactions)
+            "SELECT c.item_id, CAST(NULL AS VARCHAR) AS user_id FROM "
+            "(SELECT DISTINCT item_no AS item_id FROM exp_events WHERE item_no IS NOT NULL) c "
+            "UNION ALL SELECT i.item_id, i.user_id FROM "
+            "(SELECT DISTINCT e.user_id, e.item_no AS item_id FROM exp_events e "
+            f"JOIN population p ON p.user_id = e.user_id WHERE e.event_type IN ({in_list}) "
+            f"AND e.item_no IS NOT NULL {after}) i",
+            ("exp_events", "population"),
         ),
+        Cte("r_catalogue", "SELECT item_id FROM r_items WHERE user_id IS NULL", ("r_items",)),
         Cte(
             "r_interactions",
-            "SELECT DISTINCT e.user_id, e.item_no AS item_id FROM exp_events e "
-            f"JOIN population p ON p.user_id = e.user_id WHERE e.event_type IN ({in_list}) "
-            f"AND e.item_no IS NOT NULL {after}",
-            ("exp_events", "population"),
+            "SELECT user_id, item_id FROM r_items WHERE user_id IS NOT NULL",
+            ("r_items",),
         ),
         Cte(
             "r_popularity",
@@ -165,7 +174,17 @@ def _given_population(table: str, window: Window | None) -> With:
     )
 
 
-ARM_COUNTS_CTES = """r_arms AS (SELECT arm AS grp, COUNT(*) AS users FROM population GROUP BY arm),
+# r_rel's pairs minus those ``ranked`` shows: its gain comes from r_rel and is
+# positive exactly where a pair matched (every gain is positive). Counting the few
+# relevant rows of ``ranked`` keeps the memory of an anti-join that would hash
+# every shown item (0.5 GB at 10M events).
+NOT_SHOWN_SQL = (
+    "SELECT (SELECT COUNT(*) FROM r_rel) - (SELECT COUNT(*) FROM "
+    "(SELECT DISTINCT list_id, item_id FROM ranked WHERE gain > 0) s) AS n"
+)
+
+
+ARM_COUNTS_CTES = f"""r_arms AS (SELECT arm AS grp, COUNT(*) AS users FROM population GROUP BY arm),
 r_imp_arm AS (
     SELECT grp, COUNT(DISTINCT user_id) AS users_with_requests,
            COUNT(DISTINCT list_id) AS requests, SUM(impressions) AS impressions,
@@ -176,30 +195,23 @@ r_ties AS (
     SELECT grp, COUNT(DISTINCT list_id) AS tied FROM (
         SELECT grp, list_id, rank FROM ranked GROUP BY grp, list_id, rank HAVING COUNT(*) > 1
     ) t GROUP BY grp
-)"""
+),
+r_not_shown AS ({NOT_SHOWN_SQL})"""
 
 ARM_COUNTS_SELECT = """\
 SELECT a.grp AS arm, a.users, COALESCE(i.users_with_requests, 0) AS users_with_requests,
        COALESCE(i.requests, 0) AS requests, COALESCE(i.impressions, 0) AS impressions,
-       COALESCE(i.extra, 0) AS duplicates, COALESCE(t.tied, 0) AS tied
+       COALESCE(i.extra, 0) AS duplicates, COALESCE(t.tied, 0) AS tied, n.n AS not_shown
 FROM r_arms a
 LEFT JOIN r_imp_arm i ON i.grp = a.grp
 LEFT JOIN r_ties t ON t.grp = a.grp
+CROSS JOIN r_not_shown n
 ORDER BY a.grp"""
 
 FIRST_REPEAT_SQL = (
     "SELECT MIN(list_text) AS list_id, MIN(item_text) AS item_id, COUNT(*) AS c, "
     "MIN(position) AS first_pos, MAX(position) AS last_pos FROM r_imp "
     "GROUP BY list_id, item_id HAVING COUNT(*) > 1 ORDER BY 1, 2 LIMIT 1"
-)
-
-# r_rel's pairs minus those ``ranked`` shows: its gain comes from r_rel and is
-# positive exactly where a pair matched (every gain is positive). Counting the few
-# relevant rows of ``ranked`` keeps the memory of an anti-join that would hash
-# every shown item (0.5 GB at 10M events).
-NOT_SHOWN_SQL = (
-    "SELECT (SELECT COUNT(*) FROM r_rel) - (SELECT COUNT(*) FROM "
-    "(SELECT DISTINCT list_id, item_id FROM ranked WHERE gain > 0) s) AS n"
 )
 
 
@@ -234,6 +246,21 @@ class ReplaySource:
         sql = f"WITH {definitions}\n{select}"
         return [dict(r._mapping) for r in self.conn.execute(text(sql), dict(self.params))]
 
+    def counts(self) -> tuple[list[dict[str, Any]], int]:
+        """The arms' counts (:meth:`arm_counts`) and the relevant pairs not shown
+        (:meth:`relevance_pairs_not_shown`) from one statement."""
+        rows = self.rows(ARM_COUNTS_CTES, ARM_COUNTS_SELECT)
+        if not rows:
+            return [], self.relevance_pairs_not_shown()
+        not_shown = int(rows[0]["not_shown"])
+        arms = [
+            {key: str(value) if key == "arm" else int(value) for key, value in row.items()}
+            for row in rows
+        ]
+        for arm in arms:
+            del arm["not_shown"]
+        return arms, not_shown
+
     def arm_counts(self) -> list[dict[str, Any]]:
         """One row per arm of the population, by arm name: ``arm``, its analysed
         ``users``, ``users_with_requests`` (the users the ranked lists belong to: a request
@@ -243,10 +270,7 @@ class ReplaySource:
         items at the same position), from ``r_lists`` and ``ranked``, whose
         ``copies`` count the impression rows (the impression rows themselves are not
         kept)."""
-        return [
-            {key: str(value) if key == "arm" else int(value) for key, value in row.items()}
-            for row in self.rows(ARM_COUNTS_CTES, ARM_COUNTS_SELECT)
-        ]
+        return self.counts()[0]
 
     def first_repeat(self) -> RepeatedImpression | None:
         """The first item shown twice in one request, or None."""
