@@ -76,8 +76,10 @@ class ExperimentSession:
                     else read_config(self._conn, self.experiment)
                 )
                 self.options = with_record(self.options, config, self.options.flags)
-        except BaseException:
-            stack.close()
+        except BaseException as exc:
+            # through the connection's own exit, which turns a store fault (a server
+            # gone, a lost connection) into its one-line error
+            stack.__exit__(type(exc), exc, exc.__traceback__)
             raise
         self._stack = stack
         return self

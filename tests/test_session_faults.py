@@ -1,0 +1,45 @@
+"""A store fault while the report's session opens (its first read) is the store's
+one-line error, as anywhere later in the report: the connection's own exit sees it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+
+from abeval.analysis import session as session_module
+from abeval.analysis.session import ExperimentSession
+from abeval.errors import StoreError
+
+
+class _LostServer(Exception):
+    pass
+
+
+class _Store:
+    """A store whose connection turns a lost server into its one-line error, as the
+    Spark store's ``faults`` does."""
+
+    closed = False
+
+    @contextmanager
+    def connect(self) -> Iterator[Any]:
+        try:
+            yield object()
+        except _LostServer:
+            raise StoreError("the store sc://h:1 stopped answering") from None
+        finally:
+            _Store.closed = True
+
+
+def test_a_fault_in_the_first_read_is_the_stores_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    def lost(conn: Any, experiment: str) -> None:
+        raise _LostServer("UNAVAILABLE")
+
+    monkeypatch.setattr(session_module, "read_facts", lost)
+    session = ExperimentSession(_Store(), "exp")  # type: ignore[arg-type]
+    with pytest.raises(StoreError, match="stopped answering"), session:
+        pass
+    assert _Store.closed
