@@ -31,8 +31,9 @@ def long_lines(path: Path, limit: int = MAX_LINE_BYTES) -> list[tuple[int, int]]
     bytes (line break excluded), in one pass over its bytes (decompressed for
     ``.gz``). DuckDB's CSV reader drops a line longer than about 32 MiB without a
     word, and its JSON reader stops the whole file at one over 16 MiB: this pass
-    is how every such line is accounted for. A plain file no longer than ``limit``
-    holds none and is not read."""
+    is how every such line is accounted for. A plain file that
+    :func:`_may_hold_long_line` clears (one page read per ``limit`` bytes) is not
+    read at all."""
     import numpy as np
 
     if not path.name.lower().endswith(".gz") and not _may_hold_long_line(path, limit):
