@@ -147,6 +147,7 @@ def _store_parts(monkeypatch: pytest.MonkeyPatch) -> list[With]:
     return [
         *rendered,
         online.online_ctes(14).then(*online.HEALTH_PARTS),
+        src.then(*ope._COUNT_PARTS),
         src.then(ope._EMPIRICAL_PI, *ope._weights(False), ope._user_cte(None)),
         src.then(
             ope._FILE_PI,
