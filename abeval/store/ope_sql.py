@@ -90,7 +90,7 @@ def _impressions(name: str, columns: str) -> Cte:
 #: estimated (:meth:`OpeSource.direction`).
 _IMPRESSIONS = _impressions(
     "o_imp",
-    "p.arm, e.user_id, e.request_id, e.item_id, e.position, e.propensity, e.propensity_given_above",
+    "p.arm, e.user_id, e.request_no, e.item_no, e.position, e.propensity, e.propensity_given_above",
 )
 _BASE = (_CLICKED, _IMPRESSIONS)
 
@@ -134,49 +134,83 @@ _COUNT_PARTS = (
 _EMPIRICAL_PI = Cte(
     "o_pi",
     """
-    SELECT item_id, position, CAST(COUNT(*) AS DOUBLE PRECISION) AS mass,
+    SELECT item_no, position, CAST(COUNT(*) AS DOUBLE PRECISION) AS mass,
         CAST(COUNT(*) AS DOUBLE PRECISION) / SUM(COUNT(*)) OVER (PARTITION BY position) AS pi,
         CAST(NULL AS DOUBLE PRECISION) AS rho
-    FROM o_imp WHERE arm = :target GROUP BY item_id, position
+    FROM o_imp WHERE arm = :target GROUP BY item_no, position
 """,
     ("o_imp",),
 )
 
+# The file's rows on the integer keys, kept as a table the first time a direction
+# reads them (:meth:`OpeSource.file_rows`): the numbers are looked up, in the
+# experiment's events, for the requests and items the file names only. A row whose
+# request is no request of the experiment is dropped (no source impression has it);
+# one whose item is in no event of the experiment keeps a NULL item_no (no
+# impression shows it: its probability counts as unseen, as before the numbers).
+_FILE_ROWS = (
+    Cte(
+        "o_freq",
+        f"""
+    SELECT DISTINCT request_id, request_no FROM events
+    WHERE experiment = :experiment AND request_no IS NOT NULL
+      AND request_id IN (SELECT request_id FROM {FILE_TABLE})
+""",
+    ),
+    Cte(
+        "o_fitem",
+        f"""
+    SELECT DISTINCT item_id, item_no FROM events
+    WHERE experiment = :experiment AND item_no IS NOT NULL
+      AND item_id IN (SELECT item_id FROM {FILE_TABLE})
+""",
+    ),
+    Cte(
+        "o_file",
+        f"""
+    SELECT f.arm, r.request_no, i.item_no, f.position, f.probability, f.probability_given_above
+    FROM {FILE_TABLE} f JOIN o_freq r ON r.request_id = f.request_id
+    LEFT JOIN o_fitem i ON i.item_id = f.item_id
+""",
+        ("o_freq", "o_fitem"),
+    ),
+)
+
 _FILE_PI = Cte(
     "o_pi",
-    f"""
-    SELECT f.request_id, f.item_id, f.position, f.probability AS mass, f.probability AS pi,
+    """
+    SELECT f.request_no, f.item_no, f.position, f.probability AS mass, f.probability AS pi,
         f.probability_given_above AS rho
-    FROM {FILE_TABLE} f
+    FROM o_file f
     WHERE f.arm = :target
-      AND f.request_id IN (SELECT request_id FROM o_imp WHERE arm = :source)
+      AND f.request_no IN (SELECT request_no FROM o_imp WHERE arm = :source)
 """,
-    ("o_imp",),
+    ("o_file", "o_imp"),
 )
 
 _SOURCE = (
     Cte(
         "o_src",
         """
-    SELECT user_id, request_id, item_id, position, clicked, propensity,
+    SELECT user_id, request_no, item_no, position, clicked, propensity,
         propensity_given_above AS g FROM o_imp
     WHERE arm = :source AND propensity IS NOT NULL AND propensity > 0
 """,
         ("o_imp",),
     ),
-    Cte("o_shown", "SELECT DISTINCT item_id, position FROM o_src", ("o_src",)),
+    Cte("o_shown", "SELECT DISTINCT item_no, position FROM o_src", ("o_src",)),
 )
 
 
 def _weights(from_file: bool) -> tuple[Cte, ...]:
     key = (
-        "pi.request_id = s.request_id AND pi.item_id = s.item_id AND pi.position = s.position"
+        "pi.request_no = s.request_no AND pi.item_no = s.item_no AND pi.position = s.position"
         if from_file
-        else "pi.item_id = s.item_id AND pi.position = s.position"
+        else "pi.item_no = s.item_no AND pi.position = s.position"
     )
     weights = Cte(
         "o_w",
-        "\n    SELECT s.user_id, s.request_id, s.item_id, s.position, "
+        "\n    SELECT s.user_id, s.request_no, s.item_no, s.position, "
         "s.clicked, COALESCE(pi.pi, CAST(0 AS DOUBLE PRECISION)) / s.propensity AS w, s.g, "
         "pi.rho\n"
         f"    FROM o_src s LEFT JOIN o_pi pi ON {key}\n",
@@ -283,32 +317,32 @@ class DirectionSums:
 
 class OpeSource:
     """Runs the OPE queries of one experiment: the arm counts in one pass over the
-    events, the directions over the impressions kept as a table the first time one
-    is estimated (:meth:`direction`); :func:`close_ope` drops what it kept."""
+    events; the directions over the impressions, kept as a table the first time one
+    is estimated, and the target file's rows on the integer keys, kept the first
+    time one reads them. :func:`close_ope` drops what it kept."""
 
     def __init__(self, conn: Connection, experiment: str, ctes: With, tables: list[str]) -> None:
         self.conn = conn
         self.experiment = experiment
-        #: The population and the clicked pairs (kept tables or parts).
+        #: The parts the queries start from (the population and the clicked pairs,
+        #: then what :meth:`keep` added), as kept tables or parts.
         self.ctes = ctes
         #: The tables kept so far, for :func:`close_ope`.
         self.tables = tables
-        self._impressions: With | None = None
 
     def rows(self, parts: Sequence[Cte], select: str, **params: Any) -> Sequence[Any]:
-        """``select`` after the impressions (kept at the first call) and ``parts``,
-        ``:experiment`` bound."""
-        return self._run(self.impressions().then(*parts), select, params)
+        """``select`` after the shared parts and ``parts``, ``:experiment`` bound."""
+        return self._run(self.ctes.then(*parts), select, params)
 
-    def impressions(self) -> With:
-        """The shared parts with ``o_imp``, kept as a table the first time."""
-        if self._impressions is None:
-            ctes, kept = materialize(
-                self.conn, self.ctes.then(_IMPRESSIONS), ("o_imp",), self._params(), _PREFIX
-            )
-            self.tables += kept
-            self._impressions = ctes
-        return self._impressions
+    def keep(self, parts: Sequence[Cte]) -> None:
+        """Add ``parts`` to the shared ones, the last kept as a table; nothing when
+        it is there already."""
+        name = parts[-1].name
+        if name in self.ctes.names:
+            return
+        params = self._params()
+        self.ctes, kept = materialize(self.conn, self.ctes.then(*parts), (name,), params, _PREFIX)
+        self.tables += kept
 
     def _params(self, **params: Any) -> dict[str, Any]:
         return {"experiment": self.experiment, **params}
@@ -342,6 +376,9 @@ class OpeSource:
         """The per-arm user sums and the per-position weight sums of one direction;
         with the step estimators' sums when the logs and the target carry step
         probabilities (:class:`StepSupport`)."""
+        self.keep((_IMPRESSIONS,))
+        if from_file:
+            self.keep(_FILE_ROWS)
         pi = _FILE_PI if from_file else _EMPIRICAL_PI
         base = (pi, *_weights(from_file))
         params = {
@@ -417,9 +454,9 @@ class OpeSource:
         )
         deficit = self.rows(
             ctes,
-            "SELECT pi.position, SUM(pi.mass), SUM(CASE WHEN sh.item_id IS NULL "
+            "SELECT pi.position, SUM(pi.mass), SUM(CASE WHEN sh.item_no IS NULL "
             "THEN pi.mass ELSE CAST(0 AS DOUBLE PRECISION) END) FROM o_pi pi "
-            "LEFT JOIN o_shown sh ON sh.item_id = pi.item_id AND sh.position = pi.position "
+            "LEFT JOIN o_shown sh ON sh.item_no = pi.item_no AND sh.position = pi.position "
             "GROUP BY pi.position",
             **params,
         )
