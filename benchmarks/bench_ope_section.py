@@ -2,7 +2,8 @@
 
 The section as the report runs it without a window: the online pass has kept the
 population (here made once per run, untimed, as a temporary table named as the
-online pass names it), then :func:`abeval.analysis.ope.ope_results` runs with it.
+online pass names it), then :func:`abeval.analysis.ope.ope_results` runs with it;
+numpy and scipy are imported first, untimed, as the report's online section has.
 Each run is a fresh process on a store (copy it: nothing is written, but keep the
 team's stores untouched); this code and ``--before`` (a ``git archive`` copy of
 another commit) alternate, ``--runs`` times each. Printed: per store and code,
@@ -34,6 +35,8 @@ from sqlalchemy.engine import Engine
 from abeval.analysis.ope import OpeOptions, ope_results
 from abeval.store import open_store
 from abeval.store.population import population_parts
+# Loaded by the report's online section before this one: not this section's cost.
+import numpy, scipy.stats
 
 store_path, experiment, control, treatments = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
 sent = []

@@ -24,6 +24,14 @@ and ``item_no``: :mod:`abeval.store.ingest.keys`). π_target comes from the temp
 from the target arm's own impressions: the share of the target's impressions at
 position k that show item a. All SQL is portable (DuckDB, PostgreSQL 15); every
 value is a bind parameter.
+
+Passes over the events: the arm counts (:meth:`OpeSource.arm_counts`: impressions,
+clicked ones and the varying-propensity check of every arm) are one statement of
+their own; the impressions the directions read (``o_imp``: integer keys, no text
+but the user's id) are kept as a table only when a direction is estimated, and a
+target file's rows get their integer keys once (``o_file``), looked up in the
+events for the requests and items the file names. A report whose directions are
+all left out (personalised logging, no target file) makes no table at all.
 """
 
 from __future__ import annotations
