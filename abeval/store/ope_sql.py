@@ -151,7 +151,7 @@ _EMPIRICAL_PI = Cte(
 )
 
 # The file's rows on the integer keys, kept as a table the first time a direction
-# reads them (:meth:`OpeSource.file_rows`): the numbers are looked up, in the
+# reads them (:meth:`OpeSource.direction`): the numbers are looked up, in the
 # experiment's events, for the requests and items the file names only. A row whose
 # request is no request of the experiment is dropped (no source impression has it);
 # one whose item is in no event of the experiment keeps a NULL item_no (no
