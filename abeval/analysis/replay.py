@@ -251,7 +251,9 @@ def _ranking_results(
     ranking = [s for s in specs if s.kind == "ranking"]
     if not ranking:
         return []
-    query = ranking_query(ranking, ranked=source.relation("ranked"), lists="r_list_users")
+    query = ranking_query(
+        ranking, ranked=source.relation("ranked"), lists="r_list_users", list_ranks=True
+    )
     rows = source.rows(query.ctes, query.group_query())
     return query.results(rows, extra_convention=extra)
 

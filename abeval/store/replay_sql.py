@@ -98,12 +98,15 @@ _RANK_BIT = (
 # rows and repeats, whether two of its items share a rank (``tied``: 1 or 0, NULL
 # where a rank is outside 0..TIE_BITS and only counting the ranks can say), and
 # the least and greatest user of its items (equal but where the request was logged
-# for several users).
+# for several users); ``contiguous`` is 1 where its ranks are exactly 1..items (the
+# kernel's AUC then needs its relevant items only).
 PER_LIST = (
     "SELECT grp, list_id, MIN(user_id) AS user_id, MAX(user_id) AS last_user, "
     "COUNT(*) AS items, SUM(copies) AS impressions, SUM(copies - 1) AS extra, "
     f"CASE WHEN MIN(rank) >= 0 AND MAX(rank) <= {TIE_BITS} THEN "
-    "CASE WHEN BIT_OR(rank_bit) = SUM(rank_bit) THEN 0 ELSE 1 END END AS tied "
+    "CASE WHEN BIT_OR(rank_bit) = SUM(rank_bit) THEN 0 ELSE 1 END END AS tied, "
+    f"CASE WHEN MIN(rank) = 1 AND MAX(rank) = COUNT(*) AND COUNT(*) <= {TIE_BITS} "
+    "AND BIT_OR(rank_bit) = SUM(rank_bit) THEN 1 ELSE 0 END AS contiguous "
     f"FROM (SELECT grp, list_id, user_id, rank, copies, {_RANK_BIT} AS rank_bit FROM {{ranked}}) r "
     "GROUP BY grp, list_id"
 )
@@ -113,8 +116,8 @@ PER_LIST = (
 # several users may be a list of each of them; a list of one user is its row of
 # ``r_lists``.
 LIST_USERS = (
-    "SELECT grp, user_id, list_id FROM {r_lists} WHERE user_id = last_user "
-    "UNION ALL SELECT DISTINCT r.grp, r.user_id, r.list_id FROM {ranked} r "
+    "SELECT grp, user_id, list_id, items, contiguous FROM {r_lists} WHERE user_id = last_user "
+    "UNION ALL SELECT DISTINCT r.grp, r.user_id, r.list_id, l.items, l.contiguous FROM {ranked} r "
     "JOIN {r_lists} l ON l.grp = r.grp AND l.list_id = r.list_id WHERE l.user_id <> l.last_user"
 )
 
