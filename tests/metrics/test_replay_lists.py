@@ -98,3 +98,41 @@ def test_auc_of_lists_with_and_without_ranks_1_to_n(
             log.add("A", "u1", "click", "r1", f"i{i}")
     result, _ = _replayed(tmp_path, log, "auc")
     assert result.get("auc", "A").value == pytest.approx(auc)
+
+
+@pytest.mark.postgres
+def test_the_shortcuts_give_on_postgres_what_they_give_on_duckdb(
+    tmp_path: Path, postgres_database: str
+) -> None:
+    """Every list above in one log (two users of one request, ranks beyond the bits,
+    tied and gapped ranks): PostgreSQL's counts and metrics are DuckDB's."""
+    log = Log()
+    for user in ("u1", "u2"):
+        log.add("A", user, "exposure", ts="2024-01-01 00:00:00")
+    for user, item, pos in (("u1", "a", 1), ("u1", "b", 2), ("u2", "b", 2), ("u2", "c", 3)):
+        log.add("A", user, "impression", "r1", item, pos)
+    log.add("A", "u2", "click", "r1", "c")
+    far = TIE_BITS + 10
+    shown = {"r2": [far, far, far + 10], "r3": [2, 5, 5], "r4": [0, 1, 2], "r5": [1, 2, 2]}
+    for request, positions in shown.items():
+        for i, pos in enumerate(positions):
+            log.add("A", "u1", "impression", request, f"i{i}", pos)
+        log.add("A", "u1", "click", request, "i1")
+    results = []
+    for url in (str(tmp_path / "s.duckdb"), postgres_database):
+        store = open_store(url)
+        with store.begin() as conn:
+            log.insert(conn)
+        with store.connect() as conn:
+            replayed = replay(
+                conn, "exp", metrics="auc,mrr,map@3", conventions=Conventions(duplicates="dedupe")
+            )
+            with open_replay(conn, "exp", GAINS) as source:
+                results.append((replayed, source.arm_counts()))
+        store.close()
+    (duck, duck_counts), (pg, pg_counts) = results
+    assert duck_counts == pg_counts
+    assert (duck_counts[0]["requests"], duck_counts[0]["tied"]) == (5, 3)  # r2, r3, r5
+    for a, b in zip(duck.metrics, pg.metrics, strict=True):
+        assert (a.metric, a.users, a.lists) == (b.metric, b.users, b.lists)
+        assert b.value == pytest.approx(a.value, abs=1e-12), a.metric
