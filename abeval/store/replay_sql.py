@@ -132,9 +132,11 @@ def replay_ctes(
 ) -> tuple[With, dict[str, Any]]:
     """The parts that define ``ranked`` and ``judged`` for the kernels,
     plus ``r_imp`` (impressions of analysed users), ``r_rel`` (relevance per request
-    and item), ``r_lists`` (one row per list of ``ranked``: its items, impression rows
-    and repeats) and the beyond-accuracy inputs ``r_catalogue``, ``r_interactions``,
-    ``r_popularity``; and the bind parameters besides ``:experiment``.
+    and item), ``r_lists`` (the per-list pass: one row per arm and list of ``ranked``,
+    :data:`PER_LIST`), ``r_list_users`` (the kernel's lists, :data:`LIST_USERS`) and
+    the beyond-accuracy inputs ``r_catalogue``, ``r_interactions``, ``r_popularity``;
+    and the bind parameters besides ``:experiment``. ``ranked.user_id`` is the user's
+    number in this replay (:data:`USER_NUMBERS`), not the text of the log.
 
     ``population`` names a table already holding the experiment's analysed
     population (``user_id, arm, first_ts``, as :mod:`abeval.store.population`
@@ -342,9 +344,9 @@ class ReplaySource:
         logged for several users belongs to the first, as in the metrics),
         ``requests``, ``impressions`` (repeats included), ``duplicates`` (repeated
         impressions of an item in one request) and ``tied`` (requests showing two
-        items at the same position), from ``r_lists`` and ``ranked``, whose
-        ``copies`` count the impression rows (the impression rows themselves are not
-        kept)."""
+        items at the same position), from the per-list pass ``r_lists`` (whose
+        impressions sum ``ranked``'s ``copies``: the impression rows themselves are not
+        kept) and ``r_list_users``."""
         return self.counts()[0]
 
     def first_repeat(self) -> RepeatedImpression | None:
