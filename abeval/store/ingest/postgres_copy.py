@@ -51,13 +51,22 @@ def insert_via_copy(conn: Connection, duck: Any, fresh: str, ingest_id: int, fil
     # Without statistics the planner takes the staged table for a few rows and
     # compares every pair below in a nested loop.
     conn.execute(text("ANALYZE abeval_stage"))
-    clash = conn.execute(
-        text(
-            "SELECT s.event_id, e.ingest_id FROM abeval_stage s JOIN events e "
-            f"ON e.experiment = s.experiment AND e.event_id = s.event_id WHERE {differs('e', 's')} "
-            "LIMIT 1"
-        )
-    ).fetchone()
+    # An aggregate, not LIMIT 1: the planner takes most joined rows for clashes
+    # (eleven IS DISTINCT FROM in an OR), and under LIMIT 1 it chose a nested loop
+    # to stop at the first; a file whose rows the store already holds unchanged has
+    # none, and every pair was compared (a 200k-event file ingested twice did not
+    # finish). An aggregate reads the whole join, so it is hashed.
+    joined = (
+        "FROM abeval_stage s JOIN events e "
+        f"ON e.experiment = s.experiment AND e.event_id = s.event_id WHERE {differs('e', 's')}"
+    )
+    first = conn.execute(text(f"SELECT MIN(s.event_id) {joined}")).scalar()
+    clash = None
+    if first is not None:
+        clash = conn.execute(
+            text(f"SELECT s.event_id, MIN(e.ingest_id) {joined} AND s.event_id = :id GROUP BY 1"),
+            {"id": first},
+        ).fetchone()
     if clash is not None:
         raise InputError(
             f"{file}: event_id {clash[0]!r} is already in the store (ingest {clash[1]}) with "
