@@ -267,8 +267,12 @@ def _beyond_results(
         return []
     # popularity's share is over the analysed users, the arms' users together
     reference_users = sum(int(a["users"]) for a in arms)
+    # a list id (request number) is in one arm only: lists are keyed by it alone
     inputs = BeyondInputs(
-        **BEYOND_RELATIONS, similarity="cooccurrence", reference_users=reference_users
+        **BEYOND_RELATIONS,
+        similarity="cooccurrence",
+        reference_users=reference_users,
+        list_key=("list_id",),
     )
     query = beyond_query(beyond, inputs)
     rows = source.rows(query.ctes, query.select)
