@@ -22,6 +22,7 @@ so that both sides see a warm page cache.
     python benchmarks/bench_ingest.py                       # 1M and 10M, 3 runs
     python benchmarks/bench_ingest.py --sizes 1M --runs 5 --record
     python benchmarks/bench_ingest.py --files my.csv --only duckdb
+    python benchmarks/bench_ingest.py --files my.csv --profile   # every statement timed
 """
 
 from __future__ import annotations
@@ -63,6 +64,48 @@ con.execute("CREATE TABLE t AS SELECT * FROM read_csv(?)", [path])
 rows = con.execute("SELECT count(*) FROM t").fetchone()[0]
 con.close()
 print(json.dumps({"rows": rows, "seconds": time.perf_counter() - t0}))
+"""
+
+
+# ``--profile``: one ingest with every statement timed. The direct load runs its
+# statements on DuckDB's own connection, the rest go through SQLAlchemy's cursor:
+# both wrappers of duckdb_engine are timed. CPU is the process's (DuckDB's threads
+# and the checksum thread included), so it is given beside wall time.
+PROFILE = """
+import json, resource, sys, time
+import duckdb_engine
+
+def cpu():
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+def hwm():
+    with open("/proc/self/status") as f:
+        return next((int(l.split()[1]) / 1024 for l in f if l.startswith("VmHWM")), 0.0)
+
+log = []
+
+def timed(run):
+    def execute(self, sql, *args, **kwargs):
+        t, c = time.perf_counter(), cpu()
+        try:
+            return run(self, sql, *args, **kwargs)
+        finally:
+            log.append([time.perf_counter() - t, cpu() - c, hwm(), " ".join(str(sql).split())])
+    return execute
+
+wrapper = duckdb_engine.ConnectionWrapper
+wrapper.execute = timed(lambda self, *a, **k: wrapper.__getattr__(self, "execute")(*a, **k))
+duckdb_engine.CursorWrapper.execute = timed(duckdb_engine.CursorWrapper.execute)
+
+from abeval.cli import app
+t0, c0 = time.perf_counter(), cpu()
+try:
+    app(sys.argv[2:], standalone_mode=False)
+finally:
+    doc = {"wall": time.perf_counter() - t0, "cpu": cpu() - c0, "hwm": hwm(), "statements": log}
+    with open(sys.argv[1], "w") as f:
+        json.dump(doc, f)
 """
 
 
@@ -271,6 +314,37 @@ def record(text: str, info: dict[str, str], results: Path = RESULTS) -> None:
         f.write(f"{header}\n## Ingest, {info['date']}\n\n{described}\n\n{text}")
 
 
+def profile(path: Path, work_dir: Path, python: str, store: Path | None, top: int) -> str:
+    """Ingest ``path`` once (into a copy of ``store``, or a fresh store) with every
+    statement timed; the statements, slowest first, as a Markdown table."""
+    tmp = Path(tempfile.mkdtemp(prefix="bench-profile-", dir=work_dir))
+    try:
+        db, out = tmp / "store.duckdb", tmp / "statements.json"
+        if store is not None:
+            shutil.copyfile(store, db)
+        argv = [python, "-c", PROFILE, str(out), "ingest", str(path), "--db", str(db)]
+        m = run_measured([*argv, "--json", "--quiet"], 4 * 3600.0, cwd=REPO)
+        if m.code != 0:
+            raise SystemExit(f"profiled ingest failed ({m.code}): {m.err.strip()[-1000:]}")
+        doc = json.loads(out.read_text())
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    rows = sorted(doc["statements"], key=lambda r: -r[1])
+    lines = [
+        f"Ingest of {path.name} with every statement timed: {doc['wall']:.1f} s wall, "
+        f"{doc['cpu']:.1f} s CPU in the process (after start-up), of which "
+        f"{sum(r[0] for r in rows):.1f} s / {sum(r[1] for r in rows):.1f} s CPU in "
+        f"{len(rows)} statements; peak RSS {doc['hwm']:.0f} MiB.",
+        "",
+        "| wall s | CPU s | peak so far MiB | statement |",
+        "|---:|---:|---:|---|",
+    ]
+    for wall, cpu, hwm, sql in rows[:top]:
+        shown = sql[:90].replace("|", "\\|")
+        lines.append(f"| {wall:.2f} | {cpu:.2f} | {hwm:.0f} | `{shown}` |")
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default=DEFAULT_SIZES, help="generated files to use (1M,10M)")
@@ -283,6 +357,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--python", default=sys.executable, help="interpreter for both sides")
     parser.add_argument("--record", action="store_true", help="append the table to --results")
     parser.add_argument("--results", type=Path, default=RESULTS, help="default: %(default)s")
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="ingest the first file once with every statement timed (no comparison)",
+    )
+    parser.add_argument(
+        "--profile-store", type=Path, help="with --profile: ingest into a copy of this store"
+    )
+    parser.add_argument("--top", type=int, default=15, help="statements --profile shows")
     args = parser.parse_args(argv)
     if args.runs < 1:
         parser.error("--runs must be >= 1")
@@ -306,8 +389,11 @@ def main(argv: list[str] | None = None) -> int:
     if missing:
         parser.error(f"missing: {', '.join(map(str, missing))}")
 
-    methods = (args.only,) if args.only else METHODS
     work_dir = args.data_dir if args.data_dir.exists() else Path(tempfile.gettempdir())
+    if args.profile:
+        print(profile(paths[0], work_dir, args.python, args.profile_store, args.top))
+        return 0
+    methods = (args.only,) if args.only else METHODS
     bench = Bench(args.python, args.timeout, work_dir)
     results = []
     for path in paths:

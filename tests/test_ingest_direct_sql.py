@@ -50,6 +50,8 @@ VALUES: dict[str, list[str]] = {
         "-infinity",
         "epoch",
         "soon",
+        # epoch numbers, and text with a colon (never a number: no number parse)
+        *("1714557600", "1714557600000", "1.7145576e9", "10:00", "1714557600:00", "1e5:"),
         "",
     ],
     "event_type": [

@@ -111,3 +111,26 @@ def test_long_lines_counts_lines_across_chunks(tmp_path: Path) -> None:
             assert lines.long_lines(path, 5) == expected
     finally:
         lines._SCAN_CHUNK = original
+
+
+def test_long_lines_of_a_plain_file_agree_with_every_line_measured(tmp_path: Path) -> None:
+    """The quick "no long line" answer (it reads a page per ``limit`` bytes) gives
+    what measuring every line gives, at and around the limit, with and without a
+    last line break."""
+    import random
+
+    import abeval.store.ingest.lines as lines
+
+    rng = random.Random(7)
+    limit = 50
+    for case in range(200):
+        sizes = [
+            rng.choice([0, 1, limit - 1, limit, limit + 1, rng.randrange(3 * limit)])
+            for _ in range(rng.randrange(1, 12))
+        ]
+        body = b"\n".join(b"y" * n for n in sizes) + (b"\n" if case % 2 else b"")
+        path = tmp_path / f"l{case}.txt"
+        path.write_bytes(body)
+        measured = [(i + 1, n) for i, n in enumerate(sizes) if n > limit]
+        assert lines.long_lines(path, limit) == measured, sizes
+        assert lines._may_hold_long_line(path, limit) == bool(measured), sizes

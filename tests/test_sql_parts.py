@@ -147,8 +147,10 @@ def _store_parts(monkeypatch: pytest.MonkeyPatch) -> list[With]:
     return [
         *rendered,
         online.online_ctes(14).then(*online.HEALTH_PARTS),
+        src.then(*ope._COUNT_PARTS),
         src.then(ope._EMPIRICAL_PI, *ope._weights(False), ope._user_cte(None)),
         src.then(
+            *ope._FILE_ROWS,
             ope._FILE_PI,
             *ope._weights(True),
             *cascade.CASCADE_PARTS,

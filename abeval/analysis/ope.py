@@ -211,7 +211,7 @@ def ope_results(
     arms = [control, *treatments]
     # DuckDB's memory capped as for the replay: 1.8 GB at 10M events uncapped.
     with memory_capped(conn) as memory:
-        source, tables = ope_sql.open_ope(conn, experiment, population)
+        source = ope_sql.open_ope(conn, experiment, population)
         try:
             origin, shown, at, unmatched = _targets(conn, experiment, arms, rows, o)
             from_file = ope_sql.file_pairs(conn, experiment) if origin != "none" else set()
@@ -235,7 +235,7 @@ def ope_results(
                     sums = source.direction(src, tgt, o.cap, covered)
                     directions.append(_direction(sums, counts, alpha, origin))
         finally:
-            ope_sql.close_ope(conn, tables)
+            ope_sql.close_ope(conn, source)
     arms_found = tuple(_arm(c, alpha) for c in counts.values())
     empty = [a for a in arms if a not in counts]
     warnings = [f"{a}: no impressions, so no estimate from or of it" for a in empty]
@@ -458,7 +458,7 @@ def candidate_estimate(
             "off-policy estimate can be formed from its logs"
         )
     with memory_capped(conn) as memory:
-        source, tables = ope_sql.open_ope(conn, experiment)
+        source = ope_sql.open_ope(conn, experiment)
         try:
             ope_target.load_rows(conn, rows)
             ope_target.check(conn, experiment, shown)
@@ -470,7 +470,7 @@ def candidate_estimate(
             memory.fit(counts[control].impressions)
             sums = source.direction(control, CANDIDATE, cap, True)
         finally:
-            ope_sql.close_ope(conn, tables)
+            ope_sql.close_ope(conn, source)
     _, head, reason = _headline(sums, alpha, None)
     overall = diagnose(None, sums.positions)
     return CandidateEstimate(

@@ -251,7 +251,9 @@ def _ranking_results(
     ranking = [s for s in specs if s.kind == "ranking"]
     if not ranking:
         return []
-    query = ranking_query(ranking, lists="r_lists")
+    query = ranking_query(
+        ranking, ranked=source.relation("ranked"), lists="r_list_users", list_ranks=True
+    )
     rows = source.rows(query.ctes, query.group_query())
     return query.results(rows, extra_convention=extra)
 
@@ -267,9 +269,10 @@ def _beyond_results(
         return []
     # popularity's share is over the analysed users, the arms' users together
     reference_users = sum(int(a["users"]) for a in arms)
+    relations = {role: source.relation(name) for role, name in BEYOND_RELATIONS.items()}
     # a list id (request number) is in one arm only: lists are keyed by it alone
     inputs = BeyondInputs(
-        **BEYOND_RELATIONS,
+        **relations,
         similarity="cooccurrence",
         reference_users=reference_users,
         list_key=("list_id",),

@@ -38,8 +38,8 @@ MIN_CANDIDATE_MASS = 0.999
 
 _ZERO = "CASE WHEN r > 0 THEN 0 ELSE 1 END"
 _LOG = "CASE WHEN r > 0 THEN LN(r) ELSE CAST(0 AS DOUBLE PRECISION) END"
-_UPTO = "OVER (PARTITION BY request_id ORDER BY position ROWS UNBOUNDED PRECEDING)"
-_ALL = "OVER (PARTITION BY request_id)"
+_UPTO = "OVER (PARTITION BY request_no ORDER BY position ROWS UNBOUNDED PRECEDING)"
+_ALL = "OVER (PARTITION BY request_no)"
 # exp() of a log-weight past this would leave the doubles (e^700 ≈ 1e304).
 _MAX_LOG = 700
 
@@ -47,7 +47,7 @@ CASCADE_PARTS: tuple[Cte, ...] = (
     Cte(
         "o_r",
         """
-    SELECT user_id, request_id, item_id, position, clicked, w,
+    SELECT user_id, request_no, item_no, position, clicked, w,
         CASE WHEN rho IS NULL OR g IS NULL THEN CAST(0 AS DOUBLE PRECISION) ELSE rho / g END AS r
     FROM o_w
 """,
@@ -56,7 +56,7 @@ CASCADE_PARTS: tuple[Cte, ...] = (
     Cte(
         "o_cum",
         f"""
-    SELECT user_id, request_id, item_id, position, clicked, w, r,
+    SELECT user_id, request_no, item_no, position, clicked, w, r,
         {_ZERO} AS z0, {_LOG} AS l0,
         SUM({_ZERO}) {_UPTO} AS zk, SUM({_LOG}) {_UPTO} AS lk,
         SUM({_ZERO}) {_ALL} AS zl, SUM({_LOG}) {_ALL} AS ll
@@ -67,7 +67,7 @@ CASCADE_PARTS: tuple[Cte, ...] = (
     Cte(
         "o_cw",
         f"""
-    SELECT user_id, request_id, item_id, position, clicked, w, r,
+    SELECT user_id, request_no, item_no, position, clicked, w, r,
         CASE WHEN zk > 0 THEN CAST(0 AS DOUBLE PRECISION)
             ELSE EXP(LEAST(lk, {_MAX_LOG})) END AS wk,
         CASE WHEN zk - z0 > 0 THEN CAST(0 AS DOUBLE PRECISION)
@@ -92,9 +92,9 @@ DR_PARTS: tuple[Cte, ...] = (
     Cte(
         "o_fc",
         """
-    SELECT f.fold, s.item_id, s.position, CAST(COUNT(*) AS DOUBLE PRECISION) AS n,
+    SELECT f.fold, s.item_no, s.position, CAST(COUNT(*) AS DOUBLE PRECISION) AS n,
         CAST(SUM(s.clicked) AS DOUBLE PRECISION) AS c
-    FROM o_src s JOIN o_fold f ON f.user_id = s.user_id GROUP BY f.fold, s.item_id, s.position
+    FROM o_src s JOIN o_fold f ON f.user_id = s.user_id GROUP BY f.fold, s.item_no, s.position
 """,
         (
             "o_src",
@@ -103,7 +103,7 @@ DR_PARTS: tuple[Cte, ...] = (
     ),
     Cte(
         "o_fi",
-        "SELECT item_id, position, SUM(n) AS n, SUM(c) AS c FROM o_fc GROUP BY item_id, position",
+        "SELECT item_no, position, SUM(n) AS n, SUM(c) AS c FROM o_fc GROUP BY item_no, position",
         ("o_fc",),
     ),
     Cte(
@@ -125,7 +125,7 @@ DR_PARTS: tuple[Cte, ...] = (
     Cte(
         "o_req",
         """
-    SELECT DISTINCT s.request_id, f.fold FROM o_src s JOIN o_fold f ON f.user_id = s.user_id
+    SELECT DISTINCT s.request_no, f.fold FROM o_src s JOIN o_fold f ON f.user_id = s.user_id
 """,
         (
             "o_src",
@@ -135,12 +135,12 @@ DR_PARTS: tuple[Cte, ...] = (
     Cte(
         "o_qhat",
         """
-    SELECT c.request_id, c.item_id, c.position, COALESCE(c.rho, CAST(0 AS DOUBLE PRECISION)) AS rho,
+    SELECT c.request_no, c.item_no, c.position, COALESCE(c.rho, CAST(0 AS DOUBLE PRECISION)) AS rho,
         (COALESCE(t.c, 0) - COALESCE(x.c, 0) + :smooth * COALESCE(pr.p, 0))
             / (COALESCE(t.n, 0) - COALESCE(x.n, 0) + :smooth) AS q
-    FROM o_pi c JOIN o_req r ON r.request_id = c.request_id
-    LEFT JOIN o_fi t ON t.item_id = c.item_id AND t.position = c.position
-    LEFT JOIN o_fc x ON x.fold = r.fold AND x.item_id = c.item_id AND x.position = c.position
+    FROM o_pi c JOIN o_req r ON r.request_no = c.request_no
+    LEFT JOIN o_fi t ON t.item_no = c.item_no AND t.position = c.position
+    LEFT JOIN o_fc x ON x.fold = r.fold AND x.item_no = c.item_no AND x.position = c.position
     LEFT JOIN o_prior pr ON pr.fold = r.fold AND pr.position = c.position
 """,
         (
@@ -154,8 +154,8 @@ DR_PARTS: tuple[Cte, ...] = (
     Cte(
         "o_dm",
         """
-    SELECT request_id, position, SUM(rho * q) AS dm, SUM(rho) AS mass
-    FROM o_qhat GROUP BY request_id, position
+    SELECT request_no, position, SUM(rho * q) AS dm, SUM(rho) AS mass
+    FROM o_qhat GROUP BY request_no, position
 """,
         ("o_qhat",),
     ),
@@ -167,8 +167,8 @@ DR_PARTS: tuple[Cte, ...] = (
             + w.wk * (w.clicked - COALESCE(q.q, CAST(0 AS DOUBLE PRECISION))) AS dr,
         CASE WHEN w.wprev > 0 AND COALESCE(d.mass, 0) < {MIN_CANDIDATE_MASS} THEN 1 ELSE 0 END
             AS short
-    FROM o_cw w LEFT JOIN o_dm d ON d.request_id = w.request_id AND d.position = w.position
-    LEFT JOIN o_qhat q ON q.request_id = w.request_id AND q.item_id = w.item_id
+    FROM o_cw w LEFT JOIN o_dm d ON d.request_no = w.request_no AND d.position = w.position
+    LEFT JOIN o_qhat q ON q.request_no = w.request_no AND q.item_no = w.item_no
         AND q.position = w.position
 """,
         (

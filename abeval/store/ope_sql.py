@@ -24,6 +24,14 @@ and ``item_no``: :mod:`abeval.store.ingest.keys`). π_target comes from the temp
 from the target arm's own impressions: the share of the target's impressions at
 position k that show item a. All SQL is portable (DuckDB, PostgreSQL 15); every
 value is a bind parameter.
+
+Passes over the events: the arm counts (:meth:`OpeSource.arm_counts`: impressions,
+clicked ones and the varying-propensity check of every arm) are one statement of
+their own; the impressions the directions read (``o_imp``: integer keys, no text
+but the user's id) are kept as a table only when a direction is estimated, and a
+target file's rows get their integer keys once (``o_file``), looked up in the
+events for the requests and items the file names. A report whose directions are
+all left out (personalised logging, no target file) makes no table at all.
 """
 
 from __future__ import annotations
@@ -55,27 +63,77 @@ TOP_VARIABLES = (("w", "wc"), ("k", "kc"), ("r", "rc"), ("s", "sc"))
 #: file or those recorded with the experiment), filled by :mod:`abeval.store.ope_target`.
 FILE_TABLE = "abeval_ope_target"
 
-_BASE = (
-    Cte(
-        "o_clk",
-        """
-    SELECT DISTINCT request_no, item_no FROM exp_events
-    WHERE event_type = 'click' AND request_no IS NOT NULL AND item_no IS NOT NULL
+# The clicked (request, item) pairs. It reads the events itself, not ``exp_events``
+# (all the experiment's events: the off-policy section has no window): DuckDB
+# materialises a part that two parts read, and ``exp_events`` read by this part and
+# by the impressions' cost 1.8 s of the 2.4 s of ``o_imp`` at 10M events.
+_CLICKED = Cte(
+    "o_clk",
+    """
+    SELECT DISTINCT request_no, item_no FROM events
+    WHERE experiment = :experiment AND event_type = 'click'
+      AND request_no IS NOT NULL AND item_no IS NOT NULL
 """,
-        ("exp_events",),
-    ),
-    Cte(
-        "o_imp",
-        """
-    SELECT p.arm, e.user_id, e.request_id, e.item_id, e.position, e.propensity,
-        e.propensity_given_above,
+)
+
+
+def _impressions(name: str, columns: str) -> Cte:
+    """The analysed users' impressions from their exposure on (``columns`` of
+    ``e``, the event, and ``p``, the population, then ``clicked``)."""
+    return Cte(
+        name,
+        f"""
+    SELECT {columns},
         CASE WHEN k.item_no IS NULL THEN 0 ELSE 1 END AS clicked
     FROM exp_events e JOIN population p ON p.user_id = e.user_id
     LEFT JOIN o_clk k ON k.request_no = e.request_no AND k.item_no = e.item_no
-    WHERE e.event_type = 'impression' AND e.item_id IS NOT NULL AND e.position IS NOT NULL
+    WHERE e.event_type = 'impression' AND e.item_no IS NOT NULL AND e.position IS NOT NULL
       AND e.ts >= p.first_ts
 """,
         ("exp_events", "population", "o_clk"),
+    )
+
+
+#: The impressions the estimators read, kept as a table once a direction is
+#: estimated (:meth:`OpeSource.direction`).
+_IMPRESSIONS = _impressions(
+    "o_imp",
+    "p.arm, e.user_id, e.request_no, e.item_no, e.position, e.propensity, e.propensity_given_above",
+)
+_BASE = (_CLICKED, _IMPRESSIONS)
+
+#: The arm counts, in one pass over the events of their own (:meth:`OpeSource.arm_counts`):
+#: per user, impressions ``n``, clicked ones ``c`` and those with a propensity;
+#: per arm, the users and the sums and products; in the same statement each
+#: arm's (item, position) pairs and those whose propensity varies between requests.
+_COUNT_PARTS = (
+    _impressions("o_cnt", "p.arm, e.user_id, e.item_no, e.position, e.propensity"),
+    Cte(
+        "o_arm_user",
+        "SELECT arm, user_id, CAST(COUNT(*) AS DOUBLE PRECISION) AS n, "
+        "CAST(SUM(clicked) AS DOUBLE PRECISION) AS c, "
+        "SUM(CASE WHEN propensity IS NOT NULL THEN 1 ELSE 0 END) AS np "
+        "FROM o_cnt GROUP BY arm, user_id",
+        ("o_cnt",),
+    ),
+    Cte(
+        "o_arm",
+        "SELECT arm, COUNT(*) AS users, SUM(n) AS n, SUM(np) AS np, SUM(c) AS c, "
+        "SUM(n * n) AS nn, SUM(n * c) AS nc, SUM(c * c) AS cc FROM o_arm_user GROUP BY arm",
+        ("o_arm_user",),
+    ),
+    Cte(
+        "o_pairs",
+        "SELECT arm, item_no, position, MIN(propensity) AS lo, MAX(propensity) AS hi "
+        "FROM o_cnt WHERE propensity IS NOT NULL GROUP BY arm, item_no, position",
+        ("o_cnt",),
+    ),
+    Cte(
+        "o_varying",
+        "SELECT arm, COUNT(*) AS pairs, "
+        "SUM(CASE WHEN hi - lo > :tol * hi THEN 1 ELSE 0 END) AS varying "
+        "FROM o_pairs GROUP BY arm",
+        ("o_pairs",),
     ),
 )
 
@@ -84,49 +142,83 @@ _BASE = (
 _EMPIRICAL_PI = Cte(
     "o_pi",
     """
-    SELECT item_id, position, CAST(COUNT(*) AS DOUBLE PRECISION) AS mass,
+    SELECT item_no, position, CAST(COUNT(*) AS DOUBLE PRECISION) AS mass,
         CAST(COUNT(*) AS DOUBLE PRECISION) / SUM(COUNT(*)) OVER (PARTITION BY position) AS pi,
         CAST(NULL AS DOUBLE PRECISION) AS rho
-    FROM o_imp WHERE arm = :target GROUP BY item_id, position
+    FROM o_imp WHERE arm = :target GROUP BY item_no, position
 """,
     ("o_imp",),
 )
 
+# The file's rows on the integer keys, kept as a table the first time a direction
+# reads them (:meth:`OpeSource.direction`): the numbers are looked up, in the
+# experiment's events, for the requests and items the file names only. A row whose
+# request is no request of the experiment is dropped (no source impression has it);
+# one whose item is in no event of the experiment keeps a NULL item_no (no
+# impression shows it: its probability counts as unseen, as before the numbers).
+_FILE_ROWS = (
+    Cte(
+        "o_freq",
+        f"""
+    SELECT DISTINCT request_id, request_no FROM events
+    WHERE experiment = :experiment AND request_no IS NOT NULL
+      AND request_id IN (SELECT request_id FROM {FILE_TABLE})
+""",
+    ),
+    Cte(
+        "o_fitem",
+        f"""
+    SELECT DISTINCT item_id, item_no FROM events
+    WHERE experiment = :experiment AND item_no IS NOT NULL
+      AND item_id IN (SELECT item_id FROM {FILE_TABLE})
+""",
+    ),
+    Cte(
+        "o_file",
+        f"""
+    SELECT f.arm, r.request_no, i.item_no, f.position, f.probability, f.probability_given_above
+    FROM {FILE_TABLE} f JOIN o_freq r ON r.request_id = f.request_id
+    LEFT JOIN o_fitem i ON i.item_id = f.item_id
+""",
+        ("o_freq", "o_fitem"),
+    ),
+)
+
 _FILE_PI = Cte(
     "o_pi",
-    f"""
-    SELECT f.request_id, f.item_id, f.position, f.probability AS mass, f.probability AS pi,
+    """
+    SELECT f.request_no, f.item_no, f.position, f.probability AS mass, f.probability AS pi,
         f.probability_given_above AS rho
-    FROM {FILE_TABLE} f
+    FROM o_file f
     WHERE f.arm = :target
-      AND f.request_id IN (SELECT request_id FROM o_imp WHERE arm = :source)
+      AND f.request_no IN (SELECT request_no FROM o_imp WHERE arm = :source)
 """,
-    ("o_imp",),
+    ("o_file", "o_imp"),
 )
 
 _SOURCE = (
     Cte(
         "o_src",
         """
-    SELECT user_id, request_id, item_id, position, clicked, propensity,
+    SELECT user_id, request_no, item_no, position, clicked, propensity,
         propensity_given_above AS g FROM o_imp
     WHERE arm = :source AND propensity IS NOT NULL AND propensity > 0
 """,
         ("o_imp",),
     ),
-    Cte("o_shown", "SELECT DISTINCT item_id, position FROM o_src", ("o_src",)),
+    Cte("o_shown", "SELECT DISTINCT item_no, position FROM o_src", ("o_src",)),
 )
 
 
 def _weights(from_file: bool) -> tuple[Cte, ...]:
     key = (
-        "pi.request_id = s.request_id AND pi.item_id = s.item_id AND pi.position = s.position"
+        "pi.request_no = s.request_no AND pi.item_no = s.item_no AND pi.position = s.position"
         if from_file
-        else "pi.item_id = s.item_id AND pi.position = s.position"
+        else "pi.item_no = s.item_no AND pi.position = s.position"
     )
     weights = Cte(
         "o_w",
-        "\n    SELECT s.user_id, s.request_id, s.item_id, s.position, "
+        "\n    SELECT s.user_id, s.request_no, s.item_no, s.position, "
         "s.clicked, COALESCE(pi.pi, CAST(0 AS DOUBLE PRECISION)) / s.propensity AS w, s.g, "
         "pi.rho\n"
         f"    FROM o_src s LEFT JOIN o_pi pi ON {key}\n",
@@ -232,56 +324,49 @@ class DirectionSums:
 
 
 class OpeSource:
-    """Runs the OPE queries of one experiment over CTEs computed once."""
+    """Runs the OPE queries of one experiment: the arm counts in one pass over the
+    events; the directions over the impressions, kept as a table the first time one
+    is estimated, and the target file's rows on the integer keys, kept the first
+    time one reads them. :func:`close_ope` drops what it kept."""
 
-    def __init__(self, conn: Connection, experiment: str, ctes: With) -> None:
+    def __init__(self, conn: Connection, experiment: str, ctes: With, tables: list[str]) -> None:
         self.conn = conn
         self.experiment = experiment
+        #: The parts the queries start from (the population and the clicked pairs,
+        #: then what :meth:`keep` added), as kept tables or parts.
         self.ctes = ctes
+        #: The tables kept so far, for :func:`close_ope`.
+        self.tables = tables
 
     def rows(self, parts: Sequence[Cte], select: str, **params: Any) -> Sequence[Any]:
         """``select`` after the shared parts and ``parts``, ``:experiment`` bound."""
+        return self._run(self.ctes.then(*parts), select, params)
+
+    def keep(self, parts: Sequence[Cte]) -> None:
+        """Add ``parts`` to the shared ones, the last kept as a table; nothing when
+        it is there already."""
+        name = parts[-1].name
+        if name in self.ctes.names:
+            return
+        params = self._params()
+        self.ctes, kept = materialize(self.conn, self.ctes.then(*parts), (name,), params, _PREFIX)
+        self.tables += kept
+
+    def _params(self, **params: Any) -> dict[str, Any]:
+        return {"experiment": self.experiment, **params}
+
+    def _run(self, ctes: With, select: str, params: dict[str, Any]) -> Sequence[Any]:
         from sqlalchemy import text
 
-        sql = self.ctes.then(*parts).sql(select)
-        return self.conn.execute(text(sql), {"experiment": self.experiment, **params}).fetchall()
+        return self.conn.execute(text(ctes.sql(select)), self._params(**params)).fetchall()
 
     def arm_counts(self) -> dict[str, ArmCounts]:
         """Impressions per arm, those with a propensity, and the observed CTR's sums."""
-        per_user = Cte(
-            "o_arm_user",
-            "SELECT arm, user_id, CAST(COUNT(*) AS DOUBLE PRECISION) AS n, "
-            "CAST(SUM(clicked) AS DOUBLE PRECISION) AS c, "
-            "SUM(CASE WHEN propensity IS NOT NULL THEN 1 ELSE 0 END) AS np "
-            "FROM o_imp GROUP BY arm, user_id",
-            ("o_imp",),
-        )
-        per_arm = Cte(
-            "o_arm",
-            "SELECT arm, COUNT(*) AS users, SUM(n) AS n, SUM(np) AS np, SUM(c) AS c, "
-            "SUM(n * n) AS nn, SUM(n * c) AS nc, SUM(c * c) AS cc FROM o_arm_user GROUP BY arm",
-            ("o_arm_user",),
-        )
-        # In the same statement: each arm's (item, position) pairs and those whose
-        # propensity varies between requests.
-        pairs = Cte(
-            "o_pairs",
-            "SELECT arm, item_id, position, MIN(propensity) AS lo, MAX(propensity) AS hi "
-            "FROM o_imp WHERE propensity IS NOT NULL GROUP BY arm, item_id, position",
-            ("o_imp",),
-        )
-        varying = Cte(
-            "o_varying",
-            "SELECT arm, COUNT(*) AS pairs, "
-            "SUM(CASE WHEN hi - lo > :tol * hi THEN 1 ELSE 0 END) AS varying "
-            "FROM o_pairs GROUP BY arm",
-            ("o_pairs",),
-        )
-        rows = self.rows(
-            [per_user, per_arm, pairs, varying],
+        rows = self._run(
+            self.ctes.then(*_COUNT_PARTS),
             "SELECT a.arm, a.users, a.n, a.np, a.c, a.nn, a.nc, a.cc, v.pairs, v.varying "
             "FROM o_arm a LEFT JOIN o_varying v ON v.arm = a.arm ORDER BY a.arm",
-            tol=PROPENSITY_TOLERANCE,
+            {"tol": PROPENSITY_TOLERANCE},
         )
         out = {}
         for arm, users, n, np_, c, nn, nc, cc, logged, varies in rows:
@@ -299,6 +384,9 @@ class OpeSource:
         """The per-arm user sums and the per-position weight sums of one direction;
         with the step estimators' sums when the logs and the target carry step
         probabilities (:class:`StepSupport`)."""
+        self.keep((_IMPRESSIONS,))
+        if from_file:
+            self.keep(_FILE_ROWS)
         pi = _FILE_PI if from_file else _EMPIRICAL_PI
         base = (pi, *_weights(from_file))
         params = {
@@ -374,9 +462,9 @@ class OpeSource:
         )
         deficit = self.rows(
             ctes,
-            "SELECT pi.position, SUM(pi.mass), SUM(CASE WHEN sh.item_id IS NULL "
+            "SELECT pi.position, SUM(pi.mass), SUM(CASE WHEN sh.item_no IS NULL "
             "THEN pi.mass ELSE CAST(0 AS DOUBLE PRECISION) END) FROM o_pi pi "
-            "LEFT JOIN o_shown sh ON sh.item_id = pi.item_id AND sh.position = pi.position "
+            "LEFT JOIN o_shown sh ON sh.item_no = pi.item_no AND sh.position = pi.position "
             "GROUP BY pi.position",
             **params,
         )
@@ -430,21 +518,25 @@ PROPENSITY_PROBE = (
 )
 
 
-def open_ope(
-    conn: Connection, experiment: str, population: str | None = None
-) -> tuple[OpeSource, list[str]]:
-    """An :class:`OpeSource` over the population and impressions computed once
-    (temporary tables); the tables to :func:`~abeval.store.shared_ctes.drop`.
-    ``population`` names a table already holding the population over all the
-    experiment's events (the report's online pass without a window), read instead
-    of computed again."""
-    kept: tuple[str, ...] = ("population", "o_imp")
-    ctes = population_parts().then(*_BASE)
+_PREFIX = "abeval_ope_"
+
+
+def open_ope(conn: Connection, experiment: str, population: str | None = None) -> OpeSource:
+    """An :class:`OpeSource` over the experiment's population: ``population`` names
+    a table already holding it over all the experiment's events (the report's
+    online pass without a window), read instead of computed again; else it is
+    computed once into a temporary table. :func:`close_ope` drops what it kept."""
     if population is not None:
-        ctes, kept = given_population(population).then(*_BASE), ("o_imp",)
-    shared, tables = materialize(conn, ctes, kept, {"experiment": experiment}, "abeval_ope_")
-    return OpeSource(conn, experiment, shared), tables
+        return OpeSource(conn, experiment, given_population(population).then(_CLICKED), [])
+    ctes, tables = materialize(
+        conn,
+        population_parts().then(_CLICKED),
+        ("population",),
+        {"experiment": experiment},
+        _PREFIX,
+    )
+    return OpeSource(conn, experiment, ctes, tables)
 
 
-def close_ope(conn: Connection, tables: Sequence[str]) -> None:
-    drop(conn, [*tables, FILE_TABLE])
+def close_ope(conn: Connection, source: OpeSource) -> None:
+    drop(conn, [*source.tables, FILE_TABLE])

@@ -18,7 +18,8 @@ the reader's), and none changes a stored value:
   DuckDB's casts skip ASCII white space at either end and fail on any other
   character, and no event type holds a space, so a field that trimming would
   change either reads as the same value or fails the good-row test.
-- **Timestamps without a time-zone lookup.** A ``TIMESTAMPTZ`` counts
+- **Timestamps without a time-zone lookup**, and without a number parse where
+  the text holds a colon (no number does). A ``TIMESTAMPTZ`` counts
   microseconds from the epoch in UTC, so the UTC wall time the staging SQL
   gets with ``AT TIME ZONE 'UTC'`` is ``make_timestamp`` of those microseconds.
 - **One good-row test** in place of a failure reason per check: the conjunction
@@ -152,13 +153,25 @@ def good_row() -> str:
     )
 
 
+def _instant(text: str, epoch: str | None) -> str:
+    """:func:`~abeval.store.events_format.instant_sql` without its number parse
+    for text holding a colon, which no number does: ISO 8601 times with hours
+    and minutes, the common case, go straight to the timestamp cast (the failed
+    number parse of every such field cost a sixth of the conversions)."""
+    number_or_iso = instant_sql(text, epoch)
+    return (
+        f"CASE WHEN contains({text}, ':') THEN TRY_CAST({text} AS TIMESTAMPTZ) "
+        f"ELSE {number_or_iso} END"
+    )
+
+
 def direct_select(src: Source) -> str:
     """``SELECT`` of the rows of ``src`` as the events table's columns, with
     ``good`` (:func:`good_row`, NULL counting as false) and ``norm`` (what
     normalising changed, as :func:`~abeval.store.events_format.normalised` says)."""
     columns = src.read_columns
     parsed = (
-        f"SELECT *, {instant_sql('t_ts', src.epoch)} AS abeval_tz, "
+        f"SELECT *, {_instant('t_ts', src.epoch)} AS abeval_tz, "
         "TRY_CAST(t_position AS DOUBLE) AS n_position, TRY_CAST(t_value AS DOUBLE) AS n_value, "
         "TRY_CAST(t_propensity AS DOUBLE) AS n_propensity, "
         "TRY_CAST(t_propensity_given_above AS DOUBLE) AS n_propensity_given_above "

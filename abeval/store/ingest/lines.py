@@ -31,11 +31,12 @@ def long_lines(path: Path, limit: int = MAX_LINE_BYTES) -> list[tuple[int, int]]
     bytes (line break excluded), in one pass over its bytes (decompressed for
     ``.gz``). DuckDB's CSV reader drops a line longer than about 32 MiB without a
     word, and its JSON reader stops the whole file at one over 16 MiB: this pass
-    is how every such line is accounted for. A plain file no longer than ``limit``
-    holds none and is not read."""
+    is how every such line is accounted for. A plain file that
+    :func:`_may_hold_long_line` clears (one page read per ``limit`` bytes) is not
+    read at all."""
     import numpy as np
 
-    if not path.name.lower().endswith(".gz") and path.stat().st_size <= limit:
+    if not path.name.lower().endswith(".gz") and not _may_hold_long_line(path, limit):
         return []
     found: list[tuple[int, int]] = []
     line, carried = 1, 0  # the line being read, and its bytes in earlier chunks
@@ -60,6 +61,30 @@ def open_bytes(path: Path) -> IO[bytes]:
     if path.name.lower().endswith(".gz"):
         return cast(IO[bytes], gzip.open(path, "rb"))
     return path.open("rb")
+
+
+def _may_hold_long_line(path: Path, limit: int) -> bool:
+    """Whether the plain file ``path`` may hold a line longer than ``limit``
+    bytes; "no" is always right.
+
+    From the start of a line, the last line break within the next ``limit + 1``
+    bytes starts the next line to look from; a stretch of ``limit + 1`` bytes
+    without one holds (part of) a long line. Each step reads one page or so at
+    the end of a stretch of the mapped file, so a file of short lines is
+    answered after size / ``limit`` steps without reading it."""
+    import mmap
+
+    size = path.stat().st_size
+    if size <= limit:
+        return False
+    with path.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
+        start = 0  # the start of a line
+        while size - start > limit:
+            brk = m.rfind(b"\n", start, start + limit + 1)
+            if brk < 0:
+                return True
+            start = brk + 1
+    return False
 
 
 def can_read(path: Path) -> bool:

@@ -72,6 +72,7 @@ def drop_temp(duck: Any) -> None:
 
     try:
         duck.execute("SET preserve_insertion_order = true")
+        duck.execute("RESET disabled_optimizers")  # the direct load's joins (direct.py)
         for t in _TEMP_TABLES:
             duck.execute(f"DROP TABLE IF EXISTS {t}")
     except duckdb.Error:
