@@ -16,6 +16,8 @@ threads included). The two beyond-accuracy statements must give the same rows
 bench_report's simulator (cached in data/).
 
     python benchmarks/bench_beyond.py --rows 2000000 --rounds 5 --before /tmp/old
+
+``--data-dir`` reads the stores of ``bench_report.py --data-dir`` there.
 """
 
 from __future__ import annotations
@@ -40,15 +42,18 @@ from bench_report import EXPERIMENT, build_store  # noqa: E402
 # writes them, for the inputs the replay gives (argv: reference users, the
 # metrics kept: a comma-separated list of names, or empty for all).
 _DUMP = r"""
-import json, sys
+import dataclasses, json, sys
 from abeval.analysis.replay import default_metrics
 from abeval.metrics import BeyondInputs, beyond_query, parse_metrics
 from abeval.store.replay_sql import BEYOND_RELATIONS
 names = sys.argv[2].split(",") if sys.argv[2] else None
 specs = [s for s in parse_metrics(default_metrics()) if s.kind == "beyond"
          and (names is None or s.name in names)]
+# as the replay gives them: list ids unique across arms, where the code knows it
+keyed = {"list_key": ("list_id",)} if "list_key" in {
+    f.name for f in dataclasses.fields(BeyondInputs)} else {}
 inputs = BeyondInputs(**BEYOND_RELATIONS, similarity="cooccurrence",
-                      reference_users=int(sys.argv[1]))
+                      reference_users=int(sys.argv[1]), **keyed)
 q = beyond_query(specs, inputs)
 print(json.dumps({"ctes": q.ctes, "select": q.select}))
 """
@@ -111,6 +116,7 @@ def main() -> None:
     parser.add_argument(
         "--metrics", default="", help="only these beyond-accuracy metrics (e.g. diversity)"
     )
+    parser.add_argument("--data-dir", type=Path, help="where the stores are (bench_report's)")
     args = parser.parse_args()
 
     from abeval.analysis.replay import DEFAULT_GAINS, default_metrics
@@ -118,7 +124,7 @@ def main() -> None:
     from abeval.store import open_store
     from abeval.store.replay_sql import open_replay
 
-    db = build_store(args.rows)
+    db = build_store(args.rows) if args.data_dir is None else build_store(args.rows, args.data_dir)
     ranking = ranking_query(
         [s for s in parse_metrics(default_metrics()) if s.kind == "ranking"], lists="r_lists"
     )

@@ -270,7 +270,13 @@ def _beyond_results(
     # popularity's share is over the analysed users, the arms' users together
     reference_users = sum(int(a["users"]) for a in arms)
     relations = {role: source.relation(name) for role, name in BEYOND_RELATIONS.items()}
-    inputs = BeyondInputs(**relations, similarity="cooccurrence", reference_users=reference_users)
+    # a list id (request number) is in one arm only: lists are keyed by it alone
+    inputs = BeyondInputs(
+        **relations,
+        similarity="cooccurrence",
+        reference_users=reference_users,
+        list_key=("list_id",),
+    )
     query = beyond_query(beyond, inputs)
     rows = source.rows(query.ctes, query.select)
     groups = {a["arm"]: (a["users_with_requests"], a["requests"]) for a in arms}

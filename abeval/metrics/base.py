@@ -140,12 +140,48 @@ class ListAggregates:
         return self._use(Aggregate("auc_correct"))
 
 
+@dataclass(frozen=True)
+class GroupRow:
+    """A beyond-accuracy metric's row of a group, as SQL expressions over a relation
+    with one row per group (the columns of :class:`~abeval.metrics.beyond.BeyondQuery`'s
+    rows); ``present`` says whether the group has the row at all."""
+
+    value: str
+    counted: str
+    left_out: str = "0"
+    extra: str = "0"
+    n: str = "NULL"
+    s: str = "NULL"
+    ss: str = "NULL"
+    present: str = "TRUE"
+
+
+@dataclass(frozen=True)
+class GroupRows:
+    """Several specs' :class:`GroupRow` over one relation: ``ctes`` define it,
+    ``relation`` names it (one row per group), ``rows`` are in the specs' order."""
+
+    ctes: tuple[str, ...]
+    relation: str
+    rows: tuple[GroupRow, ...]
+
+
+@dataclass(frozen=True)
+class ExposureSums:
+    """A metric of exposure at one cutoff as part of the one aggregate by group of
+    ``exposure``: ``sums`` are aggregates over its rows, each ``expression AS name``
+    (names starting with the prefix given); ``row`` reads those names and
+    ``catalogue_items``, the size of ``catalogue``."""
+
+    sums: tuple[str, ...]
+    row: GroupRow
+
+
 PerList = Callable[["MetricSpec", ListAggregates], str]
 Undefined = Callable[["MetricSpec", ListAggregates], "tuple[str, str] | None"]
 GroupSql = Callable[["MetricSpec", "BeyondInputs", str], "tuple[list[str], str]"]
-SharedGroupSql = Callable[
-    ["Sequence[MetricSpec]", "BeyondInputs", str], "tuple[list[str], list[str]] | None"
-]
+SharedGroupSql = Callable[["Sequence[MetricSpec]", "BeyondInputs", str], GroupRows]
+ExposureSql = Callable[["MetricSpec", "BeyondInputs", str], ExposureSums]
 
 
 @dataclass(frozen=True)
@@ -163,12 +199,20 @@ class BeyondInputs:
       DuckDB list of numbers: ``evaluate`` only).
     - ``history(user_id, item_id)``: what each user interacted with before
       (serendipity); None when there is no history.
-    - ``exposure(grp, item_id, slots_K..., inside, share)``: per group and shown
-      item, ``slots_K`` the top-K slots it takes for each K the metrics of exposure
-      ask for (coverage, Gini, entropy, novelty), ``inside`` 1 when the item is in
-      ``catalogue`` (else 0) and ``share`` its popularity (NULL without one), the
-      last two only when a metric reads them; defined by
-      :func:`abeval.metrics.beyond.beyond_query` from one grouping of ``ranked``.
+    - ``exposure(grp, item_id, slots_K..., inside, share, order_K..., total_K...)``:
+      per group and shown item, ``slots_K`` the top-K slots it takes for each K the
+      metrics of exposure ask for (coverage, Gini, entropy, novelty), ``inside`` 1
+      when the item is in ``catalogue`` (else 0), ``share`` its popularity (NULL
+      without one), ``order_K`` its place in the group's items sorted by ``inside``,
+      ``slots_K`` and ``item_id`` (from 1) and ``total_K`` the group's top-K slots;
+      each column but ``slots_K`` only where a metric reads it (``exposure_needs``);
+      defined by :func:`abeval.metrics.beyond.beyond_query` from one grouping of
+      ``ranked``.
+    - ``list_key``: the columns of ``ranked`` that name a list: ``grp, list_id``, or
+      ``list_id`` alone where a list id is never in two groups (the replay's request
+      numbers: a request has one user, in one arm), which lets diversity join and
+      group a list's rows on one integer instead of two columns (``evaluate``'s list
+      ids are the users, repeated in every model's group).
     - ``reference_users``: how many users ``popularity``'s share is taken over;
       novelty gives an item without popularity the add-one share
       1 / (reference_users + 1) (docs/metrics.md#novelty).
@@ -183,6 +227,7 @@ class BeyondInputs:
     history: str | None = None
     reference_users: int | None = None
     exposure: str = "exposure"
+    list_key: tuple[str, ...] = ("grp", "list_id")
 
 
 @dataclass(frozen=True)
@@ -198,14 +243,18 @@ class MetricDefinition:
     - ``per_list``: the per-list SQL expression (ranking metrics).
     - ``undefined``: an extra SQL condition under which a list has no value, and
       the reason counted in the output (AUC without a pair).
-    - ``group_sql``: for beyond-accuracy metrics, ``(spec, inputs, prefix)`` →
-      (CTE definitions, a SELECT of ``grp, value, counted, left_out, n, s, ss``);
-      ``counted`` and ``left_out_reason`` name those two counts; ``per_user`` says
-      that ``n, s, ss`` are per-user sufficient statistics.
-    - ``shared_group_sql``: optionally, the same for several specs of the metric at
-      once, ``(specs, inputs, prefix)`` → (CTE definitions, one SELECT per spec), or
-      None where sharing does not apply (diversity's item pairs, built once for
-      every cutoff).
+    - A beyond-accuracy metric gives one of three (``counted`` and
+      ``left_out_reason`` name its two counts; ``per_user`` says that ``n, s, ss``
+      are per-user sufficient statistics):
+      - ``exposure_sql``: ``(spec, inputs, prefix)`` → its part of the one aggregate
+        by group of ``exposure`` (:class:`ExposureSums`), reading the columns
+        ``exposure_needs`` names besides ``slots_K`` (coverage, Gini, entropy,
+        novelty: every cutoff of all four in one pass);
+      - ``shared_group_sql``: ``(specs, inputs, prefix)`` → every spec of the metric
+        from one relation with a row per group (:class:`GroupRows`; diversity's
+        item pairs, built once for every cutoff);
+      - ``group_sql``: ``(spec, inputs, prefix)`` → (CTE definitions, a SELECT of
+        ``grp, value, counted, left_out, n, s, ss, extra``).
     - ``rating_sql``: for rating metrics, an aggregate over ``prediction`` and ``rating``.
     - ``doc``: the module docstring (formula and reference).
     - ``lower_is_better``: a smaller value is better (RMSE, MAE); the pages colour
@@ -228,6 +277,8 @@ class MetricDefinition:
     undefined: Undefined | None = None
     group_sql: GroupSql | None = None
     shared_group_sql: SharedGroupSql | None = None
+    exposure_sql: ExposureSql | None = None
+    exposure_needs: tuple[str, ...] = ()
     counted: str = ""
     left_out_reason: str = ""
     per_user: bool = False

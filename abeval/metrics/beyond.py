@@ -1,10 +1,12 @@
 """The SQL kernel of the beyond-accuracy metrics: one value per group over top K.
 
-Each metric module gives CTEs and a SELECT of
-``grp, value, counted, left_out, n, s, ss, extra`` (see
-:class:`~abeval.metrics.base.MetricDefinition`); this module joins them with
-``UNION ALL`` into one statement, so one round trip computes them all, and
-turns the rows into :class:`~abeval.metrics.results.MetricResult`.
+Each metric module gives its rows ``grp, value, counted, left_out, n, s, ss,
+extra`` as SQL (see :class:`~abeval.metrics.base.MetricDefinition`): the metrics
+of exposure as parts of one aggregate by group, diversity at every cutoff from
+one relation, serendipity as its own SELECT. This module puts them in one
+statement, so one round trip computes them all, each relation read once for all
+the specs it serves, and turns the rows into
+:class:`~abeval.metrics.results.MetricResult`.
 """
 
 from __future__ import annotations
@@ -13,20 +15,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from abeval.metrics.base import BeyondInputs
+from abeval.metrics.base import DOUBLE, BeyondInputs, GroupRows
 from abeval.metrics.results import MetricResult
 from abeval.metrics.spec import MetricSpec
 from abeval.stats.sufficient import MeanStats
-
-#: The metrics of exposure, which read ``exposure``
-#: (:class:`~abeval.metrics.base.BeyondInputs`), and the columns they need of it
-#: besides their ``slots_K``.
-_EXPOSURE: Mapping[str, tuple[str, ...]] = {
-    "coverage": ("inside",),
-    "gini": ("inside",),
-    "entropy": (),
-    "novelty": ("share",),
-}
 
 _EXTRA = {
     "coverage": "catalogue_items",
@@ -112,61 +104,124 @@ def _undefined_message(name: str) -> str:
     }.get(name, "nothing to measure")
 
 
-def _exposure_ctes(specs: Sequence[MetricSpec], inp: BeyondInputs) -> list[str]:
-    """``{inp.exposure}`` for the metrics of exposure in ``specs``: one grouping of
-    ``ranked``'s top max(K) by group and item, every cutoff a column, then the
-    catalogue and the popularity joined once per item where a metric reads them."""
-    ks = sorted({int(s.k or 0) for s in specs})
-    needs = {c for s in specs for c in _EXPOSURE[s.definition.name]}
+def _exposure(specs: Sequence[tuple[int, MetricSpec]], inp: BeyondInputs) -> GroupRows:
+    """The metrics of exposure in ``specs`` (index, spec) from ``bx_grp``, one row per
+    group: one grouping of ``ranked``'s top max(K) by group and item, every cutoff a
+    column (``exposure``, with the catalogue and the popularity joined once per item
+    and the windows a metric reads), then one aggregate of it by group holding every
+    metric at every cutoff."""
+    ks = sorted({int(s.k or 0) for _, s in specs})
+    needs = {c for _, s in specs for c in s.definition.exposure_needs}
+    k_needs = {(c, int(s.k or 0)) for _, s in specs for c in s.definition.exposure_needs}
     slots = ", ".join(f"COUNT(CASE WHEN rank <= {k} THEN 1 END) AS slots_{k}" for k in ks)
     cols = ["t.grp", "t.item_id", *(f"t.slots_{k}" for k in ks)]
     joins = ""
-    if "inside" in needs:
+    if "inside" in needs or "order" in needs:
         cols.append("CASE WHEN c.item_id IS NULL THEN 0 ELSE 1 END AS inside")
         joins += f" LEFT JOIN {inp.catalogue} c ON c.item_id = t.item_id"
     if "share" in needs:
         cols.append("p.share")
         joins += f" LEFT JOIN {inp.popularity} p ON p.item_id = t.item_id"
-    return [
+    ctes = [
         f"{inp.exposure}_slots AS (SELECT grp, item_id, {slots} FROM {inp.ranked} "
         f"WHERE rank <= {max(ks)} GROUP BY grp, item_id)",
-        f"{inp.exposure} AS (SELECT {', '.join(cols)} FROM {inp.exposure}_slots t{joins})",
+        f"{inp.exposure}_items AS (SELECT {', '.join(cols)} FROM {inp.exposure}_slots t{joins})",
     ]
+    windows = [
+        *(
+            f"ROW_NUMBER() OVER (PARTITION BY grp ORDER BY inside, slots_{k}, item_id) AS order_{k}"
+            for k in ks
+            if ("order", k) in k_needs
+        ),
+        *(
+            f"SUM(slots_{k}) OVER (PARTITION BY grp) AS total_{k}"
+            for k in ks
+            if ("total", k) in k_needs
+        ),
+    ]
+    ctes.append(
+        f"{inp.exposure} AS (SELECT *{''.join(f', {w}' for w in windows)} "
+        f"FROM {inp.exposure}_items)"
+    )
+    sums = [f"COUNT(CASE WHEN slots_{k} > 0 THEN 1 END) AS shown_{k}" for k in ks]
+    rows = []
+    for i, spec in specs:
+        assert spec.definition.exposure_sql is not None
+        got = spec.definition.exposure_sql(spec, inp, f"b{i}")
+        sums += got.sums
+        rows.append(replace(got.row, present=f"shown_{int(spec.k or 0)} > 0"))
+    ctes.append(f"bx_grp AS (SELECT grp, {', '.join(sums)} FROM {inp.exposure} GROUP BY grp)")
+    relation = "bx_grp"
+    if "catalogue_items" in needs:
+        ctes.append(f"bx_catalogue AS (SELECT COUNT(*) AS catalogue_items FROM {inp.catalogue})")
+        relation = "bx_grp CROSS JOIN bx_catalogue"
+    return GroupRows(ctes=tuple(ctes), relation=relation, rows=tuple(rows))
+
+
+def _branch(indices: Sequence[int], found: GroupRows) -> str:
+    """One SELECT of every row of ``found`` (the specs at ``indices``): its relation
+    crossed with the specs' indices, so that an engine that does not keep a CTE
+    (Spark) computes the relation once for all of them."""
+    which = " UNION ALL ".join(f"SELECT {i} AS metric_index" for i in indices)
+
+    def pick(field: str, sql_type: str) -> str:
+        whens = " ".join(
+            f"WHEN {i} THEN {getattr(row, field)}"
+            for i, row in zip(indices, found.rows, strict=True)
+        )
+        return f"CAST(CASE m.metric_index {whens} END AS {sql_type})"
+
+    present = " ".join(
+        f"WHEN {i} THEN {row.present}" for i, row in zip(indices, found.rows, strict=True)
+    )
+    return (
+        f"SELECT m.metric_index, grp, {pick('value', DOUBLE)} AS value, "
+        f"{pick('counted', 'BIGINT')} AS counted, {pick('left_out', 'BIGINT')} AS left_out, "
+        f"{pick('n', 'BIGINT')} AS n, {pick('s', DOUBLE)} AS s, {pick('ss', DOUBLE)} AS ss, "
+        f"{pick('extra', 'BIGINT')} AS extra FROM {found.relation} CROSS JOIN ({which}) m "
+        f"WHERE CASE m.metric_index {present} END"
+    )
 
 
 def beyond_query(specs: Sequence[MetricSpec], inputs: BeyondInputs) -> BeyondQuery:
-    """Build one statement computing every beyond-accuracy metric in ``specs``; the
-    specs of a metric with ``shared_group_sql`` share their CTEs (diversity's lists
-    are read once for all its cutoffs), and the metrics of exposure read one
-    grouping of the lists by item (``exposure``) for all theirs."""
-    by_metric: dict[str, list[int]] = {}
+    """Build one statement computing every beyond-accuracy metric in ``specs``: the
+    metrics of exposure at every cutoff from one aggregate (``exposure_sql``), each
+    metric with ``shared_group_sql`` at every cutoff from its own shared CTEs
+    (diversity's lists are read once for all its cutoffs), the others by
+    ``group_sql``; the parts joined with ``UNION ALL``."""
+    exposed: list[tuple[int, MetricSpec]] = []
+    shared: dict[str, list[int]] = {}
+    alone: list[int] = []
     for i, spec in enumerate(specs):
         d = spec.definition
-        if d.kind != "beyond" or d.group_sql is None:
+        if d.kind != "beyond":
             raise ValueError(f"{spec.label} is not a beyond-accuracy metric")
-        if d.shared_group_sql is not None:
-            by_metric.setdefault(d.name, []).append(i)
+        if d.exposure_sql is not None:
+            exposed.append((i, spec))
+        elif d.shared_group_sql is not None:
+            shared.setdefault(d.name, []).append(i)
+        elif d.group_sql is not None:
+            alone.append(i)
+        else:
+            raise ValueError(f"{spec.label} has no SQL")
     ctes: list[str] = []
-    exposed = [s for s in specs if s.definition.name in _EXPOSURE]
+    parts: list[str] = []
     if exposed:
-        inputs = replace(inputs, exposure="bx_exposure")
-        ctes += _exposure_ctes(exposed, inputs)
-    selects: dict[int, str] = {}
-    for indices in (found for found in by_metric.values() if len(found) > 1):
-        shared = specs[indices[0]].definition.shared_group_sql
-        assert shared is not None
-        got = shared([specs[i] for i in indices], inputs, f"b{indices[0]}")
-        if got is not None:
-            ctes += got[0]
-            selects.update(zip(indices, got[1], strict=True))
-    for i, spec in enumerate(specs):
-        if i not in selects:
-            assert spec.definition.group_sql is not None
-            more, selects[i] = spec.definition.group_sql(spec, inputs, f"b{i}")
-            ctes += more
-    parts = [
-        f"SELECT {i} AS metric_index, q{i}.* FROM ({selects[i]}) q{i}" for i in range(len(specs))
-    ]
+        found = _exposure(exposed, replace(inputs, exposure="bx_exposure"))
+        ctes += found.ctes
+        parts.append(_branch([i for i, _ in exposed], found))
+    for indices in shared.values():
+        make = specs[indices[0]].definition.shared_group_sql
+        assert make is not None
+        found = make([specs[i] for i in indices], inputs, f"b{indices[0]}")
+        ctes += found.ctes
+        parts.append(_branch(indices, found))
+    for i in alone:
+        make_one = specs[i].definition.group_sql
+        assert make_one is not None
+        more, select = make_one(specs[i], inputs, f"b{i}")
+        ctes += more
+        parts.append(f"SELECT {i} AS metric_index, q{i}.* FROM ({select}) q{i}")
     return BeyondQuery(
         specs=tuple(specs), ctes=",\n".join(ctes), select="\nUNION ALL\n".join(parts)
     )

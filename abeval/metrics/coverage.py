@@ -14,21 +14,25 @@ Jannach, "Beyond accuracy", RecSys 2010 (catalogue coverage).
 
 from __future__ import annotations
 
-from abeval.metrics.base import DOUBLE, BeyondInputs, MetricDefinition, as_double
+from abeval.metrics.base import BeyondInputs, ExposureSums, GroupRow, MetricDefinition, as_double
 from abeval.metrics.spec import MetricSpec
 
 
-def group_sql(spec: MetricSpec, inp: BeyondInputs, p: str) -> tuple[list[str], str]:
+def exposure_sql(spec: MetricSpec, inp: BeyondInputs, p: str) -> ExposureSums:
+    """The shown catalogue items and the shown items outside it (``inp.exposure``)."""
     slots = f"slots_{int(spec.k or 0)}"
-    ctes = [f"{p}_size AS (SELECT COUNT(*) AS n FROM {inp.catalogue})"]
-    select = (
-        f"SELECT s.grp, {as_double('SUM(s.inside)')} / NULLIF({as_double('z.n')}, 0) AS value, "
-        "SUM(s.inside) AS counted, SUM(1 - s.inside) AS left_out, "
-        f"CAST(NULL AS BIGINT) AS n, CAST(NULL AS {DOUBLE}) AS s, CAST(NULL AS {DOUBLE}) AS ss, "
-        f"z.n AS extra FROM {inp.exposure} s CROSS JOIN {p}_size z WHERE s.{slots} > 0 "
-        "GROUP BY s.grp, z.n"
+    return ExposureSums(
+        sums=(
+            f"SUM(CASE WHEN {slots} > 0 THEN inside ELSE 0 END) AS {p}_in",
+            f"SUM(CASE WHEN {slots} > 0 THEN 1 - inside ELSE 0 END) AS {p}_out",
+        ),
+        row=GroupRow(
+            value=f"{as_double(f'{p}_in')} / NULLIF({as_double('catalogue_items')}, 0)",
+            counted=f"{p}_in",
+            left_out=f"{p}_out",
+            extra="catalogue_items",
+        ),
     )
-    return ctes, select
 
 
 DEFINITION = MetricDefinition(
@@ -39,7 +43,8 @@ DEFINITION = MetricDefinition(
     formula="distinct items shown in the top K / distinct items in the catalogue",
     reference="Herlocker et al. 2004 (ACM TOIS 22(1)); Ge et al. 2010 (RecSys)",
     doc=__doc__ or "",
-    group_sql=group_sql,
+    exposure_sql=exposure_sql,
+    exposure_needs=("inside", "catalogue_items"),
     counted="items_shown",
     left_out_reason="items_outside_catalogue",
     aliases=("catalog_coverage", "catalogue_coverage", "item_coverage"),

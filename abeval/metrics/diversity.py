@@ -33,11 +33,19 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from abeval.metrics.base import DOUBLE, BeyondInputs, MetricDefinition, as_double
+from abeval.metrics.base import BeyondInputs, GroupRow, GroupRows, MetricDefinition, as_double
 from abeval.metrics.similarity import cooccurring_pairs_ctes
 from abeval.metrics.spec import MetricSpec
 
-_KEY = "grp, list_id"  # a list's key; its user is the same on every row
+
+def _key(inp: BeyondInputs, alias: str = "") -> str:
+    """The columns naming a list (``inp.list_key``), each qualified by ``alias``."""
+    return ", ".join(f"{alias}{c}" for c in inp.list_key)
+
+
+def _on(inp: BeyondInputs, a: str, b: str) -> str:
+    """The join condition of two relations' rows of the same list."""
+    return " AND ".join(f"{b}.{c} = {a}.{c}" for c in inp.list_key)
 
 
 def _sums_category(inp: BeyondInputs, p: str, ks: Sequence[int]) -> list[str]:
@@ -46,10 +54,10 @@ def _sums_category(inp: BeyondInputs, p: str, ks: Sequence[int]) -> list[str]:
     m = ", ".join(f"COUNT(CASE WHEN t.rank <= {k} THEN 1 END) AS m{j}" for j, k in enumerate(ks))
     sums = ", ".join(f"SUM(m{j} * (m{j} - 1)) / 2 AS s{j}" for j in range(len(ks)))
     return [
-        f"{p}_cat AS (SELECT t.grp, t.list_id, i.category, {m} "
+        f"{p}_cat AS (SELECT {_key(inp, 't.')}, i.category, {m} "
         f"FROM {p}_top t JOIN {inp.items} i ON i.item_id = t.item_id "
-        "WHERE i.category IS NOT NULL GROUP BY t.grp, t.list_id, i.category)",
-        f"{p}_tot AS (SELECT {_KEY}, {sums} FROM {p}_cat GROUP BY {_KEY})",
+        f"WHERE i.category IS NOT NULL GROUP BY {_key(inp, 't.')}, i.category)",
+        f"{p}_tot AS (SELECT {_key(inp)}, {sums} FROM {p}_cat GROUP BY {_key(inp)})",
     ]
 
 
@@ -63,14 +71,15 @@ def _sums_features(inp: BeyondInputs, p: str, ks: Sequence[int]) -> list[str]:
         for j, k in enumerate(ks)
     )
     totals = ", ".join(f"(SUM(s{j} * s{j}) - SUM(q{j})) / 2 AS s{j}" for j in range(len(ks)))
+    key = _key(inp)
     return [
-        f"{p}_vec AS (SELECT t.grp, t.list_id, t.rank, i.features AS f, "
+        f"{p}_vec AS (SELECT {_key(inp, 't.')}, t.rank, i.features AS f, "
         "SQRT(list_dot_product(i.features, i.features)) AS norm "
         f"FROM {p}_top t JOIN {inp.items} i ON i.item_id = t.item_id)",
-        f"{p}_dim AS (SELECT {_KEY}, d, {sums} FROM "
-        f"(SELECT {_KEY}, rank, UNNEST(f) / norm AS x, generate_subscripts(f, 1) AS d "
-        f"FROM {p}_vec WHERE norm > 0) e GROUP BY {_KEY}, d)",
-        f"{p}_tot AS (SELECT {_KEY}, {totals} FROM {p}_dim GROUP BY {_KEY})",
+        f"{p}_dim AS (SELECT {key}, d, {sums} FROM "
+        f"(SELECT {key}, rank, UNNEST(f) / norm AS x, generate_subscripts(f, 1) AS d "
+        f"FROM {p}_vec WHERE norm > 0) e GROUP BY {key}, d)",
+        f"{p}_tot AS (SELECT {key}, {totals} FROM {p}_dim GROUP BY {key})",
     ]
 
 
@@ -87,15 +96,15 @@ def _sums_cooccurrence(inp: BeyondInputs, p: str, ks: Sequence[int]) -> list[str
     )
     return [
         *cooccurring_pairs_ctes(inp, p),
-        f"{p}_tot AS (SELECT /*+ BROADCAST(s) */ a.grp, a.list_id, {sums} "
-        f"FROM {p}_top a JOIN {p}_top b ON b.grp = a.grp AND b.list_id = a.list_id "
+        f"{p}_tot AS (SELECT /*+ BROADCAST(s) */ {_key(inp, 'a.')}, {sums} "
+        f"FROM {p}_top a JOIN {p}_top b ON {_on(inp, 'a', 'b')} "
         f"AND a.item_id < b.item_id LEFT JOIN {p}_sim s ON s.item_lo = a.item_id "
-        "AND s.item_hi = b.item_id GROUP BY a.grp, a.list_id)",
+        f"AND s.item_hi = b.item_id GROUP BY {_key(inp, 'a.')})",
     ]
 
 
 def _lists(inp: BeyondInputs, p: str, ks: Sequence[int]) -> list[str]:
-    """CTEs ending in ``{p}_lists(grp, user_id, list_id, n{j}, c{j}, s{j})`` over the
+    """CTEs ending in ``{p}_lists(grp, user_id, n{j}, c{j}, s{j})`` over the
     lists with an item in the top max(K): per cutoff j, the items in the top K, the
     pairs among them and the sum of their similarities (a list's items are distinct,
     so its pairs are n(n − 1) / 2)."""
@@ -112,21 +121,21 @@ def _lists(inp: BeyondInputs, p: str, ks: Sequence[int]) -> list[str]:
         f"z.n{j}, z.n{j} * (z.n{j} - 1) / 2 AS c{j}, COALESCE(x.s{j}, 0) AS s{j}"
         for j in range(len(ks))
     )
-    # Keyed by (grp, list_id) like the pair sums' self-join, so that Spark joins the
-    # two without shuffling either again.
+    # Keyed by the list's key like the pair sums, so that Spark joins the two without
+    # shuffling either again; a list's group and user are the same on all its rows.
+    carried = "".join(f"MIN({c}) AS {c}, " for c in ("grp", "user_id") if c not in inp.list_key)
     return [
         *sums(inp, p, ks),
-        f"{p}_size AS (SELECT grp, list_id, MIN(user_id) AS user_id, {sizes} FROM {p}_top "
-        "GROUP BY grp, list_id)",
-        f"{p}_lists AS (SELECT z.grp, z.user_id, z.list_id, {cols} FROM {p}_size z "
-        f"LEFT JOIN {p}_tot x ON x.grp = z.grp AND x.list_id = z.list_id)",
+        f"{p}_size AS (SELECT {_key(inp)}, {carried}{sizes} FROM {p}_top GROUP BY {_key(inp)})",
+        f"{p}_lists AS (SELECT z.grp, z.user_id, {cols} FROM {p}_size z "
+        f"LEFT JOIN {p}_tot x ON {_on(inp, 'z', 'x')})",
     ]
 
 
-def _per_group(p: str, n_cutoffs: int) -> tuple[list[str], list[str]]:
-    """The per-user and per-group CTEs of every cutoff at once from ``{p}_lists``, and
-    one SELECT of the metric's rows per cutoff: a group has a row when one of its
-    lists has an item in the top K."""
+def _per_group(p: str, n_cutoffs: int) -> tuple[list[str], list[GroupRow]]:
+    """The per-user and per-group CTEs of every cutoff at once from ``{p}_lists``
+    (ending in ``{p}_grp``), and the metric's row per cutoff: a group has a row
+    when one of its lists has an item in the top K."""
     js = range(n_cutoffs)
     values = ", ".join(
         f"CASE WHEN c{j} > 0 THEN 1 - {as_double(f's{j}')} / c{j} END AS v{j}, n{j}" for j in js
@@ -147,37 +156,33 @@ def _per_group(p: str, n_cutoffs: int) -> tuple[list[str], list[str]]:
         f"FROM {p}_lists) l GROUP BY grp, user_id)",
         f"{p}_grp AS (SELECT grp, {per_group} FROM {p}_user GROUP BY grp)",
     ]
-    selects = [
-        f"SELECT grp, value{j} AS value, COALESCE(counted{j}, 0) AS counted, "
-        f"small{j} AS left_out, n{j} AS n, CAST(COALESCE(s{j}, 0) AS {DOUBLE}) AS s, "
-        f"CAST(COALESCE(ss{j}, 0) AS {DOUBLE}) AS ss, CAST(0 AS BIGINT) AS extra "
-        f"FROM {p}_grp WHERE shown{j} > 0"
+    rows = [
+        GroupRow(
+            value=f"value{j}",
+            counted=f"COALESCE(counted{j}, 0)",
+            left_out=f"small{j}",
+            n=f"n{j}",
+            s=f"COALESCE(s{j}, 0)",
+            ss=f"COALESCE(ss{j}, 0)",
+            present=f"shown{j} > 0",
+        )
         for j in js
     ]
-    return ctes, selects
+    return ctes, rows
 
 
-def shared_group_sql(
-    specs: Sequence[MetricSpec], inp: BeyondInputs, p: str
-) -> tuple[list[str], list[str]] | None:
+def shared_group_sql(specs: Sequence[MetricSpec], inp: BeyondInputs, p: str) -> GroupRows:
     """Diversity at every cutoff of ``specs`` from one pass over the top max(K) of
-    the lists (the module docstring): one SELECT per spec."""
+    the lists (the module docstring): one row per group holding every cutoff."""
     ks = [int(spec.k or 0) for spec in specs]
-    per_group, selects = _per_group(p, len(ks))
-    ctes = [
+    per_group, rows = _per_group(p, len(ks))
+    ctes = (
         f"{p}_top AS (SELECT grp, user_id, list_id, item_id, rank FROM {inp.ranked} "
         f"WHERE rank <= {max(ks)})",
         *_lists(inp, p, ks),
         *per_group,
-    ]
-    return ctes, selects
-
-
-def group_sql(spec: MetricSpec, inp: BeyondInputs, p: str) -> tuple[list[str], str]:
-    found = shared_group_sql([spec], inp, p)
-    assert found is not None
-    ctes, (select,) = found
-    return ctes, select
+    )
+    return GroupRows(ctes=ctes, relation=f"{p}_grp", rows=tuple(rows))
 
 
 DEFINITION = MetricDefinition(
@@ -188,7 +193,6 @@ DEFINITION = MetricDefinition(
     formula="1 − mean pairwise similarity of the top-K items, per list, then user, then users",
     reference="Ziegler et al. 2005 (WWW); Smyth & McClave 2001",
     doc=__doc__ or "",
-    group_sql=group_sql,
     shared_group_sql=shared_group_sql,
     counted="lists",
     left_out_reason="lists_with_fewer_than_two_items",

@@ -12,25 +12,29 @@ techniques", IEEE TKDE 24(5), 2012 (entropy-diversity).
 
 from __future__ import annotations
 
-from abeval.metrics.base import DOUBLE, BeyondInputs, MetricDefinition, as_double, log2
+from abeval.metrics.base import (
+    BeyondInputs,
+    ExposureSums,
+    GroupRow,
+    MetricDefinition,
+    as_double,
+    log2,
+)
 from abeval.metrics.spec import MetricSpec
 
 
-def group_sql(spec: MetricSpec, inp: BeyondInputs, p: str) -> tuple[list[str], str]:
-    slots = f"slots_{int(spec.k or 0)}"
-    ctes = [
-        f"{p}_tot AS (SELECT grp, SUM({slots}) AS total FROM {inp.exposure} "
-        f"WHERE {slots} > 0 GROUP BY grp)",
-    ]
-    share = f"({as_double(f'c.{slots}')} / t.total)"
-    select = (
-        f"SELECT c.grp, -SUM({share} * {log2(share)}) AS value, MAX(t.total) AS counted, "
-        f"CAST(0 AS BIGINT) AS left_out, CAST(NULL AS BIGINT) AS n, CAST(NULL AS {DOUBLE}) AS s, "
-        f"CAST(NULL AS {DOUBLE}) AS ss, COUNT(*) AS extra "
-        f"FROM {inp.exposure} c JOIN {p}_tot t ON t.grp = c.grp WHERE c.{slots} > 0 "
-        "GROUP BY c.grp"
+def exposure_sql(spec: MetricSpec, inp: BeyondInputs, p: str) -> ExposureSums:
+    """−Σ p log2 p over the shown items of ``inp.exposure``, ``total_K`` the group's slots."""
+    k = int(spec.k or 0)
+    share = f"({as_double(f'slots_{k}')} / total_{k})"
+    return ExposureSums(
+        sums=(
+            f"-SUM(CASE WHEN slots_{k} > 0 THEN {share} * {log2(share)} END) AS {p}_h",
+            f"MAX(total_{k}) AS {p}_total",
+            f"COUNT(CASE WHEN slots_{k} > 0 THEN 1 END) AS {p}_items",
+        ),
+        row=GroupRow(value=f"{p}_h", counted=f"{p}_total", extra=f"{p}_items"),
     )
-    return ctes, select
 
 
 DEFINITION = MetricDefinition(
@@ -41,7 +45,8 @@ DEFINITION = MetricDefinition(
     formula="−Σ p(i) log2 p(i), p(i) = share of top-K slots taken by item i",
     reference="Shannon 1948; Adomavicius & Kwon 2012 (IEEE TKDE 24(5))",
     doc=__doc__ or "",
-    group_sql=group_sql,
+    exposure_sql=exposure_sql,
+    exposure_needs=("total",),
     counted="slots",
     left_out_reason="",
     aliases=("shannon_entropy",),

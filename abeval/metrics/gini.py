@@ -16,30 +16,36 @@ diversity in recommender systems", Recommender Systems Handbook, 2015.
 
 from __future__ import annotations
 
-from abeval.metrics.base import DOUBLE, BeyondInputs, MetricDefinition, as_double
+from abeval.metrics.base import BeyondInputs, ExposureSums, GroupRow, MetricDefinition, as_double
 from abeval.metrics.spec import MetricSpec
 
 
-def group_sql(spec: MetricSpec, inp: BeyondInputs, p: str) -> tuple[list[str], str]:
-    slots = f"slots_{int(spec.k or 0)}"
-    ctes = [
-        f"{p}_size AS (SELECT COUNT(*) AS n FROM {inp.catalogue})",
-        f"{p}_ord AS (SELECT grp, {slots} AS cnt, ROW_NUMBER() OVER (PARTITION BY grp "
-        f"ORDER BY {slots}, item_id) AS j, COUNT(*) OVER (PARTITION BY grp) AS m "
-        f"FROM {inp.exposure} WHERE inside = 1 AND {slots} > 0)",
-        f"{p}_num AS (SELECT o.grp, SUM({as_double('2 * (z.n - o.m + o.j) - z.n - 1')} * o.cnt) "
-        f"AS num, SUM(o.cnt) AS total FROM {p}_ord o CROSS JOIN {p}_size z GROUP BY o.grp)",
-        f"{p}_out AS (SELECT grp, COUNT(CASE WHEN inside = 0 THEN 1 END) AS outside "
-        f"FROM {inp.exposure} WHERE {slots} > 0 GROUP BY grp)",
-    ]
-    select = (
-        f"SELECT o.grp, g.num / NULLIF({as_double('z.n')} * g.total, 0) AS value, "
-        "z.n AS counted, o.outside AS left_out, "
-        f"CAST(NULL AS BIGINT) AS n, CAST(NULL AS {DOUBLE}) AS s, CAST(NULL AS {DOUBLE}) AS ss, "
-        f"COALESCE(g.total, 0) AS extra FROM {p}_out o LEFT JOIN {p}_num g ON g.grp = o.grp "
-        f"CROSS JOIN {p}_size z"
+def exposure_sql(spec: MetricSpec, inp: BeyondInputs, p: str) -> ExposureSums:
+    """Σ_i (2i − n − 1) x_i in one aggregate of ``inp.exposure``.
+
+    ``order_K`` sorts the group's shown items by ``inside`` (the r items outside
+    the catalogue first), then x = ``slots_K``: a catalogue item's place i among
+    all n catalogue items (the unshown ones first, with x = 0) is
+    n − r_in + (order_K − r_out), r_in and r_out the group's shown items inside and
+    outside. So the sum is 2 Σ order_K x + (n − 2 r − 1) Σ x over the catalogue
+    items, r = r_in + r_out, in whole numbers. Ties in x do not change it."""
+    k = int(spec.k or 0)
+    x = f"slots_{k}"
+    num = f"2 * {p}_ox + (catalogue_items - 2 * {p}_rows - 1) * {p}_x"
+    return ExposureSums(
+        sums=(
+            f"SUM(CASE WHEN inside = 1 THEN order_{k} * {x} ELSE 0 END) AS {p}_ox",
+            f"SUM(inside * {x}) AS {p}_x",
+            f"COUNT(*) AS {p}_rows",
+            f"SUM(CASE WHEN {x} > 0 THEN 1 - inside ELSE 0 END) AS {p}_out",
+        ),
+        row=GroupRow(
+            value=f"{as_double(num)} / NULLIF({as_double('catalogue_items')} * {p}_x, 0)",
+            counted="catalogue_items",
+            left_out=f"{p}_out",
+            extra=f"{p}_x",
+        ),
     )
-    return ctes, select
 
 
 DEFINITION = MetricDefinition(
@@ -50,7 +56,8 @@ DEFINITION = MetricDefinition(
     formula="Σ_i (2i − n − 1) x_i / (n Σ x_i) over catalogue items sorted by top-K slots x",
     reference="Fleder & Hosanagar 2009; Castells, Hurley & Vargas 2015",
     doc=__doc__ or "",
-    group_sql=group_sql,
+    exposure_sql=exposure_sql,
+    exposure_needs=("inside", "order", "catalogue_items"),
     counted="catalogue_items",
     left_out_reason="items_outside_catalogue",
     aliases=("gini_index",),

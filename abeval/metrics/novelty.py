@@ -18,25 +18,33 @@ Castells, Hurley and Vargas 2015.
 
 from __future__ import annotations
 
-from abeval.metrics.base import DOUBLE, BeyondInputs, MetricDefinition, as_double, log2
+from abeval.metrics.base import (
+    BeyondInputs,
+    ExposureSums,
+    GroupRow,
+    MetricDefinition,
+    as_double,
+    log2,
+)
 from abeval.metrics.spec import MetricSpec
 
 
-def group_sql(spec: MetricSpec, inp: BeyondInputs, p: str) -> tuple[list[str], str]:
+def exposure_sql(spec: MetricSpec, inp: BeyondInputs, p: str) -> ExposureSums:
+    """The slots' self-information over ``inp.exposure`` (an unshown item adds 0)."""
     if inp.reference_users is None or inp.reference_users < 0:
         raise ValueError("novelty needs the number of reference users")
-    slots = f"t.slots_{int(spec.k or 0)}"
-    known = "t.share IS NOT NULL AND t.share > 0"
+    slots = f"slots_{int(spec.k or 0)}"
+    known = "share IS NOT NULL AND share > 0"
     smoothed = f"{as_double('1')} / {int(inp.reference_users) + 1}"
-    share = f"(CASE WHEN {known} THEN t.share ELSE {smoothed} END)"
-    select = (
-        f"SELECT t.grp, SUM({slots} * -{log2(share)}) / SUM({slots}) AS value, "
-        f"SUM(CASE WHEN {known} THEN 0 ELSE {slots} END) AS counted, "
-        "CAST(0 AS BIGINT) AS left_out, "
-        f"CAST(NULL AS BIGINT) AS n, CAST(NULL AS {DOUBLE}) AS s, CAST(NULL AS {DOUBLE}) AS ss, "
-        f"SUM({slots}) AS extra FROM {inp.exposure} t WHERE {slots} > 0 GROUP BY t.grp"
+    share = f"(CASE WHEN {known} THEN share ELSE {smoothed} END)"
+    return ExposureSums(
+        sums=(
+            f"SUM({slots} * -{log2(share)}) AS {p}_bits",
+            f"SUM(CASE WHEN {known} THEN 0 ELSE {slots} END) AS {p}_smoothed",
+            f"SUM({slots}) AS {p}_slots",
+        ),
+        row=GroupRow(value=f"{p}_bits / {p}_slots", counted=f"{p}_smoothed", extra=f"{p}_slots"),
     )
-    return [], select
 
 
 DEFINITION = MetricDefinition(
@@ -48,7 +56,8 @@ DEFINITION = MetricDefinition(
     "1/(users + 1) for an item nobody did)",
     reference="Zhou et al. 2010 (PNAS 107(10)); Castells, Hurley & Vargas 2015",
     doc=__doc__ or "",
-    group_sql=group_sql,
+    exposure_sql=exposure_sql,
+    exposure_needs=("share",),
     counted="slots_without_popularity",
     aliases=("self_information",),
 )

@@ -118,10 +118,13 @@ def expected(data: Data, similarity: str, k: int) -> dict[str, dict[str, float |
     return out
 
 
-def kernel_rows(run: Any, similarity: str) -> dict[tuple[int, str], dict[str, Any]]:
+def kernel_rows(
+    run: Any, similarity: str, list_key: tuple[str, ...] = ("grp", "list_id")
+) -> dict[tuple[int, str], dict[str, Any]]:
     specs = parse_metrics([f"diversity@{k}" for k in KS])
     items = None if similarity == "cooccurrence" else "items"
-    query = beyond_query(specs, BeyondInputs(items=items, similarity=similarity))
+    inputs = BeyondInputs(items=items, similarity=similarity, list_key=list_key)
+    query = beyond_query(specs, inputs)
     return {(int(r["metric_index"]), str(r["grp"])): r for r in run(query.sql())}
 
 
@@ -162,11 +165,7 @@ def load_duckdb(data: Data, similarity: str) -> duckdb.DuckDBPyConnection:
     return con
 
 
-@pytest.mark.parametrize("seed", [1, 2, 3])
-@pytest.mark.parametrize("similarity", ["category", "features", "cooccurrence"])
-def test_diversity_equals_pairwise_definition_on_duckdb(similarity: str, seed: int) -> None:
-    data = random_data(seed)
-    con = load_duckdb(data, similarity)
+def duckdb_runner(con: duckdb.DuckDBPyConnection) -> Any:
     cursor = con.cursor()
 
     def run(sql: str) -> list[dict[str, Any]]:
@@ -174,7 +173,27 @@ def test_diversity_equals_pairwise_definition_on_duckdb(similarity: str, seed: i
         names = [d[0] for d in result.description]
         return [dict(zip(names, row, strict=True)) for row in result.fetchall()]
 
+    return run
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+@pytest.mark.parametrize("similarity", ["category", "features", "cooccurrence"])
+def test_diversity_equals_pairwise_definition_on_duckdb(similarity: str, seed: int) -> None:
+    data = random_data(seed)
+    run = duckdb_runner(load_duckdb(data, similarity))
     check(kernel_rows(run, similarity), data, similarity)
+    # the lists' ids here are never in two groups, as the replay's: keyed by the id alone
+    check(kernel_rows(run, similarity, ("list_id",)), data, similarity)
+
+
+@pytest.mark.parametrize("similarity", ["category", "features", "cooccurrence"])
+def test_the_same_list_id_in_two_groups_is_two_lists(similarity: str) -> None:
+    """As in ``evaluate``, where a list's id is its user's in every model's group: the
+    default key (group, list) keeps the groups' lists apart."""
+    data = random_data(4)
+    data.ranked = [(g, u, lid[1:], i, r, x) for g, u, lid, i, r, x in data.ranked]
+    assert {r[2] for r in data.ranked if r[0] == "A"} & {r[2] for r in data.ranked if r[0] == "B"}
+    check(kernel_rows(duckdb_runner(load_duckdb(data, similarity)), similarity), data, similarity)
 
 
 def test_zero_vectors_and_missing_items_have_similarity_zero() -> None:

@@ -144,3 +144,17 @@ def test_exposure_metrics_equal_their_definitions_on_postgres(postgres_database:
             check(lambda sql: [dict(r._mapping) for r in conn.execute(text(sql))], data)
     finally:
         engine.dispose()
+
+
+def test_the_exposure_metrics_are_one_aggregate_and_each_relation_one_branch() -> None:
+    """Every metric of exposure at every cutoff from one aggregate by group, and
+    one UNION ALL branch per relation (exposure, diversity, serendipity), so an
+    engine that does not keep a CTE (Spark) computes each once."""
+    names = [*NAMES, "diversity", "serendipity"]
+    specs = parse_metrics([f"{n}@{k}" for k in KS for n in names])
+    inputs = BeyondInputs(reference_users=REFERENCE_USERS, history="history")
+    query = beyond_query(specs, inputs)
+    assert query.select.count("\nUNION ALL\n") == 2 + len(KS) - 1
+    assert query.ctes.count("GROUP BY grp)") == 2 + 2 * len(KS)  # serendipity: 2 per cutoff
+    assert query.ctes.count("FROM bx_exposure GROUP BY grp)") == 1
+    assert query.ctes.count("FROM ranked WHERE rank <= 5 GROUP BY grp, item_id)") == 1

@@ -78,5 +78,5 @@ def test_every_definition_documents_formula_and_reference() -> None:
         assert d.formula and d.reference
         assert d.reference.split(";")[0].split()[0] in d.doc, d.name
         assert d.kind != "ranking" or d.per_list is not None
-        assert d.kind != "beyond" or d.group_sql is not None
+        assert d.kind != "beyond" or (d.group_sql or d.shared_group_sql or d.exposure_sql)
         assert d.kind != "rating" or d.rating_sql
