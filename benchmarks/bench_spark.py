@@ -227,10 +227,17 @@ def query_costs(url: str, db: Path) -> dict[str, float]:
     from abeval.store import open_store
 
     count = "SELECT COUNT(*) FROM events WHERE experiment = :e"
+    # one shuffle: the same pass, then a second stage grouping by user (a few
+    # thousand rows come back): with the count, the cost of one more stage
+    grouped = (
+        "SELECT COUNT(*) FROM (SELECT user_id, COUNT(*) AS n FROM events "
+        "WHERE experiment = :e GROUP BY user_id) g"
+    )
+    probes = (("select 1", "SELECT 1", 5), ("count", count, 3), ("grouped", grouped, 3))
     out: dict[str, float] = {}
     for engine, where in (("spark", url), ("duckdb", str(db))):
         with open_store(where, read_only=True) as store, store.connect() as conn:
-            for name, sql, runs in (("select 1", "SELECT 1", 5), ("count", count, 3)):
+            for name, sql, runs in probes:
                 seconds = []
                 for _ in range(runs):
                     t0 = time.perf_counter()
@@ -339,6 +346,23 @@ def summed(metrics: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return out
 
 
+def stage_cost_sentence(r: dict[str, Any], total: dict[str, Any]) -> str:
+    """What one more stage costs (a pass over the events grouped by user against the
+    same pass counted: median of 3 each, same cluster, same minute) and how much of
+    the report that is at the number of stages it ran."""
+    c = r["costs"]
+    if "spark grouped" not in c:
+        return ""
+    stage = max(c["spark grouped"] - c["spark count"], 0.0)
+    stages = total["stages"]
+    return (
+        f" One more stage costs {stage:.2f} s (the events grouped by user, "
+        f"{c['spark grouped']:.2f} s, against counted, {c['spark count']:.2f} s; "
+        f"DuckDB {c['duckdb grouped']:.3f} s against {c['duckdb count']:.3f} s): at the "
+        f"{stages} stages the report ran, {stages * stage:.1f} s of its {total['seconds']:.1f} s."
+    )
+
+
 def metrics_table(r: dict[str, Any]) -> list[str]:
     """One size's statements with Spark's metrics, the most shuffled first, and the totals."""
     rows = summed(r["metrics"])
@@ -348,7 +372,7 @@ def metrics_table(r: dict[str, Any]) -> list[str]:
         f"{r['rows']:,} events: {len(r['metrics'])} statements ({zero} ran no Spark job), "
         f"{total['seconds']:.1f} s in them; `SELECT 1` {r['costs']['spark select 1']:.3f} s "
         f"(median of 5), so {len(r['metrics']) * r['costs']['spark select 1']:.1f} s of fixed "
-        "cost at one `SELECT 1` per statement.",
+        "cost at one `SELECT 1` per statement." + stage_cost_sentence(r, total),
         "",
         "| statement | sent | wall s | jobs | stages (skipped) | tasks | input MiB "
         "| shuffle write MiB | shuffle read MiB | spill mem/disk MiB | task s (CPU s) |",

@@ -332,3 +332,56 @@ def test_the_replay_runs_out_of_core_with_the_same_values(
     for (metric, arm, a), (_, _, b) in zip(free, tight, strict=True):
         assert a is not None and b is not None, (metric, arm)
         assert b == pytest.approx(a, rel=1e-9, abs=1e-12), (metric, arm)
+
+
+def _ended_pid() -> int:
+    """The pid of a process that has ended (and been reaped)."""
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
+def _spill(root: Path, pid: int, age_s: float, now: float) -> Path:
+    folder = root / f"abeval-spill-{pid}-0badf00d"
+    folder.mkdir()
+    part = folder / "duckdb_temp_storage_DEFAULT-0.tmp"
+    part.write_bytes(b"x" * 1000)
+    for path in (part, folder):
+        os.utime(path, (now - age_s, now - age_s))
+    return folder
+
+
+def test_the_spill_folders_a_killed_process_left_are_removed(tmp_path: Path) -> None:
+    """A report killed with SIGKILL leaves its spill folder (25 GB was seen in /tmp);
+    the next store opened removes it, and nothing else."""
+    import time
+
+    now = time.time()
+    dead = _ended_pid()
+    abandoned = _spill(tmp_path, dead, memory.ABANDONED_AFTER_S + 60, now)
+    running = _spill(tmp_path, os.getpid(), memory.ABANDONED_AFTER_S + 60, now)
+    (tmp_path / "recent").mkdir()
+    recent = _spill(tmp_path / "recent", dead, 5, now)
+    other = tmp_path / f"abeval-spill-{dead}-notours"  # not a spill folder's name
+    other.mkdir()
+    os.utime(other, (now - 10_000, now - 10_000))
+    assert memory.remove_abandoned_spills(tmp_path, now) == [abandoned]
+    assert memory.remove_abandoned_spills(tmp_path / "recent", now) == []
+    assert not abandoned.exists()
+    assert running.exists() and recent.exists() and other.exists()
+
+
+def test_opening_a_store_clears_abandoned_spill_folders(
+    cwd: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import time
+
+    spills = tmp_path / "spills"
+    spills.mkdir()
+    monkeypatch.setenv("ABEVAL_TEMP_DIR", str(spills))
+    abandoned = _spill(spills, _ended_pid(), memory.ABANDONED_AFTER_S + 60, time.time())
+    with open_store(str(cwd / "s.duckdb")) as store, store.connect():
+        assert not abandoned.exists()

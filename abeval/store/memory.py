@@ -15,7 +15,7 @@ on every DuckDB connection of the store (docs/architecture.md#memory-and-spillin
 - ``ABEVAL_TEMP_DIR`` (default: the system's temporary folder, ``TMPDIR``): a
   writable folder. Each open store spills into a folder of its own inside it,
   which DuckDB creates at its first spill and which is removed when the store is
-  closed. It is never next to the store, so a read-only store on a read-only disk
+  closed (and, if its process was killed first, when a later store is opened). It is never next to the store, so a read-only store on a read-only disk
   can spill too.
 
 The replay and the off-policy sums, which run after the online pass, lower the
@@ -138,10 +138,71 @@ def spill_root() -> Path:
 
 def duckdb_memory() -> DuckDBMemory:
     """The settings for a new DuckDB connection, read from the environment now: the
-    limit, and a spill folder of its own (not created yet) under the spill root."""
+    limit, and a spill folder of its own (not created yet) under the spill root,
+    after removing the folders abandoned there (:func:`remove_abandoned_spills`)."""
     limit = memory_limit()
-    spill = spill_root() / f"abeval-spill-{os.getpid()}-{os.urandom(4).hex()}"
+    root = spill_root()
+    remove_abandoned_spills(root)
+    spill = root / f"abeval-spill-{os.getpid()}-{os.urandom(4).hex()}"
     return DuckDBMemory(limit_bytes=limit, spill_dir=spill)
+
+
+_SPILL_NAME = re.compile(r"^abeval-spill-(\d+)-[0-9a-f]{8}$")
+# A folder is abandoned only when nothing in it changed for this long: a process in
+# another PID namespace (a container sharing the folder) looks gone from here.
+ABANDONED_AFTER_S = 600.0
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's process (PermissionError): running
+        return True
+    return True
+
+
+def _last_change(folder: Path) -> float:
+    times = [folder.stat().st_mtime]
+    with os.scandir(folder) as entries:
+        times += [e.stat(follow_symlinks=False).st_mtime for e in entries]
+    return max(times)
+
+
+def remove_abandoned_spills(root: Path, now: float | None = None) -> list[Path]:
+    """Remove the spill folders under ``root`` that abeval processes left when they
+    ended without closing their store (killed by SIGKILL or the kernel's
+    out-of-memory killer: a 10M-event report's can hold 25 GB): the process its
+    name gives is not running and nothing in it changed for
+    :data:`ABANDONED_AFTER_S`. Folders of running processes, of other users or
+    lately written, and anything not named like a spill folder, are left alone.
+    The removed folders are returned."""
+    import time
+
+    now = time.time() if now is None else now
+    removed = []
+    try:
+        with os.scandir(root) as entries:
+            candidates = [e for e in entries if _SPILL_NAME.match(e.name)]
+    except OSError:
+        return []
+    for entry in candidates:
+        match = _SPILL_NAME.match(entry.name)
+        assert match is not None
+        try:
+            if not entry.is_dir(follow_symlinks=False) or entry.stat().st_uid != os.getuid():
+                continue
+            if (
+                _running(int(match.group(1)))
+                or now - _last_change(Path(entry.path)) < ABANDONED_AFTER_S
+            ):
+                continue
+        except OSError:  # gone meanwhile, or unreadable: not ours to remove
+            continue
+        shutil.rmtree(entry.path, ignore_errors=True)
+        removed.append(Path(entry.path))
+    return removed
 
 
 # DuckDB's memory for the steps after the online pass (the replay, the off-policy

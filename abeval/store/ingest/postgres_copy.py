@@ -80,4 +80,13 @@ def insert_via_copy(conn: Connection, duck: Any, fresh: str, ingest_id: int, fil
         ),
         {"ingest_id": ingest_id},
     )
-    return int(result.rowcount)
+    inserted = int(result.rowcount)
+    if inserted:
+        # The planner's statistics of what was just written: until autovacuum gets
+        # to them (minutes, or never for a store read right after its ingest) the
+        # planner takes `events` for a few hundred rows, and the report's off-policy
+        # click match ran as a nested loop (233 s instead of 0.3 s at 200k events,
+        # benchmarks/bench_postgres.py). ANALYZE samples a bounded number of rows.
+        for table in ("events", *(k.table for k in KEYS)):
+            conn.execute(text(f"ANALYZE {table}"))
+    return inserted
