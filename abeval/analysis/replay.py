@@ -251,7 +251,9 @@ def _ranking_results(
     ranking = [s for s in specs if s.kind == "ranking"]
     if not ranking:
         return []
-    query = ranking_query(ranking, lists="r_lists")
+    query = ranking_query(
+        ranking, ranked=source.relation("ranked"), lists="r_list_users", list_ranks=True
+    )
     rows = source.rows(query.ctes, query.group_query())
     return query.results(rows, extra_convention=extra)
 
@@ -267,9 +269,8 @@ def _beyond_results(
         return []
     # popularity's share is over the analysed users, the arms' users together
     reference_users = sum(int(a["users"]) for a in arms)
-    inputs = BeyondInputs(
-        **BEYOND_RELATIONS, similarity="cooccurrence", reference_users=reference_users
-    )
+    relations = {role: source.relation(name) for role, name in BEYOND_RELATIONS.items()}
+    inputs = BeyondInputs(**relations, similarity="cooccurrence", reference_users=reference_users)
     query = beyond_query(beyond, inputs)
     rows = source.rows(query.ctes, query.select)
     groups = {a["arm"]: (a["users_with_requests"], a["requests"]) for a in arms}

@@ -145,18 +145,21 @@ def ranking_query(
     judged: str = "judged",
     lists: str | None = None,
     nonrelevant: str | None = None,
+    list_ranks: bool = False,
 ) -> RankingQuery:
     """Build the kernel for ``specs`` (ranking metrics only) over ``ranked`` and ``judged``:
     the per-list aggregates the metrics need, each metric's per-list value, then
     each user's mean. ``lists``: a relation holding ``ranked``'s distinct
     ``(grp, user_id, list_id)`` already (the replay's ``r_lists``), else they are
     grouped from ``ranked``. ``nonrelevant``: the judged non-relevant items
-    (module docstring)."""
+    (module docstring). ``list_ranks``: ``lists`` also holds, per list, its ``items``
+    and ``contiguous`` (1 where its ranks are exactly 1..items, no two alike), and
+    AUC reads those lists from their relevant rows alone (:func:`_auc_cte`)."""
     aggs = ListAggregates()
     columns, exprs = _metric_columns(specs, aggs)
     needed = sorted(aggs.needed, key=lambda a: a.column)
     want_auc = any(a.kind in ("auc_pairs", "auc_correct") for a in needed)
-    ctes = _per_list_ctes(needed, want_auc, ranked, judged, lists, nonrelevant)
+    ctes = _per_list_ctes(needed, want_auc, ranked, judged, lists, nonrelevant, list_ranks)
     pairs_flag = "CASE WHEN r > 0 AND auc_pairs = 0 THEN 1 ELSE 0 END" if want_auc else "0"
     ctes.append(
         "k_list_values AS (SELECT grp, user_id, list_id, r, "
@@ -210,6 +213,7 @@ def _per_list_ctes(
     judged: str,
     lists: str | None,
     nonrelevant: str | None = None,
+    list_ranks: bool = False,
 ) -> list[str]:
     """CTEs ending in ``k_per_list``: one row per list with R and every aggregate in
     ``needed`` (hits, AP sums, DCG and first relevant rank from the relevant rows,
@@ -217,7 +221,8 @@ def _per_list_ctes(
     hit_aggs = [a for a in needed if a.kind in ("hits", "ap_sum", "dcg", "first_relevant")]
     idcg_aggs = [a for a in needed if a.kind == "idcg"]
     grouped = f"{ranked} GROUP BY grp, user_id, list_id" if lists is None else lists
-    ctes: list[str] = [f"k_lists AS (SELECT grp, user_id, list_id FROM {grouped})"]
+    shape = ", items, contiguous" if lists is not None and list_ranks and want_auc else ""
+    ctes: list[str] = [f"k_lists AS (SELECT grp, user_id, list_id{shape} FROM {grouped})"]
     per_list_cols = [
         "l.grp",
         "l.user_id",
@@ -245,7 +250,20 @@ def _per_list_ctes(
                 f"AND {alias}.list_id = l.list_id"
             )
             per_list_cols.append(f"{as_double(f'COALESCE({alias}.{a.column}, 0)')} AS {a.column}")
-    if want_auc:
+    if want_auc and shape:
+        ctes += _auc_contiguous_ctes(ranked)
+        joins.append("LEFT JOIN k_auc a ON a.grp = l.grp AND a.list_id = l.list_id")
+        joins.append("LEFT JOIN k_auc_rel ar ON ar.grp = l.grp AND ar.list_id = l.list_id")
+        # a list of ranks 1..n: R (n - R) pairs, and R n - Σ rank - R (R - 1) / 2 ranked
+        # right (each relevant item above the n - rank items below it, less the
+        # relevant ones among them)
+        rel, rank_sum = "COALESCE(ar.rel, 0)", "COALESCE(ar.rank_sum, 0)"
+        pairs = f"{rel} * (l.items - {rel})"
+        correct = f"{rel} * l.items - {rank_sum} - {rel} * ({rel} - 1) / 2"
+        for column, quick in (("auc_pairs", pairs), ("auc_correct", correct)):
+            value = f"CASE WHEN l.contiguous = 1 THEN {quick} ELSE COALESCE(a.{column}, 0) END"
+            per_list_cols.append(f"{as_double(value)} AS {column}")
+    elif want_auc:
         ctes.append(_auc_cte(ranked))
         joins.append("LEFT JOIN k_auc a ON a.grp = l.grp AND a.list_id = l.list_id")
         per_list_cols.append(f"{as_double('COALESCE(a.auc_pairs, 0)')} AS auc_pairs")
@@ -317,17 +335,30 @@ def _bpref_ctes(ranked: str, nonrelevant: str | None) -> list[str]:
 _R_BASED = {"hits_r": _hits_r_ctes, "bpref_sum": _bpref_ctes}
 
 
-def _auc_cte(ranked: str) -> str:
+def _auc_contiguous_ctes(ranked: str) -> list[str]:
+    """``k_auc_rel`` (per list: its relevant items and the sum of their ranks) and
+    ``k_auc`` (:func:`_auc_cte`) for the lists whose ranks are not 1..n only."""
+    return [
+        "k_auc_rel AS (SELECT grp, list_id, COUNT(*) AS rel, SUM(rank) AS rank_sum "
+        f"FROM {ranked} WHERE gain > 0 GROUP BY grp, list_id)",
+        "k_auc_lists AS (SELECT DISTINCT grp, list_id FROM k_lists WHERE contiguous = 0)",
+        _auc_cte(ranked, "k_auc_lists"),
+    ]
+
+
+def _auc_cte(ranked: str, only: str | None = None) -> str:
     """``k_auc``: per list, the (relevant, non-relevant) pairs and those ranked right."""
     # Each relevant item against every item of its list: a join from the few
     # relevant rows rather than a sorted window over every row (5x faster on
-    # logged lists, and exact with tied or missing positions).
+    # logged lists, and exact with tied or missing positions). ``only``: the lists
+    # (grp, list_id) to compute.
+    within = "" if only is None else f"JOIN {only} o ON o.grp = r.grp AND o.list_id = r.list_id "
     return (
         "k_auc AS (SELECT r.grp, r.list_id, "
         "SUM(CASE WHEN a.gain > 0 THEN 0 ELSE 1 END) AS auc_pairs, "
         "SUM(CASE WHEN a.gain > 0 THEN 0.0 WHEN a.rank > r.rank THEN 1.0 "
         "WHEN a.rank = r.rank THEN 0.5 ELSE 0.0 END) AS auc_correct "
-        f"FROM {ranked} r JOIN {ranked} a ON a.grp = r.grp AND a.list_id = r.list_id "
+        f"FROM {ranked} r {within}JOIN {ranked} a ON a.grp = r.grp AND a.list_id = r.list_id "
         "WHERE r.gain > 0 GROUP BY r.grp, r.list_id)"
     )
 

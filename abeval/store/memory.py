@@ -15,8 +15,9 @@ on every DuckDB connection of the store (docs/architecture.md#memory-and-spillin
 - ``ABEVAL_TEMP_DIR`` (default: the system's temporary folder, ``TMPDIR``): a
   writable folder. Each open store spills into a folder of its own inside it,
   which DuckDB creates at its first spill and which is removed when the store is
-  closed (and, if its process was killed first, when a later store is opened). It is never next to the store, so a read-only store on a read-only disk
-  can spill too.
+  closed (and, if its process was killed first, when a later store is opened).
+  It is never next to the store, so a read-only store on a read-only disk can
+  spill too.
 
 The replay and the off-policy sums, which run after the online pass, lower the
 limit while they run (:func:`memory_capped`, :data:`CAP_GIB`) unless their rows

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from abeval.store.memory import memory_capped
@@ -47,6 +47,7 @@ if TYPE_CHECKING:
 # costs a fixed round trip, as on Spark); ``r_catalogue`` and ``r_interactions``
 # read it.
 SHARED = ("population", "r_rel", "ranked", "r_lists", "r_items")
+PREFIX = "abeval_replay_"
 
 # The relations :func:`replay_ctes` defines for the beyond-accuracy metrics, by role
 # (the fields of :class:`abeval.metrics.BeyondInputs`).
@@ -75,43 +76,98 @@ def gain_case(gains: Mapping[str, float]) -> tuple[str, str, dict[str, Any]]:
     return case, ", ".join(names), params
 
 
+# Each analysed user's number in the order of ``user_id``: the hot aggregates group
+# and compare integers, and the least number is the least ``user_id`` (the same
+# order), so a list's user is the one it was. Not a dictionary of the store: it is
+# numbered anew in each replay, from the population only.
+USER_NUMBERS = (
+    "SELECT user_id, arm, first_ts, ROW_NUMBER() OVER (ORDER BY user_id) AS user_no FROM population"
+)
+
+# A list's ranks fit the bits of an integer when they are 0..TIE_BITS: the list has
+# two items at one rank exactly when the sum of 2^rank over its items differs from
+# their bitwise OR (a rank shown twice carries; distinct ranks never do). The sum
+# stays below 2^63 for lists of fewer than 2^22 items.
+TIE_BITS = 40
+_RANK_BIT = (
+    f"CASE WHEN rank BETWEEN 0 AND {TIE_BITS} THEN CAST(POWER(2, rank) AS BIGINT) "
+    "ELSE CAST(0 AS BIGINT) END"
+)
+
+# The per-list pass: one row per (arm, list) of ``ranked`` with its items, impression
+# rows and repeats, whether two of its items share a rank (``tied``: 1 or 0, NULL
+# where a rank is outside 0..TIE_BITS and only counting the ranks can say), and
+# the least and greatest user of its items (equal but where the request was logged
+# for several users); ``contiguous`` is 1 where its ranks are exactly 1..items (the
+# kernel's AUC then needs its relevant items only).
+PER_LIST = (
+    "SELECT grp, list_id, MIN(user_id) AS user_id, MAX(user_id) AS last_user, "
+    "COUNT(*) AS items, SUM(copies) AS impressions, SUM(copies - 1) AS extra, "
+    f"CASE WHEN MIN(rank) >= 0 AND MAX(rank) <= {TIE_BITS} THEN "
+    "CASE WHEN BIT_OR(rank_bit) = SUM(rank_bit) THEN 0 ELSE 1 END END AS tied, "
+    f"CASE WHEN MIN(rank) = 1 AND MAX(rank) = COUNT(*) AND COUNT(*) <= {TIE_BITS} "
+    "AND BIT_OR(rank_bit) = SUM(rank_bit) THEN 1 ELSE 0 END AS contiguous "
+    f"FROM (SELECT grp, list_id, user_id, rank, copies, {_RANK_BIT} AS rank_bit FROM {{ranked}}) r "
+    "GROUP BY grp, list_id"
+)
+
+# ``ranked``'s distinct (arm, user, list), the lists the kernel averages per user:
+# each item's user is the least of those it was shown to, so a request logged for
+# several users may be a list of each of them; a list of one user is its row of
+# ``r_lists``.
+LIST_USERS = (
+    "SELECT grp, user_id, list_id, items, contiguous FROM {r_lists} WHERE user_id = last_user "
+    "UNION ALL SELECT DISTINCT r.grp, r.user_id, r.list_id, l.items, l.contiguous FROM {ranked} r "
+    "JOIN {r_lists} l ON l.grp = r.grp AND l.list_id = r.list_id WHERE l.user_id <> l.last_user"
+)
+
+
 def replay_ctes(
     gains: Mapping[str, float],
     *,
     post_exposure_only: bool = True,
     window: Window | None = None,
     population: str | None = None,
+    read: Mapping[str, str] | None = None,
 ) -> tuple[With, dict[str, Any]]:
     """The parts that define ``ranked`` and ``judged`` for the kernels,
     plus ``r_imp`` (impressions of analysed users), ``r_rel`` (relevance per request
-    and item), ``r_lists`` (one row per list of ``ranked``: its items, impression rows
-    and repeats) and the beyond-accuracy inputs ``r_catalogue``, ``r_interactions``,
-    ``r_popularity``; and the bind parameters besides ``:experiment``.
+    and item), ``r_lists`` (the per-list pass: one row per arm and list of ``ranked``,
+    :data:`PER_LIST`), ``r_list_users`` (the kernel's lists, :data:`LIST_USERS`) and
+    the beyond-accuracy inputs ``r_catalogue``, ``r_interactions``, ``r_popularity``;
+    and the bind parameters besides ``:experiment``. ``ranked.user_id`` is the user's
+    number in this replay (:data:`USER_NUMBERS`), not the text of the log.
 
     ``population`` names a table already holding the experiment's analysed
     population (``user_id, arm, first_ts``, as :mod:`abeval.store.population`
     defines it), such as the one the online report computed on the same
-    connection; without it the population is computed here."""
+    connection; without it the population is computed here.
+
+    ``read`` maps the parts computed into tables already (``ranked``, ``r_lists``)
+    to those tables: the parts that read them several times in one statement read
+    the tables, not the parts (DuckDB would first copy a part read twice)."""
     case, in_list, params = gain_case(gains)
+    tables = {"ranked": "ranked", "r_lists": "r_lists", **(read or {})}
     after = "AND e.ts >= p.first_ts" if post_exposure_only else ""
     # An item shown more than once in a request counts once, at its first (best)
     # position (``copies`` says how often it was shown; unless the convention is
     # ``duplicates=dedupe`` a repeat is an error, raised before any metric reads
     # ``ranked``). An aggregate, not a sorted window over every impression.
     first = (
-        "SELECT grp, MIN(user_id) AS user_id, list_id, item_id, MIN(position) AS position, "
+        "SELECT grp, MIN(user_no) AS user_id, list_id, item_id, MIN(position) AS position, "
         "COUNT(*) AS copies FROM r_imp GROUP BY grp, list_id, item_id"
     )
     base = population_parts(window) if population is None else _given_population(population, window)
     ctes = base.then(
+        Cte("r_users", USER_NUMBERS, ("population",)),
         Cte(
             "r_imp",
-            "SELECT p.arm AS grp, e.user_id, e.request_no AS list_id, e.item_no AS item_id, "
+            "SELECT p.arm AS grp, p.user_no, e.request_no AS list_id, e.item_no AS item_id, "
             "e.position, e.request_id AS list_text, e.item_id AS item_text FROM exp_events e "
-            "JOIN population p ON p.user_id = e.user_id "
+            "JOIN r_users p ON p.user_id = e.user_id "
             "WHERE e.event_type = 'impression' AND e.request_no IS NOT NULL "
             f"AND e.item_no IS NOT NULL AND e.position IS NOT NULL {after}",
-            ("exp_events", "population"),
+            ("exp_events", "r_users"),
         ),
         Cte(
             "r_rel",
@@ -128,24 +184,25 @@ def replay_ctes(
             "LEFT JOIN r_rel r ON r.list_id = f.list_id AND r.item_id = f.item_id",
             ("r_first", "r_rel"),
         ),
-        Cte(
-            "r_lists",
-            "SELECT grp, user_id, list_id, COUNT(*) AS items, SUM(copies) AS impressions, "
-            "SUM(copies - 1) AS extra FROM ranked GROUP BY grp, user_id, list_id",
-            ("ranked",),
-        ),
+        Cte("r_lists", PER_LIST.format(**tables), ("ranked",)),
+        Cte("r_list_users", LIST_USERS.format(**tables), ("ranked", "r_lists")),
         Cte("judged", "SELECT list_id, gain FROM ranked WHERE gain > 0", ("ranked",)),
+        # The catalogue reads the events through a part of its own: DuckDB computes a
+        # part that one statement reads twice into a table first (all the events'
+        # rows, 2.5x the cost of ``r_items`` at 10M events); two parts read once are
+        # two scans, as on PostgreSQL and Spark.
+        Cte("r_item_events", experiment_events(window).body),
         Cte(
             "r_items",
             # every item of the experiment's events (user_id NULL: the catalogue),
             # then each analysed user's relevant items (the interactions)
             "SELECT c.item_id, CAST(NULL AS VARCHAR) AS user_id FROM "
-            "(SELECT DISTINCT item_no AS item_id FROM exp_events WHERE item_no IS NOT NULL) c "
+            "(SELECT DISTINCT item_no AS item_id FROM r_item_events WHERE item_no IS NOT NULL) c "
             "UNION ALL SELECT i.item_id, i.user_id FROM "
             "(SELECT DISTINCT e.user_id, e.item_no AS item_id FROM exp_events e "
             f"JOIN population p ON p.user_id = e.user_id WHERE e.event_type IN ({in_list}) "
             f"AND e.item_no IS NOT NULL {after}) i",
-            ("exp_events", "population"),
+            ("r_item_events", "exp_events", "population"),
         ),
         Cte("r_catalogue", "SELECT item_id FROM r_items WHERE user_id IS NULL", ("r_items",)),
         Cte(
@@ -180,30 +237,40 @@ def _given_population(table: str, window: Window | None) -> With:
 # every shown item (0.5 GB at 10M events).
 NOT_SHOWN_SQL = (
     "SELECT (SELECT COUNT(*) FROM r_rel) - (SELECT COUNT(*) FROM "
-    "(SELECT DISTINCT list_id, item_id FROM ranked WHERE gain > 0) s) AS n"
+    "(SELECT DISTINCT list_id, item_id FROM {ranked} WHERE gain > 0) s) AS n"
 )
 
-
-ARM_COUNTS_CTES = f"""r_arms AS (SELECT arm AS grp, COUNT(*) AS users FROM population GROUP BY arm),
-r_imp_arm AS (
-    SELECT grp, COUNT(DISTINCT user_id) AS users_with_requests,
-           COUNT(DISTINCT list_id) AS requests, SUM(impressions) AS impressions,
-           SUM(extra) AS extra
-    FROM r_lists GROUP BY grp
+# The arms' counts from the per-list pass: a list is one row of ``r_lists``, its
+# users those of ``r_list_users``; the lists whose ranks the bits could not check
+# (``tied`` NULL) have their ranks counted.
+ARM_COUNTS_CTES = (
+    """r_arms AS (SELECT arm AS grp, COUNT(*) AS users FROM population GROUP BY arm),
+r_list_arm AS (
+    SELECT grp, COUNT(*) AS requests, SUM(impressions) AS impressions, SUM(extra) AS extra,
+           SUM(CASE WHEN tied = 1 THEN 1 ELSE 0 END) AS tied
+    FROM {r_lists} GROUP BY grp
 ),
+r_user_arm AS (SELECT grp, COUNT(DISTINCT user_id) AS users FROM r_list_users GROUP BY grp),
 r_ties AS (
     SELECT grp, COUNT(DISTINCT list_id) AS tied FROM (
-        SELECT grp, list_id, rank FROM ranked GROUP BY grp, list_id, rank HAVING COUNT(*) > 1
+        SELECT r.grp, r.list_id, r.rank FROM {ranked} r
+        JOIN {r_lists} l ON l.grp = r.grp AND l.list_id = r.list_id WHERE l.tied IS NULL
+        GROUP BY r.grp, r.list_id, r.rank HAVING COUNT(*) > 1
     ) t GROUP BY grp
 ),
-r_not_shown AS ({NOT_SHOWN_SQL})"""
+r_not_shown AS ("""
+    + NOT_SHOWN_SQL
+    + ")"
+)
 
 ARM_COUNTS_SELECT = """\
-SELECT a.grp AS arm, a.users, COALESCE(i.users_with_requests, 0) AS users_with_requests,
+SELECT a.grp AS arm, a.users, COALESCE(u.users, 0) AS users_with_requests,
        COALESCE(i.requests, 0) AS requests, COALESCE(i.impressions, 0) AS impressions,
-       COALESCE(i.extra, 0) AS duplicates, COALESCE(t.tied, 0) AS tied, n.n AS not_shown
+       COALESCE(i.extra, 0) AS duplicates, COALESCE(i.tied, 0) + COALESCE(t.tied, 0) AS tied,
+       n.n AS not_shown
 FROM r_arms a
-LEFT JOIN r_imp_arm i ON i.grp = a.grp
+LEFT JOIN r_list_arm i ON i.grp = a.grp
+LEFT JOIN r_user_arm u ON u.grp = a.grp
 LEFT JOIN r_ties t ON t.grp = a.grp
 CROSS JOIN r_not_shown n
 ORDER BY a.grp"""
@@ -236,6 +303,16 @@ class ReplaySource:
     conn: Connection
     ctes: str
     params: Mapping[str, Any]
+    tables: Mapping[str, str] = field(default_factory=dict)
+
+    def relation(self, name: str) -> str:
+        """What a query names to read the part ``name``: its table where it was
+        computed into one (a part read several times in one statement would be
+        copied first by DuckDB), else the part."""
+        return self.tables.get(name, name)
+
+    def _read(self) -> dict[str, str]:
+        return {name: self.relation(name) for name in ("ranked", "r_lists")}
 
     def rows(self, ctes: str, select: str) -> list[dict[str, Any]]:
         """Run ``select`` after the replay's CTEs and the caller's ``ctes`` (CTE
@@ -249,7 +326,7 @@ class ReplaySource:
     def counts(self) -> tuple[list[dict[str, Any]], int]:
         """The arms' counts (:meth:`arm_counts`) and the relevant pairs not shown
         (:meth:`relevance_pairs_not_shown`) from one statement."""
-        rows = self.rows(ARM_COUNTS_CTES, ARM_COUNTS_SELECT)
+        rows = self.rows(ARM_COUNTS_CTES.format(**self._read()), ARM_COUNTS_SELECT)
         if not rows:
             return [], self.relevance_pairs_not_shown()
         not_shown = int(rows[0]["not_shown"])
@@ -267,9 +344,9 @@ class ReplaySource:
         logged for several users belongs to the first, as in the metrics),
         ``requests``, ``impressions`` (repeats included), ``duplicates`` (repeated
         impressions of an item in one request) and ``tied`` (requests showing two
-        items at the same position), from ``r_lists`` and ``ranked``, whose
-        ``copies`` count the impression rows (the impression rows themselves are not
-        kept)."""
+        items at the same position), from the per-list pass ``r_lists`` (whose
+        impressions sum ``ranked``'s ``copies``: the impression rows themselves are not
+        kept) and ``r_list_users``."""
         return self.counts()[0]
 
     def first_repeat(self) -> RepeatedImpression | None:
@@ -287,7 +364,7 @@ class ReplaySource:
 
     def relevance_pairs_not_shown(self) -> int:
         """(request, item) pairs with a relevant event whose item the request did not show."""
-        return int(self.rows("", NOT_SHOWN_SQL)[0]["n"])
+        return int(self.rows("", NOT_SHOWN_SQL.format(**self._read()))[0]["n"])
 
     def ranked_rows(self) -> int:
         """The rows of ``ranked``: one per (arm, request, item) shown."""
@@ -326,9 +403,19 @@ def open_replay(
     params["experiment"] = experiment
     shared = SHARED if population is None else tuple(n for n in SHARED if n != "population")
     with memory_capped(conn) as cap:
-        parts, temporary = materialize(conn, ctes, shared, params, "abeval_replay_")
+        parts, temporary = materialize(conn, ctes, shared, params, PREFIX)
         try:
-            source = ReplaySource(conn=conn, ctes=parts.render(), params=params)
+            tables = {t.removeprefix(PREFIX): t for t in temporary}
+            if tables:  # the queries' parts read the tables, not the parts that are them
+                again, _ = replay_ctes(
+                    gains,
+                    post_exposure_only=post_exposure_only,
+                    window=window,
+                    population=population,
+                    read=tables,
+                )
+                parts = again.reading(tables)
+            source = ReplaySource(conn=conn, ctes=parts.render(), params=params, tables=tables)
             if cap.lowered:
                 cap.fit(source.ranked_rows())  # diversity's pairs: per row of the lists
             yield source

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from abeval.store.ingest.direct_sql import direct_select
+from abeval.store.ingest.keys import KEYS, add_keys, key_joins
 from abeval.store.ingest.notes import Normalised
 from abeval.store.ingest.record import Job, finish, next_ingest_id
 from abeval.store.ingest.repeats import (
@@ -17,7 +18,7 @@ from abeval.store.ingest.repeats import (
 )
 from abeval.store.ingest.requests import find_request_faults
 from abeval.store.ingest.source import Source, column_notes
-from abeval.store.ingest.staging import EVENT_COLUMNS, drop_temp, prepare
+from abeval.store.ingest.staging import EVENT_COLUMNS, drop_rejects, drop_temp, prepare
 from abeval.store.ingest.summary import IngestSummary
 from abeval.store.quoting import quote_literal
 
@@ -141,23 +142,29 @@ def _peek_ingest_id(duck: Any) -> int:
 
 
 def _insert_checked(duck: Any, src: Source, ingest_id: int) -> int:
-    """Insert every row of the file under ``ingest_id``, stopping at the first bad
-    row, and raise :class:`_NeedsStaging` if the CSV reader skipped a malformed
-    line; return the number of rows read.
+    """Insert every row of the file under ``ingest_id`` with its key numbers,
+    stopping at the first bad row, and raise :class:`_NeedsStaging` if the CSV
+    reader skipped a malformed line; return the number of rows read.
 
-    The rows go in without their key numbers: :func:`~abeval.store.ingest.record.finish`
-    numbers them from the inserted rows' key columns
-    (:func:`~abeval.store.ingest.keys.number_ingest`), which costs less than a
-    second pass over the file to find the keys before the insert."""
+    The file's keys go into the dictionaries first (a pass over the key columns
+    alone), so that the insert writes each row once, numbered by joining them.
+    Numbering the inserted rows afterwards with an ``UPDATE`` cost the same CPU
+    but held every updated row in memory until the commit: a 100M-event file
+    failed at the default 3 GiB (benchmarks/RESULTS.md)."""
     if src.fmt == "csv" and src.long:  # the reader would drop the longest without a word
         raise _NeedsStaging
+    keys = ", ".join(dict.fromkeys(c for k in KEYS for c in k.text))
+    add_keys(duck.execute, f"(SELECT {keys} FROM ({direct_select(src)}) s) k")
+    drop_rejects(duck)  # the insert reads the file again, into the same reject tables
     cols = ", ".join(EVENT_COLUMNS)
+    numbers, joins = key_joins("s")
     marker = quote_literal(_BAD_ROW_MARKER)
     read = duck.execute(
-        f"INSERT INTO events ({cols}, ingest_id) SELECT {cols}, "
-        f"CASE WHEN good THEN {int(ingest_id)} + norm * {_FLAG} "
-        f"ELSE CAST(error({marker}) AS BIGINT) END "
-        f"FROM ({direct_select(src)}) s"
+        f"INSERT INTO events ({cols}, ingest_id, {', '.join(k.number for k in KEYS)}) "
+        f"SELECT {', '.join(f's.{c}' for c in EVENT_COLUMNS)}, "
+        f"CASE WHEN s.good THEN {int(ingest_id)} + s.norm * {_FLAG} "
+        f"ELSE CAST(error({marker}) AS BIGINT) END, {numbers} "
+        f"FROM ({direct_select(src)}) s {joins}"
     ).fetchone()[0]
     if src.fmt == "csv" and duck.execute("SELECT count(*) FROM abeval_reject_errors").fetchone()[0]:
         raise _NeedsStaging

@@ -109,9 +109,10 @@ def _number_in_place(run: Callable[[str], object], target: str, where: str) -> N
 
 
 def number_ingest(conn: Connection, ingest_id: int) -> None:
-    """Number the rows ``ingest_id`` put into ``events`` without numbers (the
-    direct load's rows; a staged load's insert numbers its rows, so this finds
-    none and writes nothing)."""
+    """Number the rows ``ingest_id`` put into ``events`` without numbers. Every
+    load numbers its rows as it inserts them, so this finds none and writes
+    nothing; it is the check that none was left (an ``UPDATE`` of every row of a
+    large ingest would hold them all in memory until the commit)."""
     from sqlalchemy import text
 
     mine = f"ingest_id = {int(ingest_id)}"
