@@ -146,7 +146,7 @@ def _store_parts(monkeypatch: pytest.MonkeyPatch) -> list[With]:
     src = ope.population_parts().then(*ope._BASE)
     return [
         *rendered,
-        online.online_ctes(14).then(*online.HEALTH_PARTS),
+        online.online_ctes(14).then(*online.health_parts(14, online.online_ctes(14))),
         src.then(*ope._COUNT_PARTS),
         src.then(ope._EMPIRICAL_PI, *ope._weights(False), ope._user_cte(None)),
         src.then(

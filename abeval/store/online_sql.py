@@ -351,6 +351,7 @@ def segment_moments(
 #: cumulative values', and each day's own activity's.
 CUMULATIVE, OWN_DAY = "day__", "own__"
 Series = tuple[tuple[str, bool], ...]
+_FROM_START = "ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW"
 
 
 def daily_moments_sql(
@@ -363,88 +364,222 @@ def daily_moments_sql(
     """Per-user values at the end of each day, users counted from the day of their
     first exposure; capped at the report's ``caps``. Cumulative (everything up to
     the day), or with ``own_day`` that day's activity alone (zero for a user
-    enrolled and idle that day), whose lift shows a novelty effect wear off."""
+    enrolled and idle that day), whose lift shows a novelty effect wear off. Per
+    day and arm: the users (``d_n``) and the sums of :func:`daily_moments` reads."""
     series = (("", own_day),)
     ctes = (base or online_ctes(cuped_days, variables=variables)).then(
-        *_daily_parts(cuped_days, caps, variables, series)
+        *day_parts(cuped_days, base or online_ctes(cuped_days, variables=variables)),
+        *_daily_parts(cuped_days, caps, variables, series),
     )
-    return ctes.sql(
-        f"SELECT day, arm, {_series_moments(variables, series)} "
-        "FROM day_metrics GROUP BY day, arm ORDER BY day, arm"
-    )
-
-
-def _series_moments(variables: VariableSet, series: Series) -> str:
-    return ", ".join(c for name, _ in series for c in _moment_columns(variables.names, name))
+    return ctes.sql("SELECT * FROM d_rows ORDER BY day, d_arm")
 
 
 def _daily_parts(
     cuped_days: int, caps: Caps | None, variables: VariableSet, series: Series
 ) -> tuple[Cte, ...]:
-    """Parts ending in ``day_metrics``: one row per analysed user and day from the
-    first exposure's on, with each of ``series`` (column prefix, own day or
-    cumulative) as columns: the per-user variables and indicators."""
-    window = "ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW"
+    """Parts ending in ``d_rows``: per day of the series and arm with users enrolled
+    by then, the users (``d_n``) and, for each of ``series`` (column prefix, own day
+    or cumulative), the raw sums of the per-user values (capped), their squares and
+    their pairwise products, less what the users would have with no activity at all
+    (:func:`_daily_baseline` adds it back).
+
+    A user's value changes only on a day with activity after exposure (a row of
+    ``user_day``), so these sums come from those rows alone: each adds its change
+    (value after the day less value before it), summed per arm and day, then
+    accumulated over the days for the cumulative series; the users are counted
+    from the day of their first exposure. No row per user and idle day is made."""
+    names = variables.names
     summed = [name for name, _ in variables.columns]
-    selected = ", ".join(c if c == n else f"{c} AS {n}" for n, c in variables.columns)
-    values = ", ".join(
-        _capped(
-            v,
-            caps,
-            f"COALESCE(d.{v}, 0)"
-            if own
-            else f"SUM(COALESCE(d.{v}, 0)) OVER (PARTITION BY u.user_id ORDER BY u.day {window})",
-        )
-        + f" AS {name}{v}"
-        for name, own in series
-        for v in summed
+    of_day = ", ".join(f"d.{c} AS a_{n}" for n, c in variables.columns)
+    running = ", ".join(
+        f"SUM(d.{c}) OVER (PARTITION BY d.user_id ORDER BY d.day {_FROM_START}) AS c_{n}, "
+        f"SUM(d.{c}) OVER (PARTITION BY d.user_id ORDER BY d.day "
+        f"ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS b_{n}"
+        for n, c in variables.columns
     )
-    indicators = ", ".join(_indicators(variables, pre=False, series=name) for name, _ in series)
+
+    def value(v: str, column: str) -> str:
+        return _capped(v, caps, f"CAST({column} AS DOUBLE PRECISION)")
+
+    values = []
+    for prefix, own in series:
+        for v in summed:
+            after, before = (f"a_{v}", "0") if own else (f"c_{v}", f"COALESCE(b_{v}, 0)")
+            values.append(f"{value(v, after)} AS {prefix}{v}")
+            values.append(f"{value(v, before)} AS {prefix}was_{v}")
+    flags = [
+        _indicators(variables, pre=False, series=of)
+        for prefix, _ in series
+        for of in (prefix, f"{prefix}was_")
+    ]
+    changes = []
+    for prefix, _ in series:
+        now = {v: f"{prefix}{v}" for v in names}
+        was = {v: f"{prefix}was_{v}" for v in names}
+        changes += [f"SUM({now[v]} - {was[v]}) AS {prefix}s_{v}" for v in names]
+        changes += [
+            f"SUM({now[v]} * {now[v]} - {was[v]} * {was[v]}) AS {prefix}q_{v}" for v in names
+        ]
+        changes += [
+            f"SUM({now[a]} * {now[b]} - {was[a]} * {was[b]}) AS {prefix}p_{a}__{b}"
+            for a, b in combinations(names, 2)
+        ]
+    change_names = [c.rsplit(" AS ", 1)[1] for c in changes]
+    per_day = ", ".join(f"COALESCE(x.{c}, 0) AS {c}" for c in change_names)
+    cumulative = {prefix for prefix, own in series if not own}
+    accumulated = ", ".join(
+        f"SUM({c}) OVER (PARTITION BY arm ORDER BY day {_FROM_START}) AS {c}"
+        if any(c.startswith(p) for p in cumulative)
+        else c
+        for c in change_names
+    )
     return (
         Cte(
-            "daily",
-            f"SELECT user_id, day, {selected} FROM user_day WHERE phase = 1",
-            ("user_day",),
+            "d_steps",
+            f"SELECT p.arm, d.day, {of_day}, {running} FROM user_day d "
+            "JOIN population p ON p.user_id = d.user_id JOIN days s ON s.day = d.day "
+            "WHERE d.phase = 1",
+            ("user_day", "population", "days"),
+        ),
+        Cte("d_values", f"SELECT arm, day, {', '.join(values)} FROM d_steps", ("d_steps",)),
+        Cte(
+            "d_flags",
+            f"SELECT {', '.join(['*', *filter(None, flags)])} FROM d_values",
+            ("d_values",),
+        ),
+        Cte(
+            "d_changes",
+            f"SELECT arm, day, {', '.join(changes)} FROM d_flags GROUP BY arm, day",
+            ("d_flags",),
+        ),
+        Cte(
+            "d_joined",
+            "SELECT arm, CAST(first_ts AS DATE) AS day, COUNT(*) AS joined FROM population "
+            "GROUP BY arm, CAST(first_ts AS DATE)",
+            ("population",),
+        ),
+        Cte(
+            "d_grid",
+            "SELECT s.day, a.arm, COALESCE(j.joined, 0) AS joined, "
+            f"{per_day} FROM days s CROSS JOIN (SELECT DISTINCT arm FROM population) a "
+            "LEFT JOIN d_joined j ON j.arm = a.arm AND j.day = s.day "
+            "LEFT JOIN d_changes x ON x.arm = a.arm AND x.day = s.day",
+            ("days", "population", "d_joined", "d_changes"),
+        ),
+        Cte(
+            "d_running",
+            f"SELECT day, arm AS d_arm, SUM(joined) OVER (PARTITION BY arm ORDER BY day "
+            f"{_FROM_START}) AS d_n, {accumulated} FROM d_grid",
+            ("d_grid",),
+        ),
+        Cte("d_rows", "SELECT * FROM d_running WHERE d_n > 0", ("d_running",)),
+    )
+
+
+def _daily_baseline(caps: Caps | None, variables: VariableSet) -> dict[str, float]:
+    """Each per-user value of a user with no activity (0, or a cap below 0), the
+    value every change of :func:`_daily_parts` starts from."""
+    zero = {
+        v: min(0.0, float(caps[v])) if caps and v in caps else 0.0 for v, _ in variables.columns
+    }
+    for name, of in variables.indicators:
+        zero[name] = 1.0 if zero[of] > 0 else 0.0
+    return zero
+
+
+def _moments_from_sums(
+    row: Any, variables: tuple[str, ...], series: str, zero: Mapping[str, float]
+) -> Moments:
+    """The moments of one day and arm of :func:`_daily_parts` (prefix ``series``):
+    every user counted at the ``zero`` value, plus the summed changes."""
+    m = row._mapping
+    n = int(m["d_n"])
+    sums = {v: n * zero[v] + _num(m[f"{series}s_{v}"]) for v in variables}
+    cross: dict[tuple[str, str], float] = {}
+    for v in variables:
+        squares = n * zero[v] * zero[v] + _num(m[f"{series}q_{v}"])
+        cross[(v, v)] = squares - sums[v] * sums[v] / n if n > 1 else 0.0
+    for a, b in combinations(variables, 2):
+        products = n * zero[a] * zero[b] + _num(m[f"{series}p_{a}__{b}"])
+        cross[(a, b)] = products - sums[a] * sums[b] / n if n > 1 else 0.0
+    return Moments(n=n, sums=sums, cross=cross)
+
+
+def daily_moments(
+    rows: Any, variables: VariableSet, caps: Caps | None, series: str
+) -> list[tuple[str, dict[str, Moments]]]:
+    """The rows of :func:`daily_moments_sql` (or of :func:`online_sums_sql`, one of
+    its series) as moments by ISO day, then arm."""
+    zero = _daily_baseline(caps, variables)
+    out: dict[str, dict[str, Moments]] = {}
+    for r in rows:
+        if r.day is None:
+            continue
+        day = r.day.isoformat() if hasattr(r.day, "isoformat") else str(r.day)
+        out.setdefault(day, {})[str(r.d_arm)] = _moments_from_sums(r, variables.names, series, zero)
+    return sorted(out.items())
+
+
+def events_copy(base: With, name: str) -> Cte:
+    """Part ``name``: the events of ``exp_events`` again, for one reader alone. An
+    engine that sees several parts read one computes it once and keeps its rows for
+    them (DuckDB: 12% more CPU for the health and daily statement at 10M events);
+    read once, it is a plain scan with the filters pushed into it."""
+    events = base["exp_events"]
+    return Cte(name, events.body, events.reads)
+
+
+def day_parts(cuped_days: int, base: With) -> tuple[Cte, ...]:
+    """Parts ``event_days`` (one scan of the events: per calendar day, whether far
+    outside the experiment (:func:`far_condition`) and whether at or after the first
+    exposure, the events) and ``days`` (the days of the daily series: those with an
+    event at or after the first exposure and not far outside)."""
+    flags = (
+        f"CASE WHEN {far_condition(cuped_days)} THEN 1 ELSE 0 END AS far, "
+        "CASE WHEN e.ts >= (SELECT MIN(first_ts) FROM population) THEN 1 ELSE 0 END AS started"
+    )
+    return (
+        events_copy(base, "day_events"),
+        Cte(
+            "event_days",
+            "SELECT day, far, started, COUNT(*) AS events FROM "
+            f"(SELECT CAST(e.ts AS DATE) AS day, {flags} FROM day_events e) t "
+            "GROUP BY day, far, started",
+            ("day_events", "population"),
         ),
         Cte(
             "days",
-            "SELECT DISTINCT CAST(ts AS DATE) AS day FROM exp_events e "
-            "WHERE e.ts >= (SELECT MIN(first_ts) FROM population) "
-            f"AND NOT {far_condition(cuped_days)}",
-            ("exp_events", "population"),
+            "SELECT DISTINCT day FROM event_days WHERE started = 1 AND far = 0",
+            ("event_days",),
         ),
-        Cte(
-            "user_days",
-            "SELECT p.user_id, p.arm, d.day FROM population p "
-            "JOIN days d ON d.day >= CAST(p.first_ts AS DATE)",
-            ("population", "days"),
-        ),
-        Cte(
-            "cumulative",
-            f"SELECT u.arm, u.day, {values} FROM user_days u "
-            "LEFT JOIN daily d ON d.user_id = u.user_id AND d.day = u.day",
-            ("user_days", "daily"),
-        ),
-        Cte("day_metrics", f"SELECT *, {indicators} FROM cumulative", ("cumulative",)),
     )
 
 
-#: The parts of the health counts that follow :func:`online_ctes`.
-HEALTH_PARTS = (
-    Cte(
-        "pairs",
-        """
+def health_parts(cuped_days: int, base: With) -> tuple[Cte, ...]:
+    """The parts of the health counts that follow :func:`online_ctes` (``base``),
+    with :func:`day_parts`."""
+    return (
+        events_copy(base, "pair_events"),
+        Cte(
+            "pairs",
+            """
     SELECT
         COUNT(*) FILTER (WHERE event_type = 'impression') AS impressions,
         COUNT(*) FILTER (WHERE event_type = 'click') AS clicks,
         COUNT(*) FILTER (WHERE event_type = 'purchase') AS purchases
-    FROM exp_events
+    FROM pair_events
     WHERE event_type IN ('impression', 'click', 'purchase')
       AND request_no IS NOT NULL AND item_no IS NOT NULL
     GROUP BY request_no, item_no
 """,
-        ("exp_events",),
-    ),
+            ("pair_events",),
+        ),
+        *_HEALTH_SUMS,
+        *day_parts(cuped_days, base),
+    )
+
+
+_HEALTH_SUMS = (
     Cte(
         "pair_counts",
         """
@@ -479,10 +614,9 @@ HEALTH_PARTS = (
 )
 
 
-def health_select(cuped_days: int) -> str:
-    """The health counts' ``SELECT``, after :func:`online_ctes` and :data:`HEALTH_PARTS`."""
-    return f"""SELECT
-    (SELECT COUNT(*) FROM user_arms WHERE n_arms > 1) AS users_in_several_arms,
+#: The health counts' ``SELECT``, after :func:`online_ctes` and :func:`health_parts`.
+HEALTH_SELECT = """SELECT
+    (SELECT COUNT(*) FROM user_arms WHERE several_arms = 1) AS users_in_several_arms,
     (SELECT COUNT(*) FROM user_arms) AS users_seen,
     (SELECT COUNT(*) FROM population) AS users_analysed,
     (SELECT COALESCE(clicks_alone, 0) FROM pair_counts) AS clicks_without_impression,
@@ -493,7 +627,7 @@ def health_select(cuped_days: int) -> str:
     (SELECT events FROM totals) AS events,
     (SELECT first_ts FROM totals) AS first_ts,
     (SELECT last_ts FROM totals) AS last_ts,
-    (SELECT COUNT(*) FROM exp_events e WHERE {far_condition(cuped_days)}) AS events_far_outside
+    (SELECT COALESCE(SUM(events), 0) FROM event_days WHERE far = 1) AS events_far_outside
 """
 
 
@@ -529,8 +663,9 @@ def health(
     (the other counts are over the events inside it)."""
     from sqlalchemy import text
 
-    ctes = (base or online_ctes(cuped_days, window)).then(*HEALTH_PARTS)
-    sql = ctes.sql(health_select(cuped_days))
+    base = base or online_ctes(cuped_days, window)
+    ctes = base.then(*health_parts(cuped_days, base))
+    sql = ctes.sql(HEALTH_SELECT)
     row = conn.execute(text(sql), {"experiment": experiment}).one()
     return _health_counts(row._mapping, _outside_window(conn, experiment, window))
 
@@ -568,7 +703,7 @@ _HEALTH_KEYS = (
 
 
 def _health_counts(row: Any, outside: int) -> dict[str, Any]:
-    """The health counts of :func:`health_select`'s row (its columns
+    """The health counts of :data:`HEALTH_SELECT`'s row (its columns
     :data:`_HEALTH_KEYS`) and the events outside the window."""
     out: dict[str, Any] = {"events_outside_window": outside}
     for key in _HEALTH_KEYS:
@@ -587,7 +722,7 @@ def online_sums_sql(
     variables: VariableSet = BUILTIN,
     daily: bool = True,
 ) -> str:
-    """:func:`health_select` and, with ``daily``, both daily series of
+    """:data:`HEALTH_SELECT` and, with ``daily``, both daily series of
     :func:`daily_moments_sql` as one query over the kept per-user parts: per day
     and arm, the health counts and that day's moments of each series (columns
     after :data:`CUMULATIVE` and :data:`OWN_DAY`); one row of health counts alone
@@ -595,20 +730,14 @@ def online_sums_sql(
     one DuckDB's parallel sums of them differ from run to run in the last bits.)"""
     counts = Cte(
         "h_row",
-        health_select(cuped_days),
-        ("user_arms", "population", "pair_counts", "totals", "analysed", "exp_events"),
+        HEALTH_SELECT,
+        ("user_arms", "population", "pair_counts", "totals", "analysed", "event_days"),
     )
-    ctes = base.then(*HEALTH_PARTS, counts)
+    ctes = base.then(*health_parts(cuped_days, base), counts)
     if not daily:
         return ctes.sql("SELECT h.* FROM h_row h")
     series = ((CUMULATIVE, False), (OWN_DAY, True))
-    days = Cte(
-        "d_rows",
-        f"SELECT day, arm AS d_arm, {_series_moments(variables, series)} "
-        "FROM day_metrics GROUP BY day, arm",
-        ("day_metrics",),
-    )
-    ctes = ctes.then(*_daily_parts(cuped_days, caps, variables, series), days)
+    ctes = ctes.then(*_daily_parts(cuped_days, caps, variables, series))
     return ctes.sql(
         "SELECT h.*, d.* FROM h_row h LEFT JOIN d_rows d ON 1 = 1 ORDER BY d.day, d.d_arm"
     )
@@ -646,16 +775,10 @@ def online_sums(
     moments = arm_moments(conn, experiment, cuped_days, base, caps, variables)
     sql = online_sums_sql(cuped_days, base, caps, variables, daily)
     rows = conn.execute(text(sql), {"experiment": experiment}).fetchall()
-    cumulative: dict[str, dict[str, Moments]] = {}
-    own: dict[str, dict[str, Moments]] = {}
-    for r in rows:
-        if daily and r.day is not None:
-            day = r.day.isoformat() if hasattr(r.day, "isoformat") else str(r.day)
-            arm = str(r.d_arm)
-            cumulative.setdefault(day, {})[arm] = _moments_from_row(r, variables.names, CUMULATIVE)
-            own.setdefault(day, {})[arm] = _moments_from_row(r, variables.names, OWN_DAY)
+    cumulative = daily_moments(rows, variables, caps, CUMULATIVE) if daily else []
+    own = daily_moments(rows, variables, caps, OWN_DAY) if daily else []
     health = _health_counts(rows[0]._mapping, _outside_window(conn, experiment, window))
-    return OnlineSums(moments, health, sorted(cumulative.items()), sorted(own.items()))
+    return OnlineSums(moments, health, cumulative, own)
 
 
 #: The columns of ``ingests`` a report shows (:func:`ingest_row`).
