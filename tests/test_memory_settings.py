@@ -305,9 +305,11 @@ def test_the_replay_runs_out_of_core_with_the_same_values(
     cwd: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Every operator of the replay (lists, counts, ranking kernel, beyond-accuracy
-    # metrics with diversity's item pairs) must spill: under 80 MB, where these lists do
+    # metrics with diversity's item pairs) must spill: under 45 MB, where these lists do
     # not fit (the same replay with memory to spare writes nothing to disk), an
-    # operator that holds its whole state in memory fails this test.
+    # operator that holds its whole state in memory fails this test. (Since the replay's
+    # per-list pass, 80 MB is enough not to spill; 32-60 MB spill and pass, 25 MB is
+    # below what DuckDB itself needs.)
     monkeypatch.setenv("ABEVAL_TEMP_DIR", str(cwd))
     with open_store(str(cwd / "s.duckdb")) as store, store.begin() as conn:
         conn.execute(text(OUT_OF_CORE_EVENTS))
@@ -326,7 +328,7 @@ def test_the_replay_runs_out_of_core_with_the_same_values(
         return [(m.metric, m.group, m.value) for m in result.metrics], int(spilled or 0)
 
     free, spilled_free = replayed(None)
-    tight, spilled_tight = replayed("80MB")
+    tight, spilled_tight = replayed("45MB")
     assert spilled_free == 0 and spilled_tight > 0
     assert [m[:2] for m in tight] == [m[:2] for m in free]
     for (metric, arm, a), (_, _, b) in zip(free, tight, strict=True):
