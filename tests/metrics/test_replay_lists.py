@@ -17,8 +17,9 @@ from abeval.store.replay_sql import TIE_BITS, open_replay
 GAINS = {"click": 1.0, "purchase": 2.0}
 
 
-def _replayed(tmp_path: Path, log: Log, metrics: str):  # type: ignore[no-untyped-def]
-    store = open_store(str(tmp_path / "s.duckdb"))
+def _replayed(url: str, log: Log, metrics: str):  # type: ignore[no-untyped-def]
+    """The replay's metrics and arm counts of ``log`` in a new store at ``url``."""
+    store = open_store(url)
     with store.begin() as conn:
         log.insert(conn)
     with store.connect() as conn:
@@ -29,17 +30,23 @@ def _replayed(tmp_path: Path, log: Log, metrics: str):  # type: ignore[no-untype
     return result, counts
 
 
-def test_a_request_logged_for_two_users_is_a_list_of_each(tmp_path: Path) -> None:
-    """r1 in arm A: u1 sees a (1) and b (2), u2 sees b (2) and c (3). Each item's
-    user is the least of those it was shown to: a, b -> u1, c -> u2, so r1 is a list
-    of u1 and a list of u2, each the whole request (a, b, c; c clicked)."""
+def _two_users_one_request() -> Log:
+    """Request r1 in arm A: u1 shown a (1) and b (2), u2 shown b (2) and c (3); c clicked."""
     log = Log()
     for user in ("u1", "u2"):
         log.add("A", user, "exposure", ts="2024-01-01 00:00:00")
     for user, item, pos in (("u1", "a", 1), ("u1", "b", 2), ("u2", "b", 2), ("u2", "c", 3)):
         log.add("A", user, "impression", "r1", item, pos)
     log.add("A", "u2", "click", "r1", "c")
-    result, counts = _replayed(tmp_path, log, "mrr,auc,precision@3")
+    return log
+
+
+def test_a_request_logged_for_two_users_is_a_list_of_each(tmp_path: Path) -> None:
+    """r1 in arm A: u1 sees a (1) and b (2), u2 sees b (2) and c (3). Each item's
+    user is the least of those it was shown to: a, b -> u1, c -> u2, so r1 is a list
+    of u1 and a list of u2, each the whole request (a, b, c; c clicked)."""
+    log = _two_users_one_request()
+    result, counts = _replayed(str(tmp_path / "s.duckdb"), log, "mrr,auc,precision@3")
     assert counts == [
         {"arm": "A", "users": 2, "users_with_requests": 2, "requests": 1,
          "impressions": 4, "duplicates": 1, "tied": 0},
@@ -66,7 +73,7 @@ def test_ties_beyond_the_bits_are_counted_on_the_ranks(tmp_path: Path) -> None:
     for request, shown in lists.items():
         for item, pos in shown:
             log.add("A", "u1", "impression", request, item, pos)
-    _, counts = _replayed(tmp_path, log, "mrr")
+    _, counts = _replayed(str(tmp_path / "s.duckdb"), log, "mrr")
     assert counts[0]["requests"] == 4
     assert counts[0]["tied"] == 2  # r1 and r3
 
@@ -96,7 +103,7 @@ def test_auc_of_lists_with_and_without_ranks_1_to_n(
         log.add("A", "u1", "impression", "r1", f"i{i}", pos)
         if i in relevant:
             log.add("A", "u1", "click", "r1", f"i{i}")
-    result, _ = _replayed(tmp_path, log, "auc")
+    result, _ = _replayed(str(tmp_path / "s.duckdb"), log, "auc")
     assert result.get("auc", "A").value == pytest.approx(auc)
 
 
@@ -106,30 +113,17 @@ def test_the_shortcuts_give_on_postgres_what_they_give_on_duckdb(
 ) -> None:
     """Every list above in one log (two users of one request, ranks beyond the bits,
     tied and gapped ranks): PostgreSQL's counts and metrics are DuckDB's."""
-    log = Log()
-    for user in ("u1", "u2"):
-        log.add("A", user, "exposure", ts="2024-01-01 00:00:00")
-    for user, item, pos in (("u1", "a", 1), ("u1", "b", 2), ("u2", "b", 2), ("u2", "c", 3)):
-        log.add("A", user, "impression", "r1", item, pos)
-    log.add("A", "u2", "click", "r1", "c")
+    log = _two_users_one_request()
     far = TIE_BITS + 10
     shown = {"r2": [far, far, far + 10], "r3": [2, 5, 5], "r4": [0, 1, 2], "r5": [1, 2, 2]}
     for request, positions in shown.items():
         for i, pos in enumerate(positions):
             log.add("A", "u1", "impression", request, f"i{i}", pos)
         log.add("A", "u1", "click", request, "i1")
-    results = []
-    for url in (str(tmp_path / "s.duckdb"), postgres_database):
-        store = open_store(url)
-        with store.begin() as conn:
-            log.insert(conn)
-        with store.connect() as conn:
-            replayed = replay(
-                conn, "exp", metrics="auc,mrr,map@3", conventions=Conventions(duplicates="dedupe")
-            )
-            with open_replay(conn, "exp", GAINS) as source:
-                results.append((replayed, source.arm_counts()))
-        store.close()
+    results = [
+        _replayed(url, log, "auc,mrr,map@3")
+        for url in (str(tmp_path / "s.duckdb"), postgres_database)
+    ]
     (duck, duck_counts), (pg, pg_counts) = results
     assert duck_counts == pg_counts
     assert (duck_counts[0]["requests"], duck_counts[0]["tied"]) == (5, 3)  # r2, r3, r5
