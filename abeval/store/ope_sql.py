@@ -150,29 +150,28 @@ _EMPIRICAL_PI = Cte(
     ("o_imp",),
 )
 
+
 # The file's rows on the integer keys, kept as a table the first time a direction
 # reads them (:meth:`OpeSource.direction`): the numbers are looked up, in the
 # experiment's events, for the requests and items the file names only. A row whose
 # request is no request of the experiment is dropped (no source impression has it);
 # one whose item is in no event of the experiment keeps a NULL item_no (no
 # impression shows it: its probability counts as unseen, as before the numbers).
+def _file_keys(name: str, text: str, number: str) -> Cte:
+    """The numbers, in the experiment's events, of the ``text`` keys the file names."""
+    return Cte(
+        name,
+        f"""
+    SELECT DISTINCT {text}, {number} FROM events
+    WHERE experiment = :experiment AND {number} IS NOT NULL
+      AND {text} IN (SELECT {text} FROM {FILE_TABLE})
+""",
+    )
+
+
 _FILE_ROWS = (
-    Cte(
-        "o_freq",
-        f"""
-    SELECT DISTINCT request_id, request_no FROM events
-    WHERE experiment = :experiment AND request_no IS NOT NULL
-      AND request_id IN (SELECT request_id FROM {FILE_TABLE})
-""",
-    ),
-    Cte(
-        "o_fitem",
-        f"""
-    SELECT DISTINCT item_id, item_no FROM events
-    WHERE experiment = :experiment AND item_no IS NOT NULL
-      AND item_id IN (SELECT item_id FROM {FILE_TABLE})
-""",
-    ),
+    _file_keys("o_freq", "request_id", "request_no"),
+    _file_keys("o_fitem", "item_id", "item_no"),
     Cte(
         "o_file",
         f"""
