@@ -188,7 +188,12 @@ def one_size(rows: int, args: argparse.Namespace, server: Any) -> list[str]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--sizes", default="200k", help="comma-separated event counts")
+    ap.add_argument(
+        "--sizes",
+        default=[200_000],
+        type=lambda text: [parse_size(s) for s in text.split(",")],
+        help="comma-separated event counts (200k, 1M)",
+    )
     ap.add_argument("--data-dir", type=Path, default=HERE / "data")
     ap.add_argument("--nice", type=int, default=0, help="run the commands under nice -n")
     ap.add_argument("--top", type=int, default=12, help="statements shown")
@@ -217,7 +222,7 @@ def main() -> None:
             f"default memory settings); load average {load()} at the start",
             "",
         ]
-        for rows in (parse_size(s) for s in args.sizes.split(",")):
+        for rows in args.sizes:
             body += [*one_size(rows, args, server), ""]
     publish(body, args.record)
 
