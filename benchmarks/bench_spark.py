@@ -45,7 +45,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(HERE))
 from bench_report import STATEMENTS, report_command, statement_name  # noqa: E402
-from gen_events import data_path, parse_size, size_label  # noqa: E402
+from gen_events import data_path, parse_sizes, size_label  # noqa: E402
 from measure import describe, machine, publish, run_measured  # noqa: E402
 from spark_metrics import SparkUI, StageCost, by_tag, mib, ui_conf  # noqa: E402
 
@@ -474,7 +474,9 @@ def size_label_of(rows: int) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    ap.add_argument("--sizes", default="1M,10M", help="comma-separated event counts")
+    ap.add_argument(
+        "--sizes", default="1M,10M", type=parse_sizes, help="comma-separated event counts"
+    )
     ap.add_argument("--data-dir", type=Path, default=Path("/tmp/abeval-spark-bench"))
     ap.add_argument("--spark-url", help="a running Spark Connect server (default: start one)")
     ap.add_argument("--lab", type=Path, help="with --spark-url: its start.sh LAB (memory)")
@@ -485,7 +487,6 @@ def main() -> None:
     ap.add_argument("--record", action="store_true", help="append to benchmarks/RESULTS.md")
     args = ap.parse_args()
     args.data_dir.mkdir(parents=True, exist_ok=True)
-    sizes = [parse_size(s) for s in args.sizes.split(",")]
     lab, started = args.lab, None
     if args.spark_url:
         url = args.spark_url
@@ -495,7 +496,7 @@ def main() -> None:
         url, started = start_cluster(lab, args.nice, args.ui_port)
     results: list[dict[str, Any]] = []
     try:
-        for rows in sizes:  # each size's numbers are kept as soon as they are known
+        for rows in args.sizes:  # each size's numbers are kept as soon as they are known
             results.append(run_size(rows, args, url, lab))
             (args.data_dir / "results.json").write_text(json.dumps(results, indent=1))
     finally:
