@@ -300,7 +300,7 @@ def profiled(
     with Sampler(lab if spark else None) as sampler:
         m = run_measured([*prefix, *cmd], args.timeout, cwd=code or REPO, env=env)
     loads.append(os.getloadavg()[0])
-    if m.code != 0:
+    if m.code != 0 or not m.out.strip():
         raise SystemExit(f"the {engine} report failed ({m.code}): {m.err.strip()[-1500:]}")
     return m, sampler, loads
 
