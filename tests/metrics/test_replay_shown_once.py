@@ -1,49 +1,24 @@
 """The report's replay skips grouping the impressions when its health counts found no
-item shown twice in a request (``shown_once``). Its values must equal ``evaluate`` on
-the same lists either way, and a log with a repeated impression must still be read
-with the repeat counted once, at its first position."""
+item shown twice in a request (``shown_once``; both ways against ``evaluate`` in
+test_metrics_replay.py). A log with a repeated impression must still be read with
+the repeat counted once, at its first position, and one without gives the same
+values."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-from replay_data import Log, evaluate_files, random_log
+from replay_data import evaluate_files, random_log
 
 from abeval.analysis.evaluate import evaluate
 from abeval.analysis.online import ReportOptions, build_report
-from abeval.analysis.replay import replay
 from abeval.store import open_store
 from abeval.store.ingest import ingest_file
 
 HEADER = "experiment,arm,user_id,ts,event_type,request_id,item_id,position,value"
 
 RANKING = ["precision@5", "recall@5", "ap@5", "ndcg@5", "mrr@5", "hit_rate@5"]
-
-
-def _store(tmp_path: Path, log: Log):  # type: ignore[no-untyped-def]
-    store = open_store(str(tmp_path / "s.duckdb"))
-    with store.begin() as conn:
-        log.insert(conn)
-    return store
-
-
-@pytest.mark.parametrize("shown_once", [False, True])
-def test_the_replay_without_repeats_gives_evaluates_values_either_way(
-    tmp_path: Path, shown_once: bool
-) -> None:
-    log, lists = random_log(11)
-    store = _store(tmp_path, log)
-    with store.connect() as conn:
-        replayed = replay(conn, "exp", metrics=RANKING, shown_once=shown_once)
-    store.close()
-    recs, truth = evaluate_files(tmp_path, lists)
-    evaluated = evaluate(truth, recs, metrics=RANKING)
-    assert len(replayed.metrics) == len(RANKING) * 2
-    for m in replayed.metrics:
-        e = evaluated.metric(m.metric, m.group)
-        assert m.value == pytest.approx(e.value, abs=1e-12), m.metric
-        assert (m.users, m.lists) == (e.users, e.lists), m.metric
 
 
 @pytest.mark.parametrize("repeat", [False, True])
