@@ -341,6 +341,23 @@ def after(conn, cursor, statement, *_):
     seconds = time.perf_counter() - started.pop()
     log.append([seconds, status("VmRSS"), status("VmHWM"), " ".join(statement.split())])
 
+# DuckDB may run part of a statement while its rows are fetched: that time is
+# the statement's too.
+import duckdb_engine
+
+def _fetching(name):
+    def fetch(self, *args):
+        t = time.perf_counter()
+        try:
+            return getattr(self._CursorWrapper__c, name)(*args)
+        finally:
+            if log:
+                log[-1][0] += time.perf_counter() - t
+    return fetch
+
+for _name in ("fetchone", "fetchall", "fetchmany"):
+    setattr(duckdb_engine.CursorWrapper, _name, _fetching(_name))
+
 @event.listens_for(Engine, "handle_error")
 def failed(context):
     seconds = time.perf_counter() - started.pop() if started else 0.0

@@ -44,9 +44,10 @@ def offline_results(
     o: ReportOptions,
     reference: str,
     population: str | None = None,
+    shown_once: bool = False,
 ) -> tuple[tuple[OfflineResult, ...], tuple[OfflineValue, ...], str]:
     """Replay and compare per treatment arm; ``reference`` names the online metric
-    shown beside each replayed one; ``population`` as for
+    shown beside each replayed one; ``population`` and ``shown_once`` as for
     :func:`~abeval.analysis.replay.replay`."""
     # A report must not stop at a logging glitch: an item shown twice in a request
     # counts once (the health section counts the duplicates).
@@ -57,6 +58,7 @@ def offline_results(
         conventions=Conventions(duplicates="dedupe"),
         window=Window(o.window_from, o.window_to),
         population=population,
+        shown_once=shown_once,
     )
     compared: list[OfflineResult] = []
     values: list[OfflineValue] = []

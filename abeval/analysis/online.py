@@ -451,16 +451,20 @@ def _offline(
     treatments: list[str],
     o: ReportOptions,
     population: list[str],
+    shown_once: bool = False,
 ) -> tuple[tuple[OfflineResult, ...], tuple[OfflineValue, ...], str]:
     """Offline metrics replayed from the same logs (see :mod:`abeval.analysis.replay`),
     shown beside the online lift of the first primary metric (not judged against it);
-    ``population``: the table of the population already computed, if any."""
+    ``population``: the table of the population already computed, if any;
+    ``shown_once``: the health counts found no item shown twice in a request."""
     if not o.offline:
         return (), (), OFFLINE_NOT_REQUESTED
     reference = o.primary[0] if o.primary else "ctr"
     try:
         given = population[0] if population else None
-        return offline_results(conn, experiment, control, treatments, o, reference, given)
+        return offline_results(
+            conn, experiment, control, treatments, o, reference, given, shown_once
+        )
     except AbevalError as exc:
         # The online analysis stands on its own; say why the replay could not run.
         return (), (), f"not available: {exc.message}"

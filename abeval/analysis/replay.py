@@ -128,6 +128,7 @@ def replay(
     post_exposure_only: bool = True,
     window: Window | None = None,
     population: str | None = None,
+    shown_once: bool = False,
 ) -> ReplayResult:
     """Replay offline metrics for ``experiment`` from the events in the store.
 
@@ -140,8 +141,10 @@ def replay(
     ``conventions.duplicates == "dedupe"`` (then its first position counts).
     ``population`` names a table on ``conn`` already holding the experiment's
     analysed population (the report's online pass computes it), so that it is
-    not computed twice. Raises :class:`~abeval.errors.NotFoundError` for an
-    unknown experiment.
+    not computed twice; ``shown_once`` says that no item was shown twice in one
+    request among these events (the report's health counts), so the lists are
+    read without grouping the impressions. Raises
+    :class:`~abeval.errors.NotFoundError` for an unknown experiment.
     """
     conventions = conventions or Conventions()
     ks = sorted({int(x) for x in k})
@@ -154,6 +157,7 @@ def replay(
         post_exposure_only=post_exposure_only,
         window=window,
         population=population,
+        shown_once=shown_once,
     ) as source:
         return _replay(source, experiment, specs, conventions, gains, post_exposure_only)
 

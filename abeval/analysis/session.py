@@ -155,6 +155,9 @@ class ExperimentSession:
             self.treatments,
             windowed,
             self._population,
+            # the health counts read the same window's events: with no duplicate
+            # impression there, the replay need not group them
+            shown_once=seen.health.duplicate_impressions == 0,
         )
 
     @cached_property

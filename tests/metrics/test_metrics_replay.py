@@ -30,13 +30,18 @@ def _store(tmp_path: Path, log: Log):  # type: ignore[no-untyped-def]
     "conventions",
     [Conventions(), Conventions(empty="zero", gain="exp2", ap_denominator="min_rk")],
 )
+@pytest.mark.parametrize("shown_once", [False, True])
 def test_replay_agrees_with_evaluate_on_the_same_lists(
-    tmp_path: Path, conventions: Conventions
+    tmp_path: Path, conventions: Conventions, shown_once: bool
 ) -> None:
+    """Either way of reading the lists (grouping the impressions, or, as the report
+    does when its health counts found no repeat, not) gives evaluate's values."""
     log, lists = random_log(7)
     store = _store(tmp_path, log)
     with store.connect() as conn:
-        replayed = replay(conn, "exp", metrics=METRICS, conventions=conventions)
+        replayed = replay(
+            conn, "exp", metrics=METRICS, conventions=conventions, shown_once=shown_once
+        )
     store.close()
     recs, truth = evaluate_files(tmp_path, lists)
     evaluated = evaluate(truth, recs, metrics=METRICS, conventions=conventions)
