@@ -23,5 +23,8 @@ pkg,treatment,u2,2024-01-01T00:00:03,click,r2,i2,,
 CSV
 "$work/venv/bin/abeval" ingest events.csv --db "$work/pkg.duckdb" --json > ingest.json
 grep -q '"inserted": 5' ingest.json
-"$work/venv/bin/abeval" experiments --db "$work/pkg.duckdb" | grep -q '^pkg'
+# Into a file, not a pipe: `grep -q` closes the pipe at its first match, and under
+# pipefail the writer's broken pipe would fail the check at random.
+"$work/venv/bin/abeval" experiments --db "$work/pkg.duckdb" > experiments.txt
+grep -q '^pkg' experiments.txt
 echo "package check: wheel installs, abeval --help, ingest and experiments work"
