@@ -49,7 +49,7 @@ sys.path.insert(0, str(HERE))
 # gen_events imports the simulator only when it generates: this process stays small,
 # which matters because a child's peak RSS (from wait4) counts the process it was
 # forked from. Missing files are generated in a subprocess for the same reason.
-from gen_events import DATA_DIR, DEFAULT_SIZES, data_path, parse_size  # noqa: E402
+from gen_events import DATA_DIR, DEFAULT_SIZES, data_path, parse_sizes  # noqa: E402
 from measure import describe, machine, run_measured  # noqa: E402
 
 METHODS = ("abeval", "duckdb")
@@ -347,7 +347,9 @@ def profile(path: Path, work_dir: Path, python: str, store: Path | None, top: in
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sizes", default=DEFAULT_SIZES, help="generated files to use (1M,10M)")
+    parser.add_argument(
+        "--sizes", default=DEFAULT_SIZES, type=parse_sizes, help="generated files to use (1M,10M)"
+    )
     parser.add_argument("--files", nargs="*", type=Path, help="benchmark these CSV files instead")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--only", choices=METHODS, help="time one side only")
@@ -374,7 +376,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.files:
         paths = [p.resolve() for p in args.files]
     else:
-        for rows in (parse_size(s) for s in args.sizes.split(",") if s.strip()):
+        for rows in args.sizes:
             path = data_path(rows, "csv", args.data_dir)
             if not path.exists():
                 if args.no_generate:

@@ -47,7 +47,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(REPO / "tests"))
 from bench_report import STATEMENTS, report_command, statement_name  # noqa: E402
 from bench_spark import largest_difference  # noqa: E402
-from gen_events import data_path, parse_size, size_label  # noqa: E402
+from gen_events import data_path, parse_sizes, size_label  # noqa: E402
 from measure import Measured, describe, machine, publish, run_measured  # noqa: E402
 
 TIMEOUT = 7200.0
@@ -191,7 +191,7 @@ def main() -> None:
     ap.add_argument(
         "--sizes",
         default=[200_000],
-        type=lambda text: [parse_size(s) for s in text.split(",")],
+        type=parse_sizes,
         help="comma-separated event counts (200k, 1M)",
     )
     ap.add_argument("--data-dir", type=Path, default=HERE / "data")

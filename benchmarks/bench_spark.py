@@ -21,6 +21,11 @@ also each statement's own metrics (spark_metrics.py: jobs, stages, tasks, input,
 shuffle write and read, spill, task and CPU seconds) from the Connect server's UI,
 a table per size and the growth between sizes.
 
+With ``--before DIR`` (a copy of older code: ``git archive COMMIT | tar -x -C DIR``)
+the Spark report of that code runs too, on the same cluster and tables, just
+before this code's (``python -m abeval`` from ``DIR``), measured the same way;
+the load average is recorded at the start and end of each report.
+
 The cluster is started with scripts/spark/start.sh (under ``--data-dir``, free
 ports) and stopped at the end, unless ``--spark-url`` names a running one
 (``--lab`` then says where its pid files are, for the memory samples).
@@ -45,13 +50,15 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(HERE))
 from bench_report import STATEMENTS, report_command, statement_name  # noqa: E402
-from gen_events import data_path, parse_size, size_label  # noqa: E402
+from gen_events import data_path, parse_sizes, size_label  # noqa: E402
 from measure import describe, machine, publish, run_measured  # noqa: E402
 from spark_metrics import SparkUI, StageCost, by_tag, mib, ui_conf  # noqa: E402
 
 EXPERIMENT = "home-reco-v2"
 TABLES = ("events", "experiments", "ingests")
 VOLATILE = {"generated_at", "store", "finished_at"}
+#: The reports of one size, in the order they run (``spark-before`` with --before).
+ENGINES = ("duckdb", "spark-before", "spark")
 
 # The report with every Spark statement timed: bench_report.STATEMENTS with the
 # adapter's ``execute`` timed instead of SQLAlchemy's cursor (the adapter collects
@@ -269,19 +276,33 @@ def largest_difference(a: Any, b: Any, path: str = "") -> tuple[float, list[str]
 
 
 def profiled(
-    engine: str, db: str, out: Path, nice: int, timeout: float, lab: Path | None, tag: str
+    engine: str,
+    db: str,
+    out: Path,
+    args: argparse.Namespace,
+    lab: Path | None,
+    tag: str,
+    code: Path | None = None,
 ):
     """One report with its statements timed (on Spark each statement's jobs tagged
-    ``tag-<n>``, n its index in the log); (measured run, cluster sampler)."""
-    script = SPARK_STATEMENTS if engine == "spark" else STATEMENTS
+    ``tag-<n>``, n its index in the log), by the abeval of ``code`` (a copy of older
+    code) or of this tree; (measured run, cluster sampler, load averages at start
+    and end)."""
+    spark = engine.startswith("spark")
+    script = SPARK_STATEMENTS if spark else STATEMENTS
     cmd = [sys.executable, "-c", script, str(out), *report_command(Path(db))[3:]]
     cmd[cmd.index("--db") + 1] = db
-    prefix = ["nice", "-n", str(nice)] if nice else []
-    with Sampler(lab if engine == "spark" else None) as sampler:
-        m = run_measured([*prefix, *cmd], timeout, cwd=REPO, env={"ABEVAL_BENCH_TAG": tag})
-    if m.code != 0:
+    prefix = ["nice", "-n", str(args.nice)] if args.nice else []
+    env = {"ABEVAL_BENCH_TAG": tag}
+    if code is not None:  # `-c` puts its folder first on the path: run from the copy
+        env["PYTHONPATH"] = str(code.resolve())
+    loads = [os.getloadavg()[0]]
+    with Sampler(lab if spark else None) as sampler:
+        m = run_measured([*prefix, *cmd], args.timeout, cwd=code or REPO, env=env)
+    loads.append(os.getloadavg()[0])
+    if m.code != 0 or not m.out.strip():
         raise SystemExit(f"the {engine} report failed ({m.code}): {m.err.strip()[-1500:]}")
-    return m, sampler
+    return m, sampler, loads
 
 
 def by_statement(out: Path) -> dict[str, float]:
@@ -299,13 +320,18 @@ def run_size(rows: int, args: argparse.Namespace, url: str, lab: Path | None) ->
     costs = query_costs(url, db)
     result: dict[str, Any] = {"rows": events, "register": registered, "costs": costs}
     reports = {}
-    for engine, where in (("duckdb", str(db)), ("spark", url)):
+    runs: list[tuple[str, str, Path | None]] = [("duckdb", str(db), None)]
+    if args.before:
+        runs.append(("spark-before", url, args.before))
+    runs.append(("spark", url, None))
+    for engine, where, code in runs:
         out = args.data_dir / f"statements-{engine}-{label}.json"
-        tag = f"abeval-{label}-{int(time.time())}"
-        m, sampler = profiled(engine, where, out, args.nice, args.timeout, lab, tag)
+        tag = f"abeval-{engine}-{label}-{int(time.time())}"
+        m, sampler, loads = profiled(engine, where, out, args, lab, tag, code)
         doc = json.loads(out.read_text())
         result[engine] = {
             "seconds": m.seconds,
+            "loads": loads,
             # The process's own VmHWM: wait4's figure starts from this launcher's
             # resident memory (pyspark and DuckDB are loaded here), kept across exec.
             "rss": doc["hwm"],
@@ -315,12 +341,15 @@ def run_size(rows: int, args: argparse.Namespace, url: str, lab: Path | None) ->
             "cluster_before": sampler.before,
             "cluster_peak": sampler.peak,
         }
-        if engine == "spark" and args.ui_port:
-            raw = args.data_dir / f"spark-ui-{label}.json"
-            result["metrics"] = statement_metrics(doc["statements"], SparkUI(args.ui_port), raw)
+        if engine.startswith("spark") and args.ui_port:
+            raw = args.data_dir / f"spark-ui-{engine}-{label}.json"
+            key = engine.replace("spark", "metrics")
+            result[key] = statement_metrics(doc["statements"], SparkUI(args.ui_port), raw)
         reports[engine] = json.loads(m.out)
         print(f"  {label} {engine}: {m.seconds:.1f} s, {doc['hwm']:.0f} MiB", file=sys.stderr)
     result["difference"] = largest_difference(reports["duckdb"], reports["spark"])
+    if args.before:
+        result["difference-before"] = largest_difference(reports["spark-before"], reports["spark"])
     return result
 
 
@@ -363,15 +392,17 @@ def stage_cost_sentence(r: dict[str, Any], total: dict[str, Any]) -> str:
     )
 
 
-def metrics_table(r: dict[str, Any]) -> list[str]:
-    """One size's statements with Spark's metrics, the most shuffled first, and the totals."""
-    rows = summed(r["metrics"])
-    zero = sum(1 for m in r["metrics"] if m["jobs"] == 0)
+def metrics_table(r: dict[str, Any], key: str = "metrics") -> list[str]:
+    """One size's statements with Spark's metrics (``key``: ``metrics-before`` for
+    the ``--before`` code's), the most shuffled first, and the totals."""
+    rows = summed(r[key])
+    zero = sum(1 for m in r[key] if m["jobs"] == 0)
     total = {k: sum(v[k] for v in rows.values()) for k in next(iter(rows.values()))}
+    whose = " (the `--before` code)" if key == "metrics-before" else ""
     lines = [
-        f"{r['rows']:,} events: {len(r['metrics'])} statements ({zero} ran no Spark job), "
+        f"{r['rows']:,} events{whose}: {len(r[key])} statements ({zero} ran no Spark job), "
         f"{total['seconds']:.1f} s in them; `SELECT 1` {r['costs']['spark select 1']:.3f} s "
-        f"(median of 5), so {len(r['metrics']) * r['costs']['spark select 1']:.1f} s of fixed "
+        f"(median of 5), so {len(r[key]) * r['costs']['spark select 1']:.1f} s of fixed "
         "cost at one `SELECT 1` per statement." + stage_cost_sentence(r, total),
         "",
         "| statement | sent | wall s | jobs | stages (skipped) | tasks | input MiB "
@@ -424,8 +455,8 @@ def table(results: list[dict[str, Any]], started: float | None) -> list[str]:
         "|---:|---|---:|---:|---:|---:|---|---:|---:|",
     ]
     for r in results:
-        for engine in ("duckdb", "spark"):
-            e, c = r[engine], r["costs"]
+        for engine in (e for e in ENGINES if e in r):
+            e, c, probe = r[engine], r["costs"], engine.split("-")[0]
             cluster = (
                 f"{e['cluster_before']:,.0f} → {e['cluster_peak']:,.0f}"
                 if e["cluster_peak"]
@@ -434,7 +465,7 @@ def table(results: list[dict[str, Any]], started: float | None) -> list[str]:
             lines.append(
                 f"| {r['rows']:,} | {engine} | {e['seconds']:.1f} | {e['statements']} "
                 f"| {e['in_sql']:.1f} | {e['rss']:,.0f} | {cluster} "
-                f"| {c[f'{engine} select 1']:.4f} | {c[f'{engine} count']:.3f} |"
+                f"| {c[f'{probe} select 1']:.4f} | {c[f'{probe} count']:.3f} |"
             )
     lines.append("")
     for r in results:
@@ -444,8 +475,45 @@ def table(results: list[dict[str, Any]], started: float | None) -> list[str]:
             f"(relative){'; other differences: ' + ', '.join(other[:5]) if other else ''}; "
             f"registering the Parquet tables took {r['register']:.1f} s."
         )
+        if "difference-before" in r:
+            worst, other = r["difference-before"]
+            lines.append(
+                f"- {r['rows']:,} events: the `--before` code's Spark report and this one's differ "
+                f"by at most {worst:.1e} (relative)"
+                f"{'; other differences: ' + ', '.join(other[:5]) if other else ''}."
+            )
     if started is not None:
         lines.append(f"- The cluster (scripts/spark/start.sh) started in {started:.1f} s.")
+    return lines
+
+
+def summary_table(results: list[dict[str, Any]]) -> list[str]:
+    """Per size and report: wall, statements, Spark's jobs, stages, tasks, shuffle and
+    CPU seconds (summed over the statements), the ratio to DuckDB's report and the
+    1-minute load average at the report's start and end."""
+    lines = [
+        "| events | report | wall s | statements | jobs | stages (skipped) | tasks "
+        "| shuffle write / read MiB | task s (CPU s) | / DuckDB | load start → end |",
+        "|---:|---|---:|---:|---:|---:|---:|---|---:|---:|---|",
+    ]
+    for r in results:
+        duck = r["duckdb"]["seconds"]
+        for engine in (e for e in ENGINES if e in r):
+            e = r[engine]
+            cells = "| | | | | "
+            key = engine.replace("spark", "metrics")
+            if engine != "duckdb" and key in r:
+                t = {k: sum(m[k] for m in r[key]) for k in vars(StageCost())}
+                cells = (
+                    f"| {t['jobs']} | {t['stages']} ({t['skipped']}) | {t['tasks']} "
+                    f"| {mib(t['shuffle_write_bytes'])} / {mib(t['shuffle_read_bytes'])} "
+                    f"| {t['task_seconds']:.1f} ({t['cpu_seconds']:.1f}) "
+                )
+            load = " → ".join(f"{x:.1f}" for x in e.get("loads", []))
+            lines.append(
+                f"| {r['rows']:,} | {engine} | {e['seconds']:.1f} | {e['statements']} {cells}"
+                f"| {e['seconds'] / duck:.1f}× | {load} |"
+            )
     return lines
 
 
@@ -474,7 +542,9 @@ def size_label_of(rows: int) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    ap.add_argument("--sizes", default="1M,10M", help="comma-separated event counts")
+    ap.add_argument(
+        "--sizes", default="1M,10M", type=parse_sizes, help="comma-separated event counts"
+    )
     ap.add_argument("--data-dir", type=Path, default=Path("/tmp/abeval-spark-bench"))
     ap.add_argument("--spark-url", help="a running Spark Connect server (default: start one)")
     ap.add_argument("--lab", type=Path, help="with --spark-url: its start.sh LAB (memory)")
@@ -482,10 +552,15 @@ def main() -> None:
     ap.add_argument("--nice", type=int, default=0, help="run the commands under nice -n")
     ap.add_argument("--timeout", type=float, default=3600.0, help="seconds per report")
     ap.add_argument("--top", type=int, default=12, help="statements shown")
+    ap.add_argument(
+        "--before",
+        type=Path,
+        help="a copy of older code (git archive COMMIT | tar -x -C DIR): its Spark report "
+        "runs too, just before this code's, on the same cluster and tables",
+    )
     ap.add_argument("--record", action="store_true", help="append to benchmarks/RESULTS.md")
     args = ap.parse_args()
     args.data_dir.mkdir(parents=True, exist_ok=True)
-    sizes = [parse_size(s) for s in args.sizes.split(",")]
     lab, started = args.lab, None
     if args.spark_url:
         url = args.spark_url
@@ -495,7 +570,7 @@ def main() -> None:
         url, started = start_cluster(lab, args.nice, args.ui_port)
     results: list[dict[str, Any]] = []
     try:
-        for rows in sizes:  # each size's numbers are kept as soon as they are known
+        for rows in args.sizes:  # each size's numbers are kept as soon as they are known
             results.append(run_size(rows, args, url, lab))
             (args.data_dir / "results.json").write_text(json.dumps(results, indent=1))
     finally:
@@ -509,13 +584,16 @@ def main() -> None:
         "",
         *table(results, started),
         "",
+        *summary_table(results),
+        "",
         "Seconds per statement (by its last CTEs; the same statement summed over the report):",
         "",
         *statements_table(results, args.top),
     ]
     for r in results:
-        if "metrics" in r:
-            lines += ["", *metrics_table(r)]
+        for key in ("metrics-before", "metrics"):
+            if key in r:
+                lines += ["", *metrics_table(r, key)]
     measured = [r for r in results if "metrics" in r]
     for small, large in itertools.pairwise(measured):
         lines += ["", *growth_table(small, large)]

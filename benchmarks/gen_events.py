@@ -35,6 +35,12 @@ def parse_size(text: str) -> int:
     return int(number * {"": 1, "k": 1_000, "m": 1_000_000}[unit])
 
 
+def parse_sizes(text: str) -> list[int]:
+    """``"1M,10M"`` → [1_000_000, 10_000_000]: an argparse ``type`` (a bad size is
+    argparse's one-line error naming the option)."""
+    return [parse_size(s) for s in text.split(",") if s.strip()]
+
+
 def size_label(rows: int) -> str:
     """1_000_000 → ``"1M"``; 250_000 → ``"250k"``."""
     if rows % 1_000_000 == 0:
@@ -113,7 +119,9 @@ def generate(
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sizes", default=DEFAULT_SIZES, help="comma-separated row counts")
+    parser.add_argument(
+        "--sizes", default=DEFAULT_SIZES, type=parse_sizes, help="comma-separated row counts"
+    )
     parser.add_argument(
         "--format", default="csv", choices=["csv", "csv.gz", "parquet", "jsonl"], dest="fmt"
     )
@@ -121,8 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--force", action="store_true", help="regenerate existing files")
     args = parser.parse_args(argv)
-    sizes = [parse_size(s) for s in args.sizes.split(",") if s.strip()]
-    for rows in sizes:
+    for rows in args.sizes:
         g = generate(rows, args.fmt, args.data_dir, args.seed, args.force)
         state = "kept" if g.reused else "wrote"
         print(

@@ -83,7 +83,7 @@ def _impressions(name: str, columns: str) -> Cte:
     return Cte(
         name,
         f"""
-    SELECT {columns},
+    SELECT /*+ BROADCAST(p) */ {columns},
         CASE WHEN k.item_no IS NULL THEN 0 ELSE 1 END AS clicked
     FROM exp_events e JOIN population p ON p.user_id = e.user_id
     LEFT JOIN o_clk k ON k.request_no = e.request_no AND k.item_no = e.item_no

@@ -170,7 +170,8 @@ def replay_ctes(
         Cte("r_users", USER_NUMBERS, ("population",)),
         Cte(
             "r_imp",
-            "SELECT p.arm AS grp, p.user_no, e.request_no AS list_id, e.item_no AS item_id, "
+            "SELECT /*+ BROADCAST(p) */ p.arm AS grp, p.user_no, e.request_no AS list_id, "
+            "e.item_no AS item_id, "
             "e.position, e.request_id AS list_text, e.item_id AS item_text FROM exp_events e "
             "JOIN r_users p ON p.user_id = e.user_id "
             "WHERE e.event_type = 'impression' AND e.request_no IS NOT NULL "

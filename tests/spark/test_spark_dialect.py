@@ -112,6 +112,11 @@ def test_every_query_of_a_report_transpiles(captured: tuple[dict, dict, list[str
     assert "PERCENTILE(" in joined and "PERCENTILE_APPROX" not in joined
     # Diversity's similarities are broadcast to the lists' pairs (no shuffle of pairs).
     assert "SELECT /*+ BROADCAST(s) */ a.list_id" in joined  # one list id per list
+    # The impressions are joined to the population (one row per user) broadcast in
+    # the replay's ranked lists and the off-policy counts (and the off-policy kept
+    # impressions, the same part): no shuffle of every impression by user.
+    assert "SELECT /*+ BROADCAST(p) */ p.arm AS grp, p.user_no" in joined
+    assert "SELECT /*+ BROADCAST(p) */ p.arm, e.user_id, e.item_no" in joined
     # Nothing double-quoted survives: in Spark that would be a string literal.
     assert not re.search(r'"', joined)
     assert "DOUBLE PRECISION" not in joined
