@@ -38,6 +38,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 DATA = HERE / "data"
 sys.path.insert(0, str(HERE))
+from gen_events import parse_sizes, size_label  # noqa: E402
 from measure import describe, machine, run_measured  # noqa: E402
 
 EXPERIMENT = "home-reco-v2"
@@ -426,7 +427,7 @@ GROWTH_TIMEOUT = 4 * 3600.0
 def growth(sizes: list[int], data_dir: Path, nice: int, keep: bool) -> list[str]:
     """Ingest of the generated CSV and the report, at each size: time, peak RSS and
     the most DuckDB spilled (the stores go to ``data_dir``, as do the CSV files)."""
-    from gen_events import data_path, size_label
+    from gen_events import data_path
 
     spill = data_dir / "spill"
     spill.mkdir(parents=True, exist_ok=True)
@@ -501,6 +502,7 @@ def main() -> None:
     ap.add_argument(
         "--growth",
         metavar="SIZES",
+        type=parse_sizes,
         help="instead: ingest and report once at each size (e.g. 1M,10M,100M) from "
         "gen_events.py's CSV files in --data-dir",
     )
@@ -576,14 +578,12 @@ def main() -> None:
 
 def other(args: argparse.Namespace) -> None:
     """``--growth`` or ``--profile``: print (and with ``--record`` append) the table."""
-    from gen_events import parse_size
-
     info = machine()
     limit = os.environ.get("ABEVAL_MEMORY_LIMIT", "default")
     if args.growth:
-        sizes = [parse_size(x) for x in args.growth.split(",")]
-        title = f"### Growth: ingest and report at {args.growth} events ({info['date']})"
-        body = growth(sizes, args.data_dir.resolve(), args.nice, args.keep)
+        labels = ",".join(size_label(rows) for rows in args.growth)
+        title = f"### Growth: ingest and report at {labels} events ({info['date']})"
+        body = growth(args.growth, args.data_dir.resolve(), args.nice, args.keep)
     else:
         title = f"### Report statements on {args.profile.name} ({info['date']})"
         out = args.data_dir / "statements.json"

@@ -1,5 +1,6 @@
-"""The benchmarks' ``--sizes``: one parser (gen_events.parse_sizes), and a bad size
-is argparse's one-line error naming the option, never a traceback."""
+"""The benchmarks' ``--sizes`` (``bench_report.py --growth``): one parser
+(gen_events.parse_sizes), and a bad size is argparse's one-line error naming the
+option, never a traceback."""
 
 from __future__ import annotations
 
@@ -18,10 +19,19 @@ def test_sizes_are_read_with_their_units() -> None:
     assert parse_sizes("1M,250k, 5000,") == [1_000_000, 250_000, 5000]
 
 
-@pytest.mark.parametrize("script", ["bench_spark", "bench_postgres", "bench_ingest", "gen_events"])
-def test_a_bad_size_is_one_line(script: str) -> None:
+@pytest.mark.parametrize(
+    ("script", "option"),
+    [
+        ("bench_spark", "--sizes"),
+        ("bench_postgres", "--sizes"),
+        ("bench_ingest", "--sizes"),
+        ("gen_events", "--sizes"),
+        ("bench_report", "--growth"),
+    ],
+)
+def test_a_bad_size_is_one_line(script: str, option: str) -> None:
     done = subprocess.run(
-        [sys.executable, str(BENCHMARKS / f"{script}.py"), "--sizes", "1M,garbage"],
+        [sys.executable, str(BENCHMARKS / f"{script}.py"), option, "1M,garbage"],
         capture_output=True,
         text=True,
         timeout=120,
@@ -30,6 +40,7 @@ def test_a_bad_size_is_one_line(script: str) -> None:
     assert "Traceback" not in done.stderr
     last = done.stderr.strip().splitlines()[-1]
     assert (
-        last == f"{script}.py: error: argument --sizes: not a size: 'garbage' (e.g. 1M, 250k, 5000)"
+        last
+        == f"{script}.py: error: argument {option}: not a size: 'garbage' (e.g. 1M, 250k, 5000)"
     )
     assert done.stdout == ""
