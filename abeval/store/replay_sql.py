@@ -28,6 +28,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from abeval.store.memory import memory_capped
@@ -407,13 +408,15 @@ def open_replay(
     (:func:`abeval.store.memory.memory_capped`: 1.2 GiB, unless the lists need more).
     ``population``: a table already holding the population of that window, and
     ``shown_once`` (:func:`replay_ctes`)."""
-    ctes, params = replay_ctes(
+    parts_of = partial(
+        replay_ctes,
         gains,
         post_exposure_only=post_exposure_only,
         window=window,
         population=population,
         shown_once=shown_once,
     )
+    ctes, params = parts_of()
     params["experiment"] = experiment
     shared = SHARED if population is None else tuple(n for n in SHARED if n != "population")
     with memory_capped(conn) as cap:
@@ -421,15 +424,7 @@ def open_replay(
         try:
             tables = {t.removeprefix(PREFIX): t for t in temporary}
             if tables:  # the queries' parts read the tables, not the parts that are them
-                again, _ = replay_ctes(
-                    gains,
-                    post_exposure_only=post_exposure_only,
-                    window=window,
-                    population=population,
-                    read=tables,
-                    shown_once=shown_once,
-                )
-                parts = again.reading(tables)
+                parts = parts_of(read=tables)[0].reading(tables)
             source = ReplaySource(conn=conn, ctes=parts.render(), params=params, tables=tables)
             if cap.lowered:
                 cap.fit(source.ranked_rows())  # diversity's pairs: per row of the lists
