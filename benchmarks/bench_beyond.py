@@ -37,6 +37,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from bench_report import EXPERIMENT, build_store  # noqa: E402
+from measure import code_copy  # noqa: E402
 
 # Prints the beyond-accuracy statement's CTEs and SELECT as the abeval on sys.path
 # writes them, for the inputs the replay gives (argv: reference users, the
@@ -112,7 +113,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=2_000_000)
     parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--before", type=Path, help="a tree holding an older abeval package")
+    parser.add_argument("--before", type=code_copy, help="a tree holding an older abeval package")
     parser.add_argument(
         "--metrics", default="", help="only these beyond-accuracy metrics (e.g. diversity)"
     )

@@ -62,7 +62,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 DATA = HERE / "data"
 sys.path.insert(0, str(HERE))
-from measure import describe, machine, run_measured  # noqa: E402
+from measure import code_copy, describe, machine, run_measured  # noqa: E402
 
 RESULTS = HERE / "RESULTS.md"
 BEFORE = "abeval (before)"
@@ -205,7 +205,7 @@ def main() -> int:
     parser.add_argument("--record", action="store_true", help="append to benchmarks/RESULTS.md")
     parser.add_argument(
         "--before",
-        type=Path,
+        type=code_copy,
         help="a copy of older code (git archive COMMIT | tar -x -C DIR), timed alongside",
     )
     args = parser.parse_args()

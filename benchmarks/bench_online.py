@@ -22,6 +22,9 @@ import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from measure import code_copy  # noqa: E402
+
 EXPERIMENT = "home-reco-v2"
 
 # One report in this process, every statement's wall and CPU seconds logged.
@@ -82,7 +85,7 @@ def one_report(code: Path, store: Path) -> dict[str, float]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--before", type=Path, required=True, help="a git archive copy of main")
+    ap.add_argument("--before", type=code_copy, required=True, help="a git archive copy of main")
     ap.add_argument("--stores", type=Path, nargs="+", required=True)
     ap.add_argument("--runs", type=int, default=3)
     args = ap.parse_args()

@@ -25,7 +25,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from measure import describe, machine  # noqa: E402
+from measure import code_copy, describe, machine  # noqa: E402
 
 #: Run inside the child, with the code tree first on sys.path: prints one JSON line.
 CHILD = """
@@ -90,7 +90,7 @@ def run(code: Path, store: Path, args: argparse.Namespace) -> dict[str, float]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("stores", nargs="+", type=Path)
-    ap.add_argument("--before", type=Path, required=True, help="a copy of the code to compare")
+    ap.add_argument("--before", type=code_copy, required=True, help="a copy of the code to compare")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--experiment", default="home-reco-v2")
     ap.add_argument("--control", default="control")

@@ -28,7 +28,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from bench_report import report_difference  # noqa: E402
-from measure import describe, machine, publish  # noqa: E402
+from measure import code_copy, describe, machine, publish  # noqa: E402
 
 EXPERIMENT = "home-reco-v2"
 PARTS = ("ranked", "r_lists", "r_items", "arms", "kernel")
@@ -101,7 +101,7 @@ def load() -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("store", type=Path)
-    ap.add_argument("--before", type=Path, required=True, help="a copy of the older code")
+    ap.add_argument("--before", type=code_copy, required=True, help="a copy of the older code")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--record", action="store_true", help="append to benchmarks/RESULTS.md")
     args = ap.parse_args()

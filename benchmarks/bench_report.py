@@ -39,7 +39,7 @@ HERE = Path(__file__).resolve().parent
 DATA = HERE / "data"
 sys.path.insert(0, str(HERE))
 from gen_events import parse_sizes, size_label  # noqa: E402
-from measure import describe, machine, run_measured  # noqa: E402
+from measure import code_copy, describe, machine, run_measured  # noqa: E402
 
 EXPERIMENT = "home-reco-v2"
 KS = (5, 10)
@@ -495,7 +495,7 @@ def main() -> None:
     ap.add_argument("--record", action="store_true", help="append to benchmarks/RESULTS.md")
     ap.add_argument(
         "--before",
-        type=Path,
+        type=code_copy,
         help="a copy of the code before a change (git archive COMMIT | tar -x -C DIR): "
         "its default report is timed in the same runs",
     )

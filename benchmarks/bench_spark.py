@@ -51,7 +51,7 @@ REPO = HERE.parent
 sys.path.insert(0, str(HERE))
 from bench_report import STATEMENTS, report_command, statement_name  # noqa: E402
 from gen_events import data_path, parse_sizes, size_label  # noqa: E402
-from measure import describe, machine, publish, run_measured  # noqa: E402
+from measure import code_copy, describe, machine, publish, run_measured  # noqa: E402
 from spark_metrics import SparkUI, StageCost, by_tag, mib, ui_conf  # noqa: E402
 
 EXPERIMENT = "home-reco-v2"
@@ -554,7 +554,7 @@ def main() -> None:
     ap.add_argument("--top", type=int, default=12, help="statements shown")
     ap.add_argument(
         "--before",
-        type=Path,
+        type=code_copy,
         help="a copy of older code (git archive COMMIT | tar -x -C DIR): its Spark report "
         "runs too, just before this code's, on the same cluster and tables",
     )

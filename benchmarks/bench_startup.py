@@ -43,7 +43,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from bench_report import EXPERIMENT, build_store, measure_runs, report_command  # noqa: E402
-from measure import describe, machine, publish  # noqa: E402
+from measure import code_copy, describe, machine, publish  # noqa: E402
 
 #: One report in this process, phase by phase: seconds of wall and CPU, the
 #: modules each phase imported, and the seconds the SQL statements took.
@@ -151,7 +151,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--runs", type=int, default=15, help="runs of each command (rotated)")
     ap.add_argument("--rows", type=int, default=5_000, help="events in the store")
-    ap.add_argument("--before", type=Path, help="a copy of older code, timed in the same runs")
+    ap.add_argument("--before", type=code_copy, help="a copy of older code, timed in the same runs")
     ap.add_argument("--nice", type=int, default=0, help="run the commands under nice -n")
     ap.add_argument("--record", action="store_true", help="append to benchmarks/RESULTS.md")
     args = ap.parse_args()

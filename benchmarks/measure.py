@@ -28,6 +28,21 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 
 
+def code_copy(text: str) -> Path:
+    """An argparse ``type`` for ``--before``: a folder holding a copy of abeval's code
+    (``git archive COMMIT | tar -x -C DIR``). Anything else is argparse's one-line
+    error before a store is built or a cluster started."""
+    import argparse
+
+    path = Path(text)
+    if not (path / "abeval" / "__main__.py").is_file():
+        raise argparse.ArgumentTypeError(
+            f"{text} holds no copy of abeval's code (make one with: "
+            f"mkdir -p {text} && git archive COMMIT | tar -x -C {text})"
+        )
+    return path
+
+
 @dataclass(frozen=True)
 class Measured:
     """One finished (or killed) subprocess."""
