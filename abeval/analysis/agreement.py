@@ -67,7 +67,7 @@ from abeval.store.evaluations import RecordedEvaluation, latest_evaluations
 from abeval.store.experiments import list_experiments, unknown_experiment_message
 
 if TYPE_CHECKING:
-    from abeval.store.engine import Store
+    from abeval.store.database import Database
 
 SCHEMA_VERSION = "1.0"
 Source = Literal["evaluation", "replay", "ope", "history"]
@@ -245,7 +245,7 @@ class SignalBacktest(JsonResult):
     result: Backtest
 
 
-def agreement_board(store: Store, o: AgreementOptions | None = None) -> AgreementBoard:
+def agreement_board(store: Database, o: AgreementOptions | None = None) -> AgreementBoard:
     """Read every experiment's signals once, collect the pairs, summarise per signal."""
     o = o or AgreementOptions()
     names = _experiments(store, o.experiments)
@@ -306,7 +306,7 @@ class ExperimentSignals:
     alpha: float
 
 
-def experiment_signals(store: Store, name: str, options: ReportOptions) -> ExperimentSignals:
+def experiment_signals(store: Database, name: str, options: ReportOptions) -> ExperimentSignals:
     """The parts of ``name`` the board reads, from one session (no daily series,
     power, decision or prediction); an :class:`AbevalError` when it cannot be read."""
     with ExperimentSession(store, name, options) as session:
@@ -373,7 +373,7 @@ def experiment_options(o: AgreementOptions, name: str) -> ReportOptions:
     return ReportOptions(alpha=o.alpha, daily=False, primary=o.primary, flags=flags, ope=ope)
 
 
-def _experiments(store: Store, asked: Sequence[str] | None) -> list[str]:
+def _experiments(store: Database, asked: Sequence[str] | None) -> list[str]:
     """The experiments to analyse; an unknown name is an error with a did-you-mean."""
     known = [e.experiment for e in list_experiments(store)]
     if asked is None:

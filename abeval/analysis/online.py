@@ -63,7 +63,7 @@ from abeval.store.shared_ctes import drop
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
 
-    from abeval.store.engine import Store
+    from abeval.store.database import Database
     from abeval.store.experiment_facts import ExperimentFacts
 
 __all__ = ["ReportOptions", "build_report"]
@@ -103,7 +103,9 @@ class _Observed:
         return [split.get(a, 0.0) for a in self.arms] if split else None
 
 
-def build_report(store: Store, experiment: str, o: ReportOptions | None = None) -> ExperimentReport:
+def build_report(
+    store: Database, experiment: str, o: ReportOptions | None = None
+) -> ExperimentReport:
     """Everything ``abeval report`` shows for one experiment."""
     from abeval.analysis.session import ExperimentSession
 

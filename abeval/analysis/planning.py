@@ -26,7 +26,7 @@ from abeval.stats.moments import arm_moments
 from abeval.stats.sufficient import ArmStats
 
 if TYPE_CHECKING:
-    from abeval.store.engine import Store
+    from abeval.store.database import Database
 
 #: A test that needs more days than this is reported as not feasible.
 FEASIBLE_DAYS = 365.0
@@ -137,7 +137,7 @@ def guardrail_power(
 
 
 def plan_from_data(
-    store: Store, experiment: str, metrics: tuple[str, ...], o: ReportOptions
+    store: Database, experiment: str, metrics: tuple[str, ...], o: ReportOptions
 ) -> tuple[PowerInfo, ...]:
     """The power rows of ``metrics`` for ``experiment``, exactly as its report
     (under the same options) shows them for its primary metrics: from the
@@ -158,7 +158,7 @@ class Plan:
     planning_rule: str
 
 
-def plan_report(store: Store, experiment: str, o: ReportOptions) -> Plan:
+def plan_report(store: Database, experiment: str, o: ReportOptions) -> Plan:
     """The :class:`Plan` of ``experiment`` under ``o``, from its session."""
     from abeval.analysis.session import ExperimentSession
 

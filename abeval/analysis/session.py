@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
 
     from abeval.analysis.online import _Observed
-    from abeval.store.engine import Store
+    from abeval.store.database import Database
 
 Offline = tuple[tuple[OfflineResult, ...], tuple[OfflineValue, ...], str]
 
@@ -50,7 +50,7 @@ class ExperimentSession:
     The parts are computed lazily and kept; the temporary population table lives
     until the replay has read it or the session closes."""
 
-    def __init__(self, store: Store, experiment: str, options: ReportOptions | None = None):
+    def __init__(self, store: Database, experiment: str, options: ReportOptions | None = None):
         self.store = store
         self.experiment = experiment
         self.options = options or ReportOptions()

@@ -1,4 +1,4 @@
-"""What every part of an open store's API shares: the engine's store, closing it, and
+"""What every part of an open store's API shares: the store's database, closing it, and
 the team-defined metrics a metric name is checked against."""
 
 from __future__ import annotations
@@ -7,13 +7,13 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Self
 
 if TYPE_CHECKING:
-    from abeval.store.engine import Store as EngineStore
+    from abeval.store.database import Database
 
 
 class Opened:
     """An open store (the base of :class:`abeval.api.Store` and its parts)."""
 
-    def __init__(self, store: EngineStore) -> None:
+    def __init__(self, store: Database) -> None:
         self._store = store
 
     def __enter__(self) -> Self:

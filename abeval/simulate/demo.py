@@ -35,7 +35,7 @@ from abeval.simulate.series import (
 from abeval.simulate.writers import labels_of, needs_quotes, write_events
 
 if TYPE_CHECKING:
-    from abeval.store.engine import Store
+    from abeval.store.database import Database
 
 #: Where the history goes, under the demo's folder.
 SERIES_FOLDER = "series"
@@ -80,7 +80,7 @@ def write_demo_experiment(config: SimulationConfig, out_dir: Path) -> Path:
 
 
 def ingest_experiment(
-    store: Store, experiment: str, control: str, events: Path, targets: Path
+    store: Database, experiment: str, control: str, events: Path, targets: Path
 ) -> Ingested:
     """Load one experiment's log and record its control arm and its target
     probabilities."""
@@ -98,7 +98,7 @@ def write_demo_series(out_dir: Path, seed: int) -> list[ExperimentFiles]:
     return write_series(out_dir / SERIES_FOLDER, demo_series_config(seed))
 
 
-def ingest_series(store: Store, files: list[ExperimentFiles]) -> list[Ingested]:
+def ingest_series(store: Database, files: list[ExperimentFiles]) -> list[Ingested]:
     """Load every experiment's log of the history and record its control arm and
     target probabilities."""
     return [

@@ -30,7 +30,7 @@ from abeval.files import sha256_file
 from abeval.store.evaluations import RecordedEvaluation, RecordedMetric, record_evaluation
 
 if TYPE_CHECKING:
-    from abeval.store.engine import Store
+    from abeval.store.database import Database
 
 #: Input roles of which there is one file; the models' files are keyed ``role:name``.
 _SINGLE_ROLES = ("truth", "items", "history")
@@ -46,7 +46,7 @@ class Target:
 
 
 def experiment_target(
-    store: Store, experiment: str, models: Sequence[str], predictors: Sequence[str] = ()
+    store: Database, experiment: str, models: Sequence[str], predictors: Sequence[str] = ()
 ) -> Target:
     """Check the models against the experiment's arms: each model an arm, the
     control one of the recommendation models (of the predictions when there are
@@ -216,7 +216,7 @@ def keep(evaluation: RecordedEvaluation, folder: str | Path | None = None) -> Pa
     raise AbevalError(f"the evaluation finished but could not be kept in {folder or Path.cwd()}")
 
 
-def record_kept(store: Store, path: str | Path) -> RecordedEvaluation:
+def record_kept(store: Database, path: str | Path) -> RecordedEvaluation:
     """Record an evaluation :func:`keep` wrote, as it was computed (its id and its
     time unchanged); one line naming the file for anything else."""
     from abeval.errors import InputError

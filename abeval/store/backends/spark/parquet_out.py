@@ -10,7 +10,7 @@ the Connect server's driver holds none of the file, whatever its size
 (issue 23, item 5; benchmarks/RESULTS.md). The cluster is then asked to count the
 rows it finds there, so that a folder the client wrote but the cluster does not
 see (two machines, two different ``/data``) is caught before the commit, and the
-upload goes through Spark Connect instead (:mod:`abeval.store.spark.landing`).
+upload goes through Spark Connect instead (:mod:`abeval.store.backends.spark.landing`).
 """
 
 from __future__ import annotations
