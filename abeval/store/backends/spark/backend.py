@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from abeval.errors import InputError
 from abeval.store.backends.base import Backend, cannot_read
 from abeval.store.backends.duckdb.backend import arrow_table
-from abeval.store.backends.spark.schema import SPARK_TYPES
+from abeval.store.backends.spark.types import SPARK_TYPES
 from abeval.store.schema import Column
 
 if TYPE_CHECKING:

@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING, Any
 
-from abeval.store.backends.spark.schema import SPARK_TYPES
+from abeval.store.backends.spark.types import SPARK_TYPES
 from abeval.store.schema import OWN_TABLES
 from abeval.store.schema import TABLES as SCHEMA
 

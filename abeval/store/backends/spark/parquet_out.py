@@ -32,7 +32,7 @@ UPLOAD_MODES = ("auto", "connect")
 #: Rows per Parquet file written here (about 60 MB of events).
 FILE_ROWS = 1_000_000
 #: The Arrow type of each Spark column type of abeval's tables
-#: (abeval.store.backends.spark.SPARK_TYPES).
+#: (abeval.store.backends.spark.types.SPARK_TYPES).
 _ARROW = {
     "STRING": "string",
     "INT": "int32",

@@ -30,16 +30,8 @@ from typing import Any
 
 from abeval.errors import StoreError
 from abeval.store.backends.spark.dialect import spark_native
+from abeval.store.backends.spark.types import SPARK_TYPES
 from abeval.store.schema import TABLES
-
-#: Spark's names of abeval's kinds of column (:data:`abeval.store.schema.PORTABLE_TYPES`).
-SPARK_TYPES = {
-    "text": "STRING",
-    "integer": "INT",
-    "bigint": "BIGINT",
-    "double": "DOUBLE",
-    "timestamp": "TIMESTAMP_NTZ",  # zone-less, as DuckDB's TIMESTAMP
-}
 
 #: Where abeval creates its tables on Spark (a URI the cluster can write:
 #: ``s3a://bucket/abeval``, ``hdfs:///abeval``, a local folder for one machine).
