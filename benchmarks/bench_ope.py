@@ -47,7 +47,7 @@ from abeval.simulate.ranked import (
     target_rows,
 )
 from abeval.stats.ope import ESTIMATORS, STEP_ESTIMATORS, Estimate, estimate_terms, snrips_terms
-from abeval.store.ope_cascade_sql import FOLDS, SMOOTH
+from abeval.store.sql.ope_cascade import FOLDS, SMOOTH
 
 RESULTS = Path(__file__).parent / "RESULTS.md"
 CAP = 100.0
@@ -72,7 +72,7 @@ class Sums:
 
 
 def user_table(world: RankedWorld, logs: pd.DataFrame) -> pd.DataFrame:
-    """The store's per-user variables (abeval.store.ope_sql, ope_cascade_sql) with numpy."""
+    """The store's per-user variables (abeval.store.sql.ope_source, ope_cascade) with numpy."""
     k = world.positions
     items = world.log_scores.shape[1]
     n = len(logs) // k

@@ -60,7 +60,8 @@ def after(conn, cursor, statement, *_):
         sums[part] = (w + time.perf_counter() - wall, c + cpu() - used)
 
 from abeval.analysis.replay import default_metrics, replay
-from abeval.store import online_sql, open_store
+from abeval.store import open_store
+from abeval.store.sql import online_daily as online_sql
 from abeval.store.shared_ctes import drop
 
 beyond = ("coverage", "gini", "entropy", "novelty", "diversity")

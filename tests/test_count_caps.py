@@ -300,8 +300,8 @@ def test_the_spark_store_reads_the_same_copies() -> None:
     """The copies are plain SQL: the Spark translation of every query that reads
     them keeps them (the Spark store runs these queries; ``make test-spark`` runs it)."""
     from abeval.analysis.capping import copies
-    from abeval.store import online_sql as sql
     from abeval.store.spark.dialect import to_spark
+    from abeval.store.sql import online_daily as sql
 
     variables = sql.BUILTIN.plus(copies((("clicks_per_user", 0.9), ("ctr", 0.95))))
     caps = {"cap_clicks_per_user": 7.0, "cap_ctr": 9.0}

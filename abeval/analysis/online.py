@@ -3,7 +3,7 @@
 
 This module decides *what* is compared (metrics, arms, CUPED or not) and puts
 the report together: it reads the experiment from the store
-(:mod:`abeval.store.online_sql`), compares the metrics
+(:mod:`abeval.store.sql.online_daily`), compares the metrics
 (:mod:`abeval.analysis.comparisons`), judges them
 (:mod:`abeval.analysis.verdicts`), replays the offline metrics
 (:mod:`abeval.analysis.offline_report`), and adds health, power and the
@@ -48,7 +48,6 @@ from abeval.analysis.team_metrics import check_names, use_recorded
 from abeval.analysis.verdicts import verdicts
 from abeval.errors import AbevalError, NotFoundError, OptionError
 from abeval.stats import srm_test
-from abeval.store import online_sql
 from abeval.store.experiments import (
     ExperimentSettings,
     get_settings,
@@ -56,9 +55,10 @@ from abeval.store.experiments import (
     unknown_arm_message,
     unknown_segment_message,
 )
-from abeval.store.online_sql import BUILTIN, CapValue, Daily, Moments, VariableSet
-from abeval.store.population import Window
 from abeval.store.shared_ctes import drop
+from abeval.store.sql import online_daily as online_sql
+from abeval.store.sql.online_daily import BUILTIN, CapValue, Daily, Moments, VariableSet
+from abeval.store.sql.population import Window
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
@@ -313,7 +313,7 @@ def _cap_values(caps: dict[str, CapValue]) -> dict[str, float]:
 def _health(
     raw: dict[str, Any], users: dict[str, int], weights: list[float] | None, arms: list[str]
 ) -> Health:
-    """The health counts (:func:`abeval.store.online_sql.health`) with the sample
+    """The health counts (:func:`abeval.store.sql.online_daily.health`) with the sample
     ratio test and the problems they show."""
     srm = srm_test([users.get(a, 0) for a in arms], weights)
     problems = []

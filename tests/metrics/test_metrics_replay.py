@@ -162,8 +162,8 @@ def test_a_tie_is_counted_on_the_ranks_the_metrics_use(tmp_path: Path) -> None:
 def test_replay_over_a_given_population_equals_its_own(tmp_path: Path) -> None:
     """The report hands the replay the population its online pass computed; the
     replay over that table gives what the replay computes on its own."""
-    from abeval.store import online_sql
     from abeval.store.shared_ctes import drop
+    from abeval.store.sql import online_daily as online_sql
 
     log, _ = random_log(5)
     store = _store(tmp_path, log)

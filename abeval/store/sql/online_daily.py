@@ -24,9 +24,9 @@ from decimal import Decimal
 from itertools import combinations
 from typing import TYPE_CHECKING, Any
 
-from abeval.store.population import Window, population_parts
 from abeval.store.quoting import quote_literal
-from abeval.store.sql_parts import Cte, With
+from abeval.store.sql.parts import Cte, With
+from abeval.store.sql.population import Window, population_parts
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection

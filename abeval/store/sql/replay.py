@@ -8,7 +8,7 @@ grouping and join below is on integers; only the message about a repeated item
 reads the text. The relevance of each
 (request, item) is its strongest event under the caller's gains (event type →
 gain). The population is the experiment's analysed users
-(:mod:`abeval.store.population`), and, unless told otherwise, only their
+(:mod:`abeval.store.sql.population`), and, unless told otherwise, only their
 impressions from their first exposure on count.
 
 :func:`replay_ctes` defines the relations the metric kernels read
@@ -32,9 +32,9 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from abeval.store.memory import memory_capped
-from abeval.store.population import Window, experiment_events, population_parts
 from abeval.store.shared_ctes import drop, materialize
-from abeval.store.sql_parts import Cte, With
+from abeval.store.sql.parts import Cte, With
+from abeval.store.sql.population import Window, experiment_events, population_parts
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
@@ -141,7 +141,7 @@ def replay_ctes(
     number in this replay (:data:`USER_NUMBERS`), not the text of the log.
 
     ``population`` names a table already holding the experiment's analysed
-    population (``user_id, arm, first_ts``, as :mod:`abeval.store.population`
+    population (``user_id, arm, first_ts``, as :mod:`abeval.store.sql.population`
     defines it), such as the one the online report computed on the same
     connection; without it the population is computed here.
 

@@ -40,7 +40,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from abeval.store.ope_cascade_sql import (
+from abeval.store.shared_ctes import drop, materialize
+from abeval.store.sql.ope_cascade import (
     CASCADE_PARTS,
     DR_PARTS,
     FOLDS,
@@ -48,9 +49,8 @@ from abeval.store.ope_cascade_sql import (
     group_of,
     step_user_columns,
 )
-from abeval.store.population import given_population, population_parts
-from abeval.store.shared_ctes import drop, materialize
-from abeval.store.sql_parts import Cte, With
+from abeval.store.sql.parts import Cte, With
+from abeval.store.sql.population import given_population, population_parts
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
