@@ -14,7 +14,9 @@ import pytest
 from abeval.store import open_store
 from abeval.store.ingest import ingest_file
 from abeval.store.shared_ctes import drop
-from abeval.store.sql.online_daily import BUILTIN, Moments, online_sums, shared
+from abeval.store.sql.online_pass import shared
+from abeval.store.sql.online_sums import online_sums
+from abeval.store.sql.online_variables import BUILTIN, Moments
 
 START = datetime(2025, 3, 1)
 NAMES = ("impressions", "clicks", "purchases", "revenue", "converted")

@@ -124,9 +124,14 @@ def test_materialising_a_name_that_is_not_there_makes_no_table(tmp_path: Path) -
 def _store_parts(monkeypatch: pytest.MonkeyPatch) -> list[With]:
     """The collections the report, the replay and the off-policy estimates run:
     those the online queries render (recorded as they do), and the others' parts."""
-    from abeval.store.sql import online_daily as online
     from abeval.store.sql import ope_cascade as cascade
     from abeval.store.sql import ope_source as ope
+    from abeval.store.sql.online_caps import cap_values_sql
+    from abeval.store.sql.online_daily import daily_moments_sql
+    from abeval.store.sql.online_health import health_parts
+    from abeval.store.sql.online_moments import arm_moments_sql
+    from abeval.store.sql.online_pass import online_ctes
+    from abeval.store.sql.online_segments import segment_moments_sql
     from abeval.store.sql.replay import replay_ctes
 
     rendered: list[With] = []
@@ -138,15 +143,15 @@ def _store_parts(monkeypatch: pytest.MonkeyPatch) -> list[With]:
 
     monkeypatch.setattr(With, "sql", recorded)
     caps = {"clicks": 5.0}
-    online.arm_moments_sql(14, caps=caps)
-    online.segment_moments_sql(14, caps=caps)
-    online.daily_moments_sql(14, caps=caps, own_day=True)
-    online.cap_values_sql("clicks", 0.9, online.online_ctes(14))
+    arm_moments_sql(14, caps=caps)
+    segment_moments_sql(14, caps=caps)
+    daily_moments_sql(14, caps=caps, own_day=True)
+    cap_values_sql("clicks", 0.9, online_ctes(14))
     assert len(rendered) == 4
     src = ope.population_parts().then(*ope._BASE)
     return [
         *rendered,
-        online.online_ctes(14).then(*online.health_parts(14, online.online_ctes(14))),
+        online_ctes(14).then(*health_parts(14, online_ctes(14))),
         src.then(*ope._COUNT_PARTS),
         src.then(ope._EMPIRICAL_PI, *ope._weights(False), ope._user_cte(None)),
         src.then(
