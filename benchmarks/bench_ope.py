@@ -72,7 +72,7 @@ class Sums:
 
 
 def user_table(world: RankedWorld, logs: pd.DataFrame) -> pd.DataFrame:
-    """The store's per-user variables (abeval.store.sql.ope_source, ope_cascade) with numpy."""
+    """The store's per-user variables (abeval.store.sql.ope_parts, ope_cascade) with numpy."""
     k = world.positions
     items = world.log_scores.shape[1]
     n = len(logs) // k

@@ -125,13 +125,14 @@ def _store_parts(monkeypatch: pytest.MonkeyPatch) -> list[With]:
     """The collections the report, the replay and the off-policy estimates run:
     those the online queries render (recorded as they do), and the others' parts."""
     from abeval.store.sql import ope_cascade as cascade
-    from abeval.store.sql import ope_source as ope
+    from abeval.store.sql import ope_parts as ope
     from abeval.store.sql.online_caps import cap_values_sql
     from abeval.store.sql.online_daily import daily_moments_sql
     from abeval.store.sql.online_health import health_parts
     from abeval.store.sql.online_moments import arm_moments_sql
     from abeval.store.sql.online_pass import online_ctes
     from abeval.store.sql.online_segments import segment_moments_sql
+    from abeval.store.sql.population import population_parts
     from abeval.store.sql.replay import replay_ctes
 
     rendered: list[With] = []
@@ -148,19 +149,19 @@ def _store_parts(monkeypatch: pytest.MonkeyPatch) -> list[With]:
     daily_moments_sql(14, caps=caps, own_day=True)
     cap_values_sql("clicks", 0.9, online_ctes(14))
     assert len(rendered) == 4
-    src = ope.population_parts().then(*ope._BASE)
+    src = population_parts().then(*ope.BASE)
     return [
         *rendered,
         online_ctes(14).then(*health_parts(14, online_ctes(14))),
-        src.then(*ope._COUNT_PARTS),
-        src.then(ope._EMPIRICAL_PI, *ope._weights(False), ope._user_cte(None)),
+        src.then(*ope.COUNT_PARTS),
+        src.then(ope.EMPIRICAL_PI, *ope.weight_parts(False), ope.user_part(None)),
         src.then(
-            *ope._FILE_ROWS,
-            ope._FILE_PI,
-            *ope._weights(True),
+            *ope.FILE_ROWS,
+            ope.FILE_PI,
+            *ope.weight_parts(True),
             *cascade.CASCADE_PARTS,
             *cascade.DR_PARTS,
-            ope._user_cte((1, 2)),
+            ope.user_part((1, 2)),
         ),
         replay_ctes({"click": 1.0, "purchase": 2.0})[0],
         replay_ctes({"click": 1.0}, population="abeval_online_population")[0],

@@ -7,7 +7,7 @@ method on the per-user sums (users are the clusters: the randomisation unit),
 which needs only the user count, the sum of each per-user variable and the sum
 of each product of two of them (:class:`UserSums`).
 
-The per-user variables (see :mod:`abeval.store.sql.ope_source`): ``wc`` Σ w·c, ``w`` Σ w,
+The per-user variables (see :mod:`abeval.store.sql.ope_parts`): ``wc`` Σ w·c, ``w`` Σ w,
 ``n`` impressions, ``kc`` Σ min(w, λ)·c, ``k`` Σ min(w, λ), ``c`` clicks.
 
 Results are frozen; an undefined number is ``None`` with a ``status``.

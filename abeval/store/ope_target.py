@@ -2,8 +2,8 @@
 (docs/metrics.md#target-probabilities).
 
 The target policy's probabilities reach the estimators' SQL
-(:mod:`abeval.store.sql.ope_source`) through one temporary table,
-:data:`~abeval.store.sql.ope_source.FILE_TABLE` (``arm``: the target arm,
+(:mod:`abeval.store.sql.ope_parts`) through one temporary table,
+:data:`~abeval.store.sql.ope_parts.FILE_TABLE` (``arm``: the target arm,
 ``request_id``, ``item_id``, ``position``, ``probability``,
 ``probability_given_above``, the last nullable). This module fills it, from the
 rows of a ``--target-propensities`` file (:func:`load_rows`) or from the rows
@@ -36,7 +36,8 @@ from abeval.errors import InputError
 from abeval.store.backends import backend_of
 from abeval.store.migrate import has_own_table
 from abeval.store.schema import TABLES
-from abeval.store.sql.ope_source import FILE_TABLE, ArmCounts
+from abeval.store.sql.ope_parts import FILE_TABLE
+from abeval.store.sql.ope_source import ArmCounts
 from abeval.store.sql.parts import Cte
 from abeval.store.sql.population import population_parts
 
