@@ -46,7 +46,8 @@ from abeval.simulate.ranked import (
     impressions,
     target_rows,
 )
-from abeval.stats.ope import ESTIMATORS, STEP_ESTIMATORS, Estimate, estimate_terms, snrips_terms
+from abeval.stats.ope import Estimate, estimate_terms
+from abeval.stats.ope_ranking import ESTIMATORS, STEP_ESTIMATORS, snrips_terms
 from abeval.store.sql.ope_cascade import FOLDS, SMOOTH
 
 RESULTS = Path(__file__).parent / "RESULTS.md"
@@ -274,7 +275,7 @@ def table(results: dict[tuple[str, int], dict[str, object]], runs: int) -> list[
         "bootstrap coverage | ESS users (share) | top-1% share |",
         "|---|---:|---|---|---:|---:|---:|---:|---:|---:|",
     ]
-    from abeval.stats.ope import ASSUMPTIONS
+    from abeval.stats.ope_ranking import ASSUMPTIONS
 
     for (model, users), res in results.items():
         truth = float(res["truth"])  # type: ignore[arg-type]

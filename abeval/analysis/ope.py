@@ -32,7 +32,6 @@ from abeval.stats.consistency import LiftDifference, lift_difference
 from abeval.stats.ope import (
     MAX_TOP_SHARE,
     MIN_ESS_USERS,
-    STEP_ESTIMATORS,
     Diagnostics,
     Estimate,
     Interval,
@@ -41,9 +40,9 @@ from abeval.stats.ope import (
     estimates,
     independent_lift,
     log_linear,
-    snrips_terms,
     unavailable,
 )
+from abeval.stats.ope_ranking import STEP_ESTIMATORS, snrips_terms
 from abeval.stats.results import JsonResult
 from abeval.store import ope_target
 from abeval.store.memory import memory_capped
