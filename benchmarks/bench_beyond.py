@@ -46,7 +46,7 @@ _DUMP = r"""
 import dataclasses, json, sys
 from abeval.analysis.replay import default_metrics
 from abeval.metrics import BeyondInputs, beyond_query, parse_metrics
-from abeval.store.sql.replay import BEYOND_RELATIONS
+from abeval.store.sql.replay_parts import BEYOND_RELATIONS
 names = sys.argv[2].split(",") if sys.argv[2] else None
 specs = [s for s in parse_metrics(default_metrics()) if s.kind == "beyond"
          and (names is None or s.name in names)]

@@ -133,7 +133,7 @@ def _store_parts(monkeypatch: pytest.MonkeyPatch) -> list[With]:
     from abeval.store.sql.online_pass import online_ctes
     from abeval.store.sql.online_segments import segment_moments_sql
     from abeval.store.sql.population import population_parts
-    from abeval.store.sql.replay import replay_ctes
+    from abeval.store.sql.replay_parts import replay_ctes
 
     rendered: list[With] = []
     plain = With.sql

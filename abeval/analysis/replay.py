@@ -35,7 +35,8 @@ from abeval.metrics import (
 )
 from abeval.metrics.results import complete
 from abeval.store.sql.population import Window
-from abeval.store.sql.replay import BEYOND_RELATIONS, ReplaySource, open_replay
+from abeval.store.sql.replay import ReplaySource, open_replay
+from abeval.store.sql.replay_parts import BEYOND_RELATIONS
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
