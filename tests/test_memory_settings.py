@@ -20,7 +20,7 @@ from abeval.store import open_store
 from abeval.store.backends.duckdb import memory
 from abeval.store.backends.duckdb.memory import capped_gib, parse_memory, physical_memory
 from abeval.store.ingest.keys import number_ingest
-from abeval.store.replay_sql import open_replay
+from abeval.store.sql.replay import open_replay
 
 runner = CliRunner()
 GAINS = {"click": 1.0, "purchase": 2.0}
