@@ -100,7 +100,7 @@ def ope_evidence(
     """The candidate's off-policy lift over production: ``experiment``'s control
     logs reweighted to the candidate's probabilities (the file), by the headline
     estimator (:func:`abeval.analysis.ope.candidate_estimate`)."""
-    from abeval.analysis.online import choose_control
+    from abeval.analysis.observation import choose_control
     from abeval.analysis.ope import candidate_estimate
     from abeval.analysis.ope_file import read_target_propensities
     from abeval.store.experiments import list_experiments
