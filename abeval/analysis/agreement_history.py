@@ -23,10 +23,9 @@ from abeval.analysis.agreement import (
     AgreementOptions,
     AgreementPair,
     ExperimentCoverage,
-    backtests,
-    notes,
-    summarise,
 )
+from abeval.analysis.agreement_board import notes
+from abeval.analysis.agreement_summary import backtests, summarise
 from abeval.analysis.forecast_history import HistoryEntry, read_history
 from abeval.errors import InputError
 from abeval.stats.distributions import norm_isf

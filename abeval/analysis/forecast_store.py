@@ -4,8 +4,9 @@ entries, with the users of each test and the store's recent traffic. Post-hoc
 off-policy estimates (the target arm's own frequencies, no target file) are
 left out: like the board, the forecast learns only from predictions.
 
-Only the board's public functions are used (:func:`abeval.analysis.agreement.
-agreement_board`); the board's ranking says which signal predicts best.
+Only the board's public functions are used
+(:func:`abeval.analysis.agreement_board.agreement_board`); the board's ranking says
+which signal predicts best.
 """
 
 from __future__ import annotations
@@ -56,7 +57,9 @@ def store_history(
     experiment read under its saved configuration, ``o``'s primary metrics and α
     overriding it where given. ``board``: the store's board already built, read
     instead of building it again (then only ``o.primary`` is read from it)."""
-    from abeval.analysis.agreement import AgreementOptions, Source, agreement_board, own_levels
+    from abeval.analysis.agreement import AgreementOptions, Source
+    from abeval.analysis.agreement_board import agreement_board
+    from abeval.analysis.agreement_summary import own_levels
     from abeval.stats.distributions import norm_isf
     from abeval.store.experiments import list_experiments
 
