@@ -78,6 +78,9 @@ class AgreementPair(JsonResult):
     offline_status: str = "ok"
     #: False for replayed metrics and post-hoc off-policy estimates.
     independent: bool = True
+    #: The offline lift's standard error: the estimator's own for an off-policy
+    #: estimate, else read off ``offline_ci`` as a normal interval at its level
+    #: (:func:`abeval.analysis.agreement_pairs.interval_se`); None without one.
     offline_se: float | None = None
     #: (offline − online) / √(se² + se²) where both are the same quantity, else None.
     z: float | None = None

@@ -81,13 +81,12 @@ def agreement_board(store: Store, o: AgreementOptions | None = None) -> Agreemen
         except AbevalError as exc:
             coverage.append(ExperimentCoverage(name, None, (), {}, "skipped", exc.message))
             continue
-        found = experiment_pairs(read, evaluations.get(name))
+        found = experiment_pairs(read, evaluations.get(name), o.alpha)
         pairs += found
         coverage.append(_coverage(read, found))
     starts = {e.experiment: e.first_ts or "" for e in list_experiments(store)}
     order = sorted(names, key=lambda n: (starts.get(n, ""), n))
-    levels = {c.experiment: c.alpha for c in coverage if c.alpha is not None}
-    summary = with_z_scores(summarise(pairs, o, levels), pairs)
+    summary = with_z_scores(summarise(pairs, o), pairs)
     return AgreementBoard(
         schema_version=SCHEMA_VERSION,
         abeval_version=__version__,
@@ -106,7 +105,7 @@ def agreement_board(store: Store, o: AgreementOptions | None = None) -> Agreemen
         pairs=tuple(pairs),
         summary=summary,
         notes=notes(o),
-        backtest=backtests(pairs, order, "start", o, levels) if o.backtest else (),
+        backtest=backtests(pairs, order, "start", o) if o.backtest else (),
     )
 
 

@@ -43,6 +43,7 @@ def _pair(e: HistoryEntry, z: float) -> AgreementPair:
         source="history",
         offline_lift=e.offline_lift,
         offline_ci=(e.offline_lift - z * e.offline_se, e.offline_lift + z * e.offline_se),
+        offline_se=e.offline_se,
     )
 
 

@@ -21,6 +21,7 @@ from abeval.analysis.recorded_lift import recorded_lift
 from abeval.analysis.report_model import MetricResult, OfflineResult, ReportOptions
 from abeval.analysis.session import ExperimentSession
 from abeval.stats.consistency import lift_difference
+from abeval.stats.distributions import norm_isf
 from abeval.store.evaluations import RecordedEvaluation
 
 if TYPE_CHECKING:
@@ -79,15 +80,16 @@ class _Lift:
 
 
 def experiment_pairs(
-    read: ExperimentSignals, evaluation: RecordedEvaluation | None
+    read: ExperimentSignals, evaluation: RecordedEvaluation | None, alpha: float
 ) -> list[AgreementPair]:
-    """Every (treatment arm, primary online metric, signal) of one experiment."""
+    """Every (treatment arm, primary online metric, signal) of one experiment;
+    ``alpha``: the board's, the level of a recorded evaluation's interval."""
     pairs = []
     for m in read.primary:
         rel = m.comparison.relative
         if rel.effect is None:
             continue
-        for signal, source, lift in _signals(read, evaluation, m.arm):
+        for signal, source, lift in _signals(read, evaluation, m.arm, alpha):
             z = None
             if lift.predicts == m.metric:
                 z = lift_difference(lift.value, lift.se, rel.effect, rel.se, 0.05).z
@@ -113,15 +115,20 @@ def experiment_pairs(
 
 
 def _signals(
-    read: ExperimentSignals, evaluation: RecordedEvaluation | None, arm: str
+    read: ExperimentSignals, evaluation: RecordedEvaluation | None, arm: str, alpha: float
 ) -> Iterable[tuple[str, Source, _Lift]]:
     """(signal, source, offline lift) for one treatment arm. Offline intervals are
-    each signal's own 1 − α interval, not adjusted over the other signals."""
+    each signal's own 1 − α interval, not adjusted over the other signals. The
+    standard error is the estimator's own (off-policy estimates), else read off
+    the interval (:func:`interval_se`) at its level: the board's ``alpha`` for a
+    recorded evaluation, the experiment's α (its saved configuration's) for a
+    replayed metric."""
     if evaluation is not None:
         for metric in dict.fromkeys(r.metric for r in evaluation.metrics if r.arm == arm):
             found = recorded_lift(evaluation, arm, metric)
             if found is not None:
-                yield metric, "evaluation", _Lift(found.value, found.ci, found.status)
+                se = interval_se(found.ci, alpha)
+                yield metric, "evaluation", _Lift(found.value, found.ci, found.status, se)
     ope = read.ope
     if ope.status == "ok":
         for d in ope.directions:
@@ -136,7 +143,16 @@ def _signals(
         if r.arm == arm:
             rel = r.comparison.relative
             status = "ok" if rel.effect is not None else r.comparison.status
-            yield r.metric, "replay", _Lift(rel.effect, rel.ci, status)
+            se = interval_se(rel.ci, read.alpha)
+            yield r.metric, "replay", _Lift(rel.effect, rel.ci, status, se)
+
+
+def interval_se(ci: tuple[float, float] | None, alpha: float) -> float | None:
+    """The standard error a 1 − ``alpha`` interval stands for, read as a normal
+    one: its width / (2 z), z the normal's 1 − α/2 quantile; None without one."""
+    if ci is None:
+        return None
+    return max(ci[1] - ci[0], 0.0) / (2 * norm_isf(alpha / 2))
 
 
 #: Estimate statuses that mean the logs cannot support the estimator at all.

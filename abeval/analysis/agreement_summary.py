@@ -27,21 +27,15 @@ from abeval.stats.agreement_familywise import familywise_p
 from abeval.stats.agreement_noise import expected_precision, noise_ceiling, rho_over_ceiling
 from abeval.stats.agreement_predictive import backtest, loo_score
 from abeval.stats.consistency import z_scores
-from abeval.stats.distributions import norm_isf
 from abeval.stats.forecast import HistoryRow, fit
 
 #: A board row's key: signal, source, online metric, independent evidence or not.
 RowKey = tuple[str, Source, str, bool]
 
 
-def summarise(
-    pairs: Sequence[AgreementPair],
-    o: AgreementOptions,
-    levels: Mapping[str, float] | None = None,
-) -> tuple[SignalSummary, ...]:
+def summarise(pairs: Sequence[AgreementPair], o: AgreementOptions) -> tuple[SignalSummary, ...]:
     """One ranked :class:`SignalSummary` per (signal, source, online metric);
-    ranks count within each online metric, in the order of ``o.primary``
-    (``levels``: as :func:`history_rows` takes them)."""
+    ranks count within each online metric, in the order of ``o.primary``."""
     rows = []
     oriented = _oriented(pairs)
     for (signal, source, metric, independent), kept in oriented.items():
@@ -49,7 +43,7 @@ def summarise(
         a = agreement(kept, o.alpha, o.resamples, o.seed)
         row = replace(_summary(signal, source, metric, flip_offline, a), independent=independent)
         row = _with_noise(row, kept, o)
-        history = history_rows(kept, o.alpha, own_levels(source, levels))
+        history = history_rows(kept)
         rows.append(_with_score(row, history, o.alpha))
     rows = _with_familywise(rows, oriented, o)
     order = {m: i for i, m in enumerate(o.primary)}
@@ -67,16 +61,14 @@ def backtests(
     order: Sequence[str],
     ordered_by: str,
     o: AgreementOptions,
-    levels: Mapping[str, float] | None = None,
 ) -> tuple[SignalBacktest, ...]:
     """The backtest of every (signal, source, online metric) of ``pairs``, in the
-    summary's order of online metrics, experiments in ``order`` (``levels``: as
-    :func:`history_rows` takes them)."""
+    summary's order of online metrics, experiments in ``order``."""
     out = []
     for (signal, source, metric, independent), points in _oriented(pairs).items():
         if not independent and source != "replay":  # post-hoc estimates forecast nothing
             continue
-        rows = history_rows(points, o.alpha, own_levels(source, levels))
+        rows = history_rows(points)
         result = backtest(rows, list(order), o.alpha)
         out.append(SignalBacktest(signal, source, metric, ordered_by, result))
     rank = {m: i for i, m in enumerate(o.primary)}
@@ -123,7 +115,9 @@ def _point(p: AgreementPair, flip_offline: bool, flip_online: bool) -> Point | N
 
     offline, offline_ci = orient(p.offline_lift, p.offline_ci, flip_offline)
     online, online_ci = orient(p.online_lift, p.online_ci, flip_online)
-    return Point(p.experiment, offline, online, offline_ci, online_ci, p.online_se, p.arm)
+    return Point(
+        p.experiment, offline, online, offline_ci, online_ci, p.online_se, p.arm, p.offline_se
+    )
 
 
 def _with_noise(row: SignalSummary, points: Sequence[Point], o: AgreementOptions) -> SignalSummary:
@@ -143,28 +137,15 @@ def _with_noise(row: SignalSummary, points: Sequence[Point], o: AgreementOptions
     )
 
 
-def own_levels(source: Source, levels: Mapping[str, float] | None) -> Mapping[str, float] | None:
-    """The experiments' levels where ``source``'s intervals are at them: replayed
-    metrics and off-policy estimates; a recorded evaluation's interval is at the
-    level it was evaluated at, not the experiment's (None: the board's α)."""
-    return None if source == "evaluation" else levels
-
-
-def history_rows(
-    points: Sequence[Point], alpha: float, levels: Mapping[str, float] | None = None
-) -> list[HistoryRow]:
+def history_rows(points: Sequence[Point]) -> list[HistoryRow]:
     """The forecast model's rows of a signal's points: those with an online
-    standard error above 0; the offline standard error is read off the offline
-    1 − α interval as its width / (2 z), 0 without an interval, with α the
-    experiment's own in ``levels`` (its saved configuration's), else ``alpha``."""
-    levels = levels or {}
+    standard error above 0, with the pair's offline standard error
+    (:attr:`~abeval.analysis.agreement.AgreementPair.offline_se`; 0 without one)."""
     rows = []
     for p in points:
         if p.online_se is None or not p.online_se > 0:
             continue
-        z = norm_isf(levels.get(p.cluster, alpha) / 2)
-        ci = p.offline_ci
-        se = 0.0 if ci is None else max(ci[1] - ci[0], 0.0) / (2 * z)
+        se = p.offline_se if p.offline_se is not None else 0.0
         rows.append(HistoryRow(p.offline, se, p.online, p.online_se, p.cluster))
     return rows
 
