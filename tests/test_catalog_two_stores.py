@@ -67,7 +67,6 @@ def _rows(kind: str, seed: int) -> tuple[list[dict[str, str]], dict[str, np.ndar
         arm = "control" if i % 2 == 0 else "treatment"
         user = f"u{i}"
         exposed = START + np.timedelta64(i * 7, "m")
-
         events = [("exposure", 0)]
         if kind == "add_to_cart":
             n = int(rng.poisson(1.0 if arm == "control" else 2.5))

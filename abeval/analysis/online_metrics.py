@@ -5,6 +5,11 @@ A metric is a mean of a per-user value, a proportion of users, or a ratio of two
 per-user sums (delta method). :func:`arm_stats` turns an arm's moments into the
 statistics layer's sufficient statistics, with the same metric over the
 pre-period as CUPED covariate when asked.
+
+:data:`BUILTIN_METRICS` is a read-only constant. The metrics of one store (the
+built-ins and its team-defined ones) are a :class:`Catalog`, read from the store
+with each result, passed to what looks a metric up and carried by the results;
+names are checked against the catalog given (:func:`parse_metrics`).
 """
 
 from __future__ import annotations
