@@ -140,6 +140,11 @@ def _check_pages(report: ExperimentReport, lower: bool, description: str) -> Non
     row = doc.find("tr", data_metric="engagement", data_arm="treatment")
     assert ("tone-bad" if lower else "tone-good") in row.classes()
     assert row.find(data_field="label").attrs["title"] == description
+    sub = row.find("span", class_="sub").clean()
+    if lower:
+        assert sub == "users with any error_shown / users · lower is better"
+    else:
+        assert sub == "count of add_to_cart / users"
     decision = doc.find("li", data_for_arm="treatment")
     assert decision.attrs["data-decision"] == ("roll_back" if lower else "ship")
 

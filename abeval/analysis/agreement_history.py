@@ -103,4 +103,5 @@ def history_board(path: str | Path, o: AgreementOptions) -> AgreementBoard:
         summary=summarise(pairs, o, BUILTIN_CATALOG),
         notes=notes(o),
         backtest=backtests(pairs, order, ordered_by, o, BUILTIN_CATALOG) if o.backtest else (),
+        catalog=BUILTIN_CATALOG,
     )

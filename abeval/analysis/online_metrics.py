@@ -136,7 +136,8 @@ class Catalog:
     metric (the built-ins, then the store's team-defined ones by name), and what the
     team-defined ones need beside the built-ins: their definitions, the per-user
     variables they sum, the caps their definitions give (variable → quantile) and
-    what the report calls those variables (``t0_n`` → ``Σ value of add_to_cart``).
+    what the report calls those variables (``t0_n`` → ``Σ value of add_to_cart``,
+    ``t1_p`` → ``users with any add_to_cart``).
 
     Read from the store when a result is computed
     (:func:`abeval.analysis.team_metrics.read_catalog`), passed to the analysis and

@@ -158,7 +158,7 @@ class Plan:
     planning_alpha: float
     planning_rule: str
     #: The store's metrics it was planned with (their labels, for its presenters).
-    catalog: Catalog = field(repr=False)
+    catalog: Catalog = field(repr=False, compare=False)
 
 
 def plan_report(

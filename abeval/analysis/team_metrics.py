@@ -131,15 +131,17 @@ def catalog(definitions: Iterable[TeamMetric]) -> Catalog:
         num, den = f"t{i}_n", f"t{i}_d"
         summed.append(Variable(num, d.numerator.event, d.numerator.value, d.where))
         numerator, denominator = num, None
+        labels[num] = d.numerator.text()
         if d.kind == "proportion":
             numerator = f"t{i}_p"
             indicators.append((numerator, num))
+            labels[numerator] = f"users with any {d.numerator.event}"
         elif d.kind == "ratio" and d.denominator is not None:
             summed.append(Variable(den, d.denominator.event, d.denominator.value, d.where))
             denominator = den
+            labels[den] = d.denominator.text()
         if d.cap is not None:
             caps[num] = d.cap
-        labels[num] = d.numerator.text()
         metrics[d.name] = OnlineMetric(
             d.name,
             d.kind,

@@ -220,11 +220,16 @@ _ROLE_TITLES: dict[Role, tuple[str, str, str]] = {
 
 
 def _names(m: MetricResult, catalog: Catalog) -> tuple[str, str, str]:
-    """Numerator and denominator names and the description of a metric."""
+    """Numerator and denominator names and the description of a metric (a team
+    metric's variables by what they count, from the store's ``catalog``)."""
     spec = catalog.get(m.metric)
     if spec is None:
         return "numerator", "denominator", ""
-    return spec.numerator, spec.denominator or "users", spec.description
+    numerator = catalog.labels.get(spec.numerator, spec.numerator)
+    denominator = (
+        catalog.labels.get(spec.denominator, spec.denominator) if spec.denominator else None
+    )
+    return numerator, denominator or "users", spec.description
 
 
 def _as_percent(m: MetricResult) -> bool:
