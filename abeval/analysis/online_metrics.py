@@ -30,7 +30,7 @@ from abeval.stats import (
     RatioStats,
 )
 from abeval.stats.sufficient import ArmStats
-from abeval.store.online_sql import BUILTIN, Moments, VariableSet
+from abeval.store.sql.online_variables import BUILTIN, Moments, VariableSet
 
 if TYPE_CHECKING:
     from abeval.analysis.team_metrics import TeamMetric

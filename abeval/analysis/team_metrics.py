@@ -4,7 +4,7 @@ ones join the built-ins for a report.
 
 A definition counts, or sums the ``value`` of, a user's events of one type (with
 optional attribute filters ``where``) from the first exposure inside the window,
-exactly as the built-in variables are counted (:mod:`abeval.store.online_sql`):
+exactly as the built-in variables are counted (:mod:`abeval.store.sql.online_variables`):
 
 - ``proportion``: the share of users with at least one matching event;
 - ``mean``: the per-user count (or, with ``value = "sum"``, the sum of values);
@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from abeval.analysis.capping import check_cappable
 from abeval.analysis.online_metrics import BUILTIN_METRICS, Catalog, OnlineMetric, check_known
-from abeval.store.online_sql import Variable, VariableSet
+from abeval.store.sql.online_variables import Variable, VariableSet
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
