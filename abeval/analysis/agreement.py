@@ -13,10 +13,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-from abeval.analysis.online_metrics import DEFAULT_PRIMARY
+from abeval.analysis.online_metrics import BUILTIN_CATALOG, DEFAULT_PRIMARY, Catalog
 from abeval.stats.agreement import DEFAULT_RESAMPLES, DEFAULT_SEED
 from abeval.stats.agreement_predictive import Backtest
-from abeval.stats.results import JsonResult
+from abeval.stats.results import NOT_IN_JSON, JsonResult
 
 SCHEMA_VERSION = "1.0"
 
@@ -187,6 +187,11 @@ class AgreementBoard(JsonResult):
     #: ``--backtest``: per signal and online metric, each experiment forecast
     #: from the earlier ones (empty unless asked for).
     backtest: tuple[SignalBacktest, ...] = ()
+    #: The store's metrics the board was read with (their labels and directions, for
+    #: its presenters; not in the JSON document).
+    catalog: Catalog = field(
+        default=BUILTIN_CATALOG, repr=False, compare=False, metadata=NOT_IN_JSON
+    )
 
 
 @dataclass(frozen=True)

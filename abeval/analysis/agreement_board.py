@@ -56,7 +56,9 @@ from abeval.analysis.agreement_pairs import (
     experiment_signals,
 )
 from abeval.analysis.agreement_summary import backtests, summarise, with_z_scores
+from abeval.analysis.online_metrics import Catalog
 from abeval.analysis.ope_file import read_target_propensities
+from abeval.analysis.team_metrics import read_catalog
 from abeval.errors import AbevalError, NotFoundError
 from abeval.store.evaluations import latest_evaluations
 from abeval.store.experiments import list_experiments, unknown_experiment_message
@@ -65,9 +67,15 @@ if TYPE_CHECKING:
     from abeval.store.engine import Store
 
 
-def agreement_board(store: Store, o: AgreementOptions | None = None) -> AgreementBoard:
-    """Read every experiment's signals once, collect the pairs, summarise per signal."""
+def agreement_board(
+    store: Store, o: AgreementOptions | None = None, catalog: Catalog | None = None
+) -> AgreementBoard:
+    """Read every experiment's signals once, collect the pairs, summarise per signal
+    (``catalog``: the store's metrics when read already)."""
     o = o or AgreementOptions()
+    if catalog is None:
+        with store.connect() as conn:
+            catalog = read_catalog(conn)
     names = _experiments(store, o.experiments)
     _experiments(store, list(o.target_propensities))  # every file names a known experiment
     for file in o.target_propensities.values():
@@ -77,7 +85,7 @@ def agreement_board(store: Store, o: AgreementOptions | None = None) -> Agreemen
     coverage: list[ExperimentCoverage] = []
     for name in names:
         try:
-            read = experiment_signals(store, name, experiment_options(o, name))
+            read = experiment_signals(store, name, experiment_options(o, name), catalog)
         except AbevalError as exc:
             coverage.append(ExperimentCoverage(name, None, (), {}, "skipped", exc.message))
             continue
@@ -86,7 +94,7 @@ def agreement_board(store: Store, o: AgreementOptions | None = None) -> Agreemen
         coverage.append(_coverage(read, found))
     starts = {e.experiment: e.first_ts or "" for e in list_experiments(store)}
     order = sorted(names, key=lambda n: (starts.get(n, ""), n))
-    summary = with_z_scores(summarise(pairs, o), pairs)
+    summary = with_z_scores(summarise(pairs, o, catalog), pairs)
     return AgreementBoard(
         schema_version=SCHEMA_VERSION,
         abeval_version=__version__,
@@ -105,7 +113,8 @@ def agreement_board(store: Store, o: AgreementOptions | None = None) -> Agreemen
         pairs=tuple(pairs),
         summary=summary,
         notes=notes(o),
-        backtest=backtests(pairs, order, "start", o) if o.backtest else (),
+        backtest=backtests(pairs, order, "start", o, catalog) if o.backtest else (),
+        catalog=catalog,
     )
 
 

@@ -25,6 +25,7 @@ from abeval.stats.distributions import norm_isf
 from abeval.store.evaluations import RecordedEvaluation
 
 if TYPE_CHECKING:
+    from abeval.analysis.online_metrics import Catalog
     from abeval.store.engine import Store
 
 
@@ -44,10 +45,13 @@ class ExperimentSignals:
     alpha: float
 
 
-def experiment_signals(store: Store, name: str, options: ReportOptions) -> ExperimentSignals:
+def experiment_signals(
+    store: Store, name: str, options: ReportOptions, catalog: Catalog
+) -> ExperimentSignals:
     """The parts of ``name`` the board reads, from one session (no daily series,
-    power, decision or prediction); an :class:`AbevalError` when it cannot be read."""
-    with ExperimentSession(store, name, options) as session:
+    power, decision or prediction) with the store's ``catalog``; an
+    :class:`AbevalError` when it cannot be read."""
+    with ExperimentSession(store, name, options, catalog) as session:
         primary = tuple(m for m in session.online_comparisons() if m.role == "primary")
         offline = session.offline[0]
         others = tuple(session.observed.arms[1:])  # control first

@@ -19,7 +19,7 @@ from abeval.analysis.agreement import (
     SignalSummary,
     Source,
 )
-from abeval.analysis.online_metrics import METRICS
+from abeval.analysis.online_metrics import Catalog
 from abeval.errors import AbevalError
 from abeval.metrics.registry import definition
 from abeval.stats.agreement import Agreement, Point, agreement
@@ -33,11 +33,14 @@ from abeval.stats.forecast import HistoryRow, fit
 RowKey = tuple[str, Source, str, bool]
 
 
-def summarise(pairs: Sequence[AgreementPair], o: AgreementOptions) -> tuple[SignalSummary, ...]:
-    """One ranked :class:`SignalSummary` per (signal, source, online metric);
-    ranks count within each online metric, in the order of ``o.primary``."""
+def summarise(
+    pairs: Sequence[AgreementPair], o: AgreementOptions, catalog: Catalog
+) -> tuple[SignalSummary, ...]:
+    """One ranked :class:`SignalSummary` per (signal, source, online metric), each
+    online metric in its direction in ``catalog``; ranks count within each online
+    metric, in the order of ``o.primary``."""
     rows = []
-    oriented = _oriented(pairs)
+    oriented = _oriented(pairs, catalog)
     for (signal, source, metric, independent), kept in oriented.items():
         flip_offline = offline_lower_is_better(signal, source)
         a = agreement(kept, o.alpha, o.resamples, o.seed)
@@ -61,11 +64,12 @@ def backtests(
     order: Sequence[str],
     ordered_by: str,
     o: AgreementOptions,
+    catalog: Catalog,
 ) -> tuple[SignalBacktest, ...]:
     """The backtest of every (signal, source, online metric) of ``pairs``, in the
     summary's order of online metrics, experiments in ``order``."""
     out = []
-    for (signal, source, metric, independent), points in _oriented(pairs).items():
+    for (signal, source, metric, independent), points in _oriented(pairs, catalog).items():
         if not independent and source != "replay":  # post-hoc estimates forecast nothing
             continue
         rows = history_rows(points)
@@ -77,17 +81,17 @@ def backtests(
     return tuple(out)
 
 
-def _oriented(pairs: Sequence[AgreementPair]) -> dict[RowKey, list[Point]]:
+def _oriented(pairs: Sequence[AgreementPair], catalog: Catalog) -> dict[RowKey, list[Point]]:
     """The pairs grouped per (signal, source, online metric, independence), as
-    points oriented so that larger is better (pairs without an offline lift left out)."""
+    points oriented so that larger is better (the online metric's direction from
+    ``catalog``; pairs without an offline lift left out)."""
     groups: dict[RowKey, list[AgreementPair]] = {}
     for p in pairs:
         groups.setdefault((p.signal, p.source, p.online_metric, p.independent), []).append(p)
     out = {}
     for (signal, source, metric, independent), group in groups.items():
         flip_offline = offline_lower_is_better(signal, source)
-        online = METRICS.get(metric)
-        flip_online = online is not None and online.lower_is_better
+        flip_online = catalog.lower_is_better(metric)
         points = [_point(p, flip_offline, flip_online) for p in group]
         out[(signal, source, metric, independent)] = [p for p in points if p is not None]
     return out

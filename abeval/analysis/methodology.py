@@ -10,15 +10,15 @@ from typing import Any
 
 from abeval.analysis.observation import Observed, cap_values
 from abeval.analysis.report_model import Methodology, ReportOptions
-from abeval.store import online_sql
-from abeval.store.online_sql import Moments
+from abeval.store.sql import online_moments
+from abeval.store.sql.online_variables import Moments
 
 __all__ = ["methodology"]
 
 
 def methodology(seen: Observed, o: ReportOptions) -> Methodology:
     return Methodology(
-        sql=online_sql.arm_moments_sql(
+        sql=online_moments.arm_moments_sql(
             o.cuped_days, caps=cap_values(seen.caps), window=seen.window, variables=seen.variables
         ),
         sufficient_statistics={a: _moments_dict(m) for a, m in seen.moments.items()},

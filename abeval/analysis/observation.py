@@ -17,10 +17,9 @@ from typing import TYPE_CHECKING, Any
 
 from abeval.analysis.capping import copies, copy_labels, variable_quantiles
 from abeval.analysis.report_model import ControlRule, Health, ReportOptions
-from abeval.analysis.team_metrics import check_names, use_recorded
+from abeval.analysis.team_metrics import check_names
 from abeval.errors import AbevalError, NotFoundError, OptionError
 from abeval.stats import srm_test
-from abeval.store import online_sql
 from abeval.store.experiments import (
     ExperimentSettings,
     get_settings,
@@ -28,13 +27,18 @@ from abeval.store.experiments import (
     unknown_arm_message,
     unknown_segment_message,
 )
-from abeval.store.online_sql import BUILTIN, CapValue, Daily, Moments, VariableSet
-from abeval.store.population import Window
 from abeval.store.shared_ctes import drop
+from abeval.store.sql import online_pass, online_segments, online_sums, provenance
+from abeval.store.sql.online_caps import CapValue
+from abeval.store.sql.online_caps import cap_values as read_cap_values
+from abeval.store.sql.online_sums import Daily
+from abeval.store.sql.online_variables import BUILTIN, Moments, VariableSet
+from abeval.store.sql.population import Window
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
 
+    from abeval.analysis.online_metrics import Catalog
     from abeval.store.experiment_facts import ExperimentFacts
 
 __all__ = ["Observed", "cap_values", "choose_control", "days_observed", "observe"]
@@ -87,10 +91,15 @@ def days_observed(seen: Observed) -> int:
 
 
 def observe(
-    conn: Connection, experiment: str, o: ReportOptions, facts: ExperimentFacts | None = None
+    conn: Connection,
+    experiment: str,
+    o: ReportOptions,
+    catalog: Catalog,
+    facts: ExperimentFacts | None = None,
 ) -> tuple[Observed, list[str]]:
     """Read the experiment from the store: its settings and arms (from ``facts``
-    when read already), then, over the population computed once, the moments,
+    when read already), the metrics of the store's ``catalog`` the options name
+    checked, then, over the population computed once, the moments,
     health, daily and segment breakdowns; and the temporary table of the
     population, kept for the replay (drop it after)."""
     settings = facts.settings if facts is not None else get_settings(conn, experiment)
@@ -107,18 +116,16 @@ def observe(
             raise OptionError("segment", o.segment, message, allowed=tuple(known))
     arms = [control] + [a for a in settings.arms if a != control]
     window = _window(settings, o)
-    recorded, variables = use_recorded(conn)
-    check_names(o)
-    base, temporary = online_sql.shared(conn, experiment, o.cuped_days, window, variables)
+    check_names(o, catalog)
+    variables = catalog.variables
+    base, temporary = online_pass.shared(conn, experiment, o.cuped_days, window, variables)
     variables = variables.plus(copies(o.caps))  # columns of user_metrics, not of user_day
     kept = [t for t in temporary if t.endswith("_population")]
     try:
-        quantiles = {**recorded.caps, **variable_quantiles(o.caps)}
-        caps = (
-            online_sql.cap_values(conn, experiment, quantiles, base, variables) if quantiles else {}
-        )
+        quantiles = {**catalog.caps, **variable_quantiles(o.caps, catalog)}
+        caps = read_cap_values(conn, experiment, quantiles, base, variables) if quantiles else {}
         capped = cap_values(caps)
-        sums = online_sql.online_sums(
+        sums = online_sums.online_sums(
             conn, experiment, o.cuped_days, base, capped, variables, window, o.daily
         )
         moments = sums.moments
@@ -132,7 +139,7 @@ def observe(
         health = _health(sums.health, users, weights, arms)
         daily, own_days = sums.daily, sums.own_days
         segments = (
-            online_sql.segment_moments(
+            online_segments.segment_moments(
                 conn, experiment, o.segment, o.cuped_days, base, capped, variables
             )
             if o.segment
@@ -155,9 +162,9 @@ def observe(
         daily=daily,
         own_days=own_days,
         segments=segments,
-        ingests=facts.ingests if facts is not None else online_sql.ingests(conn, experiment),
+        ingests=facts.ingests if facts is not None else provenance.ingests(conn, experiment),
         variables=variables,
-        labels=recorded.labels | copy_labels(o.caps),
+        labels=dict(catalog.labels) | copy_labels(o.caps),
     )
     return observed, kept
 
@@ -216,7 +223,7 @@ def cap_values(caps: dict[str, CapValue]) -> dict[str, float]:
 def _health(
     raw: dict[str, Any], users: dict[str, int], weights: list[float] | None, arms: list[str]
 ) -> Health:
-    """The health counts (:func:`abeval.store.online_sql.health`) with the sample
+    """The health counts (:func:`abeval.store.sql.online_health.health`) with the sample
     ratio test and the problems they show."""
     srm = srm_test([users.get(a, 0) for a in arms], weights)
     problems = []

@@ -38,15 +38,19 @@ from abeval.analysis.session import ExperimentSession
 from abeval.analysis.verdicts import verdicts
 
 if TYPE_CHECKING:
+    from abeval.analysis.online_metrics import Catalog
     from abeval.store.engine import Store
 
 __all__ = ["ReportOptions", "build_report"]
 
 
-def build_report(store: Store, experiment: str, o: ReportOptions | None = None) -> ExperimentReport:
-    """Everything ``abeval report`` shows for one experiment."""
+def build_report(
+    store: Store, experiment: str, o: ReportOptions | None = None, catalog: Catalog | None = None
+) -> ExperimentReport:
+    """Everything ``abeval report`` shows for one experiment, computed with the
+    store's ``catalog`` of metrics (read from the store unless given)."""
     o = o or ReportOptions()
-    with ExperimentSession(store, experiment, o) as session:
+    with ExperimentSession(store, experiment, o, catalog) as session:
         o = session.options  # under the saved configuration, when the run reads it
         seen = session.observed
         control, treatments = seen.control, seen.treatments
@@ -58,9 +62,10 @@ def build_report(store: Store, experiment: str, o: ReportOptions | None = None) 
         judged, basis, progress = session.judged
         guardrails = session.guardrail_power
         place = session.place
+        catalog = session.catalog
     predicted = predicted_results(store, experiment, control, treatments, results)
-    segments, segment_warning = segment_results(seen.segments, control, o)
-    decided = decisions(judged, seen.health, power, o, basis=basis, progress=progress)
+    segments, segment_warning = segment_results(seen.segments, control, o, catalog)
+    decided = decisions(judged, seen.health, power, o, catalog, basis=basis, progress=progress)
     report = ExperimentReport(
         schema_version=SCHEMA_VERSION,
         abeval_version=__version__,
@@ -71,10 +76,10 @@ def build_report(store: Store, experiment: str, o: ReportOptions | None = None) 
         settings=_settings(seen, o),
         arms=_arm_infos(seen),
         health=seen.health,
-        caps=cap_infos(seen.caps, seen.labels),
+        caps=cap_infos(seen.caps, catalog, seen.labels),
         verdicts=verdicts(results, seen.health, o, decided),
         metrics=tuple(results),
-        daily=daily_points(seen.daily, seen.own_days, control, treatments, o),
+        daily=daily_points(seen.daily, seen.own_days, control, treatments, o, catalog),
         segments=segments,
         segment_warning=segment_warning,
         power=power,
@@ -85,6 +90,7 @@ def build_report(store: Store, experiment: str, o: ReportOptions | None = None) 
         ope=ope,
         predicted=predicted,
         guardrail_power=guardrails,
+        catalog=catalog,
     )
     return with_source(report, place)
 

@@ -3,7 +3,7 @@
 For each treatment arm, two directions: the treatment's click-through rate
 predicted from the control's logs, and the control's predicted from the
 treatment's. Each arm's observed CTR is the ground truth for the other's
-prediction. The store computes per-user sums (:mod:`abeval.store.ope_sql`), the
+prediction. The store computes per-user sums (:mod:`abeval.store.sql.ope_source`), the
 statistics layer turns them into estimates and diagnostics
 (:mod:`abeval.stats.ope`); this module chooses the directions, where π_target
 comes from, and judges whether the predicted lift agrees with the online one.
@@ -34,7 +34,6 @@ from abeval.stats.consistency import LiftDifference, lift_difference
 from abeval.stats.ope import (
     MAX_TOP_SHARE,
     MIN_ESS_USERS,
-    STEP_ESTIMATORS,
     Diagnostics,
     Estimate,
     Interval,
@@ -43,12 +42,13 @@ from abeval.stats.ope import (
     estimates,
     independent_lift,
     log_linear,
-    snrips_terms,
     unavailable,
 )
+from abeval.stats.ope_ranking import STEP_ESTIMATORS, snrips_terms
 from abeval.stats.results import JsonResult
-from abeval.store import ope_sql, ope_target
+from abeval.store import ope_target
 from abeval.store.memory import memory_capped
+from abeval.store.sql import ope_source
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
@@ -205,7 +205,7 @@ def ope_results(
 
         rows = read_target_propensities(o.target_propensities)
     if has_propensities is None:
-        has_propensities = ope_sql.has_propensities(conn, experiment)
+        has_propensities = ope_source.has_propensities(conn, experiment)
     if not has_propensities:
         return not_run(
             "no_propensities", "no impression of this experiment carries a propensity", o, alpha
@@ -213,10 +213,10 @@ def ope_results(
     arms = [control, *treatments]
     # DuckDB's memory capped as for the replay: 1.8 GB at 10M events uncapped.
     with memory_capped(conn) as memory:
-        source = ope_sql.open_ope(conn, experiment, population)
+        source = ope_source.open_ope(conn, experiment, population)
         try:
             origin, shown, at, unmatched = _targets(conn, experiment, arms, rows, o)
-            from_file = ope_sql.file_pairs(conn, experiment) if origin != "none" else set()
+            from_file = ope_source.file_pairs(conn, experiment) if origin != "none" else set()
             counts = source.arm_counts()
             memory.fit(sum(c.impressions for c in counts.values()))
             directions, skipped = [], []
@@ -237,7 +237,7 @@ def ope_results(
                     sums = source.direction(src, tgt, o.cap, covered)
                     directions.append(_direction(sums, counts, alpha, origin))
         finally:
-            ope_sql.close_ope(conn, source)
+            ope_source.close_ope(conn, source)
     arms_found = tuple(_arm(c, alpha) for c in counts.values())
     empty = [a for a in arms if a not in counts]
     warnings = [f"{a}: no impressions, so no estimate from or of it" for a in empty]
@@ -290,7 +290,7 @@ def _targets(
     return "recorded", recorded.file, at, 0
 
 
-def _arm(c: ope_sql.ArmCounts, alpha: float) -> ArmPropensities:
+def _arm(c: ope_source.ArmCounts, alpha: float) -> ArmPropensities:
     return ArmPropensities(
         arm=c.arm,
         impressions=c.impressions,
@@ -301,7 +301,7 @@ def _arm(c: ope_sql.ArmCounts, alpha: float) -> ArmPropensities:
 
 
 def _step_estimates(
-    d: ope_sql.DirectionSums, alpha: float, target_ctr: float | None
+    d: ope_source.DirectionSums, alpha: float, target_ctr: float | None
 ) -> tuple[tuple[Estimate, ...], HeadlineReason]:
     """The step estimators (``rips``, ``snrips``, ``sips``, ``cascade_dr``) of a
     direction whose target probabilities come from a file, and why the headline
@@ -343,7 +343,7 @@ def _step_estimates(
 
 
 def headline(
-    d: ope_sql.DirectionSums, alpha: float, target_ctr: float | None
+    d: ope_source.DirectionSums, alpha: float, target_ctr: float | None
 ) -> tuple[tuple[Estimate, ...], Estimate, HeadlineReason]:
     """Every estimate of a direction, the headline one (:data:`HEADLINE_RULE`)
     and why it is the headline."""
@@ -354,8 +354,8 @@ def headline(
 
 
 def _direction(
-    d: ope_sql.DirectionSums,
-    counts: dict[str, ope_sql.ArmCounts],
+    d: ope_source.DirectionSums,
+    counts: dict[str, ope_source.ArmCounts],
     alpha: float,
     origin: TargetOrigin,
 ) -> OpeDirection:

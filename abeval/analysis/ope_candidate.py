@@ -12,8 +12,9 @@ from typing import TYPE_CHECKING
 from abeval.analysis.ope import DEFAULT_CAP, headline, user_warnings
 from abeval.stats.ope import Estimate, diagnose
 from abeval.stats.results import JsonResult
-from abeval.store import ope_sql, ope_target
+from abeval.store import ope_target
 from abeval.store.memory import memory_capped
+from abeval.store.sql import ope_source
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
@@ -57,13 +58,13 @@ def candidate_estimate(
     from abeval.errors import InputError
 
     rows = candidate_rows(rows, control, shown)
-    if not ope_sql.has_propensities(conn, experiment):
+    if not ope_source.has_propensities(conn, experiment):
         raise InputError(
             f"experiment {experiment!r}: no impression carries a propensity, so no "
             "off-policy estimate can be formed from its logs"
         )
     with memory_capped(conn) as memory:
-        source = ope_sql.open_ope(conn, experiment)
+        source = ope_source.open_ope(conn, experiment)
         try:
             ope_target.load_rows(conn, rows)
             ope_target.check(conn, experiment, shown)
@@ -75,7 +76,7 @@ def candidate_estimate(
             memory.fit(counts[control].impressions)
             sums = source.direction(control, CANDIDATE, cap, True)
         finally:
-            ope_sql.close_ope(conn, source)
+            ope_source.close_ope(conn, source)
     _, head, reason = headline(sums, alpha, None)
     overall = diagnose(None, sums.positions)
     return CandidateEstimate(

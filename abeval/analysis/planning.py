@@ -5,7 +5,7 @@ report's power section, so the plan and the report always agree."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from abeval.analysis.power_rows import planning_alpha, planning_rule
@@ -13,6 +13,7 @@ from abeval.analysis.report_model import GuardrailPower, PowerInfo, ReportOption
 from abeval.analysis.session import ExperimentSession
 
 if TYPE_CHECKING:
+    from abeval.analysis.online_metrics import Catalog
     from abeval.store.engine import Store
 
 
@@ -36,17 +37,24 @@ class Plan:
     options: ReportOptions
     planning_alpha: float
     planning_rule: str
+    #: The store's metrics it was planned with (their labels, for its presenters).
+    catalog: Catalog = field(repr=False, compare=False)
 
 
-def plan_report(store: Store, experiment: str, o: ReportOptions) -> Plan:
-    """The :class:`Plan` of ``experiment`` under ``o``, from its session."""
-    with ExperimentSession(store, experiment, replace(o, offline=False)) as session:
+def plan_report(
+    store: Store, experiment: str, o: ReportOptions, catalog: Catalog | None = None
+) -> Plan:
+    """The :class:`Plan` of ``experiment`` under ``o``, from its session
+    (``catalog``: the store's metrics when read already)."""
+    with ExperimentSession(store, experiment, replace(o, offline=False), catalog) as session:
         power, guardrails, options = session.power, session.guardrail_power, session.options
         family = len(options.primary) * len(session.treatments)
+        catalog = session.catalog
     return Plan(
         power=power,
         guardrails=guardrails,
         options=options,
         planning_alpha=planning_alpha(options.alpha, family),
         planning_rule=planning_rule(options.correction, family),
+        catalog=catalog,
     )

@@ -25,7 +25,7 @@ from abeval.choices import FEASIBLE_DAYS
 from abeval.stats import detectable_effect, effect_moments, required_users
 from abeval.stats.moments import arm_moments
 from abeval.stats.sufficient import ArmStats
-from abeval.store.online_sql import Daily
+from abeval.store.sql.online_sums import Daily
 
 
 def baseline(control: ArmStats, treatment: ArmStats) -> tuple[float, float]:
