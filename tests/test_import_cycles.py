@@ -9,22 +9,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1] / "abeval"
 
-#: The one circle left, which issue 37 (item 1: the read belongs to the session,
-#: ``FEASIBLE_DAYS`` leaves ``planning``) removes on another branch. Allowed as it is
-#: and no larger; delete it when that branch lands.
-ALLOWED = {
-    frozenset(
-        {
-            "abeval.analysis.decision",
-            "abeval.analysis.online",
-            "abeval.analysis.planning",
-            "abeval.analysis.session",
-            "abeval.analysis.verdicts",
-            "abeval.formatting",
-        }
-    )
-}
-
 
 def module_names(root: Path) -> dict[str, Path]:
     """Dotted name of each module under ``root`` (a package named as its folder)."""
@@ -127,7 +111,7 @@ def cycles(root: Path) -> list[frozenset[str]]:
 
 
 def test_no_import_circle_at_run_time() -> None:
-    found = [sorted(c) for c in cycles(ROOT) if c not in ALLOWED]
+    found = [sorted(c) for c in cycles(ROOT)]
     assert found == [], (
         "import circles (move the shared part down a layer, or import a type under "
         f"TYPE_CHECKING): {found}"
