@@ -45,10 +45,10 @@ from measure import code_copy  # noqa: E402
 _DUMP = r"""
 import dataclasses, json, sys
 from abeval.analysis.replay import default_metrics
-from abeval.metrics import BeyondInputs, beyond_query, parse_metrics
+from abeval.metrics import BeyondInputs, beyond_query, parse_offline_metrics
 from abeval.store.replay_sql import BEYOND_RELATIONS
 names = sys.argv[2].split(",") if sys.argv[2] else None
-specs = [s for s in parse_metrics(default_metrics()) if s.kind == "beyond"
+specs = [s for s in parse_offline_metrics(default_metrics()) if s.kind == "beyond"
          and (names is None or s.name in names)]
 # as the replay gives them: list ids unique across arms, where the code knows it
 keyed = {"list_key": ("list_id",)} if "list_key" in {
@@ -121,13 +121,14 @@ def main() -> None:
     args = parser.parse_args()
 
     from abeval.analysis.replay import DEFAULT_GAINS, default_metrics
-    from abeval.metrics import parse_metrics, ranking_query
+    from abeval.metrics import parse_offline_metrics, ranking_query
     from abeval.store import open_store
     from abeval.store.replay_sql import open_replay
 
     db = build_store(args.rows) if args.data_dir is None else build_store(args.rows, args.data_dir)
     ranking = ranking_query(
-        [s for s in parse_metrics(default_metrics()) if s.kind == "ranking"], lists="r_lists"
+        [s for s in parse_offline_metrics(default_metrics()) if s.kind == "ranking"],
+        lists="r_lists",
     )
     store = open_store(str(db))
     try:

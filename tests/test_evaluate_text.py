@@ -9,7 +9,7 @@ from abeval.analysis.evaluate import (
     FileSummary,
     RatingResult,
 )
-from abeval.metrics import MetricResult
+from abeval.metrics import OfflineMetricResult
 from abeval.report.evaluate_text import render_text
 from abeval.stats.sufficient import MeanStats
 
@@ -25,7 +25,7 @@ def _result() -> EvaluationResult:
         ),
         coverage=(Coverage("bm25", 5, 4, 1, 4, 0, 1),),
         metrics=(
-            MetricResult.of_stats(
+            OfflineMetricResult.of_stats(
                 metric="ndcg@10",
                 group="bm25",
                 stats=stats,
@@ -33,8 +33,8 @@ def _result() -> EvaluationResult:
                 left_out={"lists_without_relevant": 1, "users_without_value": 0},
                 convention={},
             ),
-            MetricResult(metric="ndcg@10", group="two_tower", value=float("nan")),
-            MetricResult(metric="coverage@10", group="bm25", value=0.75, users=4, lists=4),
+            OfflineMetricResult(metric="ndcg@10", group="two_tower", value=float("nan")),
+            OfflineMetricResult(metric="coverage@10", group="bm25", value=0.75, users=4, lists=4),
         ),
         comparisons=(
             Comparison(

@@ -45,7 +45,7 @@ from abeval.analysis.online_metrics import DEFAULT_PRIMARY, METRICS
 from abeval.analysis.ope import OpeOptions, OpeSection
 from abeval.analysis.ope_file import read_target_propensities
 from abeval.analysis.recorded_lift import recorded_lift
-from abeval.analysis.report_model import MetricResult, OfflineResult, ReportOptions
+from abeval.analysis.report_model import OfflineResult, OnlineMetricResult, ReportOptions
 from abeval.analysis.session import ExperimentSession
 from abeval.errors import AbevalError, NotFoundError
 from abeval.metrics.registry import definition
@@ -299,7 +299,7 @@ class ExperimentSignals:
     experiment: str
     control: str
     treatments: tuple[str, ...]
-    primary: tuple[MetricResult, ...]
+    primary: tuple[OnlineMetricResult, ...]
     offline: tuple[OfflineResult, ...]
     ope: OpeSection
     #: The α it was read at (its saved configuration's, unless the board's was given).

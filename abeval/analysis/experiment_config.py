@@ -16,7 +16,7 @@ from dataclasses import dataclass, fields, replace
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from abeval.analysis.capping import check_cappable
-from abeval.analysis.online_metrics import check_known, parse_metrics
+from abeval.analysis.online_metrics import check_known, parse_online_metrics
 from abeval.analysis.report_model import ReportOptions
 from abeval.analysis.team_metrics import use_recorded
 from abeval.choices import Correction
@@ -154,7 +154,7 @@ def parse_guardrails(value: str | Sequence[str]) -> tuple[Guardrail, ...]:
             continue
         name, sep, margin = part.partition(":")
         try:
-            name = parse_metrics(name.strip(), (), "guardrails")[0]
+            name = parse_online_metrics(name.strip(), (), "guardrails")[0]
         except OptionError as exc:
             raise OptionError("guardrails", value, exc.reason, allowed=exc.allowed) from None
         out.append(Guardrail(name, parse_margin(margin, name, value) if sep else None))
@@ -335,8 +335,10 @@ def parse_config(
     except ValueError as exc:
         raise OptionError("cap", caps, str(exc)) from None
     config = ExperimentConfig(
-        primary=parse_metrics(primary, (), "primary") if primary is not None else None,
-        secondary=parse_metrics(secondary, (), "secondary") if secondary is not None else None,
+        primary=parse_online_metrics(primary, (), "primary") if primary is not None else None,
+        secondary=parse_online_metrics(secondary, (), "secondary")
+        if secondary is not None
+        else None,
         guardrails=parse_guardrails(guardrails) if guardrails is not None else None,
         caps=parsed_caps,
         cuped_days=cuped_days,

@@ -124,7 +124,7 @@ _STRICT: list[bool] = [False]
 
 @contextmanager
 def names_known() -> Iterator[None]:
-    """Inside, :func:`parse_metrics` refuses any name not in :data:`METRICS`: for a
+    """Inside, :func:`parse_online_metrics` refuses any name not in :data:`METRICS`: for a
     caller that has read the store's recorded metrics already."""
     _STRICT.append(True)
     try:
@@ -145,7 +145,7 @@ DEFAULT_PRIMARY = ("ctr", "conversion")
 DEFAULT_GUARDRAILS = ("impressions_per_user",)
 
 
-def parse_metrics(
+def parse_online_metrics(
     text: str | Sequence[str] | None,
     default: tuple[str, ...],
     parameter: str,
@@ -178,7 +178,7 @@ def check_known(names: Sequence[str], parameter: str) -> None:
     """An :class:`OptionError` for the first of ``names`` that is no metric of
     :data:`METRICS` (built-in or recorded)."""
     if names:
-        parse_metrics(",".join(names), (), parameter, strict=True)
+        parse_online_metrics(",".join(names), (), parameter, strict=True)
 
 
 def capped_copy(metric: str) -> str:

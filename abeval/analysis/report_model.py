@@ -133,7 +133,7 @@ class ArmValue(JsonResult):
 
 
 @dataclass(frozen=True)
-class MetricResult(JsonResult):
+class OnlineMetricResult(JsonResult):
     """One metric, one treatment arm against control."""
 
     metric: str
@@ -374,7 +374,7 @@ class ExperimentReport(JsonResult):
     health: Health
     caps: tuple[CapInfo, ...]
     verdicts: tuple[VerdictResult, ...]
-    metrics: tuple[MetricResult, ...]
+    metrics: tuple[OnlineMetricResult, ...]
     daily: tuple[DailyPoint, ...]
     segments: tuple[SegmentResult, ...]
     segment_warning: str | None

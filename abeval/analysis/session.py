@@ -24,9 +24,9 @@ from abeval.analysis.ope import OpeSection, ope_results
 from abeval.analysis.report_model import (
     DecisionBasis,
     GuardrailPower,
-    MetricResult,
     OfflineResult,
     OfflineValue,
+    OnlineMetricResult,
     PlanProgress,
     PowerInfo,
     ReportOptions,
@@ -123,11 +123,11 @@ class ExperimentSession:
         return self.observed.treatments
 
     @cached_property
-    def _compared(self) -> tuple[list[MetricResult], PlainStats]:
+    def _compared(self) -> tuple[list[OnlineMetricResult], PlainStats]:
         return metric_results(self.observed.moments, self.control, self.treatments, self.options)
 
     @property
-    def comparisons(self) -> list[MetricResult]:
+    def comparisons(self) -> list[OnlineMetricResult]:
         """Every online metric compared per treatment arm (corrected, judged)."""
         return self._compared[0]
 
@@ -136,7 +136,7 @@ class ExperimentSession:
         """The unadjusted per-arm statistics of each (metric, arm), for power."""
         return self._compared[1]
 
-    def online_comparisons(self) -> list[MetricResult]:
+    def online_comparisons(self) -> list[OnlineMetricResult]:
         """The per-arm online comparisons alone, without replay or off-policy
         estimates: what the agreement board needs of each experiment."""
         return self.comparisons
@@ -199,7 +199,7 @@ class ExperimentSession:
         return guardrail_powers(self.plain, self.power, self.treatments, self.options)
 
     @cached_property
-    def judged(self) -> tuple[list[MetricResult], DecisionBasis, PlanProgress | None]:
+    def judged(self) -> tuple[list[OnlineMetricResult], DecisionBasis, PlanProgress | None]:
         """What the decision reads (docs/metrics.md#decision): the comparisons (the
         always-valid ones when no plan is recorded), the basis and the plan's progress."""
         from abeval.analysis.online import days_observed

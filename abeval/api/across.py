@@ -45,10 +45,10 @@ class Across(Opened):
         from dataclasses import replace
 
         from abeval.analysis.agreement import agreement_board
-        from abeval.analysis.online_metrics import DEFAULT_PRIMARY, parse_metrics
+        from abeval.analysis.online_metrics import DEFAULT_PRIMARY, parse_online_metrics
 
         self._use_recorded_metrics()
-        metrics = parse_metrics(primary, DEFAULT_PRIMARY, "primary", strict=True)
+        metrics = parse_online_metrics(primary, DEFAULT_PRIMARY, "primary", strict=True)
         options = replace(
             _agreement_options(alpha, seed, resamples, metrics, primary, backtest),
             experiments=None if experiments is None else names(experiments),

@@ -19,7 +19,7 @@ from abeval.analysis.evaluate import (
     FileSummary,
     RatingResult,
 )
-from abeval.metrics.results import MetricResult
+from abeval.metrics.results import OfflineMetricResult
 from abeval.report.charts import IntervalBar, Tick
 from abeval.report.tones import Tone
 
@@ -48,14 +48,14 @@ class LeftOutRow:
 class MetricRow:
     """One metric of the per-model table: its ``label`` (``ndcg@10``), ``title``
     (``NDCG``, empty when unknown), ``kind`` (ranking, beyond or empty),
-    ``lower_is_better``, and ``cells``: the :class:`MetricResult` of each model in
+    ``lower_is_better``, and ``cells``: the :class:`OfflineMetricResult` of each model in
     the order of ``EvaluationResult.models`` (None where a model has none)."""
 
     label: str
     title: str
     kind: str
     lower_is_better: bool
-    cells: tuple[MetricResult | None, ...]
+    cells: tuple[OfflineMetricResult | None, ...]
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,7 @@ from abeval.errors import AbevalError
 from abeval.formatting import signed, signed_interval
 from abeval.metrics.base import MetricDefinition
 from abeval.metrics.registry import parse_metric
-from abeval.metrics.results import MetricResult
+from abeval.metrics.results import OfflineMetricResult
 from abeval.report.charts import bar_scale, difference_axis, interval_bar
 from abeval.report.evaluate_context import (
     ComparisonRow,
@@ -249,7 +249,7 @@ def _settings(
 
 
 def _definitions(result: EvaluationResult) -> tuple[MetricNote, ...]:
-    first: dict[str, MetricResult] = {}
+    first: dict[str, OfflineMetricResult] = {}
     for m in result.metrics:
         first.setdefault(m.metric, m)
     labels = _labels(result) + list(dict.fromkeys(r.metric for r in result.ratings))

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from abeval.analysis.online_metrics import METRICS, direction
-from abeval.analysis.report_model import ExperimentReport, MetricResult, Role
+from abeval.analysis.report_model import ExperimentReport, OnlineMetricResult, Role
 from abeval.formatting import (
     count,
     fixed,
@@ -224,7 +224,7 @@ _ROLE_TITLES: dict[Role, tuple[str, str, str]] = {
 }
 
 
-def _names(m: MetricResult) -> tuple[str, str, str]:
+def _names(m: OnlineMetricResult) -> tuple[str, str, str]:
     """Numerator and denominator names and the description of a metric."""
     spec = METRICS.get(m.metric)
     if spec is None:
@@ -232,7 +232,7 @@ def _names(m: MetricResult) -> tuple[str, str, str]:
     return spec.numerator, spec.denominator or "users", spec.description
 
 
-def _as_percent(m: MetricResult) -> bool:
+def _as_percent(m: OnlineMetricResult) -> bool:
     """Rates print as percentages: proportions, and ratios whose numerator never
     exceeds the denominator (CTR); other ratios (average order value) as numbers."""
     if m.kind == "proportion":
@@ -255,7 +255,7 @@ def _bars(lifts: Sequence[Lift]) -> tuple[list[IntervalBar], tuple[Tick, ...]]:
     return [interval_bar(scale, lift.interval, lift.effect) for lift in lifts], bar_axis(scale)
 
 
-def _metric_table(role: Role, results: list[MetricResult]) -> MetricTable:
+def _metric_table(role: Role, results: list[OnlineMetricResult]) -> MetricTable:
     lifts = [m.comparison.relative for m in results]
     bars, axis = _bars(lifts)
     rows = []

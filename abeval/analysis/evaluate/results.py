@@ -3,7 +3,7 @@
 :class:`EvaluationResult` holds everything one run computed: a
 :class:`FileSummary` per input file, a :class:`Coverage` per model (how its users
 and the truth users overlap), the metric results
-(:class:`~abeval.metrics.results.MetricResult`, one per metric per model), a
+(:class:`~abeval.metrics.results.OfflineMetricResult`, one per metric per model), a
 :class:`Comparison` per (metric, model) against the baseline, and a
 :class:`RatingResult` per rating metric per predictions file.
 """
@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from abeval.metrics.results import MetricResult, finite
+from abeval.metrics.results import OfflineMetricResult, finite
 from abeval.stats.paired import PairedComparison
 
 #: One model against the first (the baseline) on one metric, paired over users:
@@ -116,7 +116,7 @@ class EvaluationResult:
     models: tuple[str, ...]
     files: tuple[FileSummary, ...]
     coverage: tuple[Coverage, ...]
-    metrics: tuple[MetricResult, ...]
+    metrics: tuple[OfflineMetricResult, ...]
     comparisons: tuple[Comparison, ...]
     ratings: tuple[RatingResult, ...]
     conventions: Mapping[str, str]
@@ -124,7 +124,7 @@ class EvaluationResult:
     per_user_path: str | None = None
     recorded: Recorded | None = None  # with --experiment
 
-    def metric(self, name: str, model: str | None = None) -> MetricResult:
+    def metric(self, name: str, model: str | None = None) -> OfflineMetricResult:
         """The result of metric ``name`` (a label such as ``ndcg@10``) for ``model``."""
         model = model or self.models[0]
         for m in self.metrics:

@@ -24,10 +24,10 @@ from abeval.analysis.evaluate.results import Comparison, Coverage, EvaluationRes
 from abeval.errors import AbevalError, OptionError
 from abeval.metrics import (
     Conventions,
-    MetricResult,
     MetricSpec,
+    OfflineMetricResult,
     default_ranking_metrics,
-    parse_metrics,
+    parse_offline_metrics,
     ranking_query,
 )
 
@@ -93,7 +93,7 @@ def evaluate(
         con.execute("SET preserve_insertion_order = false")
         inputs = load_inputs(con, truth, recs, preds, items, history, conventions, min_relevance)
         coverage: list[Coverage] = []
-        results: list[MetricResult] = []
+        results: list[OfflineMetricResult] = []
         comparisons: list[Comparison] = []
         if recs:
             coverage, results, comparisons = _evaluate_lists(
@@ -167,13 +167,13 @@ def _metric_specs(
 ) -> list[MetricSpec]:
     """The metrics named, else the defaults for the files given."""
     if metrics:
-        return parse_metrics(metrics, ks, conventions)
+        return parse_offline_metrics(metrics, ks, conventions)
     specs: list[MetricSpec] = []
     if have_recs:
         specs += default_ranking_metrics(ks, conventions)
-        specs += parse_metrics([f"coverage@{max(ks)}"], conventions=conventions)
+        specs += parse_offline_metrics([f"coverage@{max(ks)}"], conventions=conventions)
     if have_preds:
-        specs += parse_metrics(["rmse", "mae"], conventions=conventions)
+        specs += parse_offline_metrics(["rmse", "mae"], conventions=conventions)
     return specs
 
 
@@ -186,14 +186,14 @@ def _evaluate_lists(
     resamples: int,
     seed: int,
     per_user: str | Path | None,
-) -> tuple[list[Coverage], list[MetricResult], list[Comparison]]:
+) -> tuple[list[Coverage], list[OfflineMetricResult], list[Comparison]]:
     """Coverage, ranking and beyond-accuracy results, and the paired comparison of
     the recommendation files (the ``--per-user`` file written on the way)."""
     models = inputs.models
     extra = {"ties": TIE_RULE, "missing_recommendations": missing}
     tables.build_ranked(con, len(models), chosen.ranking, chosen.beyond)
     coverage = tables.coverage(con, models)
-    results: list[MetricResult] = []
+    results: list[OfflineMetricResult] = []
     comparisons: list[Comparison] = []
     if chosen.ranking:
         query = ranking_query(chosen.ranking, nonrelevant="nonrelevant")

@@ -19,7 +19,7 @@ from abeval.analysis.evaluate.results import Comparison, Coverage
 from abeval.analysis.evaluate.sql import count, first_line, rows, scalar
 from abeval.errors import AbevalError
 from abeval.files import split_name
-from abeval.metrics import MetricResult, MetricSpec, RankingQuery
+from abeval.metrics import MetricSpec, OfflineMetricResult, RankingQuery
 from abeval.metrics.results import complete
 from abeval.stats.paired import adjust_holm, paired_comparison
 from abeval.store.quoting import quote_ident, quote_literal
@@ -199,7 +199,7 @@ def ranking_results(
     specs: Sequence[MetricSpec],
     models: Sequence[str],
     extra: Mapping[str, str],
-) -> list[MetricResult]:
+) -> list[OfflineMetricResult]:
     """One result per model per ranking metric, model-major in the order asked; a
     model whose users all lack truth gets undefined results, not silence."""
     names = {str(i): m for i, m in enumerate(models)}
