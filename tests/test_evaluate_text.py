@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from abeval.analysis.evaluate import (
     Comparison,
-    Coverage,
     EvaluationResult,
     FileSummary,
     RatingResult,
+    UserCoverage,
 )
 from abeval.metrics import OfflineMetricResult
 from abeval.report.evaluate_text import render_text
@@ -23,7 +23,7 @@ def _result() -> EvaluationResult:
             FileSummary("recommendations", "bm25.csv", "bm25", 40, users=5, duplicates_removed=2),
             FileSummary("items", "items.csv", "items", 12),
         ),
-        coverage=(Coverage("bm25", 5, 4, 1, 4, 0, 1),),
+        coverage=(UserCoverage("bm25", 5, 4, 1, 4, 0, 1),),
         metrics=(
             OfflineMetricResult.of_stats(
                 metric="ndcg@10",

@@ -14,10 +14,10 @@ from dataclasses import dataclass
 
 from abeval.analysis.evaluate import (
     Comparison,
-    Coverage,
     EvaluationResult,
     FileSummary,
     RatingResult,
+    UserCoverage,
 )
 from abeval.metrics.results import OfflineMetricResult
 from abeval.report.charts import IntervalBar, Tick
@@ -29,7 +29,7 @@ class CoverageRow:
     """One model's users against the truth: the result's ``coverage`` and the
     model's recommendations ``file`` (rows, duplicates removed; None if absent)."""
 
-    coverage: Coverage
+    coverage: UserCoverage
     file: FileSummary | None
 
 
@@ -45,7 +45,7 @@ class LeftOutRow:
 
 
 @dataclass(frozen=True)
-class MetricRow:
+class OfflineMetricRow:
     """One metric of the per-model table: its ``label`` (``ndcg@10``), ``title``
     (``NDCG``, empty when unknown), ``kind`` (ranking, beyond or empty),
     ``lower_is_better``, and ``cells``: the :class:`OfflineMetricResult` of each model in
@@ -124,7 +124,7 @@ class EvaluationContext:
     - ``left_out``: one :class:`LeftOutRow` per metric that left something out,
       with the non-zero counts of each model.
     - ``warnings``: the result's warnings, as printed on stderr.
-    - ``metrics``: the per-model table, one :class:`MetricRow` per metric.
+    - ``metrics``: the per-model table, one :class:`OfflineMetricRow` per metric.
     - ``comparison``: the :class:`ComparisonTable`, None with fewer than two models
       or no comparison.
     - ``ratings``: the result's :class:`RatingResult` rows (RMSE, MAE).
@@ -149,7 +149,7 @@ class EvaluationContext:
     coverage: tuple[CoverageRow, ...]
     left_out: tuple[LeftOutRow, ...]
     warnings: tuple[str, ...]
-    metrics: tuple[MetricRow, ...]
+    metrics: tuple[OfflineMetricRow, ...]
     comparison: ComparisonTable | None
     ratings: tuple[RatingResult, ...]
     alpha: float

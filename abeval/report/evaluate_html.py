@@ -41,7 +41,7 @@ from abeval.report.evaluate_context import (
     EvaluationContext,
     LeftOutRow,
     MetricNote,
-    MetricRow,
+    OfflineMetricRow,
 )
 from abeval.report.templates import evaluation_environment as environment
 from abeval.report.tones import offline_lower_is_better, tone
@@ -75,13 +75,13 @@ def _labels(result: EvaluationResult) -> list[str]:
     return list(dict.fromkeys(m.metric for m in result.metrics))
 
 
-def _metric_rows(result: EvaluationResult) -> tuple[MetricRow, ...]:
+def _metric_rows(result: EvaluationResult) -> tuple[OfflineMetricRow, ...]:
     by = {(m.metric, m.group): m for m in result.metrics}
     rows = []
     for label in _labels(result):
         found = _definition(label)
         rows.append(
-            MetricRow(
+            OfflineMetricRow(
                 label=label,
                 title=found.title if found else "",
                 kind=found.kind if found else "",
@@ -175,7 +175,7 @@ def _comparison(result: EvaluationResult, alpha: float) -> ComparisonTable | Non
 
 def _notes(
     result: EvaluationResult,
-    metrics: Sequence[MetricRow],
+    metrics: Sequence[OfflineMetricRow],
     alpha: float,
     resamples: int | None,
     seed: int | None,

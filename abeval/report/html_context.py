@@ -66,7 +66,7 @@ class VerdictLine:
 
 
 @dataclass(frozen=True)
-class MetricRow:
+class OnlineMetricRow:
     """One metric × treatment arm of a metric table.
 
     ``result`` is the arm's :class:`OnlineMetricResult`; ``interval`` the relative
@@ -99,7 +99,7 @@ class MetricTable:
     anchor: str
     title: str
     note: str
-    rows: tuple[MetricRow, ...]
+    rows: tuple[OnlineMetricRow, ...]
     axis: tuple[Tick, ...]
     unbounded: tuple[str, ...] = ()  # why an interval reads unbounded, once
 
@@ -248,7 +248,7 @@ class ReportContext:
     power: tuple[PowerLine, ...]
     offline: OfflineTable | None
     segments: SegmentTable | None
-    cuped: tuple[MetricRow, ...]
+    cuped: tuple[OnlineMetricRow, ...]
     statistics: StatisticsTable
     settings: tuple[tuple[str, str], ...]
     generated: str

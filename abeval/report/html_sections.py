@@ -42,10 +42,10 @@ from abeval.report.charts import (
 from abeval.report.html_context import (
     CheckState,
     HealthCheck,
-    MetricRow,
     MetricTable,
     OfflineRow,
     OfflineTable,
+    OnlineMetricRow,
     PowerLine,
     SegmentRow,
     SegmentTable,
@@ -263,7 +263,7 @@ def _metric_table(role: Role, results: list[OnlineMetricResult]) -> MetricTable:
         numerator, denominator, description = _names(m)
         lower_is_better = online_lower_is_better(m.metric)
         rows.append(
-            MetricRow(
+            OnlineMetricRow(
                 result=m,
                 interval=rel.interval,
                 corrected=rel.ci_adjusted is not None,

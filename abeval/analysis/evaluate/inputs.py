@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from abeval.analysis.evaluate.reader import Column, Reader
+from abeval.analysis.evaluate.reader import FileColumn, Reader
 from abeval.analysis.evaluate.results import FileSummary
 from abeval.analysis.evaluate.sql import count, scalar
 from abeval.errors import InputError, OptionError
@@ -34,8 +34,8 @@ from abeval.metrics import Conventions
 if TYPE_CHECKING:
     import duckdb
 
-_USER = Column("user_id", ("user_id",), "text")
-_ITEM = Column("item_id", ("item_id",), "text")
+_USER = FileColumn("user_id", ("user_id",), "text")
+_ITEM = FileColumn("item_id", ("item_id",), "text")
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,7 @@ class Role:
 
     name: str  # truth | recommendations | predictions | items | history
     table: str  # the table the file is read into ({i}: the file's number)
-    columns: tuple[Column, ...]
+    columns: tuple[FileColumn, ...]
     expected: str  # "columns ...", ends the messages about a bad file
     one_of: tuple[str, ...] = ()  # optional columns of which one is required ...
     one_of_fix: str = ""  # ... and what to do when none is there
@@ -55,7 +55,7 @@ class Role:
 TRUTH = Role(
     "truth",
     "t_raw",
-    (_USER, _ITEM, Column("grade", ("relevance", "rating"), "number", required=False)),
+    (_USER, _ITEM, FileColumn("grade", ("relevance", "rating"), "number", required=False)),
     "columns user_id, item_id and optionally relevance or rating",
     repeated="has",
     kept="{removed} duplicated (user, item) rows in {users} users; "
@@ -67,8 +67,8 @@ RECOMMENDATIONS = Role(
     (
         _USER,
         _ITEM,
-        Column("rank", ("rank",), "number", required=False),
-        Column("score", ("score",), "number", required=False),
+        FileColumn("rank", ("rank",), "number", required=False),
+        FileColumn("score", ("score",), "number", required=False),
     ),
     "columns user_id, item_id and rank or score, one row per recommended item",
     one_of=("rank", "score"),
@@ -79,7 +79,7 @@ RECOMMENDATIONS = Role(
 PREDICTIONS = Role(
     "predictions",
     "pred_{i}",
-    (_USER, _ITEM, Column("prediction", ("prediction", "score"), "number")),
+    (_USER, _ITEM, FileColumn("prediction", ("prediction", "score"), "number")),
     "columns user_id, item_id and prediction",
     repeated="has a prediction for",
     kept="{removed} repeated (user, item) predictions; the first is kept",
@@ -89,8 +89,8 @@ ITEMS = Role(
     "items_raw",
     (
         _ITEM,
-        Column("category", ("category",), "text", required=False),
-        Column("features", ("features",), "features", required=False),
+        FileColumn("category", ("category",), "text", required=False),
+        FileColumn("features", ("features",), "features", required=False),
     ),
     "columns item_id and optionally category or features",
 )

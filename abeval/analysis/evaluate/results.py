@@ -1,7 +1,7 @@
 """The frozen results of ``abeval evaluate``: what its presenters read.
 
 :class:`EvaluationResult` holds everything one run computed: a
-:class:`FileSummary` per input file, a :class:`Coverage` per model (how its users
+:class:`FileSummary` per input file, a :class:`UserCoverage` per model (how its users
 and the truth users overlap), the metric results
 (:class:`~abeval.metrics.results.OfflineMetricResult`, one per metric per model), a
 :class:`Comparison` per (metric, model) against the baseline, and a
@@ -47,7 +47,7 @@ class FileSummary:
 
 
 @dataclass(frozen=True)
-class Coverage:
+class UserCoverage:
     """How the users of one model's file and of the truth file overlap."""
 
     model: str
@@ -115,7 +115,7 @@ class EvaluationResult:
 
     models: tuple[str, ...]
     files: tuple[FileSummary, ...]
-    coverage: tuple[Coverage, ...]
+    coverage: tuple[UserCoverage, ...]
     metrics: tuple[OfflineMetricResult, ...]
     comparisons: tuple[Comparison, ...]
     ratings: tuple[RatingResult, ...]

@@ -20,7 +20,7 @@ from abeval.analysis.evaluate import tables
 from abeval.analysis.evaluate.beyond import beyond_results
 from abeval.analysis.evaluate.inputs import Inputs, Named, load_inputs, named
 from abeval.analysis.evaluate.ratings import rating_results
-from abeval.analysis.evaluate.results import Comparison, Coverage, EvaluationResult
+from abeval.analysis.evaluate.results import Comparison, EvaluationResult, UserCoverage
 from abeval.errors import AbevalError, OptionError
 from abeval.metrics import (
     Conventions,
@@ -92,7 +92,7 @@ def evaluate(
     try:
         con.execute("SET preserve_insertion_order = false")
         inputs = load_inputs(con, truth, recs, preds, items, history, conventions, min_relevance)
-        coverage: list[Coverage] = []
+        coverage: list[UserCoverage] = []
         results: list[OfflineMetricResult] = []
         comparisons: list[Comparison] = []
         if recs:
@@ -186,8 +186,8 @@ def _evaluate_lists(
     resamples: int,
     seed: int,
     per_user: str | Path | None,
-) -> tuple[list[Coverage], list[OfflineMetricResult], list[Comparison]]:
-    """Coverage, ranking and beyond-accuracy results, and the paired comparison of
+) -> tuple[list[UserCoverage], list[OfflineMetricResult], list[Comparison]]:
+    """Coverage of users, ranking and beyond-accuracy results, and the paired comparison of
     the recommendation files (the ``--per-user`` file written on the way)."""
     models = inputs.models
     extra = {"ties": TIE_RULE, "missing_recommendations": missing}

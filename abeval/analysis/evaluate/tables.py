@@ -2,7 +2,7 @@
 
 - ``ranked_all(grp, user_id, list_id, item_id, rank, gain)``: each model's
   (``grp`` = its index) list for every user with truth, ranked 1..n;
-- the :class:`~abeval.analysis.evaluate.results.Coverage` of each model's users;
+- the :class:`~abeval.analysis.evaluate.results.UserCoverage` of each model's users;
 - ``per_user``: the value of every ranking metric for each (model, user), from the
   SQL kernel (:mod:`abeval.metrics.kernel`); its group means are the ranking
   results, its rows the paired comparison and the ``--per-user`` file.
@@ -15,7 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from abeval.analysis.evaluate.results import Comparison, Coverage
+from abeval.analysis.evaluate.results import Comparison, UserCoverage
 from abeval.analysis.evaluate.sql import count, first_line, rows, scalar
 from abeval.errors import AbevalError
 from abeval.files import split_name
@@ -138,9 +138,9 @@ def _add_first_relevant(con: duckdb.DuckDBPyConnection, i: int) -> None:
     )
 
 
-def coverage(con: duckdb.DuckDBPyConnection, models: Sequence[str]) -> list[Coverage]:
+def coverage(con: duckdb.DuckDBPyConnection, models: Sequence[str]) -> list[UserCoverage]:
     """How the users of each model's file and the truth users overlap."""
-    out: list[Coverage] = []
+    out: list[UserCoverage] = []
     truth_users = count(con, "truth_users")
     no_relevant = scalar(con, "SELECT COUNT(*) FROM truth_users WHERE best <= 0")
     for i, model in enumerate(models):
@@ -153,7 +153,7 @@ def coverage(con: duckdb.DuckDBPyConnection, models: Sequence[str]) -> list[Cove
         assert row is not None
         in_recs, evaluated, without_recs = int(row[0]), int(row[1]), int(row[2])
         out.append(
-            Coverage(
+            UserCoverage(
                 model=model,
                 users_in_recommendations=in_recs,
                 users_evaluated=evaluated,
