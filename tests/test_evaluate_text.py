@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from abeval.analysis.evaluate import (
-    Comparison,
     EvaluationResult,
     FileSummary,
+    PairedComparison,
     RatingResult,
     UserCoverage,
 )
@@ -37,7 +37,7 @@ def _result() -> EvaluationResult:
             OfflineMetricResult(metric="coverage@10", group="bm25", value=0.75, users=4, lists=4),
         ),
         comparisons=(
-            Comparison(
+            PairedComparison(
                 metric="ndcg@10",
                 model="two_tower",
                 baseline="bm25",

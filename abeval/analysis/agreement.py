@@ -70,8 +70,8 @@ if TYPE_CHECKING:
     from abeval.store.engine import Store
 
 SCHEMA_VERSION = "1.0"
-Source = Literal["evaluation", "replay", "ope", "history"]
-SOURCES: tuple[Source, ...] = ("evaluation", "ope", "history", "replay")
+SignalSource = Literal["evaluation", "replay", "ope", "history"]
+SOURCES: tuple[SignalSource, ...] = ("evaluation", "ope", "history", "replay")
 
 #: How the board ranks signals (docs/metrics.md#agreement-ranking).
 RANKING = (
@@ -118,7 +118,7 @@ class AgreementPair(JsonResult):
     online_ci: tuple[float, float] | None
     online_se: float | None
     signal: str
-    source: Source
+    source: SignalSource
     offline_lift: float | None
     offline_ci: tuple[float, float] | None
     offline_status: str = "ok"
@@ -138,7 +138,7 @@ class SignalSummary(JsonResult):
 
     rank: int
     signal: str
-    source: Source
+    source: SignalSource
     online_metric: str
     independent: bool
     offline_lower_is_better: bool
@@ -239,7 +239,7 @@ class SignalBacktest(JsonResult):
     ``date``, or ``row`` order when a date is missing)."""
 
     signal: str
-    source: Source
+    source: SignalSource
     online_metric: str
     ordered_by: str
     result: Backtest
@@ -343,7 +343,7 @@ def backtests(
 
 
 #: A board row's key: signal, source, online metric, independent evidence or not.
-RowKey = tuple[str, Source, str, bool]
+RowKey = tuple[str, SignalSource, str, bool]
 
 
 def _oriented(pairs: Sequence[AgreementPair]) -> dict[RowKey, list[Point]]:
@@ -447,7 +447,7 @@ def experiment_pairs(
 
 def _signals(
     read: ExperimentSignals, evaluation: RecordedEvaluation | None, arm: str
-) -> Iterable[tuple[str, Source, _Lift]]:
+) -> Iterable[tuple[str, SignalSource, _Lift]]:
     """(signal, source, offline lift) for one treatment arm. Offline intervals are
     each signal's own 1 − α interval, not adjusted over the other signals."""
     if evaluation is not None:
@@ -479,7 +479,7 @@ UNSUPPORTED = frozenset({"no_given_above", "incomplete_candidates"})
 # --------------------------------------------------------------------------- summary
 
 
-def offline_lower_is_better(signal: str, source: Source) -> bool:
+def offline_lower_is_better(signal: str, source: SignalSource) -> bool:
     """A recorded or replayed metric where a smaller value is better (rmse, mae)."""
     if source == "ope":
         return False
@@ -549,7 +549,9 @@ def _with_noise(row: SignalSummary, points: Sequence[Point], o: AgreementOptions
     )
 
 
-def own_levels(source: Source, levels: Mapping[str, float] | None) -> Mapping[str, float] | None:
+def own_levels(
+    source: SignalSource, levels: Mapping[str, float] | None
+) -> Mapping[str, float] | None:
     """The experiments' levels where ``source``'s intervals are at them: replayed
     metrics and off-policy estimates; a recorded evaluation's interval is at the
     level it was evaluated at, not the experiment's (None: the board's α)."""
@@ -654,7 +656,7 @@ def _key(r: SignalSummary) -> tuple:
 
 
 def _summary(
-    signal: str, source: Source, metric: str, flipped: bool, a: Agreement
+    signal: str, source: SignalSource, metric: str, flipped: bool, a: Agreement
 ) -> SignalSummary:
     c, d = a.calibration, a.decisions
     return SignalSummary(

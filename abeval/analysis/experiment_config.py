@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     )
 
 #: Where a setting of a report came from.
-Source = Literal["flag", "record", "default"]
+SettingSource = Literal["flag", "record", "default"]
 
 #: The options ``experiment set`` records in the configuration, by field name,
 #: with the flag that sets (and, with ``experiment unset``, removes) each.
@@ -210,7 +210,7 @@ def without(current: ExperimentConfig, names: Iterable[str]) -> ExperimentConfig
 def with_record(o: ReportOptions, config: ExperimentConfig, flags: frozenset[str]) -> ReportOptions:
     """The options of one run: each recordable setting from its flag when it is in
     ``flags``, else from ``config`` when recorded, else ``o``'s (the default)."""
-    sources: dict[str, Source] = {}
+    sources: dict[str, SettingSource] = {}
     values: dict[str, Any] = {}
     for name in OPTIONS:
         recorded = getattr(config, name)

@@ -56,7 +56,12 @@ def store_history(
     experiment read under its saved configuration, ``o``'s primary metrics and α
     overriding it where given. ``board``: the store's board already built, read
     instead of building it again (then only ``o.primary`` is read from it)."""
-    from abeval.analysis.agreement import AgreementOptions, Source, agreement_board, own_levels
+    from abeval.analysis.agreement import (
+        AgreementOptions,
+        SignalSource,
+        agreement_board,
+        own_levels,
+    )
     from abeval.stats.distributions import norm_isf
     from abeval.store.experiments import list_experiments
 
@@ -76,7 +81,7 @@ def store_history(
     # an offline interval's level: its experiment's α (a recorded evaluation's: the board's)
     levels = {c.experiment: c.alpha for c in board.experiments if c.alpha is not None}
 
-    def z(experiment: str, source: Source) -> float:
+    def z(experiment: str, source: SignalSource) -> float:
         return norm_isf((own_levels(source, levels) or {}).get(experiment, o.alpha) / 2)
 
     entries: list[HistoryEntry] = []

@@ -16,7 +16,7 @@ from typing import Any, Literal
 from abeval.analysis.online_metrics import DEFAULT_GUARDRAILS, DEFAULT_PRIMARY
 from abeval.analysis.ope import OpeOptions, OpeSection
 from abeval.analysis.predicted import PredictedSection
-from abeval.choices import Decision as DecisionName
+from abeval.choices import DecisionName
 from abeval.stats.results import (
     BayesianResult,
     Comparison,

@@ -13,9 +13,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from abeval.analysis.evaluate import (
-    Comparison,
     EvaluationResult,
     FileSummary,
+    PairedComparison,
     RatingResult,
     UserCoverage,
 )
@@ -62,14 +62,14 @@ class OfflineMetricRow:
 class ComparisonRow:
     """One model against the baseline on one metric.
 
-    ``comparison`` is the result's :class:`Comparison` (every number shown);
+    ``comparison`` is the result's :class:`PairedComparison` (every number shown);
     ``interval`` its (ci_low, ci_high) or None; ``significant`` is true when both
     Holm-adjusted p-values (paired t and randomisation) are below α; ``tone`` is
     good or bad only then (by the sign of the difference and the metric's
     direction); ``bar`` is the interval's SVG geometry on the table's axis.
     """
 
-    comparison: Comparison
+    comparison: PairedComparison
     interval: tuple[float, float] | None
     significant: bool
     tone: Tone

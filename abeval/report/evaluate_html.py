@@ -27,7 +27,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from abeval import __version__
-from abeval.analysis.evaluate import Comparison, EvaluationResult
+from abeval.analysis.evaluate import EvaluationResult, PairedComparison
 from abeval.errors import AbevalError
 from abeval.formatting import signed, signed_interval
 from abeval.metrics.base import MetricDefinition
@@ -126,7 +126,7 @@ _KEY_CONVENTIONS = (
 )
 
 
-def _bar_label(c: Comparison) -> str:
+def _bar_label(c: PairedComparison) -> str:
     if c.ci_low is None or c.ci_high is None:
         return "no interval"
     return f"difference {signed(c.difference)}, interval {signed(c.ci_low)} to {signed(c.ci_high)}"

@@ -42,18 +42,18 @@ Models are named after their files, or by a mapping of name to file
 """
 
 from abeval.analysis.evaluate.results import (
-    Comparison,
     EvaluationResult,
     FileSummary,
+    PairedComparison,
     RatingResult,
     UserCoverage,
 )
 from abeval.analysis.evaluate.run import evaluate
 
 __all__ = [
-    "Comparison",
     "EvaluationResult",
     "FileSummary",
+    "PairedComparison",
     "RatingResult",
     "UserCoverage",
     "evaluate",

@@ -1,6 +1,6 @@
 """The input files of ``abeval evaluate``, role by role, and the tables made from them.
 
-A :class:`Role` says which columns a file of that role has (truth,
+A :class:`FileRole` says which columns a file of that role has (truth,
 recommendations, predictions, items, history) and how its messages read. Each
 ``load_*`` function reads one file with :class:`~abeval.analysis.evaluate.reader.Reader`
 and prepares the tables the metrics read:
@@ -39,7 +39,7 @@ _ITEM = FileColumn("item_id", ("item_id",), "text")
 
 
 @dataclass(frozen=True)
-class Role:
+class FileRole:
     """What a file of one role holds, and how its messages read."""
 
     name: str  # truth | recommendations | predictions | items | history
@@ -52,7 +52,7 @@ class Role:
     kept: str = ""  # the warning when repeats are dropped, with {removed} and {users}
 
 
-TRUTH = Role(
+TRUTH = FileRole(
     "truth",
     "t_raw",
     (_USER, _ITEM, FileColumn("grade", ("relevance", "rating"), "number", required=False)),
@@ -61,7 +61,7 @@ TRUTH = Role(
     kept="{removed} duplicated (user, item) rows in {users} users; "
     "the strongest grade of each is kept",
 )
-RECOMMENDATIONS = Role(
+RECOMMENDATIONS = FileRole(
     "recommendations",
     "rec_{i}",
     (
@@ -76,7 +76,7 @@ RECOMMENDATIONS = Role(
     repeated="lists",
     kept="{removed} repeated items in {users} users' lists counted once, at their best position",
 )
-PREDICTIONS = Role(
+PREDICTIONS = FileRole(
     "predictions",
     "pred_{i}",
     (_USER, _ITEM, FileColumn("prediction", ("prediction", "score"), "number")),
@@ -84,7 +84,7 @@ PREDICTIONS = Role(
     repeated="has a prediction for",
     kept="{removed} repeated (user, item) predictions; the first is kept",
 )
-ITEMS = Role(
+ITEMS = FileRole(
     "items",
     "items_raw",
     (
@@ -94,7 +94,7 @@ ITEMS = Role(
     ),
     "columns item_id and optionally category or features",
 )
-HISTORY = Role("history", "history_raw", (_USER, _ITEM), "columns user_id and item_id")
+HISTORY = FileRole("history", "history_raw", (_USER, _ITEM), "columns user_id and item_id")
 
 
 @dataclass(frozen=True)
@@ -156,7 +156,7 @@ class _Read:
     """A file read into its table: the columns found, its rows, and how many of
     them repeat a (user, item) pair (to be dropped)."""
 
-    role: Role
+    role: FileRole
     path: str | Path
     table: str
     cols: dict[str, str]
@@ -177,7 +177,7 @@ class _Read:
 
 def _read(
     reader: Reader,
-    role: Role,
+    role: FileRole,
     path: str | Path,
     i: int,
     conventions: Conventions,
@@ -235,7 +235,7 @@ def load_truth(
 
 def load_model(
     reader: Reader,
-    role: Role,
+    role: FileRole,
     i: int,
     path: str | Path,
     name: str,
@@ -304,7 +304,7 @@ def _drop_repeats(
     con: duckdb.DuckDBPyConnection,
     table: str,
     path: Path,
-    role: Role,
+    role: FileRole,
     conventions: Conventions,
     warnings: list[str],
 ) -> int:

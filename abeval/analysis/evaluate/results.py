@@ -4,7 +4,7 @@
 :class:`FileSummary` per input file, a :class:`UserCoverage` per model (how its users
 and the truth users overlap), the metric results
 (:class:`~abeval.metrics.results.OfflineMetricResult`, one per metric per model), a
-:class:`Comparison` per (metric, model) against the baseline, and a
+:class:`PairedComparison` per (metric, model) against the baseline, and a
 :class:`RatingResult` per rating metric per predictions file.
 """
 
@@ -16,10 +16,6 @@ from typing import Any
 
 from abeval.metrics.results import OfflineMetricResult, finite
 from abeval.stats.paired import PairedComparison
-
-#: One model against the first (the baseline) on one metric, paired over users:
-#: the statistics layer's result, under the name the evaluation has always used.
-Comparison = PairedComparison
 
 
 @dataclass(frozen=True)
@@ -117,7 +113,7 @@ class EvaluationResult:
     files: tuple[FileSummary, ...]
     coverage: tuple[UserCoverage, ...]
     metrics: tuple[OfflineMetricResult, ...]
-    comparisons: tuple[Comparison, ...]
+    comparisons: tuple[PairedComparison, ...]
     ratings: tuple[RatingResult, ...]
     conventions: Mapping[str, str]
     warnings: tuple[str, ...] = ()

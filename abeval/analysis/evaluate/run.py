@@ -20,7 +20,7 @@ from abeval.analysis.evaluate import tables
 from abeval.analysis.evaluate.beyond import beyond_results
 from abeval.analysis.evaluate.inputs import Inputs, Named, load_inputs, named
 from abeval.analysis.evaluate.ratings import rating_results
-from abeval.analysis.evaluate.results import Comparison, EvaluationResult, UserCoverage
+from abeval.analysis.evaluate.results import EvaluationResult, PairedComparison, UserCoverage
 from abeval.errors import AbevalError, OptionError
 from abeval.metrics import (
     Conventions,
@@ -94,7 +94,7 @@ def evaluate(
         inputs = load_inputs(con, truth, recs, preds, items, history, conventions, min_relevance)
         coverage: list[UserCoverage] = []
         results: list[OfflineMetricResult] = []
-        comparisons: list[Comparison] = []
+        comparisons: list[PairedComparison] = []
         if recs:
             coverage, results, comparisons = _evaluate_lists(
                 con, inputs, chosen, missing, alpha, resamples, seed, per_user
@@ -186,7 +186,7 @@ def _evaluate_lists(
     resamples: int,
     seed: int,
     per_user: str | Path | None,
-) -> tuple[list[UserCoverage], list[OfflineMetricResult], list[Comparison]]:
+) -> tuple[list[UserCoverage], list[OfflineMetricResult], list[PairedComparison]]:
     """Coverage of users, ranking and beyond-accuracy results, and the paired comparison of
     the recommendation files (the ``--per-user`` file written on the way)."""
     models = inputs.models
@@ -194,7 +194,7 @@ def _evaluate_lists(
     tables.build_ranked(con, len(models), chosen.ranking, chosen.beyond)
     coverage = tables.coverage(con, models)
     results: list[OfflineMetricResult] = []
-    comparisons: list[Comparison] = []
+    comparisons: list[PairedComparison] = []
     if chosen.ranking:
         query = ranking_query(chosen.ranking, nonrelevant="nonrelevant")
         tables.build_per_user(con, query, len(models), missing == "zero")

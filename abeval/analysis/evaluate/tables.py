@@ -15,7 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from abeval.analysis.evaluate.results import Comparison, UserCoverage
+from abeval.analysis.evaluate.results import PairedComparison, UserCoverage
 from abeval.analysis.evaluate.sql import count, first_line, rows, scalar
 from abeval.errors import AbevalError
 from abeval.files import split_name
@@ -223,12 +223,12 @@ def compare_models(
     alpha: float,
     resamples: int,
     seed: int,
-) -> list[Comparison]:
+) -> list[PairedComparison]:
     """Every model after the first against the first on every ranking metric,
     paired over the users with a value under both, Holm-adjusted over them all."""
     import numpy as np
 
-    raw: list[Comparison] = []
+    raw: list[PairedComparison] = []
     for mc in query.columns:
         c = mc.column
         for j in range(1, len(models)):
