@@ -211,3 +211,13 @@ def test_a_relative_import_is_resolved_from_the_module() -> None:
     assert [
         i for _, i, _ in imports_of("abeval.store.ingest", "from .run import X", package=True)
     ] == ["abeval.store.ingest.run"]
+
+
+def test_the_demo_goes_through_the_public_api() -> None:
+    # `abeval demo` runs as a user's script would: abeval.open and the Store's
+    # methods, abeval.evaluate, abeval.render; the simulator only writes its files.
+    path = PACKAGE / "api" / "walkthrough.py"
+    module = module_name(path)
+    fronts = ("abeval", "abeval.api", "abeval.render", "abeval.formatting")
+    used = {i for _, i, t in imports_of(module, path.read_text(encoding="utf-8")) if not t}
+    assert used and all(i in fronts or i.startswith("abeval.simulate.") for i in used), used
