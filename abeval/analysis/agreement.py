@@ -48,7 +48,7 @@ from abeval.analysis.recorded_lift import recorded_lift
 from abeval.analysis.report_model import OfflineResult, OnlineMetricResult, ReportOptions
 from abeval.analysis.session import ExperimentSession
 from abeval.errors import AbevalError, NotFoundError
-from abeval.metrics.registry import definition
+from abeval.metrics.registry import offline_lower_is_better
 from abeval.stats.agreement import (
     DEFAULT_RESAMPLES,
     DEFAULT_SEED,
@@ -354,7 +354,7 @@ def _oriented(pairs: Sequence[AgreementPair]) -> dict[RowKey, list[Point]]:
         groups.setdefault((p.signal, p.source, p.online_metric, p.independent), []).append(p)
     out = {}
     for (signal, source, metric, independent), group in groups.items():
-        flip_offline = offline_lower_is_better(signal, source)
+        flip_offline = signal_lower_is_better(signal, source)
         online = METRICS.get(metric)
         flip_online = online is not None and online.lower_is_better
         points = [_point(p, flip_offline, flip_online) for p in group]
@@ -479,14 +479,10 @@ UNSUPPORTED = frozenset({"no_given_above", "incomplete_candidates"})
 # --------------------------------------------------------------------------- summary
 
 
-def offline_lower_is_better(signal: str, source: SignalSource) -> bool:
-    """A recorded or replayed metric where a smaller value is better (rmse, mae)."""
-    if source == "ope":
-        return False
-    try:
-        return definition(signal.split("@", 1)[0]).lower_is_better
-    except AbevalError:
-        return False
+def signal_lower_is_better(signal: str, source: SignalSource) -> bool:
+    """A recorded or replayed metric where a smaller value is better (rmse, mae);
+    an off-policy estimate is a CTR lift, larger is better."""
+    return source != "ope" and offline_lower_is_better(signal)
 
 
 def _point(p: AgreementPair, flip_offline: bool, flip_online: bool) -> Point | None:
@@ -515,7 +511,7 @@ def summarise(
     rows = []
     oriented = _oriented(pairs)
     for (signal, source, metric, independent), kept in oriented.items():
-        flip_offline = offline_lower_is_better(signal, source)
+        flip_offline = signal_lower_is_better(signal, source)
         a = agreement(kept, o.alpha, o.resamples, o.seed)
         row = replace(_summary(signal, source, metric, flip_offline, a), independent=independent)
         row = _with_noise(row, kept, o)
