@@ -41,12 +41,13 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Literal
 
 from abeval import __version__
-from abeval.analysis.online_metrics import DEFAULT_PRIMARY, METRICS
+from abeval.analysis.online_metrics import BUILTIN_CATALOG, DEFAULT_PRIMARY, Catalog
 from abeval.analysis.ope import OpeOptions, OpeSection
 from abeval.analysis.ope_file import read_target_propensities
 from abeval.analysis.recorded_lift import recorded_lift
 from abeval.analysis.report_model import OfflineResult, OnlineMetricResult, ReportOptions
 from abeval.analysis.session import ExperimentSession
+from abeval.analysis.team_metrics import read_catalog
 from abeval.errors import AbevalError, NotFoundError
 from abeval.metrics.registry import offline_lower_is_better
 from abeval.stats.agreement import (
@@ -62,7 +63,7 @@ from abeval.stats.agreement_predictive import Backtest, backtest, loo_score
 from abeval.stats.consistency import lift_difference, z_scores
 from abeval.stats.distributions import norm_isf
 from abeval.stats.forecast import HistoryRow, fit
-from abeval.stats.results import JsonResult
+from abeval.stats.results import NOT_IN_JSON, JsonResult
 from abeval.store.evaluations import RecordedEvaluation, latest_evaluations
 from abeval.store.experiments import list_experiments, unknown_experiment_message
 
@@ -230,6 +231,11 @@ class AgreementBoard(JsonResult):
     #: ``--backtest``: per signal and online metric, each experiment forecast
     #: from the earlier ones (empty unless asked for).
     backtest: tuple[SignalBacktest, ...] = ()
+    #: The store's metrics the board was read with (their labels and directions, for
+    #: its presenters; not in the JSON document).
+    catalog: Catalog = field(
+        default=BUILTIN_CATALOG, repr=False, compare=False, metadata=NOT_IN_JSON
+    )
 
 
 @dataclass(frozen=True)
@@ -245,9 +251,15 @@ class SignalBacktest(JsonResult):
     result: Backtest
 
 
-def agreement_board(store: Store, o: AgreementOptions | None = None) -> AgreementBoard:
-    """Read every experiment's signals once, collect the pairs, summarise per signal."""
+def agreement_board(
+    store: Store, o: AgreementOptions | None = None, catalog: Catalog | None = None
+) -> AgreementBoard:
+    """Read every experiment's signals once, collect the pairs, summarise per signal
+    (``catalog``: the store's metrics when read already)."""
     o = o or AgreementOptions()
+    if catalog is None:
+        with store.connect() as conn:
+            catalog = read_catalog(conn)
     names = _experiments(store, o.experiments)
     _experiments(store, list(o.target_propensities))  # every file names a known experiment
     for file in o.target_propensities.values():
@@ -257,7 +269,7 @@ def agreement_board(store: Store, o: AgreementOptions | None = None) -> Agreemen
     coverage: list[ExperimentCoverage] = []
     for name in names:
         try:
-            read = experiment_signals(store, name, experiment_options(o, name))
+            read = experiment_signals(store, name, experiment_options(o, name), catalog)
         except AbevalError as exc:
             coverage.append(ExperimentCoverage(name, None, (), {}, "skipped", exc.message))
             continue
@@ -267,7 +279,7 @@ def agreement_board(store: Store, o: AgreementOptions | None = None) -> Agreemen
     starts = {e.experiment: e.first_ts or "" for e in list_experiments(store)}
     order = sorted(names, key=lambda n: (starts.get(n, ""), n))
     levels = {c.experiment: c.alpha for c in coverage if c.alpha is not None}
-    summary = with_z_scores(summarise(pairs, o, levels), pairs)
+    summary = with_z_scores(summarise(pairs, o, catalog, levels), pairs)
     return AgreementBoard(
         schema_version=SCHEMA_VERSION,
         abeval_version=__version__,
@@ -286,7 +298,8 @@ def agreement_board(store: Store, o: AgreementOptions | None = None) -> Agreemen
         pairs=tuple(pairs),
         summary=summary,
         notes=notes(o),
-        backtest=backtests(pairs, order, "start", o, levels) if o.backtest else (),
+        backtest=backtests(pairs, order, "start", o, catalog, levels) if o.backtest else (),
+        catalog=catalog,
     )
 
 
@@ -306,10 +319,13 @@ class ExperimentSignals:
     alpha: float
 
 
-def experiment_signals(store: Store, name: str, options: ReportOptions) -> ExperimentSignals:
+def experiment_signals(
+    store: Store, name: str, options: ReportOptions, catalog: Catalog
+) -> ExperimentSignals:
     """The parts of ``name`` the board reads, from one session (no daily series,
-    power, decision or prediction); an :class:`AbevalError` when it cannot be read."""
-    with ExperimentSession(store, name, options) as session:
+    power, decision or prediction) with the store's ``catalog``; an
+    :class:`AbevalError` when it cannot be read."""
+    with ExperimentSession(store, name, options, catalog) as session:
         primary = tuple(m for m in session.online_comparisons() if m.role == "primary")
         offline = session.offline[0]
         others = tuple(session.observed.arms[1:])  # control first
@@ -324,13 +340,14 @@ def backtests(
     order: Sequence[str],
     ordered_by: str,
     o: AgreementOptions,
+    catalog: Catalog,
     levels: Mapping[str, float] | None = None,
 ) -> tuple[SignalBacktest, ...]:
     """The backtest of every (signal, source, online metric) of ``pairs``, in the
     summary's order of online metrics, experiments in ``order`` (``levels``: as
     :func:`history_rows` takes them)."""
     out = []
-    for (signal, source, metric, independent), points in _oriented(pairs).items():
+    for (signal, source, metric, independent), points in _oriented(pairs, catalog).items():
         if not independent and source != "replay":  # post-hoc estimates forecast nothing
             continue
         rows = history_rows(points, o.alpha, own_levels(source, levels))
@@ -346,17 +363,17 @@ def backtests(
 RowKey = tuple[str, SignalSource, str, bool]
 
 
-def _oriented(pairs: Sequence[AgreementPair]) -> dict[RowKey, list[Point]]:
+def _oriented(pairs: Sequence[AgreementPair], catalog: Catalog) -> dict[RowKey, list[Point]]:
     """The pairs grouped per (signal, source, online metric, independence), as
-    points oriented so that larger is better (pairs without an offline lift left out)."""
+    points oriented so that larger is better (the online metric's direction from
+    ``catalog``; pairs without an offline lift left out)."""
     groups: dict[RowKey, list[AgreementPair]] = {}
     for p in pairs:
         groups.setdefault((p.signal, p.source, p.online_metric, p.independent), []).append(p)
     out = {}
     for (signal, source, metric, independent), group in groups.items():
         flip_offline = signal_lower_is_better(signal, source)
-        online = METRICS.get(metric)
-        flip_online = online is not None and online.lower_is_better
+        flip_online = catalog.lower_is_better(metric)
         points = [_point(p, flip_offline, flip_online) for p in group]
         out[(signal, source, metric, independent)] = [p for p in points if p is not None]
     return out
@@ -503,13 +520,15 @@ def _point(p: AgreementPair, flip_offline: bool, flip_online: bool) -> Point | N
 def summarise(
     pairs: Sequence[AgreementPair],
     o: AgreementOptions,
+    catalog: Catalog,
     levels: Mapping[str, float] | None = None,
 ) -> tuple[SignalSummary, ...]:
-    """One ranked :class:`SignalSummary` per (signal, source, online metric);
-    ranks count within each online metric, in the order of ``o.primary``
-    (``levels``: as :func:`history_rows` takes them)."""
+    """One ranked :class:`SignalSummary` per (signal, source, online metric), each
+    online metric in its direction in ``catalog``; ranks count within each online
+    metric, in the order of ``o.primary`` (``levels``: as :func:`history_rows` takes
+    them)."""
     rows = []
-    oriented = _oriented(pairs)
+    oriented = _oriented(pairs, catalog)
     for (signal, source, metric, independent), kept in oriented.items():
         flip_offline = signal_lower_is_better(signal, source)
         a = agreement(kept, o.alpha, o.resamples, o.seed)

@@ -19,6 +19,7 @@ from abeval.analysis.forecast_history import HistoryEntry
 if TYPE_CHECKING:
     from abeval.analysis.agreement import AgreementBoard
     from abeval.analysis.forecast import ForecastOptions
+    from abeval.analysis.online_metrics import Catalog
     from abeval.store.engine import Store
 
 #: The traffic of a new test: the median over this many most recent experiments.
@@ -40,6 +41,8 @@ class StoreHistory:
     ranking: dict[str, tuple[str, ...]]
     users_per_day: float | None
     skipped: tuple[str, ...]
+    #: The store's metrics the board was read with.
+    catalog: Catalog
 
 
 def _days(first: str | None, last: str | None) -> float | None:
@@ -133,5 +136,6 @@ def store_history(
         entries=tuple(entries),
         ranking={m: tuple(dict.fromkeys(v)) for m, v in ranking.items()},
         users_per_day=rates[len(rates) // 2] if rates else None,
+        catalog=board.catalog,
         skipped=tuple(dict.fromkeys(skipped)),
     )

@@ -44,7 +44,7 @@ from abeval.analysis.report_model import (
     ReportOptions,
     Settings,
 )
-from abeval.analysis.team_metrics import check_names, use_recorded
+from abeval.analysis.team_metrics import check_names
 from abeval.analysis.verdicts import verdicts
 from abeval.errors import AbevalError, NotFoundError, OptionError
 from abeval.stats import srm_test
@@ -71,6 +71,7 @@ from abeval.store.sql.population import Window
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
 
+    from abeval.analysis.online_metrics import Catalog
     from abeval.store.engine import Store
     from abeval.store.experiment_facts import ExperimentFacts
 
@@ -111,12 +112,15 @@ class _Observed:
         return [split.get(a, 0.0) for a in self.arms] if split else None
 
 
-def build_report(store: Store, experiment: str, o: ReportOptions | None = None) -> ExperimentReport:
-    """Everything ``abeval report`` shows for one experiment."""
+def build_report(
+    store: Store, experiment: str, o: ReportOptions | None = None, catalog: Catalog | None = None
+) -> ExperimentReport:
+    """Everything ``abeval report`` shows for one experiment, computed with the
+    store's ``catalog`` of metrics (read from the store unless given)."""
     from abeval.analysis.session import ExperimentSession
 
     o = o or ReportOptions()
-    with ExperimentSession(store, experiment, o) as session:
+    with ExperimentSession(store, experiment, o, catalog) as session:
         o = session.options  # under the saved configuration, when the run reads it
         seen = session.observed
         control, treatments = seen.control, seen.treatments
@@ -128,9 +132,10 @@ def build_report(store: Store, experiment: str, o: ReportOptions | None = None) 
         judged, basis, progress = session.judged
         guardrails = session.guardrail_power
         place = session.place
+        catalog = session.catalog
     predicted = predicted_results(store, experiment, control, treatments, results)
-    segments, segment_warning = segment_results(seen.segments, control, o)
-    decided = decisions(judged, seen.health, power, o, basis=basis, progress=progress)
+    segments, segment_warning = segment_results(seen.segments, control, o, catalog)
+    decided = decisions(judged, seen.health, power, o, catalog, basis=basis, progress=progress)
     report = ExperimentReport(
         schema_version=SCHEMA_VERSION,
         abeval_version=__version__,
@@ -141,10 +146,10 @@ def build_report(store: Store, experiment: str, o: ReportOptions | None = None) 
         settings=_settings(seen, o),
         arms=_arm_infos(seen),
         health=seen.health,
-        caps=cap_infos(seen.caps, seen.labels),
+        caps=cap_infos(seen.caps, catalog, seen.labels),
         verdicts=verdicts(results, seen.health, o, decided),
         metrics=tuple(results),
-        daily=daily_points(seen.daily, seen.own_days, control, treatments, o),
+        daily=daily_points(seen.daily, seen.own_days, control, treatments, o, catalog),
         segments=segments,
         segment_warning=segment_warning,
         power=power,
@@ -155,6 +160,7 @@ def build_report(store: Store, experiment: str, o: ReportOptions | None = None) 
         ope=ope,
         predicted=predicted,
         guardrail_power=guardrails,
+        catalog=catalog,
     )
     return with_source(report, place)
 
@@ -192,10 +198,15 @@ def guardrail_powers(
 
 
 def _observe(
-    conn: Connection, experiment: str, o: ReportOptions, facts: ExperimentFacts | None = None
+    conn: Connection,
+    experiment: str,
+    o: ReportOptions,
+    catalog: Catalog,
+    facts: ExperimentFacts | None = None,
 ) -> tuple[_Observed, list[str]]:
     """Read the experiment from the store: its settings and arms (from ``facts``
-    when read already), then, over the population computed once, the moments,
+    when read already), the metrics of the store's ``catalog`` the options name
+    checked, then, over the population computed once, the moments,
     health, daily and segment breakdowns; and the temporary table of the
     population, kept for the replay (drop it after)."""
     settings = facts.settings if facts is not None else get_settings(conn, experiment)
@@ -212,13 +223,13 @@ def _observe(
             raise OptionError("segment", o.segment, message, allowed=tuple(known))
     arms = [control] + [a for a in settings.arms if a != control]
     window = _window(settings, o)
-    recorded, variables = use_recorded(conn)
-    check_names(o)
+    check_names(o, catalog)
+    variables = catalog.variables
     base, temporary = online_pass.shared(conn, experiment, o.cuped_days, window, variables)
     variables = variables.plus(copies(o.caps))  # columns of user_metrics, not of user_day
     kept = [t for t in temporary if t.endswith("_population")]
     try:
-        quantiles = {**recorded.caps, **variable_quantiles(o.caps)}
+        quantiles = {**catalog.caps, **variable_quantiles(o.caps, catalog)}
         caps = cap_values(conn, experiment, quantiles, base, variables) if quantiles else {}
         capped = _cap_values(caps)
         sums = online_sums.online_sums(
@@ -260,7 +271,7 @@ def _observe(
         segments=segments,
         ingests=facts.ingests if facts is not None else provenance.ingests(conn, experiment),
         variables=variables,
-        labels=recorded.labels | copy_labels(o.caps),
+        labels=dict(catalog.labels) | copy_labels(o.caps),
     )
     return observed, kept
 

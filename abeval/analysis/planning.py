@@ -17,7 +17,7 @@ single real effect among m must beat it to be declared, whatever the others do
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from abeval.analysis.report_model import GuardrailPower, PowerInfo, ReportOptions
@@ -26,6 +26,7 @@ from abeval.stats.moments import arm_moments
 from abeval.stats.sufficient import ArmStats
 
 if TYPE_CHECKING:
+    from abeval.analysis.online_metrics import Catalog
     from abeval.store.engine import Store
 
 #: A test that needs more days than this is reported as not feasible.
@@ -156,19 +157,26 @@ class Plan:
     options: ReportOptions
     planning_alpha: float
     planning_rule: str
+    #: The store's metrics it was planned with (their labels, for its presenters).
+    catalog: Catalog = field(repr=False, compare=False)
 
 
-def plan_report(store: Store, experiment: str, o: ReportOptions) -> Plan:
-    """The :class:`Plan` of ``experiment`` under ``o``, from its session."""
+def plan_report(
+    store: Store, experiment: str, o: ReportOptions, catalog: Catalog | None = None
+) -> Plan:
+    """The :class:`Plan` of ``experiment`` under ``o``, from its session
+    (``catalog``: the store's metrics when read already)."""
     from abeval.analysis.session import ExperimentSession
 
-    with ExperimentSession(store, experiment, replace(o, offline=False)) as session:
+    with ExperimentSession(store, experiment, replace(o, offline=False), catalog) as session:
         power, guardrails, options = session.power, session.guardrail_power, session.options
         family = len(options.primary) * len(session.treatments)
+        catalog = session.catalog
     return Plan(
         power=power,
         guardrails=guardrails,
         options=options,
         planning_alpha=planning_alpha(options.alpha, family),
         planning_rule=planning_rule(options.correction, family),
+        catalog=catalog,
     )

@@ -31,6 +31,7 @@ from abeval.analysis.report_model import (
     PowerInfo,
     ReportOptions,
 )
+from abeval.analysis.team_metrics import read_catalog
 from abeval.store.experiment_facts import ExperimentFacts, read_facts
 from abeval.store.shared_ctes import drop
 from abeval.store.sources import read_in_place
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
 
     from abeval.analysis.online import _Observed
+    from abeval.analysis.online_metrics import Catalog
     from abeval.store.engine import Store
 
 Offline = tuple[tuple[OfflineResult, ...], tuple[OfflineValue, ...], str]
@@ -48,12 +50,20 @@ class ExperimentSession:
     """``with ExperimentSession(store, "home-reco-v2", options) as s: s.power``.
 
     The parts are computed lazily and kept; the temporary population table lives
-    until the replay has read it or the session closes."""
+    until the replay has read it or the session closes. ``catalog``: the store's
+    metrics when the caller has read them already, else read on entering."""
 
-    def __init__(self, store: Store, experiment: str, options: ReportOptions | None = None):
+    def __init__(
+        self,
+        store: Store,
+        experiment: str,
+        options: ReportOptions | None = None,
+        catalog: Catalog | None = None,
+    ):
         self.store = store
         self.experiment = experiment
         self.options = options or ReportOptions()
+        self._catalog = catalog
         self._stack: ExitStack | None = None
         self._conn: Connection | None = None
         self._population: list[str] = []
@@ -64,6 +74,8 @@ class ExperimentSession:
         stack = ExitStack()
         try:
             self._conn = stack.enter_context(self.store.connect())
+            if self._catalog is None:
+                self._catalog = read_catalog(self._conn)
             # The experiment's row, ingests and propensity probe in one statement;
             # an experiment the store does not hold may be read in place.
             self.facts = read_facts(self._conn, self.experiment)
@@ -100,6 +112,13 @@ class ExperimentSession:
             raise RuntimeError("use the session inside `with`")
         return self._conn
 
+    @property
+    def catalog(self) -> Catalog:
+        """The store's metrics (built-in and team-defined) this session reads."""
+        if self._catalog is None:
+            raise RuntimeError("use the session inside `with`")
+        return self._catalog
+
     def _drop_population(self) -> None:
         if self._population and self._conn is not None:
             population, self._population = self._population, []
@@ -111,7 +130,9 @@ class ExperimentSession:
         daily and segment moments, ingests: one pass over the population."""
         from abeval.analysis.online import _observe
 
-        seen, self._population = _observe(self.conn, self.experiment, self.options, self.facts)
+        seen, self._population = _observe(
+            self.conn, self.experiment, self.options, self.catalog, self.facts
+        )
         return seen
 
     @property
@@ -124,7 +145,8 @@ class ExperimentSession:
 
     @cached_property
     def _compared(self) -> tuple[list[OnlineMetricResult], PlainStats]:
-        return metric_results(self.observed.moments, self.control, self.treatments, self.options)
+        seen, o = self.observed, self.options
+        return metric_results(seen.moments, self.control, self.treatments, o, self.catalog)
 
     @property
     def comparisons(self) -> list[OnlineMetricResult]:
@@ -210,5 +232,7 @@ class ExperimentSession:
         judged = self.comparisons
         if basis == "sequential_no_plan":
             sequential = replace(o, sequential=True)
-            judged = metric_results(seen.moments, self.control, self.treatments, sequential)[0]
+            judged = metric_results(
+                seen.moments, self.control, self.treatments, sequential, self.catalog
+            )[0]
         return judged, basis, progress
