@@ -25,10 +25,9 @@ from abeval.analysis.agreement import (
     AgreementOptions,
     AgreementPair,
     ExperimentCoverage,
-    backtests,
-    notes,
-    summarise,
 )
+from abeval.analysis.agreement_board import notes
+from abeval.analysis.agreement_summary import backtests, summarise
 from abeval.analysis.forecast_history import HistoryEntry, read_history
 from abeval.analysis.online_metrics import BUILTIN_CATALOG
 from abeval.errors import InputError
@@ -47,6 +46,7 @@ def _pair(e: HistoryEntry, z: float) -> AgreementPair:
         source="history",
         offline_lift=e.offline_lift,
         offline_ci=(e.offline_lift - z * e.offline_se, e.offline_lift + z * e.offline_se),
+        offline_se=e.offline_se,
     )
 
 

@@ -20,12 +20,13 @@ from typing import TYPE_CHECKING, Any
 from abeval.analysis.comparisons import PlainStats, metric_results
 from abeval.analysis.decision import decision_basis, plan_progress
 from abeval.analysis.experiment_config import ExperimentConfig, read_config, with_record
+from abeval.analysis.observation import Observed, days_observed, observe
+from abeval.analysis.offline_report import OfflineSection, replayed_offline
 from abeval.analysis.ope import OpeSection, ope_results
+from abeval.analysis.power_rows import guardrail_powers, power_rows
 from abeval.analysis.report_model import (
     DecisionBasis,
     GuardrailPower,
-    OfflineResult,
-    OfflineValue,
     OnlineMetricResult,
     PlanProgress,
     PowerInfo,
@@ -39,11 +40,8 @@ from abeval.store.sources import read_in_place
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
 
-    from abeval.analysis.online import _Observed
     from abeval.analysis.online_metrics import Catalog
     from abeval.store.engine import Store
-
-Offline = tuple[tuple[OfflineResult, ...], tuple[OfflineValue, ...], str]
 
 
 class ExperimentSession:
@@ -125,12 +123,10 @@ class ExperimentSession:
             drop(self._conn, population)
 
     @cached_property
-    def observed(self) -> _Observed:
+    def observed(self) -> Observed:
         """Settings, arms (control first), window, caps, per-arm moments, health,
         daily and segment moments, ingests: one pass over the population."""
-        from abeval.analysis.online import _observe
-
-        seen, self._population = _observe(
+        seen, self._population = observe(
             self.conn, self.experiment, self.options, self.catalog, self.facts
         )
         return seen
@@ -164,13 +160,11 @@ class ExperimentSession:
         return self.comparisons
 
     @cached_property
-    def offline(self) -> Offline:
+    def offline(self) -> OfflineSection:
         """The offline metrics replayed over the same population and window."""
-        from abeval.analysis.online import _offline
-
         seen = self.observed
         windowed = replace(self.options, window_from=seen.window.start, window_to=seen.window.end)
-        return _offline(
+        return replayed_offline(
             self.conn,
             self.experiment,
             self.control,
@@ -207,25 +201,19 @@ class ExperimentSession:
     @cached_property
     def power(self) -> tuple[PowerInfo, ...]:
         """The power rows of the primary metrics, per treatment arm."""
-        from abeval.analysis.online import _power
-
         seen = self.observed
-        return _power(self.plain, seen.daily, self.control, self.treatments, self.options)
+        return power_rows(self.plain, seen.daily, self.control, self.treatments, self.options)
 
     @cached_property
     def guardrail_power(self) -> tuple[GuardrailPower, ...]:
         """Whether each guardrail with a margin can be shown non-inferior at the
         planned size (docs/metrics.md#power-and-mde)."""
-        from abeval.analysis.online import guardrail_powers
-
         return guardrail_powers(self.plain, self.power, self.treatments, self.options)
 
     @cached_property
     def judged(self) -> tuple[list[OnlineMetricResult], DecisionBasis, PlanProgress | None]:
         """What the decision reads (docs/metrics.md#decision): the comparisons (the
         always-valid ones when no plan is recorded), the basis and the plan's progress."""
-        from abeval.analysis.online import days_observed
-
         seen, o = self.observed, self.options
         progress = plan_progress(o, days_observed(seen), seen.health.users_analysed)
         basis = decision_basis(o, progress)

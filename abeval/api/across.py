@@ -44,7 +44,7 @@ class Across(Opened):
         override its recorded primary metrics and α (the board's α is 0.05 then)."""
         from dataclasses import replace
 
-        from abeval.analysis.agreement import agreement_board
+        from abeval.analysis.agreement_board import agreement_board
         from abeval.analysis.online_metrics import DEFAULT_PRIMARY, parse_online_metrics
 
         catalog = self.catalog()
