@@ -319,9 +319,10 @@ def _health(
     problems = []
     if srm.flagged:
         counts = ", ".join(f"{a} {users.get(a, 0):,}" for a in arms)
+        why = srm.message if srm.p_value is None else f"p = {srm.p_value:.2g}"
         problems.append(
             f"Sample ratio mismatch: users per arm {counts} "
-            f"differ from the expected split (p = {srm.p_value:.2g}). Assignment or logging is "
+            f"differ from the expected split ({why}). Assignment or logging is "
             "broken; lifts below may be biased."
         )
     if raw["users_in_several_arms"]:
