@@ -205,6 +205,7 @@ def _observe(
     arms = [control] + [a for a in settings.arms if a != control]
     window = _window(settings, o)
     recorded, variables = use_recorded(conn)
+    variables = variables.keyed_for(conn.dialect.name)
     check_names(o)
     base, temporary = online_sql.shared(conn, experiment, o.cuped_days, window, variables)
     variables = variables.plus(copies(o.caps))  # columns of user_metrics, not of user_day

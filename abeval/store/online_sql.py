@@ -19,7 +19,7 @@ for segments, which is the one spelling DuckDB and PostgreSQL share.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import Decimal
 from itertools import combinations
 from typing import TYPE_CHECKING, Any
@@ -87,6 +87,26 @@ class VariableSet:
             self.indicators + other.indicators,
             self.copies + other.copies,
         )
+
+    def keyed_for(self, dialect: str) -> VariableSet:
+        """These variables with their attribute names written as ``dialect``'s
+        ``->>`` reads them as names (:func:`json_key`)."""
+        summed = tuple(
+            replace(v, where=tuple((json_key(k, dialect), x) for k, x in v.where))
+            for v in self.summed
+        )
+        return replace(self, summed=summed)
+
+
+def json_key(name: str, dialect: str) -> str:
+    """The text that ``CAST(x AS JSON) ->> text`` reads as the attribute ``name``,
+    exactly. PostgreSQL (and Spark's rewrite) take any text as a name; DuckDB reads
+    a text beginning with ``$`` as a JSONPath and one beginning with ``/`` as a JSON
+    Pointer (RFC 6901), so those names go to DuckDB as the pointer to themselves
+    (``~`` written ``~0``, ``/`` written ``~1``)."""
+    if dialect == "duckdb" and name[:1] in ("$", "/"):
+        return "/" + name.replace("~", "~0").replace("/", "~1")
+    return name
 
 
 BUILTIN = VariableSet(
@@ -340,7 +360,7 @@ def segment_moments(
     out: dict[str, dict[str, Moments]] = {}
     rows = conn.execute(
         text(segment_moments_sql(cuped_days, base, caps, variables)),
-        {"experiment": experiment, "segment": segment},
+        {"experiment": experiment, "segment": json_key(segment, conn.dialect.name)},
     )
     for r in rows:
         out.setdefault(str(r.segment), {})[str(r.arm)] = _moments_from_row(r, variables.all_names)
