@@ -46,7 +46,7 @@ _DUMP = r"""
 import dataclasses, json, sys
 from abeval.analysis.replay import default_metrics
 from abeval.metrics import BeyondInputs, beyond_query, parse_metrics
-from abeval.store.replay_sql import BEYOND_RELATIONS
+from abeval.store.sql.replay_parts import BEYOND_RELATIONS
 names = sys.argv[2].split(",") if sys.argv[2] else None
 specs = [s for s in parse_metrics(default_metrics()) if s.kind == "beyond"
          and (names is None or s.name in names)]
@@ -123,7 +123,7 @@ def main() -> None:
     from abeval.analysis.replay import DEFAULT_GAINS, default_metrics
     from abeval.metrics import parse_metrics, ranking_query
     from abeval.store import open_store
-    from abeval.store.replay_sql import open_replay
+    from abeval.store.sql.replay import open_replay
 
     db = build_store(args.rows) if args.data_dir is None else build_store(args.rows, args.data_dir)
     ranking = ranking_query(

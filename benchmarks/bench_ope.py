@@ -46,8 +46,9 @@ from abeval.simulate.ranked import (
     impressions,
     target_rows,
 )
-from abeval.stats.ope import ESTIMATORS, STEP_ESTIMATORS, Estimate, estimate_terms, snrips_terms
-from abeval.store.ope_cascade_sql import FOLDS, SMOOTH
+from abeval.stats.ope import Estimate, estimate_terms
+from abeval.stats.ope_ranking import ESTIMATORS, STEP_ESTIMATORS, snrips_terms
+from abeval.store.sql.ope_cascade import FOLDS, SMOOTH
 
 RESULTS = Path(__file__).parent / "RESULTS.md"
 CAP = 100.0
@@ -72,7 +73,7 @@ class Sums:
 
 
 def user_table(world: RankedWorld, logs: pd.DataFrame) -> pd.DataFrame:
-    """The store's per-user variables (abeval.store.ope_sql, ope_cascade_sql) with numpy."""
+    """The store's per-user variables (abeval.store.sql.ope_parts, ope_cascade) with numpy."""
     k = world.positions
     items = world.log_scores.shape[1]
     n = len(logs) // k
@@ -274,7 +275,7 @@ def table(results: dict[tuple[str, int], dict[str, object]], runs: int) -> list[
         "bootstrap coverage | ESS users (share) | top-1% share |",
         "|---|---:|---|---|---:|---:|---:|---:|---:|---:|",
     ]
-    from abeval.stats.ope import ASSUMPTIONS
+    from abeval.stats.ope_ranking import ASSUMPTIONS
 
     for (model, users), res in results.items():
         truth = float(res["truth"])  # type: ignore[arg-type]

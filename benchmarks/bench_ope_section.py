@@ -34,7 +34,7 @@ from sqlalchemy import event, text
 from sqlalchemy.engine import Engine
 from abeval.analysis.ope import OpeOptions, ope_results
 from abeval.store import open_store
-from abeval.store.population import population_parts
+from abeval.store.sql.population import population_parts
 # Loaded by the report's online section before this one: not this section's cost.
 import numpy, scipy.stats
 

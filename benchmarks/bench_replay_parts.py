@@ -60,14 +60,15 @@ def after(conn, cursor, statement, *_):
         sums[part] = (w + time.perf_counter() - wall, c + cpu() - used)
 
 from abeval.analysis.replay import default_metrics, replay
-from abeval.store import online_sql, open_store
+from abeval.store import open_store
+from abeval.store.sql.online_pass import shared
 from abeval.store.shared_ctes import drop
 
 beyond = ("coverage", "gini", "entropy", "novelty", "diversity")
 metrics = [m for m in default_metrics() if not m.startswith(beyond)]
 store = open_store(sys.argv[1])
 with store.connect() as conn:
-    _, temporary = online_sql.shared(conn, sys.argv[2], 14)
+    _, temporary = shared(conn, sys.argv[2], 14)
     population = next(t for t in temporary if t.endswith("_population"))
     sums.clear()
     result = replay(conn, sys.argv[2], metrics=metrics, population=population)

@@ -300,16 +300,21 @@ def test_the_spark_store_reads_the_same_copies() -> None:
     """The copies are plain SQL: the Spark translation of every query that reads
     them keeps them (the Spark store runs these queries; ``make test-spark`` runs it)."""
     from abeval.analysis.capping import copies
-    from abeval.store import online_sql as sql
     from abeval.store.spark.dialect import to_spark
+    from abeval.store.sql.online_caps import cap_values_sql
+    from abeval.store.sql.online_daily import daily_moments_sql
+    from abeval.store.sql.online_moments import arm_moments_sql
+    from abeval.store.sql.online_pass import online_ctes
+    from abeval.store.sql.online_segments import segment_moments_sql
+    from abeval.store.sql.online_variables import BUILTIN
 
-    variables = sql.BUILTIN.plus(copies((("clicks_per_user", 0.9), ("ctr", 0.95))))
+    variables = BUILTIN.plus(copies((("clicks_per_user", 0.9), ("ctr", 0.95))))
     caps = {"cap_clicks_per_user": 7.0, "cap_ctr": 9.0}
     for query in (
-        sql.arm_moments_sql(14, caps=caps, variables=variables),
-        sql.segment_moments_sql(14, caps=caps, variables=variables),
-        sql.daily_moments_sql(14, caps=caps, own_day=True, variables=variables),
-        sql.cap_values_sql("cap_ctr", 0.95, sql.online_ctes(14, variables=variables), variables),
+        arm_moments_sql(14, caps=caps, variables=variables),
+        segment_moments_sql(14, caps=caps, variables=variables),
+        daily_moments_sql(14, caps=caps, own_day=True, variables=variables),
+        cap_values_sql("cap_ctr", 0.95, online_ctes(14, variables=variables), variables),
     ):
         spark = to_spark(query)
         assert "cap_clicks_per_user" in spark or "cap_ctr" in spark

@@ -19,7 +19,7 @@ from abeval.errors import StoreError
 from abeval.store import memory, open_store
 from abeval.store.ingest.keys import number_ingest
 from abeval.store.memory import capped_gib, parse_memory, physical_memory
-from abeval.store.replay_sql import open_replay
+from abeval.store.sql.replay import open_replay
 
 runner = CliRunner()
 GAINS = {"click": 1.0, "purchase": 2.0}

@@ -1,4 +1,4 @@
-"""The daily series of abeval.store.online_sql (each day's change per arm, accumulated
+"""The daily series of abeval.store.sql.online_daily (each day's change per arm, accumulated
 over the days) against the per-user values at the end of each day, re-derived here
 from the events with numpy."""
 
@@ -13,8 +13,10 @@ import pytest
 
 from abeval.store import open_store
 from abeval.store.ingest import ingest_file
-from abeval.store.online_sql import BUILTIN, Moments, online_sums, shared
 from abeval.store.shared_ctes import drop
+from abeval.store.sql.online_pass import shared
+from abeval.store.sql.online_sums import online_sums
+from abeval.store.sql.online_variables import BUILTIN, Moments
 
 START = datetime(2025, 3, 1)
 NAMES = ("impressions", "clicks", "purchases", "revenue", "converted")

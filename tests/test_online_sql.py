@@ -1,4 +1,4 @@
-"""Report queries of abeval.store.online_sql that the report tests do not pin down."""
+"""Report queries of abeval.store.sql that the report tests do not pin down."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from pathlib import Path
 
 from abeval.store import open_store
 from abeval.store.ingest import ingest_file
-from abeval.store.online_sql import ingests
+from abeval.store.sql.provenance import ingests
 
 HEADER = "experiment,arm,user_id,ts,event_type\n"
 

@@ -72,7 +72,7 @@ def test_window_caps_and_segments_agree_on_both_engines(
     """The analysis window, outlier capping and the segment attributes are SQL that
     must mean the same on PostgreSQL as on DuckDB."""
     from abeval.errors import OptionError
-    from abeval.store.population import parse_bound
+    from abeval.store.sql.population import parse_bound
 
     events = tmp_path / "events.csv"
     write_events(SimulationConfig(users=1200, seed=5, days=6, pre_period_days=2), events)

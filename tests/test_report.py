@@ -31,7 +31,7 @@ from abeval.analysis.online import ReportOptions, build_report
 from abeval.cli import app
 from abeval.store import open_store
 from abeval.store.ingest import ingest_file
-from abeval.store.online_sql import arm_moments
+from abeval.store.sql.online_moments import arm_moments
 
 EXP = "hand"
 HEADER = [

@@ -1,4 +1,4 @@
-"""SQL from named parts (abeval/store/sql_parts.py, shared_ctes.materialize): a
+"""SQL from named parts (abeval/store/sql/parts.py, shared_ctes.materialize): a
 collection renders itself in order, refuses a part read before it is defined,
 evaluates parts into temporary tables found by name, and no SQL text in
 abeval/store is edited by ``str.replace`` or searched for a part."""
@@ -16,7 +16,7 @@ from sqlalchemy.engine import Connection
 from sqlglot import exp
 
 from abeval.store.shared_ctes import drop, materialize
-from abeval.store.sql_parts import Cte, PartError, With
+from abeval.store.sql.parts import Cte, PartError, With
 
 STORE = Path(__file__).resolve().parents[1] / "abeval" / "store"
 
@@ -124,10 +124,16 @@ def test_materialising_a_name_that_is_not_there_makes_no_table(tmp_path: Path) -
 def _store_parts(monkeypatch: pytest.MonkeyPatch) -> list[With]:
     """The collections the report, the replay and the off-policy estimates run:
     those the online queries render (recorded as they do), and the others' parts."""
-    from abeval.store import online_sql as online
-    from abeval.store import ope_cascade_sql as cascade
-    from abeval.store import ope_sql as ope
-    from abeval.store.replay_sql import replay_ctes
+    from abeval.store.sql import ope_cascade as cascade
+    from abeval.store.sql import ope_parts as ope
+    from abeval.store.sql.online_caps import cap_values_sql
+    from abeval.store.sql.online_daily import daily_moments_sql
+    from abeval.store.sql.online_health import health_parts
+    from abeval.store.sql.online_moments import arm_moments_sql
+    from abeval.store.sql.online_pass import online_ctes
+    from abeval.store.sql.online_segments import segment_moments_sql
+    from abeval.store.sql.population import population_parts
+    from abeval.store.sql.replay_parts import replay_ctes
 
     rendered: list[With] = []
     plain = With.sql
@@ -138,24 +144,24 @@ def _store_parts(monkeypatch: pytest.MonkeyPatch) -> list[With]:
 
     monkeypatch.setattr(With, "sql", recorded)
     caps = {"clicks": 5.0}
-    online.arm_moments_sql(14, caps=caps)
-    online.segment_moments_sql(14, caps=caps)
-    online.daily_moments_sql(14, caps=caps, own_day=True)
-    online.cap_values_sql("clicks", 0.9, online.online_ctes(14))
+    arm_moments_sql(14, caps=caps)
+    segment_moments_sql(14, caps=caps)
+    daily_moments_sql(14, caps=caps, own_day=True)
+    cap_values_sql("clicks", 0.9, online_ctes(14))
     assert len(rendered) == 4
-    src = ope.population_parts().then(*ope._BASE)
+    src = population_parts().then(*ope.BASE)
     return [
         *rendered,
-        online.online_ctes(14).then(*online.health_parts(14, online.online_ctes(14))),
-        src.then(*ope._COUNT_PARTS),
-        src.then(ope._EMPIRICAL_PI, *ope._weights(False), ope._user_cte(None)),
+        online_ctes(14).then(*health_parts(14, online_ctes(14))),
+        src.then(*ope.COUNT_PARTS),
+        src.then(ope.EMPIRICAL_PI, *ope.weight_parts(False), ope.user_part(None)),
         src.then(
-            *ope._FILE_ROWS,
-            ope._FILE_PI,
-            *ope._weights(True),
+            *ope.FILE_ROWS,
+            ope.FILE_PI,
+            *ope.weight_parts(True),
             *cascade.CASCADE_PARTS,
             *cascade.DR_PARTS,
-            ope._user_cte((1, 2)),
+            ope.user_part((1, 2)),
         ),
         replay_ctes({"click": 1.0, "purchase": 2.0})[0],
         replay_ctes({"click": 1.0}, population="abeval_online_population")[0],
@@ -219,11 +225,11 @@ def test_no_sql_text_is_edited_in_the_store() -> None:
         rel = path.relative_to(STORE).as_posix()
         source = path.read_text(encoding="utf-8")
         if "cte_span" in source:
-            found.append(f"abeval/store/{rel}: cte_span (find a part by name: sql_parts.With)")
+            found.append(f"abeval/store/{rel}: cte_span (find a part by name: sql.parts.With)")
         for line, function in text_edits(source):
             if (rel, function) not in NOT_SQL:
                 found.append(f"abeval/store/{rel}:{line} in {function}: .replace( on text")
-    assert found == [], "compose SQL from abeval.store.sql_parts instead:\n" + "\n".join(found)
+    assert found == [], "compose SQL from abeval.store.sql.parts instead:\n" + "\n".join(found)
 
 
 def test_the_guard_sees_an_edit() -> None:

@@ -17,7 +17,7 @@ from abeval.resources import data_dir
 from abeval.store import open_store
 from abeval.store.experiments import get_settings
 from abeval.store.migrate import apply
-from abeval.store.population import parse_bound
+from abeval.store.sql.population import parse_bound
 
 runner = CliRunner()
 

@@ -8,13 +8,13 @@ statistics are summed:
   built on it reads the capped values, and no other metric reads revenue;
 - a count (clicks, impressions, purchases: clicks per user, CTR ...) is capped in a
   copy of its own for the metric named (``cap_clicks_per_user``,
-  :class:`~abeval.store.online_sql.VariableSet` ``copies``), so that CTR,
+  :class:`~abeval.store.sql.online_variables.VariableSet` ``copies``), so that CTR,
   conversion and the ratios' denominators that read the raw count are unchanged;
 - a team-defined metric's numerator is a variable of its own already;
 - a proportion is 0 or 1 per user: there is nothing to cap.
 
 The quantile and the count of users above it are computed in the engine
-(:func:`abeval.store.online_sql.cap_values`).
+(:func:`abeval.store.sql.online_caps.cap_values`).
 """
 
 from __future__ import annotations
@@ -25,7 +25,8 @@ from collections.abc import Iterable, Mapping
 from abeval.analysis.online_metrics import BUILTIN_METRICS, METRICS, capped_copy
 from abeval.analysis.report_model import CapInfo
 from abeval.errors import OptionError
-from abeval.store.online_sql import CapValue, VariableSet
+from abeval.store.sql.online_caps import CapValue
+from abeval.store.sql.online_variables import VariableSet
 
 #: Variables capped in place: only revenue-based metrics read revenue.
 CAPPED_VARIABLES = ("revenue",)

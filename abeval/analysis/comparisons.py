@@ -1,6 +1,6 @@
 """The report's online comparisons: each metric, each treatment arm against control.
 
-From the per-arm :class:`~abeval.store.online_sql.Moments` the store returns,
+From the per-arm :class:`~abeval.store.sql.online_variables.Moments` the store returns,
 this module makes every comparison the report shows: the main one (with CUPED
 when the pre-period helps, the unadjusted one beside it), the Bayesian view,
 multiple-testing correction within each family (primary, guardrail, secondary),
@@ -29,7 +29,7 @@ from abeval.analysis.report_model import (
 )
 from abeval.stats import Comparison, adjust_comparisons, compare, compare_bayesian
 from abeval.stats.sufficient import ArmStats
-from abeval.store.online_sql import Moments
+from abeval.store.sql.online_variables import Moments
 
 MANY_SLICES = 10
 

@@ -30,7 +30,7 @@ from abeval.errors import AbevalError
 from abeval.metrics import Conventions, MetricResult
 from abeval.metrics.registry import definition
 from abeval.stats import Comparison, adjust_comparisons, compare
-from abeval.store.population import Window
+from abeval.store.sql.population import Window
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection

@@ -3,7 +3,7 @@
 
 This module decides *what* is compared (metrics, arms, CUPED or not) and puts
 the report together: it reads the experiment from the store
-(:mod:`abeval.store.online_sql`), compares the metrics
+(:mod:`abeval.store.sql.online_sums` and its siblings), compares the metrics
 (:mod:`abeval.analysis.comparisons`), judges them
 (:mod:`abeval.analysis.verdicts`), replays the offline metrics
 (:mod:`abeval.analysis.offline_report`), and adds health, power and the
@@ -48,7 +48,6 @@ from abeval.analysis.team_metrics import check_names, use_recorded
 from abeval.analysis.verdicts import verdicts
 from abeval.errors import AbevalError, NotFoundError, OptionError
 from abeval.stats import srm_test
-from abeval.store import online_sql
 from abeval.store.experiments import (
     ExperimentSettings,
     get_settings,
@@ -56,9 +55,18 @@ from abeval.store.experiments import (
     unknown_arm_message,
     unknown_segment_message,
 )
-from abeval.store.online_sql import BUILTIN, CapValue, Daily, Moments, VariableSet
-from abeval.store.population import Window
 from abeval.store.shared_ctes import drop
+from abeval.store.sql import (
+    online_moments,
+    online_pass,
+    online_segments,
+    online_sums,
+    provenance,
+)
+from abeval.store.sql.online_caps import CapValue, cap_values
+from abeval.store.sql.online_sums import Daily
+from abeval.store.sql.online_variables import BUILTIN, Moments, VariableSet
+from abeval.store.sql.population import Window
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
@@ -207,16 +215,14 @@ def _observe(
     recorded, variables = use_recorded(conn)
     variables = variables.keyed_for(conn.dialect.name)
     check_names(o)
-    base, temporary = online_sql.shared(conn, experiment, o.cuped_days, window, variables)
+    base, temporary = online_pass.shared(conn, experiment, o.cuped_days, window, variables)
     variables = variables.plus(copies(o.caps))  # columns of user_metrics, not of user_day
     kept = [t for t in temporary if t.endswith("_population")]
     try:
         quantiles = {**recorded.caps, **variable_quantiles(o.caps)}
-        caps = (
-            online_sql.cap_values(conn, experiment, quantiles, base, variables) if quantiles else {}
-        )
+        caps = cap_values(conn, experiment, quantiles, base, variables) if quantiles else {}
         capped = _cap_values(caps)
-        sums = online_sql.online_sums(
+        sums = online_sums.online_sums(
             conn, experiment, o.cuped_days, base, capped, variables, window, o.daily
         )
         moments = sums.moments
@@ -230,7 +236,7 @@ def _observe(
         health = _health(sums.health, users, weights, arms)
         daily, own_days = sums.daily, sums.own_days
         segments = (
-            online_sql.segment_moments(
+            online_segments.segment_moments(
                 conn, experiment, o.segment, o.cuped_days, base, capped, variables
             )
             if o.segment
@@ -253,7 +259,7 @@ def _observe(
         daily=daily,
         own_days=own_days,
         segments=segments,
-        ingests=facts.ingests if facts is not None else online_sql.ingests(conn, experiment),
+        ingests=facts.ingests if facts is not None else provenance.ingests(conn, experiment),
         variables=variables,
         labels=recorded.labels | copy_labels(o.caps),
     )
@@ -314,7 +320,7 @@ def _cap_values(caps: dict[str, CapValue]) -> dict[str, float]:
 def _health(
     raw: dict[str, Any], users: dict[str, int], weights: list[float] | None, arms: list[str]
 ) -> Health:
-    """The health counts (:func:`abeval.store.online_sql.health`) with the sample
+    """The health counts (:func:`abeval.store.sql.online_health.health`) with the sample
     ratio test and the problems they show."""
     srm = srm_test([users.get(a, 0) for a in arms], weights)
     problems = []
@@ -407,7 +413,7 @@ def _window_rule(seen: _Observed, o: ReportOptions) -> str | None:
 
 def _methodology(seen: _Observed, o: ReportOptions) -> Methodology:
     return Methodology(
-        sql=online_sql.arm_moments_sql(
+        sql=online_moments.arm_moments_sql(
             o.cuped_days, caps=_cap_values(seen.caps), window=seen.window, variables=seen.variables
         ),
         sufficient_statistics={a: _moments_dict(m) for a, m in seen.moments.items()},

@@ -25,7 +25,7 @@ from abeval.stats import (
     RatioStats,
 )
 from abeval.stats.sufficient import ArmStats
-from abeval.store.online_sql import Moments
+from abeval.store.sql.online_variables import Moments
 
 Kind = Literal["mean", "proportion", "ratio"]
 

@@ -3,7 +3,7 @@
 For each treatment arm, two directions: the treatment's click-through rate
 predicted from the control's logs, and the control's predicted from the
 treatment's. Each arm's observed CTR is the ground truth for the other's
-prediction. The store computes per-user sums (:mod:`abeval.store.ope_sql`), the
+prediction. The store computes per-user sums (:mod:`abeval.store.sql.ope_source`), the
 statistics layer turns them into estimates and diagnostics
 (:mod:`abeval.stats.ope`); this module chooses the directions, where π_target
 comes from, and judges whether the predicted lift agrees with the online one.
@@ -32,7 +32,6 @@ from abeval.stats.consistency import LiftDifference, lift_difference
 from abeval.stats.ope import (
     MAX_TOP_SHARE,
     MIN_ESS_USERS,
-    STEP_ESTIMATORS,
     Diagnostics,
     Estimate,
     Interval,
@@ -41,12 +40,13 @@ from abeval.stats.ope import (
     estimates,
     independent_lift,
     log_linear,
-    snrips_terms,
     unavailable,
 )
+from abeval.stats.ope_ranking import STEP_ESTIMATORS, snrips_terms
 from abeval.stats.results import JsonResult
-from abeval.store import ope_sql, ope_target
+from abeval.store import ope_target
 from abeval.store.memory import memory_capped
+from abeval.store.sql import ope_source
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
@@ -203,7 +203,7 @@ def ope_results(
 
         rows = read_target_propensities(o.target_propensities)
     if has_propensities is None:
-        has_propensities = ope_sql.has_propensities(conn, experiment)
+        has_propensities = ope_source.has_propensities(conn, experiment)
     if not has_propensities:
         return not_run(
             "no_propensities", "no impression of this experiment carries a propensity", o, alpha
@@ -211,10 +211,10 @@ def ope_results(
     arms = [control, *treatments]
     # DuckDB's memory capped as for the replay: 1.8 GB at 10M events uncapped.
     with memory_capped(conn) as memory:
-        source = ope_sql.open_ope(conn, experiment, population)
+        source = ope_source.open_ope(conn, experiment, population)
         try:
             origin, shown, at, unmatched = _targets(conn, experiment, arms, rows, o)
-            from_file = ope_sql.file_pairs(conn, experiment) if origin != "none" else set()
+            from_file = ope_source.file_pairs(conn, experiment) if origin != "none" else set()
             counts = source.arm_counts()
             memory.fit(sum(c.impressions for c in counts.values()))
             directions, skipped = [], []
@@ -235,7 +235,7 @@ def ope_results(
                     sums = source.direction(src, tgt, o.cap, covered)
                     directions.append(_direction(sums, counts, alpha, origin))
         finally:
-            ope_sql.close_ope(conn, source)
+            ope_source.close_ope(conn, source)
     arms_found = tuple(_arm(c, alpha) for c in counts.values())
     empty = [a for a in arms if a not in counts]
     warnings = [f"{a}: no impressions, so no estimate from or of it" for a in empty]
@@ -288,7 +288,7 @@ def _targets(
     return "recorded", recorded.file, at, 0
 
 
-def _arm(c: ope_sql.ArmCounts, alpha: float) -> ArmPropensities:
+def _arm(c: ope_source.ArmCounts, alpha: float) -> ArmPropensities:
     return ArmPropensities(
         arm=c.arm,
         impressions=c.impressions,
@@ -299,7 +299,7 @@ def _arm(c: ope_sql.ArmCounts, alpha: float) -> ArmPropensities:
 
 
 def _step_estimates(
-    d: ope_sql.DirectionSums, alpha: float, target_ctr: float | None
+    d: ope_source.DirectionSums, alpha: float, target_ctr: float | None
 ) -> tuple[tuple[Estimate, ...], HeadlineReason]:
     """The step estimators (``rips``, ``snrips``, ``sips``, ``cascade_dr``) of a
     direction whose target probabilities come from a file, and why the headline
@@ -341,7 +341,7 @@ def _step_estimates(
 
 
 def _headline(
-    d: ope_sql.DirectionSums, alpha: float, target_ctr: float | None
+    d: ope_source.DirectionSums, alpha: float, target_ctr: float | None
 ) -> tuple[tuple[Estimate, ...], Estimate, HeadlineReason]:
     """Every estimate of a direction, the headline one (:data:`HEADLINE_RULE`)
     and why it is the headline."""
@@ -352,8 +352,8 @@ def _headline(
 
 
 def _direction(
-    d: ope_sql.DirectionSums,
-    counts: dict[str, ope_sql.ArmCounts],
+    d: ope_source.DirectionSums,
+    counts: dict[str, ope_source.ArmCounts],
     alpha: float,
     origin: TargetOrigin,
 ) -> OpeDirection:
@@ -452,13 +452,13 @@ def candidate_estimate(
     from abeval.errors import InputError
 
     rows = candidate_rows(rows, control, shown)
-    if not ope_sql.has_propensities(conn, experiment):
+    if not ope_source.has_propensities(conn, experiment):
         raise InputError(
             f"experiment {experiment!r}: no impression carries a propensity, so no "
             "off-policy estimate can be formed from its logs"
         )
     with memory_capped(conn) as memory:
-        source = ope_sql.open_ope(conn, experiment)
+        source = ope_source.open_ope(conn, experiment)
         try:
             ope_target.load_rows(conn, rows)
             ope_target.check(conn, experiment, shown)
@@ -470,7 +470,7 @@ def candidate_estimate(
             memory.fit(counts[control].impressions)
             sums = source.direction(control, CANDIDATE, cap, True)
         finally:
-            ope_sql.close_ope(conn, source)
+            ope_source.close_ope(conn, source)
     _, head, reason = _headline(sums, alpha, None)
     overall = diagnose(None, sums.positions)
     return CandidateEstimate(

@@ -4,7 +4,7 @@ Each served request (``request_id``) is a ranked list: its items are the
 impression rows, ranked by their logged ``position``. The relevance of each
 (request, item) is its strongest event (by default purchase = 2, click = 1, else
 0; configurable). R is the number of relevant items among those shown. The
-population is the experiment's analysed users (:mod:`abeval.store.population`:
+population is the experiment's analysed users (:mod:`abeval.store.sql.population`:
 exposed users, contaminated users left out), and only their impressions from
 their first exposure on count. Metrics are computed per request, averaged per
 user, then per arm (:mod:`abeval.metrics.kernel`), so every ranking metric comes
@@ -13,7 +13,7 @@ Welch comparison as the online metrics. Beyond-accuracy metrics (coverage,
 Gini, entropy, novelty, diversity) are per arm over the top K of its requests.
 
 This module decides what is replayed (which metrics, under which conventions)
-and turns rows into results; the SQL lives in :mod:`abeval.store.replay_sql`
+and turns rows into results; the SQL lives in :mod:`abeval.store.sql.replay`
 (the lists) and the metric kernels (:mod:`abeval.metrics`).
 """
 
@@ -34,8 +34,9 @@ from abeval.metrics import (
     ranking_query,
 )
 from abeval.metrics.results import complete
-from abeval.store.population import Window
-from abeval.store.replay_sql import BEYOND_RELATIONS, ReplaySource, open_replay
+from abeval.store.sql.population import Window
+from abeval.store.sql.replay import ReplaySource, open_replay
+from abeval.store.sql.replay_parts import BEYOND_RELATIONS
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
@@ -44,7 +45,7 @@ DEFAULT_GAINS: Mapping[str, float] = {"purchase": 2.0, "click": 1.0}
 DEFAULT_KS: tuple[int, ...] = (5, 10)
 TIE_RULE = "logged position (equal positions count as tied)"
 
-# One arm's counts from :meth:`abeval.store.replay_sql.ReplaySource.arm_counts`.
+# One arm's counts from :meth:`abeval.store.sql.replay.ReplaySource.arm_counts`.
 ArmRow = dict[str, Any]
 
 

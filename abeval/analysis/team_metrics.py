@@ -4,7 +4,7 @@ ones join the built-ins for a report.
 
 A definition counts, or sums the ``value`` of, a user's events of one type (with
 optional attribute filters ``where``) from the first exposure inside the window,
-exactly as the built-in variables are counted (:mod:`abeval.store.online_sql`):
+exactly as the built-in variables are counted (:mod:`abeval.store.sql.online_variables`):
 
 - ``proportion``: the share of users with at least one matching event;
 - ``mean``: the per-user count (or, with ``value = "sum"``, the sum of values);
@@ -27,7 +27,7 @@ from abeval.analysis import online_metrics
 from abeval.analysis.capping import check_cappable
 from abeval.analysis.online_metrics import OnlineMetric, check_known
 from abeval.analysis.report_model import ReportOptions
-from abeval.store.online_sql import BUILTIN, Variable, VariableSet
+from abeval.store.sql.online_variables import BUILTIN, Variable, VariableSet
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection

@@ -50,7 +50,7 @@ def bound(parameter: str, value: str | datetime | None, *, end: bool) -> datetim
         return None
     if isinstance(value, datetime):  # the store's timestamps are naive UTC
         return value.astimezone(UTC).replace(tzinfo=None) if value.tzinfo else value
-    from abeval.store.population import parse_bound
+    from abeval.store.sql.population import parse_bound
 
     try:
         return parse_bound(value, end=end)
@@ -91,6 +91,6 @@ def parse_bound(value: str, *, end: bool) -> datetime:
     """An instant as ``--from``/``--to`` take it (ISO 8601, UTC unless it has a
     zone; a date as ``end``: through that day) → a naive UTC datetime; ValueError
     when it is none."""
-    from abeval.store.population import parse_bound as parse
+    from abeval.store.sql.population import parse_bound as parse
 
     return parse(value, end=end)

@@ -7,8 +7,10 @@ method on the per-user sums (users are the clusters: the randomisation unit),
 which needs only the user count, the sum of each per-user variable and the sum
 of each product of two of them (:class:`UserSums`).
 
-The per-user variables (see :mod:`abeval.store.ope_sql`): ``wc`` Σ w·c, ``w`` Σ w,
-``n`` impressions, ``kc`` Σ min(w, λ)·c, ``k`` Σ min(w, λ), ``c`` clicks.
+The per-user variables (see :mod:`abeval.store.sql.ope_parts`): ``wc`` Σ w·c, ``w`` Σ w,
+``n`` impressions, ``kc`` Σ min(w, λ)·c, ``k`` Σ min(w, λ), ``c`` clicks. Which
+estimators are formed from them, and the click model each assumes, is
+:mod:`abeval.stats.ope_ranking`.
 
 Results are frozen; an undefined number is ``None`` with a ``status``.
 """
@@ -21,6 +23,7 @@ from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from abeval.stats.distributions import norm_isf
+from abeval.stats.ope_ranking import ASSUMPTIONS, ESTIMATORS, USER_WEIGHTS, Term
 from abeval.stats.results import JsonResult, finite
 
 OpeStatus = Literal[
@@ -33,47 +36,8 @@ OpeStatus = Literal[
     "no_given_above",
     "incomplete_candidates",
 ]
-EstimatorName = Literal[
-    "ips", "snips", "capped_ips", "ncis", "rips", "snrips", "sips", "cascade_dr"
-]
-
-#: estimator → (numerator, denominator) per-user variables, for the estimators
-#: that are one ratio of two sums (``snrips`` is a sum of ratios: :func:`snrips_terms`).
-ESTIMATORS: Mapping[str, tuple[str, str]] = {
-    "ips": ("wc", "n"),
-    "snips": ("wc", "w"),
-    "capped_ips": ("kc", "n"),
-    "ncis": ("kc", "k"),
-}
-#: The ratio estimators over the step probabilities (cascade and whole list).
-STEP_ESTIMATORS: Mapping[str, tuple[str, str]] = {
-    "rips": ("rc", "n"),
-    "sips": ("sc", "n"),
-    "cascade_dr": ("dr", "n"),
-}
-#: The click model under which each estimator is unbiased: ``position_based``
-#: (a click at k depends only on the item at k), ``cascade`` (on the items at
-#: and above k), ``any`` (on the whole list).
-ASSUMPTIONS: Mapping[str, str] = {
-    "ips": "position_based",
-    "snips": "position_based",
-    "capped_ips": "position_based",
-    "ncis": "position_based",
-    "rips": "cascade",
-    "snrips": "cascade",
-    "cascade_dr": "cascade",
-    "sips": "any",
-}
 
 
-#: Per estimator: the per-user sum of its weights and of its weighted clicks,
-#: which its diagnostics over users read.
-USER_WEIGHTS: Mapping[str, tuple[str, str]] = {
-    **dict.fromkeys(("ips", "snips"), ("w", "wc")),
-    **dict.fromkeys(("capped_ips", "ncis"), ("k", "kc")),
-    **dict.fromkeys(("rips", "snrips", "cascade_dr"), ("r", "rc")),
-    "sips": ("s", "sc"),
-}
 #: The share of users whose weighted clicks :class:`UserWeights` adds up.
 TOP_USERS = 0.01
 #: Below this effective number of users the normal interval is marked
@@ -83,13 +47,6 @@ TOP_USERS = 0.01
 #: warning (coverage did not fall with this share in the same simulation).
 MIN_ESS_USERS = 40.0
 MAX_TOP_SHARE = 0.5
-
-
-def snrips_terms(groups: Sequence[int]) -> tuple[Term, ...]:
-    """Self-normalised cascade IPS, normalised per position group g:
-    Σ_g (Σ W·c at g / Σ W at g) · (impressions at g) / (all impressions), with
-    the per-user variables ``a<g>``, ``b<g>``, ``n<g>``."""
-    return tuple({f"a{g}": 1, f"b{g}": -1, f"n{g}": 1, "n": -1} for g in groups)
 
 
 #: Warning thresholds (docs/metrics.md#ope-diagnostics).
@@ -128,9 +85,6 @@ class Interval(JsonResult):
     ci: tuple[float, float] | None
     status: OpeStatus
     message: str
-
-
-Term = Mapping[str, int]
 
 
 def log_linear(
@@ -215,7 +169,8 @@ class Estimate(JsonResult):
     """One estimator of the target's CTR per impression from the source's logs,
     the lift it predicts over the source's observed CTR, and its error against
     the target's observed CTR (``relative_error`` = predicted / observed − 1).
-    ``assumption`` is the click model under which it is unbiased (:data:`ASSUMPTIONS`)."""
+    ``assumption`` is the click model under which it is unbiased
+    (:data:`~abeval.stats.ope_ranking.ASSUMPTIONS`)."""
 
     estimator: str
     ctr: Interval
@@ -263,8 +218,8 @@ def estimate(
     target_ctr: float | None = None,
     top: Mapping[str, float] | None = None,
 ) -> Estimate:
-    """An estimator of :data:`ESTIMATORS` and its predicted relative lift,
-    ``estimate / (Σc / Σn) − 1``, both clustered by user."""
+    """An estimator of :data:`~abeval.stats.ope_ranking.ESTIMATORS` and its
+    predicted relative lift, ``estimate / (Σc / Σn) − 1``, both clustered by user."""
     num, den = ESTIMATORS[estimator]
     return estimate_terms(s, estimator, ({num: 1, den: -1},), alpha, target_ctr, top)
 
@@ -272,7 +227,7 @@ def estimate(
 def estimates(
     s: UserSums, alpha: float, target_ctr: float | None, top: Mapping[str, float] | None = None
 ) -> tuple[Estimate, ...]:
-    """Every estimator of :data:`ESTIMATORS`."""
+    """Every estimator of :data:`~abeval.stats.ope_ranking.ESTIMATORS`."""
     return tuple(estimate(s, name, alpha, target_ctr, top) for name in ESTIMATORS)
 
 

@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING, Any
 
 from abeval.store.arm_lists import parse_arms
 from abeval.store.experiments import ExperimentSettings
-from abeval.store.online_sql import INGEST_COLUMNS, INGESTS_SELECT, ingest_row
-from abeval.store.ope_sql import PROPENSITY_PROBE
-from abeval.store.sql_parts import Cte, With
+from abeval.store.sql.ope_source import PROPENSITY_PROBE
+from abeval.store.sql.parts import Cte, With
+from abeval.store.sql.provenance import INGEST_COLUMNS, INGESTS_SELECT, ingest_row
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
@@ -49,7 +49,7 @@ FACTS_SQL = With(
 class ExperimentFacts:
     """The experiment's recorded settings and saved configuration (the ``config``
     JSON object, empty when none is saved), whether any impression carries a
-    propensity, and its ingests (as :func:`abeval.store.online_sql.ingests`)."""
+    propensity, and its ingests (as :func:`abeval.store.sql.provenance.ingests`)."""
 
     settings: ExperimentSettings
     config: dict[str, Any]

@@ -2,8 +2,8 @@
 (docs/metrics.md#target-probabilities).
 
 The target policy's probabilities reach the estimators' SQL
-(:mod:`abeval.store.ope_sql`) through one temporary table,
-:data:`~abeval.store.ope_sql.FILE_TABLE` (``arm``: the target arm,
+(:mod:`abeval.store.sql.ope_parts`) through one temporary table,
+:data:`~abeval.store.sql.ope_parts.FILE_TABLE` (``arm``: the target arm,
 ``request_id``, ``item_id``, ``position``, ``probability``,
 ``probability_given_above``, the last nullable). This module fills it, from the
 rows of a ``--target-propensities`` file (:func:`load_rows`) or from the rows
@@ -16,7 +16,7 @@ another experiment.
 A request is *covered* for a (source arm, target arm) when the table has a row
 for at least one of its analysed impressions (the logged item at its
 position); the source arm's requests are those with an impression of its
-analysed users from their exposure on (:func:`abeval.store.population.population_parts`,
+analysed users from their exposure on (:func:`abeval.store.sql.population.population_parts`,
 without an analysis window, so that a recording does not depend on one).
 
 :func:`varying_propensities` says whether the logging policy was personalised:
@@ -35,10 +35,11 @@ from typing import TYPE_CHECKING, Any
 from abeval.errors import InputError
 from abeval.store.backends import backend_of
 from abeval.store.migrate import has_own_table
-from abeval.store.ope_sql import FILE_TABLE, ArmCounts
-from abeval.store.population import population_parts
 from abeval.store.schema import TABLES
-from abeval.store.sql_parts import Cte
+from abeval.store.sql.ope_parts import FILE_TABLE
+from abeval.store.sql.ope_source import ArmCounts
+from abeval.store.sql.parts import Cte
+from abeval.store.sql.population import population_parts
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
@@ -358,5 +359,5 @@ class VaryingPropensities:
 def varying_propensities(counts: ArmCounts) -> VaryingPropensities:
     """Whether the arm's logging policy gave one (item, position) different
     propensities on different requests (module docstring), from its counts
-    (:meth:`abeval.store.ope_sql.OpeSource.arm_counts` asks in the same statement)."""
+    (:meth:`abeval.store.sql.ope_source.OpeSource.arm_counts` asks in the same statement)."""
     return VaryingPropensities(counts.arm, counts.logged_pairs, counts.varying_pairs)

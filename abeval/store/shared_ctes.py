@@ -1,7 +1,7 @@
 """Compute common table expressions once and share them between queries.
 
 A report runs several queries that start from the same parts (the population,
-the ranked lists; :mod:`abeval.store.sql_parts`). Engines recompute a CTE in every
+the ranked lists; :mod:`abeval.store.sql.parts`). Engines recompute a CTE in every
 query that names it, so :func:`materialize` evaluates the chosen parts once into
 temporary tables (on Spark, cached views: abeval/store/spark/dialect.py) and
 returns the parts with those reading their tables, found by name. Engines without
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
 
-    from abeval.store.sql_parts import With
+    from abeval.store.sql.parts import With
 
 
 def materialize(

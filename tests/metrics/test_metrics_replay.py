@@ -162,14 +162,14 @@ def test_a_tie_is_counted_on_the_ranks_the_metrics_use(tmp_path: Path) -> None:
 def test_replay_over_a_given_population_equals_its_own(tmp_path: Path) -> None:
     """The report hands the replay the population its online pass computed; the
     replay over that table gives what the replay computes on its own."""
-    from abeval.store import online_sql
     from abeval.store.shared_ctes import drop
+    from abeval.store.sql.online_pass import shared
 
     log, _ = random_log(5)
     store = _store(tmp_path, log)
     with store.connect() as conn:
         alone = replay(conn, "exp", metrics=METRICS)
-        _, temporary = online_sql.shared(conn, "exp", 14)
+        _, temporary = shared(conn, "exp", 14)
         try:
             population = next(t for t in temporary if t.endswith("_population"))
             given = replay(conn, "exp", metrics=METRICS, population=population)

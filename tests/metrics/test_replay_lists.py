@@ -12,7 +12,8 @@ from replay_data import Log
 from abeval.analysis.replay import replay
 from abeval.metrics import Conventions
 from abeval.store import open_store
-from abeval.store.replay_sql import TIE_BITS, open_replay
+from abeval.store.sql.replay import open_replay
+from abeval.store.sql.replay_parts import TIE_BITS
 
 GAINS = {"click": 1.0, "purchase": 2.0}
 

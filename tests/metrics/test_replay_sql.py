@@ -1,4 +1,4 @@
-"""The replay's SQL (abeval.store.replay_sql) on a tiny log, against hand counts."""
+"""The replay's SQL (abeval.store.sql.replay) on a tiny log, against hand counts."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ from sqlalchemy import text
 
 from abeval.store import open_store
 from abeval.store.engine import Store
-from abeval.store.replay_sql import SHARED, RepeatedImpression, gain_case, open_replay
+from abeval.store.sql.replay import SHARED, RepeatedImpression, open_replay
+from abeval.store.sql.replay_parts import gain_case
 
 GAINS = {"click": 1.0, "purchase": 2.0}
 

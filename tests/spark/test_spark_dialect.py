@@ -23,7 +23,7 @@ from abeval.store import open_store
 from abeval.store.engine import Store
 from abeval.store.experiments import list_experiments
 from abeval.store.ingest import ingest_file
-from abeval.store.population import parse_bound
+from abeval.store.sql.population import parse_bound
 
 pytest.importorskip("sqlglot")
 
@@ -130,7 +130,7 @@ def test_every_query_of_a_report_transpiles(captured: tuple[dict, dict, list[str
             "SELECT CAST(attributes AS JSON) ->> :segment FROM events",
             "SELECT FROM_JSON(attributes, 'map<string,string>')[:segment] FROM events",
         ),
-        (  # a team metric's where = { device = "mobile" } (abeval.store.online_sql)
+        (  # a team metric's where = { device = "mobile" } (abeval.store.sql.online_variables)
             "SELECT 1 FROM events e WHERE CAST(e.attributes AS JSON) ->> 'device' = 'mobile'",
             "SELECT 1 FROM events AS e WHERE "
             "FROM_JSON(e.attributes, 'map<string,string>')['device'] = 'mobile'",

@@ -4,7 +4,7 @@ DuckDB's to a relative 1e-9, on ranked logs that carry ``propensity_given_above`
 (abeval.simulate.ranked) with the target's step probabilities from a file.
 
 The report tests' simulated events log no step probabilities, so only these
-logs reach the SQL of abeval.store.ope_cascade_sql on Spark.
+logs reach the SQL of abeval.store.sql.ope_cascade on Spark.
 """
 
 from __future__ import annotations

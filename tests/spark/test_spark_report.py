@@ -205,7 +205,7 @@ def test_the_default_report_sends_few_statements(
 
     online, replay = first("abeval_online_"), first("abeval_replay_")
     # The off-policy section begins with its arm counts (a table is kept only once a
-    # direction is estimated: abeval.store.ope_sql.OpeSource).
+    # direction is estimated: abeval.store.sql.ope_source.OpeSource).
     ope = next(i for i, s in enumerate(sent) if i > replay and "o_arm_user" in s)
     sections = {
         "small tables": sent[:online],

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from abeval.store.sql_parts import Cte, With
+from abeval.store.sql.parts import Cte, With
 
 
 @dataclass(frozen=True)

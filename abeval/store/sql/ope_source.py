@@ -1,29 +1,7 @@
-"""The SQL of the off-policy estimates (docs/metrics.md#off-policy-estimates).
-
-One pass per direction (source arm's logs → target arm's click-through rate)
-turns the source's impressions into per-user sums and then into per-arm sums
-that add: the user count, the sum of every per-user variable and of every
-product of two of them. Nothing else leaves the database.
-
-Per user of the source arm, over the impressions that carry a ``propensity``
-(from the user's first exposure on, as for CTR):
-
-==========  ==========================================================
-``wc``      Σ w·c, w = π_target(item, position) / propensity, c = clicked
-``w``       Σ w
-``n``       impressions
-``kc``      Σ min(w, λ)·c (λ = the cap)
-``k``       Σ min(w, λ)
-``c``       clicked impressions
-==========  ==========================================================
-
-An impression is *clicked* when the experiment has a click with its
-``request_id`` and ``item_id`` (matched on their integer keys, ``request_no``
-and ``item_no``: :mod:`abeval.store.ingest.keys`). π_target comes from the temporary table of a
-``--target-propensities`` file (rows of the source's requests) or, without one,
-from the target arm's own impressions: the share of the target's impressions at
-position k that show item a. All SQL is portable (DuckDB, PostgreSQL 15); every
-value is a bind parameter.
+"""Runs the off-policy estimates' SQL (:mod:`abeval.store.sql.ope_parts`) on one
+experiment and returns sums that add over users: per arm the impressions and
+the observed CTR's sums (:class:`ArmCounts`), per direction the per-user sums,
+the weights per position and the step estimators' support (:class:`DirectionSums`).
 
 Passes over the events: the arm counts (:meth:`OpeSource.arm_counts`: impressions,
 clicked ones and the varying-propensity check of every arm) are one statement of
@@ -40,7 +18,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from abeval.store.ope_cascade_sql import (
+from abeval.store.shared_ctes import drop, materialize
+from abeval.store.sql.ope_cascade import (
     CASCADE_PARTS,
     DR_PARTS,
     FOLDS,
@@ -48,200 +27,24 @@ from abeval.store.ope_cascade_sql import (
     group_of,
     step_user_columns,
 )
-from abeval.store.population import given_population, population_parts
-from abeval.store.shared_ctes import drop, materialize
-from abeval.store.sql_parts import Cte, With
+from abeval.store.sql.ope_parts import (
+    CLICKED,
+    COUNT_PARTS,
+    EMPIRICAL_PI,
+    FILE_PI,
+    FILE_ROWS,
+    FILE_TABLE,
+    IMPRESSIONS,
+    TOP_VARIABLES,
+    USER_VARIABLES,
+    user_part,
+    weight_parts,
+)
+from abeval.store.sql.parts import Cte, With
+from abeval.store.sql.population import given_population, population_parts
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
-
-USER_VARIABLES = ("wc", "w", "n", "kc", "k", "c")
-#: (weights, weighted clicks): the diagnostics add up the weighted clicks of the
-#: 1% of users with the largest sums of weights.
-TOP_VARIABLES = (("w", "wc"), ("k", "kc"), ("r", "rc"), ("s", "sc"))
-#: The temporary table of the target's probabilities (a ``--target-propensities``
-#: file or those recorded with the experiment), filled by :mod:`abeval.store.ope_target`.
-FILE_TABLE = "abeval_ope_target"
-
-# The clicked (request, item) pairs. It reads the events itself, not ``exp_events``
-# (all the experiment's events: the off-policy section has no window): DuckDB
-# materialises a part that two parts read, and ``exp_events`` read by this part and
-# by the impressions' cost 1.8 s of the 2.4 s of ``o_imp`` at 10M events.
-_CLICKED = Cte(
-    "o_clk",
-    """
-    SELECT DISTINCT request_no, item_no FROM events
-    WHERE experiment = :experiment AND event_type = 'click'
-      AND request_no IS NOT NULL AND item_no IS NOT NULL
-""",
-)
-
-
-def _impressions(name: str, columns: str) -> Cte:
-    """The analysed users' impressions from their exposure on (``columns`` of
-    ``e``, the event, and ``p``, the population, then ``clicked``)."""
-    return Cte(
-        name,
-        f"""
-    SELECT /*+ BROADCAST(p) */ {columns},
-        CASE WHEN k.item_no IS NULL THEN 0 ELSE 1 END AS clicked
-    FROM exp_events e JOIN population p ON p.user_id = e.user_id
-    LEFT JOIN o_clk k ON k.request_no = e.request_no AND k.item_no = e.item_no
-    WHERE e.event_type = 'impression' AND e.item_no IS NOT NULL AND e.position IS NOT NULL
-      AND e.ts >= p.first_ts
-""",
-        ("exp_events", "population", "o_clk"),
-    )
-
-
-#: The impressions the estimators read, kept as a table once a direction is
-#: estimated (:meth:`OpeSource.direction`).
-_IMPRESSIONS = _impressions(
-    "o_imp",
-    "p.arm, e.user_id, e.request_no, e.item_no, e.position, e.propensity, e.propensity_given_above",
-)
-_BASE = (_CLICKED, _IMPRESSIONS)
-
-#: The arm counts, in one pass over the events of their own (:meth:`OpeSource.arm_counts`):
-#: per user, impressions ``n``, clicked ones ``c`` and those with a propensity;
-#: per arm, the users and the sums and products; in the same statement each
-#: arm's (item, position) pairs and those whose propensity varies between requests.
-_COUNT_PARTS = (
-    _impressions("o_cnt", "p.arm, e.user_id, e.item_no, e.position, e.propensity"),
-    Cte(
-        "o_arm_user",
-        "SELECT arm, user_id, CAST(COUNT(*) AS DOUBLE PRECISION) AS n, "
-        "CAST(SUM(clicked) AS DOUBLE PRECISION) AS c, "
-        "SUM(CASE WHEN propensity IS NOT NULL THEN 1 ELSE 0 END) AS np "
-        "FROM o_cnt GROUP BY arm, user_id",
-        ("o_cnt",),
-    ),
-    Cte(
-        "o_arm",
-        "SELECT arm, COUNT(*) AS users, SUM(n) AS n, SUM(np) AS np, SUM(c) AS c, "
-        "SUM(n * n) AS nn, SUM(n * c) AS nc, SUM(c * c) AS cc FROM o_arm_user GROUP BY arm",
-        ("o_arm_user",),
-    ),
-    Cte(
-        "o_pairs",
-        "SELECT arm, item_no, position, MIN(propensity) AS lo, MAX(propensity) AS hi "
-        "FROM o_cnt WHERE propensity IS NOT NULL GROUP BY arm, item_no, position",
-        ("o_cnt",),
-    ),
-    Cte(
-        "o_varying",
-        "SELECT arm, COUNT(*) AS pairs, "
-        "SUM(CASE WHEN hi - lo > :tol * hi THEN 1 ELSE 0 END) AS varying "
-        "FROM o_pairs GROUP BY arm",
-        ("o_pairs",),
-    ),
-)
-
-# π_target(a, k) and its "mass" (the count or probability that the support
-# deficit weighs) per (item, position), or per (request, item, position) from a file.
-_EMPIRICAL_PI = Cte(
-    "o_pi",
-    """
-    SELECT item_no, position, CAST(COUNT(*) AS DOUBLE PRECISION) AS mass,
-        CAST(COUNT(*) AS DOUBLE PRECISION) / SUM(COUNT(*)) OVER (PARTITION BY position) AS pi,
-        CAST(NULL AS DOUBLE PRECISION) AS rho
-    FROM o_imp WHERE arm = :target GROUP BY item_no, position
-""",
-    ("o_imp",),
-)
-
-
-# The file's rows on the integer keys, kept as a table the first time a direction
-# reads them (:meth:`OpeSource.direction`): the numbers are looked up, in the
-# experiment's events, for the requests and items the file names only. A row whose
-# request is no request of the experiment is dropped (no source impression has it);
-# one whose item is in no event of the experiment keeps a NULL item_no (no
-# impression shows it: its probability counts as unseen, as before the numbers).
-def _file_keys(name: str, text: str, number: str) -> Cte:
-    """The numbers, in the experiment's events, of the ``text`` keys the file names."""
-    return Cte(
-        name,
-        f"""
-    SELECT DISTINCT {text}, {number} FROM events
-    WHERE experiment = :experiment AND {number} IS NOT NULL
-      AND {text} IN (SELECT {text} FROM {FILE_TABLE})
-""",
-    )
-
-
-_FILE_ROWS = (
-    _file_keys("o_freq", "request_id", "request_no"),
-    _file_keys("o_fitem", "item_id", "item_no"),
-    Cte(
-        "o_file",
-        f"""
-    SELECT f.arm, r.request_no, i.item_no, f.position, f.probability, f.probability_given_above
-    FROM {FILE_TABLE} f JOIN o_freq r ON r.request_id = f.request_id
-    LEFT JOIN o_fitem i ON i.item_id = f.item_id
-""",
-        ("o_freq", "o_fitem"),
-    ),
-)
-
-_FILE_PI = Cte(
-    "o_pi",
-    """
-    SELECT f.request_no, f.item_no, f.position, f.probability AS mass, f.probability AS pi,
-        f.probability_given_above AS rho
-    FROM o_file f
-    WHERE f.arm = :target
-      AND f.request_no IN (SELECT request_no FROM o_imp WHERE arm = :source)
-""",
-    ("o_file", "o_imp"),
-)
-
-_SOURCE = (
-    Cte(
-        "o_src",
-        """
-    SELECT user_id, request_no, item_no, position, clicked, propensity,
-        propensity_given_above AS g FROM o_imp
-    WHERE arm = :source AND propensity IS NOT NULL AND propensity > 0
-""",
-        ("o_imp",),
-    ),
-    Cte("o_shown", "SELECT DISTINCT item_no, position FROM o_src", ("o_src",)),
-)
-
-
-def _weights(from_file: bool) -> tuple[Cte, ...]:
-    key = (
-        "pi.request_no = s.request_no AND pi.item_no = s.item_no AND pi.position = s.position"
-        if from_file
-        else "pi.item_no = s.item_no AND pi.position = s.position"
-    )
-    weights = Cte(
-        "o_w",
-        "\n    SELECT s.user_id, s.request_no, s.item_no, s.position, "
-        "s.clicked, COALESCE(pi.pi, CAST(0 AS DOUBLE PRECISION)) / s.propensity AS w, s.g, "
-        "pi.rho\n"
-        f"    FROM o_src s LEFT JOIN o_pi pi ON {key}\n",
-        ("o_src", "o_pi"),
-    )
-    return (*_SOURCE, weights)
-
-
-def _user_cte(steps: tuple[int, ...] | None) -> Cte:
-    """Per-user sums over ``o_w``, or with ``steps`` (the ``snrips`` groups) over
-    ``o_dr`` with the step estimators' variables too."""
-    extra = "".join(f",\n        {sql} AS {name}" for name, sql in step_user_columns(steps or ()))
-    extra += ",\n        SUM(short) AS short"
-    rows = "o_w" if steps is None else "o_dr"
-    return Cte(
-        "o_user",
-        f"""
-    SELECT user_id, SUM(w * clicked) AS wc, SUM(w) AS w, CAST(COUNT(*) AS DOUBLE PRECISION) AS n,
-        SUM(LEAST(w, :cap) * clicked) AS kc, SUM(LEAST(w, :cap)) AS k,
-        CAST(SUM(clicked) AS DOUBLE PRECISION) AS c{extra if steps is not None else ""}
-    FROM {rows} GROUP BY user_id
-""",
-        (rows,),
-    )
 
 
 def _pairs(v: Sequence[str]) -> list[tuple[str, str]]:
@@ -318,7 +121,7 @@ class DirectionSums:
     positions: tuple[PositionSums, ...]
     steps: StepSupport | None = None
     #: Per weighted-click variable, its sum over the 1% of users with the
-    #: largest sums of the matching weights (:data:`TOP_VARIABLES`).
+    #: largest sums of the matching weights (:data:`~abeval.store.sql.ope_parts.TOP_VARIABLES`).
     top: dict[str, float] = field(default_factory=dict)
 
 
@@ -362,7 +165,7 @@ class OpeSource:
     def arm_counts(self) -> dict[str, ArmCounts]:
         """Impressions per arm, those with a propensity, and the observed CTR's sums."""
         rows = self._run(
-            self.ctes.then(*_COUNT_PARTS),
+            self.ctes.then(*COUNT_PARTS),
             "SELECT a.arm, a.users, a.n, a.np, a.c, a.nn, a.nc, a.cc, v.pairs, v.varying "
             "FROM o_arm a LEFT JOIN o_varying v ON v.arm = a.arm ORDER BY a.arm",
             {"tol": PROPENSITY_TOLERANCE},
@@ -383,11 +186,11 @@ class OpeSource:
         """The per-arm user sums and the per-position weight sums of one direction;
         with the step estimators' sums when the logs and the target carry step
         probabilities (:class:`StepSupport`)."""
-        self.keep((_IMPRESSIONS,))
+        self.keep((IMPRESSIONS,))
         if from_file:
-            self.keep(_FILE_ROWS)
-        pi = _FILE_PI if from_file else _EMPIRICAL_PI
-        base = (pi, *_weights(from_file))
+            self.keep(FILE_ROWS)
+        pi = FILE_PI if from_file else EMPIRICAL_PI
+        base = (pi, *weight_parts(from_file))
         params = {
             "source": source,
             "target": target,
@@ -404,10 +207,10 @@ class OpeSource:
                     base, f"SELECT DISTINCT {group_of()} FROM o_src ORDER BY 1", **params
                 )
             )
-            ctes = (*base, *CASCADE_PARTS, *DR_PARTS, _user_cte(groups))
+            ctes = (*base, *CASCADE_PARTS, *DR_PARTS, user_part(groups))
             names += [name for name, _ in step_user_columns(groups)]
         else:
-            ctes = (*base, _user_cte(None))
+            ctes = (*base, user_part(None))
         pairs = _pairs(names)
         ranked = [(w, wc) for w, wc in TOP_VARIABLES if w in names]
         select = ", ".join(
@@ -444,7 +247,7 @@ class OpeSource:
                 groups,
                 int(values[end]),
             )
-        positions = self._positions((*base, _user_cte(None)), params)
+        positions = self._positions((*base, user_part(None)), params)
         return DirectionSums(source, target, from_file, user, positions, steps, top)
 
     def _step_support(self, base: Sequence[Cte], params: dict[str, Any]) -> StepSupport:
@@ -510,6 +313,7 @@ def has_propensities(conn: Connection, experiment: str) -> bool:
 #: more than this share of the larger (a file's decimals, not rounding, decide).
 PROPENSITY_TOLERANCE = 1e-9
 
+
 #: One row when an impression of the experiment carries a propensity, else none.
 PROPENSITY_PROBE = (
     "SELECT 1 FROM events WHERE experiment = :experiment AND event_type = 'impression' "
@@ -526,10 +330,10 @@ def open_ope(conn: Connection, experiment: str, population: str | None = None) -
     online pass without a window), read instead of computed again; else it is
     computed once into a temporary table. :func:`close_ope` drops what it kept."""
     if population is not None:
-        return OpeSource(conn, experiment, given_population(population).then(_CLICKED), [])
+        return OpeSource(conn, experiment, given_population(population).then(CLICKED), [])
     ctes, tables = materialize(
         conn,
-        population_parts().then(_CLICKED),
+        population_parts().then(CLICKED),
         ("population",),
         {"experiment": experiment},
         _PREFIX,

@@ -1,4 +1,4 @@
-"""The SQL of the log replay: an experiment's logged impressions as ranked lists.
+"""The SQL parts of the log replay: an experiment's logged impressions as ranked lists.
 
 Each served request (``request_id``) is a ranked list: its items are the
 impression rows, ranked by their logged ``position``. Lists and items are keyed
@@ -8,16 +8,13 @@ grouping and join below is on integers; only the message about a repeated item
 reads the text. The relevance of each
 (request, item) is its strongest event under the caller's gains (event type →
 gain). The population is the experiment's analysed users
-(:mod:`abeval.store.population`), and, unless told otherwise, only their
+(:mod:`abeval.store.sql.population`), and, unless told otherwise, only their
 impressions from their first exposure on count.
 
-:func:`replay_ctes` defines the relations the metric kernels read
-(``ranked``, ``judged``, see :mod:`abeval.metrics.kernel`) and the
-beyond-accuracy inputs (:data:`BEYOND_RELATIONS`). :func:`open_replay` computes
-the shared ones once into temporary tables and hands back a
-:class:`ReplaySource` that runs the replay's queries over them: counts per arm,
-the first repeated impression, relevance the requests did not show, and the
-kernels' own statements.
+The relations are built here as parts (:func:`replay_ctes`: ``ranked``,
+``judged`` for the metric kernels, :mod:`abeval.metrics.kernel`, and the
+beyond-accuracy inputs, :data:`BEYOND_RELATIONS`) with the statements that read
+them; :mod:`abeval.store.sql.replay` runs them.
 
 All SQL is portable (DuckDB, PostgreSQL 15); every user-supplied value is a
 bind parameter.
@@ -25,30 +22,11 @@ bind parameter.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
-from dataclasses import dataclass, field
-from functools import partial
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import Any
 
-from abeval.store.memory import memory_capped
-from abeval.store.population import Window, experiment_events, population_parts
-from abeval.store.shared_ctes import drop, materialize
-from abeval.store.sql_parts import Cte, With
-
-if TYPE_CHECKING:
-    from sqlalchemy.engine import Connection
-
-# CTEs that several replay queries share, computed once per replay. ``r_imp`` (every
-# impression row) is not among them: ``ranked`` keeps what the counts need of it
-# (``copies``), and only the message about a repeated item reads it again.
-# ``r_lists`` is ``ranked`` grouped by list once: the arm counts and the ranking
-# kernel's lists read it instead of grouping every shown item again. ``r_items``
-# holds the catalogue and the interactions in one table (one statement where each
-# costs a fixed round trip, as on Spark); ``r_catalogue`` and ``r_interactions``
-# read it.
-SHARED = ("population", "r_rel", "ranked", "r_lists", "r_items")
-PREFIX = "abeval_replay_"
+from abeval.store.sql.parts import Cte, With
+from abeval.store.sql.population import Window, experiment_events, population_parts
 
 # The relations :func:`replay_ctes` defines for the beyond-accuracy metrics, by role
 # (the fields of :class:`abeval.metrics.BeyondInputs`).
@@ -85,15 +63,19 @@ USER_NUMBERS = (
     "SELECT user_id, arm, first_ts, ROW_NUMBER() OVER (ORDER BY user_id) AS user_no FROM population"
 )
 
+
 # A list's ranks fit the bits of an integer when they are 0..TIE_BITS: the list has
 # two items at one rank exactly when the sum of 2^rank over its items differs from
 # their bitwise OR (a rank shown twice carries; distinct ranks never do). The sum
 # stays below 2^63 for lists of fewer than 2^22 items.
 TIE_BITS = 40
+
+
 _RANK_BIT = (
     f"CASE WHEN rank BETWEEN 0 AND {TIE_BITS} THEN CAST(POWER(2, rank) AS BIGINT) "
     "ELSE CAST(0 AS BIGINT) END"
 )
+
 
 # The per-list pass: one row per (arm, list) of ``ranked`` with its items, impression
 # rows and repeats, whether two of its items share a rank (``tied``: 1 or 0, NULL
@@ -111,6 +93,7 @@ PER_LIST = (
     f"FROM (SELECT grp, list_id, user_id, rank, copies, {_RANK_BIT} AS rank_bit FROM {{ranked}}) r "
     "GROUP BY grp, list_id"
 )
+
 
 # ``ranked``'s distinct (arm, user, list), the lists the kernel averages per user:
 # each item's user is the least of those it was shown to, so a request logged for
@@ -141,7 +124,7 @@ def replay_ctes(
     number in this replay (:data:`USER_NUMBERS`), not the text of the log.
 
     ``population`` names a table already holding the experiment's analysed
-    population (``user_id, arm, first_ts``, as :mod:`abeval.store.population`
+    population (``user_id, arm, first_ts``, as :mod:`abeval.store.sql.population`
     defines it), such as the one the online report computed on the same
     connection; without it the population is computed here.
 
@@ -250,6 +233,7 @@ NOT_SHOWN_SQL = (
     "(SELECT DISTINCT list_id, item_id FROM {ranked} WHERE gain > 0) s) AS n"
 )
 
+
 # The arms' counts from the per-list pass: a list is one row of ``r_lists``, its
 # users those of ``r_list_users``; the lists whose ranks the bits could not check
 # (``tied`` NULL) have their ranks counted.
@@ -273,6 +257,7 @@ r_not_shown AS ("""
     + ")"
 )
 
+
 ARM_COUNTS_SELECT = """\
 SELECT a.grp AS arm, a.users, COALESCE(u.users, 0) AS users_with_requests,
        COALESCE(i.requests, 0) AS requests, COALESCE(i.impressions, 0) AS impressions,
@@ -285,149 +270,9 @@ LEFT JOIN r_ties t ON t.grp = a.grp
 CROSS JOIN r_not_shown n
 ORDER BY a.grp"""
 
+
 FIRST_REPEAT_SQL = (
     "SELECT MIN(list_text) AS list_id, MIN(item_text) AS item_id, COUNT(*) AS c, "
     "MIN(position) AS first_pos, MAX(position) AS last_pos FROM r_imp "
     "GROUP BY list_id, item_id HAVING COUNT(*) > 1 ORDER BY 1, 2 LIMIT 1"
 )
-
-
-@dataclass(frozen=True)
-class RepeatedImpression:
-    """The first (by request, then item) item shown more than once in one request."""
-
-    list_id: str
-    item_id: str
-    first_position: int
-    last_position: int
-
-
-@dataclass(frozen=True)
-class ReplaySource:
-    """The replay's relations on one connection, ready to query.
-
-    ``ctes`` are the CTE definitions of :func:`replay_ctes` (the shared ones read
-    from temporary tables where the engine has them) and ``params`` their bind
-    parameters, ``:experiment`` included."""
-
-    conn: Connection
-    ctes: str
-    params: Mapping[str, Any]
-    tables: Mapping[str, str] = field(default_factory=dict)
-
-    def relation(self, name: str) -> str:
-        """What a query names to read the part ``name``: its table where it was
-        computed into one (a part read several times in one statement would be
-        copied first by DuckDB), else the part."""
-        return self.tables.get(name, name)
-
-    def _read(self) -> dict[str, str]:
-        return {name: self.relation(name) for name in ("ranked", "r_lists")}
-
-    def rows(self, ctes: str, select: str) -> list[dict[str, Any]]:
-        """Run ``select`` after the replay's CTEs and the caller's ``ctes`` (CTE
-        definitions, possibly empty, that read the replay's relations)."""
-        from sqlalchemy import text
-
-        definitions = ",\n".join(c for c in (self.ctes, ctes) if c)
-        sql = f"WITH {definitions}\n{select}"
-        return [dict(r._mapping) for r in self.conn.execute(text(sql), dict(self.params))]
-
-    def counts(self) -> tuple[list[dict[str, Any]], int]:
-        """The arms' counts (:meth:`arm_counts`) and the relevant pairs not shown
-        (:meth:`relevance_pairs_not_shown`) from one statement."""
-        rows = self.rows(ARM_COUNTS_CTES.format(**self._read()), ARM_COUNTS_SELECT)
-        if not rows:
-            return [], self.relevance_pairs_not_shown()
-        not_shown = int(rows[0]["not_shown"])
-        arms = [
-            {key: str(value) if key == "arm" else int(value) for key, value in row.items()}
-            for row in rows
-        ]
-        for arm in arms:
-            del arm["not_shown"]
-        return arms, not_shown
-
-    def arm_counts(self) -> list[dict[str, Any]]:
-        """One row per arm of the population, by arm name: ``arm``, its analysed
-        ``users``, ``users_with_requests`` (the users the ranked lists belong to: a request
-        logged for several users belongs to the first, as in the metrics),
-        ``requests``, ``impressions`` (repeats included), ``duplicates`` (repeated
-        impressions of an item in one request) and ``tied`` (requests showing two
-        items at the same position), from the per-list pass ``r_lists`` (whose
-        impressions sum ``ranked``'s ``copies``: the impression rows themselves are not
-        kept) and ``r_list_users``."""
-        return self.counts()[0]
-
-    def first_repeat(self) -> RepeatedImpression | None:
-        """The first item shown twice in one request, or None."""
-        found = self.rows("", FIRST_REPEAT_SQL)
-        if not found:
-            return None
-        r = found[0]
-        return RepeatedImpression(
-            list_id=str(r["list_id"]),
-            item_id=str(r["item_id"]),
-            first_position=int(r["first_pos"]),
-            last_position=int(r["last_pos"]),
-        )
-
-    def relevance_pairs_not_shown(self) -> int:
-        """(request, item) pairs with a relevant event whose item the request did not show."""
-        return int(self.rows("", NOT_SHOWN_SQL.format(**self._read()))[0]["n"])
-
-    def ranked_rows(self) -> int:
-        """The rows of ``ranked``: one per (arm, request, item) shown."""
-        return int(self.rows("", "SELECT COUNT(*) AS n FROM ranked")[0]["n"])
-
-    def experiment_has_events(self) -> bool:
-        """Whether the store holds any event of the experiment."""
-        from sqlalchemy import text
-
-        n = self.conn.execute(
-            text("SELECT COUNT(*) AS n FROM events WHERE experiment = :experiment"),
-            {"experiment": self.params["experiment"]},
-        ).scalar()
-        return bool(n)
-
-
-@contextmanager
-def open_replay(
-    conn: Connection,
-    experiment: str,
-    gains: Mapping[str, float],
-    *,
-    post_exposure_only: bool = True,
-    window: Window | None = None,
-    population: str | None = None,
-    shown_once: bool = False,
-) -> Iterator[ReplaySource]:
-    """The replay's relations for ``experiment`` (its events inside ``window``): the
-    shared CTEs computed once into temporary tables (dropped on leaving), the others
-    left to each query, with DuckDB's memory capped meanwhile
-    (:func:`abeval.store.memory.memory_capped`: 1.2 GiB, unless the lists need more).
-    ``population``: a table already holding the population of that window, and
-    ``shown_once`` (:func:`replay_ctes`)."""
-    parts_of = partial(
-        replay_ctes,
-        gains,
-        post_exposure_only=post_exposure_only,
-        window=window,
-        population=population,
-        shown_once=shown_once,
-    )
-    ctes, params = parts_of()
-    params["experiment"] = experiment
-    shared = SHARED if population is None else tuple(n for n in SHARED if n != "population")
-    with memory_capped(conn) as cap:
-        parts, temporary = materialize(conn, ctes, shared, params, PREFIX)
-        try:
-            tables = {t.removeprefix(PREFIX): t for t in temporary}
-            if tables:  # the queries' parts read the tables, not the parts that are them
-                parts = parts_of(read=tables)[0].reading(tables)
-            source = ReplaySource(conn=conn, ctes=parts.render(), params=params, tables=tables)
-            if cap.lowered:
-                cap.fit(source.ranked_rows())  # diversity's pairs: per row of the lists
-            yield source
-        finally:
-            drop(conn, temporary)

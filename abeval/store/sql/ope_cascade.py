@@ -2,7 +2,7 @@
 (docs/metrics.md#ranked-lists-cascade-and-whole-list-estimators).
 
 Over the source's impressions with their item-position weight (``o_w`` of
-:mod:`abeval.store.ope_sql`, which carries the logging policy's step probability
+:mod:`abeval.store.sql.ope_parts`, which carries the logging policy's step probability
 ``g`` = ``propensity_given_above`` and the target's ``rho`` =
 ``probability_given_above`` of the same item at the same position), per request:
 
@@ -25,7 +25,7 @@ PostgreSQL 15, Spark through :mod:`abeval.store.spark.dialect`).
 
 from __future__ import annotations
 
-from abeval.store.sql_parts import Cte
+from abeval.store.sql.parts import Cte
 
 #: Positions past this one share a normalising group in ``snrips``.
 MAX_GROUP = 10
