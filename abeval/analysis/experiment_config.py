@@ -148,7 +148,7 @@ def parse_guardrails(value: str | Sequence[str]) -> tuple[Guardrail, ...]:
     """``revenue_per_user:2%,impressions_per_user`` (or a list of such) → guardrails,
     the names checked; an :class:`OptionError` carries ``value`` as given."""
     given = value if isinstance(value, str) else ",".join(value)
-    out = []
+    out: list[Guardrail] = []
     for part in given.split(","):
         if not part.strip():
             continue
@@ -157,6 +157,10 @@ def parse_guardrails(value: str | Sequence[str]) -> tuple[Guardrail, ...]:
             name = parse_metrics(name.strip(), (), "guardrails")[0]
         except OptionError as exc:
             raise OptionError("guardrails", value, exc.reason, allowed=exc.allowed) from None
+        if any(g.metric == name for g in out):
+            raise OptionError(
+                "guardrails", value, f"names {name} twice; give each guardrail once, one margin"
+            )
         out.append(Guardrail(name, parse_margin(margin, name, value) if sep else None))
     return tuple(out)
 
