@@ -7,10 +7,10 @@ from __future__ import annotations
 import json
 
 import pytest
+from ingest_store import simulated_store
 from typer.testing import CliRunner
 
 from abeval.cli import app
-from abeval.simulate import SimulationConfig, write_events
 
 runner = CliRunner()
 EXPERIMENT = "home-reco-v2"
@@ -18,11 +18,7 @@ EXPERIMENT = "home-reco-v2"
 
 @pytest.fixture(scope="module")
 def db(tmp_path_factory: pytest.TempPathFactory) -> str:
-    folder = tmp_path_factory.mktemp("guardrails")
-    write_events(SimulationConfig(users=2000, seed=5, days=4, pre_period_days=2), folder / "e.csv")
-    path = str(folder / "s.duckdb")
-    assert runner.invoke(app, ["ingest", str(folder / "e.csv"), "--db", path, "-q"]).exit_code == 0
-    return path
+    return simulated_store(tmp_path_factory.mktemp("guardrails"), users=2000, seed=5)
 
 
 @pytest.mark.parametrize(

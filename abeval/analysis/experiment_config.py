@@ -181,6 +181,10 @@ def check_plan(value: int | None, parameter: str) -> int | None:
     return value
 
 
+#: The longest CUPED pre-period: what a timestamp's arithmetic holds in every engine.
+MAX_CUPED_DAYS = 3650
+
+
 def check_options(config: ExperimentConfig) -> ExperimentConfig:
     """Check the values of a configuration about to be used or recorded; return it."""
     if config.alpha is not None and not 0 < config.alpha < 1:
@@ -189,8 +193,9 @@ def check_options(config: ExperimentConfig) -> ExperimentConfig:
     if config.target_mde is not None and not 0 < config.target_mde < math.inf:
         reason = "must be a number above 0"
         raise OptionError("target_mde", config.target_mde, reason, allowed="a number above 0")
-    if config.cuped_days is not None and config.cuped_days < 0:
-        raise OptionError("cuped_days", config.cuped_days, "must be 0 or more", allowed=">= 0")
+    if config.cuped_days is not None and not 0 <= config.cuped_days <= MAX_CUPED_DAYS:
+        reason = f"give 0 to {MAX_CUPED_DAYS:,} days (ten years)"
+        raise OptionError("cuped_days", config.cuped_days, reason, allowed=f"0..{MAX_CUPED_DAYS}")
     corrections = get_args(Correction)
     if config.correction is not None and config.correction not in corrections:
         reason = f"choose from {', '.join(corrections)}"
