@@ -8,6 +8,7 @@ the store is one line, never a traceback."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -178,3 +179,33 @@ def test_a_store_given_without_an_experiment_is_named_masked(tmp_path: Path) -> 
         api.evaluate(tmp_path / "r.csv", [tmp_path / "r.csv"], db=url)
     assert _secret_free(caught.value.message) and _secret_free(caught.value.line("--db"))
     assert "db.example" in caught.value.message
+
+
+@pytest.mark.parametrize("fmt", ["json", "text"])
+def test_an_evaluation_not_recorded_is_still_written_where_o_says(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fmt: str
+) -> None:
+    """Issue 38, item 6: ``-o FILE`` is written even when the record fails."""
+    import abeval.analysis.evaluate.record as record
+
+    def refuse(*_args: Any, **_kwargs: Any) -> int:
+        raise StoreError("the store failed: server closed the connection unexpectedly")
+
+    monkeypatch.chdir(tmp_path)
+    _writing_commands(tmp_path)  # the files
+    db = str(tmp_path / "s.duckdb")
+    ingest = runner.invoke(app, ["ingest", str(tmp_path / "e.csv"), "--db", db])
+    assert ingest.exit_code == 0, ingest.output
+    control = runner.invoke(app, ["experiment", "set", "e1", "--control", "a", "--db", db])
+    assert control.exit_code == 0, control.output
+    monkeypatch.setattr(record, "record_evaluation", refuse)
+    out = tmp_path / f"out.{fmt}"
+    args = ["evaluate", "-t", str(tmp_path / "t.csv"), "-r", f"a={tmp_path / 'r.csv'}"]
+    result = runner.invoke(app, [*args, "-e", "e1", "-f", fmt, "-o", str(out), "--db", db])
+    assert result.exit_code == 1
+    assert "the evaluation finished but was not recorded" in result.stderr
+    assert out.is_file() and f"wrote {out}" in result.stderr
+    if fmt == "json":
+        written = json.loads(out.read_text())
+        assert written["recorded"] is None and written["models"]
+    assert list(tmp_path.glob("evaluation-*.json"))  # and kept, to record later

@@ -176,7 +176,7 @@ def evaluate_for_experiment(
     except AbevalError as exc:
         if isinstance(exc, Interrupted):
             raise
-        raise NotRecorded(exc, keep(evaluation, keep_in), db) from None
+        raise NotRecorded(exc, keep(evaluation, keep_in), db, result) from None
     recorded = Recorded(experiment, eid, target.control, at.isoformat(), len(evaluation.metrics))
     return replace(result, recorded=recorded)
 
@@ -185,7 +185,13 @@ class NotRecorded(AbevalError):
     """The evaluation finished but the store refused it (a fault, a full disk, the
     experiment gone): it is kept in a file, and the line says how to record it."""
 
-    def __init__(self, cause: AbevalError, kept: Path, db: str | None) -> None:
+    def __init__(
+        self,
+        cause: AbevalError,
+        kept: Path,
+        db: str | None,
+        result: EvaluationResult | None = None,
+    ) -> None:
         from abeval.formatting import printable
 
         super().__init__(
@@ -194,6 +200,8 @@ class NotRecorded(AbevalError):
             f"{shlex.quote(str(kept))}{_store_option(db)}"
         )
         self.kept = kept
+        #: The evaluation itself, for its outputs (``evaluate -o FILE``).
+        self.result = result
 
 
 def _store_option(db: str | None) -> str:
