@@ -1,9 +1,11 @@
-"""The options that take one of a few words, each defined once.
+"""The options that take one of a few words, and the few fixed limits that more
+than one layer reads, each defined once.
 
 The library checks its arguments against these; the CLI uses the same types,
 so ``--help`` lists the choices (``--gain <linear|exp2|binary>``) and a wrong
 word is a usage error before anything runs. Kept free of imports so that the
-CLI starts fast."""
+CLI starts fast, and so that any layer, the shared helpers included, can read
+it."""
 
 from __future__ import annotations
 
@@ -40,3 +42,8 @@ Empty = Literal["skip", "zero"]
 Duplicates = Literal["error", "dedupe"]
 #: A truth user without recommendations: left out (counted), or scored 0.
 Missing = Literal["skip", "zero"]
+
+#: A test that needs more days than this is reported as not feasible: the power
+#: rows' ``feasible`` (:mod:`abeval.analysis.power_rows`) and the words of
+#: :func:`abeval.formatting.days_text` read the same limit.
+FEASIBLE_DAYS = 365.0

@@ -15,6 +15,8 @@ from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
+from abeval.choices import FEASIBLE_DAYS
+
 NA = "n/a"
 
 
@@ -112,8 +114,6 @@ def size(n_bytes: int) -> str:
 def days_text(days: float, users_per_day: float, more: str = "") -> str:
     """How long a test takes at this traffic: ``about 46.9 days at 20,000 users per
     day``; beyond a year, ``not feasible at this traffic (...)``."""
-    from abeval.analysis.planning import FEASIBLE_DAYS
-
     at = f"{more}days at {users_per_day:,.0f} users per day"
     if days > FEASIBLE_DAYS:
         return f"not feasible at this traffic ({days:,.0f} {at})"

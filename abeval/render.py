@@ -40,7 +40,6 @@ __all__ = [
     "json_document",
     "mapping_dict",
     "mapping_text",
-    "metric_label",
     "metrics_lines",
     "page_path",
     "plan_lines",
@@ -132,13 +131,6 @@ def correction_name(code: str) -> str:
     from abeval.report.text import CORRECTION_NAMES
 
     return CORRECTION_NAMES.get(code, code)
-
-
-def metric_label(metric: str) -> str:
-    """A built-in online metric's label (``ctr`` → ``CTR``)."""
-    from abeval.analysis.online_metrics import METRICS
-
-    return METRICS[metric].label
 
 
 def mapping_text(mapping: Mapping) -> str:
@@ -290,7 +282,9 @@ def plan_lines(experiment: str, plan: Plan) -> list[str]:
     lines = [f"{experiment}: a {design} test at {level} and {o.power:.0%} power"]
     for r in plan.power:
         now, need = r.detectable, r.needed_for_target
-        lines.append(f"{metric_label(r.metric)} ({r.arm}): baseline {number(now.baseline_mean)}")
+        lines.append(
+            f"{plan.catalog.label(r.metric)} ({r.arm}): baseline {number(now.baseline_mean)}"
+        )
         lines.append(f"  detects {pct(now.mde_relative)} now with {count(now.total_users)} users")
         if need.status != "ok":
             lines.append(f"  {need.status}: {need.message}")

@@ -163,6 +163,7 @@ def _look_decision(
     The guardrail is compared only when a primary metric is significantly better:
     without one the decision cannot be ``ship``, the only one counted."""
     from abeval.analysis.decision import comparison_input, decide
+    from abeval.analysis.online_metrics import BUILTIN_CATALOG
     from abeval.stats import adjust_comparisons, compare
     from abeval.stats.sufficient import MeanStats, ProportionStats
 
@@ -175,7 +176,9 @@ def _look_decision(
         found = [compare(stats(c, m), stats(t, m), sequential=seq, nonnegative=True) for m in names]
         adjusted = adjust_comparisons(found, "holm")
         return [
-            comparison_input(m, role, r, TARGET_MDE)  # type: ignore[arg-type]
+            comparison_input(  # type: ignore[arg-type]
+                m, role, r, TARGET_MDE, lower_is_better=BUILTIN_CATALOG.lower_is_better(m)
+            )
             for m, r in zip(names, adjusted, strict=True)
         ]
 
@@ -183,7 +186,7 @@ def _look_decision(
     if not any(p.direction == "better" for p in primaries):
         return "not ship"
     guardrails = family([LOOK_GUARDRAIL[0]], "guardrail")
-    return decide(primaries, guardrails, False, TARGET_MDE)[0]
+    return decide(primaries, guardrails, False, TARGET_MDE, BUILTIN_CATALOG)[0]
 
 
 def daily_looks(

@@ -13,7 +13,8 @@ from agreement_store import BARE, LIFTS, RECORDED, build_store
 from html_tree import parse
 from scipy import stats as st
 
-from abeval.analysis.agreement import AgreementBoard, AgreementOptions, agreement_board
+from abeval.analysis.agreement import AgreementBoard, AgreementOptions
+from abeval.analysis.agreement_board import agreement_board
 from abeval.analysis.online import ReportOptions, build_report
 from abeval.report.agreement_html import render_html
 from abeval.report.agreement_text import render_text

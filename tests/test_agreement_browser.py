@@ -15,7 +15,8 @@ import pytest
 from agreement_store import build_store
 from test_browser import WIDTH, Browser, Page, _is_blue, _need_chromium, ink
 
-from abeval.analysis.agreement import AgreementOptions, agreement_board
+from abeval.analysis.agreement import AgreementOptions
+from abeval.analysis.agreement_board import agreement_board
 from abeval.report.agreement_html import render_html
 from abeval.store import open_store
 

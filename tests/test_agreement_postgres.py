@@ -9,7 +9,8 @@ import pytest
 from agreement_store import build_store
 from test_postgres_report import assert_same
 
-from abeval.analysis.agreement import AgreementOptions, agreement_board
+from abeval.analysis.agreement import AgreementOptions
+from abeval.analysis.agreement_board import agreement_board
 from abeval.store import open_store
 
 pytestmark = pytest.mark.postgres

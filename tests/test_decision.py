@@ -8,6 +8,7 @@ from dataclasses import replace
 import pytest
 
 from abeval.analysis.decision import decision_basis, decisions, plan_progress
+from abeval.analysis.online_metrics import BUILTIN_CATALOG
 from abeval.analysis.report_model import (
     ArmValue,
     Health,
@@ -175,7 +176,7 @@ def test_decision_table(ctr, conversion, guardrail, srm, detectable, expected) -
         _result("impressions_per_user", "guardrail", guardrail),
     ]
     power = [_power(m, detectable) for m in ("ctr", "conversion")] if detectable else []
-    (decision,) = decisions(metrics, _health(srm), power, OPTIONS)
+    (decision,) = decisions(metrics, _health(srm), power, OPTIONS, BUILTIN_CATALOG)
     assert decision.arm == "b"
     assert decision.decision == expected
     assert decision.srm_flagged is srm
@@ -195,7 +196,7 @@ def test_decision_inputs_are_the_rule_inputs() -> None:
         _result("conversion", "primary", NARROW),
         _result("impressions_per_user", "guardrail", WORSE),
     ]
-    (d,) = decisions(metrics, _health(), [_power("ctr", 0.03)], OPTIONS)
+    (d,) = decisions(metrics, _health(), [_power("ctr", 0.03)], OPTIONS, BUILTIN_CATALOG)
     ctr, conversion = d.primaries
     assert (ctr.direction, ctr.relative_effect, ctr.interval) == ("better", 0.05, (0.02, 0.08))
     assert ctr.within_target is False and ctr.detectable == 0.03
@@ -215,14 +216,20 @@ def test_each_arm_is_decided_on_its_own_results() -> None:
         replace(_result("ctr", "primary", NARROW), arm="c"),
         replace(_result("impressions_per_user", "guardrail", WORSE), arm="c"),
     ]
-    out = decisions([*good, *bad], _health(), [], OPTIONS)
+    out = decisions([*good, *bad], _health(), [], OPTIONS, BUILTIN_CATALOG)
     assert [(d.arm, d.decision) for d in out] == [("b", "ship"), ("c", "roll_back")]
     cards = verdicts([*good, *bad], _health(), OPTIONS, out)
     assert [(v.arm, v.verdict) for v in cards] == [("b", "ship"), ("c", "no_effect")]
 
 
 def test_no_primary_is_invalid() -> None:
-    (d,) = decisions([_result("impressions_per_user", "guardrail", NARROW)], _health(), [], OPTIONS)
+    (d,) = decisions(
+        [_result("impressions_per_user", "guardrail", NARROW)],
+        _health(),
+        [],
+        OPTIONS,
+        BUILTIN_CATALOG,
+    )
     assert (d.decision, d.reason) == ("invalid", "no primary metric to decide on")
 
 
@@ -254,7 +261,7 @@ def test_guardrail_margin_table(guardrail, margin, expected, state) -> None:
         _result("impressions_per_user", "guardrail", guardrail),
     ]
     margins = (("impressions_per_user", margin),) if margin is not None else ()
-    (d,) = decisions(metrics, _health(), [], replace(OPTIONS, margins=margins))
+    (d,) = decisions(metrics, _health(), [], replace(OPTIONS, margins=margins), BUILTIN_CATALOG)
     (g,) = d.guardrails
     assert (d.decision, g.guardrail, g.margin) == (expected, state, margin)
     if guardrail is not None:  # the largest drop the interval allows: minus its lower end
@@ -267,7 +274,7 @@ def test_underpowered_guardrail_says_why() -> None:
         _result("impressions_per_user", "guardrail", LOOSE),
     ]
     o = replace(OPTIONS, margins=(("impressions_per_user", MARGIN),))
-    (d,) = decisions(metrics, _health(), [], o)
+    (d,) = decisions(metrics, _health(), [], o, BUILTIN_CATALOG)
     assert d.reason == (
         "CTR +5.00% [+2.00%, +8.00%] significantly better, but guardrail Impressions per "
         "user is underpowered: its interval allows a harm of 3.10%, past its 2.00% margin"
@@ -308,7 +315,9 @@ def test_before_the_plan_the_decision_waits() -> None:
     ]
     o = replace(OPTIONS, plan_days=14, plan_users=20000)
     progress = plan_progress(o, 7, 9600)
-    (d,) = decisions(metrics, _health(), [], o, basis="plan_not_reached", progress=progress)
+    (d,) = decisions(
+        metrics, _health(), [], o, BUILTIN_CATALOG, basis="plan_not_reached", progress=progress
+    )
     assert (d.decision, d.basis) == ("keep_running", "plan_not_reached")
     assert d.reason == "day 7 of 14, 48% of the planned users; an early read needs --sequential"
     assert d.to_dict()["progress"] == {
@@ -319,9 +328,13 @@ def test_before_the_plan_the_decision_waits() -> None:
         "reached": False,
     }
     # A sample ratio mismatch is not a matter of waiting.
-    (bad,) = decisions(metrics, _health(True), [], o, basis="plan_not_reached", progress=progress)
+    (bad,) = decisions(
+        metrics, _health(True), [], o, BUILTIN_CATALOG, basis="plan_not_reached", progress=progress
+    )
     assert bad.decision == "invalid"
     # Once reached, the rule decides on the fixed-horizon results.
     done = plan_progress(o, 14, 20000)
-    (d,) = decisions(metrics, _health(), [], o, basis="fixed_plan_reached", progress=done)
+    (d,) = decisions(
+        metrics, _health(), [], o, BUILTIN_CATALOG, basis="fixed_plan_reached", progress=done
+    )
     assert d.decision == "ship"

@@ -212,7 +212,8 @@ def test_demo_records_the_evaluations_and_writes_the_board(demo: Demo) -> None:
     the signals that follow the treatments' quality, recorded NDCG and the
     off-policy estimates from the recorded probabilities, rank well above the
     replayed diversity."""
-    from abeval.analysis.agreement import AgreementOptions, agreement_board
+    from abeval.analysis.agreement import AgreementOptions
+    from abeval.analysis.agreement_board import agreement_board
     from abeval.store.evaluations import latest_evaluations
 
     files = _files_of(demo.folder / "series")

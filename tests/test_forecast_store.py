@@ -11,7 +11,8 @@ import pytest
 from agreement_store import RECORDED, build_store, evaluation
 from ingest_store import run
 
-from abeval.analysis.agreement import AgreementOptions, agreement_board
+from abeval.analysis.agreement import AgreementOptions
+from abeval.analysis.agreement_board import agreement_board
 from abeval.stats.distributions import norm_isf
 from abeval.stats.forecast import HistoryRow, fit, predict
 from abeval.store import open_store
@@ -178,7 +179,7 @@ def test_a_board_already_built_is_read_not_built_again(
     """``build_forecast(..., board)``: the board ``abeval agreement`` builds (every
     primary metric) gives the forecast the store's own build gives for ctr, and
     no second board is built."""
-    from abeval.analysis import agreement
+    import abeval.analysis.agreement_board as board_module
     from abeval.analysis.forecast import ForecastOptions, build_forecast
     from abeval.analysis.forecast_candidate import typed_evidence
 
@@ -192,7 +193,7 @@ def test_a_board_already_built_is_read_not_built_again(
         def refuse(*args: object, **kwargs: object) -> None:
             raise AssertionError("the board was built again")
 
-        monkeypatch.setattr(agreement, "agreement_board", refuse)
+        monkeypatch.setattr(board_module, "agreement_board", refuse)
         reused = build_forecast(store, evidence, options, board)
     assert [(f.metric, f.signal, f.experiments) for f in reused.forecasts] == [
         (f.metric, f.signal, f.experiments) for f in fresh.forecasts

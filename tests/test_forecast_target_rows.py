@@ -12,7 +12,7 @@ import pytest
 from ope_helpers import small_logs, write_impressions
 from typer.testing import CliRunner
 
-from abeval.analysis.ope import candidate_estimate
+from abeval.analysis.ope_candidate import candidate_estimate
 from abeval.analysis.ope_file import read_target_propensities
 from abeval.cli import app
 from abeval.errors import InputError

@@ -8,13 +8,12 @@ from __future__ import annotations
 import pytest
 
 from abeval import formatting as fmt
-from abeval.analysis.online_metrics import METRICS
+from abeval.analysis.online_metrics import BUILTIN_CATALOG, BUILTIN_METRICS
 from abeval.metrics import DEFINITIONS
 from abeval.report.templates import environment, evaluation_environment
 from abeval.report.tones import (
     excludes_zero,
     offline_lower_is_better,
-    online_lower_is_better,
     tone,
 )
 from abeval.resources import data_dir
@@ -35,9 +34,9 @@ def test_lower_is_better_lives_on_the_definitions():
     assert offline_lower_is_better("rmse") and offline_lower_is_better("MAE")
     assert not offline_lower_is_better("ndcg@10")
     assert not offline_lower_is_better("no_such_metric@5")
-    for name, metric in METRICS.items():
-        assert online_lower_is_better(name) is metric.lower_is_better
-    assert not online_lower_is_better("no_such_metric")
+    for name, metric in BUILTIN_METRICS.items():
+        assert BUILTIN_CATALOG.lower_is_better(name) is metric.lower_is_better
+    assert not BUILTIN_CATALOG.lower_is_better("no_such_metric")
 
 
 @pytest.mark.parametrize(

@@ -15,6 +15,7 @@ import pytest
 from typer.testing import CliRunner
 
 from abeval.analysis.online import ReportOptions, build_report
+from abeval.analysis.online_metrics import Catalog
 from abeval.analysis.report_model import ExperimentReport, Settings
 from abeval.cli import app
 from abeval.formatting import NA
@@ -80,8 +81,8 @@ def _optional(hint: Any) -> bool:
 def undefine(value: Any) -> Any:
     """Every statistic in ``value`` undefined: each field typed optional None, each
     float None (a non-finite float becomes None in any result), each ``ok`` status
-    ``invalid_input``; settings and options are left as they are."""
-    if isinstance(value, Settings):
+    ``invalid_input``; settings, options and the metric catalog are left as they are."""
+    if isinstance(value, Settings | Catalog):
         return value
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         hints = typing.get_type_hints(type(value))

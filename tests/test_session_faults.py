@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from abeval.analysis import session as session_module
+from abeval.analysis.online_metrics import BUILTIN_CATALOG
 from abeval.analysis.session import ExperimentSession
 from abeval.errors import StoreError
 
@@ -34,11 +35,22 @@ class _Store:
             _Store.closed = True
 
 
-def test_a_fault_in_the_first_read_is_the_stores_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    def lost(conn: Any, experiment: str) -> None:
+@pytest.mark.parametrize("first_read", ["read_catalog", "read_facts"])
+def test_a_fault_in_the_first_read_is_the_stores_error(
+    monkeypatch: pytest.MonkeyPatch, first_read: str
+) -> None:
+    """The session's first reads are the store's metric catalog, then the
+    experiment's facts: a lost server in either is the store's one line."""
+
+    def lost(*args: Any) -> None:
         raise _LostServer("UNAVAILABLE")
 
-    monkeypatch.setattr(session_module, "read_facts", lost)
+    def no_metrics(conn: Any) -> Any:
+        return BUILTIN_CATALOG
+
+    _Store.closed = False
+    monkeypatch.setattr(session_module, "read_catalog", no_metrics)
+    monkeypatch.setattr(session_module, first_read, lost)
     session = ExperimentSession(_Store(), "exp")  # type: ignore[arg-type]
     with pytest.raises(StoreError, match="stopped answering"), session:
         pass

@@ -7,7 +7,6 @@ linearised per-user values."""
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +14,6 @@ import pytest
 from team_log import EXP, METRICS_TOML, team_log
 from test_forecast_cli import _write
 
-from abeval.analysis import online_metrics
 from abeval.analysis.metric_records import add_metrics
 from abeval.analysis.online import ReportOptions, build_report
 from abeval.analysis.report_model import ExperimentReport, MetricResult
@@ -55,7 +53,7 @@ def _per_user(rows: list[dict[str, str]]) -> dict[str, dict[str, np.ndarray]]:
 
 
 @pytest.fixture(scope="module")
-def carts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, list[dict[str, str]]]]:
+def carts(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict[str, str]]]:
     folder = tmp_path_factory.mktemp("team")
     rows = team_log()
     events = _write(folder / "events.csv", rows)
@@ -64,8 +62,7 @@ def carts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, list
     with open_store(str(db)) as store:
         ingest_file(store, events)
         add_metrics(store, folder / "metrics.toml")
-    yield db, rows
-    online_metrics.use_metrics({})  # the next test reads the built-ins only
+    return db, rows
 
 
 def _report(db: Path, **options: object) -> ExperimentReport:
@@ -111,7 +108,8 @@ def test_means_and_proportion_equal_numpy(carts: tuple[Path, list[dict[str, str]
     assert plays.role == "guardrail"
     assert plays.control.value == pytest.approx(c["mobile_plays"].mean(), rel=1e-12)
     assert plays.treatment.value == pytest.approx(t["mobile_plays"].mean(), rel=1e-12)
-    assert online_metrics.online_lower_is_better("mobile_plays")
+    assert plays.lower_is_better and report.catalog.lower_is_better("mobile_plays")
+    assert not rate.lower_is_better
 
 
 def test_ratio_and_its_delta_method_se(carts: tuple[Path, list[dict[str, str]]]) -> None:

@@ -12,7 +12,6 @@ import pytest
 from ingest_store import query
 from typer.testing import CliRunner
 
-from abeval.analysis import online_metrics
 from abeval.cli import app
 
 runner = CliRunner()
@@ -56,8 +55,7 @@ def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.delenv("ABEVAL_DB", raising=False)
     (tmp_path / "events.csv").write_text(EVENTS)
     assert invoke("ingest", "events.csv").exit_code == 0
-    yield tmp_path / "s.duckdb"
-    online_metrics.use_metrics({})
+    return tmp_path / "s.duckdb"
 
 
 def recorded(db: Path) -> list[tuple[str, dict[str, Any], str]]:

@@ -11,7 +11,6 @@ from team_log import EXP, METRICS_TOML, team_log
 from test_forecast_cli import _write
 from test_postgres_report import assert_same
 
-from abeval.analysis import online_metrics
 from abeval.analysis.metric_records import add_metrics, list_metrics
 from abeval.analysis.online import ReportOptions, build_report
 from abeval.store import open_store
@@ -30,19 +29,16 @@ def test_a_recorded_metric_gives_the_same_report(tmp_path: Path, postgres_databa
         offline=False,
     )
     docs = []
-    try:
-        for url in (str(tmp_path / "s.duckdb"), postgres_database):
-            with open_store(url) as store:
-                ingest_file(store, events)
-                added = add_metrics(store, tmp_path / "metrics.toml")
-                assert [m.name for m in added.metrics] == [
-                    *("cart_rate", "carts", "cart_value", "value_per_cart"),
-                    *("mobile_plays", "capped_value"),
-                ]
-                listed = [(r.name, r.kind, r.definition) for r in list_metrics(store)]
-                docs.append((listed, build_report(store, EXP, options).to_dict()))
-    finally:
-        online_metrics.use_metrics({})
+    for url in (str(tmp_path / "s.duckdb"), postgres_database):
+        with open_store(url) as store:
+            ingest_file(store, events)
+            added = add_metrics(store, tmp_path / "metrics.toml")
+            assert [m.name for m in added.metrics] == [
+                *("cart_rate", "carts", "cart_value", "value_per_cart"),
+                *("mobile_plays", "capped_value"),
+            ]
+            listed = [(r.name, r.kind, r.definition) for r in list_metrics(store)]
+            docs.append((listed, build_report(store, EXP, options).to_dict()))
     (duck_listed, duck), (pg_listed, pg) = docs
     assert pg_listed == duck_listed
     names = {(m["metric"], m["role"]) for m in pg["metrics"]}

@@ -6,7 +6,9 @@ Each row becomes one :class:`~abeval.analysis.agreement.AgreementPair` of
 source ``history``: both intervals are the lift ± z·se. Experiments are
 ordered for the backtest by their ``date`` (the earliest row's), or by the
 order they first appear in the file when any row has no date. ``--primary``
-keeps those online metrics only; by default every metric of the file.
+keeps those online metrics only; by default every metric of the file. A file
+belongs to no store: its online metrics take their directions from the built-in
+catalog (a name not built in counts as higher-is-better).
 """
 
 from __future__ import annotations
@@ -23,11 +25,11 @@ from abeval.analysis.agreement import (
     AgreementOptions,
     AgreementPair,
     ExperimentCoverage,
-    backtests,
-    notes,
-    summarise,
 )
+from abeval.analysis.agreement_board import notes
+from abeval.analysis.agreement_summary import backtests, summarise
 from abeval.analysis.forecast_history import HistoryEntry, read_history
+from abeval.analysis.online_metrics import BUILTIN_CATALOG
 from abeval.errors import InputError
 from abeval.stats.distributions import norm_isf
 
@@ -44,6 +46,7 @@ def _pair(e: HistoryEntry, z: float) -> AgreementPair:
         source="history",
         offline_lift=e.offline_lift,
         offline_ci=(e.offline_lift - z * e.offline_se, e.offline_lift + z * e.offline_se),
+        offline_se=e.offline_se,
     )
 
 
@@ -97,7 +100,8 @@ def history_board(path: str | Path, o: AgreementOptions) -> AgreementBoard:
         experiments_without_signals=(),
         experiments_skipped=(),
         pairs=tuple(pairs),
-        summary=summarise(pairs, o),
+        summary=summarise(pairs, o, BUILTIN_CATALOG),
         notes=notes(o),
-        backtest=backtests(pairs, order, ordered_by, o) if o.backtest else (),
+        backtest=backtests(pairs, order, ordered_by, o, BUILTIN_CATALOG) if o.backtest else (),
+        catalog=BUILTIN_CATALOG,
     )

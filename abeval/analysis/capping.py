@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 
-from abeval.analysis.online_metrics import BUILTIN_METRICS, METRICS, capped_copy
+from abeval.analysis.online_metrics import BUILTIN_METRICS, Catalog, capped_copy
 from abeval.analysis.report_model import CapInfo
 from abeval.errors import OptionError
 from abeval.store.sql.online_caps import CapValue
@@ -34,28 +34,31 @@ CAPPED_VARIABLES = ("revenue",)
 CAPPABLE = tuple(n for n, m in BUILTIN_METRICS.items() if m.kind != "proportion")
 
 
-def cappable() -> tuple[str, ...]:
-    """Every metric a cap can name: the built-in means and ratios, then the recorded
-    team metrics of the store read last that are not proportions."""
-    team = (n for n, m in METRICS.items() if n not in BUILTIN_METRICS and m.kind != "proportion")
+def cappable(catalog: Catalog) -> tuple[str, ...]:
+    """Every metric a cap can name: the built-in means and ratios, then the team
+    metrics of the store's ``catalog`` that are not proportions."""
+    team = (
+        n for n, m in catalog.metrics.items() if n not in BUILTIN_METRICS and m.kind != "proportion"
+    )
     return (*CAPPABLE, *team)
 
 
-def refusal(name: str) -> str | None:
+def refusal(name: str, catalog: Catalog) -> str | None:
     """Why a cap cannot name the metric ``name`` (known), or None when it can."""
-    if name not in METRICS or METRICS[name].kind != "proportion":
+    metric = catalog.get(name)
+    if metric is None or metric.kind != "proportion":
         return None
     return (
         f"cannot cap {name!r}: a proportion is 0 or 1 per user; "
-        f"metrics that can be capped: {', '.join(cappable())}"
+        f"metrics that can be capped: {', '.join(cappable(catalog))}"
     )
 
 
-def check_cappable(caps: Iterable[tuple[str, float]]) -> None:
+def check_cappable(caps: Iterable[tuple[str, float]], catalog: Catalog) -> None:
     """An :class:`~abeval.errors.OptionError` for ``--cap`` on the first capped
-    metric that is a proportion (call once the store's recorded metrics are known)."""
+    metric that is a proportion in the store's ``catalog``."""
     for name, quantile in caps:
-        reason = refusal(name)
+        reason = refusal(name, catalog)
         if reason:
             raise OptionError("cap", f"{name}={quantile:g}", reason)
 
@@ -90,9 +93,9 @@ def parse_caps(values: Iterable[str]) -> tuple[tuple[str, float], ...]:
             out[name] = quantile
     variables: dict[str, tuple[str, float]] = {}
     for name, quantile in out.items():
-        if name not in METRICS:  # a team-defined metric: checked once the store is read
+        if name not in BUILTIN_METRICS:  # a team-defined metric: checked once the store is read
             continue
-        variable = METRICS[name].numerator
+        variable = BUILTIN_METRICS[name].numerator
         if variable not in CAPPED_VARIABLES:  # a copy of its own, or a team metric's own
             continue
         if variable in variables and variables[variable][1] != quantile:
@@ -108,11 +111,12 @@ def _copied(name: str) -> bool:
     return metric is not None and metric.numerator not in CAPPED_VARIABLES
 
 
-def variable_quantiles(caps: Iterable[tuple[str, float]]) -> dict[str, float]:
+def variable_quantiles(caps: Iterable[tuple[str, float]], catalog: Catalog) -> dict[str, float]:
     """The per-user variable each capped metric caps, with its quantile: revenue
-    itself, a count's copy for the metric (:func:`copies`), a team metric's numerator."""
+    itself, a count's copy for the metric (:func:`copies`), a team metric's numerator
+    (in the store's ``catalog``)."""
     return {
-        capped_copy(name) if _copied(name) else METRICS[name].numerator: quantile
+        capped_copy(name) if _copied(name) else catalog[name].numerator: quantile
         for name, quantile in caps
     }
 
@@ -133,17 +137,17 @@ def copy_labels(caps: Iterable[tuple[str, float]]) -> dict[str, str]:
 
 
 def cap_infos(
-    values: Mapping[str, CapValue], labels: Mapping[str, str] | None = None
+    values: Mapping[str, CapValue], catalog: Catalog, labels: Mapping[str, str] | None = None
 ) -> tuple[CapInfo, ...]:
-    """What the report says of each cap: the metrics it applies to, its value, and
-    how many users it touched per arm."""
+    """What the report says of each cap: the metrics (of the store's ``catalog``) it
+    applies to, its value, and how many users it touched per arm."""
     copied = {capped_copy(n): n for n in CAPPABLE if _copied(n)}
     return tuple(
         CapInfo(
             variable=(labels or {}).get(v.variable, v.variable),
             metrics=(copied[v.variable],)
             if v.variable in copied
-            else tuple(n for n, m in METRICS.items() if m.numerator == v.variable),
+            else tuple(n for n, m in catalog.metrics.items() if m.numerator == v.variable),
             quantile=v.quantile,
             cap=v.cap,
             users_capped=dict(v.users_capped),

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from abeval.analysis.online_metrics import (
-    METRICS,
+    Catalog,
     OnlineMetric,
     arm_stats,
     direction,
@@ -92,13 +92,18 @@ def compare_metric(
 
 
 def metric_results(
-    moments: dict[str, Moments], control: str, treatments: list[str], o: ReportOptions
+    moments: dict[str, Moments],
+    control: str,
+    treatments: list[str],
+    o: ReportOptions,
+    catalog: Catalog,
 ) -> tuple[list[MetricResult], PlainStats]:
-    """Every online metric for every treatment arm, corrected within its family;
-    and the statistics of each pair's main comparison (for the power section)."""
+    """Every online metric of the store's ``catalog`` for every treatment arm,
+    corrected within its family; and the statistics of each pair's main comparison
+    (for the power section)."""
     results: list[MetricResult] = []
     plain: PlainStats = {}
-    for name, metric in METRICS.items():
+    for name, metric in catalog.metrics.items():
         if not shown(name, o):
             continue
         for arm in treatments:
@@ -152,6 +157,7 @@ def daily_points(
     control: str,
     treatments: list[str],
     o: ReportOptions,
+    catalog: Catalog,
 ) -> tuple[DailyPoint, ...]:
     """The primary metrics' relative lift at the end of each day: cumulative (all
     activity so far) and of that day's activity alone, each day on its own."""
@@ -162,7 +168,7 @@ def daily_points(
             continue
         today = own.get(day, {})
         for name in o.primary:
-            metric = METRICS[name]
+            metric = catalog[name]
             for arm in treatments:
                 if arm not in by_arm:
                     continue
@@ -191,7 +197,7 @@ def daily_points(
 
 
 def segment_results(
-    seg: dict[str, dict[str, Moments]], control: str, o: ReportOptions
+    seg: dict[str, dict[str, Moments]], control: str, o: ReportOptions, catalog: Catalog
 ) -> tuple[tuple[SegmentResult, ...], str | None]:
     """The primary metrics per segment value, corrected over all the slices; and a
     warning when there are many of them."""
@@ -202,7 +208,7 @@ def segment_results(
         if control not in by_arm:
             continue
         for name in o.primary:
-            metric = METRICS[name]
+            metric = catalog[name]
             for arm in sorted(a for a in by_arm if a != control):
                 comp = compare_arms(metric, by_arm[control], by_arm[arm], o)[0]
                 rows.append(

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from abeval.analysis.online_metrics import METRICS, direction
+from abeval.analysis.online_metrics import Catalog, direction
 from abeval.analysis.report_model import (
     Decision,
     DecisionBasis,
@@ -52,12 +52,14 @@ def decisions(
     health: Health,
     power: Sequence[PowerInfo],
     o: ReportOptions,
+    catalog: Catalog,
     *,
     basis: DecisionBasis = "fixed_plan_reached",
     progress: PlanProgress | None = None,
 ) -> tuple[Decision, ...]:
     """The decision of every treatment arm in ``metrics``, in the order the arms first
-    appear; ``metrics`` are the results the decision reads (:func:`decision_basis`)."""
+    appear; ``metrics`` are the results the decision reads (:func:`decision_basis`),
+    named in the reasons by their labels in the store's ``catalog``."""
     detectable = {(p.metric, p.arm): p.detectable.mde_relative for p in power}
     arms = list(dict.fromkeys(m.arm for m in metrics))
     out = []
@@ -75,7 +77,9 @@ def decisions(
             and (m.role == "guardrail" or (m.role == "primary" and m.metric in o.guardrails))
         )
         decision, reason = gate(
-            decide(primaries, guardrails, health.srm.flagged, o.target_mde), basis, progress
+            decide(primaries, guardrails, health.srm.flagged, o.target_mde, catalog),
+            basis,
+            progress,
         )
         if decision == "invalid" and health.srm.flagged and health.srm.p_value is not None:
             reason = f"{reason} (p = {health.srm.p_value:.2g})"
@@ -146,9 +150,16 @@ def metric_input(
     role: Role | None = None,
 ) -> DecisionInput:
     """What the rule reads of one metric result (a guardrail's ``margin``: the
-    largest relative harm it may show), in its role or in ``role``."""
+    largest relative harm it may show), in the metric's direction, which the result
+    carries, and in its role or in ``role``."""
     return comparison_input(
-        m.metric, role or m.role, m.comparison, target_mde, detectable, margin=margin
+        m.metric,
+        role or m.role,
+        m.comparison,
+        target_mde,
+        detectable,
+        margin=margin,
+        lower_is_better=m.lower_is_better,
     )
 
 
@@ -160,12 +171,13 @@ def comparison_input(
     detectable: float | None = None,
     *,
     margin: float | None = None,
+    lower_is_better: bool,
 ) -> DecisionInput:
-    """What the rule reads of one (corrected) comparison of ``metric`` in ``role``."""
+    """What the rule reads of one (corrected) comparison of ``metric`` in ``role``
+    (``lower_is_better``: the metric's direction)."""
     rel = comparison.relative
     ci = rel.interval
     moved: Direction | None = None
-    lower_is_better = METRICS[metric].lower_is_better if metric in METRICS else False
     if comparison.status == "ok":
         sign = direction(comparison)
         if lower_is_better:
@@ -208,34 +220,37 @@ def decide(
     guardrails: Sequence[DecisionInput],
     srm_flagged: bool,
     target_mde: float,
+    catalog: Catalog,
 ) -> tuple[Verdict, str]:
-    """The rule of the module docstring: a decision and its reason in words."""
+    """The rule of the module docstring: a decision and its reason in words, the
+    metrics named by their labels in ``catalog``."""
     if srm_flagged:
         return "invalid", "sample ratio mismatch: the arms are not comparable; find the cause"
     if not primaries:
         return "invalid", "no primary metric to decide on"
     broken = [p for p in primaries if p.status != "ok"]
     if broken:
-        return "invalid", "could not compare " + _names(broken, status=True)
+        return "invalid", "could not compare " + _names(broken, catalog, status=True)
     worse = [m for m in (*primaries, *guardrails) if m.direction == "worse"]
     worse = [m for i, m in enumerate(worse) if m.metric not in {w.metric for w in worse[:i]}]
     if worse:
-        return "roll_back", "significantly worse: " + _names(worse, lift=True)
+        return "roll_back", "significantly worse: " + _names(worse, catalog, lift=True)
     better = [p for p in primaries if p.direction == "better"]
     unchecked = [g for g in guardrails if g.status != "ok"]
     if better and unchecked:
         return "keep_running", (
-            f"{_names(better, lift=True)} significantly better, but guardrail "
-            f"{_names(unchecked, status=True)} could not be checked"
+            f"{_names(better, catalog, lift=True)} significantly better, but guardrail "
+            f"{_names(unchecked, catalog, status=True)} could not be checked"
         )
     underpowered = [g for g in guardrails if g.guardrail == "underpowered"]
     if better and underpowered:
         return "keep_running", (
-            f"{_names(better, lift=True)} significantly better, but {_margins(underpowered)}"
+            f"{_names(better, catalog, lift=True)} significantly better, "
+            f"but {_margins(underpowered, catalog)}"
         )
     if better:
         return "ship", (
-            f"significantly better: {_names(better, lift=True)}; "
+            f"significantly better: {_names(better, catalog, lift=True)}; "
             "no primary metric or guardrail significantly worse"
         )
     settled = [p for p in primaries if p.within_target or _powered(p, target_mde)]
@@ -246,14 +261,14 @@ def decide(
         )
     open_ = [p for p in primaries if p not in settled]
     return "keep_running", (
-        f"no significant change yet; {_names(open_, lift=True)} cannot rule out a "
+        f"no significant change yet; {_names(open_, catalog, lift=True)} cannot rule out a "
         f"{target_mde:.0%} lift and the test has not reached its planned power"
     )
 
 
-def _margins(items: Sequence[DecisionInput]) -> str:
+def _margins(items: Sequence[DecisionInput], catalog: Catalog) -> str:
     return "; ".join(
-        f"guardrail {_label(g.metric)} is underpowered: its interval allows a harm of "
+        f"guardrail {catalog.label(g.metric)} is underpowered: its interval allows a harm of "
         f"{share(g.largest_harm, 2)}, past its {share(g.margin, 2)} margin"
         for g in items
     )
@@ -263,14 +278,16 @@ def _powered(p: DecisionInput, target_mde: float) -> bool:
     return p.detectable is not None and p.detectable <= target_mde
 
 
-def _label(name: str) -> str:
-    return METRICS[name].label if name in METRICS else name
-
-
-def _names(items: Sequence[DecisionInput], *, lift: bool = False, status: bool = False) -> str:
+def _names(
+    items: Sequence[DecisionInput],
+    catalog: Catalog,
+    *,
+    lift: bool = False,
+    status: bool = False,
+) -> str:
     parts = []
     for m in items:
-        text = _label(m.metric)
+        text = catalog.label(m.metric)
         if lift:
             text += f" {pct(m.relative_effect)} {interval(m.interval)}"
         if status:

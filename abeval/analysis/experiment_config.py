@@ -16,9 +16,9 @@ from dataclasses import dataclass, fields, replace
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from abeval.analysis.capping import check_cappable
-from abeval.analysis.online_metrics import check_known, parse_metrics
+from abeval.analysis.online_metrics import Catalog, check_known, parse_metrics
 from abeval.analysis.report_model import ReportOptions
-from abeval.analysis.team_metrics import use_recorded
+from abeval.analysis.team_metrics import read_catalog
 from abeval.choices import Correction
 from abeval.errors import OptionError
 
@@ -144,9 +144,12 @@ def parse_margin(text: str, metric: str, given: str | Sequence[str]) -> float:
     return value
 
 
-def parse_guardrails(value: str | Sequence[str]) -> tuple[Guardrail, ...]:
+def parse_guardrails(
+    value: str | Sequence[str], catalog: Catalog | None = None
+) -> tuple[Guardrail, ...]:
     """``revenue_per_user:2%,impressions_per_user`` (or a list of such) → guardrails,
-    the names checked; an :class:`OptionError` carries ``value`` as given."""
+    the names checked (against ``catalog``, as :func:`parse_metrics` checks them);
+    an :class:`OptionError` carries ``value`` as given."""
     given = value if isinstance(value, str) else ",".join(value)
     out: list[Guardrail] = []
     for part in given.split(","):
@@ -154,7 +157,7 @@ def parse_guardrails(value: str | Sequence[str]) -> tuple[Guardrail, ...]:
             continue
         name, sep, margin = part.partition(":")
         try:
-            name = parse_metrics(name.strip(), (), "guardrails")[0]
+            name = parse_metrics(name.strip(), (), "guardrails", catalog=catalog)[0]
         except OptionError as exc:
             raise OptionError("guardrails", value, exc.reason, allowed=exc.allowed) from None
         if any(g.metric == name for g in out):
@@ -294,12 +297,12 @@ def record(
     check_options(changes)
     removed = list(removed)
     with store.writing() as conn:
-        use_recorded(conn)  # the metrics named may be the store's team-defined ones
-        check_known(changes.primary or (), "primary")
-        check_known(changes.secondary or (), "secondary")
-        check_known([g.metric for g in changes.guardrails or ()], "guardrails")
-        check_known([name for name, _ in changes.caps or ()], "cap")
-        check_cappable(changes.caps or ())
+        catalog = read_catalog(conn)  # the metrics named may be the store's team-defined ones
+        check_known(changes.primary or (), "primary", catalog)
+        check_known(changes.secondary or (), "secondary", catalog)
+        check_known([g.metric for g in changes.guardrails or ()], "guardrails", catalog)
+        check_known([name for name, _ in changes.caps or ()], "cap", catalog)
+        check_cappable(changes.caps or (), catalog)
         _, values = checked_change(conn, experiment, settings)
         values |= cleared(removed)
         config = read_config(conn, experiment)
@@ -332,10 +335,13 @@ def parse_config(
     correction: str | None = None,
     plan_users: int | None = None,
     plan_days: int | None = None,
+    catalog: Catalog | None = None,
 ) -> ExperimentConfig:
     """The recordable options as given (None: not given), parsed and checked: what
     ``experiment set`` records and what a run's flags override. An
-    :class:`OptionError` names the first invalid one."""
+    :class:`OptionError` names the first invalid one. Metric names are checked
+    against ``catalog`` (a store's), else as :func:`parse_metrics` checks them
+    without one."""
     from abeval.analysis.capping import parse_caps
 
     text = [f"{m}={q}" for m, q in caps.items()] if isinstance(caps, Mapping) else caps
@@ -344,9 +350,13 @@ def parse_config(
     except ValueError as exc:
         raise OptionError("cap", caps, str(exc)) from None
     config = ExperimentConfig(
-        primary=parse_metrics(primary, (), "primary") if primary is not None else None,
-        secondary=parse_metrics(secondary, (), "secondary") if secondary is not None else None,
-        guardrails=parse_guardrails(guardrails) if guardrails is not None else None,
+        primary=parse_metrics(primary, (), "primary", catalog=catalog)
+        if primary is not None
+        else None,
+        secondary=parse_metrics(secondary, (), "secondary", catalog=catalog)
+        if secondary is not None
+        else None,
+        guardrails=parse_guardrails(guardrails, catalog) if guardrails is not None else None,
         caps=parsed_caps,
         cuped_days=cuped_days,
         target_mde=target_mde,

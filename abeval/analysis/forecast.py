@@ -19,17 +19,18 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from abeval import __version__
 from abeval.analysis.forecast_candidate import Evidence
 from abeval.analysis.forecast_history import HistoryEntry, read_history
+from abeval.analysis.online_metrics import BUILTIN_CATALOG, Catalog
 from abeval.errors import AbevalError, close_matches
 from abeval.stats.assurance import Assurance, users_for_assurance
 from abeval.stats.forecast import MIN_EXPERIMENTS, Forecast, ForecastFit, HistoryRow, fit, predict
-from abeval.stats.results import JsonResult
+from abeval.stats.results import NOT_IN_JSON, JsonResult
 
 if TYPE_CHECKING:
     from abeval.analysis.agreement import AgreementBoard
@@ -87,6 +88,11 @@ class ForecastReport(JsonResult):
     target_assurance: float
     forecasts: tuple[MetricForecast, ...]
     notes: tuple[str, ...]
+    #: The store's metrics (built-in ones for a history file), for the presenters'
+    #: labels; not in the JSON document.
+    catalog: Catalog = field(
+        default=BUILTIN_CATALOG, repr=False, compare=False, metadata=NOT_IN_JSON
+    )
 
 
 def _one_per_experiment(
@@ -206,6 +212,7 @@ def build_forecast(
         users_per_day = o.users_per_day
         metrics = list(dict.fromkeys(e.metric for e in entries))
         ranking: dict[str, tuple[str, ...]] | None = None
+        catalog = BUILTIN_CATALOG  # a file belongs to no store
     else:
         from abeval.analysis.forecast_store import store_history
 
@@ -219,6 +226,7 @@ def build_forecast(
             m for m in dict.fromkeys(o.primary + recorded) if any(e.metric == m for e in entries)
         ]
         ranking = found.ranking
+        catalog = found.catalog
         if found.skipped:
             notes.append(
                 f"{len(found.skipped)} pair(s) without an offline interval left out: "
@@ -257,4 +265,5 @@ def build_forecast(
         target_assurance=o.assurance,
         forecasts=tuple(results),
         notes=tuple(notes),
+        catalog=catalog,
     )

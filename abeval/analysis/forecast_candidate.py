@@ -13,7 +13,7 @@ predicted lift, the same number the board takes from each past experiment's
 off-policy section, so the forecast learns from that estimator's history. The
 file's rows are read as ``report`` reads them for the direction from the
 control to one arm: rows naming the control are left out, and the others name
-one arm or none (:func:`abeval.analysis.ope.candidate_rows`).
+one arm or none (:func:`abeval.analysis.ope_candidate.candidate_rows`).
 """
 
 from __future__ import annotations
@@ -99,9 +99,9 @@ def ope_evidence(
 ) -> Evidence:
     """The candidate's off-policy lift over production: ``experiment``'s control
     logs reweighted to the candidate's probabilities (the file), by the headline
-    estimator (:func:`abeval.analysis.ope.candidate_estimate`)."""
-    from abeval.analysis.online import choose_control
-    from abeval.analysis.ope import candidate_estimate
+    estimator (:func:`abeval.analysis.ope_candidate.candidate_estimate`)."""
+    from abeval.analysis.observation import choose_control
+    from abeval.analysis.ope_candidate import candidate_estimate
     from abeval.analysis.ope_file import read_target_propensities
     from abeval.store.experiments import list_experiments
 

@@ -4,8 +4,9 @@ entries, with the users of each test and the store's recent traffic. Post-hoc
 off-policy estimates (the target arm's own frequencies, no target file) are
 left out: like the board, the forecast learns only from predictions.
 
-Only the board's public functions are used (:func:`abeval.analysis.agreement.
-agreement_board`); the board's ranking says which signal predicts best.
+Only the board's public functions are used
+(:func:`abeval.analysis.agreement_board.agreement_board`); the board's ranking says
+which signal predicts best.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from abeval.analysis.forecast_history import HistoryEntry
 if TYPE_CHECKING:
     from abeval.analysis.agreement import AgreementBoard
     from abeval.analysis.forecast import ForecastOptions
+    from abeval.analysis.online_metrics import Catalog
     from abeval.store.engine import Store
 
 #: The traffic of a new test: the median over this many most recent experiments.
@@ -40,6 +42,8 @@ class StoreHistory:
     ranking: dict[str, tuple[str, ...]]
     users_per_day: float | None
     skipped: tuple[str, ...]
+    #: The store's metrics the board was read with.
+    catalog: Catalog
 
 
 def _days(first: str | None, last: str | None) -> float | None:
@@ -56,8 +60,8 @@ def store_history(
     experiment read under its saved configuration, ``o``'s primary metrics and α
     overriding it where given. ``board``: the store's board already built, read
     instead of building it again (then only ``o.primary`` is read from it)."""
-    from abeval.analysis.agreement import AgreementOptions, Source, agreement_board, own_levels
-    from abeval.stats.distributions import norm_isf
+    from abeval.analysis.agreement import AgreementOptions
+    from abeval.analysis.agreement_board import agreement_board
     from abeval.store.experiments import list_experiments
 
     # a board built for other options may carry more metrics than were asked for:
@@ -73,12 +77,6 @@ def store_history(
         board = agreement_board(store, options)
     summaries = {e.experiment: e for e in list_experiments(store)}
     controls = {c.experiment: c.control for c in board.experiments}
-    # an offline interval's level: its experiment's α (a recorded evaluation's: the board's)
-    levels = {c.experiment: c.alpha for c in board.experiments if c.alpha is not None}
-
-    def z(experiment: str, source: Source) -> float:
-        return norm_isf((own_levels(source, levels) or {}).get(experiment, o.alpha) / 2)
-
     entries: list[HistoryEntry] = []
     skipped: list[str] = []
     for p in board.pairs:
@@ -86,7 +84,7 @@ def store_history(
             continue
         if p.source == "ope" and not p.independent:
             continue  # post hoc: the target arm's own impressions, no forecast evidence
-        if p.offline_lift is None or p.offline_ci is None or p.online_se is None:
+        if p.offline_lift is None or p.offline_se is None or p.online_se is None:
             skipped.append(f"{p.experiment}/{p.arm}/{signal_key(p.signal, p.source)}")
             continue
         summary = summaries.get(p.experiment)
@@ -107,7 +105,7 @@ def store_history(
                 arm=p.arm,
                 date=date,
                 offline_lift=p.offline_lift,
-                offline_se=(p.offline_ci[1] - p.offline_ci[0]) / (2 * z(p.experiment, p.source)),
+                offline_se=p.offline_se,
                 online_lift=p.online_lift,
                 online_se=p.online_se,
                 users=users,
@@ -128,5 +126,6 @@ def store_history(
         entries=tuple(entries),
         ranking={m: tuple(dict.fromkeys(v)) for m, v in ranking.items()},
         users_per_day=rates[len(rates) // 2] if rates else None,
+        catalog=board.catalog,
         skipped=tuple(dict.fromkeys(skipped)),
     )

@@ -25,7 +25,12 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from abeval.analysis.replay import replay
-from abeval.analysis.report_model import OfflineResult, OfflineValue, ReportOptions
+from abeval.analysis.report_model import (
+    OFFLINE_NOT_REQUESTED,
+    OfflineResult,
+    OfflineValue,
+    ReportOptions,
+)
 from abeval.errors import AbevalError
 from abeval.metrics import Conventions, MetricResult
 from abeval.metrics.registry import definition
@@ -34,6 +39,35 @@ from abeval.store.sql.population import Window
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
+
+#: The report's offline section: the comparisons, the values per arm, the status.
+OfflineSection = tuple[tuple[OfflineResult, ...], tuple[OfflineValue, ...], str]
+
+
+def replayed_offline(
+    conn: Connection,
+    experiment: str,
+    control: str,
+    treatments: list[str],
+    o: ReportOptions,
+    population: list[str],
+    shown_once: bool = False,
+) -> OfflineSection:
+    """Offline metrics replayed from the same logs (see :mod:`abeval.analysis.replay`),
+    shown beside the online lift of the first primary metric (not judged against it);
+    ``population``: the table of the population already computed, if any;
+    ``shown_once``: the health counts found no item shown twice in a request."""
+    if not o.offline:
+        return (), (), OFFLINE_NOT_REQUESTED
+    reference = o.primary[0] if o.primary else "ctr"
+    try:
+        given = population[0] if population else None
+        return offline_results(
+            conn, experiment, control, treatments, o, reference, given, shown_once
+        )
+    except AbevalError as exc:
+        # The online analysis stands on its own; say why the replay could not run.
+        return (), (), f"not available: {exc.message}"
 
 
 def offline_results(
@@ -45,7 +79,7 @@ def offline_results(
     reference: str,
     population: str | None = None,
     shown_once: bool = False,
-) -> tuple[tuple[OfflineResult, ...], tuple[OfflineValue, ...], str]:
+) -> OfflineSection:
     """Replay and compare per treatment arm; ``reference`` names the online metric
     shown beside each replayed one; ``population`` and ``shown_once`` as for
     :func:`~abeval.analysis.replay.replay`."""

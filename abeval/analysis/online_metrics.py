@@ -5,15 +5,20 @@ A metric is a mean of a per-user value, a proportion of users, or a ratio of two
 per-user sums (delta method). :func:`arm_stats` turns an arm's moments into the
 statistics layer's sufficient statistics, with the same metric over the
 pre-period as CUPED covariate when asked.
+
+:data:`BUILTIN_METRICS` is a read-only constant. The metrics of one store (the
+built-ins and its team-defined ones) are a :class:`Catalog`, read from the store
+with each result, passed to what looks a metric up and carried by the results;
+names are checked against the catalog given (:func:`parse_metrics`).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass
-from typing import Literal
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Literal
 
 from abeval.errors import OptionError, did_you_mean
 from abeval.stats import (
@@ -25,7 +30,10 @@ from abeval.stats import (
     RatioStats,
 )
 from abeval.stats.sufficient import ArmStats
-from abeval.store.sql.online_variables import Moments
+from abeval.store.sql.online_variables import BUILTIN, Moments, VariableSet
+
+if TYPE_CHECKING:
+    from abeval.analysis.team_metrics import TeamMetric
 
 Kind = Literal["mean", "proportion", "ratio"]
 
@@ -47,98 +55,148 @@ class OnlineMetric:
     lower_is_better: bool = False
 
 
-#: The built-in online metrics.
-BUILTIN_METRICS: dict[str, OnlineMetric] = {
-    m.name: m
-    for m in (
-        OnlineMetric(
-            "ctr",
-            "ratio",
-            "clicks",
-            "impressions",
-            "CTR",
-            "Σ clicks / Σ impressions over users (delta method)",
-        ),
-        OnlineMetric(
-            "conversion",
-            "proportion",
-            "converted",
-            None,
-            "Conversion",
-            "share of users with a purchase",
-        ),
-        OnlineMetric(
-            "revenue_per_user",
-            "mean",
-            "revenue",
-            None,
-            "Revenue per user",
-            "mean revenue per user",
-        ),
-        OnlineMetric(
-            "clicks_per_user",
-            "mean",
-            "clicks",
-            None,
-            "Clicks per user",
-            "mean clicks per user",
-        ),
-        OnlineMetric(
-            "purchases_per_user",
-            "mean",
-            "purchases",
-            None,
-            "Purchases per user",
-            "mean purchases per user",
-        ),
-        OnlineMetric(
-            "impressions_per_user",
-            "mean",
-            "impressions",
-            None,
-            "Impressions per user",
-            "mean impressions per user",
-        ),
-        OnlineMetric(
-            "aov",
-            "ratio",
-            "revenue",
-            "purchases",
-            "Average order value",
-            "Σ revenue / Σ purchases over users (delta method)",
-        ),
-    )
-}
+#: The built-in online metrics (read-only): every store's catalog starts from them.
+BUILTIN_METRICS: Mapping[str, OnlineMetric] = MappingProxyType(
+    {
+        m.name: m
+        for m in (
+            OnlineMetric(
+                "ctr",
+                "ratio",
+                "clicks",
+                "impressions",
+                "CTR",
+                "Σ clicks / Σ impressions over users (delta method)",
+            ),
+            OnlineMetric(
+                "conversion",
+                "proportion",
+                "converted",
+                None,
+                "Conversion",
+                "share of users with a purchase",
+            ),
+            OnlineMetric(
+                "revenue_per_user",
+                "mean",
+                "revenue",
+                None,
+                "Revenue per user",
+                "mean revenue per user",
+            ),
+            OnlineMetric(
+                "clicks_per_user",
+                "mean",
+                "clicks",
+                None,
+                "Clicks per user",
+                "mean clicks per user",
+            ),
+            OnlineMetric(
+                "purchases_per_user",
+                "mean",
+                "purchases",
+                None,
+                "Purchases per user",
+                "mean purchases per user",
+            ),
+            OnlineMetric(
+                "impressions_per_user",
+                "mean",
+                "impressions",
+                None,
+                "Impressions per user",
+                "mean impressions per user",
+            ),
+            OnlineMetric(
+                "aov",
+                "ratio",
+                "revenue",
+                "purchases",
+                "Average order value",
+                "Σ revenue / Σ purchases over users (delta method)",
+            ),
+        )
+    }
+)
 
-#: Every online metric a report can use: the built-ins and the team-defined metrics
-#: of the store read last (:func:`use_metrics`, from
-#: :func:`abeval.analysis.team_metrics.use_recorded`).
-METRICS: dict[str, OnlineMetric] = dict(BUILTIN_METRICS)
+
+#: The per-user variables of a store without team-defined metrics.
+NO_VARIABLES = VariableSet((), ())
+
+
+def _frozen(items: Mapping[str, Any] | None = None) -> Mapping[str, Any]:
+    """A read-only copy of ``items``."""
+    return MappingProxyType(dict(items or {}))
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """One store's metrics, as its results are computed and shown: every online
+    metric (the built-ins, then the store's team-defined ones by name), and what the
+    team-defined ones need beside the built-ins: their definitions, the per-user
+    variables they sum, the caps their definitions give (variable → quantile) and
+    what the report calls those variables (``t0_n`` → ``Σ value of add_to_cart``,
+    ``t1_p`` → ``users with any add_to_cart``).
+
+    Read from the store when a result is computed
+    (:func:`abeval.analysis.team_metrics.read_catalog`), passed to the analysis and
+    carried by the results, so that two stores open in one process never see each
+    other's metrics. :data:`BUILTIN_CATALOG` is a store without team metrics."""
+
+    metrics: Mapping[str, OnlineMetric] = field(default_factory=lambda: BUILTIN_METRICS)
+    definitions: Mapping[str, TeamMetric] = field(default_factory=_frozen)
+    #: The team metrics' per-user variables (the built-in ones are :data:`BUILTIN`).
+    team_variables: VariableSet = NO_VARIABLES
+    caps: Mapping[str, float] = field(default_factory=_frozen)
+    labels: Mapping[str, str] = field(default_factory=_frozen)
+
+    def __post_init__(self) -> None:
+        for name in ("metrics", "definitions", "caps", "labels"):
+            value = getattr(self, name)
+            if not isinstance(value, MappingProxyType):
+                object.__setattr__(self, name, _frozen(value))
+
+    def __repr__(self) -> str:
+        team = ", ".join(self.definitions) or "none"
+        return f"<metric catalog: {len(BUILTIN_METRICS)} built-in metrics; team-defined: {team}>"
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.metrics
+
+    def __getitem__(self, name: str) -> OnlineMetric:
+        return self.metrics[name]
+
+    def get(self, name: str) -> OnlineMetric | None:
+        return self.metrics.get(name)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Every metric's name: the built-ins, then the team-defined ones."""
+        return tuple(self.metrics)
+
+    @property
+    def variables(self) -> VariableSet:
+        """Every per-user variable a report sums: the built-in ones and the team's."""
+        return BUILTIN.plus(self.team_variables)
+
+    def label(self, name: str) -> str:
+        """The metric's label (``ctr`` → ``CTR``; a team metric's is its name); the
+        name itself when the catalog has no such metric."""
+        found = self.metrics.get(name)
+        return found.label if found is not None else name
+
+    def lower_is_better(self, name: str) -> bool:
+        """The metric's direction: True when a decrease is good (False when unknown)."""
+        found = self.metrics.get(name)
+        return found is not None and found.lower_is_better
+
+
+#: The catalog of a store without team-defined metrics.
+BUILTIN_CATALOG = Catalog()
 
 #: What a name not (yet) known must look like to wait for the store's recorded metrics.
 _IDENTIFIER = re.compile(r"[a-z_][a-z0-9_]{0,63}")
-
-
-_STRICT: list[bool] = [False]
-
-
-@contextmanager
-def names_known() -> Iterator[None]:
-    """Inside, :func:`parse_metrics` refuses any name not in :data:`METRICS`: for a
-    caller that has read the store's recorded metrics already."""
-    _STRICT.append(True)
-    try:
-        yield
-    finally:
-        _STRICT.pop()
-
-
-def use_metrics(recorded: dict[str, OnlineMetric]) -> None:
-    """Make :data:`METRICS` the built-ins and ``recorded`` (a store's team-defined
-    metrics; their names never clash with a built-in, ``abeval metrics add`` refuses it)."""
-    METRICS.clear()
-    METRICS.update(BUILTIN_METRICS)
-    METRICS.update({n: m for n, m in recorded.items() if n not in BUILTIN_METRICS})
 
 
 DEFAULT_PRIMARY = ("ctr", "conversion")
@@ -150,35 +208,37 @@ def parse_metrics(
     default: tuple[str, ...],
     parameter: str,
     *,
-    strict: bool = False,
+    catalog: Catalog | None = None,
 ) -> tuple[str, ...]:
     """``ctr,conversion`` (or a list of names) → names; an :class:`OptionError`
     naming ``parameter`` (``primary``) and suggesting the name meant for a misspelt one.
-    Unless ``strict``, a lower-case identifier not known yet is kept: it may name a
-    team-defined metric of the store, which the report checks once it has read them
-    (:func:`check_known`)."""
+    Every name must be a metric of ``catalog`` (a store's, read already). Without a
+    catalog, a name must be built in, or a lower-case identifier: it may name a
+    team-defined metric of the store, which the report checks once it has read the
+    store's catalog (:func:`check_known`)."""
     if text is None:
         return default
     parts = text.split(",") if isinstance(text, str) else list(text)
     names = tuple(n.strip() for n in parts if n.strip())
+    known = (catalog or BUILTIN_CATALOG).metrics
     for name in names:
-        lenient = not (strict or _STRICT[-1]) and _IDENTIFIER.fullmatch(name)
-        if name not in METRICS and not lenient:
-            hint = did_you_mean(name, METRICS, n=2)
+        lenient = catalog is None and _IDENTIFIER.fullmatch(name)
+        if name not in known and not lenient:
+            hint = did_you_mean(name, known, n=2)
             raise OptionError(
                 parameter,
                 text,
-                f"unknown metric {name!r}; {hint}known: {', '.join(METRICS)}",
-                allowed=tuple(METRICS),
+                f"unknown metric {name!r}; {hint}known: {', '.join(known)}",
+                allowed=tuple(known),
             )
     return names
 
 
-def check_known(names: Sequence[str], parameter: str) -> None:
+def check_known(names: Sequence[str], parameter: str, catalog: Catalog) -> None:
     """An :class:`OptionError` for the first of ``names`` that is no metric of
-    :data:`METRICS` (built-in or recorded)."""
+    ``catalog`` (built-in or recorded)."""
     if names:
-        parse_metrics(",".join(names), (), parameter, strict=True)
+        parse_metrics(",".join(names), (), parameter, catalog=catalog)
 
 
 def capped_copy(metric: str) -> str:
@@ -238,12 +298,6 @@ def has_pre_period(m: Moments, metric: OnlineMetric) -> bool:
     if metric.denominator:
         names.append(f"pre_{metric.denominator}")
     return all(m.ss(n) > 0 for n in names)
-
-
-def online_lower_is_better(metric: str) -> bool:
-    """The direction of the online metric called ``metric`` (False when unknown)."""
-    found = METRICS.get(metric)
-    return found is not None and found.lower_is_better
 
 
 def direction(c: Comparison) -> int:

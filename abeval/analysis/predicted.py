@@ -21,7 +21,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from abeval.analysis.online_metrics import online_lower_is_better
 from abeval.analysis.ope import agreement
 from abeval.analysis.recorded_lift import recorded_lift
 from abeval.metrics.registry import offline_lower_is_better
@@ -160,9 +159,7 @@ def _lifts(
                 online_metric=m.metric,
                 online_label=m.label,
                 online=lift,
-                agreement=agreement(
-                    offline_better, _better(lift, online_lower_is_better(m.metric))
-                ),
+                agreement=agreement(offline_better, _better(lift, m.lower_is_better)),
             )
         )
     return out

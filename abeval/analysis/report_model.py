@@ -13,11 +13,17 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
-from abeval.analysis.online_metrics import DEFAULT_GUARDRAILS, DEFAULT_PRIMARY
+from abeval.analysis.online_metrics import (
+    BUILTIN_CATALOG,
+    DEFAULT_GUARDRAILS,
+    DEFAULT_PRIMARY,
+    Catalog,
+)
 from abeval.analysis.ope import OpeOptions, OpeSection
 from abeval.analysis.predicted import PredictedSection
 from abeval.choices import Decision as DecisionName
 from abeval.stats.results import (
+    NOT_IN_JSON,
     BayesianResult,
     Comparison,
     JsonResult,
@@ -149,6 +155,11 @@ class MetricResult(JsonResult):
     significant: bool
     status: str
     message: str
+
+    @property
+    def lower_is_better(self) -> bool:
+        """The metric's direction (a decrease is good), as the comparison was judged."""
+        return self.bayesian.lower_is_better
 
 
 @dataclass(frozen=True)
@@ -387,3 +398,8 @@ class ExperimentReport(JsonResult):
     # lifts predicted by a recorded offline evaluation (docs/metrics.md#recorded-evaluations)
     predicted: PredictedSection | None = None
     guardrail_power: tuple[GuardrailPower, ...] = ()
+    #: The store's metrics the report was computed with, for its presenters' labels
+    #: and directions (not in the JSON document, which carries each metric's label).
+    catalog: Catalog = field(
+        default=BUILTIN_CATALOG, repr=False, compare=False, metadata=NOT_IN_JSON
+    )

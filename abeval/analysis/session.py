@@ -20,17 +20,19 @@ from typing import TYPE_CHECKING, Any
 from abeval.analysis.comparisons import PlainStats, metric_results
 from abeval.analysis.decision import decision_basis, plan_progress
 from abeval.analysis.experiment_config import ExperimentConfig, read_config, with_record
+from abeval.analysis.observation import Observed, days_observed, observe
+from abeval.analysis.offline_report import OfflineSection, replayed_offline
 from abeval.analysis.ope import OpeSection, ope_results
+from abeval.analysis.power_rows import guardrail_powers, power_rows
 from abeval.analysis.report_model import (
     DecisionBasis,
     GuardrailPower,
     MetricResult,
-    OfflineResult,
-    OfflineValue,
     PlanProgress,
     PowerInfo,
     ReportOptions,
 )
+from abeval.analysis.team_metrics import read_catalog
 from abeval.store.experiment_facts import ExperimentFacts, read_facts
 from abeval.store.shared_ctes import drop
 from abeval.store.sources import read_in_place
@@ -38,22 +40,28 @@ from abeval.store.sources import read_in_place
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
 
-    from abeval.analysis.online import _Observed
+    from abeval.analysis.online_metrics import Catalog
     from abeval.store.engine import Store
-
-Offline = tuple[tuple[OfflineResult, ...], tuple[OfflineValue, ...], str]
 
 
 class ExperimentSession:
     """``with ExperimentSession(store, "home-reco-v2", options) as s: s.power``.
 
     The parts are computed lazily and kept; the temporary population table lives
-    until the replay has read it or the session closes."""
+    until the replay has read it or the session closes. ``catalog``: the store's
+    metrics when the caller has read them already, else read on entering."""
 
-    def __init__(self, store: Store, experiment: str, options: ReportOptions | None = None):
+    def __init__(
+        self,
+        store: Store,
+        experiment: str,
+        options: ReportOptions | None = None,
+        catalog: Catalog | None = None,
+    ):
         self.store = store
         self.experiment = experiment
         self.options = options or ReportOptions()
+        self._catalog = catalog
         self._stack: ExitStack | None = None
         self._conn: Connection | None = None
         self._population: list[str] = []
@@ -64,6 +72,8 @@ class ExperimentSession:
         stack = ExitStack()
         try:
             self._conn = stack.enter_context(self.store.connect())
+            if self._catalog is None:
+                self._catalog = read_catalog(self._conn)
             # The experiment's row, ingests and propensity probe in one statement;
             # an experiment the store does not hold may be read in place.
             self.facts = read_facts(self._conn, self.experiment)
@@ -100,18 +110,25 @@ class ExperimentSession:
             raise RuntimeError("use the session inside `with`")
         return self._conn
 
+    @property
+    def catalog(self) -> Catalog:
+        """The store's metrics (built-in and team-defined) this session reads."""
+        if self._catalog is None:
+            raise RuntimeError("use the session inside `with`")
+        return self._catalog
+
     def _drop_population(self) -> None:
         if self._population and self._conn is not None:
             population, self._population = self._population, []
             drop(self._conn, population)
 
     @cached_property
-    def observed(self) -> _Observed:
+    def observed(self) -> Observed:
         """Settings, arms (control first), window, caps, per-arm moments, health,
         daily and segment moments, ingests: one pass over the population."""
-        from abeval.analysis.online import _observe
-
-        seen, self._population = _observe(self.conn, self.experiment, self.options, self.facts)
+        seen, self._population = observe(
+            self.conn, self.experiment, self.options, self.catalog, self.facts
+        )
         return seen
 
     @property
@@ -124,7 +141,8 @@ class ExperimentSession:
 
     @cached_property
     def _compared(self) -> tuple[list[MetricResult], PlainStats]:
-        return metric_results(self.observed.moments, self.control, self.treatments, self.options)
+        seen, o = self.observed, self.options
+        return metric_results(seen.moments, self.control, self.treatments, o, self.catalog)
 
     @property
     def comparisons(self) -> list[MetricResult]:
@@ -142,13 +160,11 @@ class ExperimentSession:
         return self.comparisons
 
     @cached_property
-    def offline(self) -> Offline:
+    def offline(self) -> OfflineSection:
         """The offline metrics replayed over the same population and window."""
-        from abeval.analysis.online import _offline
-
         seen = self.observed
         windowed = replace(self.options, window_from=seen.window.start, window_to=seen.window.end)
-        return _offline(
+        return replayed_offline(
             self.conn,
             self.experiment,
             self.control,
@@ -185,30 +201,26 @@ class ExperimentSession:
     @cached_property
     def power(self) -> tuple[PowerInfo, ...]:
         """The power rows of the primary metrics, per treatment arm."""
-        from abeval.analysis.online import _power
-
         seen = self.observed
-        return _power(self.plain, seen.daily, self.control, self.treatments, self.options)
+        return power_rows(self.plain, seen.daily, self.control, self.treatments, self.options)
 
     @cached_property
     def guardrail_power(self) -> tuple[GuardrailPower, ...]:
         """Whether each guardrail with a margin can be shown non-inferior at the
         planned size (docs/metrics.md#power-and-mde)."""
-        from abeval.analysis.online import guardrail_powers
-
         return guardrail_powers(self.plain, self.power, self.treatments, self.options)
 
     @cached_property
     def judged(self) -> tuple[list[MetricResult], DecisionBasis, PlanProgress | None]:
         """What the decision reads (docs/metrics.md#decision): the comparisons (the
         always-valid ones when no plan is recorded), the basis and the plan's progress."""
-        from abeval.analysis.online import days_observed
-
         seen, o = self.observed, self.options
         progress = plan_progress(o, days_observed(seen), seen.health.users_analysed)
         basis = decision_basis(o, progress)
         judged = self.comparisons
         if basis == "sequential_no_plan":
             sequential = replace(o, sequential=True)
-            judged = metric_results(seen.moments, self.control, self.treatments, sequential)[0]
+            judged = metric_results(
+                seen.moments, self.control, self.treatments, sequential, self.catalog
+            )[0]
         return judged, basis, progress

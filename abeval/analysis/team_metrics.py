@@ -11,9 +11,10 @@ exactly as the built-in variables are counted (:mod:`abeval.store.sql.online_var
 - ``ratio``: Σ numerator / Σ denominator over users (delta method).
 
 The recorded definitions live in the store (:mod:`abeval.store.metric_definitions`);
-:func:`use_recorded` reads them and adds them to
-:data:`abeval.analysis.online_metrics.METRICS`, the one table every part of a
-report looks a metric up in, and returns the variables the SQL must sum.
+:func:`read_catalog` reads them into the store's
+:class:`~abeval.analysis.online_metrics.Catalog` (the built-ins and these), the
+one table every part of a report looks a metric up in, passed to the analysis
+and carried by its results.
 """
 
 from __future__ import annotations
@@ -23,14 +24,14 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from abeval.analysis import online_metrics
 from abeval.analysis.capping import check_cappable
-from abeval.analysis.online_metrics import OnlineMetric, check_known
-from abeval.analysis.report_model import ReportOptions
-from abeval.store.sql.online_variables import BUILTIN, Variable, VariableSet
+from abeval.analysis.online_metrics import BUILTIN_METRICS, Catalog, OnlineMetric, check_known
+from abeval.store.sql.online_variables import Variable, VariableSet
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
+
+    from abeval.analysis.report_model import ReportOptions
 
 Kind = Literal["proportion", "mean", "ratio"]
 KINDS: tuple[Kind, ...] = ("proportion", "mean", "ratio")
@@ -114,22 +115,10 @@ class TeamMetric:
         return text
 
 
-@dataclass(frozen=True)
-class Catalog:
-    """The recorded metrics of a store as the report uses them: the online metrics,
-    the per-user variables they need (beside the built-in ones), and the caps their
-    definitions give (variable → quantile)."""
-
-    metrics: dict[str, OnlineMetric]
-    variables: VariableSet
-    caps: dict[str, float]
-    definitions: dict[str, TeamMetric]
-    #: What the report calls a capped variable (``t0_n`` → ``Σ value of add_to_cart``).
-    labels: dict[str, str]
-
-
 def catalog(definitions: Iterable[TeamMetric]) -> Catalog:
-    """Variables ``t<i>_n`` (numerator), ``t<i>_d`` (denominator) and ``t<i>_p``
+    """The catalog of a store that recorded ``definitions``: the built-in metrics,
+    then these by name (a name of a built-in is left out: ``abeval metrics add``
+    refuses it). Variables ``t<i>_n`` (numerator), ``t<i>_d`` (denominator) and ``t<i>_p``
     (the 0/1 indicator of a proportion) for the i-th metric by name: short names,
     so that the moments' column labels stay within PostgreSQL's 63 characters."""
     metrics: dict[str, OnlineMetric] = {}
@@ -142,15 +131,17 @@ def catalog(definitions: Iterable[TeamMetric]) -> Catalog:
         num, den = f"t{i}_n", f"t{i}_d"
         summed.append(Variable(num, d.numerator.event, d.numerator.value, d.where))
         numerator, denominator = num, None
+        labels[num] = d.numerator.text()
         if d.kind == "proportion":
             numerator = f"t{i}_p"
             indicators.append((numerator, num))
+            labels[numerator] = f"users with any {d.numerator.event}"
         elif d.kind == "ratio" and d.denominator is not None:
             summed.append(Variable(den, d.denominator.event, d.denominator.value, d.where))
             denominator = den
+            labels[den] = d.denominator.text()
         if d.cap is not None:
             caps[num] = d.cap
-        labels[num] = d.numerator.text()
         metrics[d.name] = OnlineMetric(
             d.name,
             d.kind,
@@ -160,7 +151,16 @@ def catalog(definitions: Iterable[TeamMetric]) -> Catalog:
             d.description or d.formula(),
             d.lower_is_better,
         )
-    return Catalog(metrics, VariableSet(tuple(summed), tuple(indicators)), caps, defs, labels)
+    return Catalog(
+        metrics={
+            **BUILTIN_METRICS,
+            **{n: m for n, m in metrics.items() if n not in BUILTIN_METRICS},
+        },
+        definitions=defs,
+        team_variables=VariableSet(tuple(summed), tuple(indicators)),
+        caps=caps,
+        labels=labels,
+    )
 
 
 def recorded_definitions(conn: Connection) -> list[TeamMetric]:
@@ -169,21 +169,17 @@ def recorded_definitions(conn: Connection) -> list[TeamMetric]:
     return [TeamMetric.from_json(r.name, r.definition) for r in load(conn)]
 
 
-def use_recorded(conn: Connection) -> tuple[Catalog, VariableSet]:
-    """The store's recorded metrics, made known to every lookup of
-    :data:`~abeval.analysis.online_metrics.METRICS` (replacing those of a store
-    read before); and every variable a report sums (built-in and recorded)."""
-    found = catalog(recorded_definitions(conn))
-    online_metrics.use_metrics(found.metrics)
-    return found, BUILTIN.plus(found.variables)
+def read_catalog(conn: Connection) -> Catalog:
+    """The store's catalog: the built-in metrics and the team-defined ones it records."""
+    return catalog(recorded_definitions(conn))
 
 
-def check_names(o: ReportOptions) -> None:
-    """Every metric a report's options name is known, now that the store's recorded
-    metrics are (an :class:`~abeval.errors.OptionError` naming the option if not);
-    a cap names a built-in metric that can be capped, or a recorded mean or ratio."""
-    check_known(o.primary, "primary")
-    check_known(o.guardrails, "guardrails")
-    check_known(o.secondary or (), "secondary")
-    check_known([name for name, _ in o.caps], "cap")
-    check_cappable(o.caps)
+def check_names(o: ReportOptions, catalog: Catalog) -> None:
+    """Every metric a report's options name is a metric of the store's ``catalog``
+    (an :class:`~abeval.errors.OptionError` naming the option if not); a cap names
+    a built-in metric that can be capped, or a recorded mean or ratio."""
+    check_known(o.primary, "primary", catalog)
+    check_known(o.guardrails, "guardrails", catalog)
+    check_known(o.secondary or (), "secondary", catalog)
+    check_known([name for name, _ in o.caps], "cap", catalog)
+    check_cappable(o.caps, catalog)

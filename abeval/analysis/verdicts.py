@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from abeval.analysis.online_metrics import METRICS
 from abeval.analysis.report_model import (
     Decision,
     Health,
@@ -47,7 +46,7 @@ def verdicts(
 def worse(m: MetricResult) -> bool:
     """Whether the treatment moved the metric the wrong way (whatever the significance)."""
     effect = m.comparison.absolute.effect or 0.0
-    return effect > 0 if METRICS[m.metric].lower_is_better else effect < 0
+    return effect > 0 if m.lower_is_better else effect < 0
 
 
 def _verdict(

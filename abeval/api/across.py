@@ -44,17 +44,17 @@ class Across(Opened):
         override its recorded primary metrics and α (the board's α is 0.05 then)."""
         from dataclasses import replace
 
-        from abeval.analysis.agreement import agreement_board
+        from abeval.analysis.agreement_board import agreement_board
         from abeval.analysis.online_metrics import DEFAULT_PRIMARY, parse_metrics
 
-        self._use_recorded_metrics()
-        metrics = parse_metrics(primary, DEFAULT_PRIMARY, "primary", strict=True)
+        catalog = self.catalog()
+        metrics = parse_metrics(primary, DEFAULT_PRIMARY, "primary", catalog=catalog)
         options = replace(
             _agreement_options(alpha, seed, resamples, metrics, primary, backtest),
             experiments=None if experiments is None else names(experiments),
             target_propensities={k: str(v) for k, v in (target_propensities or {}).items()},
         )
-        return agreement_board(self._store, options)
+        return agreement_board(self._store, options, catalog)
 
     def forecast(
         self,

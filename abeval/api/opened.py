@@ -1,5 +1,6 @@
 """What every part of an open store's API shares: the engine's store, closing it, and
-the team-defined metrics a metric name is checked against."""
+its metric catalog (the built-in and team-defined metrics a name is checked against
+and a result is computed with)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Self
 
 if TYPE_CHECKING:
+    from abeval.analysis.online_metrics import Catalog
     from abeval.store.engine import Store as EngineStore
 
 
@@ -35,10 +37,16 @@ class Opened:
     def __repr__(self) -> str:
         return f"<abeval store {self.display}>"
 
-    def _use_recorded_metrics(self) -> None:
-        """Make the store's team-defined metrics known, so that a name is checked
-        against them as well as the built-ins."""
-        from abeval.analysis.team_metrics import use_recorded
+    def catalog(self) -> Catalog:
+        """This store's metrics, read now: the built-in online metrics and the
+        team-defined ones it records (``metrics add``), each with its label and
+        direction. Every result is computed with the catalog of its own store and
+        carries it, so two stores open at once never mix their metrics.
+
+        >>> store.catalog().lower_is_better("ctr")
+        False
+        """
+        from abeval.analysis.team_metrics import read_catalog
 
         with self._store.connect() as conn:
-            use_recorded(conn)
+            return read_catalog(conn)

@@ -69,11 +69,13 @@ class Planning(Opened):
         positive("tuning_n", tuning_n)
         if mde is not None:
             positive("mde", mde)
-        self._use_recorded_metrics()
-        metrics = parse_metrics(metric, (), "metric", strict=True) if metric is not None else None
+        catalog = self.catalog()
+        metrics = (
+            parse_metrics(metric, (), "metric", catalog=catalog) if metric is not None else None
+        )
         given = parse_config(primary=metrics, alpha=alpha, cuped_days=cuped_days, target_mde=mde)
         base = ReportOptions(power=power, sequential=sequential, tuning_n=tuning_n, offline=False)
-        return plan_report(self._store, experiment, given.options(base))
+        return plan_report(self._store, experiment, given.options(base), catalog)
 
 
 def plan_power(

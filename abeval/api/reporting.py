@@ -12,6 +12,7 @@ from abeval.api.options import Names, bound, choice, cutoffs, positive
 from abeval.errors import OptionError
 
 if TYPE_CHECKING:
+    from abeval.analysis.online_metrics import Catalog
     from abeval.analysis.report_model import ExperimentReport, ReportOptions
 
 
@@ -29,13 +30,10 @@ class Reporting(Opened):
 
         if checked is not None and options:
             raise TypeError("give either checked options or keyword options, not both")
+        catalog = self.catalog()
         if checked is None:
-            from abeval.analysis.online_metrics import names_known
-
-            self._use_recorded_metrics()
-            with names_known():
-                checked = report_options(**options)
-        report = build_report(self._store, experiment, checked)
+            checked = report_options(catalog=catalog, **options)
+        report = build_report(self._store, experiment, checked, catalog)
         return ShownReport.of(report)
 
 
@@ -63,6 +61,7 @@ def report_options(
     ope: bool = True,
     plan_users: int | None = None,
     plan_days: int | None = None,
+    catalog: Catalog | None = None,
 ) -> ReportOptions:
     """The report's options, checked: the CLI's options under their Python names
     (``--from`` is ``window_from``, ``--cap`` takes ``{"revenue_per_user": 0.99}``
@@ -72,7 +71,9 @@ def report_options(
     guardrail metrics, guardrails as ``METRIC[:MARGIN]``, caps, CUPED days, target
     MDE, alpha, correction, the planned horizon) are None when not given: the
     report then takes the experiment's saved configuration, else the default
-    (docs/usage.md#saved-configuration)."""
+    (docs/usage.md#saved-configuration). The metrics named are checked against
+    ``catalog``, a store's (:meth:`Store.catalog`); without one, a name that is not
+    built in is kept for the report to check against its store's."""
     from abeval.analysis.experiment_config import parse_config
     from abeval.analysis.ope import OpeOptions
     from abeval.analysis.report_model import ReportOptions
@@ -96,6 +97,7 @@ def report_options(
         correction=correction,
         plan_users=plan_users,
         plan_days=plan_days,
+        catalog=catalog,
     )
     return given.options(
         ReportOptions(

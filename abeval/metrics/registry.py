@@ -9,7 +9,8 @@ known metrics (:func:`abeval.errors.close_matches`).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from types import MappingProxyType
 
 from abeval.errors import AbevalError, OptionError, close_matches
 from abeval.metrics import (
@@ -35,35 +36,37 @@ from abeval.metrics import (
 from abeval.metrics.base import MetricDefinition
 from abeval.metrics.spec import Conventions, MetricSpec
 
-DEFINITIONS: dict[str, MetricDefinition] = {
-    m.DEFINITION.name: m.DEFINITION
-    for m in (
-        precision,
-        recall,
-        hit_rate,
-        mrr,
-        ap,
-        mean_ap,
-        ndcg,
-        rprec,
-        bpref,
-        auc,
-        coverage,
-        gini,
-        entropy,
-        novelty,
-        diversity,
-        serendipity,
-        rmse,
-        mae,
-    )
-}
+#: The offline metrics' definitions by name (read-only).
+DEFINITIONS: Mapping[str, MetricDefinition] = MappingProxyType(
+    {
+        m.DEFINITION.name: m.DEFINITION
+        for m in (
+            precision,
+            recall,
+            hit_rate,
+            mrr,
+            ap,
+            mean_ap,
+            ndcg,
+            rprec,
+            bpref,
+            auc,
+            coverage,
+            gini,
+            entropy,
+            novelty,
+            diversity,
+            serendipity,
+            rmse,
+            mae,
+        )
+    }
+)
 
-_ALIASES: dict[str, str] = {}
-for _d in DEFINITIONS.values():
-    _ALIASES[_d.name] = _d.name
-    for _a in _d.aliases:
-        _ALIASES[_a] = _d.name
+#: Every name a metric is known by (its own and its aliases) → its own (read-only).
+_ALIASES: Mapping[str, str] = MappingProxyType(
+    {n: d.name for d in DEFINITIONS.values() for n in (d.name, *d.aliases)}
+)
 
 _NAME = re.compile(r"^([a-z][a-z0-9_]*?)(?:@(\d+|all))?$")
 

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from abeval.analysis.agreement import AgreementBoard, AgreementPair, SignalSummary
-from abeval.analysis.online_metrics import METRICS
 from abeval.report.agreement_charts import Scatter, ScatterInput, scatter
 from abeval.report.agreement_text import (
     ORDERED_BY,
@@ -126,8 +125,7 @@ def build_context(board: AgreementBoard) -> AgreementContext:
             if s.online_metric == metric:
                 cards.append(_card(board, s, index))
                 index += 1
-        found = METRICS.get(metric)
-        label = found.label if found is not None else metric
+        label = board.catalog.label(metric)
         blocks.append(MetricBlock(metric, label, tuple(cards)))
     return AgreementContext(
         title="Offline signals against online lifts",

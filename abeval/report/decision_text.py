@@ -6,7 +6,7 @@ guardrails' non-inferiority plan, and where each setting came from
 
 from __future__ import annotations
 
-from abeval.analysis.online_metrics import METRICS, online_lower_is_better
+from abeval.analysis.online_metrics import Catalog
 from abeval.analysis.report_model import (
     Decision,
     DecisionInput,
@@ -52,18 +52,16 @@ def basis_sentence(d: Decision, experiment: str) -> str:
     )
 
 
-def _harm(metric: str) -> str:
-    return "rise" if online_lower_is_better(metric) else "drop"
-
-
-def guardrail_sentence(g: DecisionInput) -> str:
-    """One guardrail's reading, with the largest harm its interval still allows."""
-    label = METRICS[g.metric].label if g.metric in METRICS else g.metric
+def guardrail_sentence(g: DecisionInput, catalog: Catalog) -> str:
+    """One guardrail's reading, with the largest harm its interval still allows (the
+    label and direction of its metric from ``catalog``, the report's)."""
+    label = catalog.label(g.metric)
+    harm_word = "rise" if catalog.lower_is_better(g.metric) else "drop"
     harm = g.largest_harm or 0.0
     allows = (
-        f"its interval allows a {_harm(g.metric)} of up to {share(harm, 2)}"
+        f"its interval allows a {harm_word} of up to {share(harm, 2)}"
         if harm > 0
-        else f"its interval rules out any {_harm(g.metric)}"
+        else f"its interval rules out any {harm_word}"
     )
     if g.guardrail == "unchecked":
         return f"{label}: could not be checked (status {g.status})"

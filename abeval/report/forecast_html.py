@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from abeval.analysis.forecast import ForecastReport, MetricForecast
-from abeval.analysis.online_metrics import METRICS
 from abeval.report.forecast_text import learned_line, test_line
 from abeval.report.templates import environment
 
@@ -42,8 +41,7 @@ class ForecastContext:
 def build_context(report: ForecastReport) -> ForecastContext:
     cards = []
     for m in report.forecasts:
-        found = METRICS.get(m.metric)
-        label = found.label if found is not None else m.metric
+        label = report.catalog.label(m.metric)
         cards.append(ForecastCard(m, label, learned_line(m), test_line(m)))
     return ForecastContext(
         title="Forecast of the candidate's online lift",

@@ -166,7 +166,7 @@ def build_context(report: ExperimentReport) -> ReportContext:
                 d,
                 _VERDICT_TONES.get(d.decision, "neutral"),
                 basis_sentence(d, report.experiment),
-                tuple(guardrail_sentence(g) for g in d.guardrails),
+                tuple(guardrail_sentence(g, report.catalog) for g in d.guardrails),
             )
             for d in report.decisions
         ),

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from abeval.analysis.online_metrics import METRICS, direction
+from abeval.analysis.online_metrics import Catalog, direction
 from abeval.analysis.report_model import ExperimentReport, MetricResult, Role
 from abeval.formatting import (
     count,
@@ -52,11 +52,7 @@ from abeval.report.html_context import (
     StatisticsTable,
 )
 from abeval.report.offline_view import offline_view, significant
-from abeval.report.tones import (
-    offline_lower_is_better,
-    online_lower_is_better,
-    tone,
-)
+from abeval.report.tones import offline_lower_is_better, tone
 from abeval.stats.results import Lift
 
 # --------------------------------------------------------------------------- names
@@ -67,8 +63,7 @@ def metric_label(report: ExperimentReport, metric: str) -> str:
     for m in report.metrics:
         if m.metric == metric:
             return m.label
-    spec = METRICS.get(metric)
-    return spec.label if spec else metric
+    return report.catalog.label(metric)
 
 
 def p_equals(p: float | None) -> str:
@@ -226,12 +221,17 @@ _ROLE_TITLES: dict[Role, tuple[str, str, str]] = {
 }
 
 
-def _names(m: MetricResult) -> tuple[str, str, str]:
-    """Numerator and denominator names and the description of a metric."""
-    spec = METRICS.get(m.metric)
+def _names(m: MetricResult, catalog: Catalog) -> tuple[str, str, str]:
+    """Numerator and denominator names and the description of a metric (a team
+    metric's variables by what they count, from the store's ``catalog``)."""
+    spec = catalog.get(m.metric)
     if spec is None:
         return "numerator", "denominator", ""
-    return spec.numerator, spec.denominator or "users", spec.description
+    numerator = catalog.labels.get(spec.numerator, spec.numerator)
+    denominator = (
+        catalog.labels.get(spec.denominator, spec.denominator) if spec.denominator else None
+    )
+    return numerator, denominator or "users", spec.description
 
 
 def _as_percent(m: MetricResult) -> bool:
@@ -257,13 +257,13 @@ def _bars(lifts: Sequence[Lift]) -> tuple[list[IntervalBar], tuple[Tick, ...]]:
     return [interval_bar(scale, lift.interval, lift.effect) for lift in lifts], bar_axis(scale)
 
 
-def _metric_table(role: Role, results: list[MetricResult]) -> MetricTable:
+def _metric_table(role: Role, results: list[MetricResult], catalog: Catalog) -> MetricTable:
     lifts = [m.comparison.relative for m in results]
     bars, axis = _bars(lifts)
     rows = []
     for m, rel, bar in zip(results, lifts, bars, strict=True):
-        numerator, denominator, description = _names(m)
-        lower_is_better = online_lower_is_better(m.metric)
+        numerator, denominator, description = _names(m, catalog)
+        lower_is_better = m.lower_is_better
         rows.append(
             MetricRow(
                 result=m,
@@ -295,7 +295,9 @@ def metric_tables(report: ExperimentReport) -> tuple[MetricTable, ...]:
     """The primary, guardrail and secondary tables; a role without metrics has none."""
     roles: tuple[Role, ...] = ("primary", "guardrail", "secondary")
     by_role = {role: [m for m in report.metrics if m.role == role] for role in roles}
-    return tuple(_metric_table(role, by_role[role]) for role in roles if by_role[role])
+    return tuple(
+        _metric_table(role, by_role[role], report.catalog) for role in roles if by_role[role]
+    )
 
 
 # --------------------------------------------------------------------------- over time
@@ -401,7 +403,7 @@ def segment_table(report: ExperimentReport) -> SegmentTable | None:
                 label=metric_label(report, g.metric),
                 interval=rel.interval,
                 significant=significant,
-                tone=tone(significant, rel.effect, online_lower_is_better(g.metric)),
+                tone=tone(significant, rel.effect, report.catalog.lower_is_better(g.metric)),
                 bar=bar,
             )
         )

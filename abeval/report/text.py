@@ -95,7 +95,7 @@ def _decisions(r: ExperimentReport) -> list[str]:
     for d in r.decisions:
         lines.append(f"DECISION {d.arm}: {d.decision.replace('_', ' ').upper()}: {d.reason}")
         lines.append(f"  {basis_sentence(d, r.experiment)}")
-        lines += [f"  guardrail {guardrail_sentence(g)}" for g in d.guardrails]
+        lines += [f"  guardrail {guardrail_sentence(g, r.catalog)}" for g in d.guardrails]
     return [*lines, ""] if lines else []
 
 

@@ -3,9 +3,9 @@
 A row is coloured only when its result is significant: ``good`` when the effect
 goes the metric's good way, ``bad`` when it goes the other way, ``""`` (no
 colour) otherwise. The direction is a fact of the metric's definition
-(``lower_is_better``): :data:`abeval.analysis.online_metrics.METRICS` for the
-online metrics, :mod:`abeval.metrics` for the offline ones; nothing here keeps a
-list of its own.
+(``lower_is_better``): the metric catalog a result carries
+(:class:`abeval.analysis.online_metrics.Catalog`) for the online metrics,
+:mod:`abeval.metrics` for the offline ones; nothing here keeps a list of its own.
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Literal
 
-from abeval.analysis.online_metrics import online_lower_is_better
 from abeval.metrics.registry import offline_lower_is_better
 
 __all__ = [
@@ -21,7 +20,6 @@ __all__ = [
     "Tone",
     "excludes_zero",
     "offline_lower_is_better",
-    "online_lower_is_better",
     "tone",
 ]
 

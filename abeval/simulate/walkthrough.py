@@ -157,7 +157,7 @@ def _write_board(db: Path, out_dir: Path) -> tuple[AgreementBoard, Path]:
     agreement`` with no other option does: every experiment, the off-policy
     estimates from the target probabilities recorded with each. Returns the
     board and the page."""
-    from abeval.analysis.agreement import agreement_board
+    from abeval.analysis.agreement_board import agreement_board
     from abeval.files import write_atomic
     from abeval.report.agreement_html import render_html
     from abeval.store import open_store

@@ -54,7 +54,8 @@ class Point:
     ``online_se`` (the online lift's standard error) weighs the point in the
     calibration slope and is None when unknown; ``arm`` names the treatment arm
     within the experiment (the family-wise permutation moves an experiment's
-    arms together, arm onto arm)."""
+    arms together, arm onto arm); ``offline_se``, the offline lift's standard
+    error, is what the forecast model reads (None when unknown)."""
 
     cluster: str
     offline: float
@@ -63,6 +64,7 @@ class Point:
     online_ci: tuple[float, float] | None = None
     online_se: float | None = None
     arm: str = ""
+    offline_se: float | None = None
 
 
 @dataclass(frozen=True)

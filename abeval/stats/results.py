@@ -14,7 +14,9 @@ from __future__ import annotations
 import math
 import numbers
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, fields, is_dataclass
+from types import MappingProxyType
 from typing import Any, Literal
 
 #: Why a comparison has no (or only partial) numbers. ``ok`` means everything
@@ -72,9 +74,19 @@ def _clean(value: Any) -> Any:
     return value
 
 
+#: The metadata of a field of a result that its presenters read but that is no part
+#: of its JSON document (``to_dict``): what a result carries along, such as the
+#: metric catalog of the store it was computed from.
+NOT_IN_JSON: Mapping[str, bool] = MappingProxyType({"json": False})
+
+
 def _plain(value: Any) -> JsonValue:
     if is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _plain(getattr(value, f.name)) for f in fields(value)}
+        return {
+            f.name: _plain(getattr(value, f.name))
+            for f in fields(value)
+            if f.metadata.get("json", True)
+        }
     if isinstance(value, tuple | list):
         return [_plain(v) for v in value]
     if isinstance(value, dict):

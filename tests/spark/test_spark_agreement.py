@@ -22,7 +22,8 @@ from spark_tables import export_tables, register_tables
 from test_postgres_report import assert_same
 from typer.testing import CliRunner
 
-from abeval.analysis.agreement import AgreementOptions, agreement_board
+from abeval.analysis.agreement import AgreementOptions
+from abeval.analysis.agreement_board import agreement_board
 from abeval.cli import app
 from abeval.simulate.series import ExperimentFiles, SeriesConfig, write_series
 from abeval.store import open_store

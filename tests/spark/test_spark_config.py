@@ -31,7 +31,6 @@ from test_forecast_cli import _write
 from test_postgres_report import assert_same
 from typer.testing import CliRunner
 
-from abeval.analysis import online_metrics
 from abeval.cli import app
 from abeval.store.spark import experiments_table
 
@@ -73,7 +72,6 @@ def stores(spark_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator
         yield Stores(duck, spark_url, folder)
     finally:
         mp.undo()
-        online_metrics.use_metrics({})
         _drop_definitions(spark_url)
 
 

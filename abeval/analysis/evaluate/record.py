@@ -3,8 +3,9 @@
 
 The models are named after the experiment's arms (``-r ARM=FILE``). Before any
 file is read, :func:`experiment_target` checks that every model is an arm and that
-the experiment's control (the report's rule, :func:`abeval.analysis.online.choose_control`)
-has a model; the evaluation then runs with the control as the baseline of the paired
+the experiment's control (the report's rule,
+:func:`abeval.analysis.observation.choose_control`) has a model; the evaluation
+then runs with the control as the baseline of the paired
 comparisons, whatever the order of the files, and :func:`recorded_evaluation` turns
 its result into the rows of :mod:`abeval.store.evaluations`: per (arm, metric) the
 value, its standard error over users and its users, and for the other arms the
@@ -51,7 +52,7 @@ def experiment_target(
     """Check the models against the experiment's arms: each model an arm, the
     control one of the recommendation models (of the predictions when there are
     no recommendations). One-line errors; nothing is read or written."""
-    from abeval.analysis.online import choose_control
+    from abeval.analysis.observation import choose_control
     from abeval.store.experiments import get_settings, unknown_arm_message
 
     with store.connect() as conn:
