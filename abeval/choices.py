@@ -25,7 +25,7 @@ ReportFormat = Literal["html", "json", "text"]
 #: What ``evaluate --format`` writes.
 EvaluateFormat = Literal["text", "json", "html"]
 #: A treatment arm's decision (``report --fail-on``; docs/metrics.md#decision).
-Decision = Literal["ship", "roll_back", "keep_running", "no_effect", "invalid"]
+DecisionName = Literal["ship", "roll_back", "keep_running", "no_effect", "invalid"]
 #: Multiple-testing correction (``report --correction``).
 Correction = Literal["holm", "bh"]
 #: How a relative lift's interval is made (``report --relative-interval``):

@@ -11,18 +11,22 @@ first use, so that importing this module costs nothing. See docs/python.md.
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Sequence
+import operator
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from abeval.formatting import days_text
 
 if TYPE_CHECKING:
+    from abeval.analysis.agreement import AgreementBoard
+    from abeval.analysis.evaluate.results import EvaluationResult
     from abeval.analysis.experiment_config import ExperimentConfig
+    from abeval.analysis.forecast import ForecastReport
     from abeval.analysis.metric_records import MetricRow
     from abeval.analysis.planning import Plan
-    from abeval.analysis.report_model import GuardrailPower
+    from abeval.analysis.report_model import ExperimentReport, GuardrailPower
     from abeval.stats import PowerResult
     from abeval.store.experiments import ExperimentSettings, ExperimentSummary, TargetsRecorded
     from abeval.store.ingest import IngestSummary
@@ -56,58 +60,147 @@ __all__ = [
     "write",
 ]
 
-#: Each result type (by class name) → the modules of its text, HTML and JSON presenters.
-_PRESENTERS: dict[str, tuple[str, str, str | None]] = {
-    "ExperimentReport": ("abeval.report.text", "abeval.report.html", None),
-    "EvaluationResult": ("abeval.report.evaluate_text", "abeval.report.evaluate_html", None),
-    "AgreementBoard": ("abeval.report.agreement_text", "abeval.report.agreement_html", None),
-    "ForecastReport": (
-        "abeval.report.forecast_text",
-        "abeval.report.forecast_html",
-        "abeval.report.forecast_json",
-    ),
-}
+
+@dataclass(frozen=True)
+class _Presenters:
+    """One result type's presenters, each importing its module when called."""
+
+    text: Callable[[Any], str]
+    html: Callable[..., str]
+    page: Callable[[Any], Path]
+    json: Callable[[Any], Any] = operator.methodcaller("to_dict")
 
 
-def _presenters(result: object) -> tuple[str, str, str | None]:
-    """The presenters of ``result``'s type or of the nearest type it derives from
-    (the notebook's report is a report)."""
-    for cls in type(result).__mro__:
-        found = _PRESENTERS.get(cls.__name__)
-        if found is not None:
-            return found
+def _report_text(report: ExperimentReport) -> str:
+    from abeval.report.text import render_text
+
+    return render_text(report)
+
+
+def _report_html(report: ExperimentReport) -> str:
+    from abeval.report.html import render_html
+
+    return render_html(report)
+
+
+def _report_page(report: ExperimentReport) -> Path:
+    from abeval.report.html import default_path
+
+    return Path(default_path(report.experiment))
+
+
+def _evaluation_text(result: EvaluationResult) -> str:
+    from abeval.report.evaluate_text import render_text
+
+    return render_text(result)
+
+
+def _evaluation_html(result: EvaluationResult, **options: Any) -> str:
+    from abeval.report.evaluate_html import render_html
+
+    return render_html(result, **options)
+
+
+def _evaluation_page(result: EvaluationResult) -> Path:
+    from abeval.report.evaluate_html import DEFAULT_PATH
+
+    return DEFAULT_PATH
+
+
+def _forecast_text(report: ForecastReport) -> str:
+    from abeval.report.forecast_text import render_text
+
+    return render_text(report)
+
+
+def _forecast_html(report: ForecastReport) -> str:
+    from abeval.report.forecast_html import render_html
+
+    return render_html(report)
+
+
+def _forecast_page(report: ForecastReport) -> Path:
+    from abeval.report.forecast_html import DEFAULT_PATH
+
+    return DEFAULT_PATH
+
+
+def _forecast_json(report: ForecastReport) -> Any:
+    from abeval.report.forecast_json import forecast_json
+
+    return forecast_json(report)
+
+
+def _board_text(board: AgreementBoard) -> str:
+    from abeval.report.agreement_text import render_text
+
+    return render_text(board)
+
+
+def _board_html(board: AgreementBoard) -> str:
+    from abeval.report.agreement_html import render_html
+
+    return render_html(board)
+
+
+def _board_page(board: AgreementBoard) -> Path:
+    from abeval.report.agreement_html import DEFAULT_PATH
+
+    return DEFAULT_PATH
+
+
+_REPORT = _Presenters(_report_text, _report_html, _report_page)
+_EVALUATION = _Presenters(_evaluation_text, _evaluation_html, _evaluation_page)
+_FORECAST = _Presenters(_forecast_text, _forecast_html, _forecast_page, _forecast_json)
+_BOARD = _Presenters(_board_text, _board_html, _board_page)
+
+
+def _presenters(result: object) -> _Presenters:
+    """The presenters of ``result``'s type, or of the type it derives from (the
+    notebook's report is a report). The types are tried in this order, and each is
+    imported only when the ones before it did not match: the type of the result is
+    loaded already, so a report never loads the evaluation's modules, and an
+    evaluation not the agreement board's."""
+    from abeval.analysis.report_model import ExperimentReport
+
+    if isinstance(result, ExperimentReport):
+        return _REPORT
+    from abeval.analysis.evaluate.results import EvaluationResult
+
+    if isinstance(result, EvaluationResult):
+        return _EVALUATION
+    from abeval.analysis.forecast import ForecastReport
+
+    if isinstance(result, ForecastReport):
+        return _FORECAST
+    from abeval.analysis.agreement import AgreementBoard
+
+    if isinstance(result, AgreementBoard):
+        return _BOARD
     raise TypeError(f"no presenter for {type(result).__name__}")
 
 
 def text(result: Any) -> str:
     """The result as the CLI's text (``--format text``)."""
-    module = importlib.import_module(_presenters(result)[0])
-    return str(module.render_text(result))
+    return _presenters(result).text(result)
 
 
 def html(result: Any, **options: Any) -> str:
     """The result's HTML page (``--format html``); an evaluation's page takes the
     ``alpha``, ``resamples`` and ``seed`` it was compared under."""
-    module = importlib.import_module(_presenters(result)[1])
-    return str(module.render_html(result, **options))
+    return _presenters(result).html(result, **options)
 
 
 def json_document(result: Any) -> Any:
     """The result as the JSON document ``--format json`` writes (a dict or list,
     for :func:`json.dumps`)."""
-    name = _presenters(result)[2]
-    if name is None:
-        return result.to_dict()
-    return importlib.import_module(name).forecast_json(result)
+    return _presenters(result).json(result)
 
 
 def page_path(result: Any) -> Path:
     """Where the CLI writes the result's page when ``-o`` is not given
     (``reports/<experiment>.html`` for a report)."""
-    module = importlib.import_module(_presenters(result)[1])
-    if hasattr(module, "default_path"):
-        return Path(module.default_path(result.experiment))
-    return Path(module.DEFAULT_PATH)
+    return _presenters(result).page(result)
 
 
 def write(path: str | Path, text: str, *, make_folders: bool = False) -> None:

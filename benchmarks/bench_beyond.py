@@ -45,10 +45,16 @@ from measure import code_copy  # noqa: E402
 _DUMP = r"""
 import dataclasses, json, sys
 from abeval.analysis.replay import default_metrics
-from abeval.metrics import BeyondInputs, beyond_query, parse_metrics
-from abeval.store.sql.replay_parts import BEYOND_RELATIONS
+from abeval import metrics
+from abeval.metrics import BeyondInputs, beyond_query
+try:
+    from abeval.store.sql.replay_parts import BEYOND_RELATIONS
+except ImportError:  # an abeval before the SQL builders moved to abeval.store.sql
+    from abeval.store.replay_sql import BEYOND_RELATIONS
+# parse_metrics before it was named parse_offline_metrics
+parse = getattr(metrics, "parse_offline_metrics", None) or metrics.parse_metrics
 names = sys.argv[2].split(",") if sys.argv[2] else None
-specs = [s for s in parse_metrics(default_metrics()) if s.kind == "beyond"
+specs = [s for s in parse(default_metrics()) if s.kind == "beyond"
          and (names is None or s.name in names)]
 # as the replay gives them: list ids unique across arms, where the code knows it
 keyed = {"list_key": ("list_id",)} if "list_key" in {
@@ -121,13 +127,14 @@ def main() -> None:
     args = parser.parse_args()
 
     from abeval.analysis.replay import DEFAULT_GAINS, default_metrics
-    from abeval.metrics import parse_metrics, ranking_query
+    from abeval.metrics import parse_offline_metrics, ranking_query
     from abeval.store import open_store
     from abeval.store.sql.replay import open_replay
 
     db = build_store(args.rows) if args.data_dir is None else build_store(args.rows, args.data_dir)
     ranking = ranking_query(
-        [s for s in parse_metrics(default_metrics()) if s.kind == "ranking"], lists="r_lists"
+        [s for s in parse_offline_metrics(default_metrics()) if s.kind == "ranking"],
+        lists="r_lists",
     )
     store = open_store(str(db))
     try:

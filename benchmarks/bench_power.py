@@ -48,13 +48,14 @@ def _unpack(ref: str, into: Path) -> None:
 
 
 def _build_store(folder: Path, users: int, seed: int) -> Path:
-    from abeval.simulate.demo import demo_config, ingest_experiment, write_demo_experiment
-    from abeval.store import open_store
+    import abeval
+    from abeval.simulate.demo import demo_config, write_demo_experiment
 
     events = write_demo_experiment(demo_config(users, seed), folder)
     db = folder / "demo.duckdb"
-    with open_store(str(db)) as store:
-        ingest_experiment(store, EXPERIMENT, "control", events)
+    with abeval.open(db) as store:
+        store.ingest(events)
+        store.set(EXPERIMENT, control="control")
     events.unlink()
     return db
 

@@ -19,7 +19,7 @@ from html_tree import parse
 
 import abeval
 from abeval import render
-from abeval.analysis.report_model import ExperimentReport, MetricResult
+from abeval.analysis.report_model import ExperimentReport, OnlineMetricResult
 from abeval.errors import OptionError
 
 EXP = "checkout"
@@ -96,7 +96,7 @@ def _store(folder: Path, kind: str, seed: int) -> tuple[Any, dict[str, np.ndarra
     return store, values
 
 
-def _metric(report: ExperimentReport, name: str) -> MetricResult:
+def _metric(report: ExperimentReport, name: str) -> OnlineMetricResult:
     return next(m for m in report.metrics if m.metric == name and m.arm == "treatment")
 
 

@@ -20,7 +20,7 @@ from test_postgres_report import assert_same
 from typer.testing import CliRunner
 
 from abeval.analysis.online import ReportOptions, build_report
-from abeval.analysis.report_model import ExperimentReport, MetricResult
+from abeval.analysis.report_model import ExperimentReport, OnlineMetricResult
 from abeval.cli import app
 from abeval.store import open_store
 from abeval.store.ingest import ingest_file
@@ -111,7 +111,7 @@ def _report(db: str, **options: object) -> ExperimentReport:
         return build_report(store, "cnt", ReportOptions(**given))  # type: ignore[arg-type]
 
 
-def _result(report: ExperimentReport, name: str) -> MetricResult:
+def _result(report: ExperimentReport, name: str) -> OnlineMetricResult:
     return next(m for m in report.metrics if m.metric == name and m.arm == "treatment")
 
 

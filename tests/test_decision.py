@@ -12,7 +12,7 @@ from abeval.analysis.online_metrics import BUILTIN_CATALOG
 from abeval.analysis.report_model import (
     ArmValue,
     Health,
-    MetricResult,
+    OnlineMetricResult,
     PowerInfo,
     ReportOptions,
     Role,
@@ -40,7 +40,7 @@ BROKEN = None  # the comparison could not be made
 
 def _result(
     metric: str, role: Role, lift: tuple[float, tuple[float, float]] | None
-) -> MetricResult:
+) -> OnlineMetricResult:
     effect, ci = lift if lift is not None else (None, None)
     comparison = Comparison(
         status="ok" if lift is not None else "zero_denominator",
@@ -71,7 +71,7 @@ def _result(
         lower_is_better=False,
     )
     value = ArmValue(value=1.0, numerator=100.0, denominator=100.0, users=100)
-    return MetricResult(
+    return OnlineMetricResult(
         metric=metric,
         label=metric,
         kind="mean",

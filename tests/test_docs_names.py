@@ -5,6 +5,7 @@ key a ``<!-- doctest: json-keys SCHEMA -->`` paragraph cites is in that schema."
 
 from __future__ import annotations
 
+import importlib
 import json
 import re
 import shlex
@@ -119,6 +120,53 @@ def test_every_offline_metric_the_docs_name_parses() -> None:
         except AbevalError as error:
             problems.append(f"{name}: {error}")
     assert problems == []
+
+
+_DOTTED = re.compile(r"^abeval(?:\.[A-Za-z_]\w*)+")
+
+
+def _is_module(name: str) -> bool:
+    where = ROOT.joinpath(*name.split("."))
+    return where.with_suffix(".py").is_file() or (where / "__init__.py").is_file()
+
+
+def dotted_name_exists(name: str) -> bool:
+    """Whether ``abeval.a.b.C.d`` is a module of abeval/ (found as a file, so that
+    ``abeval.__main__`` is not run) or an attribute path from the longest one."""
+    parts = name.split(".")
+    at = next(i for i in range(len(parts), 0, -1) if _is_module(".".join(parts[:i])))
+    value: Any = None if at == len(parts) else importlib.import_module(".".join(parts[:at]))
+    for attribute in parts[at:]:
+        if not hasattr(value, attribute):
+            return False
+        value = getattr(value, attribute)
+    return True
+
+
+def test_every_dotted_name_the_docs_write_exists() -> None:
+    # the walkthroughs of docs/architecture.md name modules, classes and functions
+    names = set()
+    for doc in DOCS:
+        for span in _SPAN.findall(doc.read_text(encoding="utf-8")):
+            names.update(_DOTTED.findall(span))
+    assert "abeval.stats.forecast.predict" in names and "abeval.api.store.Store" in names
+    assert sorted(n for n in names if not dotted_name_exists(n)) == []
+
+
+@pytest.mark.parametrize(
+    ("name", "exists"),
+    [
+        ("abeval.stats.forecast", True),
+        ("abeval.__main__", True),
+        ("abeval.analysis.forecast.ForecastOptions.signal", True),
+        ("abeval.stats.RatioStats", True),
+        ("abeval.api.session", False),
+        ("abeval.analysis.forecast.build_forecasts", False),
+        ("abeval.stats.forecast.Forecast.interval_width", False),
+    ],
+)
+def test_a_dotted_name_is_found_or_not(name: str, exists: bool) -> None:
+    assert dotted_name_exists(name) is exists
 
 
 def _schema_words(schema: Any) -> set[str]:

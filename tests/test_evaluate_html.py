@@ -419,12 +419,12 @@ def test_colour_only_where_significant_after_correction(name: str, runs: dict[st
 
 
 def test_colour_needs_both_tests_after_correction(runs: dict[str, Run]):
-    from abeval.analysis.evaluate import Comparison
+    from abeval.analysis.evaluate import PairedComparison
     from abeval.report.evaluate_html import build_context
 
     data = runs["main"].data
     c = dict(data["comparisons"][0])
-    base = Comparison(**c)
+    base = PairedComparison(**c)
     ok = dataclasses.replace(base, p_t_holm=0.01, p_randomization_holm=0.02, difference=0.1)
     one = dataclasses.replace(ok, p_randomization_holm=0.2)
     raw_only = dataclasses.replace(ok, p_t=0.001, p_t_holm=0.06)

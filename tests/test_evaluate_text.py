@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from abeval.analysis.evaluate import (
-    Comparison,
-    Coverage,
     EvaluationResult,
     FileSummary,
+    PairedComparison,
     RatingResult,
+    UserCoverage,
 )
-from abeval.metrics import MetricResult
+from abeval.metrics import OfflineMetricResult
 from abeval.report.evaluate_text import render_text
 from abeval.stats.sufficient import MeanStats
 
@@ -23,9 +23,9 @@ def _result() -> EvaluationResult:
             FileSummary("recommendations", "bm25.csv", "bm25", 40, users=5, duplicates_removed=2),
             FileSummary("items", "items.csv", "items", 12),
         ),
-        coverage=(Coverage("bm25", 5, 4, 1, 4, 0, 1),),
+        coverage=(UserCoverage("bm25", 5, 4, 1, 4, 0, 1),),
         metrics=(
-            MetricResult.of_stats(
+            OfflineMetricResult.of_stats(
                 metric="ndcg@10",
                 group="bm25",
                 stats=stats,
@@ -33,11 +33,11 @@ def _result() -> EvaluationResult:
                 left_out={"lists_without_relevant": 1, "users_without_value": 0},
                 convention={},
             ),
-            MetricResult(metric="ndcg@10", group="two_tower", value=float("nan")),
-            MetricResult(metric="coverage@10", group="bm25", value=0.75, users=4, lists=4),
+            OfflineMetricResult(metric="ndcg@10", group="two_tower", value=float("nan")),
+            OfflineMetricResult(metric="coverage@10", group="bm25", value=0.75, users=4, lists=4),
         ),
         comparisons=(
-            Comparison(
+            PairedComparison(
                 metric="ndcg@10",
                 model="two_tower",
                 baseline="bm25",

@@ -21,7 +21,7 @@ from abeval import formatting as fmt
 from abeval.analysis.offline_report import constant_reason, constant_value
 from abeval.analysis.online import ReportOptions, build_report
 from abeval.analysis.report_model import ExperimentReport, OfflineResult
-from abeval.metrics import MetricResult
+from abeval.metrics import OfflineMetricResult
 from abeval.report.html import render_html
 from abeval.report.offline_view import convention_lines, left_out_lines, names, offline_view
 from abeval.report.text import render_text
@@ -112,9 +112,11 @@ def test_recall_at_the_list_length_is_constant_and_marked(fieller: ExperimentRep
     assert marked["recall@10"] is True and marked["recall@5"] is False
 
 
-def _result(arm: str, values: list[float]) -> MetricResult:
+def _result(arm: str, values: list[float]) -> OfflineMetricResult:
     stats = MeanStats.from_values(values)
-    return MetricResult(metric="m@3", group=arm, value=stats.mean, stats=stats, users=stats.n)
+    return OfflineMetricResult(
+        metric="m@3", group=arm, value=stats.mean, stats=stats, users=stats.n
+    )
 
 
 def test_constant_value_needs_one_value_for_every_user_of_every_arm() -> None:
@@ -135,7 +137,9 @@ def test_constant_value_needs_one_value_for_every_user_of_every_arm() -> None:
         total, squares = total + 0.61, squares + 0.61 * 0.61
     rounded = MeanStats.from_sums(11_244, total, squares)
     assert rounded.ss > 0
-    same = MetricResult(metric="m@3", group="b", value=rounded.mean, stats=rounded, users=11_244)
+    same = OfflineMetricResult(
+        metric="m@3", group="b", value=rounded.mean, stats=rounded, users=11_244
+    )
     assert constant_value({"control": same, "b": same}) == pytest.approx(0.61)
 
 

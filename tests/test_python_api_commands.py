@@ -246,6 +246,15 @@ def test_render_refuses_what_it_cannot_present() -> None:
         render.text({})
 
 
+def test_render_dispatches_on_the_type_not_its_name() -> None:
+    class ForecastReport:  # a result type's name, not the type
+        experiment = "x"
+
+    for present in (render.text, render.html, render.json_document, render.page_path):
+        with pytest.raises(TypeError, match="no presenter for ForecastReport"):
+            present(ForecastReport())
+
+
 def test_write_is_whole_or_nothing(tmp_path: Path) -> None:
     render.write(tmp_path / "a" / "page.html", "<p>", make_folders=True)
     assert (tmp_path / "a" / "page.html").read_text() == "<p>"

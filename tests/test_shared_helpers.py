@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from abeval.files import format_of, is_data_file, model_names, split_name, write_atomic
 from abeval.metrics.base import parse_cutoffs
-from abeval.metrics.results import MetricResult, complete
+from abeval.metrics.results import OfflineMetricResult, complete
 from abeval.store.quoting import quote_ident, quote_literal
 
 
@@ -103,7 +103,7 @@ def test_parse_cutoffs_refuses(text: str, message: str) -> None:
 
 
 def test_complete_fills_missing_groups_in_metric_major_order() -> None:
-    have = MetricResult(metric="ndcg@10", group="b", value=0.5, convention={"gain": "exp2"})
+    have = OfflineMetricResult(metric="ndcg@10", group="b", value=0.5, convention={"gain": "exp2"})
     out = complete(
         [have],
         [("ndcg@10", {"gain": "exp2"}), ("mrr", {})],

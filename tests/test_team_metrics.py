@@ -16,7 +16,7 @@ from test_forecast_cli import _write
 
 from abeval.analysis.metric_records import add_metrics
 from abeval.analysis.online import ReportOptions, build_report
-from abeval.analysis.report_model import ExperimentReport, MetricResult
+from abeval.analysis.report_model import ExperimentReport, OnlineMetricResult
 from abeval.errors import OptionError
 from abeval.store import open_store
 from abeval.store.ingest import ingest_file
@@ -71,7 +71,7 @@ def _report(db: Path, **options: object) -> ExperimentReport:
         return build_report(store, EXP, ReportOptions(**(defaults | options)))  # type: ignore[arg-type]
 
 
-def _result(report: ExperimentReport, name: str) -> MetricResult:
+def _result(report: ExperimentReport, name: str) -> OnlineMetricResult:
     return next(m for m in report.metrics if m.metric == name and m.arm == "treatment")
 
 

@@ -21,10 +21,10 @@ from abeval.stats.results import NOT_IN_JSON, JsonResult
 SCHEMA_VERSION = "1.0"
 
 
-Source = Literal["evaluation", "replay", "ope", "history"]
+SignalSource = Literal["evaluation", "replay", "ope", "history"]
 
 
-SOURCES: tuple[Source, ...] = ("evaluation", "ope", "history", "replay")
+SOURCES: tuple[SignalSource, ...] = ("evaluation", "ope", "history", "replay")
 
 
 #: How the board ranks signals (docs/metrics.md#agreement-ranking).
@@ -72,7 +72,7 @@ class AgreementPair(JsonResult):
     online_ci: tuple[float, float] | None
     online_se: float | None
     signal: str
-    source: Source
+    source: SignalSource
     offline_lift: float | None
     offline_ci: tuple[float, float] | None
     offline_status: str = "ok"
@@ -95,7 +95,7 @@ class SignalSummary(JsonResult):
 
     rank: int
     signal: str
-    source: Source
+    source: SignalSource
     online_metric: str
     independent: bool
     offline_lower_is_better: bool
@@ -201,7 +201,7 @@ class SignalBacktest(JsonResult):
     ``date``, or ``row`` order when a date is missing)."""
 
     signal: str
-    source: Source
+    source: SignalSource
     online_metric: str
     ordered_by: str
     result: Backtest

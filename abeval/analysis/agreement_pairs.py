@@ -15,10 +15,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from abeval.analysis.agreement import AgreementOptions, AgreementPair, Source
+from abeval.analysis.agreement import AgreementOptions, AgreementPair, SignalSource
 from abeval.analysis.ope import OpeOptions, OpeSection
 from abeval.analysis.recorded_lift import recorded_lift
-from abeval.analysis.report_model import MetricResult, OfflineResult, ReportOptions
+from abeval.analysis.report_model import OfflineResult, OnlineMetricResult, ReportOptions
 from abeval.analysis.session import ExperimentSession
 from abeval.stats.consistency import lift_difference
 from abeval.stats.distributions import norm_isf
@@ -38,7 +38,7 @@ class ExperimentSignals:
     experiment: str
     control: str
     treatments: tuple[str, ...]
-    primary: tuple[MetricResult, ...]
+    primary: tuple[OnlineMetricResult, ...]
     offline: tuple[OfflineResult, ...]
     ope: OpeSection
     #: The α it was read at (its saved configuration's, unless the board's was given).
@@ -120,7 +120,7 @@ def experiment_pairs(
 
 def _signals(
     read: ExperimentSignals, evaluation: RecordedEvaluation | None, arm: str, alpha: float
-) -> Iterable[tuple[str, Source, _Lift]]:
+) -> Iterable[tuple[str, SignalSource, _Lift]]:
     """(signal, source, offline lift) for one treatment arm. Offline intervals are
     each signal's own 1 − α interval, not adjusted over the other signals. The
     standard error is the estimator's own (off-policy estimates), else read off

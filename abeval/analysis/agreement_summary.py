@@ -16,12 +16,11 @@ from abeval.analysis.agreement import (
     AgreementOptions,
     AgreementPair,
     SignalBacktest,
+    SignalSource,
     SignalSummary,
-    Source,
 )
 from abeval.analysis.online_metrics import Catalog
-from abeval.errors import AbevalError
-from abeval.metrics.registry import definition
+from abeval.metrics.registry import offline_lower_is_better
 from abeval.stats.agreement import Agreement, Point, agreement
 from abeval.stats.agreement_familywise import familywise_p
 from abeval.stats.agreement_noise import expected_precision, noise_ceiling, rho_over_ceiling
@@ -30,7 +29,7 @@ from abeval.stats.consistency import z_scores
 from abeval.stats.forecast import HistoryRow, fit
 
 #: A board row's key: signal, source, online metric, independent evidence or not.
-RowKey = tuple[str, Source, str, bool]
+RowKey = tuple[str, SignalSource, str, bool]
 
 
 def summarise(
@@ -42,7 +41,7 @@ def summarise(
     rows = []
     oriented = _oriented(pairs, catalog)
     for (signal, source, metric, independent), kept in oriented.items():
-        flip_offline = offline_lower_is_better(signal, source)
+        flip_offline = signal_lower_is_better(signal, source)
         a = agreement(kept, o.alpha, o.resamples, o.seed)
         row = replace(_summary(signal, source, metric, flip_offline, a), independent=independent)
         row = _with_noise(row, kept, o)
@@ -90,21 +89,17 @@ def _oriented(pairs: Sequence[AgreementPair], catalog: Catalog) -> dict[RowKey, 
         groups.setdefault((p.signal, p.source, p.online_metric, p.independent), []).append(p)
     out = {}
     for (signal, source, metric, independent), group in groups.items():
-        flip_offline = offline_lower_is_better(signal, source)
+        flip_offline = signal_lower_is_better(signal, source)
         flip_online = catalog.lower_is_better(metric)
         points = [_point(p, flip_offline, flip_online) for p in group]
         out[(signal, source, metric, independent)] = [p for p in points if p is not None]
     return out
 
 
-def offline_lower_is_better(signal: str, source: Source) -> bool:
-    """A recorded or replayed metric where a smaller value is better (rmse, mae)."""
-    if source == "ope":
-        return False
-    try:
-        return definition(signal.split("@", 1)[0]).lower_is_better
-    except AbevalError:
-        return False
+def signal_lower_is_better(signal: str, source: SignalSource) -> bool:
+    """A recorded or replayed metric where a smaller value is better (rmse, mae);
+    an off-policy estimate is a CTR lift, larger is better."""
+    return source != "ope" and offline_lower_is_better(signal)
 
 
 def _point(p: AgreementPair, flip_offline: bool, flip_online: bool) -> Point | None:
@@ -233,7 +228,7 @@ def _key(r: SignalSummary) -> tuple:
 
 
 def _summary(
-    signal: str, source: Source, metric: str, flipped: bool, a: Agreement
+    signal: str, source: SignalSource, metric: str, flipped: bool, a: Agreement
 ) -> SignalSummary:
     c, d = a.calibration, a.decisions
     return SignalSummary(

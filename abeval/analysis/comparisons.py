@@ -22,7 +22,7 @@ from abeval.analysis.online_metrics import (
 from abeval.analysis.report_model import (
     ArmValue,
     DailyPoint,
-    MetricResult,
+    OnlineMetricResult,
     ReportOptions,
     Role,
     SegmentResult,
@@ -97,11 +97,11 @@ def metric_results(
     treatments: list[str],
     o: ReportOptions,
     catalog: Catalog,
-) -> tuple[list[MetricResult], PlainStats]:
+) -> tuple[list[OnlineMetricResult], PlainStats]:
     """Every online metric of the store's ``catalog`` for every treatment arm,
     corrected within its family; and the statistics of each pair's main comparison
     (for the power section)."""
-    results: list[MetricResult] = []
+    results: list[OnlineMetricResult] = []
     plain: PlainStats = {}
     for name, metric in catalog.metrics.items():
         if not shown(name, o):
@@ -118,7 +118,7 @@ def metric_results(
                 relative_interval=o.relative_interval,
             )
             results.append(
-                MetricResult(
+                OnlineMetricResult(
                     metric=name,
                     label=metric.label,
                     kind=metric.kind,
@@ -137,7 +137,9 @@ def metric_results(
     return adjust_families(results, o), plain
 
 
-def adjust_families(results: list[MetricResult], o: ReportOptions) -> list[MetricResult]:
+def adjust_families(
+    results: list[OnlineMetricResult], o: ReportOptions
+) -> list[OnlineMetricResult]:
     """Multiple-testing correction within each role: the primary metrics × treatment
     arms are one family; guardrails and secondary metrics are families of their own."""
     out = list(results)

@@ -36,7 +36,7 @@ from abeval.analysis.report_model import (
     Direction,
     GuardrailState,
     Health,
-    MetricResult,
+    OnlineMetricResult,
     PlanProgress,
     PowerInfo,
     ReportOptions,
@@ -48,7 +48,7 @@ from abeval.stats.results import Comparison
 
 
 def decisions(
-    metrics: Sequence[MetricResult],
+    metrics: Sequence[OnlineMetricResult],
     health: Health,
     power: Sequence[PowerInfo],
     o: ReportOptions,
@@ -142,7 +142,7 @@ def too_early(p: PlanProgress) -> str:
 
 
 def metric_input(
-    m: MetricResult,
+    m: OnlineMetricResult,
     target_mde: float,
     detectable: float | None = None,
     *,

@@ -16,7 +16,7 @@ from dataclasses import dataclass, fields, replace
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from abeval.analysis.capping import check_cappable
-from abeval.analysis.online_metrics import Catalog, check_known, parse_metrics
+from abeval.analysis.online_metrics import Catalog, check_known, parse_online_metrics
 from abeval.analysis.report_model import ReportOptions
 from abeval.analysis.team_metrics import read_catalog
 from abeval.choices import Correction
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     )
 
 #: Where a setting of a report came from.
-Source = Literal["flag", "record", "default"]
+SettingSource = Literal["flag", "record", "default"]
 
 #: The options ``experiment set`` records in the configuration, by field name,
 #: with the flag that sets (and, with ``experiment unset``, removes) each.
@@ -148,7 +148,7 @@ def parse_guardrails(
     value: str | Sequence[str], catalog: Catalog | None = None
 ) -> tuple[Guardrail, ...]:
     """``revenue_per_user:2%,impressions_per_user`` (or a list of such) → guardrails,
-    the names checked (against ``catalog``, as :func:`parse_metrics` checks them);
+    the names checked (against ``catalog``, as :func:`parse_online_metrics` checks them);
     an :class:`OptionError` carries ``value`` as given."""
     given = value if isinstance(value, str) else ",".join(value)
     out: list[Guardrail] = []
@@ -157,7 +157,7 @@ def parse_guardrails(
             continue
         name, sep, margin = part.partition(":")
         try:
-            name = parse_metrics(name.strip(), (), "guardrails", catalog=catalog)[0]
+            name = parse_online_metrics(name.strip(), (), "guardrails", catalog=catalog)[0]
         except OptionError as exc:
             raise OptionError("guardrails", value, exc.reason, allowed=exc.allowed) from None
         if any(g.metric == name for g in out):
@@ -222,7 +222,7 @@ def without(current: ExperimentConfig, names: Iterable[str]) -> ExperimentConfig
 def with_record(o: ReportOptions, config: ExperimentConfig, flags: frozenset[str]) -> ReportOptions:
     """The options of one run: each recordable setting from its flag when it is in
     ``flags``, else from ``config`` when recorded, else ``o``'s (the default)."""
-    sources: dict[str, Source] = {}
+    sources: dict[str, SettingSource] = {}
     values: dict[str, Any] = {}
     for name in OPTIONS:
         recorded = getattr(config, name)
@@ -340,7 +340,7 @@ def parse_config(
     """The recordable options as given (None: not given), parsed and checked: what
     ``experiment set`` records and what a run's flags override. An
     :class:`OptionError` names the first invalid one. Metric names are checked
-    against ``catalog`` (a store's), else as :func:`parse_metrics` checks them
+    against ``catalog`` (a store's), else as :func:`parse_online_metrics` checks them
     without one."""
     from abeval.analysis.capping import parse_caps
 
@@ -350,10 +350,10 @@ def parse_config(
     except ValueError as exc:
         raise OptionError("cap", caps, str(exc)) from None
     config = ExperimentConfig(
-        primary=parse_metrics(primary, (), "primary", catalog=catalog)
+        primary=parse_online_metrics(primary, (), "primary", catalog=catalog)
         if primary is not None
         else None,
-        secondary=parse_metrics(secondary, (), "secondary", catalog=catalog)
+        secondary=parse_online_metrics(secondary, (), "secondary", catalog=catalog)
         if secondary is not None
         else None,
         guardrails=parse_guardrails(guardrails, catalog) if guardrails is not None else None,

@@ -32,7 +32,7 @@ from abeval.analysis.report_model import (
     ReportOptions,
 )
 from abeval.errors import AbevalError
-from abeval.metrics import Conventions, MetricResult
+from abeval.metrics import Conventions, OfflineMetricResult
 from abeval.metrics.registry import definition
 from abeval.stats import Comparison, adjust_comparisons, compare
 from abeval.store.sql.population import Window
@@ -143,7 +143,7 @@ def offline_results(
     return final, tuple(values), status
 
 
-def _compare(c: MetricResult, t: MetricResult, o: ReportOptions) -> Comparison:
+def _compare(c: OfflineMetricResult, t: OfflineMetricResult, o: ReportOptions) -> Comparison:
     """Control against treatment on per-user values, with the relative interval the
     online metrics use (``--relative-interval``); fixed-horizon even under
     ``--sequential`` (docs/metrics.md#log-replay)."""
@@ -157,7 +157,7 @@ def _compare(c: MetricResult, t: MetricResult, o: ReportOptions) -> Comparison:
     )
 
 
-def constant_value(results: Mapping[str, MetricResult]) -> float | None:
+def constant_value(results: Mapping[str, OfflineMetricResult]) -> float | None:
     """The value every user of every arm has, or None when some user differs (or an
     arm has no per-user value)."""
     values = []
@@ -175,7 +175,7 @@ def constant_value(results: Mapping[str, MetricResult]) -> float | None:
     return values[0]
 
 
-def constant_reason(metric: str, by_arm: Mapping[str, MetricResult]) -> str:
+def constant_reason(metric: str, by_arm: Mapping[str, OfflineMetricResult]) -> str:
     """Why ``metric`` cannot vary between the arms of ``by_arm`` ("" when it can)."""
     value = constant_value(by_arm)
     if value is None:

@@ -9,7 +9,7 @@ pre-period as CUPED covariate when asked.
 :data:`BUILTIN_METRICS` is a read-only constant. The metrics of one store (the
 built-ins and its team-defined ones) are a :class:`Catalog`, read from the store
 with each result, passed to what looks a metric up and carried by the results;
-names are checked against the catalog given (:func:`parse_metrics`).
+names are checked against the catalog given (:func:`parse_online_metrics`).
 """
 
 from __future__ import annotations
@@ -203,7 +203,7 @@ DEFAULT_PRIMARY = ("ctr", "conversion")
 DEFAULT_GUARDRAILS = ("impressions_per_user",)
 
 
-def parse_metrics(
+def parse_online_metrics(
     text: str | Sequence[str] | None,
     default: tuple[str, ...],
     parameter: str,
@@ -238,7 +238,7 @@ def check_known(names: Sequence[str], parameter: str, catalog: Catalog) -> None:
     """An :class:`OptionError` for the first of ``names`` that is no metric of
     ``catalog`` (built-in or recorded)."""
     if names:
-        parse_metrics(",".join(names), (), parameter, catalog=catalog)
+        parse_online_metrics(",".join(names), (), parameter, catalog=catalog)
 
 
 def capped_copy(metric: str) -> str:

@@ -74,7 +74,7 @@ OpeStatusWord = Literal["ok", "not_requested", "no_propensities"]
 #: Where π_target came from: this run's file, the experiment's record, neither.
 TargetOrigin = Literal["file", "recorded", "none"]
 #: A prediction (π_target given) or post-hoc (the target arm's own frequency).
-Evidence = Literal["prediction", "post_hoc"]
+OpeEvidence = Literal["prediction", "post_hoc"]
 
 
 @dataclass(frozen=True)
@@ -121,7 +121,7 @@ class OpeDirection(JsonResult):
     diagnostics: Diagnostics
     positions: tuple[Diagnostics, ...]
     warnings: tuple[str, ...]
-    evidence: Evidence = "prediction"
+    evidence: OpeEvidence = "prediction"
     #: The headline's predicted lift minus the online lift (consistent at α or not).
     difference: LiftDifference | None = None
 

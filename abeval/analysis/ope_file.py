@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from abeval.analysis.evaluate.reader import Column, Reader
+from abeval.analysis.evaluate.reader import FileColumn, Reader
 from abeval.errors import InputError
 from abeval.files import format_of, sha256_file
 from abeval.store.experiments import TargetFile
@@ -25,12 +25,12 @@ from abeval.store.ope_target import TargetRow
 GIVEN_ABOVE = "probability_given_above"
 
 _COLUMNS = (
-    Column("request_id", ("request_id",), "text"),
-    Column("item_id", ("item_id",), "text"),
-    Column("position", ("position", "rank"), "number"),
-    Column("probability", ("probability", "propensity"), "number"),
-    Column("arm", ("arm",), "text", required=False),
-    Column(GIVEN_ABOVE, (GIVEN_ABOVE,), "number", required=False),
+    FileColumn("request_id", ("request_id",), "text"),
+    FileColumn("item_id", ("item_id",), "text"),
+    FileColumn("position", ("position", "rank"), "number"),
+    FileColumn("probability", ("probability", "propensity"), "number"),
+    FileColumn("arm", ("arm",), "text", required=False),
+    FileColumn(GIVEN_ABOVE, (GIVEN_ABOVE,), "number", required=False),
 )
 _EXPECTED = (
     f"columns request_id, item_id, position, probability (and optionally arm, {GIVEN_ABOVE})"

@@ -29,7 +29,7 @@ from abeval.stats.results import JsonResult
 from abeval.store.evaluations import RecordedEvaluation, latest_evaluations
 
 if TYPE_CHECKING:
-    from abeval.analysis.report_model import MetricResult
+    from abeval.analysis.report_model import OnlineMetricResult
     from abeval.store.engine import Store
 
 PredictedStatus = Literal["ok", "none_recorded", "other_baseline"]
@@ -77,7 +77,7 @@ def predicted_results(
     experiment: str,
     control: str,
     treatments: Sequence[str],
-    metrics: Sequence[MetricResult],
+    metrics: Sequence[OnlineMetricResult],
 ) -> PredictedSection:
     """The section for ``experiment`` from its latest recorded evaluation, against
     the report's primary ``metrics`` (module docstring)."""
@@ -94,7 +94,7 @@ def predicted_section(
     evaluation: RecordedEvaluation,
     control: str,
     treatments: Sequence[str],
-    metrics: Sequence[MetricResult],
+    metrics: Sequence[OnlineMetricResult],
 ) -> PredictedSection:
     """:func:`predicted_results` once the evaluation is read."""
     baselines = {m.baseline_arm for m in evaluation.metrics if m.baseline_arm}
@@ -136,7 +136,7 @@ def _lifts(
     metric: str,
     arm: str,
     control: str,
-    online: Sequence[MetricResult],
+    online: Sequence[OnlineMetricResult],
 ) -> list[PredictedLift]:
     """One offline metric of one arm against each primary online metric of that arm."""
     predicted = recorded_lift(evaluation, arm, metric)
@@ -165,7 +165,7 @@ def _lifts(
     return out
 
 
-def _online(m: MetricResult) -> Interval:
+def _online(m: OnlineMetricResult) -> Interval:
     """The report's relative lift of ``m`` with the interval it shows (corrected)."""
     rel = m.comparison.relative
     if m.status != "ok" or rel.effect is None:

@@ -27,10 +27,10 @@ from abeval.errors import AbevalError, NotFoundError
 from abeval.metrics import (
     BeyondInputs,
     Conventions,
-    MetricResult,
     MetricSpec,
+    OfflineMetricResult,
     beyond_query,
-    parse_metrics,
+    parse_offline_metrics,
     ranking_query,
 )
 from abeval.metrics.results import complete
@@ -79,28 +79,28 @@ class ArmReplay:
 
 @dataclass(frozen=True)
 class ReplayResult:
-    """Offline metrics of one experiment, one :class:`MetricResult` per metric per arm."""
+    """Offline metrics of one experiment, one :class:`OfflineMetricResult` per metric per arm."""
 
     experiment: str
     ks: tuple[int, ...]
     arms: tuple[ArmReplay, ...]
-    metrics: tuple[MetricResult, ...]
+    metrics: tuple[OfflineMetricResult, ...]
     conventions: Mapping[str, str]
     gains: Mapping[str, float]
     relevance_pairs_not_shown: int = 0
     warnings: tuple[str, ...] = ()
     notes: tuple[str, ...] = field(default_factory=tuple)
 
-    def get(self, metric: str, arm: str) -> MetricResult:
+    def get(self, metric: str, arm: str) -> OfflineMetricResult:
         """The result of ``metric`` (a label such as ``ndcg@10``) in ``arm``."""
         for m in self.metrics:
             if m.metric == metric and m.group == arm:
                 return m
         raise KeyError((metric, arm))
 
-    def by_metric(self) -> dict[str, dict[str, MetricResult]]:
+    def by_metric(self) -> dict[str, dict[str, OfflineMetricResult]]:
         """{metric label: {arm: result}} in the order computed."""
-        out: dict[str, dict[str, MetricResult]] = {}
+        out: dict[str, dict[str, OfflineMetricResult]] = {}
         for m in self.metrics:
             out.setdefault(m.metric, {})[m.group] = m
         return out
@@ -150,7 +150,7 @@ def replay(
     conventions = conventions or Conventions()
     ks = sorted({int(x) for x in k})
     gains = _checked(gains)
-    specs = _replayable(parse_metrics(metrics or default_metrics(ks), ks, conventions))
+    specs = _replayable(parse_offline_metrics(metrics or default_metrics(ks), ks, conventions))
     with open_replay(
         conn,
         experiment,
@@ -252,7 +252,7 @@ def _list_warnings(
 
 def _ranking_results(
     source: ReplaySource, specs: list[MetricSpec], extra: Mapping[str, str]
-) -> list[MetricResult]:
+) -> list[OfflineMetricResult]:
     ranking = [s for s in specs if s.kind == "ranking"]
     if not ranking:
         return []
@@ -268,7 +268,7 @@ def _beyond_results(
     specs: list[MetricSpec],
     arms: list[ArmRow],
     extra: Mapping[str, str],
-) -> list[MetricResult]:
+) -> list[OfflineMetricResult]:
     beyond = [s for s in specs if s.kind == "beyond"]
     if not beyond:
         return []

@@ -21,7 +21,7 @@ from abeval.analysis.online_metrics import (
 )
 from abeval.analysis.ope import OpeOptions, OpeSection
 from abeval.analysis.predicted import PredictedSection
-from abeval.choices import Decision as DecisionName
+from abeval.choices import DecisionName
 from abeval.stats.results import (
     NOT_IN_JSON,
     BayesianResult,
@@ -139,7 +139,7 @@ class ArmValue(JsonResult):
 
 
 @dataclass(frozen=True)
-class MetricResult(JsonResult):
+class OnlineMetricResult(JsonResult):
     """One metric, one treatment arm against control."""
 
     metric: str
@@ -385,7 +385,7 @@ class ExperimentReport(JsonResult):
     health: Health
     caps: tuple[CapInfo, ...]
     verdicts: tuple[VerdictResult, ...]
-    metrics: tuple[MetricResult, ...]
+    metrics: tuple[OnlineMetricResult, ...]
     daily: tuple[DailyPoint, ...]
     segments: tuple[SegmentResult, ...]
     segment_warning: str | None

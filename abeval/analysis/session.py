@@ -27,7 +27,7 @@ from abeval.analysis.power_rows import guardrail_powers, power_rows
 from abeval.analysis.report_model import (
     DecisionBasis,
     GuardrailPower,
-    MetricResult,
+    OnlineMetricResult,
     PlanProgress,
     PowerInfo,
     ReportOptions,
@@ -140,12 +140,12 @@ class ExperimentSession:
         return self.observed.treatments
 
     @cached_property
-    def _compared(self) -> tuple[list[MetricResult], PlainStats]:
+    def _compared(self) -> tuple[list[OnlineMetricResult], PlainStats]:
         seen, o = self.observed, self.options
         return metric_results(seen.moments, self.control, self.treatments, o, self.catalog)
 
     @property
-    def comparisons(self) -> list[MetricResult]:
+    def comparisons(self) -> list[OnlineMetricResult]:
         """Every online metric compared per treatment arm (corrected, judged)."""
         return self._compared[0]
 
@@ -154,7 +154,7 @@ class ExperimentSession:
         """The unadjusted per-arm statistics of each (metric, arm), for power."""
         return self._compared[1]
 
-    def online_comparisons(self) -> list[MetricResult]:
+    def online_comparisons(self) -> list[OnlineMetricResult]:
         """The per-arm online comparisons alone, without replay or off-policy
         estimates: what the agreement board needs of each experiment."""
         return self.comparisons
@@ -211,7 +211,7 @@ class ExperimentSession:
         return guardrail_powers(self.plain, self.power, self.treatments, self.options)
 
     @cached_property
-    def judged(self) -> tuple[list[MetricResult], DecisionBasis, PlanProgress | None]:
+    def judged(self) -> tuple[list[OnlineMetricResult], DecisionBasis, PlanProgress | None]:
         """What the decision reads (docs/metrics.md#decision): the comparisons (the
         always-valid ones when no plan is recorded), the basis and the plan's progress."""
         seen, o = self.observed, self.options

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from abeval.analysis.report_model import (
     Decision,
     Health,
-    MetricResult,
+    OnlineMetricResult,
     ReportOptions,
     Verdict,
     VerdictResult,
@@ -28,7 +28,7 @@ from abeval.formatting import NA, interval, pct
 
 
 def verdicts(
-    metrics: Sequence[MetricResult],
+    metrics: Sequence[OnlineMetricResult],
     health: Health,
     o: ReportOptions,
     decisions: Sequence[Decision] = (),
@@ -43,14 +43,14 @@ def verdicts(
     return tuple(out)
 
 
-def worse(m: MetricResult) -> bool:
+def worse(m: OnlineMetricResult) -> bool:
     """Whether the treatment moved the metric the wrong way (whatever the significance)."""
     effect = m.comparison.absolute.effect or 0.0
     return effect > 0 if m.lower_is_better else effect < 0
 
 
 def _verdict(
-    m: MetricResult, decision: Decision | None, health: Health, o: ReportOptions
+    m: OnlineMetricResult, decision: Decision | None, health: Health, o: ReportOptions
 ) -> tuple[Verdict, str]:
     rel = m.comparison.relative
     ci = rel.interval

@@ -10,7 +10,7 @@ or exits. See docs/python.md.
 
 One module per family of commands, each name importable from here:
 
-- :mod:`~abeval.api.session`: ``open``, the :class:`Store` (ingest, experiments,
+- :mod:`~abeval.api.store`: ``open``, the :class:`Store` (ingest, experiments,
   rejects, migrate) and ``demo``;
 - :mod:`~abeval.api.reporting`: ``Store.report`` and ``report_options``;
 - :mod:`~abeval.api.offline`: ``evaluate``, ``Store.record_evaluation``,
@@ -47,7 +47,7 @@ from abeval.api.options import Names as Names
 from abeval.api.options import cutoffs, metric_names, parse_bound
 from abeval.api.planning import plan_power
 from abeval.api.reporting import report_options
-from abeval.api.session import Experiments, Store, demo, open
+from abeval.api.store import Experiments, Store, demo, open
 
 if TYPE_CHECKING:
     from abeval.analysis.agreement import AgreementBoard as AgreementBoard

@@ -45,10 +45,10 @@ class Across(Opened):
         from dataclasses import replace
 
         from abeval.analysis.agreement_board import agreement_board
-        from abeval.analysis.online_metrics import DEFAULT_PRIMARY, parse_metrics
+        from abeval.analysis.online_metrics import DEFAULT_PRIMARY, parse_online_metrics
 
         catalog = self.catalog()
-        metrics = parse_metrics(primary, DEFAULT_PRIMARY, "primary", catalog=catalog)
+        metrics = parse_online_metrics(primary, DEFAULT_PRIMARY, "primary", catalog=catalog)
         options = replace(
             _agreement_options(alpha, seed, resamples, metrics, primary, backtest),
             experiments=None if experiments is None else names(experiments),

@@ -82,9 +82,9 @@ def metric_names(
     :class:`OptionError` naming ``parameter`` for a misspelt one; a lower-case name
     not known yet is kept, as it may be a team-defined metric of a store). None
     gives the default primary metrics (ctr, conversion), or none unless ``default``."""
-    from abeval.analysis.online_metrics import DEFAULT_PRIMARY, parse_metrics
+    from abeval.analysis.online_metrics import DEFAULT_PRIMARY, parse_online_metrics
 
-    return parse_metrics(text, DEFAULT_PRIMARY if default else (), parameter)
+    return parse_online_metrics(text, DEFAULT_PRIMARY if default else (), parameter)
 
 
 def parse_bound(value: str, *, end: bool) -> datetime:

@@ -61,7 +61,7 @@ class Planning(Opened):
         it was planned under. An option left None takes the experiment's saved
         configuration (``abeval experiment set``), else the default."""
         from abeval.analysis.experiment_config import parse_config
-        from abeval.analysis.online_metrics import parse_metrics
+        from abeval.analysis.online_metrics import parse_online_metrics
         from abeval.analysis.planning import plan_report
         from abeval.analysis.report_model import ReportOptions
 
@@ -71,7 +71,9 @@ class Planning(Opened):
             positive("mde", mde)
         catalog = self.catalog()
         metrics = (
-            parse_metrics(metric, (), "metric", catalog=catalog) if metric is not None else None
+            parse_online_metrics(metric, (), "metric", catalog=catalog)
+            if metric is not None
+            else None
         )
         given = parse_config(primary=metrics, alpha=alpha, cuped_days=cuped_days, target_mde=mde)
         base = ReportOptions(power=power, sequential=sequential, tuning_n=tuning_n, offline=False)

@@ -9,7 +9,7 @@ from typing import Annotated, get_args
 
 import typer
 
-from abeval.choices import Decision, RelativeIntervalChoice
+from abeval.choices import DecisionName, RelativeIntervalChoice
 from abeval.cli.app import (
     DbOption,
     app,
@@ -41,7 +41,7 @@ from abeval.cli.options import (
     experiment_option,
 )
 
-DECISIONS: tuple[str, ...] = get_args(Decision)
+DECISIONS: tuple[str, ...] = get_args(DecisionName)
 #: The exit code when a decision named by ``--fail-on`` was reached (docs/metrics.md#decision).
 FAIL_ON_EXIT = 3
 

@@ -5,7 +5,7 @@ and one :class:`~abeval.metrics.base.MetricDefinition`. The registry parses
 names (``ndcg@10``) into :class:`MetricSpec`; :mod:`abeval.metrics.kernel`
 (ranking metrics) and :mod:`abeval.metrics.beyond` (beyond accuracy) turn specs
 into SQL that runs inside DuckDB or PostgreSQL and returns per-user sufficient
-statistics; results are :class:`MetricResult`.
+statistics; results are :class:`OfflineMetricResult`.
 """
 
 from abeval.metrics.base import BeyondInputs, MetricDefinition
@@ -17,9 +17,9 @@ from abeval.metrics.registry import (
     definition,
     known_names,
     parse_metric,
-    parse_metrics,
+    parse_offline_metrics,
 )
-from abeval.metrics.results import MetricResult
+from abeval.metrics.results import OfflineMetricResult
 from abeval.metrics.spec import Conventions, MetricSpec
 
 __all__ = [
@@ -28,14 +28,14 @@ __all__ = [
     "BeyondQuery",
     "Conventions",
     "MetricDefinition",
-    "MetricResult",
     "MetricSpec",
+    "OfflineMetricResult",
     "RankingQuery",
     "beyond_query",
     "default_ranking_metrics",
     "definition",
     "known_names",
     "parse_metric",
-    "parse_metrics",
+    "parse_offline_metrics",
     "ranking_query",
 ]

@@ -6,7 +6,7 @@ of exposure as parts of one aggregate by group, diversity at every cutoff from
 one relation, serendipity as its own SELECT. This module puts them in one
 statement, so one round trip computes them all, each relation read once for all
 the specs it serves, and turns the rows into
-:class:`~abeval.metrics.results.MetricResult`.
+:class:`~abeval.metrics.results.OfflineMetricResult`.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from abeval.metrics.base import DOUBLE, BeyondInputs, GroupRows
-from abeval.metrics.results import MetricResult
+from abeval.metrics.results import OfflineMetricResult
 from abeval.metrics.spec import MetricSpec
 from abeval.stats.sufficient import MeanStats
 
@@ -45,10 +45,10 @@ class BeyondQuery:
         groups: Mapping[str, tuple[int, int]],
         *,
         extra_convention: Mapping[str, str] | None = None,
-    ) -> list[MetricResult]:
+    ) -> list[OfflineMetricResult]:
         """Results per metric per group; ``groups`` maps each group to (users, lists)."""
         by_key = {(int(r["metric_index"]), str(r["grp"])): r for r in rows}
-        out: list[MetricResult] = []
+        out: list[OfflineMetricResult] = []
         for grp in sorted(groups):
             users, lists = groups[grp]
             for i, spec in enumerate(self.specs):
@@ -77,7 +77,7 @@ class BeyondQuery:
                 if value is None:
                     status, message = "undefined", _undefined_message(d.name)
                 out.append(
-                    MetricResult(
+                    OfflineMetricResult(
                         metric=spec.label,
                         group=grp,
                         value=value,

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from abeval.metrics.base import DOUBLE, Aggregate, ListAggregates, as_double, gain_sql, log2
-from abeval.metrics.results import MetricResult
+from abeval.metrics.results import OfflineMetricResult
 from abeval.metrics.spec import MetricSpec
 from abeval.stats.sufficient import MeanStats
 
@@ -111,9 +111,9 @@ class RankingQuery:
         rows: Sequence[Mapping[str, Any]],
         *,
         extra_convention: Mapping[str, str] | None = None,
-    ) -> list[MetricResult]:
+    ) -> list[OfflineMetricResult]:
         """Turn the rows of :meth:`group_query` into one result per metric per group."""
-        out: list[MetricResult] = []
+        out: list[OfflineMetricResult] = []
         for row in sorted(rows, key=lambda r: str(r["grp"])):
             users_total = int(row["users"])
             for mc in self.columns:
@@ -126,7 +126,7 @@ class RankingQuery:
                 convention = dict(mc.spec.convention)
                 convention.update(extra_convention or {})
                 out.append(
-                    MetricResult.of_stats(
+                    OfflineMetricResult.of_stats(
                         metric=mc.spec.label,
                         group=str(row["grp"]),
                         stats=stats,

@@ -137,7 +137,7 @@ def parse_metric(text: str, conventions: Conventions | None = None) -> MetricSpe
     return MetricSpec(name=d.name, k=k, conventions=conventions, definition=d)
 
 
-def parse_metrics(
+def parse_offline_metrics(
     names: str | Iterable[str],
     ks: Sequence[int] = (),
     conventions: Conventions | None = None,
@@ -174,4 +174,4 @@ def default_ranking_metrics(
 ) -> list[MetricSpec]:
     """precision, recall, AP, NDCG and hit rate at every K, then MRR over the whole list."""
     names = [f"{n}@{k}" for k in ks for n in ("precision", "recall", "ap", "ndcg", "hit_rate")]
-    return parse_metrics([*names, "mrr"], conventions=conventions)
+    return parse_offline_metrics([*names, "mrr"], conventions=conventions)

@@ -1,6 +1,6 @@
 """Frozen results of offline metrics: the one thing presenters read.
 
-A :class:`MetricResult` is one metric for one group (an arm in replay, a model in
+A :class:`OfflineMetricResult` is one metric for one group (an arm in replay, a model in
 ``evaluate``): its value, the per-user :class:`~abeval.stats.sufficient.MeanStats`
 where the metric is a mean over users (so arms can be compared with the same
 tests as online metrics), the conventions it was computed under, how many users
@@ -26,7 +26,7 @@ def finite(x: float | None) -> float | None:
 
 
 @dataclass(frozen=True)
-class MetricResult:
+class OfflineMetricResult:
     """One metric for one group.
 
     - ``value``: the metric (for per-user metrics, the mean over users); None when
@@ -66,7 +66,7 @@ class MetricResult:
         left_out: Mapping[str, int],
         convention: Mapping[str, str],
         counts: Mapping[str, int] | None = None,
-    ) -> MetricResult:
+    ) -> OfflineMetricResult:
         if stats.n == 0:
             return cls(
                 metric=metric,
@@ -121,12 +121,12 @@ class MetricResult:
 
 
 def complete(
-    results: Sequence[MetricResult],
+    results: Sequence[OfflineMetricResult],
     labels: Sequence[tuple[str, Mapping[str, str]]],
     groups: Sequence[str],
     extra: Mapping[str, str],
     message: str,
-) -> list[MetricResult]:
+) -> list[OfflineMetricResult]:
     """One result per (metric, group), metric-major in the order asked: a group
     the engine returned nothing for gets an undefined result saying ``message``,
     never silence.
@@ -134,12 +134,12 @@ def complete(
     ``labels`` holds each metric's label and conventions; ``extra`` conventions
     are added to those of the results made here."""
     by = {(r.metric, r.group): r for r in results}
-    out: list[MetricResult] = []
+    out: list[OfflineMetricResult] = []
     for label, convention in labels:
         for group in groups:
             found = by.get((label, group))
             if found is None:
-                found = MetricResult(
+                found = OfflineMetricResult(
                     metric=label,
                     group=group,
                     value=None,

@@ -13,13 +13,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from abeval.analysis.evaluate import (
-    Comparison,
-    Coverage,
     EvaluationResult,
     FileSummary,
+    PairedComparison,
     RatingResult,
+    UserCoverage,
 )
-from abeval.metrics.results import MetricResult
+from abeval.metrics.results import OfflineMetricResult
 from abeval.report.charts import IntervalBar, Tick
 from abeval.report.tones import Tone
 
@@ -29,7 +29,7 @@ class CoverageRow:
     """One model's users against the truth: the result's ``coverage`` and the
     model's recommendations ``file`` (rows, duplicates removed; None if absent)."""
 
-    coverage: Coverage
+    coverage: UserCoverage
     file: FileSummary | None
 
 
@@ -45,31 +45,31 @@ class LeftOutRow:
 
 
 @dataclass(frozen=True)
-class MetricRow:
+class OfflineMetricRow:
     """One metric of the per-model table: its ``label`` (``ndcg@10``), ``title``
     (``NDCG``, empty when unknown), ``kind`` (ranking, beyond or empty),
-    ``lower_is_better``, and ``cells``: the :class:`MetricResult` of each model in
+    ``lower_is_better``, and ``cells``: the :class:`OfflineMetricResult` of each model in
     the order of ``EvaluationResult.models`` (None where a model has none)."""
 
     label: str
     title: str
     kind: str
     lower_is_better: bool
-    cells: tuple[MetricResult | None, ...]
+    cells: tuple[OfflineMetricResult | None, ...]
 
 
 @dataclass(frozen=True)
 class ComparisonRow:
     """One model against the baseline on one metric.
 
-    ``comparison`` is the result's :class:`Comparison` (every number shown);
+    ``comparison`` is the result's :class:`PairedComparison` (every number shown);
     ``interval`` its (ci_low, ci_high) or None; ``significant`` is true when both
     Holm-adjusted p-values (paired t and randomisation) are below α; ``tone`` is
     good or bad only then (by the sign of the difference and the metric's
     direction); ``bar`` is the interval's SVG geometry on the table's axis.
     """
 
-    comparison: Comparison
+    comparison: PairedComparison
     interval: tuple[float, float] | None
     significant: bool
     tone: Tone
@@ -124,7 +124,7 @@ class EvaluationContext:
     - ``left_out``: one :class:`LeftOutRow` per metric that left something out,
       with the non-zero counts of each model.
     - ``warnings``: the result's warnings, as printed on stderr.
-    - ``metrics``: the per-model table, one :class:`MetricRow` per metric.
+    - ``metrics``: the per-model table, one :class:`OfflineMetricRow` per metric.
     - ``comparison``: the :class:`ComparisonTable`, None with fewer than two models
       or no comparison.
     - ``ratings``: the result's :class:`RatingResult` rows (RMSE, MAE).
@@ -149,7 +149,7 @@ class EvaluationContext:
     coverage: tuple[CoverageRow, ...]
     left_out: tuple[LeftOutRow, ...]
     warnings: tuple[str, ...]
-    metrics: tuple[MetricRow, ...]
+    metrics: tuple[OfflineMetricRow, ...]
     comparison: ComparisonTable | None
     ratings: tuple[RatingResult, ...]
     alpha: float

@@ -27,12 +27,12 @@ from dataclasses import replace
 from pathlib import Path
 
 from abeval import __version__
-from abeval.analysis.evaluate import Comparison, EvaluationResult
+from abeval.analysis.evaluate import EvaluationResult, PairedComparison
 from abeval.errors import AbevalError
 from abeval.formatting import signed, signed_interval
 from abeval.metrics.base import MetricDefinition
 from abeval.metrics.registry import parse_metric
-from abeval.metrics.results import MetricResult
+from abeval.metrics.results import OfflineMetricResult
 from abeval.report.charts import bar_scale, difference_axis, interval_bar
 from abeval.report.evaluate_context import (
     ComparisonRow,
@@ -41,7 +41,7 @@ from abeval.report.evaluate_context import (
     EvaluationContext,
     LeftOutRow,
     MetricNote,
-    MetricRow,
+    OfflineMetricRow,
 )
 from abeval.report.templates import evaluation_environment as environment
 from abeval.report.tones import offline_lower_is_better, tone
@@ -75,13 +75,13 @@ def _labels(result: EvaluationResult) -> list[str]:
     return list(dict.fromkeys(m.metric for m in result.metrics))
 
 
-def _metric_rows(result: EvaluationResult) -> tuple[MetricRow, ...]:
+def _metric_rows(result: EvaluationResult) -> tuple[OfflineMetricRow, ...]:
     by = {(m.metric, m.group): m for m in result.metrics}
     rows = []
     for label in _labels(result):
         found = _definition(label)
         rows.append(
-            MetricRow(
+            OfflineMetricRow(
                 label=label,
                 title=found.title if found else "",
                 kind=found.kind if found else "",
@@ -126,7 +126,7 @@ _KEY_CONVENTIONS = (
 )
 
 
-def _bar_label(c: Comparison) -> str:
+def _bar_label(c: PairedComparison) -> str:
     if c.ci_low is None or c.ci_high is None:
         return "no interval"
     return f"difference {signed(c.difference)}, interval {signed(c.ci_low)} to {signed(c.ci_high)}"
@@ -175,7 +175,7 @@ def _comparison(result: EvaluationResult, alpha: float) -> ComparisonTable | Non
 
 def _notes(
     result: EvaluationResult,
-    metrics: Sequence[MetricRow],
+    metrics: Sequence[OfflineMetricRow],
     alpha: float,
     resamples: int | None,
     seed: int | None,
@@ -249,7 +249,7 @@ def _settings(
 
 
 def _definitions(result: EvaluationResult) -> tuple[MetricNote, ...]:
-    first: dict[str, MetricResult] = {}
+    first: dict[str, OfflineMetricResult] = {}
     for m in result.metrics:
         first.setdefault(m.metric, m)
     labels = _labels(result) + list(dict.fromkeys(r.metric for r in result.ratings))

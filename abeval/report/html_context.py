@@ -17,8 +17,8 @@ from abeval.analysis.report_model import (
     ArmInfo,
     Decision,
     ExperimentReport,
-    MetricResult,
     OfflineResult,
+    OnlineMetricResult,
     PowerInfo,
     Role,
     SegmentResult,
@@ -66,10 +66,10 @@ class VerdictLine:
 
 
 @dataclass(frozen=True)
-class MetricRow:
+class OnlineMetricRow:
     """One metric × treatment arm of a metric table.
 
-    ``result`` is the model's :class:`MetricResult`; ``interval`` the relative
+    ``result`` is the arm's :class:`OnlineMetricResult`; ``interval`` the relative
     interval shown (the multiplicity-corrected one when the report has it,
     ``corrected`` says which); ``tone`` is good or bad only when the result is
     significant after correction; ``as_percent`` prints the arm values as
@@ -77,7 +77,7 @@ class MetricRow:
     the values; ``bar`` is the interval's SVG geometry.
     """
 
-    result: MetricResult
+    result: OnlineMetricResult
     interval: tuple[float, float] | None
     corrected: bool
     tone: Tone
@@ -99,7 +99,7 @@ class MetricTable:
     anchor: str
     title: str
     note: str
-    rows: tuple[MetricRow, ...]
+    rows: tuple[OnlineMetricRow, ...]
     axis: tuple[Tick, ...]
     unbounded: tuple[str, ...] = ()  # why an interval reads unbounded, once
 
@@ -248,7 +248,7 @@ class ReportContext:
     power: tuple[PowerLine, ...]
     offline: OfflineTable | None
     segments: SegmentTable | None
-    cuped: tuple[MetricRow, ...]
+    cuped: tuple[OnlineMetricRow, ...]
     statistics: StatisticsTable
     settings: tuple[tuple[str, str], ...]
     generated: str

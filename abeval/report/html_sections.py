@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from abeval.analysis.online_metrics import Catalog, direction
-from abeval.analysis.report_model import ExperimentReport, MetricResult, Role
+from abeval.analysis.report_model import ExperimentReport, OnlineMetricResult, Role
 from abeval.formatting import (
     count,
     fixed,
@@ -42,10 +42,10 @@ from abeval.report.charts import (
 from abeval.report.html_context import (
     CheckState,
     HealthCheck,
-    MetricRow,
     MetricTable,
     OfflineRow,
     OfflineTable,
+    OnlineMetricRow,
     PowerLine,
     SegmentRow,
     SegmentTable,
@@ -221,7 +221,7 @@ _ROLE_TITLES: dict[Role, tuple[str, str, str]] = {
 }
 
 
-def _names(m: MetricResult, catalog: Catalog) -> tuple[str, str, str]:
+def _names(m: OnlineMetricResult, catalog: Catalog) -> tuple[str, str, str]:
     """Numerator and denominator names and the description of a metric (a team
     metric's variables by what they count, from the store's ``catalog``)."""
     spec = catalog.get(m.metric)
@@ -234,7 +234,7 @@ def _names(m: MetricResult, catalog: Catalog) -> tuple[str, str, str]:
     return numerator, denominator or "users", spec.description
 
 
-def _as_percent(m: MetricResult) -> bool:
+def _as_percent(m: OnlineMetricResult) -> bool:
     """Rates print as percentages: proportions, and ratios whose numerator never
     exceeds the denominator (CTR); other ratios (average order value) as numbers."""
     if m.kind == "proportion":
@@ -257,7 +257,7 @@ def _bars(lifts: Sequence[Lift]) -> tuple[list[IntervalBar], tuple[Tick, ...]]:
     return [interval_bar(scale, lift.interval, lift.effect) for lift in lifts], bar_axis(scale)
 
 
-def _metric_table(role: Role, results: list[MetricResult], catalog: Catalog) -> MetricTable:
+def _metric_table(role: Role, results: list[OnlineMetricResult], catalog: Catalog) -> MetricTable:
     lifts = [m.comparison.relative for m in results]
     bars, axis = _bars(lifts)
     rows = []
@@ -265,7 +265,7 @@ def _metric_table(role: Role, results: list[MetricResult], catalog: Catalog) -> 
         numerator, denominator, description = _names(m, catalog)
         lower_is_better = m.lower_is_better
         rows.append(
-            MetricRow(
+            OnlineMetricRow(
                 result=m,
                 interval=rel.interval,
                 corrected=rel.ci_adjusted is not None,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from abeval.analysis.report_model import CapInfo, ExperimentReport, MetricResult
+from abeval.analysis.report_model import CapInfo, ExperimentReport, OnlineMetricResult
 from abeval.formatting import (
     NA,
     lift_interval,
@@ -67,7 +67,7 @@ def _unbounded(lifts: Iterable[Lift]) -> list[str]:
     return [f"  {note}" for note in unbounded_notes(lifts)]
 
 
-def _metric_row(m: MetricResult) -> str:
+def _metric_row(m: OnlineMetricResult) -> str:
     rel = m.comparison.relative
     mark = "*" if m.significant else " "
     chance = m.bayesian.relative.chance_to_win

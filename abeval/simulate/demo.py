@@ -1,14 +1,15 @@
-"""The data side of ``abeval demo``: the demo experiment and the history of
-experiments (:mod:`abeval.simulate.series`) written as files and loaded into a
-store.
+"""The data side of ``abeval demo``: the demo experiment, the history of
+experiments (:mod:`abeval.simulate.series`) and the untested candidate, written as
+files.
 
-The command (:mod:`abeval.cli.misc_commands`) runs, in order:
+The command (:mod:`abeval.api.walkthrough`, through the public API) runs, in order:
 
-1. :func:`write_demo_experiment` and :func:`ingest_experiment`: the demo
-   experiment ``home-reco-v2`` (its report is the command's output);
-2. :func:`write_demo_series` and :func:`ingest_series`: the history, each
-   experiment's log ingested and its control recorded; the held-out files stay
-   in ``<out_dir>/series/<experiment>/`` for ``abeval evaluate``.
+1. :func:`write_demo_experiment`: the demo experiment ``home-reco-v2``, ingested
+   with its control recorded (its report is the command's output);
+2. :func:`write_demo_series`: the history, each experiment's log ingested and its
+   control recorded; the held-out files stay in ``<out_dir>/series/<experiment>/``
+   for ``abeval evaluate``;
+3. :func:`write_demo_candidate`: the candidate the demo forecasts.
 
 Every experiment is recorded with its target policy's exact probabilities
 (``abeval experiment set X --target-propensities FILE``): the simulated
@@ -21,7 +22,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from abeval.simulate.config import SimulationConfig
 from abeval.simulate.events import simulate_with_target
@@ -33,9 +33,6 @@ from abeval.simulate.series import (
     write_series,
 )
 from abeval.simulate.writers import labels_of, needs_quotes, write_events
-
-if TYPE_CHECKING:
-    from abeval.store.engine import Store
 
 #: Where the history goes, under the demo's folder.
 SERIES_FOLDER = "series"
@@ -57,17 +54,6 @@ def demo_series_config(seed: int) -> SeriesConfig:
     return SeriesConfig(seed=seed)
 
 
-@dataclass(frozen=True)
-class Ingested:
-    """One file loaded: its experiment, rows inserted and seconds taken."""
-
-    experiment: str
-    path: Path
-    inserted: int
-    rejected: int
-    seconds: float
-
-
 def write_demo_experiment(config: SimulationConfig, out_dir: Path) -> Path:
     """Simulate the demo experiment into ``out_dir/events.parquet`` and its target
     probabilities (each arm's for the other's requests) into
@@ -79,34 +65,9 @@ def write_demo_experiment(config: SimulationConfig, out_dir: Path) -> Path:
     return events
 
 
-def ingest_experiment(
-    store: Store, experiment: str, control: str, events: Path, targets: Path
-) -> Ingested:
-    """Load one experiment's log and record its control arm and its target
-    probabilities."""
-    from abeval.analysis.ope_file import target_file
-    from abeval.store.experiments import set_settings
-    from abeval.store.ingest import ingest_file
-
-    summary = ingest_file(store, events)
-    set_settings(store, experiment, control, None, targets=target_file(targets))
-    return Ingested(experiment, events, summary.inserted, summary.rejected, summary.seconds)
-
-
 def write_demo_series(out_dir: Path, seed: int) -> list[ExperimentFiles]:
     """Write the history's files into ``out_dir/series/<experiment>/``."""
     return write_series(out_dir / SERIES_FOLDER, demo_series_config(seed))
-
-
-def ingest_series(store: Store, files: list[ExperimentFiles]) -> list[Ingested]:
-    """Load every experiment's log of the history and record its control arm and
-    target probabilities."""
-    return [
-        ingest_experiment(
-            store, f.experiment.name, f.experiment.config.control, f.events, f.target_propensities
-        )
-        for f in files
-    ]
 
 
 #: The candidate the demo forecasts: a treatment the history has not tested,

@@ -41,7 +41,7 @@ from abeval.stats.moments import effect_moments
 from abeval.stats.results import BayesianResult, Posterior, RelativeInterval
 from abeval.stats.sufficient import ArmStats
 
-Scale = Literal["relative", "absolute"]
+PriorScale = Literal["relative", "absolute"]
 
 
 @dataclass(frozen=True)
@@ -108,7 +108,7 @@ def compare_bayesian(
     *,
     alpha: float = 0.05,
     prior: NormalPrior | None = None,
-    prior_scale: Scale = "relative",
+    prior_scale: PriorScale = "relative",
     lower_is_better: bool = False,
     relative_interval: RelativeInterval = "fieller",
 ) -> BayesianResult:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import duckdb
 
-from abeval.metrics import Conventions, parse_metrics, ranking_query
+from abeval.metrics import Conventions, parse_offline_metrics, ranking_query
 
 
 def list_values(
@@ -22,7 +22,7 @@ def list_values(
     ``judged`` maps a list id to the grades of all its relevant items (R of them).
     Returns {metric label: {list id: value or None}}.
     """
-    specs = parse_metrics(metrics, conventions=conventions)
+    specs = parse_offline_metrics(metrics, conventions=conventions)
     con = duckdb.connect()
     con.execute(
         "CREATE TABLE ranked (grp VARCHAR, user_id VARCHAR, list_id VARCHAR, item_id VARCHAR, "

@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 from sqlalchemy import create_engine, text
 
-from abeval.metrics import BeyondInputs, beyond_query, parse_metrics
+from abeval.metrics import BeyondInputs, beyond_query, parse_offline_metrics
 
 KS = (1, 3, 5)
 
@@ -121,7 +121,7 @@ def expected(data: Data, similarity: str, k: int) -> dict[str, dict[str, float |
 def kernel_rows(
     run: Any, similarity: str, list_key: tuple[str, ...] = ("grp", "list_id")
 ) -> dict[tuple[int, str], dict[str, Any]]:
-    specs = parse_metrics([f"diversity@{k}" for k in KS])
+    specs = parse_offline_metrics([f"diversity@{k}" for k in KS])
     items = None if similarity == "cooccurrence" else "items"
     inputs = BeyondInputs(items=items, similarity=similarity, list_key=list_key)
     query = beyond_query(specs, inputs)
@@ -206,7 +206,7 @@ def test_zero_vectors_and_missing_items_have_similarity_zero() -> None:
         interactions=[],
     )
     con = load_duckdb(data, "features")
-    specs = parse_metrics(["diversity@4"])
+    specs = parse_offline_metrics(["diversity@4"])
     query = beyond_query(specs, BeyondInputs(items="items", similarity="features"))
     value = con.execute(f"SELECT value FROM ({query.sql()}) q").fetchone()
     assert value is not None and value[0] == pytest.approx(1 - 1 / 6, abs=1e-12)

@@ -21,7 +21,7 @@ import pytest
 from sqlalchemy import create_engine, text
 from test_diversity_pairwise import Data, random_data
 
-from abeval.metrics import BeyondInputs, beyond_query, parse_metrics
+from abeval.metrics import BeyondInputs, beyond_query, parse_offline_metrics
 
 KS = (1, 3, 5)
 NAMES = ("coverage", "gini", "entropy", "novelty")
@@ -69,7 +69,7 @@ def expected(data: Data, name: str, k: int) -> dict[str, tuple[float | None, int
 
 
 def check(run: Any, data: Data) -> None:
-    specs = parse_metrics([f"{name}@{k}" for name in NAMES for k in KS])
+    specs = parse_offline_metrics([f"{name}@{k}" for name in NAMES for k in KS])
     inputs = BeyondInputs(reference_users=REFERENCE_USERS)
     query = beyond_query(specs, inputs)
     rows = {(int(r["metric_index"]), str(r["grp"])): r for r in run(query.sql())}
@@ -151,7 +151,7 @@ def test_the_exposure_metrics_are_one_aggregate_and_each_relation_one_branch() -
     one UNION ALL branch per relation (exposure, diversity, serendipity), so an
     engine that does not keep a CTE (Spark) computes each once."""
     names = [*NAMES, "diversity", "serendipity"]
-    specs = parse_metrics([f"{n}@{k}" for k in KS for n in names])
+    specs = parse_offline_metrics([f"{n}@{k}" for k in KS for n in names])
     inputs = BeyondInputs(reference_users=REFERENCE_USERS, history="history")
     query = beyond_query(specs, inputs)
     assert query.select.count("\nUNION ALL\n") == 2 + len(KS) - 1

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import mannwhitneyu
 
-from abeval.metrics import parse_metrics, ranking_query
+from abeval.metrics import parse_offline_metrics, ranking_query
 
 # A list: (position, relevant) per item; positions repeat (ties) and skip (gaps).
 LISTS = st.lists(
@@ -33,7 +33,7 @@ def kernel_auc(lists: list[list[tuple[int, bool]]]) -> dict[str, float | None]:
     ]
     con.executemany("INSERT INTO ranked VALUES (?, ?, ?, ?, ?, ?)", rows)
     con.execute("CREATE TABLE judged AS SELECT list_id, gain FROM ranked WHERE gain > 0")
-    query = ranking_query(parse_metrics("auc"))
+    query = ranking_query(parse_offline_metrics("auc"))
     column = query.columns[0].column
     got = con.execute(f"WITH {query.ctes} SELECT list_id, {column} FROM k_list_values").fetchall()
     return {str(list_id): value for list_id, value in got}

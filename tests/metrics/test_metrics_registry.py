@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from abeval.errors import AbevalError, OptionError
-from abeval.metrics import DEFINITIONS, Conventions, parse_metric, parse_metrics
+from abeval.metrics import DEFINITIONS, Conventions, parse_metric, parse_offline_metrics
 
 
 @pytest.mark.parametrize(
@@ -29,7 +29,7 @@ def test_parse(text: str, name: str, k: int | None) -> None:
 
 
 def test_names_without_a_cutoff_expand_over_k() -> None:
-    specs = parse_metrics("precision,ndcg,mrr,ndcg@5", ks=[5, 10])
+    specs = parse_offline_metrics("precision,ndcg,mrr,ndcg@5", ks=[5, 10])
     assert [s.label for s in specs] == ["precision@5", "precision@10", "ndcg", "mrr", "ndcg@5"]
 
 

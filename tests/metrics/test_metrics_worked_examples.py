@@ -9,7 +9,7 @@ import pytest
 from metrics_helpers import list_values, write_csv
 
 from abeval.analysis.evaluate import evaluate
-from abeval.metrics import Conventions, parse_metrics, ranking_query
+from abeval.metrics import Conventions, parse_offline_metrics, ranking_query
 
 # Example 1: R = 5 (two relevant items never shown), binary relevance by position.
 AP_LISTS = {
@@ -94,7 +94,7 @@ GRADED_JUDGED = {"g": [3, 2, 3, 1, 2]}
 
 
 def _dcg_idcg(gain: str, k: int) -> tuple[float, float, float]:
-    specs = parse_metrics(f"ndcg@{k}", conventions=Conventions(gain=gain))  # type: ignore[arg-type]
+    specs = parse_offline_metrics(f"ndcg@{k}", conventions=Conventions(gain=gain))  # type: ignore[arg-type]
     query = ranking_query(specs)
     con = duckdb.connect()
     con.execute(

@@ -42,19 +42,19 @@ Models are named after their files, or by a mapping of name to file
 """
 
 from abeval.analysis.evaluate.results import (
-    Comparison,
-    Coverage,
     EvaluationResult,
     FileSummary,
+    PairedComparison,
     RatingResult,
+    UserCoverage,
 )
 from abeval.analysis.evaluate.run import evaluate
 
 __all__ = [
-    "Comparison",
-    "Coverage",
     "EvaluationResult",
     "FileSummary",
+    "PairedComparison",
     "RatingResult",
+    "UserCoverage",
     "evaluate",
 ]

@@ -18,7 +18,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from abeval.analysis.evaluate.sql import rows
-from abeval.metrics import BeyondInputs, MetricResult, MetricSpec, beyond_query
+from abeval.metrics import BeyondInputs, MetricSpec, OfflineMetricResult, beyond_query
 
 if TYPE_CHECKING:
     import duckdb
@@ -31,7 +31,7 @@ def beyond_results(
     have_items: bool,
     have_history: bool,
     extra: Mapping[str, str],
-) -> list[MetricResult]:
+) -> list[OfflineMetricResult]:
     """One result per beyond-accuracy metric per model (the groups renamed to models)."""
     reference_users = _build_references(con, len(models), have_items, have_history)
     similarity = _similarity(con, have_items)

@@ -1,6 +1,6 @@
 """The input files of ``abeval evaluate``, role by role, and the tables made from them.
 
-A :class:`Role` says which columns a file of that role has (truth,
+A :class:`FileRole` says which columns a file of that role has (truth,
 recommendations, predictions, items, history) and how its messages read. Each
 ``load_*`` function reads one file with :class:`~abeval.analysis.evaluate.reader.Reader`
 and prepares the tables the metrics read:
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from abeval.analysis.evaluate.reader import Column, Reader
+from abeval.analysis.evaluate.reader import FileColumn, Reader
 from abeval.analysis.evaluate.results import FileSummary
 from abeval.analysis.evaluate.sql import count, scalar
 from abeval.errors import InputError, OptionError
@@ -34,17 +34,17 @@ from abeval.metrics import Conventions
 if TYPE_CHECKING:
     import duckdb
 
-_USER = Column("user_id", ("user_id",), "text")
-_ITEM = Column("item_id", ("item_id",), "text")
+_USER = FileColumn("user_id", ("user_id",), "text")
+_ITEM = FileColumn("item_id", ("item_id",), "text")
 
 
 @dataclass(frozen=True)
-class Role:
+class FileRole:
     """What a file of one role holds, and how its messages read."""
 
     name: str  # truth | recommendations | predictions | items | history
     table: str  # the table the file is read into ({i}: the file's number)
-    columns: tuple[Column, ...]
+    columns: tuple[FileColumn, ...]
     expected: str  # "columns ...", ends the messages about a bad file
     one_of: tuple[str, ...] = ()  # optional columns of which one is required ...
     one_of_fix: str = ""  # ... and what to do when none is there
@@ -52,23 +52,23 @@ class Role:
     kept: str = ""  # the warning when repeats are dropped, with {removed} and {users}
 
 
-TRUTH = Role(
+TRUTH = FileRole(
     "truth",
     "t_raw",
-    (_USER, _ITEM, Column("grade", ("relevance", "rating"), "number", required=False)),
+    (_USER, _ITEM, FileColumn("grade", ("relevance", "rating"), "number", required=False)),
     "columns user_id, item_id and optionally relevance or rating",
     repeated="has",
     kept="{removed} duplicated (user, item) rows in {users} users; "
     "the strongest grade of each is kept",
 )
-RECOMMENDATIONS = Role(
+RECOMMENDATIONS = FileRole(
     "recommendations",
     "rec_{i}",
     (
         _USER,
         _ITEM,
-        Column("rank", ("rank",), "number", required=False),
-        Column("score", ("score",), "number", required=False),
+        FileColumn("rank", ("rank",), "number", required=False),
+        FileColumn("score", ("score",), "number", required=False),
     ),
     "columns user_id, item_id and rank or score, one row per recommended item",
     one_of=("rank", "score"),
@@ -76,25 +76,25 @@ RECOMMENDATIONS = Role(
     repeated="lists",
     kept="{removed} repeated items in {users} users' lists counted once, at their best position",
 )
-PREDICTIONS = Role(
+PREDICTIONS = FileRole(
     "predictions",
     "pred_{i}",
-    (_USER, _ITEM, Column("prediction", ("prediction", "score"), "number")),
+    (_USER, _ITEM, FileColumn("prediction", ("prediction", "score"), "number")),
     "columns user_id, item_id and prediction",
     repeated="has a prediction for",
     kept="{removed} repeated (user, item) predictions; the first is kept",
 )
-ITEMS = Role(
+ITEMS = FileRole(
     "items",
     "items_raw",
     (
         _ITEM,
-        Column("category", ("category",), "text", required=False),
-        Column("features", ("features",), "features", required=False),
+        FileColumn("category", ("category",), "text", required=False),
+        FileColumn("features", ("features",), "features", required=False),
     ),
     "columns item_id and optionally category or features",
 )
-HISTORY = Role("history", "history_raw", (_USER, _ITEM), "columns user_id and item_id")
+HISTORY = FileRole("history", "history_raw", (_USER, _ITEM), "columns user_id and item_id")
 
 
 @dataclass(frozen=True)
@@ -156,7 +156,7 @@ class _Read:
     """A file read into its table: the columns found, its rows, and how many of
     them repeat a (user, item) pair (to be dropped)."""
 
-    role: Role
+    role: FileRole
     path: str | Path
     table: str
     cols: dict[str, str]
@@ -177,7 +177,7 @@ class _Read:
 
 def _read(
     reader: Reader,
-    role: Role,
+    role: FileRole,
     path: str | Path,
     i: int,
     conventions: Conventions,
@@ -235,7 +235,7 @@ def load_truth(
 
 def load_model(
     reader: Reader,
-    role: Role,
+    role: FileRole,
     i: int,
     path: str | Path,
     name: str,
@@ -304,7 +304,7 @@ def _drop_repeats(
     con: duckdb.DuckDBPyConnection,
     table: str,
     path: Path,
-    role: Role,
+    role: FileRole,
     conventions: Conventions,
     warnings: list[str],
 ) -> int:

@@ -1,7 +1,7 @@
 """Reading one input file of ``abeval evaluate`` into a table, with one-line errors.
 
 DuckDB reads every file itself (``read_csv``, ``read_parquet``, ``read_json``);
-:class:`Reader` picks the columns a :class:`Column` list asks for, casts them
+:class:`Reader` picks the columns a :class:`FileColumn` list asks for, casts them
 (text, numbers, feature vectors) and stops at the first problem with a message
 that names the file, the line (or row) and the column, and says what to do: a
 missing file, an unknown or empty file, a missing column, a value that is not a
@@ -33,7 +33,7 @@ _NUMERIC = re.compile(
 
 
 @dataclass(frozen=True)
-class Column:
+class FileColumn:
     """A column a file must (or may) have."""
 
     name: str  # the abeval name
@@ -90,7 +90,7 @@ class Reader:
         path_text: str | Path,
         table: str,
         role: str,
-        columns: Sequence[Column],
+        columns: Sequence[FileColumn],
         expected: str,
     ) -> dict[str, str]:
         """Create ``table`` from the file; returns abeval name → file column for the
@@ -211,7 +211,7 @@ class Reader:
         path: Path,
         fmt: str,
         table: str,
-        columns: Sequence[Column],
+        columns: Sequence[FileColumn],
         chosen: Mapping[str, _Found],
         expected: str,
     ) -> None:
@@ -251,7 +251,7 @@ def _open(path: Path, role: str, expected: str) -> str:
 
 
 def _choose(
-    path: Path, found: Sequence[_Found], columns: Sequence[Column], expected: str
+    path: Path, found: Sequence[_Found], columns: Sequence[FileColumn], expected: str
 ) -> dict[str, _Found]:
     """abeval name → the file column (first candidate found, any case) and its type."""
     by_lower = {name.lower(): (name, typ) for name, typ in found}
@@ -272,7 +272,7 @@ def _choose(
     return chosen
 
 
-def _select(columns: Sequence[Column], chosen: Mapping[str, _Found], fmt: str) -> list[str]:
+def _select(columns: Sequence[FileColumn], chosen: Mapping[str, _Found], fmt: str) -> list[str]:
     """The SELECT list that casts each chosen column to its kind under its abeval name."""
     select: list[str] = []
     for col in columns:

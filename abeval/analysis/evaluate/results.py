@@ -1,10 +1,10 @@
 """The frozen results of ``abeval evaluate``: what its presenters read.
 
 :class:`EvaluationResult` holds everything one run computed: a
-:class:`FileSummary` per input file, a :class:`Coverage` per model (how its users
+:class:`FileSummary` per input file, a :class:`UserCoverage` per model (how its users
 and the truth users overlap), the metric results
-(:class:`~abeval.metrics.results.MetricResult`, one per metric per model), a
-:class:`Comparison` per (metric, model) against the baseline, and a
+(:class:`~abeval.metrics.results.OfflineMetricResult`, one per metric per model), a
+:class:`PairedComparison` per (metric, model) against the baseline, and a
 :class:`RatingResult` per rating metric per predictions file.
 """
 
@@ -14,12 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from abeval.metrics.results import MetricResult, finite
+from abeval.metrics.results import OfflineMetricResult, finite
 from abeval.stats.paired import PairedComparison
-
-#: One model against the first (the baseline) on one metric, paired over users:
-#: the statistics layer's result, under the name the evaluation has always used.
-Comparison = PairedComparison
 
 
 @dataclass(frozen=True)
@@ -47,7 +43,7 @@ class FileSummary:
 
 
 @dataclass(frozen=True)
-class Coverage:
+class UserCoverage:
     """How the users of one model's file and of the truth file overlap."""
 
     model: str
@@ -115,16 +111,16 @@ class EvaluationResult:
 
     models: tuple[str, ...]
     files: tuple[FileSummary, ...]
-    coverage: tuple[Coverage, ...]
-    metrics: tuple[MetricResult, ...]
-    comparisons: tuple[Comparison, ...]
+    coverage: tuple[UserCoverage, ...]
+    metrics: tuple[OfflineMetricResult, ...]
+    comparisons: tuple[PairedComparison, ...]
     ratings: tuple[RatingResult, ...]
     conventions: Mapping[str, str]
     warnings: tuple[str, ...] = ()
     per_user_path: str | None = None
     recorded: Recorded | None = None  # with --experiment
 
-    def metric(self, name: str, model: str | None = None) -> MetricResult:
+    def metric(self, name: str, model: str | None = None) -> OfflineMetricResult:
         """The result of metric ``name`` (a label such as ``ndcg@10``) for ``model``."""
         model = model or self.models[0]
         for m in self.metrics:

@@ -20,14 +20,14 @@ from abeval.analysis.evaluate import tables
 from abeval.analysis.evaluate.beyond import beyond_results
 from abeval.analysis.evaluate.inputs import Inputs, Named, load_inputs, named
 from abeval.analysis.evaluate.ratings import rating_results
-from abeval.analysis.evaluate.results import Comparison, Coverage, EvaluationResult
+from abeval.analysis.evaluate.results import EvaluationResult, PairedComparison, UserCoverage
 from abeval.errors import AbevalError, OptionError
 from abeval.metrics import (
     Conventions,
-    MetricResult,
     MetricSpec,
+    OfflineMetricResult,
     default_ranking_metrics,
-    parse_metrics,
+    parse_offline_metrics,
     ranking_query,
 )
 
@@ -92,9 +92,9 @@ def evaluate(
     try:
         con.execute("SET preserve_insertion_order = false")
         inputs = load_inputs(con, truth, recs, preds, items, history, conventions, min_relevance)
-        coverage: list[Coverage] = []
-        results: list[MetricResult] = []
-        comparisons: list[Comparison] = []
+        coverage: list[UserCoverage] = []
+        results: list[OfflineMetricResult] = []
+        comparisons: list[PairedComparison] = []
         if recs:
             coverage, results, comparisons = _evaluate_lists(
                 con, inputs, chosen, missing, alpha, resamples, seed, per_user
@@ -167,13 +167,13 @@ def _metric_specs(
 ) -> list[MetricSpec]:
     """The metrics named, else the defaults for the files given."""
     if metrics:
-        return parse_metrics(metrics, ks, conventions)
+        return parse_offline_metrics(metrics, ks, conventions)
     specs: list[MetricSpec] = []
     if have_recs:
         specs += default_ranking_metrics(ks, conventions)
-        specs += parse_metrics([f"coverage@{max(ks)}"], conventions=conventions)
+        specs += parse_offline_metrics([f"coverage@{max(ks)}"], conventions=conventions)
     if have_preds:
-        specs += parse_metrics(["rmse", "mae"], conventions=conventions)
+        specs += parse_offline_metrics(["rmse", "mae"], conventions=conventions)
     return specs
 
 
@@ -186,15 +186,15 @@ def _evaluate_lists(
     resamples: int,
     seed: int,
     per_user: str | Path | None,
-) -> tuple[list[Coverage], list[MetricResult], list[Comparison]]:
-    """Coverage, ranking and beyond-accuracy results, and the paired comparison of
+) -> tuple[list[UserCoverage], list[OfflineMetricResult], list[PairedComparison]]:
+    """Coverage of users, ranking and beyond-accuracy results, and the paired comparison of
     the recommendation files (the ``--per-user`` file written on the way)."""
     models = inputs.models
     extra = {"ties": TIE_RULE, "missing_recommendations": missing}
     tables.build_ranked(con, len(models), chosen.ranking, chosen.beyond)
     coverage = tables.coverage(con, models)
-    results: list[MetricResult] = []
-    comparisons: list[Comparison] = []
+    results: list[OfflineMetricResult] = []
+    comparisons: list[PairedComparison] = []
     if chosen.ranking:
         query = ranking_query(chosen.ranking, nonrelevant="nonrelevant")
         tables.build_per_user(con, query, len(models), missing == "zero")

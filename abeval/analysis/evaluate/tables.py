@@ -2,7 +2,7 @@
 
 - ``ranked_all(grp, user_id, list_id, item_id, rank, gain)``: each model's
   (``grp`` = its index) list for every user with truth, ranked 1..n;
-- the :class:`~abeval.analysis.evaluate.results.Coverage` of each model's users;
+- the :class:`~abeval.analysis.evaluate.results.UserCoverage` of each model's users;
 - ``per_user``: the value of every ranking metric for each (model, user), from the
   SQL kernel (:mod:`abeval.metrics.kernel`); its group means are the ranking
   results, its rows the paired comparison and the ``--per-user`` file.
@@ -15,11 +15,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from abeval.analysis.evaluate.results import Comparison, Coverage
+from abeval.analysis.evaluate.results import PairedComparison, UserCoverage
 from abeval.analysis.evaluate.sql import count, first_line, rows, scalar
 from abeval.errors import AbevalError
 from abeval.files import split_name
-from abeval.metrics import MetricResult, MetricSpec, RankingQuery
+from abeval.metrics import MetricSpec, OfflineMetricResult, RankingQuery
 from abeval.metrics.results import complete
 from abeval.stats.paired import adjust_holm, paired_comparison
 from abeval.store.quoting import quote_ident, quote_literal
@@ -138,9 +138,9 @@ def _add_first_relevant(con: duckdb.DuckDBPyConnection, i: int) -> None:
     )
 
 
-def coverage(con: duckdb.DuckDBPyConnection, models: Sequence[str]) -> list[Coverage]:
+def coverage(con: duckdb.DuckDBPyConnection, models: Sequence[str]) -> list[UserCoverage]:
     """How the users of each model's file and the truth users overlap."""
-    out: list[Coverage] = []
+    out: list[UserCoverage] = []
     truth_users = count(con, "truth_users")
     no_relevant = scalar(con, "SELECT COUNT(*) FROM truth_users WHERE best <= 0")
     for i, model in enumerate(models):
@@ -153,7 +153,7 @@ def coverage(con: duckdb.DuckDBPyConnection, models: Sequence[str]) -> list[Cove
         assert row is not None
         in_recs, evaluated, without_recs = int(row[0]), int(row[1]), int(row[2])
         out.append(
-            Coverage(
+            UserCoverage(
                 model=model,
                 users_in_recommendations=in_recs,
                 users_evaluated=evaluated,
@@ -199,7 +199,7 @@ def ranking_results(
     specs: Sequence[MetricSpec],
     models: Sequence[str],
     extra: Mapping[str, str],
-) -> list[MetricResult]:
+) -> list[OfflineMetricResult]:
     """One result per model per ranking metric, model-major in the order asked; a
     model whose users all lack truth gets undefined results, not silence."""
     names = {str(i): m for i, m in enumerate(models)}
@@ -223,12 +223,12 @@ def compare_models(
     alpha: float,
     resamples: int,
     seed: int,
-) -> list[Comparison]:
+) -> list[PairedComparison]:
     """Every model after the first against the first on every ranking metric,
     paired over the users with a value under both, Holm-adjusted over them all."""
     import numpy as np
 
-    raw: list[Comparison] = []
+    raw: list[PairedComparison] = []
     for mc in query.columns:
         c = mc.column
         for j in range(1, len(models)):

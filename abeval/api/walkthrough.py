@@ -2,7 +2,12 @@
 experiment, load it into a fresh store, report on it, then simulate a history of
 experiments, record their evaluations, build the agreement board and forecast an
 untested candidate. Each step yields a line saying what it did, and the report
-is yielded as it is, for the caller to show."""
+is yielded as it is, for the caller to show.
+
+The files come from :mod:`abeval.simulate.demo`; everything else goes the way the
+CLI's commands go: ``abeval.open`` and the public :class:`~abeval.api.store.Store`'s
+methods (``ingest``, ``set``, ``report``, ``agreement``, ``forecast``),
+``abeval.evaluate``, and the presenters of :mod:`abeval.render`."""
 
 from __future__ import annotations
 
@@ -14,21 +19,27 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from abeval.analysis.agreement import AgreementBoard
+    from abeval.api.store import Store
     from abeval.simulate.series import ExperimentFiles
+    from abeval.store.ingest import IngestSummary
+
+
+def _load(
+    store: Store, experiment: str, control: str, events: Path, targets: Path
+) -> IngestSummary:
+    """Load one experiment's log and record its control arm and its target
+    probabilities, as ``abeval ingest`` and ``abeval experiment set X --control ARM
+    --target-propensities FILE`` do; the ingest's summary."""
+    summary = store.ingest(events)
+    store.set(experiment, control=control, target_propensities=targets)
+    return summary
 
 
 def run_demo(out_dir: Path, users: int, seed: int) -> Iterator[Any]:
     """The whole demo in ``out_dir`` (its store ``demo.duckdb`` made afresh)."""
-    from abeval.analysis.online import ReportOptions, build_report
-    from abeval.report.html import render_html
-    from abeval.simulate.demo import (
-        EVENTS_FILE,
-        TARGET_FILE,
-        demo_config,
-        ingest_experiment,
-        write_demo_experiment,
-    )
-    from abeval.store import open_store
+    import abeval
+    from abeval import render
+    from abeval.simulate.demo import EVENTS_FILE, TARGET_FILE, demo_config, write_demo_experiment
 
     out_dir.mkdir(parents=True, exist_ok=True)
     db = out_dir / "demo.duckdb"
@@ -38,16 +49,15 @@ def run_demo(out_dir: Path, users: int, seed: int) -> Iterator[Any]:
     events = out_dir / EVENTS_FILE
     yield f"simulating {users:,} users into {events}"
     write_demo_experiment(config, out_dir)
-    with open_store(str(db)) as store:
-        loaded = ingest_experiment(
-            store, config.experiment, config.control, events, out_dir / TARGET_FILE
-        )
+    with abeval.open(db) as store:
+        loaded = _load(store, config.experiment, config.control, events, out_dir / TARGET_FILE)
         yield f"ingested {loaded.inserted:,} events in {loaded.seconds:.1f} s into {db}"
-        report = build_report(store, config.experiment, ReportOptions(segment="device"))
+        report = store.report(config.experiment, segment="device")
     html_path = out_dir / f"{config.experiment}.html"
-    html_path.write_text(render_html(report), encoding="utf-8")
+    render.write(html_path, render.html(report))
     json_path = out_dir / f"{config.experiment}.json"
-    json_path.write_text(json.dumps(report.to_dict(), indent=2, allow_nan=False), encoding="utf-8")
+    document = render.json_document(report)
+    render.write(json_path, json.dumps(document, indent=2, allow_nan=False))
     yield report
     yield from _history(out_dir, db, seed)
     yield _files_written(out_dir)
@@ -81,12 +91,21 @@ def _q(value: object) -> str:
 def _history(out_dir: Path, db: Path, seed: int) -> Iterator[str]:
     """The demo's history of experiments (:mod:`abeval.simulate.series`): files,
     logs ingested, then the evaluations recorded and the agreement board."""
-    from abeval.simulate.demo import ingest_series, write_demo_series
-    from abeval.store import open_store
+    import abeval
+    from abeval.simulate.demo import write_demo_series
 
     files = write_demo_series(out_dir, seed)
-    with open_store(str(db)) as store:
-        loaded = ingest_series(store, files)
+    with abeval.open(db) as store:
+        loaded = [
+            _load(
+                store,
+                f.experiment.name,
+                f.experiment.config.control,
+                f.events,
+                f.target_propensities,
+            )
+            for f in files
+        ]
     rows = sum(x.inserted for x in loaded)
     seconds = sum(x.seconds for x in loaded)
     folder = files[0].events.parent.parent
@@ -114,22 +133,26 @@ def _history(out_dir: Path, db: Path, seed: int) -> Iterator[str]:
     yield from _forecast(out_dir, db, seed, board)
 
 
+def _parts(files: ExperimentFiles) -> tuple[str, Path, Path]:
+    """A history experiment's control arm, log and target probabilities."""
+    return files.experiment.config.control, files.events, files.target_propensities
+
+
 def _forecast(out_dir: Path, db: Path, seed: int, board: AgreementBoard) -> Iterator[str]:
     """Forecast an untested candidate's CTR lift from the history, beside its
     true lift (known to the simulator), as ``abeval forecast -t ... -r ...`` does,
     from the board the demo has built (not built again)."""
-    from abeval.analysis.forecast import ForecastOptions, build_forecast
-    from abeval.analysis.forecast_candidate import evaluation_evidence
+    import abeval
+    from abeval.api import forecast_evidence
     from abeval.formatting import interval, pct
     from abeval.simulate.demo import write_demo_candidate
-    from abeval.store import open_store
 
     c = write_demo_candidate(out_dir, seed)
     models = {"control": str(c.control), "candidate": str(c.candidate)}
-    evidence = evaluation_evidence(c.truth, models)
-    options = ForecastOptions(signal="ndcg@10", primary=("ctr",))
-    with open_store(str(db), read_only=True) as store:
-        f = build_forecast(store, evidence, options, board).forecasts[0]
+    evidence = forecast_evidence(truth=c.truth, recommendations=models)
+    with abeval.open(db, read_only=True) as store:
+        report = store.forecast(evidence, signal="ndcg@10", board=board)
+    f = next(m for m in report.forecasts if m.metric == "ctr")
     p = f.forecast
     yield (
         f"forecast: an untested candidate (ndcg@10 {pct(p.offline_lift)} offline): CTR lift "
@@ -145,10 +168,10 @@ def _forecast(out_dir: Path, db: Path, seed: int, board: AgreementBoard) -> Iter
 def _record_evaluation(db: Path, files: ExperimentFiles) -> None:
     """Record one history experiment's offline evaluation in the store, as
     ``abeval evaluate --truth T -r control=C -r treatment=T --experiment NAME``."""
-    from abeval.analysis.evaluate.record import evaluate_for_experiment
+    import abeval
 
-    evaluate_for_experiment(
-        str(db), files.experiment.name, files.truth, dict(files.recommendations)
+    abeval.evaluate(
+        files.truth, dict(files.recommendations), experiment=files.experiment.name, db=db
     )
 
 
@@ -157,13 +180,11 @@ def _write_board(db: Path, out_dir: Path) -> tuple[AgreementBoard, Path]:
     agreement`` with no other option does: every experiment, the off-policy
     estimates from the target probabilities recorded with each. Returns the
     board and the page."""
-    from abeval.analysis.agreement_board import agreement_board
-    from abeval.files import write_atomic
-    from abeval.report.agreement_html import render_html
-    from abeval.store import open_store
+    import abeval
+    from abeval import render
 
-    with open_store(str(db), read_only=True) as store:
-        board = agreement_board(store)
+    with abeval.open(db, read_only=True) as store:
+        board = store.agreement()
     path = out_dir / "agreement.html"
-    write_atomic(path, render_html(board))
+    render.write(path, render.html(board))
     return board, path

@@ -146,6 +146,6 @@ def demo(out_dir: str | Path, *, users: int = 30_000, seed: int = 7) -> Iterator
     experiments, record their evaluations, build the agreement board and
     forecast a candidate. Yields, as it goes, a line saying what was done (a
     ``str``) or the experiment's report (the CLI prints its text)."""
-    from abeval.simulate.walkthrough import run_demo
+    from abeval.api.walkthrough import run_demo
 
     return run_demo(Path(out_dir), users, seed)
