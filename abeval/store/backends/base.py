@@ -128,6 +128,11 @@ class Backend:
         """A timestamp with a zone as the zone-less UTC time."""
         return f"({column} AT TIME ZONE 'UTC')"
 
+    def json_key(self, name: str) -> str:
+        """The text that ``CAST(x AS JSON) ->> text`` reads as the attribute
+        ``name``, exactly: PostgreSQL (and Spark's rewrite) take any text as a name."""
+        return name
+
     def json_keys_sql(self, objects: str) -> str | None:
         """A query of the distinct keys of the JSON texts in column ``a`` of the
         relation ``objects``; None when the engine has no such function (the

@@ -88,6 +88,14 @@ class DuckDBBackend(Backend):
         # through ICU and costs a third of a pass over the table.
         return f"make_timestamp(epoch_us({column}))"
 
+    def json_key(self, name: str) -> str:
+        """DuckDB reads a text beginning with ``$`` as a JSONPath and one beginning
+        with ``/`` as a JSON Pointer (RFC 6901), so those names go as the pointer to
+        themselves (``~`` written ``~0``, ``/`` written ``~1``)."""
+        if name[:1] in ("$", "/"):
+            return "/" + name.translate({ord("~"): "~0", ord("/"): "~1"})
+        return name
+
     def json_keys_sql(self, objects: str) -> str | None:
         return f"SELECT DISTINCT unnest(json_keys(CAST(a AS JSON))) FROM {objects}"
 
