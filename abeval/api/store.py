@@ -6,9 +6,9 @@ offers every analysis through its parts (:mod:`abeval.api.reporting`,
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO, cast, get_args
+from typing import TYPE_CHECKING, BinaryIO, cast, get_args
 
 from abeval.api.across import Across
 from abeval.api.configuration import Configuring
@@ -138,14 +138,3 @@ class Store(Reporting, Planning, Across, Offline, Configuring):
         from abeval.store.migrate import apply
 
         return apply(self._store)
-
-
-def demo(out_dir: str | Path, *, users: int = 30_000, seed: int = 7) -> Iterator[Any]:
-    """``abeval demo``, step by step: simulate an experiment into ``out_dir``, load
-    it into a fresh store there, report on it, then simulate a history of
-    experiments, record their evaluations, build the agreement board and
-    forecast a candidate. Yields, as it goes, a line saying what was done (a
-    ``str``) or the experiment's report (the CLI prints its text)."""
-    from abeval.api.walkthrough import run_demo
-
-    return run_demo(Path(out_dir), users, seed)
