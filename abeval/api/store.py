@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO, cast, get_args
+from typing import TYPE_CHECKING, Any, BinaryIO, cast, get_args
 
 from abeval.api.across import Across
 from abeval.api.configuration import Configuring
