@@ -153,6 +153,10 @@ class StoreError(AbevalError):
     """The store cannot be opened, is locked, or is outdated."""
 
 
+class StoreClosed(StoreError):
+    """A call on a store after its ``close()`` (the message names the store)."""
+
+
 class NotFoundError(AbevalError):
     """An experiment, arm or column named by the user does not exist."""
 

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import textwrap
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from file_holders import holders
 from typer.testing import CliRunner
 
 from abeval.cli import app
@@ -110,36 +110,12 @@ def test_a_file_that_is_not_duckdb_is_refused(cwd: Path) -> None:
 
 # --- locks -----------------------------------------------------------------------------
 
-_HOLDER = textwrap.dedent(
-    """
-    import sys, time, duckdb
-    con = duckdb.connect(sys.argv[1])
-    print("ready", flush=True)
-    time.sleep(float(sys.argv[2]))
-    """
-)
-
 
 @pytest.fixture
 def holder(cwd: Path) -> Iterator[object]:
     """Start a process that holds ``held.duckdb`` open for writing for ``seconds``."""
-    procs: list[subprocess.Popen[str]] = []
-
-    def start(seconds: float) -> subprocess.Popen[str]:
-        proc = subprocess.Popen(
-            [sys.executable, "-c", _HOLDER, str(cwd / "held.duckdb"), str(seconds)],
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        procs.append(proc)
-        assert proc.stdout is not None
-        assert proc.stdout.readline().strip() == "ready"
-        return proc
-
-    yield start
-    for proc in procs:
-        proc.kill()
-        proc.wait()
+    with holders(cwd / "held.duckdb") as start:
+        yield start
 
 
 def test_a_store_locked_by_another_process(cwd: Path, holder: object) -> None:

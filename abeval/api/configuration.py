@@ -37,13 +37,15 @@ class Configuring(Opened):
         is wrong)."""
         from abeval.analysis.metric_records import add_metrics
 
-        return add_metrics(self._store, Path(file))
+        with self._writing() as store:
+            return add_metrics(store, Path(file))
 
     def remove_metric(self, name: str) -> MetricRow:
         """Forget the team-defined metric ``name``; the metric as it was recorded."""
         from abeval.analysis.metric_records import remove_metric
 
-        return remove_metric(self._store, name)
+        with self._writing() as store:
+            return remove_metric(store, name)
 
     def sources(self) -> list[Source]:
         """The tables read in place: name, table and mapping."""
@@ -69,13 +71,15 @@ class Configuring(Opened):
             raise TypeError("give either a checked mapping or its parts, not both")
         if checked is None:
             checked = source_mapping(table=table, **mapping)
-        return add_source(self._store, name, table.strip(), checked, replace_existing=replace)
+        with self._writing() as store:
+            return add_source(store, name, table.strip(), checked, replace_existing=replace)
 
     def remove_source(self, name: str) -> Source:
         """Forget the source ``name`` (its table is not touched); the source forgotten."""
         from abeval.store.sources import remove_source
 
-        return remove_source(self._store, name)
+        with self._writing() as store:
+            return remove_source(store, name)
 
     def settings(self, experiment: str) -> tuple[ExperimentSettings, ExperimentConfig]:
         """What is recorded for ``experiment``: its settings (arms, control, split,
@@ -116,10 +120,8 @@ class Configuring(Opened):
             from abeval.analysis.ope_file import target_file
 
             targets = target_file(target_propensities)
-        with self._refusing_sources(experiment):
-            return record(
-                self._store, experiment, (control, split, start, end), config, targets=targets
-            )
+        with self._refusing_sources(experiment), self._writing() as store:
+            return record(store, experiment, (control, split, start, end), config, targets=targets)
 
     def unset(
         self, experiment: str, names: Iterable[str]
@@ -129,9 +131,9 @@ class Configuring(Opened):
         settings and the configuration left."""
         from abeval.analysis.experiment_config import ExperimentConfig, record
 
-        with self._refusing_sources(experiment):
+        with self._refusing_sources(experiment), self._writing() as store:
             settings, config, _ = record(
-                self._store, experiment, (None, None, None, None), ExperimentConfig(), names
+                store, experiment, (None, None, None, None), ExperimentConfig(), names
             )
         return settings, config
 

@@ -25,7 +25,8 @@ class Offline(Opened):
         but could not record (it kept it in ``file``), its id and time unchanged."""
         from abeval.analysis.evaluate.record import record_kept
 
-        return record_kept(self._store, file)
+        with self._writing() as store:
+            return record_kept(store, file)
 
 
 def evaluate(

@@ -4,19 +4,33 @@ and a result is computed with)."""
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from types import TracebackType
 from typing import TYPE_CHECKING, Self
 
 if TYPE_CHECKING:
     from abeval.analysis.online_metrics import Catalog
     from abeval.store.database import Database
+    from abeval.store.held import HeldStore
 
 
 class Opened:
-    """An open store (the base of :class:`abeval.api.Store` and its parts)."""
+    """An open store (the base of :class:`abeval.api.Store` and its parts): a DuckDB
+    file is held read-only between calls and opened for writing only for a write
+    (:mod:`abeval.store.held`); after :meth:`close` every call raises
+    :class:`~abeval.errors.StoreClosed`."""
 
-    def __init__(self, store: Database) -> None:
-        self._store = store
+    def __init__(self, held: HeldStore) -> None:
+        self._held = held
+
+    @property
+    def _store(self) -> Database:
+        """The database to read now (:class:`~abeval.errors.StoreClosed` once closed)."""
+        return self._held.current()
+
+    def _writing(self) -> AbstractContextManager[Database]:
+        """The database to write, for one ``with`` block (the writer lock held for it)."""
+        return self._held.writing()
 
     def __enter__(self) -> Self:
         return self
@@ -27,15 +41,18 @@ class Opened:
         self.close()
 
     def close(self) -> None:
-        self._store.close()
+        """Close the store: a later call raises :class:`~abeval.errors.StoreClosed`,
+        and the same store can be opened again (``abeval.open``)."""
+        self._held.close()
 
     @property
     def display(self) -> str:
         """The store as messages name it (a URL without its password)."""
-        return self._store.display
+        return self._held.display
 
     def __repr__(self) -> str:
-        return f"<abeval store {self.display}>"
+        closed = " (closed)" if self._held.closed else ""
+        return f"<abeval store {self.display}{closed}>"
 
     def catalog(self) -> Catalog:
         """This store's metrics, read now: the built-in online metrics and the

@@ -36,11 +36,20 @@ def open(
     URL; default ``$ABEVAL_DB``, else ``./abeval.duckdb``). Writable by default
     (a missing DuckDB file is created unless ``create=False``); ``read_only=True``
     for analysis only. ``migrate=False`` leaves the schema as it is (for
-    :meth:`Store.migrate`, which reports the steps it applies)."""
-    from abeval.store import open_store
+    :meth:`Store.migrate`, which reports the steps it applies).
+
+    A DuckDB file is held read-only between calls, so other processes (the CLI,
+    another notebook) read it meanwhile; a write (``ingest``, ``set``,
+    ``add_metrics`` ...) takes the writer lock for its own duration only, waiting
+    for it with a line on standard error. ``close()`` closes the store for good.
+
+    >>> with abeval.open("abeval.duckdb") as store:
+    ...     names = [e.experiment for e in store.experiments()]
+    """
+    from abeval.store.held import HeldStore
 
     shown = None if db is None else str(db)
-    return Store(open_store(shown, read_only=read_only, create=create, migrate=migrate))
+    return Store(HeldStore(shown, read_only=read_only, create=create, migrate=migrate))
 
 
 class Experiments(list["ExperimentSummary"]):
@@ -84,14 +93,10 @@ class Store(Reporting, Planning, Across, Offline, Configuring):
         if not isinstance(path, str | Path) and not hasattr(path, "read"):
             return self._ingest_frame(path, mode, progress, epoch)
         if isinstance(path, str | Path) and str(path) != "-":
-            return ingest_file(
-                self._store,
-                path,
-                fmt=input_format,
-                on_error=mode,
-                progress=progress,
-                epoch=epoch,
-            )
+            with self._writing() as store:
+                return ingest_file(
+                    store, path, fmt=input_format, on_error=mode, progress=progress, epoch=epoch
+                )
         if input_format is None:
             raise OptionError(
                 "input_format",
@@ -104,9 +109,9 @@ class Store(Reporting, Planning, Across, Offline, Configuring):
         from abeval.files import spooled
 
         stream = sys.stdin.buffer if isinstance(path, str | Path) else path
-        with spooled(stream, input_format) as copy:
+        with spooled(stream, input_format) as copy, self._writing() as store:
             return ingest_file(
-                self._store,
+                store,
                 copy,
                 fmt=input_format,
                 on_error=mode,
@@ -143,15 +148,16 @@ class Store(Reporting, Planning, Across, Offline, Configuring):
         with tempfile.TemporaryDirectory(prefix="abeval-frame-") as folder:
             path = Path(folder) / "frame.parquet"
             pq.write_table(table, path)
-            return ingest_file(
-                self._store,
-                path,
-                fmt="parquet",
-                on_error=on_error,
-                progress=progress,
-                shown=type(data).__name__,
-                epoch=epoch,
-            )
+            with self._writing() as store:
+                return ingest_file(
+                    store,
+                    path,
+                    fmt="parquet",
+                    on_error=on_error,
+                    progress=progress,
+                    shown=type(data).__name__,
+                    epoch=epoch,
+                )
 
     def experiments(self) -> Experiments:
         """What the store holds: each experiment's arms, users, events and time range."""
@@ -178,4 +184,5 @@ class Store(Reporting, Planning, Across, Offline, Configuring):
         up to date."""
         from abeval.store.migrate import apply
 
-        return apply(self._store)
+        with self._writing() as store:
+            return apply(store)

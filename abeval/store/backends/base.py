@@ -100,6 +100,13 @@ class Backend:
 
         return create_engine(url, pool_pre_ping=True)
 
+    def file_locked(self, url: str) -> bool:
+        """Whether ``url`` names a file that one writing process or many reading ones
+        may open at a time (a DuckDB file): :func:`abeval.open` then holds it
+        read-only between calls and writable only for a write
+        (:mod:`abeval.store.held`)."""
+        return False
+
     def is_locked(self, message: str) -> bool:
         """Whether the driver's ``message`` on connecting says that another process
         holds the store (then abeval waits for it)."""

@@ -77,6 +77,13 @@ class DuckDBBackend(Backend):
 
         return engine
 
+    def file_locked(self, url: str) -> bool:
+        """A DuckDB file is; an in-memory database is not."""
+        from sqlalchemy.engine import make_url
+
+        path = make_url(url).database
+        return bool(path) and not str(path).startswith(":memory:")
+
     def is_locked(self, message: str) -> bool:
         return "Could not set lock" in message or "Conflicting lock" in message
 
