@@ -37,7 +37,7 @@ ALLOWED: dict[str, frozenset[str]] = {
     "api": HELPERS
     | {"abeval", "render", "report", "analysis", "metrics", "stats", "store", "simulate"},
     "cli": frozenset({"abeval", "api", "render", "errors", "choices", "formatting", "signals"}),
-    "abeval": frozenset({"api", "cli", "errors", "signals"}),
+    "abeval": frozenset({"api", "cli", "errors", "render", "signals"}),
     **{helper: HELPERS for helper in HELPERS},
 }
 

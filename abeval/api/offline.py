@@ -22,7 +22,10 @@ class Offline(Opened):
 
     def record_evaluation(self, file: str | Path) -> RecordedEvaluation:
         """Record an evaluation that :func:`evaluate` with ``experiment`` finished
-        but could not record (it kept it in ``file``), its id and time unchanged."""
+        but could not record (it kept it in ``file``), its id and time unchanged.
+
+        >>> store.record_evaluation("evaluation-kept.json").evaluation_id
+        """
         from abeval.analysis.evaluate.record import record_kept
 
         return record_kept(self._store, file)
@@ -56,8 +59,16 @@ def evaluate(
     With ``experiment``, every run is named after an arm of that experiment of
     the store ``db``, its control is the baseline, and the evaluation is recorded
     there (``result.recorded``); ``on_lock_wait`` is told, in a sentence, when the
-    record waits for a store another process holds."""
+    record waits for a store another process holds.
+
+    >>> result = abeval.evaluate("truth.csv", {"bm25": "bm25.csv", "new": "new.csv"}, k=[10])
+    >>> result.to_frame()[["model", "metric", "value", "difference"]]
+    """
     import tempfile
+
+    from abeval.report.evaluate_shown import ShownEvaluation
+
+    shown = ShownEvaluation.of
 
     chosen = {"ap_denominator": ap_denominator, "gain": gain, "empty": empty}
     chosen["duplicates"] = duplicates
@@ -78,20 +89,26 @@ def evaluate(
         if experiment is not None:
             from abeval.analysis.evaluate.record import evaluate_for_experiment
 
-            return evaluate_for_experiment(
-                None if db is None else str(db),
-                experiment,
-                truth_path,
-                recs if isinstance(recs, dict) else dict(zip(_run_names(recs), recs, strict=True)),
-                predictions=preds if isinstance(preds, dict) else {},
-                on_lock_wait=on_lock_wait,
-                k=ks,
-                metrics=metrics,
-                **options,
+            return shown(
+                evaluate_for_experiment(
+                    None if db is None else str(db),
+                    experiment,
+                    truth_path,
+                    recs
+                    if isinstance(recs, dict)
+                    else dict(zip(_run_names(recs), recs, strict=True)),
+                    predictions=preds if isinstance(preds, dict) else {},
+                    on_lock_wait=on_lock_wait,
+                    k=ks,
+                    metrics=metrics,
+                    **options,
+                )
             )
         from abeval.analysis.evaluate import evaluate as run_evaluation
 
-        return run_evaluation(truth_path, recs, predictions=preds, k=ks, metrics=metrics, **options)
+        return shown(
+            run_evaluation(truth_path, recs, predictions=preds, k=ks, metrics=metrics, **options)
+        )
 
 
 def _run_names(paths: Sequence[str | Path]) -> list[str]:
@@ -136,7 +153,11 @@ class _Tables:
 def named_models(texts: Sequence[str]) -> dict[str, str]:
     """``[NAME=]FILE`` texts (``abeval evaluate -r``) → model name → file, named
     after the files where no name is given (docs/usage.md#named-models); a
-    ValueError says what is wrong with one."""
+    ValueError says what is wrong with one.
+
+    >>> abeval.api.named_models(["bm25.csv", "new=run.csv"])
+    {'bm25': 'bm25.csv', 'new': 'run.csv'}
+    """
     from abeval.files import named_models as parse
 
     return parse(texts)
@@ -146,7 +167,11 @@ def model_argument(
     text: str, *, what: str = "model name", form: str = "NAME=PATH", must_exist: bool = True
 ) -> tuple[str | None, str]:
     """One ``NAME=FILE`` text → (name or None, file), split as :func:`named_models`
-    splits; a ValueError names ``what`` and ``form`` when it cannot be."""
+    splits; a ValueError names ``what`` and ``form`` when it cannot be.
+
+    >>> abeval.api.model_argument("new=run.csv")
+    ('new', 'run.csv')
+    """
     from abeval.files import model_argument as parse
 
     return parse(text, what=what, form=form, must_exist=must_exist)
