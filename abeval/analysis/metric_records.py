@@ -15,6 +15,7 @@ from abeval.analysis.team_metrics import TeamMetric
 
 if TYPE_CHECKING:
     from abeval.store.engine import Store
+    from abeval.store.metric_definitions import RecordedDefinition
 
 
 @dataclass(frozen=True)
@@ -71,6 +72,25 @@ def add_metrics(store: Store, path: Path) -> Added:
     return Added(metrics, tuple(m.name for m in metrics if m.name in before))
 
 
+def remove_metric(store: Store, name: str) -> MetricRow:
+    """Forget the team-defined metric ``name`` (a built-in one cannot be); the
+    metric as it was recorded."""
+    from abeval.errors import InputError, NotFoundError, did_you_mean
+    from abeval.store import metric_definitions as stored
+
+    if name in BUILTIN_METRICS:
+        raise InputError(f"{name!r} is a built-in metric; only a recorded metric can be removed")
+    removed = stored.remove(store, name)
+    if removed is None:
+        with store.connect() as conn:
+            known = stored.names(stored.load(conn))
+        raise NotFoundError(
+            f"no recorded metric {name!r}; {did_you_mean(name, known)}"
+            "list them with `abeval metrics`"
+        )
+    return _row(removed)
+
+
 def list_metrics(store: Store) -> tuple[MetricRow, ...]:
     """The built-in metrics, then the recorded ones by name."""
     from abeval.store.metric_definitions import recorded
@@ -79,20 +99,21 @@ def list_metrics(store: Store) -> tuple[MetricRow, ...]:
         MetricRow(m.name, m.kind, True, m.label, m.description, "", m.lower_is_better)
         for m in BUILTIN_METRICS.values()
     ]
-    for r in recorded(store):
-        m = TeamMetric.from_json(r.name, r.definition)
-        rows.append(
-            MetricRow(
-                m.name,
-                m.kind,
-                False,
-                m.name,
-                m.formula(),
-                m.description,
-                m.lower_is_better,
-                m,
-                r.source,
-                r.recorded_at,
-            )
-        )
+    rows += [_row(r) for r in recorded(store)]
     return tuple(rows)
+
+
+def _row(r: RecordedDefinition) -> MetricRow:
+    m = TeamMetric.from_json(r.name, r.definition)
+    return MetricRow(
+        m.name,
+        m.kind,
+        False,
+        m.name,
+        m.formula(),
+        m.description,
+        m.lower_is_better,
+        m,
+        r.source,
+        r.recorded_at,
+    )

@@ -85,3 +85,15 @@ def _params(r: RecordedDefinition) -> dict[str, Any]:
 
 def names(rows: Sequence[RecordedDefinition]) -> list[str]:
     return [r.name for r in rows]
+
+
+def remove(store: Store, name: str) -> RecordedDefinition | None:
+    """Forget the recorded metric ``name`` in one transaction; the row forgotten, or
+    None when no metric of that name is recorded (nothing is written)."""
+    from abeval.store.backends import backend_of
+
+    with store.writing() as conn:
+        found = next((r for r in load(conn) if r.name == name), None)
+        if found is not None:
+            backend_of(conn).replace_rows(conn, TABLE, "name", [name], [])
+    return found

@@ -11,7 +11,12 @@ from typing import TYPE_CHECKING
 
 from abeval.choices import OnError
 from abeval.errors import InputError
-from abeval.store.ingest.lines import mixed_line_endings, unix_line_endings, without_bom
+from abeval.store.ingest.lines import (
+    check_compressed,
+    mixed_line_endings,
+    unix_line_endings,
+    without_bom,
+)
 from abeval.store.ingest.record import Checksum, Job
 from abeval.store.ingest.source import check_file
 from abeval.store.ingest.summary import IngestSummary
@@ -38,6 +43,7 @@ def ingest_file(
     t0 = time.perf_counter()
     path = Path(path)
     kind = check_file(path, fmt, shown)
+    check_compressed(path, Path(shown) if shown is not None else path, on_error)
     checksum = Checksum(path)
     checksum.start()
     named = Path(shown) if shown is not None else path

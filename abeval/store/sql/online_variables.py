@@ -10,7 +10,7 @@ n, the sum of every variable and the centred cross-products of every pair.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import Decimal
 from typing import Any
 
@@ -72,6 +72,26 @@ class VariableSet:
             self.indicators + other.indicators,
             self.copies + other.copies,
         )
+
+    def keyed_for(self, dialect: str) -> VariableSet:
+        """These variables with their attribute names written as ``dialect``'s
+        ``->>`` reads them as names (:func:`json_key`)."""
+        summed = tuple(
+            replace(v, where=tuple((json_key(k, dialect), x) for k, x in v.where))
+            for v in self.summed
+        )
+        return replace(self, summed=summed)
+
+
+def json_key(name: str, dialect: str) -> str:
+    """The text that ``CAST(x AS JSON) ->> text`` reads as the attribute ``name``,
+    exactly. PostgreSQL (and Spark's rewrite) take any text as a name; DuckDB reads
+    a text beginning with ``$`` as a JSONPath and one beginning with ``/`` as a JSON
+    Pointer (RFC 6901), so those names go to DuckDB as the pointer to themselves
+    (``~`` written ``~0``, ``/`` written ``~1``)."""
+    if dialect == "duckdb" and name[:1] in ("$", "/"):
+        return "/" + name.replace("~", "~0").replace("/", "~1")
+    return name
 
 
 BUILTIN = VariableSet(
