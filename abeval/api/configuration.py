@@ -46,7 +46,11 @@ class Configuring(Opened):
         return add_metrics(self._store, Path(file))
 
     def remove_metric(self, name: str) -> MetricRow:
-        """Forget the team-defined metric ``name``; the metric as it was recorded."""
+        """Forget the team-defined metric ``name``; the metric as it was recorded.
+
+        >>> store.remove_metric("add_to_cart_rate").name
+        'add_to_cart_rate'
+        """
         from abeval.analysis.metric_records import remove_metric
 
         return remove_metric(self._store, name)

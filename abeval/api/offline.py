@@ -68,7 +68,7 @@ def evaluate(
 
     from abeval.report.evaluate_shown import ShownEvaluation
 
-    shown = ShownEvaluation.of
+    as_shown = ShownEvaluation.of
 
     chosen = {"ap_denominator": ap_denominator, "gain": gain, "empty": empty}
     chosen["duplicates"] = duplicates
@@ -92,7 +92,7 @@ def evaluate(
         if experiment is not None:
             from abeval.analysis.evaluate.record import evaluate_for_experiment
 
-            return shown(
+            return as_shown(
                 evaluate_for_experiment(
                     None if db is None else str(db),
                     experiment,
@@ -109,7 +109,7 @@ def evaluate(
             )
         from abeval.analysis.evaluate import evaluate as run_evaluation
 
-        return shown(
+        return as_shown(
             run_evaluation(truth_path, recs, predictions=preds, k=ks, metrics=metrics, **options)
         )
 
