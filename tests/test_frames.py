@@ -6,6 +6,7 @@ a bare table, and without pandas ``to_frame()`` says in one line what to install
 from __future__ import annotations
 
 import csv
+import dataclasses
 import math
 import sys
 from pathlib import Path
@@ -175,6 +176,17 @@ def test_experiments_frame_is_one_row_per_experiment_and_arm(results: dict[str, 
     frame = results["experiments"].to_frame()
     _check(frame, expected)
     assert frame["users"].sum() == 400
+
+
+@pytest.mark.parametrize("name", ["report", "board", "forecast", "evaluation"])
+def test_the_shown_result_is_the_result(results: dict[str, Any], name: str) -> None:
+    """The API's result has the fields and the JSON of the type it derives from."""
+    shown = results[name]
+    (base,) = type(shown).__bases__[1:]
+    plain = base(**{f.name: getattr(shown, f.name) for f in dataclasses.fields(base)})
+    assert [f.name for f in dataclasses.fields(shown)] == [f.name for f in dataclasses.fields(base)]
+    assert shown.to_dict() == plain.to_dict()
+    assert "SHOWN" not in shown.to_dict()
 
 
 @pytest.mark.parametrize("name", ["report", "board", "forecast", "evaluation", "experiments"])

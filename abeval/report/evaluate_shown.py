@@ -8,7 +8,7 @@ others): kept apart so that an evaluation loads neither numpy nor the store.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from abeval.analysis.evaluate.results import EvaluationResult
 from abeval.report import frames
@@ -24,7 +24,7 @@ class ShownEvaluation(Shown, EvaluationResult):
     >>> result.to_frame(per_user=True).groupby("model")["ndcg@10"].mean()
     """
 
-    SHOWN: tuple[str, ...] = (
+    SHOWN: ClassVar[tuple[str, ...]] = (
         "model",
         "metric",
         "value",

@@ -16,7 +16,7 @@ its result type (same fields, same ``to_dict()``, equal numbers) that adds
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from abeval.analysis.agreement import AgreementBoard
 from abeval.analysis.forecast import ForecastReport
@@ -34,7 +34,7 @@ class ShownReport(Shown, ExperimentReport):
     >>> store.report("home-reco-v2").to_frame().query("role == 'primary'")
     """
 
-    SHOWN: tuple[str, ...] = (
+    SHOWN: ClassVar[tuple[str, ...]] = (
         "metric",
         "role",
         "arm",
@@ -91,7 +91,7 @@ class ShownBoard(Shown, AgreementBoard):
     >>> store.agreement().to_frame()[["signal", "source", "online_metric", "spearman"]]
     """
 
-    SHOWN: tuple[str, ...] = (
+    SHOWN: ClassVar[tuple[str, ...]] = (
         "rank",
         "signal",
         "source",
@@ -127,7 +127,7 @@ class ShownForecast(Shown, ForecastReport):
     >>> store.forecast(evidence).to_frame()[["metric", "lift", "interval_low", "interval_high"]]
     """
 
-    SHOWN: tuple[str, ...] = (
+    SHOWN: ClassVar[tuple[str, ...]] = (
         "metric",
         "signal",
         "status",

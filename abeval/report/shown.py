@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import fields
-from typing import Any, Self
+from typing import Any, ClassVar, Self
 
 from abeval.formatting import NA, number
 from abeval.report import frames
@@ -26,7 +26,7 @@ class Shown:
     """
 
     #: The columns of the compact HTML table (a subset of the frame's).
-    SHOWN: tuple[str, ...] = ()
+    SHOWN: ClassVar[tuple[str, ...]] = ()
 
     @classmethod
     def of(cls, result: Any) -> Self:
