@@ -48,7 +48,6 @@ __all__ = [
     "StoreError",
     "__version__",
     "api",
-    "demo",
     "evaluate",
     "render",
 ]
@@ -58,7 +57,7 @@ if TYPE_CHECKING:
 
     from abeval import api as api
     from abeval import render as render
-    from abeval.api import Store, demo, evaluate
+    from abeval.api import Store, evaluate
     from abeval.api import open as open
     from abeval.errors import (
         AbevalError,
@@ -74,7 +73,6 @@ if TYPE_CHECKING:
 _LAZY = {
     "open": "abeval.api",
     "evaluate": "abeval.api",
-    "demo": "abeval.api",
     "Store": "abeval.api",
     "AbevalError": "abeval.errors",
     "InputError": "abeval.errors",

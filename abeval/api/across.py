@@ -209,15 +209,16 @@ def forecast_evidence(
     *,
     offline_lift: float | None = None,
     offline_se: float | None = None,
-    truth: str | Path | None = None,
-    recommendations: Mapping[str, str | Path] | None = None,
+    truth: Any = None,
+    recommendations: Mapping[str, Any] | None = None,
     k: str | Sequence[int] = (5, 10),
     alpha: float = 0.05,
 ) -> Evidence:
     """A candidate's offline evidence for :meth:`Store.forecast`: its lift over
     production as a number (``offline_lift`` and its standard error ``offline_se``),
     or evaluated on held-out ``truth`` from the two runs of ``recommendations``
-    (production named ``control``, else the first; the candidate the other).
+    (production named ``control``, else the first; the candidate the other), each a
+    file path, a pandas DataFrame or a pyarrow Table, as :func:`abeval.evaluate` takes.
 
     >>> abeval.api.forecast_evidence(offline_lift=0.01, offline_se=0.002)
     >>> runs = {"control": "a.csv", "candidate": "b.csv"}
