@@ -10,7 +10,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from abeval.api.opened import Opened
-from abeval.api.options import Names, at_least, cutoffs, metric_names, names, positive, share
+from abeval.api.options import (
+    Names,
+    at_least,
+    cutoffs,
+    forwards,
+    keywords_checked,
+    metric_names,
+    names,
+    positive,
+    share,
+)
 from abeval.errors import OptionError
 
 if TYPE_CHECKING:
@@ -56,6 +66,7 @@ class Across(Opened):
         )
         return agreement_board(self._store, options, catalog)
 
+    @forwards("abeval.api.across:forecast_options")
     def forecast(
         self,
         evidence: Evidence | None = None,
@@ -122,6 +133,7 @@ def _agreement_options(
     )
 
 
+@keywords_checked
 def agreement_history(
     history: str | Path,
     *,
@@ -146,6 +158,7 @@ def agreement_history(
     )
 
 
+@keywords_checked
 def forecast_options(
     *,
     signal: str | None = None,
@@ -185,6 +198,7 @@ def forecast_options(
     )
 
 
+@keywords_checked
 def forecast_evidence(
     *,
     offline_lift: float | None = None,
@@ -202,8 +216,8 @@ def forecast_evidence(
 
     if truth is None and not recommendations:
         if offline_lift is None or offline_se is None:
-            missing = "offline_lift" if offline_lift is None else "offline_se"
-            raise OptionError(missing, None, "give offline_lift with offline_se")
+            missing, other = ("offline_lift", "offline_se")[:: 1 if offline_lift is None else -1]
+            raise OptionError(missing, None, f"give it with {{{other}}}", mentions=(other,))
         if not math.isfinite(offline_lift):
             raise OptionError("offline_lift", offline_lift, "give a finite relative lift")
         if not 0 <= offline_se < math.inf:
@@ -212,13 +226,15 @@ def forecast_evidence(
     if truth is None:
         raise OptionError("truth", None, "give the held-out truth the runs are evaluated on")
     if recommendations is None or len(recommendations) != 2:
-        raise OptionError("recommendations", None, "give two runs: production's, the candidate's")
-    ks = cutoffs(k) if isinstance(k, str) else tuple(k)
-    if not ks or not all(v > 0 for v in ks):
-        raise OptionError("k", k, "give cutoffs such as 5,10")
-    return evaluation_evidence(truth, dict(recommendations), k=ks, alpha=alpha)
+        given = len(recommendations or ())
+        reason = f"{given} run(s) given; give two: production's (named control) and the candidate's"
+        raise OptionError("recommendations", None, reason)
+    share("alpha", alpha)
+    return evaluation_evidence(truth, dict(recommendations), k=cutoffs(k), alpha=alpha)
 
 
+@keywords_checked
+@forwards("abeval.api.across:forecast_options")
 def forecast_history(
     history: str | Path,
     evidence: Evidence,

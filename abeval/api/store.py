@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO, cast, get_args
 from abeval.api.across import Across
 from abeval.api.configuration import Configuring
 from abeval.api.offline import Offline
-from abeval.api.options import at_least, choice
+from abeval.api.options import at_least, choice, keywords_checked
 from abeval.api.planning import Planning
 from abeval.api.reporting import Reporting
 from abeval.errors import OptionError
@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from abeval.store.rejects import RejectedRow
 
 
+@keywords_checked
 def open(
     db: str | Path | None = None,
     *,
@@ -140,6 +141,7 @@ class Store(Reporting, Planning, Across, Offline, Configuring):
         return apply(self._store)
 
 
+@keywords_checked
 def demo(out_dir: str | Path, *, users: int = 30_000, seed: int = 7) -> Iterator[Any]:
     """``abeval demo``, step by step: simulate an experiment into ``out_dir``, load
     it into a fresh store there, report on it, then simulate a history of

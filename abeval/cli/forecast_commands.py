@@ -4,7 +4,6 @@ and the past experiments (docs/usage.md#forecast-the-online-lift)."""
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 from typing import Annotated
 
@@ -17,26 +16,8 @@ from abeval.cli.app import (
     emit,
     page_out,
     require,
-    require_positive,
-    require_share,
 )
 from abeval.cli.options import JsonAlias, KOption, TextPageFormatOption, chosen_format
-
-
-def _models(texts: list[str]) -> dict[str, str]:
-    """``-r NAME=FILE`` options: production's and the candidate's; a usage error otherwise."""
-    from abeval import api
-
-    try:
-        models = api.named_models(texts)
-    except ValueError as exc:
-        raise typer.BadParameter(str(exc), param_hint="-r") from None
-    require(
-        len(models) == 2,
-        "-r",
-        f"{len(models)} model(s) given; give two: -r control=PRODUCTION -r candidate=CANDIDATE",
-    )
-    return models
 
 
 @command(app, "forecast")
@@ -163,15 +144,19 @@ def forecast(
     """Forecast a candidate's online lift from its offline lift and the past experiments:
     point, prediction interval, P(lift > 0), and the users a test needs."""
     from abeval import api, render
+    from abeval.api import options as check
 
-    given_alpha = alpha
-    alpha = 0.05 if alpha is None else alpha
-    require_share(alpha, "--alpha")
-    require_share(assurance, "--assurance")
-    require(
-        -1 < mde < math.inf and mde != 0, "--mde", f"give a relative lift such as 0.02, got {mde:g}"
+    # The options' values are checked by the library (api.forecast_options and
+    # api.forecast_evidence raise OptionError, printed naming the option).
+    options = api.forecast_options(
+        signal=signal,
+        primary=primary,
+        alpha=alpha,
+        mde=mde,
+        assurance=assurance,
+        users_per_day=users_per_day,
+        history=history,
     )
-    require_positive(users_per_day, "--users-per-day")
     evidence = None
     typed = offline_lift is not None or offline_se is not None
     evaluated = truth is not None or bool(recommendations)
@@ -196,30 +181,15 @@ def forecast(
         )
         require(history is None, "--history", "off-policy evidence reads the store; drop --history")
     if typed:
-        require(offline_lift is not None, "--offline-lift", "give it with --offline-se")
-        require(offline_se is not None, "--offline-se", "give it with --offline-lift")
-        assert offline_lift is not None and offline_se is not None
-        require(math.isfinite(offline_lift), "--offline-lift", "give a finite relative lift")
-        require(0 <= offline_se < math.inf, "--offline-se", "give a standard error, 0 or more")
         evidence = api.forecast_evidence(offline_lift=offline_lift, offline_se=offline_se)
     elif evaluated:
         require(
             truth is not None, "--truth", "give the held-out truth the -r models are evaluated on"
         )
-        models = _models(recommendations or [])
-        ks = tuple(int(v) for v in k.split(",") if v.strip().isdigit())
-        require(bool(ks) and all(v > 0 for v in ks), "--k", f"give cutoffs such as 5,10, got {k!r}")
-        assert truth is not None
-        evidence = api.forecast_evidence(truth=truth, recommendations=models, k=ks, alpha=alpha)
-    options = api.forecast_options(
-        signal=signal,
-        primary=primary,
-        alpha=given_alpha,
-        mde=mde,
-        assurance=assurance,
-        users_per_day=users_per_day,
-        history=history,
-    )
+        models = check.named_files("recommendations", recommendations or [])
+        evidence = api.forecast_evidence(
+            truth=truth, recommendations=models, k=k, alpha=options.alpha
+        )
     if history is not None:
         assert evidence is not None
         report = api.forecast_history(history, evidence, options)

@@ -273,7 +273,6 @@ def experiment_set(
     target MDE, alpha, correction, planned horizon); `report` and `power` use them
     unless a flag says otherwise."""
     from abeval import api, render
-    from abeval.cli.report_commands import window_bound
 
     config = config_flags(locals())
     given = (control, split, window_from, window_to, target_propensities)
@@ -282,9 +281,9 @@ def experiment_set(
             "give --control, --split, --from, --to, --target-propensities or an option to "
             "record (see --help)"
         )
-    start = window_bound(window_from, "--from", end=False)
-    end = window_bound(window_to, "--to", end=True)
-    require(start is None or end is None or start < end, "--to", "must come after --from")
+    from abeval.api import options as check
+
+    start, end = check.window(window_from, window_to)  # before the store is opened
     with api.open(db, create=False) as store:
         s, _, recorded = store.set(
             experiment,
