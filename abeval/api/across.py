@@ -20,6 +20,7 @@ from abeval.api.options import (
     names,
     positive,
     share,
+    within,
 )
 from abeval.errors import OptionError
 
@@ -99,6 +100,25 @@ class Across(Opened):
         return build_forecast(self._store, evidence, checked, board)
 
 
+@keywords_checked
+def agreement_numbers(
+    alpha: float | None, seed: int | None, resamples: int | None
+) -> tuple[float, int, int]:
+    """The agreement board's ``alpha``, ``seed`` and ``resamples``, each checked
+    (an :class:`OptionError` naming it) and defaulted where None."""
+    from abeval.analysis.agreement import AgreementOptions
+
+    defaults = AgreementOptions()
+    alpha = defaults.alpha if alpha is None else alpha
+    share("alpha", alpha)
+    seed = defaults.seed if seed is None else seed
+    at_least("seed", seed, 0)
+    resamples = defaults.resamples if resamples is None else resamples
+    within("resamples", resamples, MIN_RESAMPLES, MAX_RESAMPLES,
+           f"give {MIN_RESAMPLES:,} to {MAX_RESAMPLES:,}")  # fmt: skip
+    return alpha, seed, resamples
+
+
 def _agreement_options(
     alpha: float | None,
     seed: int | None,
@@ -110,16 +130,8 @@ def _agreement_options(
     """The board's options, each checked (an :class:`OptionError` naming it)."""
     from abeval.analysis.agreement import AgreementOptions
 
-    defaults = AgreementOptions()
     alpha_given = alpha is not None
-    alpha = defaults.alpha if alpha is None else alpha
-    share("alpha", alpha)
-    seed = defaults.seed if seed is None else seed
-    at_least("seed", seed, 0)
-    resamples = defaults.resamples if resamples is None else resamples
-    if not MIN_RESAMPLES <= resamples <= MAX_RESAMPLES:
-        allowed = f"{MIN_RESAMPLES:,} to {MAX_RESAMPLES:,}"
-        raise OptionError("resamples", resamples, f"give {allowed}", allowed=allowed)
+    alpha, seed, resamples = agreement_numbers(alpha, seed, resamples)
     if not metrics:
         raise OptionError("primary", primary, "no metric given; name them as ctr,conversion")
     return AgreementOptions(

@@ -113,8 +113,9 @@ def agreement(
         holds = "a history file already holds its offline lifts"
         check.given("target_propensities", not target_propensities, holds)
         check.given("db", db is None, "give either --history or --db")
+    api.agreement_numbers(alpha, seed, resamples)  # before the store is opened
     if history is None:
-        api.metric_names(primary, "primary")  # before the store is opened
+        api.metric_names(primary, "primary")
         with api.open(db, read_only=True) as store:
             names = list(experiment or [])
             if experiments is not None:

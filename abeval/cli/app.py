@@ -10,7 +10,6 @@ command spells it (:func:`option_name`).
 from __future__ import annotations
 
 import functools
-import math
 import signal
 import sys
 from collections.abc import Callable, Sequence
@@ -173,24 +172,6 @@ def emit(text: str, out: Path | None, default: Path | None = None) -> None:
     text = text if text.endswith("\n") else text + "\n"
     render.write(target, text, make_folders=out is None)
     typer.echo(f"wrote {target}", err=True)
-
-
-def require(ok: bool, option: str, message: str) -> None:
-    """A usage error (exit code 2) naming ``option`` unless ``ok``. Write the
-    condition so that NaN fails it (``0 < x < 1``, not ``not x <= 0``)."""
-    if not ok:
-        raise typer.BadParameter(message, param_hint=option)
-
-
-def require_share(value: float, option: str) -> None:
-    """``value`` is strictly between 0 and 1 (a level, a power, a probability)."""
-    require(0 < value < 1, option, f"must be between 0 and 1 (exclusive), got {value:g}")
-
-
-def require_positive(value: float | None, option: str) -> None:
-    """``value`` is a finite number above 0 (when given)."""
-    if value is not None:
-        require(0 < value < math.inf, option, f"must be a number above 0, got {value:g}")
 
 
 def fail(

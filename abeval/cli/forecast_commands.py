@@ -15,7 +15,6 @@ from abeval.cli.app import (
     command,
     emit,
     page_out,
-    require,
 )
 from abeval.cli.options import JsonAlias, KOption, TextPageFormatOption, chosen_format
 
@@ -161,31 +160,31 @@ def forecast(
     typed = offline_lift is not None or offline_se is not None
     evaluated = truth is not None or bool(recommendations)
     off_policy = target_propensities is not None or experiment is not None
-    require(
+    check.given(
+        "offline_lift",
         typed + evaluated + off_policy == 1,
-        "--offline-lift",
         "give the candidate's offline evidence once: --offline-lift and --offline-se, "
         "or -t TRUTH -r control=FILE -r candidate=FILE, "
         "or --target-propensities FILE --experiment PRODUCTION_EXPERIMENT",
     )
     if off_policy:
-        require(
+        check.given(
+            "target_propensities",
             target_propensities is not None,
-            "--target-propensities",
             "give the candidate's probabilities with --experiment",
         )
-        require(
+        check.given(
+            "experiment",
             experiment is not None,
-            "--experiment",
             "name the stored experiment whose production logs --target-propensities reweights",
         )
-        require(history is None, "--history", "off-policy evidence reads the store; drop --history")
+        drop = "off-policy evidence reads the store; drop --history"
+        check.given("history", history is None, drop)
     if typed:
         evidence = api.forecast_evidence(offline_lift=offline_lift, offline_se=offline_se)
     elif evaluated:
-        require(
-            truth is not None, "--truth", "give the held-out truth the -r models are evaluated on"
-        )
+        held_out = "give the held-out truth the -r models are evaluated on"
+        check.given("truth", truth is not None, held_out)
         models = check.named_files("recommendations", recommendations or [])
         evidence = api.forecast_evidence(
             truth=truth, recommendations=models, k=k, alpha=options.alpha
