@@ -22,12 +22,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from abeval.errors import AbevalError, NotFoundError, close_matches
 
 if TYPE_CHECKING:
-    from abeval.store.engine import Store
+    from abeval.store.database import Database
 
 EvidenceKind = Literal["typed", "evaluation", "off_policy"]
 
@@ -54,18 +54,22 @@ def typed_evidence(lift: float, se: float) -> Evidence:
 
 
 def evaluation_evidence(
-    truth: str | Path,
-    models: Mapping[str, str | Path],
+    truth: Any,
+    models: Mapping[str, Any],
     *,
     k: tuple[int, ...] = (5, 10),
     metrics: str | None = None,
     alpha: float = 0.05,
 ) -> Evidence:
-    """Evaluate the two models of ``models`` on ``truth``: the one named
-    ``control`` (else the first) is production, the other the candidate."""
+    """Evaluate the two models of ``models`` on ``truth`` (files, or tables in memory:
+    :func:`~abeval.analysis.evaluate.evaluate`): the one named ``control`` (else the
+    first) is production, the other the candidate."""
     from abeval.analysis.evaluate import evaluate
+    from abeval.analysis.evaluate.reader import source
     from abeval.analysis.evaluate.record import Target, recorded_evaluation
     from abeval.analysis.recorded_lift import recorded_lift
+
+    truth = source("truth", truth)
 
     names = list(models)
     if len(names) != 2:
@@ -95,7 +99,7 @@ def evaluation_evidence(
 
 
 def ope_evidence(
-    store: Store, experiment: str, target_propensities: str | Path, alpha: float = 0.05
+    store: Database, experiment: str, target_propensities: str | Path, alpha: float = 0.05
 ) -> Evidence:
     """The candidate's off-policy lift over production: ``experiment``'s control
     logs reweighted to the candidate's probabilities (the file), by the headline

@@ -9,21 +9,25 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from abeval.analysis.metric_file import read_metric_file
+from abeval.analysis.metric_file import read_metric_file, unseen_events
 from abeval.analysis.online_metrics import BUILTIN_METRICS
 from abeval.analysis.team_metrics import TeamMetric
 
 if TYPE_CHECKING:
-    from abeval.store.engine import Store
+    from abeval.store.database import Database
+    from abeval.store.metric_definitions import RecordedDefinition
 
 
 @dataclass(frozen=True)
 class Added:
-    """What ``metrics add`` recorded: the metrics, and which of them replaced a
-    definition recorded before."""
+    """What ``metrics add`` recorded: the metrics, which of them replaced a
+    definition recorded before, and a warning line per event type a metric reads
+    that no ingested row has yet (recorded all the same: the report says so until
+    the events arrive)."""
 
     metrics: tuple[TeamMetric, ...]
     replaced: tuple[str, ...]
+    warnings: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -58,20 +62,41 @@ class MetricRow:
         return out
 
 
-def add_metrics(store: Store, path: Path) -> Added:
-    """Read ``path``, check every definition against the store's event types, and
-    record them all in one transaction (nothing when any is wrong)."""
+def add_metrics(store: Database, path: Path) -> Added:
+    """Read ``path``, check every definition, and record them all in one
+    transaction (nothing when any is wrong); an event type not ingested yet is a
+    warning, not a mistake."""
     from abeval.store import metric_definitions as stored
 
     with store.connect() as conn:
         types = stored.event_types(conn)
         before = {r.name for r in stored.load(conn)}
-    metrics = read_metric_file(path, types)
+    metrics = read_metric_file(path)
     stored.save(store, {m.name: m.to_json() for m in metrics}, path.name)
-    return Added(metrics, tuple(m.name for m in metrics if m.name in before))
+    replaced = tuple(m.name for m in metrics if m.name in before)
+    return Added(metrics, replaced, unseen_events(metrics, types))
 
 
-def list_metrics(store: Store) -> tuple[MetricRow, ...]:
+def remove_metric(store: Database, name: str) -> MetricRow:
+    """Forget the team-defined metric ``name`` (a built-in one cannot be); the
+    metric as it was recorded."""
+    from abeval.errors import InputError, NotFoundError, did_you_mean
+    from abeval.store import metric_definitions as stored
+
+    if name in BUILTIN_METRICS:
+        raise InputError(f"{name!r} is a built-in metric; only a recorded metric can be removed")
+    removed = stored.remove(store, name)
+    if removed is None:
+        with store.connect() as conn:
+            known = stored.names(stored.load(conn))
+        raise NotFoundError(
+            f"no recorded metric {name!r}; {did_you_mean(name, known)}"
+            "list them with `abeval metrics`"
+        )
+    return _row(removed)
+
+
+def list_metrics(store: Database) -> tuple[MetricRow, ...]:
     """The built-in metrics, then the recorded ones by name."""
     from abeval.store.metric_definitions import recorded
 
@@ -79,20 +104,21 @@ def list_metrics(store: Store) -> tuple[MetricRow, ...]:
         MetricRow(m.name, m.kind, True, m.label, m.description, "", m.lower_is_better)
         for m in BUILTIN_METRICS.values()
     ]
-    for r in recorded(store):
-        m = TeamMetric.from_json(r.name, r.definition)
-        rows.append(
-            MetricRow(
-                m.name,
-                m.kind,
-                False,
-                m.name,
-                m.formula(),
-                m.description,
-                m.lower_is_better,
-                m,
-                r.source,
-                r.recorded_at,
-            )
-        )
+    rows += [_row(r) for r in recorded(store)]
     return tuple(rows)
+
+
+def _row(r: RecordedDefinition) -> MetricRow:
+    m = TeamMetric.from_json(r.name, r.definition)
+    return MetricRow(
+        m.name,
+        m.kind,
+        False,
+        m.name,
+        m.formula(),
+        m.description,
+        m.lower_is_better,
+        m,
+        r.source,
+        r.recorded_at,
+    )

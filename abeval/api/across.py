@@ -215,15 +215,16 @@ def forecast_evidence(
     *,
     offline_lift: float | None = None,
     offline_se: float | None = None,
-    truth: str | Path | None = None,
-    recommendations: Mapping[str, str | Path] | None = None,
+    truth: Any = None,
+    recommendations: Mapping[str, Any] | None = None,
     k: str | Sequence[int] = (5, 10),
     alpha: float = 0.05,
 ) -> Evidence:
     """A candidate's offline evidence for :meth:`Store.forecast`: its lift over
     production as a number (``offline_lift`` and its standard error ``offline_se``),
     or evaluated on held-out ``truth`` from the two runs of ``recommendations``
-    (production named ``control``, else the first; the candidate the other)."""
+    (production named ``control``, else the first; the candidate the other), each a
+    file path, a pandas DataFrame or a pyarrow Table, as :func:`abeval.evaluate` takes."""
     from abeval.analysis.forecast_candidate import evaluation_evidence, typed_evidence
 
     if truth is None and not recommendations:

@@ -59,8 +59,6 @@ def evaluate(
     the store ``db``, its control is the baseline, and the evaluation is recorded
     there (``result.recorded``); ``on_lock_wait`` is told, in a sentence, when the
     record waits for a store another process holds."""
-    import tempfile
-
     chosen = {"ap_denominator": ap_denominator, "gain": gain, "empty": empty}
     chosen["duplicates"] = duplicates
     if any(v is not None for v in chosen.values()):
@@ -75,70 +73,38 @@ def evaluate(
     if options.get("min_relevance") is not None:
         finite("min_relevance", options["min_relevance"], "a finite relevance grade")
     if db is not None and experiment is None:
+        from abeval.store.engine import display_url
+
         reason = "a store records an evaluation: give {experiment} too"
-        raise OptionError("db", str(db), reason, mentions=("experiment",))
+        raise OptionError("db", display_url(str(db)), reason, mentions=("experiment",))
     ks = cutoffs(k)
-    with tempfile.TemporaryDirectory(prefix="abeval-") as folder:
-        tables = _Tables(Path(folder))
-        truth_path = tables.path("truth", truth)
-        recs = tables.named("recommendations", runs)
-        preds = tables.named("predictions", predictions)
-        if experiment is not None:
-            from abeval.analysis.evaluate.record import evaluate_for_experiment
+    from abeval.analysis.evaluate.inputs import named
+    from abeval.analysis.evaluate.reader import source
+    from abeval.analysis.evaluate.run import model_sources
 
-            return evaluate_for_experiment(
-                None if db is None else str(db),
-                experiment,
-                truth_path,
-                recs if isinstance(recs, dict) else dict(zip(_run_names(recs), recs, strict=True)),
-                predictions=preds if isinstance(preds, dict) else {},
-                on_lock_wait=on_lock_wait,
-                k=ks,
-                metrics=metrics,
-                **options,
-            )
-        from abeval.analysis.evaluate import evaluate as run_evaluation
+    truth_source = source("truth", truth)
+    recs = model_sources("runs", runs)
+    preds = model_sources("predictions", predictions)
+    for name in ("items", "history"):
+        if options.get(name) is not None:
+            options[name] = source(name, options[name])
+    if experiment is not None:
+        from abeval.analysis.evaluate.record import evaluate_for_experiment
 
-        return run_evaluation(truth_path, recs, predictions=preds, k=ks, metrics=metrics, **options)
+        return evaluate_for_experiment(
+            None if db is None else str(db),
+            experiment,
+            truth_source,
+            dict(named(recs)),
+            predictions=preds if isinstance(preds, Mapping) else {},
+            on_lock_wait=on_lock_wait,
+            k=ks,
+            metrics=metrics,
+            **options,
+        )
+    from abeval.analysis.evaluate import evaluate as run_evaluation
 
-
-def _run_names(paths: Sequence[str | Path]) -> list[str]:
-    """The models' names of runs given as a list: their files' stems."""
-    from abeval.files import model_names
-
-    return model_names(paths)
-
-
-class _Tables:
-    """Data frames and Arrow tables written as Parquet files for the file readers."""
-
-    def __init__(self, folder: Path) -> None:
-        self.folder = folder
-
-    def path(self, name: str, data: Any) -> str | Path:
-        if isinstance(data, str | Path):
-            return data
-        import duckdb
-
-        target = self.folder / f"{name}.parquet"
-        con = duckdb.connect(":memory:")
-        try:
-            con.register("frame", data)
-            con.execute(f"COPY frame TO '{target}' (FORMAT parquet)")
-        except (duckdb.Error, ValueError, TypeError) as exc:
-            raise OptionError(
-                name,
-                type(data).__name__,
-                f"give a file path, a pandas DataFrame or an Arrow table ({exc})",
-            ) from None
-        finally:
-            con.close()
-        return target
-
-    def named(self, what: str, data: Mapping[str, Any] | Sequence[Any]) -> Any:
-        if isinstance(data, Mapping):
-            return {name: self.path(f"{what}-{i}", v) for i, (name, v) in enumerate(data.items())}
-        return [self.path(f"{what}-{i}", v) for i, v in enumerate(data)]
+    return run_evaluation(truth_source, recs, predictions=preds, k=ks, metrics=metrics, **options)
 
 
 @keywords_checked

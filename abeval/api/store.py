@@ -6,7 +6,7 @@ offers every analysis through its parts (:mod:`abeval.api.reporting`,
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, cast, get_args
 
@@ -71,7 +71,8 @@ class Store(Reporting, Planning, Across, Offline, Configuring):
         fmt: str | None = None,
         epoch: str | None = None,
     ) -> IngestSummary:
-        """Load one event file (all or nothing; loading it again adds nothing).
+        """Load one event file (all or nothing; loading it again adds nothing), or
+        a pandas DataFrame or pyarrow Table of events (as a Parquet file of them).
 
         ``path`` ``"-"`` reads standard input, and a binary stream (an open file,
         ``io.BytesIO``) is read too: both need ``input_format`` and are named
@@ -88,6 +89,8 @@ class Store(Reporting, Planning, Across, Offline, Configuring):
             choice("epoch", epoch, get_args(EpochUnit))
         if input_format is not None:
             choice("input_format", input_format, get_args(FileFormat))
+        if not isinstance(path, str | Path) and not hasattr(path, "read"):
+            return self._ingest_frame(path, mode, progress, epoch)
         if isinstance(path, str | Path) and str(path) != "-":
             return ingest_file(
                 self._store,
@@ -120,6 +123,44 @@ class Store(Reporting, Planning, Across, Offline, Configuring):
                 epoch=epoch,
             )
 
+    def _ingest_frame(
+        self,
+        data: Any,
+        on_error: Any,
+        progress: Callable[[str], None] | None,
+        epoch: str | None,
+    ) -> IngestSummary:
+        """A pandas DataFrame or a pyarrow Table, loaded as the Parquet file it is
+        written to (the file's accounting, checks and rejects; its rows counted
+        from 1), named after its type (``DataFrame``) in messages and the record."""
+        import tempfile
+
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        from abeval.analysis.evaluate.reader import Frame, source
+        from abeval.store.ingest import ingest_file
+
+        frame = source("path", data)  # one line for what is neither file nor frame
+        given = frame.data if isinstance(frame, Frame) else frame
+        table = (
+            given
+            if isinstance(given, pa.Table)
+            else pa.Table.from_pandas(given, preserve_index=False)
+        )
+        with tempfile.TemporaryDirectory(prefix="abeval-frame-") as folder:
+            path = Path(folder) / "frame.parquet"
+            pq.write_table(table, path)
+            return ingest_file(
+                self._store,
+                path,
+                fmt="parquet",
+                on_error=on_error,
+                progress=progress,
+                shown=type(data).__name__,
+                epoch=epoch,
+            )
+
     def experiments(self) -> Experiments:
         """What the store holds: each experiment's arms, users, events and time range."""
         from abeval.store.experiments import list_experiments
@@ -146,15 +187,3 @@ class Store(Reporting, Planning, Across, Offline, Configuring):
         from abeval.store.migrate import apply
 
         return apply(self._store)
-
-
-@keywords_checked
-def demo(out_dir: str | Path, *, users: int = 30_000, seed: int = 7) -> Iterator[Any]:
-    """``abeval demo``, step by step: simulate an experiment into ``out_dir``, load
-    it into a fresh store there, report on it, then simulate a history of
-    experiments, record their evaluations, build the agreement board and
-    forecast a candidate. Yields, as it goes, a line saying what was done (a
-    ``str``) or the experiment's report (the CLI prints its text)."""
-    from abeval.api.walkthrough import run_demo
-
-    return run_demo(Path(out_dir), users, seed)

@@ -17,6 +17,7 @@ from abeval.cli.options import (
     chosen_format,
     experiment_option,
 )
+from abeval.errors import AbevalError
 
 
 @command(app, "evaluate")
@@ -162,7 +163,7 @@ def evaluate_command(
 ) -> None:
     """Evaluate recommendation files against held-out truth (ranking metrics, beyond-accuracy
     metrics, RMSE/MAE) and compare models, paired over users."""
-    from abeval import api, render
+    from abeval import api
     from abeval.api import options as check
 
     # The values are checked by the library (api.evaluate raises OptionError).
@@ -184,15 +185,21 @@ def evaluate_command(
         "seed": seed,
         "per_user": per_user,
     }
-    result = api.evaluate(
-        truth,
-        recs,
-        predictions=preds,
-        experiment=experiment,
-        db=db,
-        on_lock_wait=None if experiment is None else lambda m: typer.echo(m, err=True),
-        **options,
-    )
+    try:
+        result = api.evaluate(
+            truth,
+            recs,
+            predictions=preds,
+            experiment=experiment,
+            db=db,
+            on_lock_wait=None if experiment is None else lambda m: typer.echo(m, err=True),
+            **options,
+        )
+    except AbevalError as exc:
+        finished = getattr(exc, "result", None)  # evaluated, but not recorded
+        if finished is not None:
+            _write(finished, fmt, as_json, out, alpha, resamples, seed)
+        raise
     for warning in result.warnings:
         typer.echo(f"Warning: {warning}", err=True)
     if result.recorded is not None:
@@ -202,6 +209,21 @@ def evaluate_command(
             f"({r.rows} rows; baseline: the control arm {r.control})",
             err=True,
         )
+    _write(result, fmt, as_json, out, alpha, resamples, seed)
+
+
+def _write(
+    result: Any,
+    fmt: Any,
+    as_json: bool,
+    out: Path | None,
+    alpha: float,
+    resamples: int,
+    seed: int,
+) -> None:
+    """The evaluation's page, JSON or text, where ``--out`` says."""
+    from abeval import render
+
     fmt = chosen_format(fmt, as_json)
     if fmt == "html":
         page = render.html(result, alpha=alpha, resamples=resamples, seed=seed)

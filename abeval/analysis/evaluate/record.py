@@ -25,13 +25,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from abeval.analysis.evaluate.reader import Frame, Source
 from abeval.analysis.evaluate.results import EvaluationResult, Recorded
 from abeval.errors import AbevalError, Interrupted, OptionError
 from abeval.files import sha256_file
 from abeval.store.evaluations import RecordedEvaluation, RecordedMetric, record_evaluation
 
 if TYPE_CHECKING:
-    from abeval.store.engine import Store
+    from abeval.store.database import Database
 
 #: Input roles of which there is one file; the models' files are keyed ``role:name``.
 _SINGLE_ROLES = ("truth", "items", "history")
@@ -47,7 +48,7 @@ class Target:
 
 
 def experiment_target(
-    store: Store, experiment: str, models: Sequence[str], predictors: Sequence[str] = ()
+    store: Database, experiment: str, models: Sequence[str], predictors: Sequence[str] = ()
 ) -> Target:
     """Check the models against the experiment's arms: each model an arm, the
     control one of the recommendation models (of the predictions when there are
@@ -79,13 +80,16 @@ def experiment_target(
     return Target(experiment, control, tuple(settings.arms))
 
 
-def fingerprints(result: EvaluationResult) -> dict[str, str]:
+def fingerprints(result: EvaluationResult, frames: Sequence[Frame] = ()) -> dict[str, str]:
     """SHA-256 of every input file, keyed by its role (``truth``, ``items``,
-    ``history``) or ``role:model`` (``recommendations:control``)."""
+    ``history``) or ``role:model`` (``recommendations:control``); an input given
+    as one of ``frames`` (in memory) by :meth:`Frame.sha256`."""
+    by_name = {f.name: f for f in frames}
     out = {}
     for f in result.files:
         key = f.role if f.role in _SINGLE_ROLES else f"{f.role}:{f.name}"
-        out[key] = sha256_file(f.path)[0]
+        frame = by_name.get(f.path)
+        out[key] = frame.sha256() if frame is not None else sha256_file(f.path)[0]
     return out
 
 
@@ -130,10 +134,10 @@ def recorded_evaluation(
 def evaluate_for_experiment(
     db: str | None,
     experiment: str,
-    truth: str | Path,
-    recommendations: Mapping[str, str | Path],
+    truth: Source,
+    recommendations: Mapping[str, Source],
     *,
-    predictions: Mapping[str, str | Path] | None = None,
+    predictions: Mapping[str, Source] | None = None,
     alpha: float = 0.05,
     on_lock_wait: Callable[[str], None] | None = None,
     keep_in: str | Path | None = None,
@@ -157,6 +161,10 @@ def evaluate_for_experiment(
     from abeval.store import open_store
 
     predictions = predictions or {}
+    given = [truth, *recommendations.values(), *predictions.values()]
+    frames = [
+        f for f in (*given, options.get("items"), options.get("history")) if isinstance(f, Frame)
+    ]
     with open_store(db, create=False) as store:
         target = experiment_target(store, experiment, list(recommendations), list(predictions))
     result = evaluate(
@@ -168,7 +176,7 @@ def evaluate_for_experiment(
         **options,
     )
     at = datetime.now(UTC).replace(tzinfo=None)
-    evaluation = recorded_evaluation(result, target, alpha, fingerprints(result), at)
+    evaluation = recorded_evaluation(result, target, alpha, fingerprints(result, frames), at)
     try:
         with open_store(
             db, create=False, lock_timeout=math.inf, on_lock_wait=on_lock_wait
@@ -177,7 +185,7 @@ def evaluate_for_experiment(
     except AbevalError as exc:
         if isinstance(exc, Interrupted):
             raise
-        raise NotRecorded(exc, keep(evaluation, keep_in), db) from None
+        raise NotRecorded(exc, keep(evaluation, keep_in), db, result) from None
     recorded = Recorded(experiment, eid, target.control, at.isoformat(), len(evaluation.metrics))
     return replace(result, recorded=recorded)
 
@@ -186,16 +194,35 @@ class NotRecorded(AbevalError):
     """The evaluation finished but the store refused it (a fault, a full disk, the
     experiment gone): it is kept in a file, and the line says how to record it."""
 
-    def __init__(self, cause: AbevalError, kept: Path, db: str | None) -> None:
+    def __init__(
+        self,
+        cause: AbevalError,
+        kept: Path,
+        db: str | None,
+        result: EvaluationResult | None = None,
+    ) -> None:
         from abeval.formatting import printable
 
-        store = f" --db {shlex.quote(db)}" if db else ""
         super().__init__(
             f"the evaluation finished but was not recorded: {printable(cause.message)}; "
             f"it is kept in {kept}: record it with abeval experiment record "
-            f"{shlex.quote(str(kept))}{store}"
+            f"{shlex.quote(str(kept))}{_store_option(db)}"
         )
         self.kept = kept
+        #: The evaluation itself, for its outputs (``evaluate -o FILE``).
+        self.result = result
+
+
+def _store_option(db: str | None) -> str:
+    """`` --db STORE`` naming the store as it may be shown: its secrets masked, and
+    a word on putting them back where they were."""
+    if not db:
+        return ""
+    from abeval.store.engine import display_url
+    from abeval.store.url_secrets import secrets_of
+
+    shown = f" --db {shlex.quote(display_url(db))}"
+    return f"{shown} (its secrets back in place of ***)" if secrets_of(db) else shown
 
 
 def keep(evaluation: RecordedEvaluation, folder: str | Path | None = None) -> Path:
@@ -217,7 +244,7 @@ def keep(evaluation: RecordedEvaluation, folder: str | Path | None = None) -> Pa
     raise AbevalError(f"the evaluation finished but could not be kept in {folder or Path.cwd()}")
 
 
-def record_kept(store: Store, path: str | Path) -> RecordedEvaluation:
+def record_kept(store: Database, path: str | Path) -> RecordedEvaluation:
     """Record an evaluation :func:`keep` wrote, as it was computed (its id and its
     time unchanged); one line naming the file for anything else."""
     from abeval.errors import InputError
