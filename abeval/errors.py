@@ -129,24 +129,48 @@ class OptionError(AbevalError):
         *,
         allowed: Sequence[Any] | str | None = None,
         details: list[str] | None = None,
+        mentions: Sequence[str] = (),
     ) -> None:
+        # A reason that names another parameter writes it as {name} (``mentions``):
+        # the library's message shows its name, the CLI its option.
         given = "" if value is None else f"={shown_value(value)}"
-        super().__init__(f"{parameter}{given}: {reason}", details=details)
+        super().__init__(f"{parameter}{given}: {reason}", details=details, parameters=mentions)
         self.parameter = parameter
         self.value = value
         self.allowed = allowed
+        self._reason = reason
+        for p in mentions:
+            reason = reason.replace("{" + p + "}", p)
         self.reason = reason
 
-    def line(self, option: str) -> str:
-        """The one line, naming the option as ``option`` spells it (``--primary``)."""
+    def line(self, option: str, spell: Callable[[str], str] = str) -> str:
+        """The one line, naming the option as ``option`` spells it (``--primary``)
+        and each parameter its reason mentions as ``spell`` does."""
+        reason = self._reason
+        for p in self.parameters:
+            reason = reason.replace("{" + p + "}", spell(p))
         given = "" if self.value is None else f" {shown_value(self.value)}"
-        return f"{option}{given}: {self.reason}"
+        return f"{option}{given}: {reason}"
 
     def spelt(self, spell: Callable[[str], str]) -> str:
-        return self.line(spell(self.parameter))
+        return self.line(spell(self.parameter), spell)
 
     def prefixed(self, before: str, after: str = "") -> AbevalError:
         return self
+
+
+class KeywordError(OptionError, TypeError):
+    """A keyword argument that the function called does not take (``alpah=0.1``):
+    an :class:`OptionError` naming the keyword, with a did-you-mean for the
+    closest real one (``allowed``: the keywords it takes), and a ``TypeError``
+    too, as Python raises for an unknown keyword, so that ``except TypeError``
+    still catches it."""
+
+    def __init__(self, keyword: str, function: str, known: Sequence[str]) -> None:
+        close = close_matches(keyword, known)
+        hint = f"; did you mean {' or '.join(close)}?" if close else ""
+        super().__init__(keyword, None, f"{function}() takes no such keyword{hint}", allowed=known)
+        self.function = function
 
 
 def shown_value(value: Any) -> str:
@@ -155,6 +179,8 @@ def shown_value(value: Any) -> str:
         return repr(value)
     if isinstance(value, list | tuple):
         return repr(",".join(str(v) for v in value))
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
+        return str(int(value))  # 2, as a user writes it, not 2.0
     return str(value)
 
 

@@ -10,7 +10,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from abeval.api.opened import Opened
-from abeval.api.options import Names, at_least, cutoffs, metric_names, names, positive, share
+from abeval.api.options import (
+    Names,
+    at_least,
+    cutoffs,
+    forwards,
+    keywords_checked,
+    metric_names,
+    names,
+    positive,
+    share,
+    within,
+)
 from abeval.errors import OptionError
 
 if TYPE_CHECKING:
@@ -62,6 +73,7 @@ class Across(Opened):
 
         return ShownBoard.of(agreement_board(self._store, options, catalog))
 
+    @forwards("abeval.api.across:forecast_options")
     def forecast(
         self,
         evidence: Evidence | None = None,
@@ -100,6 +112,25 @@ class Across(Opened):
         return ShownForecast.of(build_forecast(self._store, evidence, checked, board))
 
 
+@keywords_checked
+def agreement_numbers(
+    alpha: float | None, seed: int | None, resamples: int | None
+) -> tuple[float, int, int]:
+    """The agreement board's ``alpha``, ``seed`` and ``resamples``, each checked
+    (an :class:`OptionError` naming it) and defaulted where None."""
+    from abeval.analysis.agreement import AgreementOptions
+
+    defaults = AgreementOptions()
+    alpha = defaults.alpha if alpha is None else alpha
+    share("alpha", alpha)
+    seed = defaults.seed if seed is None else seed
+    at_least("seed", seed, 0)
+    resamples = defaults.resamples if resamples is None else resamples
+    within("resamples", resamples, MIN_RESAMPLES, MAX_RESAMPLES,
+           f"give {MIN_RESAMPLES:,} to {MAX_RESAMPLES:,}")  # fmt: skip
+    return alpha, seed, resamples
+
+
 def _agreement_options(
     alpha: float | None,
     seed: int | None,
@@ -111,16 +142,8 @@ def _agreement_options(
     """The board's options, each checked (an :class:`OptionError` naming it)."""
     from abeval.analysis.agreement import AgreementOptions
 
-    defaults = AgreementOptions()
     alpha_given = alpha is not None
-    alpha = defaults.alpha if alpha is None else alpha
-    share("alpha", alpha)
-    seed = defaults.seed if seed is None else seed
-    at_least("seed", seed, 0)
-    resamples = defaults.resamples if resamples is None else resamples
-    if not MIN_RESAMPLES <= resamples <= MAX_RESAMPLES:
-        allowed = f"{MIN_RESAMPLES:,} to {MAX_RESAMPLES:,}"
-        raise OptionError("resamples", resamples, f"give {allowed}", allowed=allowed)
+    alpha, seed, resamples = agreement_numbers(alpha, seed, resamples)
     if not metrics:
         raise OptionError("primary", primary, "no metric given; name them as ctr,conversion")
     return AgreementOptions(
@@ -134,6 +157,7 @@ def _agreement_options(
     )
 
 
+@keywords_checked
 def agreement_history(
     history: str | Path,
     *,
@@ -162,6 +186,7 @@ def agreement_history(
     return ShownBoard.of(history_board(history, options))
 
 
+@keywords_checked
 def forecast_options(
     *,
     signal: str | None = None,
@@ -205,6 +230,7 @@ def forecast_options(
     )
 
 
+@keywords_checked
 def forecast_evidence(
     *,
     offline_lift: float | None = None,
@@ -228,8 +254,8 @@ def forecast_evidence(
 
     if truth is None and not recommendations:
         if offline_lift is None or offline_se is None:
-            missing = "offline_lift" if offline_lift is None else "offline_se"
-            raise OptionError(missing, None, "give offline_lift with offline_se")
+            missing, other = ("offline_lift", "offline_se")[:: 1 if offline_lift is None else -1]
+            raise OptionError(missing, None, f"give it with {{{other}}}", mentions=(other,))
         if not math.isfinite(offline_lift):
             raise OptionError("offline_lift", offline_lift, "give a finite relative lift")
         if not 0 <= offline_se < math.inf:
@@ -238,13 +264,15 @@ def forecast_evidence(
     if truth is None:
         raise OptionError("truth", None, "give the held-out truth the runs are evaluated on")
     if recommendations is None or len(recommendations) != 2:
-        raise OptionError("recommendations", None, "give two runs: production's, the candidate's")
-    ks = cutoffs(k) if isinstance(k, str) else tuple(k)
-    if not ks or not all(v > 0 for v in ks):
-        raise OptionError("k", k, "give cutoffs such as 5,10")
-    return evaluation_evidence(truth, dict(recommendations), k=ks, alpha=alpha)
+        given = len(recommendations or ())
+        reason = f"{given} run(s) given; give two: production's (named control) and the candidate's"
+        raise OptionError("recommendations", None, reason)
+    share("alpha", alpha)
+    return evaluation_evidence(truth, dict(recommendations), k=cutoffs(k), alpha=alpha)
 
 
+@keywords_checked
+@forwards("abeval.api.across:forecast_options")
 def forecast_history(
     history: str | Path,
     evidence: Evidence,

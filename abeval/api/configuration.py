@@ -11,8 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from abeval.api.opened import Opened
-from abeval.api.options import bound, given
-from abeval.errors import OptionError
+from abeval.api.options import forwards, given, keywords_checked, window
 
 if TYPE_CHECKING:
     from abeval.analysis.experiment_config import ExperimentConfig
@@ -107,6 +106,7 @@ class Configuring(Opened):
         with self._refusing_sources(experiment):
             return show(self._store, experiment)
 
+    @forwards("abeval.api.configuration:experiment_config")
     def set(
         self,
         experiment: str,
@@ -132,10 +132,7 @@ class Configuring(Opened):
         if checked is not None and options:
             raise TypeError("give either checked options or keyword options, not both")
         config = checked if checked is not None else experiment_config(**options)
-        start = bound("window_from", window_from, end=False)
-        end = bound("window_to", window_to, end=True)
-        if start is not None and end is not None and not start < end:
-            raise OptionError("window_to", None, "must come after --from")
+        start, end = window(window_from, window_to)
         targets = None
         if target_propensities is not None:
             from abeval.analysis.ope_file import target_file
@@ -182,6 +179,7 @@ class Configuring(Opened):
         return refusing()
 
 
+@keywords_checked
 def source_mapping(
     *,
     table: str,
@@ -231,6 +229,8 @@ def source_mapping(
     )
 
 
+@keywords_checked
+@forwards("abeval.analysis.experiment_config:parse_config")
 def experiment_config(
     *, cap: Sequence[str] | Mapping[str, float] | None = None, **options: Any
 ) -> ExperimentConfig:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from abeval.api.opened import Opened
-from abeval.api.options import Names, cutoffs, share
+from abeval.api.options import Names, cutoffs, finite, forwards, keywords_checked, share, within
 from abeval.errors import OptionError
 
 if TYPE_CHECKING:
@@ -31,6 +31,8 @@ class Offline(Opened):
         return record_kept(self._store, file)
 
 
+@keywords_checked
+@forwards("abeval.analysis.evaluate.run:evaluate")
 def evaluate(
     truth: Any,
     runs: Mapping[str, Any] | Sequence[Any] = (),
@@ -75,11 +77,16 @@ def evaluate(
         given = {name: value for name, value in chosen.items() if value is not None}
         options["conventions"] = Conventions(**given)  # type: ignore[arg-type]
     share("alpha", options.get("alpha", 0.05))
+    within("resamples", options.get("resamples", 2000), 1, 10**7, "give 1 to 10,000,000")
+    reason = "give a whole number from 0 to 2**32 - 1"
+    within("seed", options.get("seed", 0), 0, 2**32 - 1, reason)
+    if options.get("min_relevance") is not None:
+        finite("min_relevance", options["min_relevance"], "a finite relevance grade")
     if db is not None and experiment is None:
         from abeval.store.engine import display_url
 
-        shown = display_url(str(db))
-        raise OptionError("db", shown, "a store records an evaluation: give experiment too")
+        reason = "a store records an evaluation: give {experiment} too"
+        raise OptionError("db", display_url(str(db)), reason, mentions=("experiment",))
     ks = cutoffs(k)
     from abeval.analysis.evaluate.inputs import named
     from abeval.analysis.evaluate.reader import source
@@ -114,6 +121,7 @@ def evaluate(
     )
 
 
+@keywords_checked
 def named_models(texts: Sequence[str]) -> dict[str, str]:
     """``[NAME=]FILE`` texts (``abeval evaluate -r``) → model name → file, named
     after the files where no name is given (docs/usage.md#named-models); a
@@ -127,6 +135,7 @@ def named_models(texts: Sequence[str]) -> dict[str, str]:
     return parse(texts)
 
 
+@keywords_checked
 def model_argument(
     text: str, *, what: str = "model name", form: str = "NAME=PATH", must_exist: bool = True
 ) -> tuple[str | None, str]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from abeval.api.opened import Opened
-from abeval.api.options import Names, positive, share
+from abeval.api.options import Names, at_least, finite, keywords_checked, lift, positive, share
 from abeval.errors import OptionError
 
 if TYPE_CHECKING:
@@ -74,6 +74,7 @@ class Planning(Opened):
         share("power", power)
         positive("tuning_n", tuning_n)
         if mde is not None:
+            lift("mde", mde)
             positive("mde", mde)
         catalog = self.catalog()
         metrics = (
@@ -86,6 +87,7 @@ class Planning(Opened):
         return plan_report(self._store, experiment, given.options(base), catalog)
 
 
+@keywords_checked
 def plan_power(
     baseline: float,
     *,
@@ -107,7 +109,23 @@ def plan_power(
     from abeval.stats import minimum_detectable_effect, required_users
 
     if (mde is None) == (users is None):
-        raise OptionError("mde", mde, "give exactly one of mde or users")
+        raise OptionError(
+            "mde", mde, "give exactly one of {mde} or {users}", mentions=("mde", "users")
+        )
+    share("alpha", alpha)
+    share("power", power)
+    positive("tuning_n", tuning_n)
+    if mde is not None:
+        lift("mde", mde)
+    at_least("arms", arms, 2, "a test needs a control and at least one treatment")
+    finite("baseline", baseline)
+    if sd is not None:
+        positive("sd", sd)
+    elif not 0 < baseline < 1:
+        reason = "a proportion must be between 0 and 1; for a mean also give {sd}"
+        raise OptionError("baseline", baseline, reason, mentions=("sd",))
+    if users is not None:
+        at_least("users", users, 2, "give at least 2 users per arm")
     variance = baseline * (1 - baseline) if sd is None else sd * sd
     if mde is not None:
         return required_users(

@@ -8,8 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, get_args
 
 from abeval.api.opened import Opened
-from abeval.api.options import Names, bound, choice, cutoffs, positive
-from abeval.errors import OptionError
+from abeval.api.options import Names, choice, cutoffs, forwards, keywords_checked, positive, window
 
 if TYPE_CHECKING:
     from abeval.analysis.online_metrics import Catalog
@@ -19,6 +18,7 @@ if TYPE_CHECKING:
 class Reporting(Opened):
     """``Store.report``."""
 
+    @forwards("abeval.api.reporting:report_options")
     def report(
         self, experiment: str, checked: ReportOptions | None = None, **options: Any
     ) -> ExperimentReport:
@@ -41,6 +41,7 @@ class Reporting(Opened):
         return ShownReport.of(report)
 
 
+@keywords_checked
 def report_options(
     *,
     control: str | None = None,
@@ -90,10 +91,7 @@ def report_options(
     choice("relative_interval", relative_interval, get_args(RelativeIntervalChoice))
     positive("tuning_n", tuning_n)
     positive("ope_cap", ope_cap)
-    start = bound("window_from", window_from, end=False)
-    end = bound("window_to", window_to, end=True)
-    if start is not None and end is not None and not start < end:
-        raise OptionError("window_to", window_to, "must come after the start of the window")
+    start, end = window(window_from, window_to)
     given = parse_config(
         primary=primary,
         secondary=secondary,

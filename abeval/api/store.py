@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO, cast, get_args
 from abeval.api.across import Across
 from abeval.api.configuration import Configuring
 from abeval.api.offline import Offline
-from abeval.api.options import at_least, choice
+from abeval.api.options import at_least, choice, keywords_checked, within
 from abeval.api.planning import Planning
 from abeval.api.reporting import Reporting
 from abeval.errors import OptionError
@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from abeval.store.rejects import RejectedRow
 
 
+@keywords_checked
 def open(
     db: str | Path | None = None,
     *,
@@ -45,6 +46,13 @@ def open(
 
     shown = None if db is None else str(db)
     return Store(open_store(shown, read_only=read_only, create=create, migrate=migrate))
+
+
+def rejects_options(ingest: int | None, limit: int) -> None:
+    """:meth:`Store.rejects`'s options, checked (an OptionError naming the first bad one)."""
+    at_least("limit", limit, 1, "give at least 1 row")
+    if ingest is not None:
+        within("ingest", ingest, 1, 2**62 - 1, "ingest ids start at 1")
 
 
 class Experiments(list["ExperimentSummary"]):
@@ -214,7 +222,7 @@ class Store(Reporting, Planning, Across, Offline, Configuring):
         """
         from abeval.store.rejects import rejected_rows
 
-        at_least("limit", limit, 1)
+        rejects_options(ingest, limit)
         return rejected_rows(self._store, ingest=ingest, limit=limit)
 
     def migrate(self) -> list[Migration]:
