@@ -117,7 +117,14 @@ def agreement_numbers(
     alpha: float | None, seed: int | None, resamples: int | None
 ) -> tuple[float, int, int]:
     """The agreement board's ``alpha``, ``seed`` and ``resamples``, each checked
-    (an :class:`OptionError` naming it) and defaulted where None."""
+    (an :class:`OptionError` naming it) and defaulted where None.
+
+    >>> agreement_numbers(None, None, None)  # doctest: +SKIP
+    (0.05, 0, 2000)
+    >>> agreement_numbers(1.5, None, None)  # doctest: +SKIP
+    Traceback (most recent call last):
+    abeval.errors.OptionError: alpha 1.5: must be between 0 and 1 (exclusive)
+    """
     from abeval.analysis.agreement import AgreementOptions
 
     defaults = AgreementOptions()
