@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from abeval.store.sql.online_moments import moment_columns, moments_from_row
+from abeval.store.sql.online_moments import cross_pairs, moment_columns, moments_from_row
 from abeval.store.sql.online_pass import Caps, online_ctes, user_metrics_cte
 from abeval.store.sql.online_variables import BUILTIN, Moments, VariableSet
 from abeval.store.sql.parts import Cte, With
@@ -48,8 +48,9 @@ def segment_moments_sql(
     ctes = (base or online_ctes(cuped_days, variables=variables)).then(
         *segment_population(), *user_metrics_cte(segment=True, caps=caps, variables=variables)
     )
+    columns = moment_columns(variables.all_names, "", cross_pairs(variables))
     return ctes.sql(
-        f"SELECT segment, arm, {', '.join(moment_columns(variables.all_names))} "
+        f"SELECT segment, arm, {', '.join(columns)} "
         "FROM user_metrics GROUP BY segment, arm ORDER BY segment, arm"
     )
 
@@ -72,6 +73,8 @@ def segment_moments(
         text(segment_moments_sql(cuped_days, base, caps, variables)),
         {"experiment": experiment, "segment": segment},
     )
+    pairs = cross_pairs(variables)
     for r in rows:
-        out.setdefault(str(r.segment), {})[str(r.arm)] = moments_from_row(r, variables.all_names)
+        moments = moments_from_row(r, variables.all_names, "", pairs)
+        out.setdefault(str(r.segment), {})[str(r.arm)] = moments
     return out
