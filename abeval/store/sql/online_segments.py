@@ -10,7 +10,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from abeval.store.sql.online_moments import cross_pairs, moment_columns, moments_from_row
+from abeval.store.sql.online_moments import (
+    cross_pairs,
+    groups,
+    merged,
+    moment_columns,
+    moments_from_row,
+)
 from abeval.store.sql.online_pass import Caps, online_ctes, user_metrics_cte
 from abeval.store.sql.online_variables import BUILTIN, Moments, VariableSet
 from abeval.store.sql.parts import Cte, With
@@ -68,13 +74,17 @@ def segment_moments(
     user's first qualifying event, so it is fixed before treatment)."""
     from sqlalchemy import text
 
+    read: dict[tuple[str, str], list[Moments]] = {}
+    for part in groups(variables):
+        rows = conn.execute(
+            text(segment_moments_sql(cuped_days, base, caps, part)),
+            {"experiment": experiment, "segment": segment},
+        )
+        pairs = cross_pairs(part)
+        for r in rows:
+            moments = moments_from_row(r, part.all_names, "", pairs)
+            read.setdefault((str(r.segment), str(r.arm)), []).append(moments)
     out: dict[str, dict[str, Moments]] = {}
-    rows = conn.execute(
-        text(segment_moments_sql(cuped_days, base, caps, variables)),
-        {"experiment": experiment, "segment": segment},
-    )
-    pairs = cross_pairs(variables)
-    for r in rows:
-        moments = moments_from_row(r, variables.all_names, "", pairs)
-        out.setdefault(str(r.segment), {})[str(r.arm)] = moments
+    for (value, arm), parts in read.items():
+        out.setdefault(value, {})[arm] = merged(parts)
     return out
