@@ -82,6 +82,16 @@ class InputError(AbevalError):
         self.column = column
 
 
+class DamagedFile(InputError):
+    """A compressed input file ends before its compressed stream does, or its
+    compressed data is damaged: ``file`` names it, ``line`` is the last whole line
+    read from it (at least), ``size`` its size in bytes."""
+
+    def __init__(self, message: str, *, file: str, line: int, size: int) -> None:
+        super().__init__(message, file=file, line=line)
+        self.size = size
+
+
 class OptionError(AbevalError):
     """An invalid option value (a usage error, exit code 2).
 

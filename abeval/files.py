@@ -152,8 +152,12 @@ def write_atomic(path: str | Path, text: str, *, make_folders: bool = False) -> 
     if out.exists() and not out.is_file():
         # A device or a pipe (-o /dev/null, -o /dev/stderr): written into, never
         # replaced by a rename (as root that would put a plain file in /dev).
-        with out.open("w", encoding="utf-8") as f:
-            f.write(text)
+        try:
+            with out.open("w", encoding="utf-8") as f:
+                f.write(text)
+        except OSError as exc:
+            reason = exc.strerror or type(exc).__name__
+            raise OutputError(f"cannot write {out}: {reason}", path=str(out)) from None
         return
     tmp = out.with_name(out.name + ".tmp")
     try:

@@ -138,7 +138,12 @@ def checkpoint() -> None:
 
 
 def running() -> None:
-    """The command's own code starts: signals now stop it."""
+    """The command's own code starts: signals now stop it. After a group's own
+    callback (``abeval metrics`` before ``metrics add``) finished, the handlers
+    it set aside are put back: the sub-command is the command."""
+    if _state["phase"] == "done":
+        for signum in _state.pop("set_aside", ()):
+            signal.signal(signum, _handle)
     _state["phase"] = "running"
 
 
@@ -149,9 +154,10 @@ def finished() -> int | None:
     and a signal would then kill the process after it said it finished)."""
     _state["phase"] = "done"
     if _state.get("installed"):
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        if signal.getsignal(signal.SIGINT) is _handle:
-            signal.signal(signal.SIGINT, signal.SIG_IGN)
+        aside = [s for s in (signal.SIGTERM, signal.SIGINT) if signal.getsignal(s) is _handle]
+        for signum in aside:
+            signal.signal(signum, signal.SIG_IGN)
+        _state["set_aside"] = aside
     _state["committed"] = False
     return _held.pop(0) if _held else None
 

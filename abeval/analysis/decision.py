@@ -69,10 +69,12 @@ def decisions(
             for m in metrics
             if m.arm == arm and m.role == "primary"
         )
+        # A primary metric named among the guardrails is judged as one too.
         guardrails = tuple(
-            metric_input(m, o.target_mde, margin=o.margin(m.metric))
+            metric_input(m, o.target_mde, margin=o.margin(m.metric), role="guardrail")
             for m in metrics
-            if m.arm == arm and m.role == "guardrail"
+            if m.arm == arm
+            and (m.role == "guardrail" or (m.role == "primary" and m.metric in o.guardrails))
         )
         decision, reason = gate(
             decide(primaries, guardrails, health.srm.flagged, o.target_mde, catalog),
@@ -145,13 +147,14 @@ def metric_input(
     detectable: float | None = None,
     *,
     margin: float | None = None,
+    role: Role | None = None,
 ) -> DecisionInput:
     """What the rule reads of one metric result (a guardrail's ``margin``: the
     largest relative harm it may show), in the metric's direction, which the result
-    carries."""
+    carries, and in its role or in ``role``."""
     return comparison_input(
         m.metric,
-        m.role,
+        role or m.role,
         m.comparison,
         target_mde,
         detectable,
@@ -229,6 +232,7 @@ def decide(
     if broken:
         return "invalid", "could not compare " + _names(broken, catalog, status=True)
     worse = [m for m in (*primaries, *guardrails) if m.direction == "worse"]
+    worse = [m for i, m in enumerate(worse) if m.metric not in {w.metric for w in worse[:i]}]
     if worse:
         return "roll_back", "significantly worse: " + _names(worse, catalog, lift=True)
     better = [p for p in primaries if p.direction == "better"]

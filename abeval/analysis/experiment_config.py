@@ -25,7 +25,7 @@ from abeval.errors import OptionError
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
 
-    from abeval.store.engine import Store
+    from abeval.store.database import Database
     from abeval.store.experiments import (
         ExperimentSettings,
         SettingsChange,
@@ -151,7 +151,7 @@ def parse_guardrails(
     the names checked (against ``catalog``, as :func:`parse_online_metrics` checks them);
     an :class:`OptionError` carries ``value`` as given."""
     given = value if isinstance(value, str) else ",".join(value)
-    out = []
+    out: list[Guardrail] = []
     for part in given.split(","):
         if not part.strip():
             continue
@@ -160,6 +160,10 @@ def parse_guardrails(
             name = parse_online_metrics(name.strip(), (), "guardrails", catalog=catalog)[0]
         except OptionError as exc:
             raise OptionError("guardrails", value, exc.reason, allowed=exc.allowed) from None
+        if any(g.metric == name for g in out):
+            raise OptionError(
+                "guardrails", value, f"names {name} twice; give each guardrail once, one margin"
+            )
         out.append(Guardrail(name, parse_margin(margin, name, value) if sep else None))
     return tuple(out)
 
@@ -180,6 +184,10 @@ def check_plan(value: int | None, parameter: str) -> int | None:
     return value
 
 
+#: The longest CUPED pre-period: what a timestamp's arithmetic holds in every engine.
+MAX_CUPED_DAYS = 3650
+
+
 def check_options(config: ExperimentConfig) -> ExperimentConfig:
     """Check the values of a configuration about to be used or recorded; return it."""
     if config.alpha is not None and not 0 < config.alpha < 1:
@@ -188,8 +196,9 @@ def check_options(config: ExperimentConfig) -> ExperimentConfig:
     if config.target_mde is not None and not 0 < config.target_mde < math.inf:
         reason = "must be a number above 0"
         raise OptionError("target_mde", config.target_mde, reason, allowed="a number above 0")
-    if config.cuped_days is not None and config.cuped_days < 0:
-        raise OptionError("cuped_days", config.cuped_days, "must be 0 or more", allowed=">= 0")
+    if config.cuped_days is not None and not 0 <= config.cuped_days <= MAX_CUPED_DAYS:
+        reason = f"give 0 to {MAX_CUPED_DAYS:,} days (ten years)"
+        raise OptionError("cuped_days", config.cuped_days, reason, allowed=f"0..{MAX_CUPED_DAYS}")
     corrections = get_args(Correction)
     if config.correction is not None and config.correction not in corrections:
         reason = f"choose from {', '.join(corrections)}"
@@ -262,7 +271,7 @@ def read_config(conn: Connection, experiment: str) -> ExperimentConfig:
 
 
 def record(
-    store: Store,
+    store: Database,
     experiment: str,
     settings: SettingsChange,
     changes: ExperimentConfig,
@@ -306,7 +315,7 @@ def record(
     return current, config, done
 
 
-def show(store: Store, experiment: str) -> tuple[ExperimentSettings, ExperimentConfig]:
+def show(store: Database, experiment: str) -> tuple[ExperimentSettings, ExperimentConfig]:
     """What is recorded for ``experiment``: its settings and its configuration."""
     from abeval.store.experiments import get_settings
 

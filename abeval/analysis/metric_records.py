@@ -14,7 +14,8 @@ from abeval.analysis.online_metrics import BUILTIN_METRICS
 from abeval.analysis.team_metrics import TeamMetric
 
 if TYPE_CHECKING:
-    from abeval.store.engine import Store
+    from abeval.store.database import Database
+    from abeval.store.metric_definitions import RecordedDefinition
 
 
 @dataclass(frozen=True)
@@ -58,7 +59,7 @@ class MetricRow:
         return out
 
 
-def add_metrics(store: Store, path: Path) -> Added:
+def add_metrics(store: Database, path: Path) -> Added:
     """Read ``path``, check every definition against the store's event types, and
     record them all in one transaction (nothing when any is wrong)."""
     from abeval.store import metric_definitions as stored
@@ -71,7 +72,26 @@ def add_metrics(store: Store, path: Path) -> Added:
     return Added(metrics, tuple(m.name for m in metrics if m.name in before))
 
 
-def list_metrics(store: Store) -> tuple[MetricRow, ...]:
+def remove_metric(store: Database, name: str) -> MetricRow:
+    """Forget the team-defined metric ``name`` (a built-in one cannot be); the
+    metric as it was recorded."""
+    from abeval.errors import InputError, NotFoundError, did_you_mean
+    from abeval.store import metric_definitions as stored
+
+    if name in BUILTIN_METRICS:
+        raise InputError(f"{name!r} is a built-in metric; only a recorded metric can be removed")
+    removed = stored.remove(store, name)
+    if removed is None:
+        with store.connect() as conn:
+            known = stored.names(stored.load(conn))
+        raise NotFoundError(
+            f"no recorded metric {name!r}; {did_you_mean(name, known)}"
+            "list them with `abeval metrics`"
+        )
+    return _row(removed)
+
+
+def list_metrics(store: Database) -> tuple[MetricRow, ...]:
     """The built-in metrics, then the recorded ones by name."""
     from abeval.store.metric_definitions import recorded
 
@@ -79,20 +99,21 @@ def list_metrics(store: Store) -> tuple[MetricRow, ...]:
         MetricRow(m.name, m.kind, True, m.label, m.description, "", m.lower_is_better)
         for m in BUILTIN_METRICS.values()
     ]
-    for r in recorded(store):
-        m = TeamMetric.from_json(r.name, r.definition)
-        rows.append(
-            MetricRow(
-                m.name,
-                m.kind,
-                False,
-                m.name,
-                m.formula(),
-                m.description,
-                m.lower_is_better,
-                m,
-                r.source,
-                r.recorded_at,
-            )
-        )
+    rows += [_row(r) for r in recorded(store)]
     return tuple(rows)
+
+
+def _row(r: RecordedDefinition) -> MetricRow:
+    m = TeamMetric.from_json(r.name, r.definition)
+    return MetricRow(
+        m.name,
+        m.kind,
+        False,
+        m.name,
+        m.formula(),
+        m.description,
+        m.lower_is_better,
+        m,
+        r.source,
+        r.recorded_at,
+    )

@@ -20,6 +20,7 @@ from abeval.analysis.report_model import ControlRule, Health, ReportOptions
 from abeval.analysis.team_metrics import check_names
 from abeval.errors import AbevalError, NotFoundError, OptionError
 from abeval.stats import srm_test
+from abeval.store.backends import backend_of
 from abeval.store.experiments import (
     ExperimentSettings,
     get_settings,
@@ -117,7 +118,7 @@ def observe(
     arms = [control] + [a for a in settings.arms if a != control]
     window = _window(settings, o)
     check_names(o, catalog)
-    variables = catalog.variables
+    variables = catalog.variables.keyed_for(backend_of(conn))
     base, temporary = online_pass.shared(conn, experiment, o.cuped_days, window, variables)
     variables = variables.plus(copies(o.caps))  # columns of user_metrics, not of user_day
     kept = [t for t in temporary if t.endswith("_population")]
@@ -229,9 +230,10 @@ def _health(
     problems = []
     if srm.flagged:
         counts = ", ".join(f"{a} {users.get(a, 0):,}" for a in arms)
+        why = srm.message if srm.p_value is None else f"p = {srm.p_value:.2g}"
         problems.append(
             f"Sample ratio mismatch: users per arm {counts} "
-            f"differ from the expected split (p = {srm.p_value:.2g}). Assignment or logging is "
+            f"differ from the expected split ({why}). Assignment or logging is "
             "broken; lifts below may be biased."
         )
     if raw["users_in_several_arms"]:

@@ -39,6 +39,12 @@ class Configuring(Opened):
 
         return add_metrics(self._store, Path(file))
 
+    def remove_metric(self, name: str) -> MetricRow:
+        """Forget the team-defined metric ``name``; the metric as it was recorded."""
+        from abeval.analysis.metric_records import remove_metric
+
+        return remove_metric(self._store, name)
+
     def sources(self) -> list[Source]:
         """The tables read in place: name, table and mapping."""
         from abeval.store.sources import list_sources

@@ -68,7 +68,10 @@ def evaluate(
         options["conventions"] = Conventions(**given)  # type: ignore[arg-type]
     share("alpha", options.get("alpha", 0.05))
     if db is not None and experiment is None:
-        raise OptionError("db", str(db), "a store records an evaluation: give experiment too")
+        from abeval.store.engine import display_url
+
+        shown = display_url(str(db))
+        raise OptionError("db", shown, "a store records an evaluation: give experiment too")
     ks = cutoffs(k)
     with tempfile.TemporaryDirectory(prefix="abeval-") as folder:
         tables = _Tables(Path(folder))

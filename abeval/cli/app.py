@@ -9,8 +9,11 @@ command spells it (:func:`option_name`).
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import io
 import math
+import os
 import signal
 import sys
 from collections.abc import Callable, Sequence
@@ -24,7 +27,7 @@ from typer.core import TyperGroup
 
 from abeval import signals
 from abeval.cli.options import PageFormatOption as PageFormatOption
-from abeval.errors import AbevalError, Interrupted
+from abeval.errors import AbevalError, Interrupted, OutputError
 
 #: The commands in workflow order, in the sections ``abeval --help`` lists them in.
 SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -166,13 +169,28 @@ def emit(text: str, out: Path | None, default: Path | None = None) -> None:
     ``-o`` path's must exist (:func:`abeval.render.write`)."""
     target = out if out is not None else default
     if target is None or str(target) == "-":
-        typer.echo(text, nl=not text.endswith("\n"))
+        try:
+            typer.echo(text, nl=not text.endswith("\n"))
+            sys.stdout.flush()
+        except OSError as exc:
+            _drop_stdout()
+            reason = exc.strerror or type(exc).__name__
+            raise OutputError(f"cannot write to standard output: {reason}", path="-") from None
         return
     from abeval import render
 
     text = text if text.endswith("\n") else text + "\n"
     render.write(target, text, make_folders=out is None)
     typer.echo(f"wrote {target}", err=True)
+
+
+def _drop_stdout() -> None:
+    """Point standard output at the null device once writing to it failed, so
+    that the interpreter's last flush does not fail again with a traceback."""
+    with contextlib.suppress(OSError, ValueError, AttributeError, io.UnsupportedOperation):
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())
+        os.close(null)
 
 
 def require(ok: bool, option: str, message: str) -> None:

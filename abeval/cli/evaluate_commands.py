@@ -18,6 +18,7 @@ from abeval.cli.options import (
     chosen_format,
     experiment_option,
 )
+from abeval.errors import AbevalError
 
 
 def _named(texts: list[str] | None, option: str) -> dict[str, str]:
@@ -178,7 +179,7 @@ def evaluate_command(
     require(0 <= seed < 2**32, "--seed", f"give a whole number from 0 to 2**32 - 1, got {seed}")
     if min_relevance is not None:
         require(math.isfinite(min_relevance), "--min-relevance", "give a finite relevance grade")
-    from abeval import api, render
+    from abeval import api
 
     require(db is None or experiment is not None, "--db", "give it with --experiment NAME")
     recs = _named(recommendations, "--recommendations")
@@ -199,15 +200,21 @@ def evaluate_command(
         "seed": seed,
         "per_user": per_user,
     }
-    result = api.evaluate(
-        truth,
-        recs,
-        predictions=preds,
-        experiment=experiment,
-        db=db,
-        on_lock_wait=None if experiment is None else lambda m: typer.echo(m, err=True),
-        **options,
-    )
+    try:
+        result = api.evaluate(
+            truth,
+            recs,
+            predictions=preds,
+            experiment=experiment,
+            db=db,
+            on_lock_wait=None if experiment is None else lambda m: typer.echo(m, err=True),
+            **options,
+        )
+    except AbevalError as exc:
+        finished = getattr(exc, "result", None)  # evaluated, but not recorded
+        if finished is not None:
+            _write(finished, fmt, as_json, out, alpha, resamples, seed)
+        raise
     for warning in result.warnings:
         typer.echo(f"Warning: {warning}", err=True)
     if result.recorded is not None:
@@ -217,6 +224,21 @@ def evaluate_command(
             f"({r.rows} rows; baseline: the control arm {r.control})",
             err=True,
         )
+    _write(result, fmt, as_json, out, alpha, resamples, seed)
+
+
+def _write(
+    result: Any,
+    fmt: Any,
+    as_json: bool,
+    out: Path | None,
+    alpha: float,
+    resamples: int,
+    seed: int,
+) -> None:
+    """The evaluation's page, JSON or text, where ``--out`` says."""
+    from abeval import render
+
     fmt = chosen_format(fmt, as_json)
     if fmt == "html":
         page = render.html(result, alpha=alpha, resamples=resamples, seed=seed)

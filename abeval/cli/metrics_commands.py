@@ -1,4 +1,5 @@
-"""``abeval metrics`` and ``abeval metrics add FILE``: team-defined metrics
+"""``abeval metrics``, ``abeval metrics add FILE`` and ``abeval metrics remove NAME``:
+team-defined metrics
 (docs/metrics.md#team-defined-metrics)."""
 
 from __future__ import annotations
@@ -65,3 +66,17 @@ def metrics_add(
     typer.echo(f"recorded {count} metric{'s' if count != 1 else ''} from {file.name}: {names}")
     if added.replaced:
         typer.echo(f"replaced the earlier definitions of {', '.join(added.replaced)}")
+
+
+@command(metrics_app, "remove")
+def metrics_remove(
+    name: Annotated[str, typer.Argument(metavar="NAME", help="The recorded metric to forget.")],
+    db: DbOption = None,
+) -> None:
+    """Forget a recorded metric (the events are not touched)."""
+    from abeval import api
+    from abeval.formatting import printable
+
+    with api.open(db, create=False) as store:
+        removed = store.remove_metric(name)
+    typer.echo(printable(f"removed metric {removed.name!r} (recorded from {removed.source})"))

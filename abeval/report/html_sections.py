@@ -93,6 +93,8 @@ def _sample_ratio_check(report: ExperimentReport) -> HealthCheck:
     for every arm of ``report.arms`` (both come from the same list of arms)."""
     srm = report.health.srm
     if srm.status != "ok" or srm.expected is None:
+        if srm.flagged:
+            return HealthCheck("Sample ratio", "fail", "FAIL", srm.message or srm.status)
         return HealthCheck("Sample ratio", "info", "n/a", srm.message or srm.status)
     parts = [
         f"{a.arm} {count(a.users)} (expected {count(round(e))}, {share(a.expected_share)})"

@@ -32,8 +32,11 @@ def srm_test(
 ) -> SrmResult:
     """Pearson χ² of ``users`` per arm against ``weights`` (equal when None).
 
-    Weights need not sum to 1. Fewer than two arms, no users at all, negative
-    counts or non-positive weights give a status instead of a p-value.
+    Weights need not sum to 1. An arm with users but a weight of 0 (an arm
+    outside the recorded split) is a mismatch for certain: p = 0, flagged.
+    Weights that give no expected counts (negative, not finite, all 0) are
+    flagged too, with status ``invalid_input``: the check cannot pass. Fewer
+    than two arms or no users at all give a status instead of a p-value.
     """
     if weights is not None and len(weights) != len(users):
         raise ValueError(f"{len(users)} arms but {len(weights)} weights")
@@ -51,16 +54,39 @@ def srm_test(
         threshold=threshold,
         flagged=False,
     )
-    if any(u < 0 for u in observed) or any(not (math.isfinite(x) and x > 0) for x in w):
-        return replace(base, status="invalid_input", message="user counts must be ≥ 0, weights > 0")
+    if any(u < 0 for u in observed):
+        return replace(base, status="invalid_input", message="user counts must be ≥ 0")
+    if any(not (math.isfinite(x) and x >= 0) for x in w) or (w and not any(x > 0 for x in w)):
+        return replace(
+            base,
+            status="invalid_input",
+            message="the expected split has weights that are not finite and ≥ 0; record it again",
+            flagged=True,
+        )
     if len(observed) < 2:
         return replace(base, status="single_arm", message="the test needs at least two arms")
     total = sum(observed)
     if total == 0:
         return replace(base, status="no_users", message="no users in any arm")
-    expected = tuple(total * x / sum(w) for x in w)
-    statistic = sum((o - e) ** 2 / e for o, e in zip(observed, expected, strict=True))
-    dof = len(observed) - 1
+    top = max(w)
+    shares = [x / top for x in w]  # no overflow nor underflow of the sum
+    expected = tuple(total * x / sum(shares) for x in shares)
+    outside = [i for i, (o, e) in enumerate(zip(observed, expected, strict=True)) if o and not e]
+    if outside:
+        return replace(
+            base,
+            message=f"sample ratio mismatch: {sum(observed[i] for i in outside):,} users in "
+            "arms the expected split gives no share (p = 0)",
+            expected=expected,
+            dof=len(observed) - 1,
+            p_value=0.0,
+            flagged=True,
+        )
+    tested = [(o, e) for o, e in zip(observed, expected, strict=True) if e]
+    if len(tested) < 2:
+        return replace(base, status="single_arm", message="the test needs at least two arms")
+    statistic = sum((o - e) ** 2 / e for o, e in tested)
+    dof = len(tested) - 1
     p = float(chi2_sf(statistic, dof))
     flagged = p < threshold
     return replace(

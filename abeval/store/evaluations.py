@@ -25,7 +25,7 @@ from abeval.store.migrate import has_own_table
 from abeval.store.schema import TABLES
 
 if TYPE_CHECKING:
-    from abeval.store.engine import Store
+    from abeval.store.database import Database
 
 _COLUMNS = TABLES["offline_evaluations"].names
 
@@ -87,7 +87,7 @@ class RecordedEvaluation:
         return None
 
 
-def record_evaluation(store: Store, evaluation: RecordedEvaluation) -> str:
+def record_evaluation(store: Database, evaluation: RecordedEvaluation) -> str:
     """Write ``evaluation`` in one transaction (replacing an earlier recording of
     the same inputs); returns its id."""
     eid = evaluation.evaluation_id
@@ -178,7 +178,7 @@ class _Row:
 
 
 def latest_evaluations(
-    store: Store, experiments: Sequence[str] | None = None
+    store: Database, experiments: Sequence[str] | None = None
 ) -> dict[str, RecordedEvaluation]:
     """Per experiment (all, or those named), the evaluation recorded last."""
     from sqlalchemy import text

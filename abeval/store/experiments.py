@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
     from sqlalchemy.engine import Connection
 
-    from abeval.store.engine import Store
+    from abeval.store.database import Database
     from abeval.store.ope_target import RecordedTargets, TargetCheck, TargetRow
 
 
@@ -66,7 +66,7 @@ def _iso(value: Any) -> str | None:
     return value.isoformat(sep="T") if value is not None else None
 
 
-def list_experiments(store: Store, only: str | None = None) -> list[ExperimentSummary]:
+def list_experiments(store: Database, only: str | None = None) -> list[ExperimentSummary]:
     """The store's (ingested) experiments; ``abeval.store.sources`` lists those read
     in place."""
     with store.connect() as conn:
@@ -238,6 +238,11 @@ def _split_parts(text_value: str, arms: list[str]) -> list[str]:
     return parts
 
 
+#: The smallest share of the users a recorded split may give an arm: below it the
+#: expected count of the sample ratio check is no count at all.
+MIN_SPLIT_SHARE = 1e-6
+
+
 def parse_split(text_value: str, arms: list[str]) -> dict[str, float]:
     """``control=50,treatment=50`` → {arm: share}, checked against the arms."""
     split: dict[str, float] = {}
@@ -268,8 +273,19 @@ def parse_split(text_value: str, arms: list[str]) -> dict[str, float]:
             + (f" (missing: {', '.join(missing)})" if missing else ""),
             allowed=arms,
         )
-    total = sum(split.values())
-    return {k: v / total for k, v in split.items()}
+    top = max(split.values())
+    scaled = {k: v / top for k, v in split.items()}  # 1e308s do not overflow the sum
+    total = sum(scaled.values())
+    shares = {k: v / total for k, v in scaled.items()}
+    small = sorted(k for k, v in shares.items() if v < MIN_SPLIT_SHARE)
+    if small:
+        raise OptionError(
+            "split",
+            text_value,
+            f"gives {', '.join(small)} less than one in a million of the users; the sample "
+            "ratio check needs every arm's share at least 0.0001%",
+        )
+    return shares
 
 
 @dataclass(frozen=True)
@@ -291,7 +307,7 @@ class TargetsRecorded:
 
 
 def set_settings(
-    store: Store,
+    store: Database,
     experiment: str,
     control: str | None,
     split: str | None,

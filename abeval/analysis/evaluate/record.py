@@ -31,7 +31,7 @@ from abeval.files import sha256_file
 from abeval.store.evaluations import RecordedEvaluation, RecordedMetric, record_evaluation
 
 if TYPE_CHECKING:
-    from abeval.store.engine import Store
+    from abeval.store.database import Database
 
 #: Input roles of which there is one file; the models' files are keyed ``role:name``.
 _SINGLE_ROLES = ("truth", "items", "history")
@@ -47,7 +47,7 @@ class Target:
 
 
 def experiment_target(
-    store: Store, experiment: str, models: Sequence[str], predictors: Sequence[str] = ()
+    store: Database, experiment: str, models: Sequence[str], predictors: Sequence[str] = ()
 ) -> Target:
     """Check the models against the experiment's arms: each model an arm, the
     control one of the recommendation models (of the predictions when there are
@@ -177,7 +177,7 @@ def evaluate_for_experiment(
     except AbevalError as exc:
         if isinstance(exc, Interrupted):
             raise
-        raise NotRecorded(exc, keep(evaluation, keep_in), db) from None
+        raise NotRecorded(exc, keep(evaluation, keep_in), db, result) from None
     recorded = Recorded(experiment, eid, target.control, at.isoformat(), len(evaluation.metrics))
     return replace(result, recorded=recorded)
 
@@ -186,16 +186,35 @@ class NotRecorded(AbevalError):
     """The evaluation finished but the store refused it (a fault, a full disk, the
     experiment gone): it is kept in a file, and the line says how to record it."""
 
-    def __init__(self, cause: AbevalError, kept: Path, db: str | None) -> None:
+    def __init__(
+        self,
+        cause: AbevalError,
+        kept: Path,
+        db: str | None,
+        result: EvaluationResult | None = None,
+    ) -> None:
         from abeval.formatting import printable
 
-        store = f" --db {shlex.quote(db)}" if db else ""
         super().__init__(
             f"the evaluation finished but was not recorded: {printable(cause.message)}; "
             f"it is kept in {kept}: record it with abeval experiment record "
-            f"{shlex.quote(str(kept))}{store}"
+            f"{shlex.quote(str(kept))}{_store_option(db)}"
         )
         self.kept = kept
+        #: The evaluation itself, for its outputs (``evaluate -o FILE``).
+        self.result = result
+
+
+def _store_option(db: str | None) -> str:
+    """`` --db STORE`` naming the store as it may be shown: its secrets masked, and
+    a word on putting them back where they were."""
+    if not db:
+        return ""
+    from abeval.store.engine import display_url
+    from abeval.store.url_secrets import secrets_of
+
+    shown = f" --db {shlex.quote(display_url(db))}"
+    return f"{shown} (its secrets back in place of ***)" if secrets_of(db) else shown
 
 
 def keep(evaluation: RecordedEvaluation, folder: str | Path | None = None) -> Path:
@@ -217,7 +236,7 @@ def keep(evaluation: RecordedEvaluation, folder: str | Path | None = None) -> Pa
     raise AbevalError(f"the evaluation finished but could not be kept in {folder or Path.cwd()}")
 
 
-def record_kept(store: Store, path: str | Path) -> RecordedEvaluation:
+def record_kept(store: Database, path: str | Path) -> RecordedEvaluation:
     """Record an evaluation :func:`keep` wrote, as it was computed (its id and its
     time unchanged); one line naming the file for anything else."""
     from abeval.errors import InputError

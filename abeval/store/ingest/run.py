@@ -11,17 +11,22 @@ from typing import TYPE_CHECKING
 
 from abeval.choices import OnError
 from abeval.errors import InputError
-from abeval.store.ingest.lines import mixed_line_endings, unix_line_endings, without_bom
+from abeval.store.ingest.lines import (
+    check_compressed,
+    mixed_line_endings,
+    unix_line_endings,
+    without_bom,
+)
 from abeval.store.ingest.record import Checksum, Job
 from abeval.store.ingest.source import check_file
 from abeval.store.ingest.summary import IngestSummary
 
 if TYPE_CHECKING:
-    from abeval.store.engine import Store
+    from abeval.store.database import Database
 
 
 def ingest_file(
-    store: Store,
+    store: Database,
     path: str | Path,
     *,
     fmt: str | None = None,
@@ -38,6 +43,7 @@ def ingest_file(
     t0 = time.perf_counter()
     path = Path(path)
     kind = check_file(path, fmt, shown)
+    check_compressed(path, Path(shown) if shown is not None else path, on_error)
     checksum = Checksum(path)
     checksum.start()
     named = Path(shown) if shown is not None else path
@@ -59,7 +65,7 @@ def ingest_file(
         return _load(store, job, on_error)
 
 
-def _load(store: Store, job: Job, on_error: OnError) -> IngestSummary:
+def _load(store: Database, job: Job, on_error: OnError) -> IngestSummary:
     """The engine's load (:meth:`abeval.store.backends.Backend.load_file`): on
     DuckDB the direct load where it applies and succeeds, else the staged load."""
     return store.backend.load_file(store, job, on_error)

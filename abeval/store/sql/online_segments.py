@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from abeval.store.backends import backend_of
 from abeval.store.sql.online_moments import (
     cross_pairs,
     groups,
@@ -78,7 +79,7 @@ def segment_moments(
     for part in groups(variables):
         rows = conn.execute(
             text(segment_moments_sql(cuped_days, base, caps, part)),
-            {"experiment": experiment, "segment": segment},
+            {"experiment": experiment, "segment": backend_of(conn).json_key(segment)},
         )
         pairs = cross_pairs(part)
         for r in rows:

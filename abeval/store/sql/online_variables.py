@@ -10,11 +10,14 @@ n, the sum of every variable and the centred cross-products of every pair.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from abeval.store.quoting import quote_literal
+
+if TYPE_CHECKING:
+    from abeval.store.backends.base import Backend
 
 
 @dataclass(frozen=True)
@@ -81,6 +84,16 @@ class VariableSet:
             self.apart + other.apart,
             self.pairs + other.pairs,
         )
+
+    def keyed_for(self, backend: Backend) -> VariableSet:
+        """These variables with their attribute names written as the engine's
+        ``->>`` reads them as names (:meth:`Backend.json_key
+        <abeval.store.backends.base.Backend.json_key>`)."""
+        summed = tuple(
+            replace(v, where=tuple((backend.json_key(k), x) for k, x in v.where))
+            for v in self.summed
+        )
+        return replace(self, summed=summed)
 
 
 BUILTIN = VariableSet(
