@@ -16,7 +16,13 @@ from typing import Any
 
 
 class AbevalError(Exception):
-    """A user mistake or an environment problem, explained in one line."""
+    """A user mistake or an environment problem, explained in one line.
+
+    >>> try:
+    ...     abeval.open("missing.duckdb", read_only=True)
+    ... except abeval.AbevalError as e:
+    ...     print(e)
+    """
 
     exit_code = 1
     label = "Error"
@@ -64,7 +70,13 @@ class AbevalError(Exception):
 
 class InputError(AbevalError):
     """An input file does not follow the expected format; where known, ``file``,
-    ``line`` and ``column`` say where (the message already names them)."""
+    ``line`` and ``column`` say where (the message already names them).
+
+    >>> try:
+    ...     abeval.evaluate("truth.csv", {"m": "bad.csv"})
+    ... except abeval.InputError as e:
+    ...     print(e.where, e)
+    """
 
     def __init__(
         self,
@@ -99,7 +111,13 @@ class OptionError(AbevalError):
     ``value`` what was given, ``allowed`` the values allowed (a sequence) or a
     description of them. ``reason`` is the line without the option's name: the CLI
     prints ``<--option spelling> <value>: <reason>``, the library's ``message``
-    names the parameter instead."""
+    names the parameter instead.
+
+    >>> try:
+    ...     store.report("home-reco-v2", alpha=2)
+    ... except abeval.OptionError as e:
+    ...     print(e.parameter, e.value, e.allowed)
+    """
 
     exit_code = 2
 
@@ -142,7 +160,13 @@ def shown_value(value: Any) -> str:
 
 class OutputError(AbevalError):
     """An output cannot be written where it was asked for (a folder, a path under a
-    file, a missing or read-only folder); ``path`` is the output asked for."""
+    file, a missing or read-only folder); ``path`` is the output asked for.
+
+    >>> try:
+    ...     abeval.render.write("/no/such/folder/page.html", "...")
+    ... except abeval.OutputError as e:
+    ...     print(e)
+    """
 
     def __init__(self, message: str, *, path: str, details: list[str] | None = None) -> None:
         super().__init__(message, details=details)
@@ -150,11 +174,23 @@ class OutputError(AbevalError):
 
 
 class StoreError(AbevalError):
-    """The store cannot be opened, is locked, or is outdated."""
+    """The store cannot be opened, is locked, or is outdated.
+
+    >>> try:
+    ...     abeval.open("missing.duckdb", read_only=True)
+    ... except abeval.StoreError as e:
+    ...     print(e)
+    """
 
 
 class NotFoundError(AbevalError):
-    """An experiment, arm or column named by the user does not exist."""
+    """An experiment, arm or column named by the user does not exist.
+
+    >>> try:
+    ...     store.report("no-such-experiment")
+    ... except abeval.NotFoundError as e:
+    ...     print(e)
+    """
 
 
 class Interrupted(AbevalError):

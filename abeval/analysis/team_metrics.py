@@ -178,8 +178,26 @@ def recorded_definitions(conn: Connection) -> list[TeamMetric]:
 
 
 def read_catalog(conn: Connection) -> Catalog:
-    """The store's catalog: the built-in metrics and the team-defined ones it records."""
-    return catalog(recorded_definitions(conn))
+    """The store's catalog: the built-in metrics and the team-defined ones it
+    records, with the event types they read that no ingested row has yet."""
+    from dataclasses import replace
+
+    from abeval.store.metric_definitions import missing_event_types
+
+    definitions = recorded_definitions(conn)
+    events = {e for d in definitions for e in d.events()}
+    unseen = missing_event_types(conn, sorted(events)) if events else ()
+    return replace(catalog(definitions), unseen=frozenset(unseen))
+
+
+def no_events(name: str, catalog: Catalog) -> str | None:
+    """The message of a team metric's report row when an event type it reads has
+    no ingested row yet (``metrics add`` records such a metric with a warning)."""
+    definition = catalog.definitions.get(name)
+    if definition is None:
+        return None
+    missing = [e for e in definition.events() if e in catalog.unseen]
+    return f"no events of type {' or '.join(missing)} yet" if missing else None
 
 
 def check_names(o: ReportOptions, catalog: Catalog) -> None:

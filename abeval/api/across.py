@@ -41,7 +41,11 @@ class Across(Opened):
         across ``experiments`` (default: all of the store's); ``backtest``: also
         forecast each experiment from the earlier ones. Each experiment is read
         under its saved configuration; ``primary`` and ``alpha``, when given,
-        override its recorded primary metrics and α (the board's α is 0.05 then)."""
+        override its recorded primary metrics and α (the board's α is 0.05 then).
+
+        >>> board = store.agreement(seed=1)
+        >>> board.to_frame()[["signal", "online_metric", "spearman"]].head()
+        """
         from dataclasses import replace
 
         from abeval.analysis.agreement_board import agreement_board
@@ -54,7 +58,9 @@ class Across(Opened):
             experiments=None if experiments is None else names(experiments),
             target_propensities={k: str(v) for k, v in (target_propensities or {}).items()},
         )
-        return agreement_board(self._store, options, catalog)
+        from abeval.report.notebook import ShownBoard
+
+        return ShownBoard.of(agreement_board(self._store, options, catalog))
 
     def forecast(
         self,
@@ -71,7 +77,11 @@ class Across(Opened):
         ``evidence``, from the off-policy estimate of the candidate's
         ``target_propensities`` (a file) on ``experiment``'s production logs.
         ``options`` as :func:`forecast_options` takes them, or options it ``checked``
-        already; ``board``: the store's agreement board when it is built already."""
+        already; ``board``: the store's agreement board when it is built already.
+
+        >>> evidence = abeval.api.forecast_evidence(offline_lift=0.01, offline_se=0.002)
+        >>> store.forecast(evidence, mde=0.01).to_frame()[["metric", "lift", "interval_low"]]
+        """
         from abeval.analysis.forecast import build_forecast
 
         if checked is not None and options:
@@ -85,7 +95,9 @@ class Across(Opened):
             if experiment is None:
                 raise OptionError("experiment", None, "name the experiment of the production logs")
             evidence = ope_evidence(self._store, experiment, target_propensities, checked.alpha)
-        return build_forecast(self._store, evidence, checked, board)
+        from abeval.report.notebook import ShownForecast
+
+        return ShownForecast.of(build_forecast(self._store, evidence, checked, board))
 
 
 def _agreement_options(
@@ -133,7 +145,10 @@ def agreement_history(
 ) -> AgreementBoard:
     """The agreement board over a history file (CSV or Parquet, the columns of
     ``abeval forecast --history``) instead of a store; ``primary``: the file's
-    online metrics to keep (default all of them)."""
+    online metrics to keep (default all of them).
+
+    >>> abeval.api.agreement_history("history.csv", seed=1).to_frame()
+    """
     from abeval.analysis.agreement_history import history_board
     from abeval.analysis.online_metrics import DEFAULT_PRIMARY
 
@@ -141,9 +156,10 @@ def agreement_history(
     if primary is not None:
         parts = primary.split(",") if isinstance(primary, str) else list(primary)
         metrics = tuple(n.strip() for n in parts if n.strip())
-    return history_board(
-        history, _agreement_options(alpha, seed, resamples, metrics, primary, backtest)
-    )
+    from abeval.report.notebook import ShownBoard
+
+    options = _agreement_options(alpha, seed, resamples, metrics, primary, backtest)
+    return ShownBoard.of(history_board(history, options))
 
 
 def forecast_options(
@@ -161,7 +177,11 @@ def forecast_options(
     metrics (default ctr,conversion and each past experiment's recorded primary
     ones), ``alpha`` (default 0.05, each past experiment at its recorded α),
     the target lift ``mde``, the ``assurance`` a test is planned for, the new
-    test's ``users_per_day`` and a ``history`` file instead of the store."""
+    test's ``users_per_day`` and a ``history`` file instead of the store.
+
+    >>> checked = abeval.api.forecast_options(mde=0.01, assurance=0.9)
+    >>> store.forecast(evidence, checked)
+    """
     from abeval.analysis.forecast import ForecastOptions
 
     alpha_given = alpha is not None
@@ -189,15 +209,21 @@ def forecast_evidence(
     *,
     offline_lift: float | None = None,
     offline_se: float | None = None,
-    truth: str | Path | None = None,
-    recommendations: Mapping[str, str | Path] | None = None,
+    truth: Any = None,
+    recommendations: Mapping[str, Any] | None = None,
     k: str | Sequence[int] = (5, 10),
     alpha: float = 0.05,
 ) -> Evidence:
     """A candidate's offline evidence for :meth:`Store.forecast`: its lift over
     production as a number (``offline_lift`` and its standard error ``offline_se``),
     or evaluated on held-out ``truth`` from the two runs of ``recommendations``
-    (production named ``control``, else the first; the candidate the other)."""
+    (production named ``control``, else the first; the candidate the other), each a
+    file path, a pandas DataFrame or a pyarrow Table, as :func:`abeval.evaluate` takes.
+
+    >>> abeval.api.forecast_evidence(offline_lift=0.01, offline_se=0.002)
+    >>> runs = {"control": "a.csv", "candidate": "b.csv"}
+    >>> abeval.api.forecast_evidence(truth="truth.csv", recommendations=runs)
+    """
     from abeval.analysis.forecast_candidate import evaluation_evidence, typed_evidence
 
     if truth is None and not recommendations:
@@ -227,7 +253,11 @@ def forecast_history(
 ) -> ForecastReport:
     """:meth:`Store.forecast` from a history file (CSV or Parquet: experiment,
     signal, offline_lift, offline_se, online_lift, online_se; optional metric,
-    arm, date, users) instead of a store."""
+    arm, date, users) instead of a store.
+
+    >>> evidence = abeval.api.forecast_evidence(offline_lift=0.01, offline_se=0.002)
+    >>> abeval.api.forecast_history("history.csv", evidence, mde=0.01).to_frame()
+    """
     from dataclasses import replace
 
     from abeval.analysis.forecast import build_forecast
@@ -235,4 +265,6 @@ def forecast_history(
     if checked is not None and options:
         raise TypeError("give either checked options or keyword options, not both")
     checked = checked if checked is not None else forecast_options(**options)
-    return build_forecast(None, evidence, replace(checked, history=str(history)))
+    from abeval.report.notebook import ShownForecast
+
+    return ShownForecast.of(build_forecast(None, evidence, replace(checked, history=str(history))))

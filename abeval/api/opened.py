@@ -27,11 +27,20 @@ class Opened:
         self.close()
 
     def close(self) -> None:
+        """Close the store (a ``with`` block closes it on leaving).
+
+        >>> store = abeval.open("demo/demo.duckdb", read_only=True)
+        >>> store.close()
+        """
         self._store.close()
 
     @property
     def display(self) -> str:
-        """The store as messages name it (a URL without its password)."""
+        """The store as messages name it (a URL without its password).
+
+        >>> abeval.open("demo/demo.duckdb", read_only=True).display()
+        'demo/demo.duckdb'
+        """
         return self._store.display
 
     def __repr__(self) -> str:
@@ -45,6 +54,10 @@ class Opened:
 
         >>> store.catalog().lower_is_better("ctr")
         False
+
+        >>> catalog = store.catalog()
+        >>> catalog.label("ctr"), catalog.lower_is_better("ctr")
+        ('CTR', False)
         """
         from abeval.analysis.team_metrics import read_catalog
 

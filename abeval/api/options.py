@@ -65,7 +65,11 @@ def names(experiments: str | Sequence[str]) -> tuple[str, ...]:
 
 def cutoffs(k: str | Iterable[int], parameter: str = "k") -> tuple[int, ...]:
     """``"5,10"`` or ``[5, 10]`` → sorted cutoffs; an :class:`OptionError` unless
-    each is a whole number of at least 1."""
+    each is a whole number of at least 1.
+
+    >>> abeval.api.cutoffs("10,5")
+    (5, 10)
+    """
     from abeval.metrics.base import parse_cutoffs
 
     text = k if isinstance(k, str) else ",".join(str(x) for x in k)
@@ -81,7 +85,11 @@ def metric_names(
     """``"ctr,conversion"`` (or a list) → the online metrics' names, checked (an
     :class:`OptionError` naming ``parameter`` for a misspelt one; a lower-case name
     not known yet is kept, as it may be a team-defined metric of a store). None
-    gives the default primary metrics (ctr, conversion), or none unless ``default``."""
+    gives the default primary metrics (ctr, conversion), or none unless ``default``.
+
+    >>> abeval.api.metric_names("ctr,conversion", "primary")
+    ('ctr', 'conversion')
+    """
     from abeval.analysis.online_metrics import DEFAULT_PRIMARY, parse_online_metrics
 
     return parse_online_metrics(text, DEFAULT_PRIMARY if default else (), parameter)
@@ -90,7 +98,11 @@ def metric_names(
 def parse_bound(value: str, *, end: bool) -> datetime:
     """An instant as ``--from``/``--to`` take it (ISO 8601, UTC unless it has a
     zone; a date as ``end``: through that day) → a naive UTC datetime; ValueError
-    when it is none."""
+    when it is none.
+
+    >>> abeval.api.parse_bound("2026-03-01", end=True)
+    datetime.datetime(2026, 3, 2, 0, 0)
+    """
     from abeval.store.sql.population import parse_bound as parse
 
     return parse(value, end=end)

@@ -33,7 +33,10 @@ class Planning(Opened):
         """What ``experiment`` can detect now and the users a relative lift of
         ``mde`` (default: the recorded target, else 2%) needs, per metric (default
         the recorded primary metrics, else the report's) and treatment arm, planned
-        from its own data at the α the decision uses (:meth:`plan`)."""
+        from its own data at the α the decision uses (:meth:`plan`).
+
+        >>> [(row.metric, row.users) for row in store.power("home-reco-v2", mde=0.02)]
+        """
         return self.plan(
             experiment,
             metric=metric,
@@ -59,7 +62,10 @@ class Planning(Opened):
     ) -> Plan:
         """:meth:`power` with the guardrails' non-inferiority plan and the options
         it was planned under. An option left None takes the experiment's saved
-        configuration (``abeval experiment set``), else the default."""
+        configuration (``abeval experiment set``), else the default.
+
+        >>> plan = store.plan("home-reco-v2", mde=0.02)
+        """
         from abeval.analysis.experiment_config import parse_config
         from abeval.analysis.online_metrics import parse_online_metrics
         from abeval.analysis.planning import plan_report
@@ -94,7 +100,10 @@ def plan_power(
 ) -> PowerResult:
     """Power by hand, as ``abeval power --baseline``: the users a relative lift of
     ``mde`` needs, or (``users`` per arm) the lift detectable; a proportion when
-    ``sd`` is None, else a mean with that standard deviation per user."""
+    ``sd`` is None, else a mean with that standard deviation per user.
+
+    >>> abeval.api.plan_power(0.05, mde=0.02).users  # per arm, to detect a 2% lift of a 5% rate
+    """
     from abeval.stats import minimum_detectable_effect, required_users
 
     if (mde is None) == (users is None):

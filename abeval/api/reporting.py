@@ -24,7 +24,11 @@ class Reporting(Opened):
     ) -> ExperimentReport:
         """The report of ``experiment`` (what ``abeval report`` writes): ``options``
         as :func:`report_options` takes them, or options it ``checked`` already.
-        In Jupyter the report shows as its HTML page."""
+        In Jupyter the report shows as its HTML page.
+
+        >>> report = store.report("home-reco-v2", primary="ctr", alpha=0.01)
+        >>> report.to_frame()[["metric", "arm", "relative_effect", "interval_low", "interval_high"]]
+        """
         from abeval.analysis.online import build_report
         from abeval.report.notebook import ShownReport
 
@@ -73,7 +77,11 @@ def report_options(
     report then takes the experiment's saved configuration, else the default
     (docs/usage.md#saved-configuration). The metrics named are checked against
     ``catalog``, a store's (:meth:`Store.catalog`); without one, a name that is not
-    built in is kept for the report to check against its store's."""
+    built in is kept for the report to check against its store's.
+
+    >>> checked = abeval.api.report_options(primary="ctr", k="5,10", alpha=0.01)
+    >>> store.report("home-reco-v2", checked)
+    """
     from abeval.analysis.experiment_config import parse_config
     from abeval.analysis.ope import OpeOptions
     from abeval.analysis.report_model import ReportOptions

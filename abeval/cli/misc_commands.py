@@ -215,9 +215,10 @@ def demo(
 ) -> None:
     """Simulate an experiment, ingest it into a fresh store and write its report;
     then simulate a history of experiments and ingest it too."""
-    from abeval import api, render
+    from abeval import render
+    from abeval.walkthrough import demo as walk_through
 
-    for step in api.demo(out_dir, users=users, seed=seed):
+    for step in walk_through(out_dir, users=users, seed=seed):
         if isinstance(step, str):
             typer.echo(step, err=True)
         else:  # the experiment's report
