@@ -40,7 +40,7 @@ ALLOWED: dict[str, frozenset[str]] = {
     "cli": frozenset(
         {"abeval", "api", "render", "walkthrough", "errors", "choices", "formatting", "signals"}
     ),
-    "abeval": frozenset({"api", "cli", "errors", "signals"}),
+    "abeval": frozenset({"api", "cli", "errors", "render", "signals"}),
     **{helper: HELPERS for helper in HELPERS},
 }
 

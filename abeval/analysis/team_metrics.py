@@ -124,6 +124,7 @@ def catalog(definitions: Iterable[TeamMetric]) -> Catalog:
     metrics: dict[str, OnlineMetric] = {}
     summed: list[Variable] = []
     indicators: list[tuple[str, str]] = []
+    ratios: list[tuple[str, str]] = []
     caps: dict[str, float] = {}
     labels: dict[str, str] = {}
     defs = {d.name: d for d in sorted(definitions, key=lambda d: d.name)}
@@ -139,6 +140,7 @@ def catalog(definitions: Iterable[TeamMetric]) -> Catalog:
         elif d.kind == "ratio" and d.denominator is not None:
             summed.append(Variable(den, d.denominator.event, d.denominator.value, d.where))
             denominator = den
+            ratios.append((num, den))
             labels[den] = d.denominator.text()
         if d.cap is not None:
             caps[num] = d.cap
@@ -157,7 +159,13 @@ def catalog(definitions: Iterable[TeamMetric]) -> Catalog:
             **{n: m for n, m in metrics.items() if n not in BUILTIN_METRICS},
         },
         definitions=defs,
-        team_variables=VariableSet(tuple(summed), tuple(indicators)),
+        # each metric reads its own variables alone: apart from the others'
+        team_variables=VariableSet(
+            tuple(summed),
+            tuple(indicators),
+            apart=(*(v.name for v in summed), *(n for n, _ in indicators)),
+            pairs=tuple(ratios),
+        ),
         caps=caps,
         labels=labels,
     )

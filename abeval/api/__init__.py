@@ -37,6 +37,7 @@ from abeval.api.across import MAX_RESAMPLES as MAX_RESAMPLES
 from abeval.api.across import MIN_RESAMPLES as MIN_RESAMPLES
 from abeval.api.across import (
     agreement_history,
+    agreement_numbers,
     forecast_evidence,
     forecast_history,
     forecast_options,
@@ -61,6 +62,7 @@ __all__ = [
     "Experiments",
     "Store",
     "agreement_history",
+    "agreement_numbers",
     "cutoffs",
     "evaluate",
     "experiment_config",

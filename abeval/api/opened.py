@@ -4,6 +4,7 @@ and a result is computed with)."""
 
 from __future__ import annotations
 
+import inspect
 from contextlib import AbstractContextManager
 from types import TracebackType
 from typing import TYPE_CHECKING, Self
@@ -19,6 +20,16 @@ class Opened:
     file is held read-only between calls and opened for writing only for a write
     (:mod:`abeval.store.held`); after :meth:`close` every call raises
     :class:`~abeval.errors.StoreClosed`."""
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        # Every public method of a store refuses a misspelt keyword with a
+        # did-you-mean (abeval.api.options.keywords_checked), checked once here.
+        super().__init_subclass__(**kwargs)
+        from abeval.api.options import keywords_checked
+
+        for name, member in list(vars(cls).items()):
+            if not name.startswith("_") and inspect.isfunction(member):
+                setattr(cls, name, keywords_checked(member))
 
     def __init__(self, held: HeldStore) -> None:
         self._held = held
@@ -41,13 +52,22 @@ class Opened:
         self.close()
 
     def close(self) -> None:
-        """Close the store: a later call raises :class:`~abeval.errors.StoreClosed`,
-        and the same store can be opened again (``abeval.open``)."""
+        """Close the store for good (a ``with`` block closes it on leaving): a later
+        call raises :class:`~abeval.errors.StoreClosed`, and the same store can be
+        opened again (``abeval.open``).
+
+        >>> store = abeval.open("demo/demo.duckdb", read_only=True)
+        >>> store.close()
+        """
         self._held.close()
 
     @property
     def display(self) -> str:
-        """The store as messages name it (a URL without its password)."""
+        """The store as messages name it (a URL without its password).
+
+        >>> abeval.open("demo/demo.duckdb", read_only=True).display()
+        'demo/demo.duckdb'
+        """
         return self._held.display
 
     def __repr__(self) -> str:
@@ -62,6 +82,10 @@ class Opened:
 
         >>> store.catalog().lower_is_better("ctr")
         False
+
+        >>> catalog = store.catalog()
+        >>> catalog.label("ctr"), catalog.lower_is_better("ctr")
+        ('CTR', False)
         """
         from abeval.analysis.team_metrics import read_catalog
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO, cast, get_args
 from abeval.api.across import Across
 from abeval.api.configuration import Configuring
 from abeval.api.offline import Offline
-from abeval.api.options import at_least, choice
+from abeval.api.options import at_least, choice, keywords_checked, within
 from abeval.api.planning import Planning
 from abeval.api.reporting import Reporting
 from abeval.errors import OptionError
@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from abeval.store.rejects import RejectedRow
 
 
+@keywords_checked
 def open(
     db: str | Path | None = None,
     *,
@@ -43,7 +44,7 @@ def open(
     ``add_metrics`` ...) takes the writer lock for its own duration only, waiting
     for it with a line on standard error. ``close()`` closes the store for good.
 
-    >>> with abeval.open("abeval.duckdb") as store:
+    >>> with abeval.open("demo/demo.duckdb", read_only=True) as store:
     ...     names = [e.experiment for e in store.experiments()]
     """
     from abeval.store.held import HeldStore
@@ -52,15 +53,52 @@ def open(
     return Store(HeldStore(shown, read_only=read_only, create=create, migrate=migrate))
 
 
+def rejects_options(ingest: int | None, limit: int) -> None:
+    """:meth:`Store.rejects`'s options, checked (an OptionError naming the first bad one)."""
+    at_least("limit", limit, 1, "give at least 1 row")
+    if ingest is not None:
+        within("ingest", ingest, 1, 2**62 - 1, "ingest ids start at 1")
+
+
 class Experiments(list["ExperimentSummary"]):
     """The experiments of a store (a list), with ``problems``: the sources read
-    in place that could not be listed, one line each."""
+    in place that could not be listed, one line each.
+
+    >>> with abeval.open("demo/demo.duckdb", read_only=True) as store:  # doctest: +SKIP
+    ...     store.experiments().to_frame()[["experiment", "arm", "users"]].head(2)
+         experiment        arm  users
+    0  home-reco-v2    control  15020
+    1  home-reco-v2  treatment  14980
+    """
 
     problems: tuple[str, ...] = ()
 
+    def to_frame(self) -> Any:
+        """One row per experiment × arm (a pandas DataFrame), columns named as the
+        JSON keys of each experiment's ``to_dict()``; an arm's events by type are
+        ``events.click`` ...
+
+        >>> store.experiments().to_frame().groupby("experiment")["users"].sum()
+        """
+        from abeval.report.frames import experiment_rows, frame
+
+        return frame(experiment_rows([e.to_dict() for e in self]))
+
+    def __repr__(self) -> str:
+        names = ", ".join(e.experiment for e in self[:5]) + (" ..." if len(self) > 5 else "")
+        return (
+            f"<Experiments: {len(self)} ({names})\n"
+            " — .to_frame(), [e.to_dict() for e in ...], abeval.render.experiments_lines(...)>"
+        )
+
 
 class Store(Reporting, Planning, Across, Offline, Configuring):
-    """An open store: ``with abeval.open("abeval.duckdb") as store: ...``."""
+    """An open store: ``with abeval.open("abeval.duckdb") as store: ...``.
+
+    >>> store = abeval.open("demo/demo.duckdb", read_only=True)
+    >>> store.report("home-reco-v2").to_frame()  # one row per metric × arm
+    >>> store.close()
+    """
 
     def ingest(
         self,
@@ -79,7 +117,12 @@ class Store(Reporting, Planning, Across, Offline, Configuring):
         ``io.BytesIO``) is read too: both need ``input_format`` and are named
         ``-`` in the summary and the record. ``fmt`` is the former name of
         ``input_format``. ``epoch`` (``s``, ``ms``, ``us``) declares the unit of
-        numeric timestamps; by default it is told by their magnitude."""
+        numeric timestamps; by default it is told by their magnitude.
+
+        >>> with abeval.open("abeval.duckdb") as store:
+        ...     summary = store.ingest("events.parquet", on_error="skip")
+        >>> summary.inserted, summary.rejected
+        """
         from abeval.choices import EpochUnit, FileFormat, OnError
         from abeval.store.ingest import ingest_file
 
@@ -160,7 +203,10 @@ class Store(Reporting, Planning, Across, Offline, Configuring):
                 )
 
     def experiments(self) -> Experiments:
-        """What the store holds: each experiment's arms, users, events and time range."""
+        """What the store holds: each experiment's arms, users, events and time range.
+
+        >>> store.experiments().to_frame()  # one row per experiment × arm
+        """
         from abeval.store.experiments import list_experiments
         from abeval.store.sources import source_experiments
 
@@ -172,16 +218,22 @@ class Store(Reporting, Planning, Across, Offline, Configuring):
 
     def rejects(self, *, ingest: int | None = None, limit: int = 50) -> list[RejectedRow]:
         """The rows ``ingest`` (default: every ingest) rejected with
-        ``on_error="skip"``, by ingest and line, at most ``limit``."""
+        ``on_error="skip"``, by ingest and line, at most ``limit``.
+
+        >>> [(r.line, r.reason) for r in store.rejects(limit=5)]
+        """
         from abeval.store.rejects import rejected_rows
 
-        at_least("limit", limit, 1)
+        rejects_options(ingest, limit)
         return rejected_rows(self._store, ingest=ingest, limit=limit)
 
     def migrate(self) -> list[Migration]:
         """Create the schema or upgrade it to this version of abeval (open the store
         with ``migrate=False`` to see the steps); the steps applied, none when it is
-        up to date."""
+        up to date.
+
+        >>> [step.name for step in abeval.open("old.duckdb", migrate=False).migrate()]
+        """
         from abeval.store.migrate import apply
 
         with self._writing() as store:
