@@ -192,5 +192,5 @@ def test_an_edited_kept_evaluation_is_refused(
     path.write_text(json.dumps(doc))
     result = run("experiment", "record", str(path), "--db", store)
     assert result.exit_code == 1
-    assert "its contents do not match its checksum (the file was edited)" in result.stderr
+    assert "its contents do not match its signature (the file was edited" in result.stderr
     assert rows(store) == []
