@@ -199,15 +199,18 @@ def forecast_evidence(
     or evaluated on held-out ``truth`` from the two runs of ``recommendations``
     (production named ``control``, else the first; the candidate the other)."""
     from abeval.analysis.forecast_candidate import evaluation_evidence, typed_evidence
+    from abeval.stats.forecast import out_of_bounds
 
     if truth is None and not recommendations:
         if offline_lift is None or offline_se is None:
             missing = "offline_lift" if offline_lift is None else "offline_se"
             raise OptionError(missing, None, "give offline_lift with offline_se")
-        if not math.isfinite(offline_lift):
-            raise OptionError("offline_lift", offline_lift, "give a finite relative lift")
-        if not 0 <= offline_se < math.inf:
-            raise OptionError("offline_se", offline_se, "give a standard error, 0 or more")
+        for name, value in (("offline_lift", offline_lift), ("offline_se", offline_se)):
+            wrong = out_of_bounds(name, value)
+            if wrong is not None:
+                raise OptionError(
+                    name, value, f"{wrong}; give a relative lift and its standard error"
+                )
         return typed_evidence(offline_lift, offline_se)
     if truth is None:
         raise OptionError("truth", None, "give the held-out truth the runs are evaluated on")
