@@ -68,7 +68,7 @@ SPARK_STATEMENTS = (
     _HEAD
     + r"""
 import os
-import abeval.store.spark.connection as c
+import abeval.store.backends.spark.connection as c
 log, run, prefix = [], c.SparkConnection.execute, os.environ.get("ABEVAL_BENCH_TAG")
 
 def timed(self, statement, parameters=None):

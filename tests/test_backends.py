@@ -1,9 +1,12 @@
-"""One backend per engine (abeval/store/backends): no engine-name branch outside
-it, each engine finds its own, and what differs gives the same rows on every
-engine the suite can run (DuckDB, PostgreSQL, and SQLite for the portable base)."""
+"""One backend per engine (abeval/store/backends): no engine-name or URL-prefix
+branch outside it, each engine and each URL finds its own, every backend offers
+the same operations, and what differs gives the same rows on every engine the
+suite can run (DuckDB, PostgreSQL, SQLite for the portable base, and Spark in
+tests/spark/test_spark_backend.py, which runs the ``check_*`` below on a cluster)."""
 
 from __future__ import annotations
 
+import inspect
 import json
 import re
 from pathlib import Path
@@ -14,28 +17,57 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import Connection
 
 from abeval.store import open_store
-from abeval.store.backends import Backend, backend_named, backend_of
-from abeval.store.backends.duck import DuckDBBackend
-from abeval.store.backends.postgres import PostgresBackend
-from abeval.store.backends.spark import SparkBackend
+from abeval.store.backends import Backend, backend_for_url, backend_named, backend_of
+from abeval.store.backends.duckdb.backend import DuckDBBackend
+from abeval.store.backends.postgresql.backend import PostgresBackend
+from abeval.store.backends.spark.backend import SparkBackend
 from abeval.store.schema import Column
 
 ROOT = Path(__file__).resolve().parents[1] / "abeval"
-#: Where an engine's name may be tested: the backends, and the Spark store's own modules.
-OWNERS = ("store/backends/", "store/spark/")
+#: Where an engine's name or a URL's scheme may be tested: the backends only.
+OWNER = "store/backends/"
 BRANCH = re.compile(r"\bdialect\s*(==|!=|\bin\b)|dialect\.name|\bis_duckdb\b")
+#: A test of a URL's prefix: ``url.startswith("duckdb")``, ``"sc://" in url``,
+#: ``drivername.startswith(...)``.
+URL_PREFIX = re.compile(
+    r"""startswith\(\(?\s*["'](duckdb|postgres|sc:|spark:|sqlite)|["'](sc|spark)://["']"""
+    r"""|drivername"""
+)
+ENGINES = (DuckDBBackend(), PostgresBackend(), SparkBackend())
 
 
-def test_no_engine_branch_outside_the_backends() -> None:
+def _outside_the_backends(pattern: re.Pattern[str]) -> list[str]:
     found = []
     for path in sorted(ROOT.rglob("*.py")):
         rel = path.relative_to(ROOT).as_posix()
-        if rel.startswith(OWNERS):
+        if rel.startswith(OWNER):
             continue
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-            if BRANCH.search(line):
+            if pattern.search(line):
                 found.append(f"abeval/{rel}:{number}: {line.strip()}")
+    return found
+
+
+def test_no_engine_branch_outside_the_backends() -> None:
+    found = _outside_the_backends(BRANCH)
     assert found == [], "ask store.backend / backend_of(conn) instead:\n" + "\n".join(found)
+
+
+def test_no_url_prefix_branch_outside_the_backends() -> None:
+    found = _outside_the_backends(URL_PREFIX)
+    assert found == [], "ask backend_for_url(url) instead:\n" + "\n".join(found)
+
+
+def test_the_url_guard_sees_a_prefix() -> None:
+    for line in (
+        'if url.startswith("duckdb"):',
+        "if url.startswith(('sc://', 'spark://')):",
+        'url.startswith("postgresql+psycopg")',
+        'if parsed.drivername.startswith("duckdb"):',
+        'SCHEME = "sc://"',
+    ):
+        assert URL_PREFIX.search(line), line
+    assert not URL_PREFIX.search('name.startswith("abeval_")')
 
 
 def test_the_guard_sees_a_branch() -> None:
@@ -46,7 +78,43 @@ def test_the_guard_sees_a_branch() -> None:
         "dialect != 'postgresql'",
     ):
         assert BRANCH.search(line), line
-    assert not BRANCH.search("from abeval.store.spark.dialect import to_spark")
+    assert not BRANCH.search("from abeval.store.backends.spark.dialect import to_spark")
+
+
+def test_each_url_finds_its_engines_backend_and_only_its() -> None:
+    urls = {
+        "duckdb": ["duckdb:////data/s.duckdb", "duckdb:///:memory:"],
+        "postgresql": ["postgresql+psycopg://u:p@h/db", "postgresql://h/db"],
+        "spark": ["sc://127.0.0.1:15002", "sc://h:1/;token=x", "spark://h:7077"],
+    }
+    for backend in ENGINES:
+        for name, examples in urls.items():
+            for url in examples:
+                assert backend.owns_url(url) == (backend.name == name), (backend, url)
+                assert backend_for_url(url) is backend_named(name)
+    other = backend_for_url("sqlite+pysqlite:///x.sqlite")
+    assert type(other) is Backend and other.name == "sqlite"
+
+
+def test_every_backend_offers_the_bases_operations() -> None:
+    """The same contract for every engine: an override takes the base's parameters."""
+    for backend in ENGINES:
+        for name, base in inspect.getmembers(Backend, inspect.isfunction):
+            if name.startswith("__"):
+                continue
+            mine = getattr(type(backend), name)
+            if mine is not base:
+                assert list(inspect.signature(mine).parameters) == list(
+                    inspect.signature(base).parameters
+                ), (backend, name)
+
+
+def test_a_url_is_shown_without_its_secrets() -> None:
+    assert DuckDBBackend().display_url("duckdb:////data/s.duckdb") == "/data/s.duckdb"
+    assert PostgresBackend().display_url("postgresql+psycopg://bob:pw@h/db") == (
+        "postgresql+psycopg://bob:***@h/db"
+    )
+    assert SparkBackend().display_url("sc://h:1/;token=s3cret") == "sc://h:1/;token=***"
 
 
 def test_each_engine_finds_its_backend(tmp_path: Path) -> None:
@@ -84,6 +152,11 @@ def _all(conn: Connection, sql: str) -> list[tuple[Any, ...]]:
 
 
 def test_rows_from_python_load_and_fill(conn: Connection) -> None:
+    check_rows_load_and_fill(conn)
+
+
+def check_rows_load_and_fill(conn: Connection) -> None:
+    """Rows from Python become a temporary table, and a column's NULLs are filled."""
     backend = backend_of(conn)
     assert backend.name == conn.dialect.name
     backend.load_rows(conn, "abeval_t", COLUMNS, ROWS)
@@ -138,17 +211,26 @@ def test_rows_are_replaced_by_key(conn: Connection) -> None:
 
 
 def test_json_objects_and_their_keys(conn: Connection) -> None:
-    backend = backend_of(conn)
-    if backend.name == "sqlite":
+    if backend_of(conn).name == "sqlite":
         pytest.skip("SQLite's JSON functions are not abeval's portable SQL")
+    check_json_objects_and_their_keys(conn)
+
+
+def check_json_objects_and_their_keys(conn: Connection, keys_in_sql: bool = True) -> None:
+    """A JSON object built in SQL, and the keys of JSON texts in SQL (else no query:
+    the caller reads them in Python)."""
+    backend = backend_of(conn)
     pairs = "'b', 'x', 'a', CAST(2 AS VARCHAR)"
     built = conn.execute(text(f"SELECT CAST({backend.json_object(pairs)} AS VARCHAR)")).scalar()
     assert json.loads(str(built)) == {"b": "x", "a": "2"}
+    sql = backend.json_keys_sql("(SELECT DISTINCT a FROM attrs WHERE a IS NOT NULL) d")
+    if not keys_in_sql:
+        assert sql is None
+        return
+    assert sql is not None
     conn.execute(text("CREATE TABLE attrs (a TEXT)"))
     objects = ['{"u": 1, "v": 2}', '{"v": 3, "w": null}', None]
     conn.execute(text("INSERT INTO attrs VALUES (:a)"), [{"a": o} for o in objects])
-    sql = backend.json_keys_sql("(SELECT DISTINCT a FROM attrs WHERE a IS NOT NULL) d")
-    assert sql is not None
     expected = sorted({k for o in objects if o for k in json.loads(o)})
     assert sorted(str(r[0]) for r in conn.execute(text(sql))) == expected
 

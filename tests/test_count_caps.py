@@ -300,7 +300,7 @@ def test_the_spark_store_reads_the_same_copies() -> None:
     """The copies are plain SQL: the Spark translation of every query that reads
     them keeps them (the Spark store runs these queries; ``make test-spark`` runs it)."""
     from abeval.analysis.capping import copies
-    from abeval.store.spark.dialect import to_spark
+    from abeval.store.backends.spark.dialect import to_spark
     from abeval.store.sql.online_caps import cap_values_sql
     from abeval.store.sql.online_daily import daily_moments_sql
     from abeval.store.sql.online_moments import arm_moments_sql

@@ -28,7 +28,7 @@ from abeval.analysis.evaluate import evaluate
 from abeval.cli import app
 from abeval.simulate.series import ExperimentFiles, SeriesConfig, series, write_series
 from abeval.store import open_store
-from abeval.store.engine import Store
+from abeval.store.database import Database
 from abeval.store.experiments import get_settings, list_experiments
 from abeval.store.ingest import ingest_file
 
@@ -49,7 +49,7 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Demo:
     return Demo(out, result.stderr)
 
 
-def _online_ctr_lift(store: Store, experiment: str) -> float:
+def _online_ctr_lift(store: Database, experiment: str) -> float:
     with store.connect() as conn:
         rows = conn.execute(
             text(
@@ -83,7 +83,7 @@ def _offline_lifts(files: ExperimentFiles) -> dict[str, float]:
     return {m: lift(m) for m in ("ndcg@10", "coverage@10", "novelty@10")}
 
 
-def _relation(store: Store, files: list[ExperimentFiles]) -> dict[str, np.ndarray]:
+def _relation(store: Database, files: list[ExperimentFiles]) -> dict[str, np.ndarray]:
     online = [_online_ctr_lift(store, f.experiment.name) for f in files]
     offline = [_offline_lifts(f) for f in files]
     out = {m: np.array([o[m] for o in offline]) for m in offline[0]}

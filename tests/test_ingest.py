@@ -28,7 +28,7 @@ from sqlalchemy import text
 
 from abeval.cli.app import option_name
 from abeval.errors import InputError, OptionError
-from abeval.store import Store, open_store
+from abeval.store import Database, open_store
 from abeval.store.ingest import detect_format, ingest_file
 from abeval.store.ingest import record as ingest_module
 from abeval.store.ingest.locate import format_error
@@ -53,23 +53,23 @@ def write_csv(path: Path, rows: list[str], header: str = HEADER) -> Path:
 
 
 @pytest.fixture
-def store() -> Iterator[Store]:
+def store() -> Iterator[Database]:
     s = open_store("duckdb:///:memory:")
     yield s
     s.close()
 
 
-def scalar(store: Store, sql: str) -> object:
+def scalar(store: Database, sql: str) -> object:
     with store.connect() as conn:
         return conn.execute(text(sql)).scalar()
 
 
-def rows(store: Store, sql: str) -> list[tuple[object, ...]]:
+def rows(store: Database, sql: str) -> list[tuple[object, ...]]:
     with store.connect() as conn:
         return [tuple(r) for r in conn.execute(text(sql)).fetchall()]
 
 
-def state(store: Store) -> tuple[object, ...]:
+def state(store: Database) -> tuple[object, ...]:
     """Everything an ingest may change, as counts."""
     return tuple(
         scalar(store, f"SELECT count(*) FROM {t}")
@@ -82,7 +82,7 @@ def state(store: Store) -> tuple[object, ...]:
 
 @pytest.mark.parametrize("with_event_id", [False, True])
 def test_ingesting_a_file_twice_adds_nothing(
-    store: Store, tmp_path: Path, with_event_id: bool
+    store: Database, tmp_path: Path, with_event_id: bool
 ) -> None:
     data = [
         r.rsplit(",", 2)[0] + f",ev{i}," + r.rsplit(",", 1)[1] if with_event_id else r
@@ -107,7 +107,9 @@ def test_ingesting_a_file_twice_adds_nothing(
     ]
 
 
-def test_same_rows_in_another_file_and_format_are_duplicates(store: Store, tmp_path: Path) -> None:
+def test_same_rows_in_another_file_and_format_are_duplicates(
+    store: Database, tmp_path: Path
+) -> None:
     """Identity is the row's content, not the file or its layout: another column
     order, another way of writing the same instant and number, JSON Lines or Parquet."""
     write_csv(tmp_path / "a.csv", [r + ",ios,de" for r in ROWS], HEADER + ",device,country")
@@ -141,7 +143,7 @@ def test_same_rows_in_another_file_and_format_are_duplicates(store: Store, tmp_p
     assert state(store) == (6, 4, 0, 1)
 
 
-def test_duplicate_rows_within_a_file_are_loaded_once(store: Store, tmp_path: Path) -> None:
+def test_duplicate_rows_within_a_file_are_loaded_once(store: Database, tmp_path: Path) -> None:
     path = write_csv(tmp_path / "dup.csv", [*ROWS, *ROWS[:3], ROWS[0]])
     s = ingest_file(store, path)
     assert (s.rows_read, s.inserted, s.duplicates) == (10, 6, 4)
@@ -149,7 +151,7 @@ def test_duplicate_rows_within_a_file_are_loaded_once(store: Store, tmp_path: Pa
 
 
 def test_overlap_with_the_store_and_repeats_in_the_file_together(
-    store: Store, tmp_path: Path
+    store: Database, tmp_path: Path
 ) -> None:
     """Rows already stored and rows repeated in the file, in one file, beside
     another experiment the file does not touch."""
@@ -185,7 +187,7 @@ def test_a_clean_file_and_its_skip_load_store_the_same_rows(tmp_path: Path) -> N
     assert stored[0] == stored[1]
 
 
-def test_a_failed_file_does_not_use_up_an_ingest_id(store: Store, tmp_path: Path) -> None:
+def test_a_failed_file_does_not_use_up_an_ingest_id(store: Database, tmp_path: Path) -> None:
     bad = write_csv(tmp_path / "bad.csv", [*ROWS, "e1,A,u1,soon,click,r1,i1,,,,"])
     with pytest.raises(InputError):
         ingest_file(store, bad)
@@ -194,7 +196,7 @@ def test_a_failed_file_does_not_use_up_an_ingest_id(store: Store, tmp_path: Path
     assert scalar(store, "SELECT min(ingest_id) FROM events") == 1
 
 
-def test_event_id_identifies_a_row_within_its_experiment(store: Store, tmp_path: Path) -> None:
+def test_event_id_identifies_a_row_within_its_experiment(store: Database, tmp_path: Path) -> None:
     path = write_csv(
         tmp_path / "ids.csv",
         [
@@ -229,7 +231,7 @@ def test_event_id_identifies_a_row_within_its_experiment(store: Store, tmp_path:
     ],
 )
 def test_timestamps_are_stored_in_utc(
-    store: Store, tmp_path: Path, written: str, utc: dt.datetime
+    store: Database, tmp_path: Path, written: str, utc: dt.datetime
 ) -> None:
     ingest_file(store, write_csv(tmp_path / "t.csv", [f"e1,A,u1,{written},exposure,,,,,,"]))
     assert rows(store, "SELECT ts FROM events") == [(utc,)]
@@ -258,7 +260,7 @@ def test_no_zone_means_utc_whatever_the_machine_zone(
 # --- attributes ------------------------------------------------------------------------
 
 
-def test_extra_columns_are_kept_as_json_attributes(store: Store, tmp_path: Path) -> None:
+def test_extra_columns_are_kept_as_json_attributes(store: Database, tmp_path: Path) -> None:
     path = write_csv(
         tmp_path / "a.csv",
         [
@@ -279,7 +281,7 @@ def test_extra_columns_are_kept_as_json_attributes(store: Store, tmp_path: Path)
     ) == [("mobile",), ("desktop",)]
 
 
-def test_without_extra_columns_attributes_are_null(store: Store, tmp_path: Path) -> None:
+def test_without_extra_columns_attributes_are_null(store: Database, tmp_path: Path) -> None:
     ingest_file(store, write_csv(tmp_path / "a.csv", ROWS[:1]))
     assert rows(store, "SELECT attributes FROM events") == [(None,)]
 
@@ -350,7 +352,7 @@ def test_counts_per_experiment_arm_and_type_match_the_source(
 # --- interruption ----------------------------------------------------------------------
 
 
-def test_an_error_after_the_insert_leaves_nothing(store: Store, tmp_path: Path) -> None:
+def test_an_error_after_the_insert_leaves_nothing(store: Database, tmp_path: Path) -> None:
     ingest_file(store, write_csv(tmp_path / "a.csv", ROWS[:2]))
     before = state(store)
     seen_inside: list[object] = []
@@ -374,7 +376,7 @@ def test_an_error_after_the_insert_leaves_nothing(store: Store, tmp_path: Path) 
     ]
 
 
-def test_a_failed_read_leaves_the_connection_usable(store: Store, tmp_path: Path) -> None:
+def test_a_failed_read_leaves_the_connection_usable(store: Database, tmp_path: Path) -> None:
     """A statement that fails inside the transaction aborts it; the error reported is
     the reader's, not the cleanup's."""
     (tmp_path / "junk.parquet").write_bytes(b"not parquet")
@@ -506,7 +508,7 @@ def test_postgres_store_validates_skips_and_deduplicates(
         s.close()
 
 
-def test_the_ingest_record_has_the_file_size_and_sha256(store: Store, tmp_path: Path) -> None:
+def test_the_ingest_record_has_the_file_size_and_sha256(store: Database, tmp_path: Path) -> None:
     import hashlib
 
     path = write_csv(tmp_path / "events.csv", ROWS)

@@ -23,11 +23,11 @@ import pyarrow.parquet as pq
 import pytest
 from sqlalchemy import text
 
-from abeval.store import Store, open_store
-from abeval.store.ingest import direct as ingest_direct
+from abeval.store import Database, open_store
+from abeval.store.backends.duckdb import direct as ingest_direct
+from abeval.store.backends.duckdb.direct_sql import direct_select
 from abeval.store.ingest import ingest_file
 from abeval.store.ingest import staged as ingest_staged
-from abeval.store.ingest.direct_sql import direct_select
 from abeval.store.ingest.source import open_source
 from abeval.store.ingest.staging import EVENT_COLUMNS, stage_select
 
@@ -204,14 +204,14 @@ NORMALISED = [
 
 
 @pytest.fixture
-def stores() -> Iterator[tuple[Store, Store]]:
+def stores() -> Iterator[tuple[Database, Database]]:
     a, b = open_store("duckdb:///:memory:"), open_store("duckdb:///:memory:")
     yield a, b
     a.close()
     b.close()
 
 
-def stored(store: Store) -> list[tuple[object, ...]]:
+def stored(store: Database) -> list[tuple[object, ...]]:
     with store.connect() as conn:
         return [
             tuple(r)
@@ -222,7 +222,7 @@ def stored(store: Store) -> list[tuple[object, ...]]:
 
 
 def test_a_file_with_padded_ids_takes_the_direct_load_and_stores_what_staging_does(
-    tmp_path: Path, stores: tuple[Store, Store]
+    tmp_path: Path, stores: tuple[Database, Database]
 ) -> None:
     path = tmp_path / "e.csv"
     path.write_text("\n".join([HEADER, *NORMALISED]) + "\n", encoding="utf-8")
@@ -239,7 +239,7 @@ def test_a_file_with_padded_ids_takes_the_direct_load_and_stores_what_staging_do
 
 
 def test_a_padded_typed_field_goes_to_the_staged_load_with_the_same_result(
-    tmp_path: Path, stores: tuple[Store, Store]
+    tmp_path: Path, stores: tuple[Database, Database]
 ) -> None:
     path = tmp_path / "e.csv"
     rows = [*NORMALISED, "e1,B,u3,2024-05-01T10:06:00Z\u00a0,click\u3000,,i3,,,,5"]

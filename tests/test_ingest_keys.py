@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-from abeval.store import Store, open_store
+from abeval.store import Database, open_store
 from abeval.store.ingest import ingest_file
 from abeval.store.migrate import apply
 
@@ -43,7 +43,7 @@ def write(path: Path, rows: list[str]) -> Path:
     return path
 
 
-def keyed_rows(store: Store) -> list[tuple[object, ...]]:
+def keyed_rows(store: Database) -> list[tuple[object, ...]]:
     with store.connect() as conn:
         return [
             tuple(r)
@@ -69,7 +69,7 @@ def assert_exact(rows: list[tuple[object, ...]]) -> None:
         assert len({next(iter(n)) for n in numbers.values()}) == len(numbers)
 
 
-def ingest_three(store: Store, tmp_path: Path) -> None:
+def ingest_three(store: Database, tmp_path: Path) -> None:
     ingest_file(store, write(tmp_path / "a.csv", FIRST))
     ingest_file(store, write(tmp_path / "b.csv", SECOND))
     summary = ingest_file(store, write(tmp_path / "c.csv", THIRD), on_error="skip")
@@ -100,7 +100,7 @@ def dense_numbers(
     return requests, items
 
 
-def dictionaries(store: Store) -> tuple[dict[tuple[object, object], int], dict[object, int]]:
+def dictionaries(store: Database) -> tuple[dict[tuple[object, object], int], dict[object, int]]:
     with store.connect() as conn:
         requests = conn.execute(text("SELECT experiment, request_id, request_no FROM request_keys"))
         by_request = {(e, r): n for e, r, n in requests}
@@ -108,7 +108,7 @@ def dictionaries(store: Store) -> tuple[dict[tuple[object, object], int], dict[o
         return by_request, {i: n for i, n in items}
 
 
-def check_numbers(store: Store, ingests: list[list[Keys]]) -> None:
+def check_numbers(store: Database, ingests: list[list[Keys]]) -> None:
     """The rows' numbers and the dictionaries are those of :func:`dense_numbers`."""
     rows = keyed_rows(store)
     assert_exact(rows)
@@ -118,7 +118,7 @@ def check_numbers(store: Store, ingests: list[list[Keys]]) -> None:
     assert dictionaries(store) == (requests, items)
 
 
-def check_store(store: Store) -> None:
+def check_store(store: Database) -> None:
     rows = keyed_rows(store)
     assert len(rows) == 10
     number = {(r[0], r[1]): r[2] for r in rows if r[1] is not None}
@@ -184,8 +184,8 @@ def test_the_spark_ingest_numbers_its_staged_rows_against_the_stores_keys(
     is checked to translate to Spark SQL)."""
     import duckdb
 
-    from abeval.store.spark.dialect import to_spark
-    from abeval.store.spark.ingest import _number_keys
+    from abeval.store.backends.spark.dialect import to_spark
+    from abeval.store.backends.spark.ingest import _number_keys
 
     sent: list[str] = []
 
@@ -250,7 +250,7 @@ def test_a_spark_events_table_with_rows_and_no_keys_is_refused() -> None:
     """Rows stored before the keys would read NULL keys and drop out of the
     replay: the write that would add the columns refuses, naming the fix."""
     from abeval.errors import StoreError
-    from abeval.store.spark.schema import _add_new_columns
+    from abeval.store.backends.spark.schema import _add_new_columns
 
     old = FakeSpark(holds_rows=True)
     with pytest.raises(StoreError, match="ingest its files again into a new store"):

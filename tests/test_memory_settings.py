@@ -16,9 +16,10 @@ from typer.testing import CliRunner
 from abeval.analysis.replay import replay
 from abeval.cli import app
 from abeval.errors import StoreError
-from abeval.store import memory, open_store
+from abeval.store import open_store
+from abeval.store.backends.duckdb import memory
+from abeval.store.backends.duckdb.memory import capped_gib, parse_memory, physical_memory
 from abeval.store.ingest.keys import number_ingest
-from abeval.store.memory import capped_gib, parse_memory, physical_memory
 from abeval.store.sql.replay import open_replay
 
 runner = CliRunner()

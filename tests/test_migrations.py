@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from abeval.cli import app
 from abeval.errors import StoreError
 from abeval.resources import data_dir
-from abeval.store import Store, open_store
+from abeval.store import Database, open_store
 from abeval.store.migrate import apply, available, ensure_current, pending
 
 runner = CliRunner()
@@ -24,7 +24,7 @@ SHIPPED = data_dir("migrations")
 STEPS = sorted(p.stem for p in SHIPPED.glob("*.sql"))
 
 
-def recorded(store: Store) -> list[tuple[int, str]]:
+def recorded(store: Database) -> list[tuple[int, str]]:
     with store.connect() as conn:
         return [
             (int(v), str(n))
@@ -34,7 +34,7 @@ def recorded(store: Store) -> list[tuple[int, str]]:
         ]
 
 
-def tables(store: Store) -> set[str]:
+def tables(store: Database) -> set[str]:
     with store.connect() as conn:
         return set(inspect(conn).get_table_names())
 
@@ -50,7 +50,7 @@ def folder(tmp_path: Path, name: str, steps: dict[str, str]) -> Path:
 
 
 @pytest.fixture
-def old_store(tmp_path: Path) -> Iterator[tuple[Path, Store]]:
+def old_store(tmp_path: Path) -> Iterator[tuple[Path, Database]]:
     """A store at schema step 1 only, holding two events (written as step 1's
     ingest wrote them: today's ingest needs the later steps' columns)."""
     db = tmp_path / "old.duckdb"
@@ -92,7 +92,7 @@ def test_a_fresh_store_records_every_step(tmp_path: Path) -> None:
 
 
 def test_an_older_store_is_upgraded_and_keeps_its_data(
-    tmp_path: Path, old_store: tuple[Path, Store]
+    tmp_path: Path, old_store: tuple[Path, Database]
 ) -> None:
     _, store = old_store
     v2 = folder(
@@ -119,7 +119,7 @@ def test_an_older_store_is_upgraded_and_keeps_its_data(
 
 
 def test_a_failing_step_is_rolled_back_entirely(
-    tmp_path: Path, old_store: tuple[Path, Store]
+    tmp_path: Path, old_store: tuple[Path, Database]
 ) -> None:
     _, store = old_store
     broken = folder(
@@ -156,7 +156,7 @@ def test_two_steps_with_one_number_are_refused(tmp_path: Path) -> None:
 
 
 def test_read_only_open_of_an_outdated_store_names_the_command(
-    tmp_path: Path, old_store: tuple[Path, Store]
+    tmp_path: Path, old_store: tuple[Path, Database]
 ) -> None:
     db, store = old_store
     v2 = folder(tmp_path, "v2", {"0002_notes.sql": "CREATE TABLE notes (x TEXT);\n"})

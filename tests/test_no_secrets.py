@@ -11,8 +11,8 @@ import pytest
 from typer.testing import CliRunner
 
 from abeval.cli import app
+from abeval.store.backends.url_secrets import masked_url, without_secrets
 from abeval.store.engine import display_url
-from abeval.store.url_secrets import masked_url, without_secrets
 
 runner = CliRunner()
 SECRET = "Sup3rS3cret"

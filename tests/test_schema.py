@@ -102,8 +102,8 @@ def test_a_migrated_postgres_store_has_exactly_the_described_tables(
 
 def test_spark_and_the_writers_take_their_columns_from_the_description() -> None:
     from abeval.store import evaluations
-    from abeval.store.spark.own_tables import TABLES as SPARK_OWN
-    from abeval.store.spark.schema import COLUMNS, PARTITION
+    from abeval.store.backends.spark.own_tables import TABLES as SPARK_OWN
+    from abeval.store.backends.spark.schema import COLUMNS, PARTITION
 
     spark = {"STRING": "text", "INT": "integer", "BIGINT": "bigint", "DOUBLE": "double"}
     spark["TIMESTAMP_NTZ"] = "timestamp"

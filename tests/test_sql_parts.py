@@ -188,7 +188,10 @@ def test_every_part_declares_the_parts_it_reads(monkeypatch: pytest.MonkeyPatch)
 #: ``.replace`` calls in abeval/store that edit text which is not SQL, by file and
 #: function: a database URL shown with its password masked, and a driver's message
 #: with the URL masked.
-NOT_SQL = {("url_secrets.py", "masked_url"), ("url_secrets.py", "without_secrets")}
+NOT_SQL = {
+    ("backends/url_secrets.py", "masked_url"),
+    ("backends/url_secrets.py", "without_secrets"),
+}
 
 
 def text_edits(source: str) -> list[tuple[int, str]]:
@@ -255,7 +258,7 @@ def test_a_part_is_materialised_with_the_whole_with(monkeypatch: pytest.MonkeyPa
     """The statement that fills a part's table carries every part, not only those the
     part needs: a CTE that several parts read stays one that PostgreSQL computes once
     (inlined into the replay's ranked lists, the events' CTE gave a plan 8x slower)."""
-    from abeval.store.backends import duck
+    from abeval.store.backends.duckdb import backend as duck
 
     sent: list[str] = []
     monkeypatch.setattr(

@@ -17,8 +17,8 @@ from typer.testing import CliRunner
 from abeval.cli import app
 from abeval.errors import StoreError
 from abeval.store import open_store, resolve_url
+from abeval.store.backends.url_secrets import without_secrets
 from abeval.store.engine import display_url
-from abeval.store.url_secrets import without_secrets
 
 runner = CliRunner()
 EVENTS = "experiment,arm,user_id,ts,event_type\ne1,A,u1,2024-05-01,exposure\n"
@@ -330,12 +330,18 @@ def test_a_directory_in_place_of_the_wal_gives_one_line(cwd: Path) -> None:
 def test_store_faults_inside_a_command_name_the_store_and_the_fix() -> None:
     import duckdb
 
-    from abeval.store.engine import Store
+    from abeval.store.backends import backend_named
+    from abeval.store.database import Database
 
     class FakeEngine:
         pass
 
-    store = Store(engine=FakeEngine(), url="duckdb:////data/store.duckdb", read_only=False)  # type: ignore[arg-type]
+    store = Database(
+        engine=FakeEngine(),  # type: ignore[arg-type]
+        url="duckdb:////data/store.duckdb",
+        read_only=False,
+        backend=backend_named("duckdb"),
+    )
     with pytest.raises(StoreError) as caught, store.faults():
         raise duckdb.IOException(
             'IO Error: Cannot open file "/data/store.duckdb.wal": Permission denied'

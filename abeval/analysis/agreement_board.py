@@ -64,11 +64,11 @@ from abeval.store.evaluations import latest_evaluations
 from abeval.store.experiments import list_experiments, unknown_experiment_message
 
 if TYPE_CHECKING:
-    from abeval.store.engine import Store
+    from abeval.store.database import Database
 
 
 def agreement_board(
-    store: Store, o: AgreementOptions | None = None, catalog: Catalog | None = None
+    store: Database, o: AgreementOptions | None = None, catalog: Catalog | None = None
 ) -> AgreementBoard:
     """Read every experiment's signals once, collect the pairs, summarise per signal
     (``catalog``: the store's metrics when read already)."""
@@ -118,7 +118,7 @@ def agreement_board(
     )
 
 
-def _experiments(store: Store, asked: Sequence[str] | None) -> list[str]:
+def _experiments(store: Database, asked: Sequence[str] | None) -> list[str]:
     """The experiments to analyse; an unknown name is an error with a did-you-mean."""
     known = [e.experiment for e in list_experiments(store)]
     if asked is None:

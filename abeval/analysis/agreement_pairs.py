@@ -26,7 +26,7 @@ from abeval.store.evaluations import RecordedEvaluation
 
 if TYPE_CHECKING:
     from abeval.analysis.online_metrics import Catalog
-    from abeval.store.engine import Store
+    from abeval.store.database import Database
 
 
 @dataclass(frozen=True)
@@ -46,7 +46,7 @@ class ExperimentSignals:
 
 
 def experiment_signals(
-    store: Store, name: str, options: ReportOptions, catalog: Catalog
+    store: Database, name: str, options: ReportOptions, catalog: Catalog
 ) -> ExperimentSignals:
     """The parts of ``name`` the board reads, from one session (no daily series,
     power, decision or prediction) with the store's ``catalog``; an

@@ -25,7 +25,7 @@ from abeval.errors import OptionError
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
 
-    from abeval.store.engine import Store
+    from abeval.store.database import Database
     from abeval.store.experiments import (
         ExperimentSettings,
         SettingsChange,
@@ -271,7 +271,7 @@ def read_config(conn: Connection, experiment: str) -> ExperimentConfig:
 
 
 def record(
-    store: Store,
+    store: Database,
     experiment: str,
     settings: SettingsChange,
     changes: ExperimentConfig,
@@ -315,7 +315,7 @@ def record(
     return current, config, done
 
 
-def show(store: Store, experiment: str) -> tuple[ExperimentSettings, ExperimentConfig]:
+def show(store: Database, experiment: str) -> tuple[ExperimentSettings, ExperimentConfig]:
     """What is recorded for ``experiment``: its settings and its configuration."""
     from abeval.store.experiments import get_settings
 

@@ -34,7 +34,7 @@ from abeval.stats.results import NOT_IN_JSON, JsonResult
 
 if TYPE_CHECKING:
     from abeval.analysis.agreement import AgreementBoard
-    from abeval.store.engine import Store
+    from abeval.store.database import Database
 
 SCHEMA_VERSION = "1.0"
 
@@ -197,7 +197,7 @@ def forecast_metric(
 
 
 def build_forecast(
-    store: Store | None,
+    store: Database | None,
     evidence: Evidence,
     o: ForecastOptions,
     board: AgreementBoard | None = None,

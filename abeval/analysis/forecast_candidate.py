@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Literal
 from abeval.errors import AbevalError, NotFoundError, close_matches
 
 if TYPE_CHECKING:
-    from abeval.store.engine import Store
+    from abeval.store.database import Database
 
 EvidenceKind = Literal["typed", "evaluation", "off_policy"]
 
@@ -95,7 +95,7 @@ def evaluation_evidence(
 
 
 def ope_evidence(
-    store: Store, experiment: str, target_propensities: str | Path, alpha: float = 0.05
+    store: Database, experiment: str, target_propensities: str | Path, alpha: float = 0.05
 ) -> Evidence:
     """The candidate's off-policy lift over production: ``experiment``'s control
     logs reweighted to the candidate's probabilities (the file), by the headline

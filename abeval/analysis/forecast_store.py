@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from abeval.analysis.agreement import AgreementBoard
     from abeval.analysis.forecast import ForecastOptions
     from abeval.analysis.online_metrics import Catalog
-    from abeval.store.engine import Store
+    from abeval.store.database import Database
 
 #: The traffic of a new test: the median over this many most recent experiments.
 RECENT = 5
@@ -54,7 +54,7 @@ def _days(first: str | None, last: str | None) -> float | None:
 
 
 def store_history(
-    store: Store, o: ForecastOptions, board: AgreementBoard | None = None
+    store: Database, o: ForecastOptions, board: AgreementBoard | None = None
 ) -> StoreHistory:
     """Every pair of the store's board with an offline interval, as an entry; each
     experiment read under its saved configuration, ``o``'s primary metrics and α

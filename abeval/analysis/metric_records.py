@@ -14,7 +14,7 @@ from abeval.analysis.online_metrics import BUILTIN_METRICS
 from abeval.analysis.team_metrics import TeamMetric
 
 if TYPE_CHECKING:
-    from abeval.store.engine import Store
+    from abeval.store.database import Database
     from abeval.store.metric_definitions import RecordedDefinition
 
 
@@ -59,7 +59,7 @@ class MetricRow:
         return out
 
 
-def add_metrics(store: Store, path: Path) -> Added:
+def add_metrics(store: Database, path: Path) -> Added:
     """Read ``path``, check every definition against the store's event types, and
     record them all in one transaction (nothing when any is wrong)."""
     from abeval.store import metric_definitions as stored
@@ -72,7 +72,7 @@ def add_metrics(store: Store, path: Path) -> Added:
     return Added(metrics, tuple(m.name for m in metrics if m.name in before))
 
 
-def remove_metric(store: Store, name: str) -> MetricRow:
+def remove_metric(store: Database, name: str) -> MetricRow:
     """Forget the team-defined metric ``name`` (a built-in one cannot be); the
     metric as it was recorded."""
     from abeval.errors import InputError, NotFoundError, did_you_mean
@@ -91,7 +91,7 @@ def remove_metric(store: Store, name: str) -> MetricRow:
     return _row(removed)
 
 
-def list_metrics(store: Store) -> tuple[MetricRow, ...]:
+def list_metrics(store: Database) -> tuple[MetricRow, ...]:
     """The built-in metrics, then the recorded ones by name."""
     from abeval.store.metric_definitions import recorded
 

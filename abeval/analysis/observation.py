@@ -20,6 +20,7 @@ from abeval.analysis.report_model import ControlRule, Health, ReportOptions
 from abeval.analysis.team_metrics import check_names
 from abeval.errors import AbevalError, NotFoundError, OptionError
 from abeval.stats import srm_test
+from abeval.store.backends import backend_of
 from abeval.store.experiments import (
     ExperimentSettings,
     get_settings,
@@ -117,7 +118,7 @@ def observe(
     arms = [control] + [a for a in settings.arms if a != control]
     window = _window(settings, o)
     check_names(o, catalog)
-    variables = catalog.variables.keyed_for(conn.dialect.name)
+    variables = catalog.variables.keyed_for(backend_of(conn))
     base, temporary = online_pass.shared(conn, experiment, o.cuped_days, window, variables)
     variables = variables.plus(copies(o.caps))  # columns of user_metrics, not of user_day
     kept = [t for t in temporary if t.endswith("_population")]

@@ -39,13 +39,13 @@ from abeval.analysis.verdicts import verdicts
 
 if TYPE_CHECKING:
     from abeval.analysis.online_metrics import Catalog
-    from abeval.store.engine import Store
+    from abeval.store.database import Database
 
 __all__ = ["ReportOptions", "build_report"]
 
 
 def build_report(
-    store: Store, experiment: str, o: ReportOptions | None = None, catalog: Catalog | None = None
+    store: Database, experiment: str, o: ReportOptions | None = None, catalog: Catalog | None = None
 ) -> ExperimentReport:
     """Everything ``abeval report`` shows for one experiment, computed with the
     store's ``catalog`` of metrics (read from the store unless given)."""

@@ -14,11 +14,11 @@ from abeval.analysis.session import ExperimentSession
 
 if TYPE_CHECKING:
     from abeval.analysis.online_metrics import Catalog
-    from abeval.store.engine import Store
+    from abeval.store.database import Database
 
 
 def plan_from_data(
-    store: Store, experiment: str, metrics: tuple[str, ...], o: ReportOptions
+    store: Database, experiment: str, metrics: tuple[str, ...], o: ReportOptions
 ) -> tuple[PowerInfo, ...]:
     """The power rows of ``metrics`` for ``experiment``, exactly as its report
     (under the same options) shows them for its primary metrics: from the
@@ -42,7 +42,7 @@ class Plan:
 
 
 def plan_report(
-    store: Store, experiment: str, o: ReportOptions, catalog: Catalog | None = None
+    store: Database, experiment: str, o: ReportOptions, catalog: Catalog | None = None
 ) -> Plan:
     """The :class:`Plan` of ``experiment`` under ``o``, from its session
     (``catalog``: the store's metrics when read already)."""

@@ -30,7 +30,7 @@ from abeval.store.evaluations import RecordedEvaluation, latest_evaluations
 
 if TYPE_CHECKING:
     from abeval.analysis.report_model import OnlineMetricResult
-    from abeval.store.engine import Store
+    from abeval.store.database import Database
 
 PredictedStatus = Literal["ok", "none_recorded", "other_baseline"]
 
@@ -73,7 +73,7 @@ class PredictedSection(JsonResult):
 
 
 def predicted_results(
-    store: Store,
+    store: Database,
     experiment: str,
     control: str,
     treatments: Sequence[str],

@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
 
     from abeval.analysis.online_metrics import Catalog
-    from abeval.store.engine import Store
+    from abeval.store.database import Database
 
 
 class ExperimentSession:
@@ -53,7 +53,7 @@ class ExperimentSession:
 
     def __init__(
         self,
-        store: Store,
+        store: Database,
         experiment: str,
         options: ReportOptions | None = None,
         catalog: Catalog | None = None,

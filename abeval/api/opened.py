@@ -1,4 +1,4 @@
-"""What every part of an open store's API shares: the engine's store, closing it, and
+"""What every part of an open store's API shares: the store's database, closing it, and
 its metric catalog (the built-in and team-defined metrics a name is checked against
 and a result is computed with)."""
 
@@ -9,13 +9,13 @@ from typing import TYPE_CHECKING, Self
 
 if TYPE_CHECKING:
     from abeval.analysis.online_metrics import Catalog
-    from abeval.store.engine import Store as EngineStore
+    from abeval.store.database import Database
 
 
 class Opened:
     """An open store (the base of :class:`abeval.api.Store` and its parts)."""
 
-    def __init__(self, store: EngineStore) -> None:
+    def __init__(self, store: Database) -> None:
         self._store = store
 
     def __enter__(self) -> Self:

@@ -1,7 +1,7 @@
 """The event store: SQLAlchemy engines, schema migrations, ingest and the SQL that
 returns sufficient statistics. This layer knows SQL and nothing of statistics.
 
-``Store``, ``open_store`` and ``resolve_url`` load :mod:`abeval.store.engine` when
+``Database``, ``open_store`` and ``resolve_url`` load :mod:`abeval.store.engine` when
 first asked for, so that a command that needs only a small module of this package
 (``abeval evaluate`` reads :mod:`abeval.store.quoting`) does not pay for it."""
 
@@ -10,9 +10,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from abeval.store.engine import Store, open_store, resolve_url
+    from abeval.store.engine import Database, open_store, resolve_url
 
-__all__ = ["Store", "open_store", "resolve_url"]
+__all__ = ["Database", "open_store", "resolve_url"]
 
 
 def __getattr__(name: str) -> Any:

@@ -3,7 +3,7 @@
 character the event format allows, commas included (migration 0007).
 
 The array is built by :data:`ARMS_JSON`, one SQL expression that DuckDB,
-PostgreSQL and Spark (through :mod:`abeval.store.spark.dialect`) all run: the
+PostgreSQL and Spark (through :mod:`abeval.store.backends.spark.dialect`) all run: the
 names sorted, each a JSON string with ``\\`` and ``"`` escaped. Other control
 characters are left as they are, which :func:`parse_arms` reads (a JSON reader
 that is not strict about them); a Spark store written before 0007 may still hold

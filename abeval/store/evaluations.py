@@ -27,7 +27,7 @@ from abeval.store.schema import TABLES
 from abeval.store.store_keys import signature, signed_by
 
 if TYPE_CHECKING:
-    from abeval.store.engine import Store
+    from abeval.store.database import Database
 
 _COLUMNS = TABLES["offline_evaluations"].names
 
@@ -89,7 +89,7 @@ class RecordedEvaluation:
         return None
 
 
-def record_evaluation(store: Store, evaluation: RecordedEvaluation) -> str:
+def record_evaluation(store: Database, evaluation: RecordedEvaluation) -> str:
     """Write ``evaluation`` in one transaction (replacing an earlier recording of
     the same inputs); returns its id."""
     eid = evaluation.evaluation_id
@@ -246,7 +246,7 @@ class _Row:
 
 
 def latest_evaluations(
-    store: Store, experiments: Sequence[str] | None = None
+    store: Database, experiments: Sequence[str] | None = None
 ) -> dict[str, RecordedEvaluation]:
     """Per experiment (all, or those named), the evaluation recorded last."""
     from sqlalchemy import text

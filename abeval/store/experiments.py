@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
     from sqlalchemy.engine import Connection
 
-    from abeval.store.engine import Store
+    from abeval.store.database import Database
     from abeval.store.ope_target import RecordedTargets, TargetCheck, TargetRow
 
 
@@ -66,7 +66,7 @@ def _iso(value: Any) -> str | None:
     return value.isoformat(sep="T") if value is not None else None
 
 
-def list_experiments(store: Store, only: str | None = None) -> list[ExperimentSummary]:
+def list_experiments(store: Database, only: str | None = None) -> list[ExperimentSummary]:
     """The store's (ingested) experiments; ``abeval.store.sources`` lists those read
     in place."""
     with store.connect() as conn:
@@ -307,7 +307,7 @@ class TargetsRecorded:
 
 
 def set_settings(
-    store: Store,
+    store: Database,
     experiment: str,
     control: str | None,
     split: str | None,

@@ -1,6 +1,6 @@
 """Team-defined metrics as the store keeps them: the ``metric_definitions`` table
 (``migrations/0009_metric_definitions.sql``; on Spark an own table,
-:mod:`abeval.store.spark.own_tables`), one row per metric with its definition as
+:mod:`abeval.store.backends.spark.own_tables`), one row per metric with its definition as
 JSON. What a definition means is :mod:`abeval.analysis.team_metrics`'s; this
 module only reads and writes the rows, and lists the event types the store holds
 (what a definition may name).
@@ -19,7 +19,7 @@ from abeval.store.migrate import has_own_table
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
 
-    from abeval.store.engine import Store
+    from abeval.store.database import Database
 
 TABLE = "metric_definitions"
 
@@ -47,7 +47,7 @@ def load(conn: Connection) -> list[RecordedDefinition]:
     return [RecordedDefinition(str(r[0]), json.loads(r[1]), str(r[2]), r[3]) for r in rows]
 
 
-def recorded(store: Store) -> list[RecordedDefinition]:
+def recorded(store: Database) -> list[RecordedDefinition]:
     with store.connect() as conn:
         return load(conn)
 
@@ -61,7 +61,7 @@ def event_types(conn: Connection) -> list[str]:
 
 
 def save(
-    store: Store, definitions: Mapping[str, Mapping[str, Any]], source: str
+    store: Database, definitions: Mapping[str, Mapping[str, Any]], source: str
 ) -> list[RecordedDefinition]:
     """Record ``definitions`` (name → JSON object) in one transaction: a name
     already recorded takes the new definition. Returns the rows written."""
@@ -87,7 +87,7 @@ def names(rows: Sequence[RecordedDefinition]) -> list[str]:
     return [r.name for r in rows]
 
 
-def remove(store: Store, name: str) -> RecordedDefinition | None:
+def remove(store: Database, name: str) -> RecordedDefinition | None:
     """Forget the recorded metric ``name`` in one transaction; the row forgotten, or
     None when no metric of that name is recorded (nothing is written)."""
     from abeval.store.backends import backend_of

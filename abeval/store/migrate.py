@@ -19,7 +19,7 @@ from abeval.resources import data_dir
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
 
-    from abeval.store.engine import Store
+    from abeval.store.database import Database
 
 _NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
 
@@ -68,7 +68,7 @@ def has_own_table(conn: Connection, table: str) -> bool:
     """Whether the store has abeval's own table ``table`` (``sources``,
     ``offline_evaluations``). Migrations make them on DuckDB and PostgreSQL; on
     Spark no migration runs, and the first write that needs one creates it
-    (:mod:`abeval.store.spark.own_tables`)."""
+    (:mod:`abeval.store.backends.spark.own_tables`)."""
     from abeval.store.backends import backend_of
 
     return backend_of(conn).has_own_table(conn, table)
@@ -83,7 +83,7 @@ def applied_versions(conn: Connection) -> set[int]:
     return {int(v) for v in conn.execute(text("SELECT version FROM schema_migrations")).scalars()}
 
 
-def pending(store: Store, folder: Path | None = None) -> list[Migration]:
+def pending(store: Database, folder: Path | None = None) -> list[Migration]:
     """The steps this abeval knows that the store has not recorded. A store that
     records a step this abeval does not know was written by a newer abeval: it is
     refused, read-only or not, rather than read with the wrong schema."""
@@ -115,7 +115,7 @@ def _already_there(step: Migration, reason: str, shown: str) -> StoreError | Non
     )
 
 
-def apply(store: Store, folder: Path | None = None) -> list[Migration]:
+def apply(store: Database, folder: Path | None = None) -> list[Migration]:
     """Apply every pending step, each in its own transaction. Returns the steps applied."""
     from sqlalchemy import text
 
@@ -161,7 +161,7 @@ def _driver_reason(exc: BaseException) -> str:
     return str(orig).strip().splitlines()[0] if str(orig).strip() else type(orig).__name__
 
 
-def ensure_current(store: Store, folder: Path | None = None) -> None:
+def ensure_current(store: Database, folder: Path | None = None) -> None:
     """Upgrade a writable store; for a read-only one, say which command upgrades it."""
     if store.read_only:
         missing = pending(store, folder)

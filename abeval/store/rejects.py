@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from abeval.store.engine import Store
+    from abeval.store.database import Database
 
 
 @dataclass(frozen=True)
@@ -34,7 +34,9 @@ class RejectedRow:
         }
 
 
-def rejected_rows(store: Store, *, ingest: int | None = None, limit: int = 50) -> list[RejectedRow]:
+def rejected_rows(
+    store: Database, *, ingest: int | None = None, limit: int = 50
+) -> list[RejectedRow]:
     """The rejected rows of ``ingest`` (default: every ingest) by ingest and line,
     at most ``limit`` (ids and limits beyond 2**62 mean "as many as there are")."""
     from sqlalchemy import text

@@ -3,7 +3,7 @@
 A report runs several queries that start from the same parts (the population,
 the ranked lists; :mod:`abeval.store.sql.parts`). Engines recompute a CTE in every
 query that names it, so :func:`materialize` evaluates the chosen parts once into
-temporary tables (on Spark, cached views: abeval/store/spark/dialect.py) and
+temporary tables (on Spark, cached views: abeval/store/backends/spark/dialect.py) and
 returns the parts with those reading their tables, found by name. Engines without
 temporary tables keep the parts as they are: the results are the same, only slower.
 """
@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
+
+from abeval.store.backends.faults import is_aborted
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
@@ -67,10 +69,3 @@ def drop(conn: Connection, tables: Iterable[str]) -> None:
             if is_aborted(exc):
                 return
             raise
-
-
-def is_aborted(exc: BaseException) -> bool:
-    """Whether ``exc`` is the engine refusing a statement because an earlier one
-    failed in the same transaction (DuckDB and PostgreSQL say so alike): a clean-up
-    step that meets it leaves the earlier failure to be reported."""
-    return "transaction is aborted" in str(exc).lower()

@@ -80,17 +80,6 @@ def describe(conn: Connection, rel: Relation) -> dict[str, str]:
     return backend_of(conn).describe(conn, rel)
 
 
-def cannot_read(rel: Relation, reason: str) -> InputError:
-    return InputError(f"cannot read {{table}} {rel.shown}: {reason}", parameters=("table",))
-
-
-def driver_reason(exc: Exception) -> str:
-    """The driver's first line without its class prefix (``Catalog Error: ``)."""
-    orig = getattr(exc, "orig", None) or exc
-    line = (str(orig).strip().splitlines() or ["unknown error"])[0]
-    return line.split(": ", 1)[1] if line.split(": ", 1)[0].endswith("Error") else line
-
-
 def checked(conn: Connection, table: str, mapping: Mapping) -> tuple[Relation, Resolved]:
     """The relation and the mapping checked against its columns."""
     rel = relation(conn, table)

@@ -38,7 +38,7 @@ from abeval.store.source_sql import (
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
 
-    from abeval.store.engine import Store
+    from abeval.store.database import Database
 
 
 @dataclass(frozen=True)
@@ -82,7 +82,7 @@ def _load(conn: Connection) -> list[Source]:
     return [Source(str(r[0]), str(r[1]), Mapping.from_json(r[2]), r[3], r[4]) for r in rows]
 
 
-def list_sources(store: Store) -> list[Source]:
+def list_sources(store: Database) -> list[Source]:
     with store.connect() as conn:
         return _load(conn)
 
@@ -93,7 +93,7 @@ def _unknown(name: str, known: list[str]) -> NotFoundError:
     return NotFoundError(f"no source {name!r}{hint} (list them with `abeval source list`)")
 
 
-def remove_source(store: Store, name: str) -> Source:
+def remove_source(store: Database, name: str) -> Source:
     """Forget a source; its table is not touched."""
     with store.writing() as conn:
         sources = {s.name: s for s in _load(conn)}
@@ -121,7 +121,7 @@ def _row(s: Source) -> dict[str, object]:
 
 
 def add_source(
-    store: Store, name: str, table: str, mapping: Mapping, *, replace_existing: bool = False
+    store: Database, name: str, table: str, mapping: Mapping, *, replace_existing: bool = False
 ) -> SourceCheck:
     """Check ``mapping`` against ``table`` and record the source; nothing is
     recorded when a check fails. One pass over the table counts its events."""
@@ -254,7 +254,7 @@ def _all_known(conn: Connection, sources: list[Source]) -> list[str]:
     return sorted(known)
 
 
-def source_experiments(store: Store) -> tuple[list[ExperimentSummary], list[str]]:
+def source_experiments(store: Database) -> tuple[list[ExperimentSummary], list[str]]:
     """The experiments of every source, as ``abeval experiments`` lists them, and a
     line for each source that cannot be read or experiment the store hides."""
     found: list[ExperimentSummary] = []
@@ -278,7 +278,7 @@ def source_experiments(store: Store) -> tuple[list[ExperimentSummary], list[str]
     return found, problems
 
 
-def refuse_settings(store: Store, experiment: str) -> None:
+def refuse_settings(store: Database, experiment: str) -> None:
     """``experiment set`` found no ``experiment`` in the store: say so when a source
     holds it (its settings are not recorded), or name the experiments of the
     store and the sources."""

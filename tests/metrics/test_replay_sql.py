@@ -10,7 +10,7 @@ from replay_data import Log
 from sqlalchemy import text
 
 from abeval.store import open_store
-from abeval.store.engine import Store
+from abeval.store.database import Database
 from abeval.store.sql.replay import SHARED, RepeatedImpression, open_replay
 from abeval.store.sql.replay_parts import gain_case
 
@@ -18,7 +18,7 @@ GAINS = {"click": 1.0, "purchase": 2.0}
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
+def store(tmp_path: Path) -> Iterator[Database]:
     log = Log()
     for user, arm in (("u1", "A"), ("u2", "B"), ("u3", "B")):
         log.add(arm, user, "exposure", ts="2024-01-01 00:00:00")
@@ -51,7 +51,7 @@ def test_gain_case_puts_the_strongest_event_first() -> None:
     assert case.index(":rel_type_0") < case.index(":rel_type_1")
 
 
-def test_arm_counts_repeats_and_relevance_not_shown(store: Store) -> None:
+def test_arm_counts_repeats_and_relevance_not_shown(store: Database) -> None:
     with store.connect() as conn, open_replay(conn, "exp", GAINS) as source:
         assert source.arm_counts() == [
             {"arm": "A", "users": 1, "users_with_requests": 1, "requests": 1,
@@ -64,7 +64,7 @@ def test_arm_counts_repeats_and_relevance_not_shown(store: Store) -> None:
         assert source.experiment_has_events()
 
 
-def test_ranked_lists_count_each_item_once_with_its_strongest_event(store: Store) -> None:
+def test_ranked_lists_count_each_item_once_with_its_strongest_event(store: Database) -> None:
     select = (
         "SELECT grp, list_id, item_id, rank, copies, gain FROM ranked ORDER BY list_id, item_id"
     )
@@ -88,13 +88,13 @@ def test_ranked_lists_count_each_item_once_with_its_strongest_event(store: Store
     assert judged == [{"n": 2}]
 
 
-def test_impressions_before_exposure_count_only_when_asked(store: Store) -> None:
+def test_impressions_before_exposure_count_only_when_asked(store: Database) -> None:
     with store.connect() as conn, open_replay(conn, "exp", GAINS, post_exposure_only=False) as s:
         a = s.arm_counts()[0]
     assert (a["arm"], a["requests"], a["impressions"]) == ("A", 2, 5)
 
 
-def test_an_unknown_experiment_has_no_events_and_leaves_no_tables(store: Store) -> None:
+def test_an_unknown_experiment_has_no_events_and_leaves_no_tables(store: Database) -> None:
     tables = "SELECT COUNT(*) FROM duckdb_tables() WHERE table_name LIKE 'abeval_replay_%'"
     with store.connect() as conn:
         with open_replay(conn, "nope", GAINS) as source:
@@ -105,7 +105,7 @@ def test_an_unknown_experiment_has_no_events_and_leaves_no_tables(store: Store) 
         assert conn.execute(text(tables)).scalar() == 0
 
 
-def test_the_replay_caps_duckdbs_memory_and_puts_it_back(store: Store) -> None:
+def test_the_replay_caps_duckdbs_memory_and_puts_it_back(store: Database) -> None:
     setting = "SELECT current_setting('memory_limit')"
     with store.connect() as conn:
         before = conn.execute(text(setting)).scalar()

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from abeval.store.spark.store import TABLES
+from abeval.store.backends.spark.database import TABLES
 
 
 def drop_abeval_tables(url: str) -> None:

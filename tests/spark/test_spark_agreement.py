@@ -27,9 +27,9 @@ from abeval.analysis.agreement_board import agreement_board
 from abeval.cli import app
 from abeval.simulate.series import ExperimentFiles, SeriesConfig, write_series
 from abeval.store import open_store
+from abeval.store.backends.spark import own_tables
 from abeval.store.evaluations import latest_evaluations
 from abeval.store.ingest import ingest_file
-from abeval.store.spark import own_tables
 
 pytestmark = pytest.mark.spark
 runner = CliRunner()

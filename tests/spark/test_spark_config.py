@@ -32,7 +32,7 @@ from test_postgres_report import assert_same
 from typer.testing import CliRunner
 
 from abeval.cli import app
-from abeval.store.spark import experiments_table
+from abeval.store.backends.spark import experiments_table
 
 pytestmark = pytest.mark.spark
 TEAM = ("mobile_plays", "capped_value")
@@ -78,7 +78,7 @@ def stores(spark_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator
 def _drop_definitions(url: str) -> None:
     from pyspark.sql.connect.session import SparkSession
 
-    from abeval.store.spark import own_tables
+    from abeval.store.backends.spark import own_tables
 
     session = SparkSession.builder.remote(url).create()
     try:
@@ -190,7 +190,7 @@ def test_experiment_unset_forgets_on_spark(stores: Stores) -> None:
 def test_old_versions_are_dropped_but_the_live_one_and_the_one_before(stores: Stores) -> None:
     from pyspark.sql.connect.session import SparkSession
 
-    from abeval.store.spark import own_tables
+    from abeval.store.backends.spark import own_tables
 
     for alpha in ("0.2", "0.3", "0.25"):
         args = ["experiment", "set", EXP, "--alpha", alpha, "--db", stores.spark]
@@ -224,7 +224,7 @@ def test_folders_an_earlier_abeval_wrote_are_removed_after_a_commit(stores: Stor
     the commit may read it), and after one more commit it is gone too."""
     from pyspark.sql.connect.session import SparkSession
 
-    from abeval.store.spark.schema import set_location_sql
+    from abeval.store.backends.spark.schema import set_location_sql
 
     root = stores.folder / "warehouse" / EXP_T
     session = SparkSession.builder.remote(stores.spark).create()

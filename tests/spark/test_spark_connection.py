@@ -17,7 +17,7 @@ from sqlalchemy import text
 from typer.testing import CliRunner
 
 from abeval.cli import app
-from abeval.store.spark.connection import SparkConnection
+from abeval.store.backends.spark.connection import SparkConnection
 
 runner = CliRunner()
 #: The adapter translates what it runs with sqlglot (the `test` and `spark` extras).
@@ -220,7 +220,7 @@ def test_own_tables_are_replaced_by_a_new_version_and_one_pointer_swap() -> None
     dropped; an earlier abeval's plain table becomes version 0 first."""
     from datetime import datetime
 
-    from abeval.store.spark import own_tables
+    from abeval.store.backends.spark import own_tables
 
     session = VersionedSession({"sources": "MANAGED"})
     conn = SparkConnection(session, {})
@@ -277,7 +277,7 @@ def fake_spark(monkeypatch: pytest.MonkeyPatch) -> FakeSession:
     import sys
     import types
 
-    from abeval.store.spark import store
+    from abeval.store.backends.spark import database as store
 
     session = FakeSession([], [])
     session.stop = lambda: None  # type: ignore[attr-defined]

@@ -20,14 +20,14 @@ from test_postgres_report import assert_same
 from abeval.analysis.online import ReportOptions, build_report
 from abeval.simulate import SimulationConfig, write_events
 from abeval.store import open_store
-from abeval.store.engine import Store
+from abeval.store.database import Database
 from abeval.store.experiments import list_experiments
 from abeval.store.ingest import ingest_file
 from abeval.store.sql.population import parse_bound
 
 pytest.importorskip("sqlglot")
 
-from abeval.store.spark.dialect import DialectError, to_spark
+from abeval.store.backends.spark.dialect import DialectError, to_spark
 
 EXPERIMENT = "home-reco-v2"
 #: Segment, window and a cap: the report's every optional query.
@@ -64,7 +64,7 @@ class SparkNamed:
         return False
 
 
-def spark_named(store: Store, sent: list[str]) -> None:
+def spark_named(store: Database, sent: list[str]) -> None:
     plain = store.connect
 
     @contextmanager

@@ -1,5 +1,5 @@
 """The versions of the Spark ``experiments`` table and the statement that changes one
-experiment's settings (abeval.store.spark.experiments_table), without a cluster;
+experiment's settings (abeval.store.backends.spark.experiments_table), without a cluster;
 tests/spark/test_spark_config.py runs them on one, and checks which old versions
 are dropped."""
 
@@ -9,8 +9,8 @@ from datetime import datetime
 
 import pytest
 
-from abeval.store.spark import experiments_table as t
-from abeval.store.spark.schema import COLUMNS
+from abeval.store.backends.spark import experiments_table as t
+from abeval.store.backends.spark.schema import COLUMNS
 
 
 def test_a_version_is_numbered_from_its_folder() -> None:

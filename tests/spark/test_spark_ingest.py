@@ -22,7 +22,7 @@ from typer.testing import CliRunner
 
 from abeval.cli import app
 from abeval.simulate import SimulationConfig, write_events
-from abeval.store.spark.landing import Landing
+from abeval.store.backends.spark.landing import Landing
 
 pytestmark = pytest.mark.spark
 runner = CliRunner()

@@ -23,9 +23,10 @@ from typer.testing import CliRunner
 from abeval.cli import app
 from abeval.simulate import SimulationConfig, write_events
 from abeval.store import open_store
+from abeval.store.backends.spark import database as spark_store
+from abeval.store.backends.spark.backend import SparkBackend
+from abeval.store.backends.spark.lock import LOCK
 from abeval.store.ingest import ingest_file
-from abeval.store.spark import store as spark_store
-from abeval.store.spark.lock import LOCK
 
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("sqlglot") is None, reason="needs sqlglot (pip install -e '.[test]')"
@@ -59,7 +60,7 @@ def _migrated(folder: Path, tables: list[str]) -> dict[str, list[tuple[str, str]
 
 
 def test_the_spark_tables_have_the_columns_of_the_migrations(tmp_path: Path) -> None:
-    from abeval.store.spark.schema import COLUMNS, PARTITION, PARTITIONED, create_table_sql
+    from abeval.store.backends.spark.schema import COLUMNS, PARTITION, PARTITIONED, create_table_sql
 
     migrated = _migrated(tmp_path, list(COLUMNS))
     for table, spark_columns in COLUMNS.items():
@@ -78,9 +79,9 @@ def test_the_spark_tables_have_the_columns_of_the_migrations(tmp_path: Path) -> 
 def test_the_own_tables_have_the_columns_of_the_migrations(tmp_path: Path) -> None:
     """``sources``, ``offline_evaluations``, ``target_propensities``,
     ``target_files`` and ``metric_definitions`` on Spark
-    (abeval.store.spark.own_tables) have the columns and types of migrations 0003,
+    (abeval.store.backends.spark.own_tables) have the columns and types of migrations 0003,
     0004, 0006 and 0009, in order."""
-    from abeval.store.spark.own_tables import TABLES
+    from abeval.store.backends.spark.own_tables import TABLES
 
     migrated = _migrated(tmp_path, list(TABLES))
     for table, spark_columns in TABLES.items():
@@ -88,7 +89,7 @@ def test_the_own_tables_have_the_columns_of_the_migrations(tmp_path: Path) -> No
 
 
 def test_ddl_that_does_not_read_back_is_refused() -> None:
-    from abeval.store.spark.dialect import DialectError, spark_native
+    from abeval.store.backends.spark.dialect import DialectError, spark_native
 
     with pytest.raises(DialectError) as caught:
         spark_native("CREATE TABLE t (a STRING) USING parquet")
@@ -195,8 +196,10 @@ def fake(monkeypatch: pytest.MonkeyPatch) -> FakeSession:
     """``--db sc://...`` opens a store on a fake session with no abeval table yet."""
     session = FakeSession()
 
-    def open_spark(url: str, *, read_only: bool, **_: Any) -> spark_store.SparkStore:
-        return spark_store.SparkStore(session, url, read_only, set())
+    def open_spark(
+        url: str, backend: SparkBackend, *, read_only: bool, **_: Any
+    ) -> spark_store.SparkDatabase:
+        return spark_store.SparkDatabase(session, url, read_only, backend, set())
 
     monkeypatch.setattr(spark_store, "open_spark_store", open_spark)
     monkeypatch.setenv("ABEVAL_SPARK_WAREHOUSE", "/wh")

@@ -1,4 +1,4 @@
-"""One writer at a time on a Spark store (abeval.store.spark.lock).
+"""One writer at a time on a Spark store (abeval.store.backends.spark.lock).
 
 The lock is a view made by ``CREATE VIEW`` without ``OR REPLACE``: of several
 sessions that claim it together exactly one gets it. An ingest that finds it
@@ -26,7 +26,7 @@ from typer.testing import CliRunner
 
 from abeval.cli import app
 from abeval.simulate import SimulationConfig, write_events
-from abeval.store.spark import lock
+from abeval.store.backends.spark import lock
 
 pytestmark = pytest.mark.spark
 runner = CliRunner()

@@ -9,7 +9,7 @@ command, the server's JVM (the driver) is killed (SIGKILL: no goodbye to the
 client) or frozen (SIGSTOP: the connection stays open and nothing answers, as
 when its machine is lost). pyspark's defaults would wait about 10 minutes for a
 killed server and, for a frozen one, about 80 s before retrying for as long;
-abeval's settings (abeval.store.spark.store.LOST_SERVER_RETRIES, KEEPALIVE) give
+abeval's settings (abeval.store.backends.spark.database.LOST_SERVER_RETRIES, KEEPALIVE) give
 up within about 40 s.
 """
 

@@ -1,5 +1,5 @@
 """Rows written as Parquet by abeval itself for a Spark ingest, in bounded chunks
-(abeval.store.spark.parquet_out), and the landing's choice between that and the
+(abeval.store.backends.spark.parquet_out), and the landing's choice between that and the
 upload through Spark Connect. No cluster: the files are read back with pyarrow,
 and the cluster's count is a stand-in."""
 
@@ -15,11 +15,16 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from abeval.store.spark import parquet_out
-from abeval.store.spark.landing import Landing
-from abeval.store.spark.parquet_out import UPLOAD_ENV, arrow_schema, local_folder, write_parquet
-from abeval.store.spark.schema import COLUMNS as COLUMNS_OF
-from abeval.store.spark.schema import data_columns
+from abeval.store.backends.spark import parquet_out
+from abeval.store.backends.spark.landing import Landing
+from abeval.store.backends.spark.parquet_out import (
+    UPLOAD_ENV,
+    arrow_schema,
+    local_folder,
+    write_parquet,
+)
+from abeval.store.backends.spark.schema import COLUMNS as COLUMNS_OF
+from abeval.store.backends.spark.schema import data_columns
 
 COLUMNS = [("a", "STRING"), ("n", "INT"), ("b", "BIGINT"), ("x", "DOUBLE"), ("t", "TIMESTAMP_NTZ")]
 
@@ -179,7 +184,7 @@ def test_the_upload_writes_here_only_when_the_cluster_reads_every_row_there(
 
 
 def test_connect_chunks_are_bounded_in_bytes_and_keep_every_row_in_order() -> None:
-    from abeval.store.spark.landing import _chunks
+    from abeval.store.backends.spark.landing import _chunks
 
     text = pa.array([f"row {i:060d}" for i in range(10_000)])
     batches = [pa.record_batch([text], names=["s"]), pa.record_batch([text[:7]], names=["s"])]
@@ -211,7 +216,7 @@ class _Conf:
 def test_the_plan_cache_is_off_during_an_upload_and_as_it_was_after(
     before: dict[str, str],
 ) -> None:
-    from abeval.store.spark.landing import PLAN_CACHE, _no_plan_cache
+    from abeval.store.backends.spark.landing import PLAN_CACHE, _no_plan_cache
 
     session = type("Session", (), {"conf": _Conf(dict(before))})()
     with pytest.raises(KeyboardInterrupt), _no_plan_cache(session):

@@ -25,8 +25,8 @@ from typer.testing import CliRunner
 
 from abeval.cli import app
 from abeval.simulate import SimulationConfig, write_events
-from abeval.store.spark.landing import Landing
-from abeval.store.spark.parquet_out import UPLOAD_ENV, upload_mode
+from abeval.store.backends.spark.landing import Landing
+from abeval.store.backends.spark.parquet_out import UPLOAD_ENV, upload_mode
 
 runner = CliRunner()
 
@@ -223,7 +223,7 @@ def test_another_upload_value_stops_the_ingest_before_it_connects(
 ) -> None:
     """No server listens at the URL: a connection would fail with another line
     (and only after its retries)."""
-    from abeval.store.spark import store
+    from abeval.store.backends.spark import database as store
 
     monkeypatch.setenv(UPLOAD_ENV, value)
     tried: list[str] = []

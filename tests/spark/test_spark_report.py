@@ -185,7 +185,7 @@ def test_the_default_report_sends_few_statements(
     by section: no ``DROP`` (a kept view is replaced by name and goes with the
     session), one read of the small tables, then the online, replay and off-policy
     statements (the online and replay sections begin with their first kept table)."""
-    from abeval.store.spark.connection import SparkConnection
+    from abeval.store.backends.spark.connection import SparkConnection
 
     sent: list[str] = []
     execute = SparkConnection.execute

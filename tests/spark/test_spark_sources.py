@@ -26,7 +26,7 @@ from typer.testing import CliRunner
 from abeval.analysis.online import build_report
 from abeval.cli import app
 from abeval.store import open_store
-from abeval.store.spark import own_tables
+from abeval.store.backends.spark import own_tables
 
 pytestmark = pytest.mark.spark
 runner = CliRunner()

@@ -1,6 +1,6 @@
 """Target probabilities recorded on a Spark store (``abeval experiment set X
 --target-propensities FILE --db sc://...``) and abeval's own tables replaced by a
-pointer swap (abeval.store.spark.own_tables).
+pointer swap (abeval.store.backends.spark.own_tables).
 
 One small store holds two experiments of ranked logs (abeval.simulate.ranked,
 with step probabilities), loaded into DuckDB and into Spark. The same file is
@@ -30,8 +30,8 @@ from abeval.analysis.ope import OpeOptions, ope_results
 from abeval.cli import app
 from abeval.simulate.ranked import event_rows, example_world, impressions, target_rows
 from abeval.store import open_store
+from abeval.store.backends.spark import own_tables
 from abeval.store.ingest import ingest_file
-from abeval.store.spark import own_tables
 
 pytestmark = pytest.mark.spark
 runner = CliRunner()

@@ -31,7 +31,7 @@ from abeval.files import sha256_file
 from abeval.store.evaluations import RecordedEvaluation, RecordedMetric, record_evaluation
 
 if TYPE_CHECKING:
-    from abeval.store.engine import Store
+    from abeval.store.database import Database
 
 #: Input roles of which there is one file; the models' files are keyed ``role:name``.
 _SINGLE_ROLES = ("truth", "items", "history")
@@ -47,7 +47,7 @@ class Target:
 
 
 def experiment_target(
-    store: Store, experiment: str, models: Sequence[str], predictors: Sequence[str] = ()
+    store: Database, experiment: str, models: Sequence[str], predictors: Sequence[str] = ()
 ) -> Target:
     """Check the models against the experiment's arms: each model an arm, the
     control one of the recommendation models (of the predictions when there are
@@ -239,7 +239,7 @@ def keep(evaluation: RecordedEvaluation, key: bytes, folder: str | Path | None =
     raise AbevalError(f"the evaluation finished but could not be kept in {folder or Path.cwd()}")
 
 
-def record_kept(store: Store, path: str | Path) -> RecordedEvaluation:
+def record_kept(store: Database, path: str | Path) -> RecordedEvaluation:
     """Record an evaluation :func:`keep` wrote, as it was computed (its id and its
     time unchanged), once checked for what it claims: signed with this store's key,
     its experiment and arms in the store, its values finite and in range, its time

@@ -3,18 +3,21 @@ the default of each engine's backend (:mod:`abeval.store.backends`)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from abeval.errors import StoreError
+from abeval.errors import InputError, StoreError
+from abeval.store.backends.faults import store_fault
+from abeval.store.backends.url_secrets import masked_url
 from abeval.store.schema import PORTABLE_TYPES, Column
 
 if TYPE_CHECKING:
-    from sqlalchemy.engine import Connection
+    from sqlalchemy.engine import Connection, Engine
 
     from abeval.choices import OnError
-    from abeval.store.engine import Store
+    from abeval.store.backends.duckdb.memory import DuckDBMemory
+    from abeval.store.database import Database
     from abeval.store.ingest.record import Job
     from abeval.store.ingest.summary import IngestSummary
     from abeval.store.source_sql import Relation
@@ -47,6 +50,69 @@ class Backend:
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name!r})"
 
+    # -- opening -----------------------------------------------------------
+
+    def owns_url(self, url: str) -> bool:
+        """Whether ``url`` (a SQLAlchemy URL, or Spark Connect's) is this engine's
+        (:func:`abeval.store.backends.backend_for_url`)."""
+        return False
+
+    def display_url(self, url: str) -> str:
+        """The URL as it may be shown to a user: its password and secret parameters
+        masked (:mod:`abeval.store.backends.url_secrets`)."""
+        return masked_url(url)
+
+    def open(
+        self,
+        url: str,
+        read_only: bool,
+        *,
+        create: bool = True,
+        lock_timeout: float | None = None,
+        on_lock_wait: Callable[[str], None] | None = None,
+    ) -> Database:
+        """The database at ``url``, its engine connected once (migrations are
+        :func:`abeval.store.open_store`'s). A store another process holds is waited
+        for ``lock_timeout`` seconds (``ABEVAL_LOCK_TIMEOUT``), ``on_lock_wait`` told
+        once; ``create=False``: a store that does not exist is refused."""
+        from abeval.store.backends.connecting import (
+            check_password,
+            connect_engine,
+            env_lock_timeout,
+        )
+        from abeval.store.database import Database
+
+        shown = self.display_url(url)
+        check_password(url, shown)
+        memory = self.prepare(url, shown, must_exist=read_only or not create)
+        timeout = lock_timeout if lock_timeout is not None else env_lock_timeout()
+        engine = connect_engine(self, url, shown, read_only, memory, timeout, on_lock_wait)
+        return Database(engine=engine, url=url, read_only=read_only, backend=self, memory=memory)
+
+    def prepare(self, url: str, shown: str, must_exist: bool) -> DuckDBMemory | None:
+        """Checks before the engine is made, and the memory settings of its
+        connections (DuckDB's); ``must_exist``: the store is not to be created."""
+        return None
+
+    def create_engine(self, url: str, read_only: bool, memory: DuckDBMemory | None) -> Engine:
+        """SQLAlchemy's engine for ``url``."""
+        from sqlalchemy import create_engine
+
+        return create_engine(url, pool_pre_ping=True)
+
+    def is_locked(self, message: str) -> bool:
+        """Whether the driver's ``message`` on connecting says that another process
+        holds the store (then abeval waits for it)."""
+        return False
+
+    def fault(self, shown: str, url: str, exc: Exception) -> BaseException | None:
+        """What to raise instead of ``exc``, escaped from a block of the store
+        ``shown``: one :class:`StoreError` line for a fault of the store, its disk or
+        its server, a ``KeyboardInterrupt`` for DuckDB's interrupt (every engine
+        stages its ingest in DuckDB); None for any other error, which goes on
+        (:mod:`abeval.store.backends.faults`)."""
+        return store_fault(shown, url, exc)
+
     # -- SQL spellings ------------------------------------------------------
 
     def temporary_name(self, view: str) -> str:
@@ -61,6 +127,11 @@ class Backend:
     def utc_timestamp(self, column: str) -> str:
         """A timestamp with a zone as the zone-less UTC time."""
         return f"({column} AT TIME ZONE 'UTC')"
+
+    def json_key(self, name: str) -> str:
+        """The text that ``CAST(x AS JSON) ->> text`` reads as the attribute
+        ``name``, exactly: PostgreSQL (and Spark's rewrite) take any text as a name."""
+        return name
 
     def json_keys_sql(self, objects: str) -> str | None:
         """A query of the distinct keys of the JSON texts in column ``a`` of the
@@ -97,7 +168,7 @@ class Backend:
         """The rows of ``query`` computed once as the temporary table ``table``
         (replacing one of that name), ready for the planner
         (:func:`abeval.store.shared_ctes.materialize`; Spark caches it as a view,
-        :mod:`abeval.store.spark.dialect`)."""
+        :mod:`abeval.store.backends.spark.dialect`)."""
         from sqlalchemy import text
 
         conn.execute(text(f"DROP TABLE IF EXISTS {table}"))
@@ -153,7 +224,7 @@ class Backend:
         return True
 
     @contextmanager
-    def writing(self, store: Store) -> Iterator[Connection]:
+    def writing(self, store: Database) -> Iterator[Connection]:
         """A connection to write abeval's own tables: one transaction."""
         with store.begin() as conn:
             yield conn
@@ -215,7 +286,7 @@ class Backend:
         )
 
     def write_own_rows(
-        self, store: Store, table: str, key: str, values: Sequence[Any], rows: Sequence[Any]
+        self, store: Database, table: str, key: str, values: Sequence[Any], rows: Sequence[Any]
     ) -> None:
         """:meth:`replace_rows` on a connection of :meth:`writing`: all or nothing."""
         with self.writing(store) as conn:
@@ -223,9 +294,33 @@ class Backend:
 
     # -- loading events ---------------------------------------------------------
 
-    def load_file(self, store: Store, job: Job, on_error: OnError) -> IngestSummary:
+    def load_file(self, store: Database, job: Job, on_error: OnError) -> IngestSummary:
         """Load one event file (:mod:`abeval.store.ingest`): staged in an
         in-memory DuckDB, its good rows sent to the store."""
         from abeval.store.ingest.staged import load_staged
 
         return load_staged(store, job, on_error)
+
+    def insert_staged(
+        self, conn: Connection, duck: Any, fresh: str, ingest_id: int, file: str
+    ) -> int:
+        """Insert the rows of ``fresh`` (a query of the local DuckDB ``duck``) into
+        the store's ``events`` as ingest ``ingest_id`` of ``file``: the bulk path
+        of the staged load to a store that is not that DuckDB. Returns how many
+        were new."""
+        raise StoreError(
+            f"loading events into a {self.name} store is not supported; "
+            "use a DuckDB, PostgreSQL or Spark store"
+        )
+
+
+def cannot_read(rel: Relation, reason: str) -> InputError:
+    """One line for a ``--table`` the engine cannot read."""
+    return InputError(f"cannot read {{table}} {rel.shown}: {reason}", parameters=("table",))
+
+
+def driver_reason(exc: Exception) -> str:
+    """The driver's first line without its class prefix (``Catalog Error: ``)."""
+    orig = getattr(exc, "orig", None) or exc
+    line = (str(orig).strip().splitlines() or ["unknown error"])[0]
+    return line.split(": ", 1)[1] if line.split(": ", 1)[0].endswith("Error") else line

@@ -6,7 +6,7 @@ How a file is loaded into a DuckDB store:
    DuckDB's own reader (``read_csv`` with every column as text, ``read_parquet``,
    ``read_json`` with every key as text), converts the types and checks every
    row in the same pass (the staging SQL in a cheaper form that stores the same
-   values, :mod:`~abeval.store.ingest.direct_sql`). A bad row stops the
+   values, :mod:`~abeval.store.backends.duckdb.direct_sql`). A bad row stops the
    statement (DuckDB's ``error()``); so does a malformed CSV line (the reader's
    reject table is checked after). Rows already in the store and rows repeated
    in the file (same ``event_id``, or the same full row when there is no
@@ -44,8 +44,8 @@ The package, one responsibility a module:
 - :mod:`~abeval.store.ingest.run`: :func:`ingest_file`, choosing the load;
 - :mod:`~abeval.store.ingest.source`: the file's format and columns, and its readers;
 - :mod:`~abeval.store.ingest.staging`: the SQL that types, checks and keys the rows;
-- :mod:`~abeval.store.ingest.direct` and :mod:`~abeval.store.ingest.staged`: the two loads;
-- :mod:`~abeval.store.ingest.direct_sql`: the staging SQL in the cheaper form the
+- :mod:`~abeval.store.backends.duckdb.direct` and :mod:`~abeval.store.ingest.staged`: the two loads;
+- :mod:`~abeval.store.backends.duckdb.direct_sql`: the staging SQL in the cheaper form the
   direct load runs, equal wherever it calls a row good;
 - :mod:`~abeval.store.ingest.locate`: the line of each bad row (``FILE:LINE:COLUMN``);
 - :mod:`~abeval.store.ingest.repeats`: rows loaded once, conflicting event ids;
@@ -53,7 +53,7 @@ The package, one responsibility a module:
   lines of a file that is not all UTF-8, read by Python;
 - :mod:`~abeval.store.ingest.notes`: what normalising changed, far timestamps,
   look-alike names;
-- :mod:`~abeval.store.ingest.postgres_copy`: the ``COPY`` path to PostgreSQL;
+- :mod:`~abeval.store.backends.postgresql.copy`: the ``COPY`` path to PostgreSQL;
 - :mod:`~abeval.store.ingest.record`: the checksum and the ``ingests`` row;
 - :mod:`~abeval.store.ingest.summary`: :class:`IngestSummary`, what the caller gets.
 """

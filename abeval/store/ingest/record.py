@@ -84,7 +84,7 @@ def finish(
 
 def with_notes(summary: IngestSummary, said: Notes, normalised: Normalised) -> IngestSummary:
     """``summary`` with the notes and warnings of :func:`notes_for` and what
-    normalising changed (also for the ingest into Spark, abeval.store.spark.ingest)."""
+    normalising changed (also for the ingest into Spark, abeval.store.backends.spark.ingest)."""
     return replace(
         summary,
         notes=[*said.notes, *summary.notes],

@@ -22,11 +22,11 @@ from abeval.store.ingest.source import check_file
 from abeval.store.ingest.summary import IngestSummary
 
 if TYPE_CHECKING:
-    from abeval.store.engine import Store
+    from abeval.store.database import Database
 
 
 def ingest_file(
-    store: Store,
+    store: Database,
     path: str | Path,
     *,
     fmt: str | None = None,
@@ -65,7 +65,7 @@ def ingest_file(
         return _load(store, job, on_error)
 
 
-def _load(store: Store, job: Job, on_error: OnError) -> IngestSummary:
+def _load(store: Database, job: Job, on_error: OnError) -> IngestSummary:
     """The engine's load (:meth:`abeval.store.backends.Backend.load_file`): on
     DuckDB the direct load where it applies and succeeds, else the staged load."""
     return store.backend.load_file(store, job, on_error)

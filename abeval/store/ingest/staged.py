@@ -20,7 +20,6 @@ from abeval.store.ingest.locate import (
     note_long_lines,
 )
 from abeval.store.ingest.notes import Normalised
-from abeval.store.ingest.postgres_copy import insert_via_copy
 from abeval.store.ingest.record import Job, finish, next_ingest_id
 from abeval.store.ingest.repeats import delete_repeats, find_conflicts, first_copies, may_repeat
 from abeval.store.ingest.requests import at_fault, find_request_faults
@@ -32,7 +31,7 @@ from abeval.store.quoting import quote_literal
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
 
-    from abeval.store.engine import Store
+    from abeval.store.database import Database
 
 MAX_SHOWN = 5
 
@@ -61,7 +60,7 @@ class Counts:
         return self.good + self.refused
 
 
-def load_staged(store: Store, job: Job, on_error: OnError) -> IngestSummary:
+def load_staged(store: Database, job: Job, on_error: OnError) -> IngestSummary:
     """Stage ``job``'s file, report or set aside its bad rows, and insert the good
     ones, all in one transaction of ``store``."""
     with store.begin() as conn, checked(store, conn, job, on_error) as check:
@@ -106,7 +105,7 @@ class Checked:
 
 @contextlib.contextmanager
 def checked(
-    store: Store, conn: Connection | None, job: Job, on_error: OnError
+    store: Database, conn: Connection | None, job: Job, on_error: OnError
 ) -> Iterator[Checked]:
     """Stage ``job``'s file in DuckDB (the store's own connection ``conn``, or an
     in-memory one for another engine) and check every row; with
@@ -122,13 +121,13 @@ def checked(
 
 
 @contextlib.contextmanager
-def scratch(store: Store, conn: Connection | None) -> Iterator[Any]:
+def scratch(store: Database, conn: Connection | None) -> Iterator[Any]:
     """The DuckDB connection to stage in: the store's own, or an in-memory one for
     another engine, with the store's memory limit and a spill folder of its own
-    (:mod:`abeval.store.memory`). Its staging tables are dropped after."""
+    (:mod:`abeval.store.backends.duckdb.memory`). Its staging tables are dropped after."""
     import duckdb
 
-    from abeval.store.memory import duckdb_memory
+    from abeval.store.backends.duckdb.memory import duckdb_memory
 
     local, memory = None, None
     if store.backend.stages_in_store:
@@ -152,7 +151,7 @@ def scratch(store: Store, conn: Connection | None) -> Iterator[Any]:
 def stage(duck: Any, src: Source, on_duckdb: bool, held: str | None = None) -> Counts:
     """Read the file into ``abeval_stage`` and count its rows; rows whose event_id
     conflicts (see :func:`find_conflicts`) are flagged bad there. On another engine
-    the store's rows are compared on the server (:func:`insert_via_copy`), or
+    the store's rows are compared on the server (the backend's ``insert_staged``), or
     ``held`` (a local table of them aliased ``o``) stands for them."""
     import duckdb
 
@@ -238,7 +237,7 @@ def refusal(errors: list[str], n_rejected: int) -> InputError:
 
 
 def _insert(
-    store: Store, conn: Connection, duck: Any, ingest_id: int, file: str
+    store: Database, conn: Connection, duck: Any, ingest_id: int, file: str
 ) -> tuple[int, int]:
     """Insert the staged good rows that the store does not hold yet; return how
     many were not: ``(already_stored, repeated_in_file)``.
@@ -263,11 +262,11 @@ def _insert(
     if may_repeat(duck, f"({fresh}) s"):
         fresh = first_copies(cols)
     n_first = int(duck.execute(f"SELECT count(*) FROM ({fresh}) s").fetchone()[0])
-    inserted = insert_via_copy(conn, duck, fresh, ingest_id, file)
+    inserted = store.backend.insert_staged(conn, duck, fresh, ingest_id, file)
     return n_first - inserted, n_good - n_first
 
 
-def _store_rejects(store: Store, conn: Connection, duck: Any, ingest_id: int, file: str) -> None:
+def _store_rejects(store: Database, conn: Connection, duck: Any, ingest_id: int, file: str) -> None:
     """Copy ``abeval_errors`` to ``rejected_rows``: set-based on DuckDB."""
     from sqlalchemy import text
 

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from abeval.store.backends import backend_of
 from abeval.store.sql.online_moments import moment_columns, moments_from_row
 from abeval.store.sql.online_pass import Caps, online_ctes, user_metrics_cte
-from abeval.store.sql.online_variables import BUILTIN, Moments, VariableSet, json_key
+from abeval.store.sql.online_variables import BUILTIN, Moments, VariableSet
 from abeval.store.sql.parts import Cte, With
 
 if TYPE_CHECKING:
@@ -70,7 +71,7 @@ def segment_moments(
     out: dict[str, dict[str, Moments]] = {}
     rows = conn.execute(
         text(segment_moments_sql(cuped_days, base, caps, variables)),
-        {"experiment": experiment, "segment": json_key(segment, conn.dialect.name)},
+        {"experiment": experiment, "segment": backend_of(conn).json_key(segment)},
     )
     for r in rows:
         out.setdefault(str(r.segment), {})[str(r.arm)] = moments_from_row(r, variables.all_names)

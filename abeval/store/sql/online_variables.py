@@ -12,9 +12,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from abeval.store.quoting import quote_literal
+
+if TYPE_CHECKING:
+    from abeval.store.backends.base import Backend
 
 
 @dataclass(frozen=True)
@@ -73,25 +76,15 @@ class VariableSet:
             self.copies + other.copies,
         )
 
-    def keyed_for(self, dialect: str) -> VariableSet:
-        """These variables with their attribute names written as ``dialect``'s
-        ``->>`` reads them as names (:func:`json_key`)."""
+    def keyed_for(self, backend: Backend) -> VariableSet:
+        """These variables with their attribute names written as the engine's
+        ``->>`` reads them as names (:meth:`Backend.json_key
+        <abeval.store.backends.base.Backend.json_key>`)."""
         summed = tuple(
-            replace(v, where=tuple((json_key(k, dialect), x) for k, x in v.where))
+            replace(v, where=tuple((backend.json_key(k), x) for k, x in v.where))
             for v in self.summed
         )
         return replace(self, summed=summed)
-
-
-def json_key(name: str, dialect: str) -> str:
-    """The text that ``CAST(x AS JSON) ->> text`` reads as the attribute ``name``,
-    exactly. PostgreSQL (and Spark's rewrite) take any text as a name; DuckDB reads
-    a text beginning with ``$`` as a JSONPath and one beginning with ``/`` as a JSON
-    Pointer (RFC 6901), so those names go to DuckDB as the pointer to themselves
-    (``~`` written ``~0``, ``/`` written ``~1``)."""
-    if dialect == "duckdb" and name[:1] in ("$", "/"):
-        return "/" + name.replace("~", "~0").replace("/", "~1")
-    return name
 
 
 BUILTIN = VariableSet(

@@ -20,7 +20,7 @@ folds by the order of their ids, and the impressions of a user's fold are
 scored with the smoothed click rate of (item, position) over the *other*
 folds, (clicks + m·p) / (impressions + m), p the other folds' click rate at the
 position and m = ``:smooth``. Every statement is portable (DuckDB,
-PostgreSQL 15, Spark through :mod:`abeval.store.spark.dialect`).
+PostgreSQL 15, Spark through :mod:`abeval.store.backends.spark.dialect`).
 """
 
 from __future__ import annotations

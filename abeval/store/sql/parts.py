@@ -10,7 +10,7 @@ taken with it (:meth:`With.upto`) without reading any SQL text.
 :func:`abeval.store.shared_ctes.materialize` evaluates chosen parts once into
 temporary tables through the store's backend (``Backend.materialize`` of
 :mod:`abeval.store.backends`; on Spark a cached view,
-:mod:`abeval.store.spark.dialect`) and returns the collection with those parts
+:mod:`abeval.store.backends.spark.dialect`) and returns the collection with those parts
 reading their tables. Queries are composed by
 adding parts and rendering; no SQL text is searched or edited, and values stay
 bind parameters (``:name``) bound at execution.

@@ -5,7 +5,7 @@ The store code runs ``conn.execute(text(sql), params)`` and reads the result wit
 or through ``row._mapping``; it asks ``conn.dialect.name``. No maintained
 SQLAlchemy dialect talks to Spark Connect (docs/design/spark.md §5), so this
 module gives exactly those calls: every statement goes through
-:func:`abeval.store.spark.dialect.to_spark`, and the parameters are bound by
+:func:`abeval.store.backends.spark.dialect.to_spark`, and the parameters are bound by
 Spark itself (named parameter markers, ``spark.sql(sql, args=...)``), never
 pasted into the text.
 """
@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from abeval.store.spark.dialect import to_spark
+from abeval.store.backends.spark.dialect import to_spark
 
 _MARKER = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
 _CACHE = re.compile(r"CACHE TABLE (\w+) AS (.*)", re.DOTALL)

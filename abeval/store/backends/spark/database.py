@@ -2,13 +2,13 @@
 
 abeval reads the tables ``events``, ``experiments`` and ``ingests`` of the
 session's current database (docs/design/spark.md §8). ``abeval ingest`` creates
-them when they are missing and loads files into them (:mod:`abeval.store.spark.ingest`,
+them when they are missing and loads files into them (:mod:`abeval.store.backends.spark.ingest`,
 §9); ``experiments``, ``report`` and ``agreement`` read them; ``source add``/``remove``,
 ``evaluate --experiment``, ``metrics add`` and ``experiment set``/``unset`` write
-abeval's own small tables and ``experiments`` (:meth:`SparkStore.own_tables`). Every
-writer holds the store's writer lock (:mod:`abeval.store.spark.lock`). Any other command that
-writes stops with one line when it begins to write. Spark's errors become the one-line
-:class:`~abeval.errors.StoreError` the CLI prints.
+abeval's own small tables and ``experiments`` (:meth:`SparkDatabase.own_tables`).
+Every writer holds the store's writer lock (:mod:`abeval.store.backends.spark.lock`).
+Any other command that writes stops with one line when it begins to write. Spark's
+errors become the one-line :class:`~abeval.errors.StoreError` the CLI prints.
 """
 
 from __future__ import annotations
@@ -20,11 +20,13 @@ from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING, Any, cast
 
 from abeval.errors import StoreError, interruption
-from abeval.store.engine import Store
-from abeval.store.url_secrets import masked_url, without_secrets
+from abeval.store.backends.url_secrets import masked_url, without_secrets
+from abeval.store.database import Database
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
+
+    from abeval.store.backends.spark.backend import SparkBackend
 
 SCHEME = "sc://"
 #: Retries of the first contact with the server (about 3 s in all).
@@ -60,28 +62,30 @@ SESSION_CONF = {
 }
 
 
-def is_spark_url(url: str) -> bool:
-    return url.startswith(SCHEME) or url.startswith("spark://")
-
-
 def display_spark_url(url: str) -> str:
     """The URL with its password and any ``;token=...`` masked."""
     return masked_url(url)
 
 
-class SparkStore(Store):
-    """An open Spark Connect session, used like :class:`~abeval.store.engine.Store`."""
+class SparkDatabase(Database):
+    """An open Spark Connect session, used like :class:`~abeval.store.database.Database`."""
 
     def __init__(
         self,
         session: Any,
         url: str,
         read_only: bool,
+        backend: SparkBackend,
         tables: set[str] | None = None,
         lock_timeout: float = 10.0,
         on_lock_wait: Callable[[str], None] | None = None,
     ) -> None:
-        super().__init__(engine=cast(Any, None), url=url, read_only=read_only)
+        super().__init__(
+            engine=cast(Any, None),
+            url=url,
+            read_only=read_only,
+            backend=backend,
+        )
         self.session = session
         self.kept: dict[str, Any] = {}
         #: The tables of the session's current database (lower case), as listed on opening.
@@ -92,17 +96,9 @@ class SparkStore(Store):
         #: Set when the server stopped answering (:meth:`faults`).
         self.lost = False
 
-    @property
-    def dialect(self) -> str:
-        return "spark"
-
-    @property
-    def display(self) -> str:
-        return display_spark_url(self.url)
-
     @contextmanager
     def connect(self) -> Iterator[Connection]:
-        from abeval.store.spark.connection import SparkConnection
+        from abeval.store.backends.spark.connection import SparkConnection
 
         with self.faults():
             yield cast("Connection", SparkConnection(self.session, self.kept))
@@ -114,8 +110,8 @@ class SparkStore(Store):
 
     @contextmanager
     def writer_lock(self, on_wait: Callable[[str], None] | None = None) -> Iterator[None]:
-        """The store's writer lock for the block (:mod:`abeval.store.spark.lock`)."""
-        from abeval.store.spark.lock import writer_lock
+        """The store's writer lock for the block (:mod:`abeval.store.backends.spark.lock`)."""
+        from abeval.store.backends.spark.lock import writer_lock
 
         with (
             self.faults(),
@@ -128,7 +124,7 @@ class SparkStore(Store):
     @contextmanager
     def own_tables(self) -> Iterator[Connection]:
         """A connection for writing abeval's own small tables (sources, recorded
-        evaluations, target probabilities; :mod:`abeval.store.spark.own_tables`),
+        evaluations, target probabilities; :mod:`abeval.store.backends.spark.own_tables`),
         under the writer lock. Spark has no transaction: each table's new content
         is committed by one pointer swap."""
         with self.writer_lock(), self.connect() as conn:
@@ -180,11 +176,12 @@ def writes_refused(shown: str) -> str:
 
 def open_spark_store(
     url: str,
+    backend: SparkBackend,
     *,
     read_only: bool,
     lock_timeout: float = 10.0,
     on_lock_wait: Callable[[str], None] | None = None,
-) -> SparkStore:
+) -> SparkDatabase:
     """Connect to the Spark Connect server of ``url`` and check the tables abeval reads."""
     shown = display_spark_url(url)
     if url.startswith("spark://"):
@@ -194,7 +191,7 @@ def open_spark_store(
             parameters=("db",),
         )
     if not read_only:  # a writer's settings, checked before it connects
-        from abeval.store.spark.parquet_out import upload_mode
+        from abeval.store.backends.spark.parquet_out import upload_mode
 
         upload_mode()
     try:
@@ -224,7 +221,7 @@ def open_spark_store(
             f"`abeval ingest --db {shlex.quote(shown)} FILE`, which creates "
             "them (docs/design/spark.md)"
         )
-    return SparkStore(session, url, read_only, tables, lock_timeout, on_lock_wait)
+    return SparkDatabase(session, url, read_only, backend, tables, lock_timeout, on_lock_wait)
 
 
 def _channel(builder_class: Any, url: str) -> Any:

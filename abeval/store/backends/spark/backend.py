@@ -1,34 +1,27 @@
-"""Spark Connect (:mod:`abeval.store.spark`): no migration and no transaction;
+"""Spark Connect (:mod:`abeval.store.backends.spark`): no migration and no transaction;
 abeval's own tables are Parquet tables written whole and swapped in by one
-pointer (:mod:`abeval.store.spark.own_tables`), under the store's writer lock;
+pointer (:mod:`abeval.store.backends.spark.own_tables`), under the store's writer lock;
 rows from Python are uploaded as Arrow; temporary tables are cached views, which
 take no ``UPDATE``; ingest lands the checked rows on the cluster."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from abeval.errors import InputError
-from abeval.store.backends.base import Backend
-from abeval.store.backends.duck import arrow_table
+from abeval.store.backends.base import Backend, cannot_read
+from abeval.store.backends.duckdb.backend import arrow_table
+from abeval.store.backends.spark.types import SPARK_TYPES
 from abeval.store.schema import Column
-
-#: Spark's names of abeval's kinds of column (:data:`abeval.store.schema.PORTABLE_TYPES`).
-SPARK_TYPES = {
-    "text": "STRING",
-    "integer": "INT",
-    "bigint": "BIGINT",
-    "double": "DOUBLE",
-    "timestamp": "TIMESTAMP_NTZ",  # zone-less, as DuckDB's TIMESTAMP
-}
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
 
     from abeval.choices import OnError
-    from abeval.store.engine import Store
+    from abeval.store.backends.spark.database import SparkDatabase
+    from abeval.store.database import Database
     from abeval.store.ingest.record import Job
     from abeval.store.ingest.summary import IngestSummary
     from abeval.store.source_sql import Relation
@@ -42,17 +35,40 @@ class SparkBackend(Backend):
     def __init__(self) -> None:
         super().__init__("spark")
 
+    def owns_url(self, url: str) -> bool:
+        """Spark Connect's ``sc://HOST:PORT`` (and a Spark master's ``spark://``,
+        refused with the fix when opened)."""
+        return url.startswith(("sc://", "spark://"))
+
+    def open(
+        self,
+        url: str,
+        read_only: bool,
+        *,
+        create: bool = True,
+        lock_timeout: float | None = None,
+        on_lock_wait: Callable[[str], None] | None = None,
+    ) -> SparkDatabase:
+        """A Spark Connect session (:mod:`abeval.store.backends.spark.database`): no
+        SQLAlchemy engine, and the lock it waits for is the store's writer lock."""
+        from abeval.store.backends.connecting import env_lock_timeout
+        from abeval.store.backends.spark.database import open_spark_store
+
+        timeout = lock_timeout if lock_timeout is not None else env_lock_timeout()
+        return open_spark_store(
+            url, self, read_only=read_only, lock_timeout=timeout, on_lock_wait=on_lock_wait
+        )
+
     def utc_timestamp(self, column: str) -> str:
         # An instant as the session's wall clock, and the session's zone is UTC
-        # (abeval.store.spark.store.SESSION_CONF): the UTC time, zone-less.
+        # (abeval.store.backends.spark.database.SESSION_CONF): the UTC time, zone-less.
         return f"CAST({column} AS TIMESTAMP)"
 
     def describe(self, conn: Connection, rel: Relation) -> dict[str, str]:
         """The columns Spark's analyser gives the table (nothing is run), their
         types upper case as DuckDB shows its own (``STRING``, ``BIGINT``,
         ``TIMESTAMP_NTZ``)."""
-        from abeval.store.source_sql import cannot_read
-        from abeval.store.spark.store import spark_reason
+        from abeval.store.backends.spark.database import spark_reason
 
         try:
             columns = conn.columns(f"SELECT * FROM {rel.sql}")  # type: ignore[attr-defined]
@@ -78,7 +94,7 @@ class SparkBackend(Backend):
 
     def drop_temporary(self, conn: Connection, table: str) -> None:
         """Nothing sent: a view of the session is replaced by the next one of its
-        name and goes with the session (:meth:`SparkStore.close`); a ``DROP`` is a
+        name and goes with the session (:meth:`SparkDatabase.close`); a ``DROP`` is a
         statement of its own, with Spark's fixed cost (docs/design/spark.md §12)."""
 
     def load_rows(
@@ -118,11 +134,11 @@ class SparkBackend(Backend):
         return bool(conn.has_table(table))  # type: ignore[attr-defined]
 
     @contextmanager
-    def writing(self, store: Store) -> Iterator[Connection]:
+    def writing(self, store: Database) -> Iterator[Connection]:
         """No transaction: the connection for abeval's own tables, under the
         store's writer lock; each table's new content is committed by one pointer
         swap."""
-        from abeval.store.spark import own_tables
+        from abeval.store.backends.spark import own_tables
 
         with own_tables.writing(store) as conn:
             yield conn
@@ -132,7 +148,7 @@ class SparkBackend(Backend):
     ) -> None:
         """``experiments`` takes no UPDATE: it is written again as a new version with
         the row changed, and the table pointed at it (docs/design/spark.md §11)."""
-        from abeval.store.spark.experiments_table import change_settings
+        from abeval.store.backends.spark.experiments_table import change_settings
 
         change_settings(conn.session, experiment, values)  # type: ignore[attr-defined]
 
@@ -146,7 +162,7 @@ class SparkBackend(Backend):
     ) -> None:
         """A Parquet table takes no DELETE: its other rows and ``rows`` are written
         back together (docs/design/spark.md §10)."""
-        from abeval.store.spark import own_tables
+        from abeval.store.backends.spark import own_tables
 
         gone = set(values)
         own_tables.replace_rows(conn, table, lambda r: r[key] not in gone, rows)
@@ -160,13 +176,13 @@ class SparkBackend(Backend):
         query: str,
         params: Mapping[str, Any],
     ) -> None:
-        from abeval.store.spark import own_tables
+        from abeval.store.backends.spark import own_tables
 
         others = f"SELECT {', '.join(columns)} FROM {table} WHERE {key} <> :{key}"
         own_tables.write_query(conn, table, f"{others} UNION ALL {query}", params)
 
-    def load_file(self, store: Store, job: Job, on_error: OnError) -> IngestSummary:
-        """Checked here, landed on the cluster (:mod:`abeval.store.spark.ingest`)."""
-        from abeval.store.spark.ingest import load_spark
+    def load_file(self, store: Database, job: Job, on_error: OnError) -> IngestSummary:
+        """Checked here, landed on the cluster (:mod:`abeval.store.backends.spark.ingest`)."""
+        from abeval.store.backends.spark.ingest import load_spark
 
         return load_spark(store, job, on_error)  # type: ignore[arg-type]

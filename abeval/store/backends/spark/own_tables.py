@@ -22,7 +22,7 @@ is a managed Parquet table of its own, ``sources__v<N>_<random>``:
 
 A table made by an earlier abeval (a plain Parquet table) is renamed to the
 version ``<table>__v0_legacy`` and a view made for it, the first time it is
-written. Writers hold the store's writer lock (:mod:`abeval.store.spark.lock`).
+written. Writers hold the store's writer lock (:mod:`abeval.store.backends.spark.lock`).
 """
 
 from __future__ import annotations
@@ -33,15 +33,14 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING, Any
 
-from abeval.store.backends.spark import SPARK_TYPES
-from abeval.store.migrate import has_own_table
+from abeval.store.backends.spark.types import SPARK_TYPES
 from abeval.store.schema import OWN_TABLES
 from abeval.store.schema import TABLES as SCHEMA
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
 
-    from abeval.store.engine import Store
+    from abeval.store.database import Database
 
 #: Column -> SQL type (Spark's spelling), in order, of each of abeval's own tables
 #: (:data:`abeval.store.schema.OWN_TABLES`).
@@ -156,7 +155,7 @@ def read_rows(conn: Connection, table: str) -> list[dict[str, Any]]:
     """Every row of ``table`` as {column: value} (empty when it does not exist)."""
     from sqlalchemy import text
 
-    if not has_own_table(conn, table):
+    if not conn.has_table(table):  # type: ignore[attr-defined]
         return []
     columns = list(TABLES[table])
     rows = conn.execute(text(f"SELECT {', '.join(columns)} FROM {table}")).fetchall()
@@ -176,7 +175,7 @@ def write_query(conn: Connection, table: str, sql: str, params: Mapping[str, Any
     """Make the rows of ``sql`` (abeval's portable SQL, which may read ``table``
     itself) the whole content of ``table``: for contents too large to pass
     through Python, such as recorded target probabilities."""
-    from abeval.store.spark.dialect import to_spark
+    from abeval.store.backends.spark.dialect import to_spark
 
     session = _session(conn)
     ensure(session, table)
@@ -200,11 +199,11 @@ def _session(conn: Connection) -> Any:
 
 
 @contextmanager
-def writing(store: Store) -> Iterator[Connection]:
+def writing(store: Database) -> Iterator[Connection]:
     """A connection to write abeval's own tables of a Spark store, under the
     store's writer lock."""
-    from abeval.store.spark.store import SparkStore
+    from abeval.store.backends.spark.database import SparkDatabase
 
-    assert isinstance(store, SparkStore)
+    assert isinstance(store, SparkDatabase)
     with store.own_tables() as conn:
         yield conn

@@ -15,7 +15,7 @@ in Spark SQL (docs/design/spark.md#9-ingest-into-spark).
   the ingest's commit; the others in its bookkeeping).
 - ``experiments`` is small and rewritten whole: each version is a managed table
   ``experiments__v<N>_<token>`` whose folder the table is pointed at (``SET
-  LOCATION``); old versions are dropped (:mod:`abeval.store.spark.experiments_table`).
+  LOCATION``); old versions are dropped (:mod:`abeval.store.backends.spark.experiments_table`).
 - ``ts`` and the other times are ``TIMESTAMP_NTZ``: zone-less, as DuckDB's
   ``TIMESTAMP``. The ``NOT NULL`` constraints of the migrations are not declared
   (Parquet tables do not enforce them); the ingest checks every row before it
@@ -29,9 +29,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from abeval.errors import StoreError
-from abeval.store.backends.spark import SPARK_TYPES
+from abeval.store.backends.spark.dialect import spark_native
+from abeval.store.backends.spark.types import SPARK_TYPES
 from abeval.store.schema import TABLES
-from abeval.store.spark.dialect import spark_native
 
 #: Where abeval creates its tables on Spark (a URI the cluster can write:
 #: ``s3a://bucket/abeval``, ``hdfs:///abeval``, a local folder for one machine).

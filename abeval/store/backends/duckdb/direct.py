@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from abeval.store.ingest.direct_sql import direct_select
+from abeval.store.backends.duckdb.direct_sql import direct_select
 from abeval.store.ingest.keys import KEYS, add_keys, key_joins
 from abeval.store.ingest.notes import Normalised
 from abeval.store.ingest.record import Job, finish, next_ingest_id
@@ -23,7 +23,7 @@ from abeval.store.ingest.summary import IngestSummary
 from abeval.store.quoting import quote_literal
 
 if TYPE_CHECKING:
-    from abeval.store.engine import Store
+    from abeval.store.database import Database
 
 
 class _NeedsStaging(Exception):
@@ -35,7 +35,7 @@ _BAD_ROW_MARKER = "abeval: bad row, staging the file"
 _FLAG = 1 << 40
 
 
-def load_direct(store: Store, job: Job) -> IngestSummary | None:
+def load_direct(store: Database, job: Job) -> IngestSummary | None:
     """Load ``job``'s file into a DuckDB store in one pass, or return None.
 
     Every row is checked in the same pass; a bad row stops the statement (DuckDB's

@@ -5,7 +5,7 @@ The file is read and every row checked by the same code as on any other engine
 same one-line message for a bad row, the same accounting of every row read, the
 same notes. The good rows (the first copy of a row repeated in the file) then
 land on the cluster as Parquet and become visible in one commit
-(:mod:`abeval.store.spark.landing`); with ``on_error="skip"`` the bad rows land
+(:mod:`abeval.store.backends.spark.landing`); with ``on_error="skip"`` the bad rows land
 in ``rejected_rows`` beside them, those whose ``event_id`` the store holds with
 other content among them, as on DuckDB. The summary is the one DuckDB gives
 (docs/design/spark.md#9-ingest-into-spark).
@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from abeval.choices import OnError
 from abeval.errors import AbevalError, Interrupted
+from abeval.store.backends.spark.schema import data_columns
 from abeval.store.ingest.keys import number_staged
 from abeval.store.ingest.notes import Normalised, notes_for
 from abeval.store.ingest.record import with_notes
@@ -29,16 +30,15 @@ from abeval.store.ingest.repeats import find_conflicts, first_copies, may_repeat
 from abeval.store.ingest.source import column_notes
 from abeval.store.ingest.summary import IngestSummary
 from abeval.store.quoting import quote_literal
-from abeval.store.spark.schema import data_columns
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
 
+    from abeval.store.backends.spark.database import SparkDatabase
+    from abeval.store.backends.spark.landing import Landing
     from abeval.store.ingest.record import Job
     from abeval.store.ingest.source import Source
     from abeval.store.ingest.staged import Counts
-    from abeval.store.spark.landing import Landing
-    from abeval.store.spark.store import SparkStore
 
 #: The uploaded columns, in the order of the Spark table (and of the upload's schema).
 _COLUMNS = ", ".join(data_columns("events"))
@@ -46,21 +46,21 @@ _COLUMNS = ", ".join(data_columns("events"))
 BATCH_ROWS = 100_000
 
 
-def load_spark(store: SparkStore, job: Job, on_error: OnError) -> IngestSummary:
+def load_spark(store: SparkDatabase, job: Job, on_error: OnError) -> IngestSummary:
     """Check ``job``'s file locally, land its new rows (and with ``on_error="skip"``
     its bad rows, in ``rejected_rows``) on ``store``'s cluster, and say what
     happened as DuckDB's ingest says it. One writer at a time: the store's writer
     lock is held from the end of the local check to the end of the bookkeeping
-    (:mod:`abeval.store.spark.lock`)."""
+    (:mod:`abeval.store.backends.spark.lock`)."""
     with ExitStack() as locked:
         return _load(store, job, on_error, locked)
 
 
-def _load(store: SparkStore, job: Job, on_error: OnError, locked: ExitStack) -> IngestSummary:
+def _load(store: SparkDatabase, job: Job, on_error: OnError, locked: ExitStack) -> IngestSummary:
     """:func:`load_spark`; the writer lock is taken into ``locked`` once the file
     is checked, before the cluster is asked anything."""
+    from abeval.store.backends.spark.landing import Clashes, Landing
     from abeval.store.ingest import staged
-    from abeval.store.spark.landing import Clashes, Landing
 
     with staged.checked(store, None, job, on_error) as check:
         duck, src, counts, errors = check.duck, check.src, check.counts, check.errors
@@ -254,7 +254,7 @@ def _rows(duck: Any, query: str) -> Callable[[], AbstractContextManager[Iterator
 
 
 def _commit(
-    store: SparkStore, landing: Landing, summary: IngestSummary, job: Job, normalised: Normalised
+    store: SparkDatabase, landing: Landing, summary: IngestSummary, job: Job, normalised: Normalised
 ) -> IngestSummary:
     """Record the ingest, commit it, finish the bookkeeping and add the notes."""
     job.checksum.join()

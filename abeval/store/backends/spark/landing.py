@@ -7,7 +7,7 @@ One ingest ``N`` of a file, after DuckDB has checked every row locally:
    (an ``events`` partition without its ``ingests`` partition) is finished now.
 2. **Upload**: the rows are written as Parquet in bounded chunks, by this
    process when it can write the table's folder and the cluster reads what it
-   wrote there (:mod:`abeval.store.spark.parquet_out`), else sent to the cluster
+   wrote there (:mod:`abeval.store.backends.spark.parquet_out`), else sent to the cluster
    as Arrow tables in chunks (``createDataFrame``; no shared file system needed)
    that Spark writes as Parquet; either way straight into the folder of
    partition ``N`` when the store holds no rows of the file's experiments, else
@@ -25,13 +25,13 @@ One ingest ``N`` of a file, after DuckDB has checked every row locally:
 4. **Bookkeeping**, idempotent and finished by the next ingest if cut short:
    the ``rejected_rows`` partition ``N`` added when the ingest kept bad rows
    (its ``ingests`` row says how many), ``experiments`` rewritten as a new
-   version the table is pointed at (:mod:`abeval.store.spark.experiments_table`),
+   version the table is pointed at (:mod:`abeval.store.backends.spark.experiments_table`),
    then ``ALTER TABLE ingests ADD PARTITION (ingest_id=N)`` (last, so that a
    missing ``ingests`` partition says the bookkeeping is unfinished). A reader
    never sees an ingest's bad rows before its rows.
 
 One writer at a time, as on DuckDB: the ingest holds the store's writer lock
-(:mod:`abeval.store.spark.lock`), so two ingests never take the same ``N``.
+(:mod:`abeval.store.backends.spark.lock`), so two ingests never take the same ``N``.
 """
 
 from __future__ import annotations
@@ -43,14 +43,13 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from abeval.store.arm_lists import ARMS_JSON
-from abeval.store.ingest.repeats import KEY, differs
-from abeval.store.spark.parquet_out import (
+from abeval.store.backends.spark.parquet_out import (
     arrow_schema,
     local_folder,
     upload_mode,
     write_parquet,
 )
-from abeval.store.spark.schema import (
+from abeval.store.backends.spark.schema import (
     COLUMNS,
     PARTITION,
     Layout,
@@ -58,10 +57,11 @@ from abeval.store.spark.schema import (
     data_columns,
     ensure_tables,
 )
+from abeval.store.ingest.repeats import KEY, differs
 
 if TYPE_CHECKING:
-    from abeval.store.spark.connection import SparkConnection
-    from abeval.store.spark.store import SparkStore
+    from abeval.store.backends.spark.connection import SparkConnection
+    from abeval.store.backends.spark.database import SparkDatabase
 
 #: The most Arrow bytes in one upload through Spark Connect (about 32,000 rows of
 #: events): far below Connect's message limit and the size from which pyspark
@@ -101,8 +101,8 @@ class Clashes(Exception):
 class Landing:
     """One ingest's steps on the cluster of ``store`` (module docstring)."""
 
-    def __init__(self, store: SparkStore) -> None:
-        from abeval.store.spark.connection import SparkConnection
+    def __init__(self, store: SparkDatabase) -> None:
+        from abeval.store.backends.spark.connection import SparkConnection
 
         self.session = store.session
         self.conn: SparkConnection = SparkConnection(store.session, store.kept)
@@ -169,7 +169,7 @@ class Landing:
         columns) as Parquet into the folder ``to``, replacing what an interrupted
         load left there: by this process, in bounded chunks, when it can write the
         folder and the cluster then finds every row there
-        (:mod:`abeval.store.spark.parquet_out`); else sent through Spark Connect."""
+        (:mod:`abeval.store.backends.spark.parquet_out`); else sent through Spark Connect."""
         folder = None if upload_mode() == "connect" else local_folder(to)
         if folder is not None:
             with rows() as batches:
@@ -289,7 +289,7 @@ class Landing:
         """Recompute arms and time range of the experiments ingest ``ingest_id``
         added to, keeping the recorded settings, into a new version of the table."""
         now = datetime.now(UTC).replace(tzinfo=None)
-        from abeval.store.spark.experiments_table import publish
+        from abeval.store.backends.spark.experiments_table import publish
 
         publish(self.session, self._sql(_EXPERIMENTS_SQL, {"i": ingest_id, "now": now}))
 
@@ -299,7 +299,7 @@ class Landing:
 
     def _sql(self, sql: str, params: dict[str, Any] | None = None) -> Any:
         """A DataFrame of ``sql`` (abeval's portable SQL) through the dialect layer."""
-        from abeval.store.spark.dialect import to_spark
+        from abeval.store.backends.spark.dialect import to_spark
 
         return self.session.sql(to_spark(sql), args=params or None)
 

@@ -1,9 +1,9 @@
 """The ``experiments`` table on Spark: small, and rewritten whole by each writer.
 
 Its rows change when an ingest adds events (arms, first and last time,
-:mod:`abeval.store.spark.landing`) and when ``abeval experiment set`` or
+:mod:`abeval.store.backends.spark.landing`) and when ``abeval experiment set`` or
 ``unset`` records settings (control arm, split, window, configuration). Either
-way, under the store's writer lock (:mod:`abeval.store.spark.lock`):
+way, under the store's writer lock (:mod:`abeval.store.backends.spark.lock`):
 
 1. the whole new content is written, mode ``error``, as a new managed Parquet
    table ``experiments__v<N>_<token>``: ``N`` one more than the version the
@@ -19,12 +19,12 @@ way, under the store's writer lock (:mod:`abeval.store.spark.lock`):
    that outlived two commits fails with Spark's file-not-found and runs again.)
    A failure here leaves them for the next write.
 
-The table itself is external (``abeval.store.spark.schema``): its first, empty
+The table itself is external (``abeval.store.backends.spark.schema``): its first, empty
 version is the folder ``<folder>/v0``, and an earlier abeval wrote versions as
 folders ``<folder>/v<N>-<token>``, which no table owns. After each commit those
 folders, but the live one and the one before it, are removed by abeval itself
 when it can reach them (a warehouse on this machine or a shared folder:
-:func:`abeval.store.spark.parquet_out.local_folder`); Spark Connect cannot delete
+:func:`abeval.store.backends.spark.parquet_out.local_folder`); Spark Connect cannot delete
 a folder, so on a remote warehouse they stay (remove them with the storage's
 tools).
 """
@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
-from abeval.store.spark.schema import COLUMNS, set_location_sql
+from abeval.store.backends.spark.schema import COLUMNS, set_location_sql
 
 TABLE = "experiments"
 #: A version's folder: ``v0``, ``v<N>-<token>`` (earlier abeval) or the managed
@@ -68,7 +68,7 @@ def number(folder: str) -> int:
 def publish(session: Any, frame: Any) -> str:
     """Make the rows of the DataFrame ``frame`` the table's whole content (module
     docstring); return the new version's folder."""
-    from abeval.store.spark import own_tables
+    from abeval.store.backends.spark import own_tables
 
     live = location(session)
     name = own_tables.version_name(TABLE, number(live) + 1)
@@ -84,7 +84,7 @@ def drop_old(session: Any, keep: tuple[str, ...]) -> list[str]:
     """Drop the version tables whose folder is not in ``keep`` (the live version
     and the one before it); return their names. A failure leaves them for the
     next write (the commit is done)."""
-    from abeval.store.spark import own_tables
+    from abeval.store.backends.spark import own_tables
 
     kept = {k.rstrip("/") for k in keep}
     dropped: list[str] = []
@@ -102,8 +102,8 @@ def remove_old_folders(session: Any, keep: tuple[str, ...]) -> list[Path]:
     """Remove the version folders ``<folder>/v<N>-<token>`` an earlier abeval wrote
     (and the first, empty ``v0``) but those in ``keep``, where this process can
     reach them; return the folders removed."""
-    from abeval.store.spark.parquet_out import local_folder
-    from abeval.store.spark.schema import WAREHOUSE_ENV, database_folder
+    from abeval.store.backends.spark.parquet_out import local_folder
+    from abeval.store.backends.spark.schema import WAREHOUSE_ENV, database_folder
 
     roots = {os.environ.get(WAREHOUSE_ENV) or database_folder(session)}
     roots = {f"{r.rstrip('/')}/{TABLE}" for r in roots}
@@ -148,7 +148,7 @@ def change_settings_sql(values: Mapping[str, Any]) -> tuple[str, dict[str, Any]]
 def change_settings(session: Any, experiment: str, values: Mapping[str, Any]) -> str:
     """Record ``values`` (column → value, ``None`` clears it) for ``experiment`` as a
     new version of the table; the caller holds the writer lock."""
-    from abeval.store.spark.dialect import to_spark
+    from abeval.store.backends.spark.dialect import to_spark
 
     sql, params = change_settings_sql(values)
     return publish(session, session.sql(to_spark(sql), args={**params, "e": experiment}))

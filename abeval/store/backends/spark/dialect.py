@@ -6,7 +6,7 @@ sqlglot gets wrong for abeval (docs/design/spark.md §4),
 then checks refuse the known traps instead of letting Spark return wrong numbers:
 
 - ``CREATE TEMP TABLE t AS q`` becomes ``CACHE TABLE t AS q``: computed once, which
-  the adapter (:mod:`abeval.store.spark.connection`) runs as a checkpointed
+  the adapter (:mod:`abeval.store.backends.spark.connection`) runs as a checkpointed
   temporary view. sqlglot would write ``CREATE TEMPORARY VIEW``, which Spark
   recomputes at every read.
 - ``CAST(x AS JSON) ->> key`` becomes ``FROM_JSON(x, 'map<string,string>')[key]``
@@ -89,7 +89,7 @@ def to_spark(sql: str) -> str:
 
 def spark_native(sql: str) -> str:
     """``sql``, Spark SQL that abeval writes for Spark alone (the DDL of
-    :mod:`abeval.store.spark.schema`, the ingest's partitions), checked: one
+    :mod:`abeval.store.backends.spark.schema`, the ingest's partitions), checked: one
     statement that sqlglot parses as Spark SQL (not as a raw command) and writes
     back unchanged."""
     import sqlglot

@@ -10,7 +10,7 @@ the Connect server's driver holds none of the file, whatever its size
 (issue 23, item 5; benchmarks/RESULTS.md). The cluster is then asked to count the
 rows it finds there, so that a folder the client wrote but the cluster does not
 see (two machines, two different ``/data``) is caught before the commit, and the
-upload goes through Spark Connect instead (:mod:`abeval.store.spark.landing`).
+upload goes through Spark Connect instead (:mod:`abeval.store.backends.spark.landing`).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ UPLOAD_MODES = ("auto", "connect")
 #: Rows per Parquet file written here (about 60 MB of events).
 FILE_ROWS = 1_000_000
 #: The Arrow type of each Spark column type of abeval's tables
-#: (abeval.store.backends.spark.SPARK_TYPES).
+#: (abeval.store.backends.spark.types.SPARK_TYPES).
 _ARROW = {
     "STRING": "string",
     "INT": "int32",

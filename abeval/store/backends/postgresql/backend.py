@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from abeval.errors import InputError
-from abeval.store.backends.base import Backend
+from abeval.store.backends.base import Backend, cannot_read, driver_reason
 from abeval.store.schema import Column
 
 if TYPE_CHECKING:
@@ -23,6 +23,9 @@ class PostgresBackend(Backend):
     def __init__(self) -> None:
         super().__init__("postgresql")
 
+    def owns_url(self, url: str) -> bool:
+        return url.startswith("postgresql")
+
     def temporary_name(self, view: str) -> str:
         return f"pg_temp.{view}"
 
@@ -34,8 +37,6 @@ class PostgresBackend(Backend):
 
     def describe(self, conn: Connection, rel: Relation) -> dict[str, str]:
         from sqlalchemy import text
-
-        from abeval.store.source_sql import cannot_read, driver_reason
 
         try:
             with conn.begin_nested():
@@ -63,6 +64,15 @@ class PostgresBackend(Backend):
         from sqlalchemy import text
 
         conn.execute(text(f"ANALYZE {table}"))
+
+    def insert_staged(
+        self, conn: Connection, duck: Any, fresh: str, ingest_id: int, file: str
+    ) -> int:
+        """DuckDB writes the rows as CSV, the server reads them with ``COPY``
+        (:func:`abeval.store.backends.postgresql.copy.insert_via_copy`)."""
+        from abeval.store.backends.postgresql.copy import insert_via_copy
+
+        return insert_via_copy(conn, duck, fresh, ingest_id, file)
 
     def load_rows(
         self,

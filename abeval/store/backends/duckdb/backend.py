@@ -8,14 +8,15 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from abeval.errors import InputError
-from abeval.store.backends.base import Backend
+from abeval.store.backends.base import Backend, cannot_read, driver_reason
 from abeval.store.schema import Column
 
 if TYPE_CHECKING:
-    from sqlalchemy.engine import Connection
+    from sqlalchemy.engine import Connection, Engine
 
     from abeval.choices import OnError
-    from abeval.store.engine import Store
+    from abeval.store.backends.duckdb.memory import DuckDBMemory
+    from abeval.store.database import Database
     from abeval.store.ingest.record import Job
     from abeval.store.ingest.summary import IngestSummary
     from abeval.store.source_sql import Relation
@@ -33,6 +34,52 @@ class DuckDBBackend(Backend):
     def __init__(self) -> None:
         super().__init__("duckdb")
 
+    def owns_url(self, url: str) -> bool:
+        return url.startswith("duckdb")
+
+    def display_url(self, url: str) -> str:
+        """A DuckDB store is shown as its file's path."""
+        from abeval.store.backends.duckdb.files import shown_path
+
+        shown = shown_path(url)
+        return shown if shown is not None else super().display_url(url)
+
+    def prepare(self, url: str, shown: str, must_exist: bool) -> DuckDBMemory | None:
+        """The file checked (:func:`~abeval.store.backends.duckdb.files.check_duckdb_file`),
+        and the memory limit and spill folder of its connection."""
+        from abeval.store.backends.duckdb.files import check_duckdb_file
+        from abeval.store.backends.duckdb.memory import duckdb_memory
+
+        check_duckdb_file(url, shown, must_exist)
+        return duckdb_memory()
+
+    def create_engine(self, url: str, read_only: bool, memory: DuckDBMemory | None) -> Engine:
+        """One connection per process: DuckDB serialises writers anyway, and a single
+        connection lets ingest reuse it through ``driver_connection``."""
+        from sqlalchemy import create_engine, event
+        from sqlalchemy.pool import StaticPool
+
+        from abeval.store.backends.duckdb.memory import MEMORY_LIMIT_INFO
+
+        args: dict[str, Any] = {"read_only": read_only}
+        if memory is not None:
+            args["config"] = memory.config()
+        engine = create_engine(url, poolclass=StaticPool, connect_args=args)
+
+        @event.listens_for(engine, "connect")
+        def _utc(dbapi_connection: Any, _record: Any) -> None:
+            # Timestamps without a zone are UTC whatever the machine's zone is.
+            dbapi_connection.execute("SET TimeZone = 'UTC'")
+            # abeval reports its own progress; DuckDB's bar would garble stdout.
+            dbapi_connection.execute("SET enable_progress_bar = false")
+            if memory is not None:  # for a statement that lowers it to put it back
+                _record.info[MEMORY_LIMIT_INFO] = memory.limit_bytes
+
+        return engine
+
+    def is_locked(self, message: str) -> bool:
+        return "Could not set lock" in message or "Conflicting lock" in message
+
     def temporary_name(self, view: str) -> str:
         return f"temp.main.{view}"
 
@@ -40,6 +87,14 @@ class DuckDBBackend(Backend):
         # The UTC instant from its microseconds: DuckDB's AT TIME ZONE goes
         # through ICU and costs a third of a pass over the table.
         return f"make_timestamp(epoch_us({column}))"
+
+    def json_key(self, name: str) -> str:
+        """DuckDB reads a text beginning with ``$`` as a JSONPath and one beginning
+        with ``/`` as a JSON Pointer (RFC 6901), so those names go as the pointer to
+        themselves (``~`` written ``~0``, ``/`` written ``~1``)."""
+        if name[:1] in ("$", "/"):
+            return "/" + name.translate({ord("~"): "~0", ord("/"): "~1"})
+        return name
 
     def json_keys_sql(self, objects: str) -> str | None:
         return f"SELECT DISTINCT unnest(json_keys(CAST(a AS JSON))) FROM {objects}"
@@ -68,9 +123,9 @@ class DuckDBBackend(Backend):
         finally:
             duck.unregister(_ARROW_VIEW)
 
-    def load_file(self, store: Store, job: Job, on_error: OnError) -> IngestSummary:
+    def load_file(self, store: Database, job: Job, on_error: OnError) -> IngestSummary:
         """The direct load where it applies and succeeds, else the staged load."""
-        from abeval.store.ingest.direct import load_direct
+        from abeval.store.backends.duckdb.direct import load_direct
 
         direct = load_direct(store, job)
         if direct is not None:
@@ -92,7 +147,6 @@ def arrow_table(columns: Sequence[Column], rows: Sequence[Sequence[Any]]) -> Any
 
 def _unreadable(rel: Relation, exc: Exception) -> InputError:
     """One line for a table DuckDB cannot find or files it cannot read."""
-    from abeval.store.source_sql import cannot_read, driver_reason
 
     reason = driver_reason(exc)
     if "No files found" in reason:
