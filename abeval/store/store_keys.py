@@ -19,13 +19,13 @@ from typing import TYPE_CHECKING
 from abeval.store.migrate import has_own_table
 
 if TYPE_CHECKING:
-    from abeval.store.engine import Store
+    from abeval.store.database import Database
 
 #: The key that signs kept evaluations.
 KEPT_EVALUATIONS = "kept_evaluations"
 
 
-def existing_key(store: Store, name: str) -> bytes | None:
+def existing_key(store: Database, name: str) -> bytes | None:
     """The store's key ``name``; None when it has none yet."""
     from sqlalchemy import text
 
@@ -38,7 +38,7 @@ def existing_key(store: Store, name: str) -> bytes | None:
     return None if row is None else bytes.fromhex(str(row[0]))
 
 
-def store_key(store: Store, name: str) -> bytes:
+def store_key(store: Database, name: str) -> bytes:
     """The store's key ``name``, made and recorded now when it has none yet."""
     found = existing_key(store, name)
     if found is not None:
