@@ -81,8 +81,8 @@ TYPED = ["--offline-lift", "0.031", "--offline-se", "0.008"]
                                      "(exclusive), got 1.5"),
         ([*TYPED, "--users-per-day", "-3"], "--users-per-day: must be a "
                                             "number above 0, got -3"),
-        (["--offline-lift", "0.03", "--offline-se", "-1"], "--offline-se: "
-                                                           "give a standard error, 0 or more"),
+        (["--offline-lift", "0.03", "--offline-se", "-1"], "--offline-se -1.0: offline_se -1 "
+             "is negative; give a relative lift and its standard error"),
         (["-t", "truth.csv", "-r", "a=h.csv"], "-r: 1 model(s) given; give "
                                                "two: -r control=PRODUCTION -r candidate=CANDIDATE"),
     ],

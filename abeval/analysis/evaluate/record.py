@@ -212,8 +212,8 @@ def _store_option(db: str | None) -> str:
     a word on putting them back where they were."""
     if not db:
         return ""
+    from abeval.store.backends.url_secrets import secrets_of
     from abeval.store.engine import display_url
-    from abeval.store.url_secrets import secrets_of
 
     shown = f" --db {shlex.quote(display_url(db))}"
     return f"{shown} (its secrets back in place of ***)" if secrets_of(db) else shown
