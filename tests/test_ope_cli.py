@@ -115,8 +115,8 @@ def _file(tmp_path: Path, text: str) -> Path:
         ("request_id,item_id,position,probability\nr,a0,1,0.5\nr,a1,1,1.5\n",
          "{f}:3:probability: 1.5 is not a probability between 0 and 1; fix or remove the row"),
         ("request_id,item_id,position,probability\nr,a0,0,0.5\n",
-         "{f}:2:position: 0 is not a whole number from 1 (the top of the list); fix or remove "
-         "the row"),
+         "{f}:2:position: 0 is not a whole number from 1 (the top of the list) to 2147483647; "
+         "fix or remove the row"),
         ("request_id,item_id,position,probability\nr,a0,1,x\n",
          "{f}:2:probability: 'x' is not a number; write a number in column probability or "
          "remove the row"),
