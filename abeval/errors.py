@@ -16,7 +16,13 @@ from typing import Any
 
 
 class AbevalError(Exception):
-    """A user mistake or an environment problem, explained in one line."""
+    """A user mistake or an environment problem, explained in one line.
+
+    >>> try:
+    ...     abeval.open("missing.duckdb", read_only=True)
+    ... except abeval.AbevalError as e:
+    ...     print(e)
+    """
 
     exit_code = 1
     label = "Error"
@@ -64,7 +70,13 @@ class AbevalError(Exception):
 
 class InputError(AbevalError):
     """An input file does not follow the expected format; where known, ``file``,
-    ``line`` and ``column`` say where (the message already names them)."""
+    ``line`` and ``column`` say where (the message already names them).
+
+    >>> try:
+    ...     abeval.evaluate("truth.csv", {"m": "bad.csv"})
+    ... except abeval.InputError as e:
+    ...     print(e.where, e)
+    """
 
     def __init__(
         self,
@@ -99,7 +111,13 @@ class OptionError(AbevalError):
     ``value`` what was given, ``allowed`` the values allowed (a sequence) or a
     description of them. ``reason`` is the line without the option's name: the CLI
     prints ``<--option spelling> <value>: <reason>``, the library's ``message``
-    names the parameter instead."""
+    names the parameter instead.
+
+    >>> try:
+    ...     store.report("home-reco-v2", alpha=2)
+    ... except abeval.OptionError as e:
+    ...     print(e.parameter, e.value, e.allowed)
+    """
 
     exit_code = 2
 
@@ -111,24 +129,48 @@ class OptionError(AbevalError):
         *,
         allowed: Sequence[Any] | str | None = None,
         details: list[str] | None = None,
+        mentions: Sequence[str] = (),
     ) -> None:
+        # A reason that names another parameter writes it as {name} (``mentions``):
+        # the library's message shows its name, the CLI its option.
         given = "" if value is None else f"={shown_value(value)}"
-        super().__init__(f"{parameter}{given}: {reason}", details=details)
+        super().__init__(f"{parameter}{given}: {reason}", details=details, parameters=mentions)
         self.parameter = parameter
         self.value = value
         self.allowed = allowed
+        self._reason = reason
+        for p in mentions:
+            reason = reason.replace("{" + p + "}", p)
         self.reason = reason
 
-    def line(self, option: str) -> str:
-        """The one line, naming the option as ``option`` spells it (``--primary``)."""
+    def line(self, option: str, spell: Callable[[str], str] = str) -> str:
+        """The one line, naming the option as ``option`` spells it (``--primary``)
+        and each parameter its reason mentions as ``spell`` does."""
+        reason = self._reason
+        for p in self.parameters:
+            reason = reason.replace("{" + p + "}", spell(p))
         given = "" if self.value is None else f" {shown_value(self.value)}"
-        return f"{option}{given}: {self.reason}"
+        return f"{option}{given}: {reason}"
 
     def spelt(self, spell: Callable[[str], str]) -> str:
-        return self.line(spell(self.parameter))
+        return self.line(spell(self.parameter), spell)
 
     def prefixed(self, before: str, after: str = "") -> AbevalError:
         return self
+
+
+class KeywordError(OptionError, TypeError):
+    """A keyword argument that the function called does not take (``alpah=0.1``):
+    an :class:`OptionError` naming the keyword, with a did-you-mean for the
+    closest real one (``allowed``: the keywords it takes), and a ``TypeError``
+    too, as Python raises for an unknown keyword, so that ``except TypeError``
+    still catches it."""
+
+    def __init__(self, keyword: str, function: str, known: Sequence[str]) -> None:
+        close = close_matches(keyword, known)
+        hint = f"; did you mean {' or '.join(close)}?" if close else ""
+        super().__init__(keyword, None, f"{function}() takes no such keyword{hint}", allowed=known)
+        self.function = function
 
 
 def shown_value(value: Any) -> str:
@@ -137,12 +179,20 @@ def shown_value(value: Any) -> str:
         return repr(value)
     if isinstance(value, list | tuple):
         return repr(",".join(str(v) for v in value))
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
+        return str(int(value))  # 2, as a user writes it, not 2.0
     return str(value)
 
 
 class OutputError(AbevalError):
     """An output cannot be written where it was asked for (a folder, a path under a
-    file, a missing or read-only folder); ``path`` is the output asked for."""
+    file, a missing or read-only folder); ``path`` is the output asked for.
+
+    >>> try:
+    ...     abeval.render.write("/no/such/folder/page.html", "...")
+    ... except abeval.OutputError as e:
+    ...     print(e)
+    """
 
     def __init__(self, message: str, *, path: str, details: list[str] | None = None) -> None:
         super().__init__(message, details=details)
@@ -150,11 +200,23 @@ class OutputError(AbevalError):
 
 
 class StoreError(AbevalError):
-    """The store cannot be opened, is locked, or is outdated."""
+    """The store cannot be opened, is locked, or is outdated.
+
+    >>> try:
+    ...     abeval.open("missing.duckdb", read_only=True)
+    ... except abeval.StoreError as e:
+    ...     print(e)
+    """
 
 
 class NotFoundError(AbevalError):
-    """An experiment, arm or column named by the user does not exist."""
+    """An experiment, arm or column named by the user does not exist.
+
+    >>> try:
+    ...     store.report("no-such-experiment")
+    ... except abeval.NotFoundError as e:
+    ...     print(e)
+    """
 
 
 class Interrupted(AbevalError):

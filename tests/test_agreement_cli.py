@@ -24,16 +24,13 @@ def _state(db: str) -> tuple:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--alpha", "1.5"], "--alpha: must be between 0 and 1 (exclusive), "
-                             "got 1.5"),
-        (["--alpha", "nan"], "--alpha: must be between 0 and 1 (exclusive), "
-                             "got nan"),
-        (["--resamples", "10"], "--resamples: must be between 100 and "
-                                "100,000, got 10"),
-        (["--seed", "-1"], "--seed: must be 0 or more, got -1"),
+        (["--alpha", "1.5"], "--alpha 1.5: must be between 0 and 1 (exclusive)"),
+        (["--alpha", "nan"], "--alpha nan: must be between 0 and 1 (exclusive)"),
+        (["--resamples", "10"], "--resamples 10: give 100 to 100,000"),
+        (["--seed", "-1"], "--seed -1: must be 0 or more"),
         (["--experiments", " , "], "--experiments: no experiment given; "
                                    "name them as a,b"),
-        (["--primary", ","], "--primary: no metric given; name them as "
+        (["--primary", ","], "--primary ',': no metric given; name them as "
                              "ctr,conversion"),
         (["--target-propensities", "t.csv"], "--target-propensities: give "
                                              "EXPERIMENT=FILE, got 't.csv'"),

@@ -12,7 +12,14 @@ import pytest
 from agreement_store import write_bare
 from ingest_store import run
 
-from abeval.cli.agreement_commands import _target_files
+from abeval.api.options import named_files
+
+
+def _target_files(texts: list[str]) -> dict[str, str]:
+    """The CLI's --target-propensities, parsed as the library parses them."""
+    form = "EXPERIMENT=FILE"
+    return named_files("target_propensities", texts, what="experiment", form=form, named=True)
+
 
 #: Names with the separators the old options split at, and the parts they split into.
 NAMES = ("a,b", "a", "b", "x=y", "x", "ranker/v1", "c")

@@ -52,7 +52,7 @@ def test_help_lists_the_choices(command: str, option: str, choices: str) -> None
         (["report", "-e", "x", "--k", "0"], "give cutoffs of at least 1"),
         (
             ["report", "-e", "x", "--alpha", "2"],
-            "--alpha: must be between 0 and 1 (exclusive), got 2",
+            "--alpha 2: must be between 0 and 1 (exclusive)",
         ),
     ],
 )
@@ -67,22 +67,22 @@ def test_usage_errors_exit_with_2_before_touching_the_store(
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--alpha", "2"], "--alpha: must be between 0 and 1 (exclusive), got 2"),
+        (["--alpha", "2"], "--alpha 2: must be between 0 and 1 (exclusive)"),
         (
             ["--alpha", "nan"],
-            "--alpha: must be between 0 and 1 (exclusive), got nan",
+            "--alpha nan: must be between 0 and 1 (exclusive)",
         ),
-        (["--power", "1"], "--power: must be between 0 and 1 (exclusive), got 1"),
+        (["--power", "1"], "--power 1: must be between 0 and 1 (exclusive)"),
         (
             ["--arms", "1"],
-            "--arms: a test needs a control and at least one treatment, got 1",
+            "--arms 1: a test needs a control and at least one treatment",
         ),
-        (["--sd", "-1"], "--sd: must be a number above 0, got -1"),
+        (["--sd", "-1"], "--sd -1: must be a number above 0"),
         (
             ["--users-per-day", "0"],
-            "--users-per-day: must be a number above 0, got 0",
+            "--users-per-day 0: must be a number above 0",
         ),
-        (["--tuning-n", "inf"], "--tuning-n: must be a number above 0, got inf"),
+        (["--tuning-n", "inf"], "--tuning-n inf: must be a number above 0"),
     ],
 )
 def test_power_options_are_checked(args: list[str], message: str) -> None:
@@ -96,16 +96,16 @@ def test_power_options_are_checked(args: list[str], message: str) -> None:
     [
         (
             ["--mde", "0"],
-            "--mde: give a relative lift other than 0 and above -1 (0.02 for +2%), got 0",
+            "--mde 0: give a relative lift other than 0 and above -1 (0.02 for +2%)",
         ),
         (
             ["--mde", "-1.5"],
-            "--mde: give a relative lift other than 0 and above -1 (0.02 for +2%), got -1.5",
+            "--mde -1.5: give a relative lift other than 0 and above -1 (0.02 for +2%)",
         ),
-        (["--users", "1"], "--users: give at least 2 users per arm, got 1"),
+        (["--users", "1"], "--users 1: give at least 2 users per arm"),
         (
             ["--baseline", "inf", "--sd", "1", "--mde", "0.1"],
-            "--baseline: must be a number, got inf",
+            "--baseline inf: give a finite number",
         ),
     ],
 )
@@ -195,18 +195,18 @@ def test_evaluate_writes_data_to_stdout_or_a_file_and_says_so_on_stderr(
     [
         (
             ["--min-relevance", "inf"],
-            "--min-relevance: give a finite relevance grade",
+            "--min-relevance inf: give a finite relevance grade",
         ),
         (
             ["--min-relevance", "nan"],
-            "--min-relevance: give a finite relevance grade",
+            "--min-relevance nan: give a finite relevance grade",
         ),
-        (["--resamples", "0"], "--resamples: give 1 to 10,000,000, got 0"),
+        (["--resamples", "0"], "--resamples 0: give 1 to 10,000,000"),
         (
             ["--seed", "-1"],
-            "--seed: give a whole number from 0 to 2**32 - 1, got -1",
+            "--seed -1: give a whole number from 0 to 2**32 - 1",
         ),
-        (["--alpha", "1"], "--alpha: must be between 0 and 1 (exclusive), got 1"),
+        (["--alpha", "1"], "--alpha 1: must be between 0 and 1 (exclusive)"),
     ],
 )
 def test_evaluate_options_are_checked(args: list[str], message: str) -> None:

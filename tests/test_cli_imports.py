@@ -14,9 +14,10 @@ CLI = Path(__file__).resolve().parents[1] / "abeval" / "cli"
 #: The modules the CLI may import: the API and its presenters, the CLI itself,
 #: and the small modules of names both share (errors, choices, formatting, signals).
 ALLOWED = ("abeval", "abeval.api", "abeval.render", "abeval.errors", "abeval.choices")
-ALLOWED += ("abeval.formatting", "abeval.signals")
+ALLOWED += ("abeval.formatting", "abeval.signals", "abeval.walkthrough")
 #: ``from abeval import X``: the package's own names, and the allowed modules.
 ALLOWED_FROM_PACKAGE = {"api", "render", "errors", "choices", "formatting", "signals"}
+ALLOWED_FROM_PACKAGE |= {"walkthrough"}
 ALLOWED_FROM_PACKAGE |= {"__version__", "open", "evaluate", "Store"}
 ALLOWED_FROM_PACKAGE |= {"AbevalError", "InputError", "OptionError"}
 

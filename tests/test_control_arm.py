@@ -190,7 +190,7 @@ def test_fail_on_names_are_checked(rankers: str, value: str, message: str) -> No
     result = _report(rankers, "--format", "json", "--fail-on", value)
     assert result.exit_code == 2
     assert (
-        f"--fail-on: {message}; choose from ship, roll_back, keep_running, "
+        f"--fail-on {value!r}: {message}; choose from ship, roll_back, keep_running, "
         "no_effect, invalid" in " ".join(result.stderr.replace("│", " ").split())
     )
     assert result.stdout == ""

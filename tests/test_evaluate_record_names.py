@@ -112,7 +112,7 @@ def test_named_predictions(here: Path) -> None:
         ),
         (
             ["-r", "ctl.csv", "--db", "x.duckdb"],
-            "--db: give it with --experiment NAME",
+            "--db 'x.duckdb': a store records an evaluation: give --experiment too",
         ),
     ],
 )

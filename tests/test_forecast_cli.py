@@ -77,14 +77,15 @@ TYPED = ["--offline-lift", "0.031", "--offline-se", "0.008"]
              "offline evidence once: --offline-lift and --offline-se, or -t TRUTH "
              "-r control=FILE -r candidate=FILE, or --target-propensities FILE "
              "--experiment PRODUCTION_EXPERIMENT"),
-        ([*TYPED, "--alpha", "1.5"], "--alpha: must be between 0 and 1 "
-                                     "(exclusive), got 1.5"),
-        ([*TYPED, "--users-per-day", "-3"], "--users-per-day: must be a "
-                                            "number above 0, got -3"),
-        (["--offline-lift", "0.03", "--offline-se", "-1"], "--offline-se -1.0: offline_se -1 "
+        ([*TYPED, "--alpha", "1.5"], "--alpha 1.5: must be between 0 and 1 "
+                                     "(exclusive)"),
+        ([*TYPED, "--users-per-day", "-3"], "--users-per-day -3: must be a "
+                                            "number above 0"),
+        (["--offline-lift", "0.03", "--offline-se", "-1"], "--offline-se -1: offline_se -1 "
              "is negative; give a relative lift and its standard error"),
-        (["-t", "truth.csv", "-r", "a=h.csv"], "-r: 1 model(s) given; give "
-                                               "two: -r control=PRODUCTION -r candidate=CANDIDATE"),
+        (["-t", "truth.csv", "-r", "a=h.csv"], "--recommendations: 1 run(s) given; give "
+                                               "two: production's (named control) and the "
+                                               "candidate's"),
     ],
 )  # fmt: skip
 def test_bad_options_are_usage_errors(

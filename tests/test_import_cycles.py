@@ -9,11 +9,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1] / "abeval"
 
-#: The one circle left, outside the store: the demo through the public API
-#: (``abeval.api.walkthrough``, issue 37 item 3) calls ``abeval.api`` inside its
-#: functions, and ``abeval.api.store.Store`` calls it inside one of its own. Allowed
-#: as it is and no larger, for its owner to break; delete it then.
-ALLOWED = {frozenset({"abeval.api", "abeval.api.store", "abeval.api.walkthrough"})}
+#: Circles allowed: none.
+ALLOWED: set[frozenset[str]] = set()
 
 
 def module_names(root: Path) -> dict[str, Path]:

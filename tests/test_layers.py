@@ -36,8 +36,11 @@ ALLOWED: dict[str, frozenset[str]] = {
     "render": HELPERS | {"report", "analysis", "metrics", "stats", "store"},
     "api": HELPERS
     | {"abeval", "render", "report", "analysis", "metrics", "stats", "store", "simulate"},
-    "cli": frozenset({"abeval", "api", "render", "errors", "choices", "formatting", "signals"}),
-    "abeval": frozenset({"api", "cli", "errors", "signals"}),
+    "walkthrough": HELPERS | {"abeval", "api", "render", "simulate"},
+    "cli": frozenset(
+        {"abeval", "api", "render", "walkthrough", "errors", "choices", "formatting", "signals"}
+    ),
+    "abeval": frozenset({"api", "cli", "errors", "render", "signals"}),
     **{helper: HELPERS for helper in HELPERS},
 }
 
@@ -215,7 +218,7 @@ def test_a_relative_import_is_resolved_from_the_module() -> None:
 def test_the_demo_goes_through_the_public_api() -> None:
     # `abeval demo` runs as a user's script would: abeval.open and the Store's
     # methods, abeval.evaluate, abeval.render; the simulator only writes its files.
-    path = PACKAGE / "api" / "walkthrough.py"
+    path = PACKAGE / "walkthrough.py"
     module = module_name(path)
     fronts = ("abeval", "abeval.api", "abeval.render", "abeval.formatting")
     used = {i for _, i, t in imports_of(module, path.read_text(encoding="utf-8")) if not t}

@@ -69,7 +69,7 @@ def test_a_bad_cap_is_a_usage_error(db: str, cap: str) -> None:
     result = _report(db, "--ope-cap", cap)
     assert result.exit_code == 2  # type: ignore[attr-defined]
     assert result.stderr.splitlines()[-1] == (  # type: ignore[attr-defined]
-        f"Error: --ope-cap: must be a number above 0, got {float(cap):g}"
+        f"Error: --ope-cap {float(cap):g}: must be a number above 0"
     )
 
 

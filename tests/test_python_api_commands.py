@@ -9,6 +9,7 @@ import json
 import math
 from pathlib import Path
 
+import duckdb
 import pytest
 from scipy.stats import norm
 from typer.testing import CliRunner
@@ -269,3 +270,48 @@ def test_evaluate_records_in_a_store_only_with_an_experiment(tmp_path: Path) -> 
         abeval.evaluate("truth.csv", {"a": "run.csv"}, db=str(tmp_path / "s.duckdb"))
     assert caught.value.parameter == "db"
     assert not (tmp_path / "s.duckdb").exists()
+
+
+def test_ingest_of_a_frame_accounts_rows_as_the_file_does(tmp_path: Path) -> None:
+    """The same rows as a CSV file and as a DataFrame: the same counts, the same
+    rejected row and reason (the frame's row where the file's line), the same events."""
+    import pandas as pd
+
+    frame = pd.DataFrame(
+        [[v or None for v in row.split(",")] for row in ROWS], columns=HEADER.split(",")
+    )
+    events = tmp_path / "events.csv"
+    events.write_text("\n".join([HEADER, *ROWS]) + "\n")
+    summaries, rejects, stored = [], [], []
+    for given, name in ((events, "file"), (frame, "frame")):
+        path = tmp_path / f"{name}.duckdb"
+        with abeval.open(path) as store:
+            summaries.append(store.ingest(given, on_error="skip"))
+            rejects.append(store.rejects())
+            again = store.ingest(given, on_error="skip")
+        con = duckdb.connect(str(path), read_only=True)
+        stored.append(
+            con.execute(
+                "SELECT experiment, arm, user_id, event_type, ts FROM events ORDER BY ALL"
+            ).fetchall()
+        )
+        con.close()
+        assert again.inserted == 0  # loading it again adds nothing
+    from_file, from_frame = summaries
+    # 5 rows, the one with ts 'yesterday' rejected, 4 loaded
+    assert (from_frame.rows_read, from_frame.inserted, from_frame.rejected) == (5, 4, 1)
+    assert (from_frame.status, from_frame.duplicates) == (from_file.status, from_file.duplicates)
+    assert (from_file.rows_read, from_file.inserted, from_file.rejected) == (5, 4, 1)
+    assert from_frame.file == "DataFrame"
+    (file_row,), (frame_row,) = rejects
+    assert (file_row.line, frame_row.line) == (5, 4)  # line 5 of the file, its 4th data row
+    assert (frame_row.column, frame_row.reason) == (file_row.column, file_row.reason)
+    assert stored[0] == stored[1] and len(stored[0]) == 4
+
+
+def test_ingest_of_what_is_neither_file_nor_frame_is_one_line(tmp_path: Path) -> None:
+    with abeval.open(tmp_path / "s.duckdb") as store, pytest.raises(AbevalError) as caught:
+        store.ingest([1, 2])  # type: ignore[arg-type]
+    assert str(caught.value) == (
+        "path: expected a file path, a pandas DataFrame or a pyarrow Table, got list"
+    )

@@ -163,14 +163,17 @@ def test_bounds(text: str, end: bool, expected: datetime) -> None:
     [
         (
             ["--from", "yesterday"],
-            "--from: cannot read 'yesterday' as a date or timestamp; write it "
+            "--from 'yesterday': cannot read 'yesterday' as a date or timestamp; write it "
             "as 2024-05-01 or 2024-05-01T08:00:00 (UTC unless it has a zone)",
         ),
         (
             ["--to", "2024-13-01"],
-            "--to: cannot read '2024-13-01' as a date or timestamp",
+            "--to '2024-13-01': cannot read '2024-13-01' as a date or timestamp",
         ),
-        (["--from", "2024-05-03", "--to", "2024-05-02"], "--to: must come after"),
+        (
+            ["--from", "2024-05-03", "--to", "2024-05-02"],
+            "--to '2024-05-02': must come after --from",
+        ),
     ],
 )
 @pytest.mark.parametrize("command", [["report", "-e", "w"], ["experiment", "set", "w"]])

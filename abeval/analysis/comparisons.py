@@ -27,6 +27,7 @@ from abeval.analysis.report_model import (
     Role,
     SegmentResult,
 )
+from abeval.analysis.team_metrics import no_events
 from abeval.stats import Comparison, adjust_comparisons, compare, compare_bayesian
 from abeval.stats.sufficient import ArmStats
 from abeval.store.sql.online_variables import Moments
@@ -106,6 +107,7 @@ def metric_results(
     for name, metric in catalog.metrics.items():
         if not shown(name, o):
             continue
+        waiting = no_events(name, catalog)
         for arm in treatments:
             c, t = moments[control], moments[arm]
             main, unadjusted, used_c, used_t = compare_metric(metric, c, t, o)
@@ -130,8 +132,8 @@ def metric_results(
                     unadjusted=unadjusted,
                     bayesian=bayes,
                     significant=False,
-                    status=main.status,
-                    message=main.message,
+                    status="no_events" if waiting else main.status,
+                    message=waiting or main.message,
                 )
             )
     return adjust_families(results, o), plain

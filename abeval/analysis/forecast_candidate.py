@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from abeval.errors import AbevalError, NotFoundError, close_matches
 
@@ -54,18 +54,22 @@ def typed_evidence(lift: float, se: float) -> Evidence:
 
 
 def evaluation_evidence(
-    truth: str | Path,
-    models: Mapping[str, str | Path],
+    truth: Any,
+    models: Mapping[str, Any],
     *,
     k: tuple[int, ...] = (5, 10),
     metrics: str | None = None,
     alpha: float = 0.05,
 ) -> Evidence:
-    """Evaluate the two models of ``models`` on ``truth``: the one named
-    ``control`` (else the first) is production, the other the candidate."""
+    """Evaluate the two models of ``models`` on ``truth`` (files, or tables in memory:
+    :func:`~abeval.analysis.evaluate.evaluate`): the one named ``control`` (else the
+    first) is production, the other the candidate."""
     from abeval.analysis.evaluate import evaluate
+    from abeval.analysis.evaluate.reader import source
     from abeval.analysis.evaluate.record import Target, recorded_evaluation
     from abeval.analysis.recorded_lift import recorded_lift
+
+    truth = source("truth", truth)
 
     names = list(models)
     if len(names) != 2:

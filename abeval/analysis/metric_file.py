@@ -52,9 +52,10 @@ class _Located:
         return InputError(f"{self.path}:{line}: {message}")
 
 
-def read_metric_file(path: Path, event_types: Sequence[str]) -> tuple[TeamMetric, ...]:
-    """The metrics ``path`` defines, checked against the built-in names and the
-    event types of the store's rows (``event_types``)."""
+def read_metric_file(path: Path) -> tuple[TeamMetric, ...]:
+    """The metrics ``path`` defines, checked against the built-in names. An event
+    type no ingested row has yet is no mistake (metrics may be set up before launch):
+    :func:`unseen_events` says which, for a warning."""
     import tomllib
 
     try:
@@ -72,8 +73,7 @@ def read_metric_file(path: Path, event_types: Sequence[str]) -> tuple[TeamMetric
     where = _Located(path, text)
     if not data:
         raise where.error(1, "no metric defined; add a table such as [add_to_cart_rate]")
-    known = set(event_types)
-    return tuple(_metric(where, name, body, known) for name, body in data.items())
+    return tuple(_metric(where, name, body) for name, body in data.items())
 
 
 def _syntax_error(path: Path, message: str) -> InputError:
@@ -87,7 +87,7 @@ def _syntax_error(path: Path, message: str) -> InputError:
     )
 
 
-def _metric(where: _Located, name: str, body: Any, known: set[str]) -> TeamMetric:
+def _metric(where: _Located, name: str, body: Any) -> TeamMetric:
     line = where.table(name)
     if not isinstance(body, dict):
         raise where.error(
@@ -116,7 +116,7 @@ def _metric(where: _Located, name: str, body: Any, known: set[str]) -> TeamMetri
         )
     kind = cast(Kind, kind)
     where_pairs = _where(where, name, body.get("where", {}))
-    numerator, denominator = _sides(where, name, kind, body, known)
+    numerator, denominator = _sides(where, name, kind, body)
     return TeamMetric(
         name=name,
         kind=kind,
@@ -130,7 +130,7 @@ def _metric(where: _Located, name: str, body: Any, known: set[str]) -> TeamMetri
 
 
 def _sides(
-    where: _Located, name: str, kind: Kind, body: Mapping[str, Any], known: set[str]
+    where: _Located, name: str, kind: Kind, body: Mapping[str, Any]
 ) -> tuple[EventSum, EventSum | None]:
     line = where.table(name)
     if kind == "ratio":
@@ -150,7 +150,7 @@ def _sides(
                     f'[{name}] a ratio needs {side} = {{ event = "EVENT_TYPE" }} '
                     '(add value = "sum" to sum the events\' value)',
                 )
-            sides.append(_event_sum(where, name, given, known, side))
+            sides.append(_event_sum(where, name, given, side))
         return sides[0], sides[1]
     for key in ("numerator", "denominator"):
         if key in body:
@@ -166,12 +166,10 @@ def _sides(
             f"[{name}] a proportion counts users with an event and takes no value; "
             'use kind = "mean" with value = "sum" for the sum of values',
         )
-    return _event_sum(where, name, body, known, None), None
+    return _event_sum(where, name, body, None), None
 
 
-def _event_sum(
-    where: _Located, name: str, given: Mapping[str, Any], known: set[str], side: str | None
-) -> EventSum:
+def _event_sum(where: _Located, name: str, given: Mapping[str, Any], side: str | None) -> EventSum:
     label = f"{side}'s " if side else ""
     at = where.key(name, side or "event")
     for key in given:
@@ -182,14 +180,6 @@ def _event_sum(
     event = given.get("event")
     if not isinstance(event, str) or not event:
         raise where.error(at, f'[{name}] needs {label}event = "EVENT_TYPE"')
-    if event not in known:
-        hint = did_you_mean(event, sorted(known))
-        listed = ", ".join(sorted(known)) or "none: ingest the events first"
-        raise where.error(
-            at,
-            f"[{name}] no ingested row has event type {event!r}; {hint}"
-            f"event types in the store: {listed}",
-        )
     value = given.get("value")
     if value not in (None, "sum"):
         raise where.error(
@@ -245,3 +235,19 @@ def _cap(where: _Located, name: str, kind: Kind, value: Any) -> float | None:
             f"(such as 0.99); got {value!r}",
         )
     return float(value)
+
+
+def unseen_events(metrics: Sequence[TeamMetric], event_types: Sequence[str]) -> tuple[str, ...]:
+    """One warning line per metric event type that no ingested row has yet (the
+    store's ``event_types``), with a did-you-mean when it is close to one that has."""
+    known = sorted(set(event_types))
+    lines = []
+    for m in metrics:
+        for event in m.events():
+            if event not in known:
+                hint = did_you_mean(event, known).strip()
+                lines.append(
+                    f"[{m.name}] no ingested row has event type {event!r} yet; the metric "
+                    "will count them once they arrive" + (f" ({hint})" if hint else "")
+                )
+    return tuple(lines)

@@ -9,7 +9,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from abeval.analysis.metric_file import read_metric_file
+from abeval.analysis.metric_file import read_metric_file, unseen_events
 from abeval.analysis.online_metrics import BUILTIN_METRICS
 from abeval.analysis.team_metrics import TeamMetric
 
@@ -20,11 +20,14 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Added:
-    """What ``metrics add`` recorded: the metrics, and which of them replaced a
-    definition recorded before."""
+    """What ``metrics add`` recorded: the metrics, which of them replaced a
+    definition recorded before, and a warning line per event type a metric reads
+    that no ingested row has yet (recorded all the same: the report says so until
+    the events arrive)."""
 
     metrics: tuple[TeamMetric, ...]
     replaced: tuple[str, ...]
+    warnings: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -60,16 +63,18 @@ class MetricRow:
 
 
 def add_metrics(store: Database, path: Path) -> Added:
-    """Read ``path``, check every definition against the store's event types, and
-    record them all in one transaction (nothing when any is wrong)."""
+    """Read ``path``, check every definition, and record them all in one
+    transaction (nothing when any is wrong); an event type not ingested yet is a
+    warning, not a mistake."""
     from abeval.store import metric_definitions as stored
 
     with store.connect() as conn:
         types = stored.event_types(conn)
         before = {r.name for r in stored.load(conn)}
-    metrics = read_metric_file(path, types)
+    metrics = read_metric_file(path)
     stored.save(store, {m.name: m.to_json() for m in metrics}, path.name)
-    return Added(metrics, tuple(m.name for m in metrics if m.name in before))
+    replaced = tuple(m.name for m in metrics if m.name in before)
+    return Added(metrics, replaced, unseen_events(metrics, types))
 
 
 def remove_metric(store: Database, name: str) -> MetricRow:

@@ -150,6 +150,9 @@ class Catalog:
     team_variables: VariableSet = NO_VARIABLES
     caps: Mapping[str, float] = field(default_factory=_frozen)
     labels: Mapping[str, str] = field(default_factory=_frozen)
+    #: Event types the team metrics read that no ingested row has yet: their
+    #: report rows say so (``no_events``) instead of showing zeros.
+    unseen: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
         for name in ("metrics", "definitions", "caps", "labels"):

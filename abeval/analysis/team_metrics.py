@@ -124,6 +124,7 @@ def catalog(definitions: Iterable[TeamMetric]) -> Catalog:
     metrics: dict[str, OnlineMetric] = {}
     summed: list[Variable] = []
     indicators: list[tuple[str, str]] = []
+    ratios: list[tuple[str, str]] = []
     caps: dict[str, float] = {}
     labels: dict[str, str] = {}
     defs = {d.name: d for d in sorted(definitions, key=lambda d: d.name)}
@@ -139,6 +140,7 @@ def catalog(definitions: Iterable[TeamMetric]) -> Catalog:
         elif d.kind == "ratio" and d.denominator is not None:
             summed.append(Variable(den, d.denominator.event, d.denominator.value, d.where))
             denominator = den
+            ratios.append((num, den))
             labels[den] = d.denominator.text()
         if d.cap is not None:
             caps[num] = d.cap
@@ -157,7 +159,13 @@ def catalog(definitions: Iterable[TeamMetric]) -> Catalog:
             **{n: m for n, m in metrics.items() if n not in BUILTIN_METRICS},
         },
         definitions=defs,
-        team_variables=VariableSet(tuple(summed), tuple(indicators)),
+        # each metric reads its own variables alone: apart from the others'
+        team_variables=VariableSet(
+            tuple(summed),
+            tuple(indicators),
+            apart=(*(v.name for v in summed), *(n for n, _ in indicators)),
+            pairs=tuple(ratios),
+        ),
         caps=caps,
         labels=labels,
     )
@@ -170,8 +178,26 @@ def recorded_definitions(conn: Connection) -> list[TeamMetric]:
 
 
 def read_catalog(conn: Connection) -> Catalog:
-    """The store's catalog: the built-in metrics and the team-defined ones it records."""
-    return catalog(recorded_definitions(conn))
+    """The store's catalog: the built-in metrics and the team-defined ones it
+    records, with the event types they read that no ingested row has yet."""
+    from dataclasses import replace
+
+    from abeval.store.metric_definitions import missing_event_types
+
+    definitions = recorded_definitions(conn)
+    events = {e for d in definitions for e in d.events()}
+    unseen = missing_event_types(conn, sorted(events)) if events else ()
+    return replace(catalog(definitions), unseen=frozenset(unseen))
+
+
+def no_events(name: str, catalog: Catalog) -> str | None:
+    """The message of a team metric's report row when an event type it reads has
+    no ingested row yet (``metrics add`` records such a metric with a warning)."""
+    definition = catalog.definitions.get(name)
+    if definition is None:
+        return None
+    missing = [e for e in definition.events() if e in catalog.unseen]
+    return f"no events of type {' or '.join(missing)} yet" if missing else None
 
 
 def check_names(o: ReportOptions, catalog: Catalog) -> None:

@@ -11,7 +11,7 @@ or exits. See docs/python.md.
 One module per family of commands, each name importable from here:
 
 - :mod:`~abeval.api.store`: ``open``, the :class:`Store` (ingest, experiments,
-  rejects, migrate) and ``demo``;
+  rejects, migrate);
 - :mod:`~abeval.api.reporting`: ``Store.report`` and ``report_options``;
 - :mod:`~abeval.api.offline`: ``evaluate``, ``Store.record_evaluation``,
   ``named_models``, ``model_argument``;
@@ -37,6 +37,7 @@ from abeval.api.across import MAX_RESAMPLES as MAX_RESAMPLES
 from abeval.api.across import MIN_RESAMPLES as MIN_RESAMPLES
 from abeval.api.across import (
     agreement_history,
+    agreement_numbers,
     forecast_evidence,
     forecast_history,
     forecast_options,
@@ -47,7 +48,7 @@ from abeval.api.options import Names as Names
 from abeval.api.options import cutoffs, metric_names, parse_bound
 from abeval.api.planning import plan_power
 from abeval.api.reporting import report_options
-from abeval.api.store import Experiments, Store, demo, open
+from abeval.api.store import Experiments, Store, open
 
 if TYPE_CHECKING:
     from abeval.analysis.agreement import AgreementBoard as AgreementBoard
@@ -61,8 +62,8 @@ __all__ = [
     "Experiments",
     "Store",
     "agreement_history",
+    "agreement_numbers",
     "cutoffs",
-    "demo",
     "evaluate",
     "experiment_config",
     "forecast_evidence",

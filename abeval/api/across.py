@@ -10,7 +10,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from abeval.api.opened import Opened
-from abeval.api.options import Names, at_least, cutoffs, metric_names, names, positive, share
+from abeval.api.options import (
+    Names,
+    at_least,
+    cutoffs,
+    forwards,
+    keywords_checked,
+    metric_names,
+    names,
+    positive,
+    share,
+    within,
+)
 from abeval.errors import OptionError
 
 if TYPE_CHECKING:
@@ -41,7 +52,11 @@ class Across(Opened):
         across ``experiments`` (default: all of the store's); ``backtest``: also
         forecast each experiment from the earlier ones. Each experiment is read
         under its saved configuration; ``primary`` and ``alpha``, when given,
-        override its recorded primary metrics and α (the board's α is 0.05 then)."""
+        override its recorded primary metrics and α (the board's α is 0.05 then).
+
+        >>> board = store.agreement(seed=1)
+        >>> board.to_frame()[["signal", "online_metric", "spearman"]].head()
+        """
         from dataclasses import replace
 
         from abeval.analysis.agreement_board import agreement_board
@@ -54,8 +69,11 @@ class Across(Opened):
             experiments=None if experiments is None else names(experiments),
             target_propensities={k: str(v) for k, v in (target_propensities or {}).items()},
         )
-        return agreement_board(self._store, options, catalog)
+        from abeval.report.notebook import ShownBoard
 
+        return ShownBoard.of(agreement_board(self._store, options, catalog))
+
+    @forwards("abeval.api.across:forecast_options")
     def forecast(
         self,
         evidence: Evidence | None = None,
@@ -71,7 +89,11 @@ class Across(Opened):
         ``evidence``, from the off-policy estimate of the candidate's
         ``target_propensities`` (a file) on ``experiment``'s production logs.
         ``options`` as :func:`forecast_options` takes them, or options it ``checked``
-        already; ``board``: the store's agreement board when it is built already."""
+        already; ``board``: the store's agreement board when it is built already.
+
+        >>> evidence = abeval.api.forecast_evidence(offline_lift=0.01, offline_se=0.002)
+        >>> store.forecast(evidence, mde=0.01).to_frame()[["metric", "lift", "interval_low"]]
+        """
         from abeval.analysis.forecast import build_forecast
 
         if checked is not None and options:
@@ -85,7 +107,35 @@ class Across(Opened):
             if experiment is None:
                 raise OptionError("experiment", None, "name the experiment of the production logs")
             evidence = ope_evidence(self._store, experiment, target_propensities, checked.alpha)
-        return build_forecast(self._store, evidence, checked, board)
+        from abeval.report.notebook import ShownForecast
+
+        return ShownForecast.of(build_forecast(self._store, evidence, checked, board))
+
+
+@keywords_checked
+def agreement_numbers(
+    alpha: float | None, seed: int | None, resamples: int | None
+) -> tuple[float, int, int]:
+    """The agreement board's ``alpha``, ``seed`` and ``resamples``, each checked
+    (an :class:`OptionError` naming it) and defaulted where None.
+
+    >>> agreement_numbers(None, None, None)  # doctest: +SKIP
+    (0.05, 0, 2000)
+    >>> agreement_numbers(1.5, None, None)  # doctest: +SKIP
+    Traceback (most recent call last):
+    abeval.errors.OptionError: alpha 1.5: must be between 0 and 1 (exclusive)
+    """
+    from abeval.analysis.agreement import AgreementOptions
+
+    defaults = AgreementOptions()
+    alpha = defaults.alpha if alpha is None else alpha
+    share("alpha", alpha)
+    seed = defaults.seed if seed is None else seed
+    at_least("seed", seed, 0)
+    resamples = defaults.resamples if resamples is None else resamples
+    within("resamples", resamples, MIN_RESAMPLES, MAX_RESAMPLES,
+           f"give {MIN_RESAMPLES:,} to {MAX_RESAMPLES:,}")  # fmt: skip
+    return alpha, seed, resamples
 
 
 def _agreement_options(
@@ -99,16 +149,8 @@ def _agreement_options(
     """The board's options, each checked (an :class:`OptionError` naming it)."""
     from abeval.analysis.agreement import AgreementOptions
 
-    defaults = AgreementOptions()
     alpha_given = alpha is not None
-    alpha = defaults.alpha if alpha is None else alpha
-    share("alpha", alpha)
-    seed = defaults.seed if seed is None else seed
-    at_least("seed", seed, 0)
-    resamples = defaults.resamples if resamples is None else resamples
-    if not MIN_RESAMPLES <= resamples <= MAX_RESAMPLES:
-        allowed = f"{MIN_RESAMPLES:,} to {MAX_RESAMPLES:,}"
-        raise OptionError("resamples", resamples, f"give {allowed}", allowed=allowed)
+    alpha, seed, resamples = agreement_numbers(alpha, seed, resamples)
     if not metrics:
         raise OptionError("primary", primary, "no metric given; name them as ctr,conversion")
     return AgreementOptions(
@@ -122,6 +164,7 @@ def _agreement_options(
     )
 
 
+@keywords_checked
 def agreement_history(
     history: str | Path,
     *,
@@ -133,7 +176,10 @@ def agreement_history(
 ) -> AgreementBoard:
     """The agreement board over a history file (CSV or Parquet, the columns of
     ``abeval forecast --history``) instead of a store; ``primary``: the file's
-    online metrics to keep (default all of them)."""
+    online metrics to keep (default all of them).
+
+    >>> abeval.api.agreement_history("history.csv", seed=1).to_frame()
+    """
     from abeval.analysis.agreement_history import history_board
     from abeval.analysis.online_metrics import DEFAULT_PRIMARY
 
@@ -141,11 +187,13 @@ def agreement_history(
     if primary is not None:
         parts = primary.split(",") if isinstance(primary, str) else list(primary)
         metrics = tuple(n.strip() for n in parts if n.strip())
-    return history_board(
-        history, _agreement_options(alpha, seed, resamples, metrics, primary, backtest)
-    )
+    from abeval.report.notebook import ShownBoard
+
+    options = _agreement_options(alpha, seed, resamples, metrics, primary, backtest)
+    return ShownBoard.of(history_board(history, options))
 
 
+@keywords_checked
 def forecast_options(
     *,
     signal: str | None = None,
@@ -161,7 +209,11 @@ def forecast_options(
     metrics (default ctr,conversion and each past experiment's recorded primary
     ones), ``alpha`` (default 0.05, each past experiment at its recorded α),
     the target lift ``mde``, the ``assurance`` a test is planned for, the new
-    test's ``users_per_day`` and a ``history`` file instead of the store."""
+    test's ``users_per_day`` and a ``history`` file instead of the store.
+
+    >>> checked = abeval.api.forecast_options(mde=0.01, assurance=0.9)
+    >>> store.forecast(evidence, checked)
+    """
     from abeval.analysis.forecast import ForecastOptions
 
     alpha_given = alpha is not None
@@ -185,26 +237,33 @@ def forecast_options(
     )
 
 
+@keywords_checked
 def forecast_evidence(
     *,
     offline_lift: float | None = None,
     offline_se: float | None = None,
-    truth: str | Path | None = None,
-    recommendations: Mapping[str, str | Path] | None = None,
+    truth: Any = None,
+    recommendations: Mapping[str, Any] | None = None,
     k: str | Sequence[int] = (5, 10),
     alpha: float = 0.05,
 ) -> Evidence:
     """A candidate's offline evidence for :meth:`Store.forecast`: its lift over
     production as a number (``offline_lift`` and its standard error ``offline_se``),
     or evaluated on held-out ``truth`` from the two runs of ``recommendations``
-    (production named ``control``, else the first; the candidate the other)."""
+    (production named ``control``, else the first; the candidate the other), each a
+    file path, a pandas DataFrame or a pyarrow Table, as :func:`abeval.evaluate` takes.
+
+    >>> abeval.api.forecast_evidence(offline_lift=0.01, offline_se=0.002)
+    >>> runs = {"control": "a.csv", "candidate": "b.csv"}
+    >>> abeval.api.forecast_evidence(truth="truth.csv", recommendations=runs)
+    """
     from abeval.analysis.forecast_candidate import evaluation_evidence, typed_evidence
     from abeval.stats.forecast import out_of_bounds
 
     if truth is None and not recommendations:
         if offline_lift is None or offline_se is None:
-            missing = "offline_lift" if offline_lift is None else "offline_se"
-            raise OptionError(missing, None, "give offline_lift with offline_se")
+            missing, other = ("offline_lift", "offline_se")[:: 1 if offline_lift is None else -1]
+            raise OptionError(missing, None, f"give it with {{{other}}}", mentions=(other,))
         for name, value in (("offline_lift", offline_lift), ("offline_se", offline_se)):
             wrong = out_of_bounds(name, value)
             if wrong is not None:
@@ -215,13 +274,15 @@ def forecast_evidence(
     if truth is None:
         raise OptionError("truth", None, "give the held-out truth the runs are evaluated on")
     if recommendations is None or len(recommendations) != 2:
-        raise OptionError("recommendations", None, "give two runs: production's, the candidate's")
-    ks = cutoffs(k) if isinstance(k, str) else tuple(k)
-    if not ks or not all(v > 0 for v in ks):
-        raise OptionError("k", k, "give cutoffs such as 5,10")
-    return evaluation_evidence(truth, dict(recommendations), k=ks, alpha=alpha)
+        given = len(recommendations or ())
+        reason = f"{given} run(s) given; give two: production's (named control) and the candidate's"
+        raise OptionError("recommendations", None, reason)
+    share("alpha", alpha)
+    return evaluation_evidence(truth, dict(recommendations), k=cutoffs(k), alpha=alpha)
 
 
+@keywords_checked
+@forwards("abeval.api.across:forecast_options")
 def forecast_history(
     history: str | Path,
     evidence: Evidence,
@@ -230,7 +291,11 @@ def forecast_history(
 ) -> ForecastReport:
     """:meth:`Store.forecast` from a history file (CSV or Parquet: experiment,
     signal, offline_lift, offline_se, online_lift, online_se; optional metric,
-    arm, date, users) instead of a store."""
+    arm, date, users) instead of a store.
+
+    >>> evidence = abeval.api.forecast_evidence(offline_lift=0.01, offline_se=0.002)
+    >>> abeval.api.forecast_history("history.csv", evidence, mde=0.01).to_frame()
+    """
     from dataclasses import replace
 
     from abeval.analysis.forecast import build_forecast
@@ -238,4 +303,6 @@ def forecast_history(
     if checked is not None and options:
         raise TypeError("give either checked options or keyword options, not both")
     checked = checked if checked is not None else forecast_options(**options)
-    return build_forecast(None, evidence, replace(checked, history=str(history)))
+    from abeval.report.notebook import ShownForecast
+
+    return ShownForecast.of(build_forecast(None, evidence, replace(checked, history=str(history))))

@@ -11,8 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from abeval.api.opened import Opened
-from abeval.api.options import bound, given
-from abeval.errors import OptionError
+from abeval.api.options import forwards, given, keywords_checked, window
 
 if TYPE_CHECKING:
     from abeval.analysis.experiment_config import ExperimentConfig
@@ -27,26 +26,39 @@ class Configuring(Opened):
 
     def metrics(self) -> tuple[MetricRow, ...]:
         """Every online metric, the built-in ones and then the store's team-defined
-        ones, each with its definition."""
+        ones, each with its definition.
+
+        >>> [m.name for m in store.metrics()]
+        """
         from abeval.analysis.metric_records import list_metrics
 
         return list_metrics(self._store)
 
     def add_metrics(self, file: str | Path) -> Added:
         """Record the team-defined metrics a TOML file defines (all, or none when one
-        is wrong)."""
+        is wrong).
+
+        >>> store.add_metrics("team_metrics.toml")
+        """
         from abeval.analysis.metric_records import add_metrics
 
         return add_metrics(self._store, Path(file))
 
     def remove_metric(self, name: str) -> MetricRow:
-        """Forget the team-defined metric ``name``; the metric as it was recorded."""
+        """Forget the team-defined metric ``name``; the metric as it was recorded.
+
+        >>> store.remove_metric("add_to_cart_rate").name
+        'add_to_cart_rate'
+        """
         from abeval.analysis.metric_records import remove_metric
 
         return remove_metric(self._store, name)
 
     def sources(self) -> list[Source]:
-        """The tables read in place: name, table and mapping."""
+        """The tables read in place: name, table and mapping.
+
+        >>> [s.name for s in store.sources()]
+        """
         from abeval.store.sources import list_sources
 
         return list_sources(self._store)
@@ -62,7 +74,10 @@ class Configuring(Opened):
     ) -> SourceCheck:
         """Read ``table`` in place as the source ``name``: check the mapping against
         it and record it (``replace``: the mapping of an existing source). The
-        mapping as :func:`source_mapping` takes it, or the mapping it ``checked``."""
+        mapping as :func:`source_mapping` takes it, or the mapping it ``checked``.
+
+        >>> store.add_source("clicks", table="raw.events", columns="user_id=uid,ts=event_time")
+        """
         from abeval.store.sources import add_source
 
         if checked is not None and mapping:
@@ -72,19 +87,26 @@ class Configuring(Opened):
         return add_source(self._store, name, table.strip(), checked, replace_existing=replace)
 
     def remove_source(self, name: str) -> Source:
-        """Forget the source ``name`` (its table is not touched); the source forgotten."""
+        """Forget the source ``name`` (its table is not touched); the source forgotten.
+
+        >>> store.remove_source("clicks")
+        """
         from abeval.store.sources import remove_source
 
         return remove_source(self._store, name)
 
     def settings(self, experiment: str) -> tuple[ExperimentSettings, ExperimentConfig]:
         """What is recorded for ``experiment``: its settings (arms, control, split,
-        window) and its saved configuration."""
+        window) and its saved configuration.
+
+        >>> settings, config = store.settings("home-reco-v2")
+        """
         from abeval.analysis.experiment_config import show
 
         with self._refusing_sources(experiment):
             return show(self._store, experiment)
 
+    @forwards("abeval.api.configuration:experiment_config")
     def set(
         self,
         experiment: str,
@@ -101,16 +123,16 @@ class Configuring(Opened):
         analysis window, target probabilities (a file) and the recordable options
         (:func:`experiment_config` takes them, or ``checked`` already), all or
         nothing. Returns the settings and the configuration now recorded, and
-        what was recorded of the target's probabilities."""
+        what was recorded of the target's probabilities.
+
+        >>> store.set("home-reco-v2", control="control", primary="ctr", alpha=0.01)
+        """
         from abeval.analysis.experiment_config import record
 
         if checked is not None and options:
             raise TypeError("give either checked options or keyword options, not both")
         config = checked if checked is not None else experiment_config(**options)
-        start = bound("window_from", window_from, end=False)
-        end = bound("window_to", window_to, end=True)
-        if start is not None and end is not None and not start < end:
-            raise OptionError("window_to", None, "must come after --from")
+        start, end = window(window_from, window_to)
         targets = None
         if target_propensities is not None:
             from abeval.analysis.ope_file import target_file
@@ -126,7 +148,10 @@ class Configuring(Opened):
     ) -> tuple[ExperimentSettings, ExperimentConfig]:
         """Forget the recorded settings ``names`` (``control``, ``split``, ``window``
         or a recordable option such as ``guardrails``) of ``experiment``; the
-        settings and the configuration left."""
+        settings and the configuration left.
+
+        >>> store.unset("home-reco-v2", ["alpha", "window"])
+        """
         from abeval.analysis.experiment_config import ExperimentConfig, record
 
         with self._refusing_sources(experiment):
@@ -154,6 +179,7 @@ class Configuring(Opened):
         return refusing()
 
 
+@keywords_checked
 def source_mapping(
     *,
     table: str,
@@ -167,7 +193,10 @@ def source_mapping(
     table's column for each field named otherwise (``columns="user_id=uid,ts=t"``),
     its value for each event type named otherwise (``event_types="click=clk"``), the
     column naming each row's experiment or the table's one ``experiment``, and the
-    other columns to keep as attributes (``attributes="country,device=dev"``)."""
+    other columns to keep as attributes (``attributes="country,device=dev"``).
+
+    >>> abeval.api.source_mapping(table="raw.events", columns="user_id=uid")
+    """
     from abeval.store.source_mapping import (
         Mapping,
         parse_attributes,
@@ -200,13 +229,18 @@ def source_mapping(
     )
 
 
+@keywords_checked
+@forwards("abeval.analysis.experiment_config:parse_config")
 def experiment_config(
     *, cap: Sequence[str] | Mapping[str, float] | None = None, **options: Any
 ) -> ExperimentConfig:
     """The recordable options (``abeval experiment set``: ``primary``, ``secondary``,
     ``guardrails``, ``cap``, ``cuped_days``, ``target_mde``, ``alpha``,
     ``correction``, ``plan_users``, ``plan_days``) as given, None where not given,
-    parsed and checked: an :class:`OptionError` names the first invalid one."""
+    parsed and checked: an :class:`OptionError` names the first invalid one.
+
+    >>> abeval.api.experiment_config(primary="ctr", guardrails="aov:0.02", alpha=0.01)
+    """
     from abeval.analysis.experiment_config import parse_config
 
     return parse_config(caps=cap or [], **options)

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from abeval.api.opened import Opened
-from abeval.api.options import Names, cutoffs, share
+from abeval.api.options import Names, cutoffs, finite, forwards, keywords_checked, share, within
 from abeval.errors import OptionError
 
 if TYPE_CHECKING:
@@ -22,12 +22,17 @@ class Offline(Opened):
 
     def record_evaluation(self, file: str | Path) -> RecordedEvaluation:
         """Record an evaluation that :func:`evaluate` with ``experiment`` finished
-        but could not record (it kept it in ``file``), its id and time unchanged."""
+        but could not record (it kept it in ``file``), its id and time unchanged.
+
+        >>> store.record_evaluation("evaluation-kept.json").evaluation_id
+        """
         from abeval.analysis.evaluate.record import record_kept
 
         return record_kept(self._store, file)
 
 
+@keywords_checked
+@forwards("abeval.analysis.evaluate.run:evaluate")
 def evaluate(
     truth: Any,
     runs: Mapping[str, Any] | Sequence[Any] = (),
@@ -56,9 +61,14 @@ def evaluate(
     With ``experiment``, every run is named after an arm of that experiment of
     the store ``db``, its control is the baseline, and the evaluation is recorded
     there (``result.recorded``); ``on_lock_wait`` is told, in a sentence, when the
-    record waits for a store another process holds."""
-    import tempfile
+    record waits for a store another process holds.
 
+    >>> result = abeval.evaluate("truth.csv", {"bm25": "bm25.csv", "new": "new.csv"}, k=[10])
+    >>> result.to_frame()[["model", "metric", "value", "difference"]]
+    """
+    from abeval.report.evaluate_shown import ShownEvaluation
+
+    as_shown = ShownEvaluation.of
     chosen = {"ap_denominator": ap_denominator, "gain": gain, "empty": empty}
     chosen["duplicates"] = duplicates
     if any(v is not None for v in chosen.values()):
@@ -67,89 +77,74 @@ def evaluate(
         given = {name: value for name, value in chosen.items() if value is not None}
         options["conventions"] = Conventions(**given)  # type: ignore[arg-type]
     share("alpha", options.get("alpha", 0.05))
+    within("resamples", options.get("resamples", 2000), 1, 10**7, "give 1 to 10,000,000")
+    reason = "give a whole number from 0 to 2**32 - 1"
+    within("seed", options.get("seed", 0), 0, 2**32 - 1, reason)
+    if options.get("min_relevance") is not None:
+        finite("min_relevance", options["min_relevance"], "a finite relevance grade")
     if db is not None and experiment is None:
         from abeval.store.engine import display_url
 
-        shown = display_url(str(db))
-        raise OptionError("db", shown, "a store records an evaluation: give experiment too")
+        reason = "a store records an evaluation: give {experiment} too"
+        raise OptionError("db", display_url(str(db)), reason, mentions=("experiment",))
     ks = cutoffs(k)
-    with tempfile.TemporaryDirectory(prefix="abeval-") as folder:
-        tables = _Tables(Path(folder))
-        truth_path = tables.path("truth", truth)
-        recs = tables.named("recommendations", runs)
-        preds = tables.named("predictions", predictions)
-        if experiment is not None:
-            from abeval.analysis.evaluate.record import evaluate_for_experiment
+    from abeval.analysis.evaluate.inputs import named
+    from abeval.analysis.evaluate.reader import source
+    from abeval.analysis.evaluate.run import model_sources
 
-            return evaluate_for_experiment(
+    truth_source = source("truth", truth)
+    recs = model_sources("runs", runs)
+    preds = model_sources("predictions", predictions)
+    for name in ("items", "history"):
+        if options.get(name) is not None:
+            options[name] = source(name, options[name])
+    if experiment is not None:
+        from abeval.analysis.evaluate.record import evaluate_for_experiment
+
+        return as_shown(
+            evaluate_for_experiment(
                 None if db is None else str(db),
                 experiment,
-                truth_path,
-                recs if isinstance(recs, dict) else dict(zip(_run_names(recs), recs, strict=True)),
-                predictions=preds if isinstance(preds, dict) else {},
+                truth_source,
+                dict(named(recs)),
+                predictions=preds if isinstance(preds, Mapping) else {},
                 on_lock_wait=on_lock_wait,
                 k=ks,
                 metrics=metrics,
                 **options,
             )
-        from abeval.analysis.evaluate import evaluate as run_evaluation
+        )
+    from abeval.analysis.evaluate import evaluate as run_evaluation
 
-        return run_evaluation(truth_path, recs, predictions=preds, k=ks, metrics=metrics, **options)
-
-
-def _run_names(paths: Sequence[str | Path]) -> list[str]:
-    """The models' names of runs given as a list: their files' stems."""
-    from abeval.files import model_names
-
-    return model_names(paths)
+    return as_shown(
+        run_evaluation(truth_source, recs, predictions=preds, k=ks, metrics=metrics, **options)
+    )
 
 
-class _Tables:
-    """Data frames and Arrow tables written as Parquet files for the file readers."""
-
-    def __init__(self, folder: Path) -> None:
-        self.folder = folder
-
-    def path(self, name: str, data: Any) -> str | Path:
-        if isinstance(data, str | Path):
-            return data
-        import duckdb
-
-        target = self.folder / f"{name}.parquet"
-        con = duckdb.connect(":memory:")
-        try:
-            con.register("frame", data)
-            con.execute(f"COPY frame TO '{target}' (FORMAT parquet)")
-        except (duckdb.Error, ValueError, TypeError) as exc:
-            raise OptionError(
-                name,
-                type(data).__name__,
-                f"give a file path, a pandas DataFrame or an Arrow table ({exc})",
-            ) from None
-        finally:
-            con.close()
-        return target
-
-    def named(self, what: str, data: Mapping[str, Any] | Sequence[Any]) -> Any:
-        if isinstance(data, Mapping):
-            return {name: self.path(f"{what}-{i}", v) for i, (name, v) in enumerate(data.items())}
-        return [self.path(f"{what}-{i}", v) for i, v in enumerate(data)]
-
-
+@keywords_checked
 def named_models(texts: Sequence[str]) -> dict[str, str]:
     """``[NAME=]FILE`` texts (``abeval evaluate -r``) → model name → file, named
     after the files where no name is given (docs/usage.md#named-models); a
-    ValueError says what is wrong with one."""
+    ValueError says what is wrong with one.
+
+    >>> abeval.api.named_models(["bm25.csv", "new=run.csv"])
+    {'bm25': 'bm25.csv', 'new': 'run.csv'}
+    """
     from abeval.files import named_models as parse
 
     return parse(texts)
 
 
+@keywords_checked
 def model_argument(
     text: str, *, what: str = "model name", form: str = "NAME=PATH", must_exist: bool = True
 ) -> tuple[str | None, str]:
     """One ``NAME=FILE`` text → (name or None, file), split as :func:`named_models`
-    splits; a ValueError names ``what`` and ``form`` when it cannot be."""
+    splits; a ValueError names ``what`` and ``form`` when it cannot be.
+
+    >>> abeval.api.model_argument("new=run.csv")
+    ('new', 'run.csv')
+    """
     from abeval.files import model_argument as parse
 
     return parse(text, what=what, form=form, must_exist=must_exist)

@@ -4,6 +4,7 @@ and a result is computed with)."""
 
 from __future__ import annotations
 
+import inspect
 from types import TracebackType
 from typing import TYPE_CHECKING, Self
 
@@ -14,6 +15,16 @@ if TYPE_CHECKING:
 
 class Opened:
     """An open store (the base of :class:`abeval.api.Store` and its parts)."""
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        # Every public method of a store refuses a misspelt keyword with a
+        # did-you-mean (abeval.api.options.keywords_checked), checked once here.
+        super().__init_subclass__(**kwargs)
+        from abeval.api.options import keywords_checked
+
+        for name, member in list(vars(cls).items()):
+            if not name.startswith("_") and inspect.isfunction(member):
+                setattr(cls, name, keywords_checked(member))
 
     def __init__(self, store: Database) -> None:
         self._store = store
@@ -27,11 +38,20 @@ class Opened:
         self.close()
 
     def close(self) -> None:
+        """Close the store (a ``with`` block closes it on leaving).
+
+        >>> store = abeval.open("demo/demo.duckdb", read_only=True)
+        >>> store.close()
+        """
         self._store.close()
 
     @property
     def display(self) -> str:
-        """The store as messages name it (a URL without its password)."""
+        """The store as messages name it (a URL without its password).
+
+        >>> abeval.open("demo/demo.duckdb", read_only=True).display()
+        'demo/demo.duckdb'
+        """
         return self._store.display
 
     def __repr__(self) -> str:
@@ -45,6 +65,10 @@ class Opened:
 
         >>> store.catalog().lower_is_better("ctr")
         False
+
+        >>> catalog = store.catalog()
+        >>> catalog.label("ctr"), catalog.lower_is_better("ctr")
+        ('CTR', False)
         """
         from abeval.analysis.team_metrics import read_catalog
 

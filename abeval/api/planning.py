@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from abeval.api.opened import Opened
-from abeval.api.options import Names, positive, share
+from abeval.api.options import Names, at_least, finite, keywords_checked, lift, positive, share
 from abeval.errors import OptionError
 
 if TYPE_CHECKING:
@@ -33,7 +33,10 @@ class Planning(Opened):
         """What ``experiment`` can detect now and the users a relative lift of
         ``mde`` (default: the recorded target, else 2%) needs, per metric (default
         the recorded primary metrics, else the report's) and treatment arm, planned
-        from its own data at the α the decision uses (:meth:`plan`)."""
+        from its own data at the α the decision uses (:meth:`plan`).
+
+        >>> [(row.metric, row.users) for row in store.power("home-reco-v2", mde=0.02)]
+        """
         return self.plan(
             experiment,
             metric=metric,
@@ -59,7 +62,10 @@ class Planning(Opened):
     ) -> Plan:
         """:meth:`power` with the guardrails' non-inferiority plan and the options
         it was planned under. An option left None takes the experiment's saved
-        configuration (``abeval experiment set``), else the default."""
+        configuration (``abeval experiment set``), else the default.
+
+        >>> plan = store.plan("home-reco-v2", mde=0.02)
+        """
         from abeval.analysis.experiment_config import parse_config
         from abeval.analysis.online_metrics import parse_online_metrics
         from abeval.analysis.planning import plan_report
@@ -68,6 +74,7 @@ class Planning(Opened):
         share("power", power)
         positive("tuning_n", tuning_n)
         if mde is not None:
+            lift("mde", mde)
             positive("mde", mde)
         catalog = self.catalog()
         metrics = (
@@ -80,6 +87,7 @@ class Planning(Opened):
         return plan_report(self._store, experiment, given.options(base), catalog)
 
 
+@keywords_checked
 def plan_power(
     baseline: float,
     *,
@@ -94,11 +102,30 @@ def plan_power(
 ) -> PowerResult:
     """Power by hand, as ``abeval power --baseline``: the users a relative lift of
     ``mde`` needs, or (``users`` per arm) the lift detectable; a proportion when
-    ``sd`` is None, else a mean with that standard deviation per user."""
+    ``sd`` is None, else a mean with that standard deviation per user.
+
+    >>> abeval.api.plan_power(0.05, mde=0.02).users  # per arm, to detect a 2% lift of a 5% rate
+    """
     from abeval.stats import minimum_detectable_effect, required_users
 
     if (mde is None) == (users is None):
-        raise OptionError("mde", mde, "give exactly one of mde or users")
+        raise OptionError(
+            "mde", mde, "give exactly one of {mde} or {users}", mentions=("mde", "users")
+        )
+    share("alpha", alpha)
+    share("power", power)
+    positive("tuning_n", tuning_n)
+    if mde is not None:
+        lift("mde", mde)
+    at_least("arms", arms, 2, "a test needs a control and at least one treatment")
+    finite("baseline", baseline)
+    if sd is not None:
+        positive("sd", sd)
+    elif not 0 < baseline < 1:
+        reason = "a proportion must be between 0 and 1; for a mean also give {sd}"
+        raise OptionError("baseline", baseline, reason, mentions=("sd",))
+    if users is not None:
+        at_least("users", users, 2, "give at least 2 users per arm")
     variance = baseline * (1 - baseline) if sd is None else sd * sd
     if mde is not None:
         return required_users(

@@ -8,8 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, get_args
 
 from abeval.api.opened import Opened
-from abeval.api.options import Names, bound, choice, cutoffs, positive
-from abeval.errors import OptionError
+from abeval.api.options import Names, choice, cutoffs, forwards, keywords_checked, positive, window
 
 if TYPE_CHECKING:
     from abeval.analysis.online_metrics import Catalog
@@ -19,12 +18,17 @@ if TYPE_CHECKING:
 class Reporting(Opened):
     """``Store.report``."""
 
+    @forwards("abeval.api.reporting:report_options")
     def report(
         self, experiment: str, checked: ReportOptions | None = None, **options: Any
     ) -> ExperimentReport:
         """The report of ``experiment`` (what ``abeval report`` writes): ``options``
         as :func:`report_options` takes them, or options it ``checked`` already.
-        In Jupyter the report shows as its HTML page."""
+        In Jupyter the report shows as its HTML page.
+
+        >>> report = store.report("home-reco-v2", primary="ctr", alpha=0.01)
+        >>> report.to_frame()[["metric", "arm", "relative_effect", "interval_low", "interval_high"]]
+        """
         from abeval.analysis.online import build_report
         from abeval.report.notebook import ShownReport
 
@@ -37,6 +41,7 @@ class Reporting(Opened):
         return ShownReport.of(report)
 
 
+@keywords_checked
 def report_options(
     *,
     control: str | None = None,
@@ -73,7 +78,11 @@ def report_options(
     report then takes the experiment's saved configuration, else the default
     (docs/usage.md#saved-configuration). The metrics named are checked against
     ``catalog``, a store's (:meth:`Store.catalog`); without one, a name that is not
-    built in is kept for the report to check against its store's."""
+    built in is kept for the report to check against its store's.
+
+    >>> checked = abeval.api.report_options(primary="ctr", k="5,10", alpha=0.01)
+    >>> store.report("home-reco-v2", checked)
+    """
     from abeval.analysis.experiment_config import parse_config
     from abeval.analysis.ope import OpeOptions
     from abeval.analysis.report_model import ReportOptions
@@ -82,10 +91,7 @@ def report_options(
     choice("relative_interval", relative_interval, get_args(RelativeIntervalChoice))
     positive("tuning_n", tuning_n)
     positive("ope_cap", ope_cap)
-    start = bound("window_from", window_from, end=False)
-    end = bound("window_to", window_to, end=True)
-    if start is not None and end is not None and not start < end:
-        raise OptionError("window_to", window_to, "must come after the start of the window")
+    start, end = window(window_from, window_to)
     given = parse_config(
         primary=primary,
         secondary=secondary,

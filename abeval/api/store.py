@@ -6,14 +6,14 @@ offers every analysis through its parts (:mod:`abeval.api.reporting`,
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, cast, get_args
 
 from abeval.api.across import Across
 from abeval.api.configuration import Configuring
 from abeval.api.offline import Offline
-from abeval.api.options import at_least, choice
+from abeval.api.options import at_least, choice, keywords_checked, within
 from abeval.api.planning import Planning
 from abeval.api.reporting import Reporting
 from abeval.errors import OptionError
@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from abeval.store.rejects import RejectedRow
 
 
+@keywords_checked
 def open(
     db: str | Path | None = None,
     *,
@@ -36,22 +37,63 @@ def open(
     URL; default ``$ABEVAL_DB``, else ``./abeval.duckdb``). Writable by default
     (a missing DuckDB file is created unless ``create=False``); ``read_only=True``
     for analysis only. ``migrate=False`` leaves the schema as it is (for
-    :meth:`Store.migrate`, which reports the steps it applies)."""
+    :meth:`Store.migrate`, which reports the steps it applies).
+
+    >>> with abeval.open("demo/demo.duckdb", read_only=True) as store:
+    ...     names = [e.experiment for e in store.experiments()]
+    """
     from abeval.store import open_store
 
     shown = None if db is None else str(db)
     return Store(open_store(shown, read_only=read_only, create=create, migrate=migrate))
 
 
+def rejects_options(ingest: int | None, limit: int) -> None:
+    """:meth:`Store.rejects`'s options, checked (an OptionError naming the first bad one)."""
+    at_least("limit", limit, 1, "give at least 1 row")
+    if ingest is not None:
+        within("ingest", ingest, 1, 2**62 - 1, "ingest ids start at 1")
+
+
 class Experiments(list["ExperimentSummary"]):
     """The experiments of a store (a list), with ``problems``: the sources read
-    in place that could not be listed, one line each."""
+    in place that could not be listed, one line each.
+
+    >>> with abeval.open("demo/demo.duckdb", read_only=True) as store:  # doctest: +SKIP
+    ...     store.experiments().to_frame()[["experiment", "arm", "users"]].head(2)
+         experiment        arm  users
+    0  home-reco-v2    control  15020
+    1  home-reco-v2  treatment  14980
+    """
 
     problems: tuple[str, ...] = ()
 
+    def to_frame(self) -> Any:
+        """One row per experiment × arm (a pandas DataFrame), columns named as the
+        JSON keys of each experiment's ``to_dict()``; an arm's events by type are
+        ``events.click`` ...
+
+        >>> store.experiments().to_frame().groupby("experiment")["users"].sum()
+        """
+        from abeval.report.frames import experiment_rows, frame
+
+        return frame(experiment_rows([e.to_dict() for e in self]))
+
+    def __repr__(self) -> str:
+        names = ", ".join(e.experiment for e in self[:5]) + (" ..." if len(self) > 5 else "")
+        return (
+            f"<Experiments: {len(self)} ({names})\n"
+            " — .to_frame(), [e.to_dict() for e in ...], abeval.render.experiments_lines(...)>"
+        )
+
 
 class Store(Reporting, Planning, Across, Offline, Configuring):
-    """An open store: ``with abeval.open("abeval.duckdb") as store: ...``."""
+    """An open store: ``with abeval.open("abeval.duckdb") as store: ...``.
+
+    >>> store = abeval.open("demo/demo.duckdb", read_only=True)
+    >>> store.report("home-reco-v2").to_frame()  # one row per metric × arm
+    >>> store.close()
+    """
 
     def ingest(
         self,
@@ -63,13 +105,19 @@ class Store(Reporting, Planning, Across, Offline, Configuring):
         fmt: str | None = None,
         epoch: str | None = None,
     ) -> IngestSummary:
-        """Load one event file (all or nothing; loading it again adds nothing).
+        """Load one event file (all or nothing; loading it again adds nothing), or
+        a pandas DataFrame or pyarrow Table of events (as a Parquet file of them).
 
         ``path`` ``"-"`` reads standard input, and a binary stream (an open file,
         ``io.BytesIO``) is read too: both need ``input_format`` and are named
         ``-`` in the summary and the record. ``fmt`` is the former name of
         ``input_format``. ``epoch`` (``s``, ``ms``, ``us``) declares the unit of
-        numeric timestamps; by default it is told by their magnitude."""
+        numeric timestamps; by default it is told by their magnitude.
+
+        >>> with abeval.open("abeval.duckdb") as store:
+        ...     summary = store.ingest("events.parquet", on_error="skip")
+        >>> summary.inserted, summary.rejected
+        """
         from abeval.choices import EpochUnit, FileFormat, OnError
         from abeval.store.ingest import ingest_file
 
@@ -80,6 +128,8 @@ class Store(Reporting, Planning, Across, Offline, Configuring):
             choice("epoch", epoch, get_args(EpochUnit))
         if input_format is not None:
             choice("input_format", input_format, get_args(FileFormat))
+        if not isinstance(path, str | Path) and not hasattr(path, "read"):
+            return self._ingest_frame(path, mode, progress, epoch)
         if isinstance(path, str | Path) and str(path) != "-":
             return ingest_file(
                 self._store,
@@ -112,8 +162,49 @@ class Store(Reporting, Planning, Across, Offline, Configuring):
                 epoch=epoch,
             )
 
+    def _ingest_frame(
+        self,
+        data: Any,
+        on_error: Any,
+        progress: Callable[[str], None] | None,
+        epoch: str | None,
+    ) -> IngestSummary:
+        """A pandas DataFrame or a pyarrow Table, loaded as the Parquet file it is
+        written to (the file's accounting, checks and rejects; its rows counted
+        from 1), named after its type (``DataFrame``) in messages and the record."""
+        import tempfile
+
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        from abeval.analysis.evaluate.reader import Frame, source
+        from abeval.store.ingest import ingest_file
+
+        frame = source("path", data)  # one line for what is neither file nor frame
+        given = frame.data if isinstance(frame, Frame) else frame
+        table = (
+            given
+            if isinstance(given, pa.Table)
+            else pa.Table.from_pandas(given, preserve_index=False)
+        )
+        with tempfile.TemporaryDirectory(prefix="abeval-frame-") as folder:
+            path = Path(folder) / "frame.parquet"
+            pq.write_table(table, path)
+            return ingest_file(
+                self._store,
+                path,
+                fmt="parquet",
+                on_error=on_error,
+                progress=progress,
+                shown=type(data).__name__,
+                epoch=epoch,
+            )
+
     def experiments(self) -> Experiments:
-        """What the store holds: each experiment's arms, users, events and time range."""
+        """What the store holds: each experiment's arms, users, events and time range.
+
+        >>> store.experiments().to_frame()  # one row per experiment × arm
+        """
         from abeval.store.experiments import list_experiments
         from abeval.store.sources import source_experiments
 
@@ -125,27 +216,22 @@ class Store(Reporting, Planning, Across, Offline, Configuring):
 
     def rejects(self, *, ingest: int | None = None, limit: int = 50) -> list[RejectedRow]:
         """The rows ``ingest`` (default: every ingest) rejected with
-        ``on_error="skip"``, by ingest and line, at most ``limit``."""
+        ``on_error="skip"``, by ingest and line, at most ``limit``.
+
+        >>> [(r.line, r.reason) for r in store.rejects(limit=5)]
+        """
         from abeval.store.rejects import rejected_rows
 
-        at_least("limit", limit, 1)
+        rejects_options(ingest, limit)
         return rejected_rows(self._store, ingest=ingest, limit=limit)
 
     def migrate(self) -> list[Migration]:
         """Create the schema or upgrade it to this version of abeval (open the store
         with ``migrate=False`` to see the steps); the steps applied, none when it is
-        up to date."""
+        up to date.
+
+        >>> [step.name for step in abeval.open("old.duckdb", migrate=False).migrate()]
+        """
         from abeval.store.migrate import apply
 
         return apply(self._store)
-
-
-def demo(out_dir: str | Path, *, users: int = 30_000, seed: int = 7) -> Iterator[Any]:
-    """``abeval demo``, step by step: simulate an experiment into ``out_dir``, load
-    it into a fresh store there, report on it, then simulate a history of
-    experiments, record their evaluations, build the agreement board and
-    forecast a candidate. Yields, as it goes, a line saying what was done (a
-    ``str``) or the experiment's report (the CLI prints its text)."""
-    from abeval.api.walkthrough import run_demo
-
-    return run_demo(Path(out_dir), users, seed)

@@ -10,8 +10,7 @@ from typing import Annotated
 
 import typer
 
-from abeval.api import MAX_RESAMPLES, MIN_RESAMPLES
-from abeval.cli.app import DbOption, PageFormatOption, app, command, emit, page_out, require
+from abeval.cli.app import DbOption, PageFormatOption, app, command, emit, page_out
 from abeval.cli.options import JsonAlias, chosen_format
 
 
@@ -21,29 +20,11 @@ def _comma_names(value: str, known: Callable[[], set[str]]) -> tuple[str, ...]:
     usage error when none is given."""
     if "," in value and value in known():
         return (value,)
+    from abeval.api import options as check
+
     names = tuple(dict.fromkeys(n.strip() for n in value.split(",") if n.strip()))
-    require(bool(names), "--experiments", "no experiment given; name them as a,b")
+    check.given("experiments", bool(names), "no experiment given; name them as a,b")
     return names
-
-
-def _target_files(values: list[str]) -> dict[str, str]:
-    """``EXPERIMENT=FILE`` options → {experiment: file}, split as ``-r NAME=FILE``
-    is (at the last ``=`` after which the file exists); a usage error otherwise."""
-    from abeval import api
-
-    files: dict[str, str] = {}
-    for value in values:
-        try:
-            name, path = api.model_argument(
-                value, what="experiment", form="EXPERIMENT=FILE", must_exist=False
-            )
-        except ValueError as exc:
-            raise typer.BadParameter(str(exc), param_hint="--target-propensities") from None
-        require(name is not None, "--target-propensities", f"give EXPERIMENT=FILE, got {value!r}")
-        assert name is not None
-        require(name not in files, "--target-propensities", f"experiment {name!r} is given twice")
-        files[name] = path
-    return files
 
 
 @command(app, "agreement")
@@ -121,31 +102,20 @@ def agreement(
     """Rank offline signals (recorded evaluations, off-policy estimates, replayed
     metrics) by how well they predicted the online lift across experiments."""
     from abeval import api, render
+    from abeval.api import options as check
 
+    # The values are checked by the library (an OptionError naming the option);
+    # here only which options go together.
     if history is not None:
-        picked = "--experiment" if experiment is not None else "--experiments"
-        require(
-            experiment is None and experiments is None,
-            picked,
-            "a history file has no store to pick from",
-        )
-        require(
-            not target_propensities,
-            "--target-propensities",
-            "a history file already holds its offline lifts",
-        )
-        require(db is None, "--db", "give either --history or --db")
-    if alpha is not None:
-        require(0 < alpha < 1, "--alpha", f"must be between 0 and 1 (exclusive), got {alpha:g}")
-    require(seed >= 0, "--seed", f"must be 0 or more, got {seed}")
-    require(
-        MIN_RESAMPLES <= resamples <= MAX_RESAMPLES,
-        "--resamples",
-        f"must be between {MIN_RESAMPLES:,} and {MAX_RESAMPLES:,}, got {resamples:,}",
-    )
+        picked = "experiment" if experiment is not None else "experiments"
+        no_store = experiment is None and experiments is None
+        check.given(picked, no_store, "a history file has no store to pick from")
+        holds = "a history file already holds its offline lifts"
+        check.given("target_propensities", not target_propensities, holds)
+        check.given("db", db is None, "give either --history or --db")
+    api.agreement_numbers(alpha, seed, resamples)  # before the store is opened
     if history is None:
-        metrics: tuple[str, ...] | None = api.metric_names(primary, "primary")
-        require(bool(metrics), "--primary", "no metric given; name them as ctr,conversion")
+        api.metric_names(primary, "primary")
         with api.open(db, read_only=True) as store:
             names = list(experiment or [])
             if experiments is not None:
@@ -157,17 +127,19 @@ def agreement(
                 alpha=alpha,
                 seed=seed,
                 resamples=resamples,
-                primary=metrics,
-                target_propensities=_target_files(target_propensities or []),
+                primary=primary,
+                target_propensities=check.named_files(
+                    "target_propensities",
+                    target_propensities or [],
+                    what="experiment",
+                    form="EXPERIMENT=FILE",
+                    named=True,
+                ),
                 backtest=backtest,
             )
     else:  # a history's metrics are its own names; by default all of them
-        metrics = None
-        if primary is not None:
-            metrics = tuple(n.strip() for n in primary.split(",") if n.strip())
-            require(bool(metrics), "--primary", "no metric given; name them as ctr,conversion")
         board = api.agreement_history(
-            history, alpha=alpha, seed=seed, resamples=resamples, primary=metrics,
+            history, alpha=alpha, seed=seed, resamples=resamples, primary=primary,
             backtest=backtest,
         )  # fmt: skip
     if chosen_format(fmt, as_json) == "json":

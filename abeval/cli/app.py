@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import io
-import math
 import os
 import signal
 import sys
@@ -191,24 +190,6 @@ def _drop_stdout() -> None:
         null = os.open(os.devnull, os.O_WRONLY)
         os.dup2(null, sys.stdout.fileno())
         os.close(null)
-
-
-def require(ok: bool, option: str, message: str) -> None:
-    """A usage error (exit code 2) naming ``option`` unless ``ok``. Write the
-    condition so that NaN fails it (``0 < x < 1``, not ``not x <= 0``)."""
-    if not ok:
-        raise typer.BadParameter(message, param_hint=option)
-
-
-def require_share(value: float, option: str) -> None:
-    """``value`` is strictly between 0 and 1 (a level, a power, a probability)."""
-    require(0 < value < 1, option, f"must be between 0 and 1 (exclusive), got {value:g}")
-
-
-def require_positive(value: float | None, option: str) -> None:
-    """``value`` is a finite number above 0 (when given)."""
-    if value is not None:
-        require(0 < value < math.inf, option, f"must be a number above 0, got {value:g}")
 
 
 def fail(

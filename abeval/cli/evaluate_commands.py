@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from abeval.choices import ApDenominator, Duplicates, Empty, Gain, Missing
-from abeval.cli.app import DbOption, app, command, emit, page_out, require, require_share
+from abeval.cli.app import DbOption, app, command, emit, page_out
 from abeval.cli.options import (
     JsonAlias,
     KOption,
@@ -19,16 +18,6 @@ from abeval.cli.options import (
     experiment_option,
 )
 from abeval.errors import AbevalError
-
-
-def _named(texts: list[str] | None, option: str) -> dict[str, str]:
-    """``-r [NAME=]FILE`` options as model name → file; a usage error naming the option."""
-    from abeval import api
-
-    try:
-        return api.named_models(texts or [])
-    except ValueError as exc:
-        raise typer.BadParameter(str(exc), param_hint=option) from None
 
 
 @command(app, "evaluate")
@@ -174,20 +163,16 @@ def evaluate_command(
 ) -> None:
     """Evaluate recommendation files against held-out truth (ranking metrics, beyond-accuracy
     metrics, RMSE/MAE) and compare models, paired over users."""
-    require_share(alpha, "--alpha")
-    require(1 <= resamples <= 10**7, "--resamples", f"give 1 to 10,000,000, got {resamples}")
-    require(0 <= seed < 2**32, "--seed", f"give a whole number from 0 to 2**32 - 1, got {seed}")
-    if min_relevance is not None:
-        require(math.isfinite(min_relevance), "--min-relevance", "give a finite relevance grade")
     from abeval import api
+    from abeval.api import options as check
 
-    require(db is None or experiment is not None, "--db", "give it with --experiment NAME")
-    recs = _named(recommendations, "--recommendations")
-    preds = _named(predictions, "--predictions")
+    # The values are checked by the library (api.evaluate raises OptionError).
+    recs = check.named_files("recommendations", recommendations or [])
+    preds = check.named_files("predictions", predictions or [])
     options: dict[str, Any] = {
         "items": items,
         "history": history,
-        "k": api.cutoffs(k),
+        "k": k,
         "metrics": metrics,
         "ap_denominator": ap_denominator,
         "gain": gain,

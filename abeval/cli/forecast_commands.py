@@ -4,7 +4,6 @@ and the past experiments (docs/usage.md#forecast-the-online-lift)."""
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 from typing import Annotated
 
@@ -16,27 +15,8 @@ from abeval.cli.app import (
     command,
     emit,
     page_out,
-    require,
-    require_positive,
-    require_share,
 )
 from abeval.cli.options import JsonAlias, KOption, TextPageFormatOption, chosen_format
-
-
-def _models(texts: list[str]) -> dict[str, str]:
-    """``-r NAME=FILE`` options: production's and the candidate's; a usage error otherwise."""
-    from abeval import api
-
-    try:
-        models = api.named_models(texts)
-    except ValueError as exc:
-        raise typer.BadParameter(str(exc), param_hint="-r") from None
-    require(
-        len(models) == 2,
-        "-r",
-        f"{len(models)} model(s) given; give two: -r control=PRODUCTION -r candidate=CANDIDATE",
-    )
-    return models
 
 
 @command(app, "forecast")
@@ -163,62 +143,52 @@ def forecast(
     """Forecast a candidate's online lift from its offline lift and the past experiments:
     point, prediction interval, P(lift > 0), and the users a test needs."""
     from abeval import api, render
+    from abeval.api import options as check
 
-    given_alpha = alpha
-    alpha = 0.05 if alpha is None else alpha
-    require_share(alpha, "--alpha")
-    require_share(assurance, "--assurance")
-    require(
-        -1 < mde < math.inf and mde != 0, "--mde", f"give a relative lift such as 0.02, got {mde:g}"
-    )
-    require_positive(users_per_day, "--users-per-day")
-    evidence = None
-    typed = offline_lift is not None or offline_se is not None
-    evaluated = truth is not None or bool(recommendations)
-    off_policy = target_propensities is not None or experiment is not None
-    require(
-        typed + evaluated + off_policy == 1,
-        "--offline-lift",
-        "give the candidate's offline evidence once: --offline-lift and --offline-se, "
-        "or -t TRUTH -r control=FILE -r candidate=FILE, "
-        "or --target-propensities FILE --experiment PRODUCTION_EXPERIMENT",
-    )
-    if off_policy:
-        require(
-            target_propensities is not None,
-            "--target-propensities",
-            "give the candidate's probabilities with --experiment",
-        )
-        require(
-            experiment is not None,
-            "--experiment",
-            "name the stored experiment whose production logs --target-propensities reweights",
-        )
-        require(history is None, "--history", "off-policy evidence reads the store; drop --history")
-    if typed:
-        require(offline_lift is not None, "--offline-lift", "give it with --offline-se")
-        require(offline_se is not None, "--offline-se", "give it with --offline-lift")
-        assert offline_lift is not None and offline_se is not None
-        # bounded by api.forecast_evidence (OptionError: exit 2 naming the option)
-        evidence = api.forecast_evidence(offline_lift=offline_lift, offline_se=offline_se)
-    elif evaluated:
-        require(
-            truth is not None, "--truth", "give the held-out truth the -r models are evaluated on"
-        )
-        models = _models(recommendations or [])
-        ks = tuple(int(v) for v in k.split(",") if v.strip().isdigit())
-        require(bool(ks) and all(v > 0 for v in ks), "--k", f"give cutoffs such as 5,10, got {k!r}")
-        assert truth is not None
-        evidence = api.forecast_evidence(truth=truth, recommendations=models, k=ks, alpha=alpha)
+    # The options' values are checked by the library (api.forecast_options and
+    # api.forecast_evidence raise OptionError, printed naming the option).
     options = api.forecast_options(
         signal=signal,
         primary=primary,
-        alpha=given_alpha,
+        alpha=alpha,
         mde=mde,
         assurance=assurance,
         users_per_day=users_per_day,
         history=history,
     )
+    evidence = None
+    typed = offline_lift is not None or offline_se is not None
+    evaluated = truth is not None or bool(recommendations)
+    off_policy = target_propensities is not None or experiment is not None
+    check.given(
+        "offline_lift",
+        typed + evaluated + off_policy == 1,
+        "give the candidate's offline evidence once: --offline-lift and --offline-se, "
+        "or -t TRUTH -r control=FILE -r candidate=FILE, "
+        "or --target-propensities FILE --experiment PRODUCTION_EXPERIMENT",
+    )
+    if off_policy:
+        check.given(
+            "target_propensities",
+            target_propensities is not None,
+            "give the candidate's probabilities with --experiment",
+        )
+        check.given(
+            "experiment",
+            experiment is not None,
+            "name the stored experiment whose production logs --target-propensities reweights",
+        )
+        drop = "off-policy evidence reads the store; drop --history"
+        check.given("history", history is None, drop)
+    if typed:
+        evidence = api.forecast_evidence(offline_lift=offline_lift, offline_se=offline_se)
+    elif evaluated:
+        held_out = "give the held-out truth the -r models are evaluated on"
+        check.given("truth", truth is not None, held_out)
+        models = check.named_files("recommendations", recommendations or [])
+        evidence = api.forecast_evidence(
+            truth=truth, recommendations=models, k=k, alpha=options.alpha
+        )
     if history is not None:
         assert evidence is not None
         report = api.forecast_history(history, evidence, options)

@@ -66,6 +66,8 @@ def metrics_add(
     typer.echo(f"recorded {count} metric{'s' if count != 1 else ''} from {file.name}: {names}")
     if added.replaced:
         typer.echo(f"replaced the earlier definitions of {', '.join(added.replaced)}")
+    for warning in added.warnings:
+        typer.echo(f"Warning: {warning}", err=True)
 
 
 @command(metrics_app, "remove")

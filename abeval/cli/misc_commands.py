@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 import shutil
 from pathlib import Path
 from typing import Annotated
@@ -14,23 +13,8 @@ from abeval.cli.app import (
     DbOption,
     app,
     command,
-    require,
-    require_positive,
-    require_share,
 )
 from abeval.cli.options import FormatOption, JsonAlias, chosen_format, experiment_option
-
-
-def _check_mde(mde: float | None) -> None:
-    if mde is None:
-        return
-    require(
-        -1 < mde < 1 and mde != 0,
-        "--mde",
-        f"did you mean {mde / 100:g} ({mde:g}%)? give the lift as a share (0.02 for +2%)"
-        if mde >= 1
-        else f"give a relative lift other than 0 and above -1 (0.02 for +2%), got {mde:g}",
-    )
 
 
 @command(app, "power")
@@ -84,24 +68,23 @@ def power(
 ) -> None:
     """Users needed for a target lift (--mde), or the lift detectable with --users;
     with --experiment, both from that experiment's data."""
+    from abeval.api import options as check
+
+    # The values are checked by the library (Store.plan, plan_power); here only
+    # which options go together.
     as_json = chosen_format(fmt, as_json) == "json"
-    if alpha is not None:
-        require_share(alpha, "--alpha")
-    require_share(power_, "--power")
-    require_positive(users_per_day, "--users-per-day")
-    require_positive(tuning_n, "--tuning-n")
-    _check_mde(mde)
+    if users_per_day is not None:
+        check.positive("users_per_day", users_per_day)
     if experiment is not None:
-        for given, option in ((baseline, "--baseline"), (sd, "--sd"), (users, "--users")):
-            require(given is None, option, "plans from the data with --experiment: leave it out")
-        require(cuped_days is None or cuped_days >= 0, "--cuped-days", "must be 0 or more")
+        for value, name in ((baseline, "baseline"), (sd, "sd"), (users, "users")):
+            check.given(name, value is None, "plans from the data with --experiment: leave it out")
         _power_from_data(
             experiment, metric, mde, alpha, power_, sequential, tuning_n, cuped_days, db, as_json
         )
         return
-    require(metric is None, "--metric", "needs --experiment")
-    require(cuped_days is None, "--cuped-days", "needs --experiment")
-    require(baseline is not None, "--baseline", "give the control value, or --experiment")
+    check.given("metric", metric is None, "needs --experiment")
+    check.given("cuped_days", cuped_days is None, "needs --experiment")
+    check.given("baseline", baseline is not None, "give the control value, or --experiment")
     assert baseline is not None
     _power_by_hand(
         baseline,
@@ -167,18 +150,6 @@ def _power_by_hand(
 ) -> None:
     from abeval import api, render
 
-    if (mde is None) == (users is None):
-        raise typer.BadParameter("give exactly one of --mde or --users")
-    require(arms >= 2, "--arms", f"a test needs a control and at least one treatment, got {arms}")
-    require(math.isfinite(baseline), "--baseline", f"must be a number, got {baseline:g}")
-    require_positive(sd, "--sd")
-    if users is not None:
-        require(users >= 2, "--users", f"give at least 2 users per arm, got {users}")
-    if sd is None and not 0 < baseline < 1:
-        raise typer.BadParameter(
-            "a proportion must be between 0 and 1; for a mean also give --sd",
-            param_hint="--baseline",
-        )
     kind = "proportion" if sd is None else "mean"
     result = api.plan_power(
         baseline,
@@ -215,9 +186,10 @@ def demo(
 ) -> None:
     """Simulate an experiment, ingest it into a fresh store and write its report;
     then simulate a history of experiments and ingest it too."""
-    from abeval import api, render
+    from abeval import render
+    from abeval.walkthrough import demo as walk_through
 
-    for step in api.demo(out_dir, users=users, seed=seed):
+    for step in walk_through(out_dir, users=users, seed=seed):
         if isinstance(step, str):
             typer.echo(step, err=True)
         else:  # the experiment's report

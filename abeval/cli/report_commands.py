@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime
 from pathlib import Path
 from typing import Annotated, get_args
 
@@ -16,9 +15,6 @@ from abeval.cli.app import (
     command,
     emit,
     page_out,
-    require,
-    require_positive,
-    require_share,
 )
 from abeval.cli.options import (
     AlphaOption,
@@ -50,23 +46,15 @@ def _decision_names(value: str | None) -> frozenset[str]:
     """``invalid,roll_back`` → the decisions; a usage error naming an unknown one."""
     if value is None:
         return frozenset()
+    from abeval.errors import OptionError
+
     names = [v.strip() for v in value.split(",") if v.strip()]
     unknown = [n for n in names if n not in DECISIONS]
-    what = f"unknown decision {unknown[0]!r}" if unknown else "no decision given"
-    require(bool(names) and not unknown, "--fail-on", f"{what}; choose from {', '.join(DECISIONS)}")
+    if not names or unknown:
+        what = f"unknown decision {unknown[0]!r}" if unknown else "no decision given"
+        reason = f"{what}; choose from {', '.join(DECISIONS)}"
+        raise OptionError("fail_on", value, reason, allowed=DECISIONS)
     return frozenset(names)
-
-
-def window_bound(value: str | None, option: str, *, end: bool) -> datetime | None:
-    """``--from``/``--to`` as a naive UTC datetime; a usage error naming the option."""
-    if value is None:
-        return None
-    from abeval import api
-
-    try:
-        return api.parse_bound(value, end=end)
-    except ValueError as exc:
-        raise typer.BadParameter(str(exc), param_hint=option) from None
 
 
 @command(app, "report")
@@ -132,17 +120,8 @@ def report(
     """Analyse one experiment: online lifts, health checks, offline metrics, power."""
     from abeval import api, render
 
-    # Checked here too so that a usage error keeps Typer's usage lines.
-    if alpha is not None:
-        require_share(alpha, "--alpha")
-    require(cuped_days is None or cuped_days >= 0, "--cuped-days", "must be 0 or more")
-    require_positive(tuning_n, "--tuning-n")
-    require_positive(target_mde, "--target-mde")
+    # Every option's value is checked by the library (an OptionError naming it).
     failing = _decision_names(fail_on)
-    start = window_bound(window_from, "--from", end=False)
-    end = window_bound(window_to, "--to", end=True)
-    require(start is None or end is None or start < end, "--to", "must come after --from")
-    require_positive(ope_cap, "--ope-cap")
     # The recordable options left out take the saved configuration, else the default.
     options = api.report_options(
         control=control,
@@ -159,8 +138,8 @@ def report(
         target_mde=target_mde,
         k=k,
         offline=offline,
-        window_from=start,
-        window_to=end,
+        window_from=window_from,
+        window_to=window_to,
         cap=cap,
         target_propensities=target_propensities,
         ope_cap=ope_cap,

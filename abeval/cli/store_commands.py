@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any, cast, get_args
 import typer
 
 from abeval.choices import EpochUnit, FileFormat, OnError, OutputFormat
-from abeval.cli.app import DbOption, app, command, require
+from abeval.cli.app import DbOption, app, command
 from abeval.cli.options import (
     AlphaOption,
     CapOption,
@@ -103,7 +103,9 @@ def ingest(
     from abeval.errors import AbevalError, Interrupted
 
     if fmt in get_args(FileFormat):  # --format was the input's format before --input-format
-        require(input_format in (None, fmt), "--input-format", "give it once, not also --format")
+        from abeval.api.options import given
+
+        given("input_format", input_format in (None, fmt), "give it once, not also --format")
         input_format, fmt = cast(FileFormat, fmt), "text"
     fmt = chosen_format(fmt, as_json)
     if fmt not in get_args(OutputFormat):
@@ -185,10 +187,10 @@ def rejects(
 ) -> None:
     """List rows rejected by `abeval ingest --on-error skip`."""
     as_json = chosen_format(fmt, as_json) == "json"
-    require(limit >= 1, "--limit", f"give at least 1 row, got {limit}")
-    if ingest_id is not None:
-        require(1 <= ingest_id < 2**62, "--ingest", f"ingest ids start at 1, got {ingest_id}")
     from abeval import api
+    from abeval.api.store import rejects_options
+
+    rejects_options(ingest_id, limit)  # before the store is opened
 
     with api.open(db, read_only=True) as store:
         rows = store.rejects(ingest=ingest_id, limit=limit)
@@ -273,7 +275,6 @@ def experiment_set(
     target MDE, alpha, correction, planned horizon); `report` and `power` use them
     unless a flag says otherwise."""
     from abeval import api, render
-    from abeval.cli.report_commands import window_bound
 
     config = config_flags(locals())
     given = (control, split, window_from, window_to, target_propensities)
@@ -282,9 +283,9 @@ def experiment_set(
             "give --control, --split, --from, --to, --target-propensities or an option to "
             "record (see --help)"
         )
-    start = window_bound(window_from, "--from", end=False)
-    end = window_bound(window_to, "--to", end=True)
-    require(start is None or end is None or start < end, "--to", "must come after --from")
+    from abeval.api import options as check
+
+    start, end = check.window(window_from, window_to)  # before the store is opened
     with api.open(db, create=False) as store:
         s, _, recorded = store.set(
             experiment,

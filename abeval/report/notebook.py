@@ -1,25 +1,153 @@
-"""The report as a notebook shows it: :class:`ShownReport` is the
-:class:`~abeval.analysis.report_model.ExperimentReport` with ``_repr_html_``, so
-that Jupyter renders the HTML page ``abeval report`` writes."""
+"""Results as a notebook shows them: the API returns each result as a subclass of
+its result type (same fields, same ``to_dict()``, equal numbers) that adds
+
+- ``to_frame()``: a pandas DataFrame of the result, its columns named as the JSON
+  keys (:mod:`abeval.report.frames`);
+- a ``repr`` of a few lines saying what the result is and how to see more;
+- ``_repr_html_``: a compact table that Jupyter lays out in its own styles.
+
+>>> import abeval
+>>> with abeval.open("demo/demo.duckdb", read_only=True) as store:  # doctest: +SKIP
+...     report = store.report("home-reco-v2")
+>>> report  # doctest: +SKIP
+<ExperimentReport 'home-reco-v2': ship (CTR +7.26% [+2.87%, +11.8%]); 7 metrics × 1 arm ...>
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
+from abeval.analysis.agreement import AgreementBoard
+from abeval.analysis.forecast import ForecastReport
 from abeval.analysis.report_model import ExperimentReport
+from abeval.formatting import NA, interval, number, pct
+from abeval.report import frames
+from abeval.report.shown import Shown, span
 
 
-@dataclass(frozen=True)
-class ShownReport(ExperimentReport):
-    """An ExperimentReport (same fields, same ``to_dict()``) that Jupyter shows as
-    the HTML report."""
+@dataclass(frozen=True, repr=False)
+class ShownReport(Shown, ExperimentReport):
+    """An ExperimentReport (same fields, same ``to_dict()``): one row per metric ×
+    arm in ``to_frame()``, a compact table in Jupyter.
 
-    @classmethod
-    def of(cls, report: ExperimentReport) -> ShownReport:
-        return cls(**{f.name: getattr(report, f.name) for f in fields(report)})
+    >>> store.report("home-reco-v2").to_frame().query("role == 'primary'")
+    """
 
-    def _repr_html_(self) -> str:
-        """The HTML report page."""
-        from abeval.report.html import render_html
+    SHOWN: ClassVar[tuple[str, ...]] = (
+        "metric",
+        "role",
+        "arm",
+        "control.value",
+        "treatment.value",
+        "relative_effect",
+        "interval",
+        "p_adjusted",
+        "chance_to_win",
+        "direction",
+    )
 
-        return render_html(self)
+    def rows(self) -> list[frames.Row]:
+        return frames.report_rows(self.to_dict())
+
+    def headline(self) -> str:
+        arms = {m.arm for m in self.metrics}
+        metrics = {m.metric for m in self.metrics}
+        said = []
+        for d in self.decisions:
+            first = d.primaries[0] if d.primaries else None
+            lift = (
+                ""
+                if first is None
+                else f" ({self.catalog.label(first.metric)} {pct(first.relative_effect)} "
+                f"{interval(first.interval)})"
+            )
+            said.append(f"{d.arm}: {d.decision}{lift}")
+        return (
+            f"ExperimentReport {self.experiment!r}: {'; '.join(said) or 'no decision'}; "
+            f"{len(metrics)} metrics × {len(arms)} treatment arm{'s' if len(arms) != 1 else ''}"
+        )
+
+    def shown_cells(self, row: frames.Row) -> list[Any]:
+        """A metric and arm: the relative effect and the interval the decision reads
+        as percentages, the chance to beat control as a share.
+
+        >>> report.shown_cells(report.rows()[0])[:2]
+        ['ctr', 'primary']
+        """
+        chance = row["chance_to_win"]
+        shown = {
+            "interval": interval(span(row["interval_low"], row["interval_high"])),
+            "relative_effect": pct(row["relative_effect"]),
+            "chance_to_win": NA if chance is None else f"{chance:.0%}",
+        }
+        return [shown.get(c, row.get(c)) for c in self.SHOWN]
+
+
+@dataclass(frozen=True, repr=False)
+class ShownBoard(Shown, AgreementBoard):
+    """An AgreementBoard: one row per offline signal × online metric in ``to_frame()``.
+
+    >>> store.agreement().to_frame()[["signal", "source", "online_metric", "spearman"]]
+    """
+
+    SHOWN: ClassVar[tuple[str, ...]] = (
+        "rank",
+        "signal",
+        "source",
+        "online_metric",
+        "experiments",
+        "sign_agreement",
+        "spearman",
+        "spearman_p",
+        "slope",
+        "precision",
+    )
+
+    def rows(self) -> list[frames.Row]:
+        return frames.board_rows(self.to_dict())
+
+    def headline(self) -> str:
+        best: dict[str, Any] = {}
+        for s in self.summary:
+            best.setdefault(s.online_metric, s)
+        tops = ", ".join(
+            f"{m}: {s.signal} (Spearman {number(s.spearman)})" for m, s in best.items()
+        )
+        return (
+            f"AgreementBoard: {len(self.summary)} signal × metric rows over "
+            f"{len(self.experiments)} experiments; best {tops or 'none'}"
+        )
+
+
+@dataclass(frozen=True, repr=False)
+class ShownForecast(Shown, ForecastReport):
+    """A ForecastReport: one row per online metric in ``to_frame()``.
+
+    >>> store.forecast(evidence).to_frame()[["metric", "lift", "interval_low", "interval_high"]]
+    """
+
+    SHOWN: ClassVar[tuple[str, ...]] = (
+        "metric",
+        "signal",
+        "status",
+        "lift",
+        "interval_low",
+        "interval_high",
+        "p_positive",
+        "k",
+        "users",
+        "days",
+    )
+
+    def rows(self) -> list[frames.Row]:
+        from abeval.report.forecast_json import forecast_json
+
+        return frames.forecast_rows(forecast_json(self))
+
+    def headline(self) -> str:
+        said = [
+            f"{f.metric} {pct(f.forecast.point)} {interval(f.forecast.interval)} from {f.signal}"
+            for f in self.forecasts
+        ]
+        return f"ForecastReport: {'; '.join(said) or 'no forecast'}"

@@ -2,7 +2,7 @@
 experiments (:mod:`abeval.simulate.series`) and the untested candidate, written as
 files.
 
-The command (:mod:`abeval.api.walkthrough`, through the public API) runs, in order:
+The command (:mod:`abeval.walkthrough`, through the public API) runs, in order:
 
 1. :func:`write_demo_experiment`: the demo experiment ``home-reco-v2``, ingested
    with its control recorded (its report is the command's output);

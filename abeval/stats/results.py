@@ -102,7 +102,11 @@ class JsonResult:
             object.__setattr__(self, f.name, _clean(getattr(self, f.name)))
 
     def to_dict(self) -> dict[str, JsonValue]:
-        """Plain JSON-ready values: no dataclasses, tuples, numpy scalars, NaN or inf."""
+        """Plain JSON-ready values: no dataclasses, tuples, numpy scalars, NaN or inf.
+
+        >>> Lift(effect=0.1, ci=(0.02, 0.18)).to_dict()["ci"]
+        [0.02, 0.18]
+        """
         plain = _plain(self)
         assert isinstance(plain, dict)
         return plain

@@ -60,6 +60,14 @@ def event_types(conn: Connection) -> list[str]:
     return sorted(str(r[0]) for r in rows)
 
 
+def missing_event_types(conn: Connection, events: Sequence[str]) -> list[str]:
+    """Those of ``events`` that no ingested row has (one short look-up each)."""
+    from sqlalchemy import text
+
+    query = text("SELECT 1 FROM events WHERE event_type = :e LIMIT 1")
+    return [e for e in events if conn.execute(query, {"e": e}).first() is None]
+
+
 def save(
     store: Database, definitions: Mapping[str, Mapping[str, Any]], source: str
 ) -> list[RecordedDefinition]:

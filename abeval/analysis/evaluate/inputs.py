@@ -21,10 +21,9 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING
 
-from abeval.analysis.evaluate.reader import FileColumn, Reader
+from abeval.analysis.evaluate.reader import FileColumn, Frame, Reader, Source
 from abeval.analysis.evaluate.results import FileSummary
 from abeval.analysis.evaluate.sql import count, scalar
 from abeval.errors import InputError, OptionError
@@ -113,24 +112,25 @@ class Inputs:
 
 
 #: A model file and its name.
-Named = tuple[str, str | Path]
+Named = tuple[str, Source]
 
 
-def named(files: Sequence[str | Path] | Mapping[str, str | Path]) -> list[Named]:
+def named(files: Sequence[Source] | Mapping[str, Source]) -> list[Named]:
     """(name, path) of each model file: the names given (a mapping), else
     :func:`~abeval.files.model_names` of the paths."""
     if isinstance(files, Mapping):
         return list(files.items())
-    return list(zip(model_names(files), files, strict=True))
+    paths = [str(f) if isinstance(f, Frame) else f for f in files]  # a frame: its name
+    return list(zip(model_names(paths), files, strict=True))
 
 
 def load_inputs(
     con: duckdb.DuckDBPyConnection,
-    truth: str | Path,
+    truth: Source,
     recommendations: Sequence[Named],
     predictions: Sequence[Named],
-    items: str | Path | None,
-    history: str | Path | None,
+    items: Source | None,
+    history: Source | None,
     conventions: Conventions,
     min_relevance: float | None,
 ) -> Inputs:
@@ -157,7 +157,7 @@ class _Read:
     them repeat a (user, item) pair (to be dropped)."""
 
     role: FileRole
-    path: str | Path
+    path: Source
     table: str
     cols: dict[str, str]
     rows: int
@@ -178,7 +178,7 @@ class _Read:
 def _read(
     reader: Reader,
     role: FileRole,
-    path: str | Path,
+    path: Source,
     i: int,
     conventions: Conventions,
     warnings: list[str],
@@ -193,7 +193,7 @@ def _read(
             f"{role.one_of_fix}"
         )
     rows = count(reader.con, table)
-    removed = _drop_repeats(reader.con, table, Path(path), role, conventions, warnings)
+    removed = _drop_repeats(reader.con, table, path, role, conventions, warnings)
     return _Read(role, path, table, cols, rows, removed)
 
 
@@ -213,7 +213,7 @@ def _refuse_not_finite(con: duckdb.DuckDBPyConnection, read: _Read, column: str)
 
 def load_truth(
     reader: Reader,
-    path: str | Path,
+    path: Source,
     conventions: Conventions,
     min_relevance: float | None,
     warnings: list[str],
@@ -253,7 +253,7 @@ def load_model(
     reader: Reader,
     role: FileRole,
     i: int,
-    path: str | Path,
+    path: Source,
     name: str,
     conventions: Conventions,
     warnings: list[str],
@@ -299,14 +299,14 @@ def _one_prediction_per_pair(con: duckdb.DuckDBPyConnection, read: _Read) -> int
     return scalar(con, f"SELECT COUNT(DISTINCT user_id) FROM {table}")
 
 
-def load_items(reader: Reader, path: str | Path) -> FileSummary:
+def load_items(reader: Reader, path: Source) -> FileSummary:
     """``items``: the catalogue, with categories or feature vectors when given."""
     cols = reader.load(path, ITEMS.table, ITEMS.name, ITEMS.columns, ITEMS.expected)
     reader.con.execute(f"CREATE TABLE items AS SELECT * FROM {ITEMS.table}")
     return FileSummary("items", str(path), "items", count(reader.con, "items"), columns=cols)
 
 
-def load_history(reader: Reader, path: str | Path) -> FileSummary:
+def load_history(reader: Reader, path: Source) -> FileSummary:
     """``history``: the distinct (user, item) pairs users interacted with before."""
     cols = reader.load(path, HISTORY.table, HISTORY.name, HISTORY.columns, HISTORY.expected)
     reader.con.execute(
@@ -319,7 +319,7 @@ def load_history(reader: Reader, path: str | Path) -> FileSummary:
 def _drop_repeats(
     con: duckdb.DuckDBPyConnection,
     table: str,
-    path: Path,
+    path: Source,
     role: FileRole,
     conventions: Conventions,
     warnings: list[str],

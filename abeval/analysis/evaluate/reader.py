@@ -14,7 +14,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from abeval.analysis.evaluate.sql import first_line
 from abeval.analysis.evaluate.trec import load_trec, trec_format
@@ -46,6 +46,56 @@ class FileColumn:
 _Found = tuple[str, str]
 
 
+@dataclass(frozen=True, eq=False)
+class Frame:
+    """A table in memory given where a file could be (a pandas DataFrame or a
+    pyarrow Table), and the argument that gave it (``truth``, ``runs['control']``).
+    :class:`Reader` registers it with DuckDB and reads it as it reads a Parquet file,
+    with the same checks; its messages name ``name`` where a file's name the path,
+    and ``name:row N`` (rows counted from 1) where a file's name the line."""
+
+    name: str
+    data: Any
+
+    def __str__(self) -> str:
+        return self.name
+
+    def sha256(self) -> str:
+        """The SHA-256 of the table as an Arrow IPC stream: what a recorded
+        evaluation keeps as this input's fingerprint, where a file's bytes are hashed."""
+        import hashlib
+
+        import pyarrow as pa
+
+        data = self.data
+        table = data if isinstance(data, pa.Table) else pa.Table.from_pandas(data)
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_stream(sink, table.schema) as writer:
+            writer.write_table(table)
+        return hashlib.sha256(sink.getvalue().to_pybytes()).hexdigest()
+
+
+#: Where an input comes from: a file's path, or a table in memory.
+Source = str | Path | Frame
+
+_FRAME_TYPES = (("pandas", "DataFrame"), ("pyarrow", "Table"))
+
+
+def source(name: str, data: Any) -> Source:
+    """``data`` as a reader's input: a path stays one; a pandas DataFrame or a pyarrow
+    Table becomes a :class:`Frame` named ``name``; anything else is an InputError
+    (pandas and pyarrow are not imported here: a frame brings its own)."""
+    if isinstance(data, str | Path | Frame):
+        return data
+    for cls in type(data).__mro__:
+        if (cls.__module__.split(".")[0], cls.__name__) in _FRAME_TYPES:
+            return Frame(name, data)
+    raise InputError(
+        f"{name}: expected a file path, a pandas DataFrame or a pyarrow Table, "
+        f"got {type(data).__name__}"
+    )
+
+
 def _format(path: Path) -> str:
     """The DuckDB reader a file's name asks for: csv, parquet or json (JSON Lines)."""
     fmt = "trec" if trec_format(path) is not None else format_of(path)
@@ -59,6 +109,8 @@ def _format(path: Path) -> str:
 
 
 def _reader(fmt: str, typed: bool = False) -> str:
+    if fmt.startswith("frame:"):
+        return _FRAME_VIEW.format(table=fmt.removeprefix("frame:"))
     if fmt == "parquet":
         return "read_parquet(?)"
     if fmt == "json":
@@ -66,7 +118,14 @@ def _reader(fmt: str, typed: bool = False) -> str:
     return "read_csv(?, header = true, types = ?)" if typed else "read_csv(?, header = true)"
 
 
+#: The name a :class:`Frame` read into ``table`` is registered under (its format
+#: is ``frame:TABLE``).
+_FRAME_VIEW = "abeval_frame_{table}"
+
+
 def _params(path: Path, fmt: str, types: Mapping[str, str] | None = None) -> list[Any]:
+    if fmt.startswith("frame:"):
+        return []
     return [str(path), dict(types or {})] if fmt == "csv" and types is not None else [str(path)]
 
 
@@ -76,7 +135,7 @@ def _where(path: Path, fmt: str, row: int) -> str:
         return f"{path}:{row + 1}"
     if fmt == "json":
         return f"{path}:{row}"
-    return f"{path}:row {row}"
+    return f"{path}:row {row}"  # Parquet, and a frame
 
 
 class Reader:
@@ -87,15 +146,22 @@ class Reader:
 
     def load(
         self,
-        path_text: str | Path,
+        path_text: Source,
         table: str,
         role: str,
         columns: Sequence[FileColumn],
         expected: str,
     ) -> dict[str, str]:
-        """Create ``table`` from the file; returns abeval name → file column for the
-        columns found. Raises InputError for a missing file, an empty file, missing
-        columns, a non-numeric number, or a missing value."""
+        """Create ``table`` from the file (or the :class:`Frame`); returns abeval
+        name → file column for the columns found. Raises InputError for a missing
+        file, an empty file, missing columns, a non-numeric number, or a missing value."""
+        if isinstance(path_text, Frame):
+            # Registered for the connection's life (an in-memory one, per evaluation):
+            # the frame is copied into ``table``; its name stands where a path would.
+            # DuckDB refuses to register while a result is unfinished: finish it.
+            self.con.execute("SELECT 1").fetchall()
+            self.con.register(_FRAME_VIEW.format(table=table), path_text.data)
+            return self._load(cast(Path, path_text), f"frame:{table}", table, columns, expected)
         path = Path(path_text)
         fmt = _open(path, role, expected)
         if path.name.lower().endswith((".gz", ".zst")):
@@ -105,6 +171,11 @@ class Reader:
             check_compressed(path, path)
         if (trec := trec_format(path)) is not None:
             return load_trec(self.con, path, trec, table, role)
+        return self._load(path, fmt, table, columns, expected)
+
+    def _load(
+        self, path: Path, fmt: str, table: str, columns: Sequence[FileColumn], expected: str
+    ) -> dict[str, str]:
         found = self.describe(path, fmt)
         chosen = _choose(path, found, columns, expected)
         numeric = {
@@ -187,7 +258,7 @@ class Reader:
         types = {file_col: "DOUBLE" for file_col in numeric.values()}
         typed = fmt == "csv" and bool(types)
         try:
-            if fmt == "parquet":
+            if fmt == "parquet":  # (a frame is copied: it is unregistered once read)
                 # Parquet is columnar and cheap to scan again: a view, not a copy.
                 self.con.execute(
                     f"CREATE VIEW {table} AS SELECT {', '.join(select)} "
@@ -228,7 +299,8 @@ class Reader:
         assert counts is not None
         rows = int(counts[0])
         if rows == 0:
-            raise InputError(f"{path}: the file has no rows; expected {expected}")
+            what = "frame" if fmt.startswith("frame:") else "file"
+            raise InputError(f"{path}: the {what} has no rows; expected {expected}")
         for col, present in zip(checked, counts[1:], strict=True):
             nulls = rows - int(present)
             if nulls:

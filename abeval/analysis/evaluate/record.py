@@ -25,6 +25,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from abeval.analysis.evaluate.reader import Frame, Source
 from abeval.analysis.evaluate.results import EvaluationResult, Recorded
 from abeval.errors import AbevalError, Interrupted, OptionError
 from abeval.files import sha256_file
@@ -79,13 +80,16 @@ def experiment_target(
     return Target(experiment, control, tuple(settings.arms))
 
 
-def fingerprints(result: EvaluationResult) -> dict[str, str]:
+def fingerprints(result: EvaluationResult, frames: Sequence[Frame] = ()) -> dict[str, str]:
     """SHA-256 of every input file, keyed by its role (``truth``, ``items``,
-    ``history``) or ``role:model`` (``recommendations:control``)."""
+    ``history``) or ``role:model`` (``recommendations:control``); an input given
+    as one of ``frames`` (in memory) by :meth:`Frame.sha256`."""
+    by_name = {f.name: f for f in frames}
     out = {}
     for f in result.files:
         key = f.role if f.role in _SINGLE_ROLES else f"{f.role}:{f.name}"
-        out[key] = sha256_file(f.path)[0]
+        frame = by_name.get(f.path)
+        out[key] = frame.sha256() if frame is not None else sha256_file(f.path)[0]
     return out
 
 
@@ -130,10 +134,10 @@ def recorded_evaluation(
 def evaluate_for_experiment(
     db: str | None,
     experiment: str,
-    truth: str | Path,
-    recommendations: Mapping[str, str | Path],
+    truth: Source,
+    recommendations: Mapping[str, Source],
     *,
-    predictions: Mapping[str, str | Path] | None = None,
+    predictions: Mapping[str, Source] | None = None,
     alpha: float = 0.05,
     on_lock_wait: Callable[[str], None] | None = None,
     keep_in: str | Path | None = None,
@@ -158,6 +162,10 @@ def evaluate_for_experiment(
     from abeval.store.store_keys import KEPT_EVALUATIONS, store_key
 
     predictions = predictions or {}
+    given = [truth, *recommendations.values(), *predictions.values()]
+    frames = [
+        f for f in (*given, options.get("items"), options.get("history")) if isinstance(f, Frame)
+    ]
     with open_store(db, create=False) as store:
         target = experiment_target(store, experiment, list(recommendations), list(predictions))
         key = store_key(store, KEPT_EVALUATIONS)  # to sign the file kept if the record fails
@@ -170,7 +178,7 @@ def evaluate_for_experiment(
         **options,
     )
     at = datetime.now(UTC).replace(tzinfo=None)
-    evaluation = recorded_evaluation(result, target, alpha, fingerprints(result), at)
+    evaluation = recorded_evaluation(result, target, alpha, fingerprints(result, frames), at)
     try:
         with open_store(
             db, create=False, lock_timeout=math.inf, on_lock_wait=on_lock_wait

@@ -121,7 +121,10 @@ class EvaluationResult:
     recorded: Recorded | None = None  # with --experiment
 
     def metric(self, name: str, model: str | None = None) -> OfflineMetricResult:
-        """The result of metric ``name`` (a label such as ``ndcg@10``) for ``model``."""
+        """The result of metric ``name`` (a label such as ``ndcg@10``) for ``model``.
+
+        >>> result.metric("ndcg@10", "bm25").value
+        """
         model = model or self.models[0]
         for m in self.metrics:
             if m.metric == name and m.group == model:
@@ -129,6 +132,10 @@ class EvaluationResult:
         raise KeyError((name, model))
 
     def to_dict(self) -> dict[str, Any]:
+        """The JSON document ``abeval evaluate --format json`` writes.
+
+        >>> json.dumps(result.to_dict())
+        """
         return {
             "models": list(self.models),
             "files": [f.to_dict() for f in self.files],

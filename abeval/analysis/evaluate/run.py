@@ -14,12 +14,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from abeval.analysis.evaluate import tables
 from abeval.analysis.evaluate.beyond import beyond_results
 from abeval.analysis.evaluate.inputs import Inputs, Named, load_inputs, named
 from abeval.analysis.evaluate.ratings import rating_results
+from abeval.analysis.evaluate.reader import Source, source
 from abeval.analysis.evaluate.results import EvaluationResult, PairedComparison, UserCoverage
 from abeval.errors import AbevalError, OptionError
 from abeval.metrics import (
@@ -55,12 +56,12 @@ class _Metrics:
 
 
 def evaluate(
-    truth: str | Path,
-    recommendations: Sequence[str | Path] | Mapping[str, str | Path] = (),
+    truth: Any,
+    recommendations: Sequence[Any] | Mapping[str, Any] = (),
     *,
-    predictions: Sequence[str | Path] | Mapping[str, str | Path] = (),
-    items: str | Path | None = None,
-    history: str | Path | None = None,
+    predictions: Sequence[Any] | Mapping[str, Any] = (),
+    items: Any = None,
+    history: Any = None,
     k: Sequence[int] = (5, 10),
     metrics: str | Sequence[str] | None = None,
     conventions: Conventions | None = None,
@@ -81,12 +82,18 @@ def evaluate(
     after its file, :func:`abeval.files.model_names`) or a mapping of model name to
     file. With two or more recommendation files every model is compared with the
     baseline, paired over users: the model named ``baseline``, else the first.
+    Each input may be a pandas DataFrame or a pyarrow Table instead of a file
+    (:func:`~abeval.analysis.evaluate.reader.source`), read by the same reader with
+    the same checks; messages name it by its argument (``recommendations['bm25']``).
     """
     import duckdb
 
     conventions = conventions or Conventions()
-    recs = _baseline_first(named(recommendations), baseline)
-    preds = named(predictions)
+    truth = source("truth", truth)
+    recs = _baseline_first(named(model_sources("recommendations", recommendations)), baseline)
+    preds = named(model_sources("predictions", predictions))
+    items = None if items is None else source("items", items)
+    history = None if history is None else source("history", history)
     chosen = _choose(recs, preds, history, k, metrics, conventions, missing)
     con = duckdb.connect(":memory:")
     try:
@@ -113,6 +120,17 @@ def evaluate(
         warnings=inputs.warnings,
         per_user_path=str(per_user) if per_user is not None and chosen.ranking else None,
     )
+
+
+def model_sources(
+    argument: str, given: Sequence[Any] | Mapping[str, Any]
+) -> Sequence[Source] | Mapping[str, Source]:
+    """Each model input as a :class:`~abeval.analysis.evaluate.reader.Source`, a
+    frame named ``argument['name']`` (``argument[i]`` in a list): how messages
+    name it (``runs['control']`` in :func:`abeval.evaluate`)."""
+    if isinstance(given, Mapping):
+        return {name: source(f"{argument}[{name!r}]", v) for name, v in given.items()}
+    return [source(f"{argument}[{i}]", v) for i, v in enumerate(given)]
 
 
 def _baseline_first(models: list[Named], baseline: str | None) -> list[Named]:

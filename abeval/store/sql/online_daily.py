@@ -10,9 +10,9 @@ which the health counts read too.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from itertools import combinations
 from typing import Any
 
+from abeval.store.sql.online_moments import Pairs, cross_pairs
 from abeval.store.sql.online_pass import Caps, capped_sql, indicator_columns, online_ctes
 from abeval.store.sql.online_variables import BUILTIN, Moments, VariableSet, as_float
 from abeval.store.sql.parts import Cte, With
@@ -94,7 +94,7 @@ def daily_parts(
         ]
         changes += [
             f"SUM({now[a]} * {now[b]} - {was[a]} * {was[b]}) AS {prefix}p_{a}__{b}"
-            for a, b in combinations(names, 2)
+            for a, b in cross_pairs(variables, pre=False)
         ]
     change_names = [c.rsplit(" AS ", 1)[1] for c in changes]
     per_day = ", ".join(f"COALESCE(x.{c}, 0) AS {c}" for c in change_names)
@@ -160,7 +160,7 @@ def _daily_baseline(caps: Caps | None, variables: VariableSet) -> dict[str, floa
 
 
 def _moments_from_sums(
-    row: Any, variables: tuple[str, ...], series: str, zero: Mapping[str, float]
+    row: Any, variables: tuple[str, ...], series: str, zero: Mapping[str, float], pairs: Pairs
 ) -> Moments:
     """The moments of one day and arm of :func:`daily_parts` (prefix ``series``):
     every user counted at the ``zero`` value, plus the summed changes."""
@@ -171,7 +171,7 @@ def _moments_from_sums(
     for v in variables:
         squares = n * zero[v] * zero[v] + as_float(m[f"{series}q_{v}"])
         cross[(v, v)] = squares - sums[v] * sums[v] / n if n > 1 else 0.0
-    for a, b in combinations(variables, 2):
+    for a, b in pairs:
         products = n * zero[a] * zero[b] + as_float(m[f"{series}p_{a}__{b}"])
         cross[(a, b)] = products - sums[a] * sums[b] / n if n > 1 else 0.0
     return Moments(n=n, sums=sums, cross=cross)
@@ -184,12 +184,15 @@ def daily_moments(
     :func:`~abeval.store.sql.online_sums.online_sums_sql`) as moments by ISO day,
     then arm."""
     zero = _daily_baseline(caps, variables)
+    pairs = cross_pairs(variables, pre=False)
     out: dict[str, dict[str, Moments]] = {}
     for r in rows:
         if r.day is None:
             continue
         day = r.day.isoformat() if hasattr(r.day, "isoformat") else str(r.day)
-        out.setdefault(day, {})[str(r.d_arm)] = _moments_from_sums(r, variables.names, series, zero)
+        out.setdefault(day, {})[str(r.d_arm)] = _moments_from_sums(
+            r, variables.names, series, zero, pairs
+        )
     return sorted(out.items())
 
 

@@ -11,7 +11,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from abeval.store.backends import backend_of
-from abeval.store.sql.online_moments import moment_columns, moments_from_row
+from abeval.store.sql.online_moments import (
+    cross_pairs,
+    groups,
+    merged,
+    moment_columns,
+    moments_from_row,
+)
 from abeval.store.sql.online_pass import Caps, online_ctes, user_metrics_cte
 from abeval.store.sql.online_variables import BUILTIN, Moments, VariableSet
 from abeval.store.sql.parts import Cte, With
@@ -49,8 +55,9 @@ def segment_moments_sql(
     ctes = (base or online_ctes(cuped_days, variables=variables)).then(
         *segment_population(), *user_metrics_cte(segment=True, caps=caps, variables=variables)
     )
+    columns = moment_columns(variables.all_names, "", cross_pairs(variables))
     return ctes.sql(
-        f"SELECT segment, arm, {', '.join(moment_columns(variables.all_names))} "
+        f"SELECT segment, arm, {', '.join(columns)} "
         "FROM user_metrics GROUP BY segment, arm ORDER BY segment, arm"
     )
 
@@ -68,11 +75,17 @@ def segment_moments(
     user's first qualifying event, so it is fixed before treatment)."""
     from sqlalchemy import text
 
+    read: dict[tuple[str, str], list[Moments]] = {}
+    for part in groups(variables):
+        rows = conn.execute(
+            text(segment_moments_sql(cuped_days, base, caps, part)),
+            {"experiment": experiment, "segment": backend_of(conn).json_key(segment)},
+        )
+        pairs = cross_pairs(part)
+        for r in rows:
+            moments = moments_from_row(r, part.all_names, "", pairs)
+            read.setdefault((str(r.segment), str(r.arm)), []).append(moments)
     out: dict[str, dict[str, Moments]] = {}
-    rows = conn.execute(
-        text(segment_moments_sql(cuped_days, base, caps, variables)),
-        {"experiment": experiment, "segment": backend_of(conn).json_key(segment)},
-    )
-    for r in rows:
-        out.setdefault(str(r.segment), {})[str(r.arm)] = moments_from_row(r, variables.all_names)
+    for (value, arm), parts in read.items():
+        out.setdefault(value, {})[arm] = merged(parts)
     return out

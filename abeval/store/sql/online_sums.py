@@ -7,14 +7,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from abeval.store.sql.online_daily import CUMULATIVE, OWN_DAY, daily_moments, daily_parts
+from abeval.store.sql.online_daily import (
+    CUMULATIVE,
+    OWN_DAY,
+    daily_moments,
+    daily_parts,
+    day_parts,
+)
 from abeval.store.sql.online_health import (
     HEALTH_SELECT,
     health_counts,
     health_parts,
     outside_window,
 )
-from abeval.store.sql.online_moments import arm_moments
+from abeval.store.sql.online_moments import arm_moments, groups, merged
 from abeval.store.sql.online_pass import Caps
 from abeval.store.sql.online_variables import BUILTIN, Moments, VariableSet
 from abeval.store.sql.parts import Cte, With
@@ -47,14 +53,16 @@ def online_sums_sql(
     ctes = base.then(*health_parts(cuped_days, base), counts)
     if not daily:
         return ctes.sql("SELECT h.* FROM h_row h")
-    series = ((CUMULATIVE, False), (OWN_DAY, True))
-    ctes = ctes.then(*daily_parts(cuped_days, caps, variables, series))
+    ctes = ctes.then(*daily_parts(cuped_days, caps, variables, _BOTH))
     return ctes.sql(
         "SELECT h.*, d.* FROM h_row h LEFT JOIN d_rows d ON 1 = 1 ORDER BY d.day, d.d_arm"
     )
 
 
 Daily = list[tuple[str, dict[str, Moments]]]
+
+#: Both daily series in one statement: the cumulative one and each day's own.
+_BOTH = ((CUMULATIVE, False), (OWN_DAY, True))
 
 
 @dataclass(frozen=True)
@@ -85,9 +93,23 @@ def online_sums(
     from sqlalchemy import text
 
     moments = arm_moments(conn, experiment, cuped_days, base, caps, variables)
-    sql = online_sums_sql(cuped_days, base, caps, variables, daily)
+    first, *more = groups(variables) if daily else [variables]
+    sql = online_sums_sql(cuped_days, base, caps, first, daily)
     rows = conn.execute(text(sql), {"experiment": experiment}).fetchall()
-    cumulative = daily_moments(rows, variables, caps, CUMULATIVE) if daily else []
-    own = daily_moments(rows, variables, caps, OWN_DAY) if daily else []
+    cumulative = daily_moments(rows, first, caps, CUMULATIVE) if daily else []
+    own = daily_moments(rows, first, caps, OWN_DAY) if daily else []
     health = health_counts(rows[0]._mapping, outside_window(conn, experiment, window))
+    for part in more:  # a team's many metrics: their daily series in statements of their own
+        ctes = base.then(*day_parts(cuped_days, base), *daily_parts(cuped_days, caps, part, _BOTH))
+        sql = ctes.sql("SELECT * FROM d_rows ORDER BY day, d_arm")
+        rows = conn.execute(text(sql), {"experiment": experiment}).fetchall()
+        cumulative = _joined(cumulative, daily_moments(rows, part, caps, CUMULATIVE))
+        own = _joined(own, daily_moments(rows, part, caps, OWN_DAY))
     return OnlineSums(moments, health, cumulative, own)
+
+
+def _joined(daily: Daily, more: Daily) -> Daily:
+    """A daily series with the moments of more variables, day by day and arm by arm
+    (both have the same days and arms: those with users)."""
+    extra = dict(more)
+    return [(day, {a: merged([m, extra[day][a]]) for a, m in arms.items()}) for day, arms in daily]

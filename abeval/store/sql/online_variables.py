@@ -50,11 +50,18 @@ class VariableSet:
     own, which a cap on one metric caps alone, docs/metrics.md#outlier-capping) and
     indicators (name, summed variable: 1 when it is above 0). The built-in metrics
     read :data:`BUILTIN`; a team's recorded metrics add theirs
-    (docs/metrics.md#team-defined-metrics)."""
+    (docs/metrics.md#team-defined-metrics).
+
+    The moments pair every two variables except those ``apart`` (a team's: one
+    metric's each), which pair only with their own pre-period copy and as ``pairs``
+    say (a ratio's numerator and denominator), so that the moments grow linearly
+    with a team's metrics (:func:`~abeval.store.sql.online_moments.cross_pairs`)."""
 
     summed: tuple[Variable, ...]
     indicators: tuple[tuple[str, str], ...]
     copies: tuple[tuple[str, str], ...] = ()
+    apart: tuple[str, ...] = ()
+    pairs: tuple[tuple[str, str], ...] = ()
 
     @property
     def columns(self) -> tuple[tuple[str, str], ...]:
@@ -74,6 +81,8 @@ class VariableSet:
             self.summed + other.summed,
             self.indicators + other.indicators,
             self.copies + other.copies,
+            self.apart + other.apart,
+            self.pairs + other.pairs,
         )
 
     def keyed_for(self, backend: Backend) -> VariableSet:

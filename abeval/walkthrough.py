@@ -1,4 +1,4 @@
-"""``abeval demo`` as a sequence of steps (:func:`abeval.api.demo`): simulate an
+"""``abeval demo`` as a sequence of steps (:func:`demo`): simulate an
 experiment, load it into a fresh store, report on it, then simulate a history of
 experiments, record their evaluations, build the agreement board and forecast an
 untested candidate. Each step yields a line saying what it did, and the report
@@ -7,7 +7,10 @@ is yielded as it is, for the caller to show.
 The files come from :mod:`abeval.simulate.demo`; everything else goes the way the
 CLI's commands go: ``abeval.open`` and the public :class:`~abeval.api.store.Store`'s
 methods (``ingest``, ``set``, ``report``, ``agreement``, ``forecast``),
-``abeval.evaluate``, and the presenters of :mod:`abeval.render`."""
+``abeval.evaluate``, and the presenters of :mod:`abeval.render`.
+
+It is a client of the public API, as the CLI is (which calls :func:`demo`), not
+a part of it: nothing in :mod:`abeval.api` imports it."""
 
 from __future__ import annotations
 
@@ -18,10 +21,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from abeval.analysis.agreement import AgreementBoard
-    from abeval.api.store import Store
+    from abeval.api import AgreementBoard, IngestSummary, Store
     from abeval.simulate.series import ExperimentFiles
-    from abeval.store.ingest import IngestSummary
 
 
 def _load(
@@ -33,6 +34,20 @@ def _load(
     summary = store.ingest(events)
     store.set(experiment, control=control, target_propensities=targets)
     return summary
+
+
+def demo(out_dir: str | Path, *, users: int = 30_000, seed: int = 7) -> Iterator[Any]:
+    """``abeval demo``, step by step: simulate an experiment into ``out_dir``, load
+    it into a fresh store there, report on it, then simulate a history of
+    experiments, record their evaluations, build the agreement board and
+    forecast a candidate. Yields, as it goes, a line saying what was done (a
+    ``str``) or the experiment's report (the CLI prints its text).
+
+    >>> from abeval.walkthrough import demo
+    >>> for step in demo("demo", users=2_000):  # doctest: +SKIP
+    ...     print(step if isinstance(step, str) else "report")
+    """
+    return run_demo(Path(out_dir), users, seed)
 
 
 def run_demo(out_dir: Path, users: int, seed: int) -> Iterator[Any]:
