@@ -84,7 +84,7 @@ def test_a_finished_evaluation_waits_for_a_locked_store(
         for proc in holders:
             proc.kill()
             proc.wait()
-    assert len(holders) == 1
+    assert len(holders) == 1, result.output
     assert result.exit_code == 0, result.output
     waited, recorded = result.stderr.splitlines()[-2:]
     assert waited == (f"the store {store} is locked by process {holders[0].pid}; waiting for it")
