@@ -9,6 +9,7 @@ mean the same thing everywhere.
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import os
 import shutil
@@ -148,8 +149,15 @@ def write_atomic(path: str | Path, text: str, *, make_folders: bool = False) -> 
     that does not exist (created instead when ``make_folders``), or where nothing
     can be written."""
     out = Path(path)
-    folder = _output_folder(out, make_folders)
-    if out.exists() and not out.is_file():
+    try:
+        folder = _output_folder(out, make_folders)
+        special = out.exists() and not out.is_file()
+    except OSError as exc:  # a name too long, a loop of links: the path cannot be asked about
+        reason = exc.strerror or type(exc).__name__
+        raise OutputError(
+            f"cannot write {out}: {reason}; choose another name", path=str(out)
+        ) from None
+    if special:
         # A device or a pipe (-o /dev/null, -o /dev/stderr): written into, never
         # replaced by a rename (as root that would put a plain file in /dev).
         try:
@@ -165,6 +173,10 @@ def write_atomic(path: str | Path, text: str, *, make_folders: bool = False) -> 
         os.replace(tmp, out)
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
+        if exc.errno == errno.ENAMETOOLONG:
+            raise OutputError(
+                f"cannot write {out}: {reason}; choose a shorter name", path=str(out)
+            ) from None
         raise OutputError(
             f"cannot write {out}: the folder {folder} takes no new file ({reason}); "
             "choose a folder you can write to",

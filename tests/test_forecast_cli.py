@@ -81,8 +81,8 @@ TYPED = ["--offline-lift", "0.031", "--offline-se", "0.008"]
                                      "(exclusive)"),
         ([*TYPED, "--users-per-day", "-3"], "--users-per-day -3: must be a "
                                             "number above 0"),
-        (["--offline-lift", "0.03", "--offline-se", "-1"], "--offline-se -1: "
-                                                           "give a standard error, 0 or more"),
+        (["--offline-lift", "0.03", "--offline-se", "-1"], "--offline-se -1: give a "
+                                                           "standard error, 0 or more"),
         (["-t", "truth.csv", "-r", "a=h.csv"], "--recommendations: 1 run(s) given; give "
                                                "two: production's (named control) and the "
                                                "candidate's"),

@@ -81,6 +81,21 @@ def test_a_report_without_propensities(tmp_path: Path) -> None:
     assert doc["ope"]["status"] == "no_propensities" and doc["ope"]["directions"] == []
 
 
+def test_target_probabilities_for_logs_without_propensities_are_refused(tmp_path: Path) -> None:
+    # An option that can do nothing is one usage line, not a report that ignores it.
+    db = _store(tmp_path, small_logs(propensity=False))
+    target = tmp_path / "target.csv"
+    target.write_text("request_id,item_id,position,probability\nr1,a,1,0.5\n")
+    result = _report(db, "-f", "json", "--target-propensities", str(target))
+    assert result.exit_code == 2  # type: ignore[attr-defined]
+    assert result.stdout == ""  # type: ignore[attr-defined]
+    assert result.stderr.splitlines() == [  # type: ignore[attr-defined]
+        f"Error: --target-propensities '{target}': no impression of {EXP!r} carries a logged "
+        "propensity, so no off-policy estimate can use target probabilities; leave it out, "
+        "or ingest logs with a propensity column"
+    ]
+
+
 def test_impressions_without_propensity_are_counted_not_dropped_silently(tmp_path: Path) -> None:
     db = _store(tmp_path, small_logs(missing_every=3))
     doc = json.loads(_report(db, "-f", "json").stdout)  # type: ignore[attr-defined]
@@ -115,8 +130,8 @@ def _file(tmp_path: Path, text: str) -> Path:
         ("request_id,item_id,position,probability\nr,a0,1,0.5\nr,a1,1,1.5\n",
          "{f}:3:probability: 1.5 is not a probability between 0 and 1; fix or remove the row"),
         ("request_id,item_id,position,probability\nr,a0,0,0.5\n",
-         "{f}:2:position: 0 is not a whole number from 1 (the top of the list); fix or remove "
-         "the row"),
+         "{f}:2:position: 0 is not a whole number from 1 (the top of the list) to 2147483647; "
+         "fix or remove the row"),
         ("request_id,item_id,position,probability\nr,a0,1,x\n",
          "{f}:2:probability: 'x' is not a number; write a number in column probability or "
          "remove the row"),

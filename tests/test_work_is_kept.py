@@ -84,7 +84,7 @@ def test_a_finished_evaluation_waits_for_a_locked_store(
         for proc in holders:
             proc.kill()
             proc.wait()
-    assert len(holders) == 1
+    assert len(holders) == 1, result.output
     assert result.exit_code == 0, result.output
     waited, recorded = result.stderr.splitlines()[-2:]
     assert waited == (f"the store {store} is locked by process {holders[0].pid}; waiting for it")
@@ -192,5 +192,5 @@ def test_an_edited_kept_evaluation_is_refused(
     path.write_text(json.dumps(doc))
     result = run("experiment", "record", str(path), "--db", store)
     assert result.exit_code == 1
-    assert "its contents do not match its checksum (the file was edited)" in result.stderr
+    assert "its contents do not match its signature (the file was edited" in result.stderr
     assert rows(store) == []

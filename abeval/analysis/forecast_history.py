@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from abeval.errors import InputError
+from abeval.stats.forecast import out_of_bounds
 
 REQUIRED = ("experiment", "signal", "offline_lift", "offline_se", "online_lift", "online_se")
 OPTIONAL = ("metric", "arm", "date", "users")
@@ -126,6 +127,10 @@ def _entry(path: Path, row: int, record: dict[str, Any]) -> HistoryEntry:
         raise InputError(f"{path}: row {row}: offline_se is negative; {_FIX['offline_se']}")
     if values["online_se"] <= 0:
         raise InputError(f"{path}: row {row}: online_se is not above 0; {_FIX['online_se']}")
+    for column, value in values.items():
+        wrong = out_of_bounds(column, value)
+        if wrong is not None:
+            raise InputError(f"{path}: row {row}: {wrong}; {_FIX[column]}")
     users = _number(path, row, record, "users") if "users" in record else None
     if users is not None and users <= 0:
         raise InputError(f"{path}: row {row}: users is not above 0; {_FIX['users']}")

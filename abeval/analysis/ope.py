@@ -30,6 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
+from abeval.errors import OptionError
 from abeval.stats.consistency import LiftDifference, lift_difference
 from abeval.stats.ope import (
     MAX_TOP_SHARE,
@@ -207,6 +208,14 @@ def ope_results(
     if has_propensities is None:
         has_propensities = ope_source.has_propensities(conn, experiment)
     if not has_propensities:
+        if o.target_propensities is not None:  # an option that would do nothing
+            raise OptionError(
+                "target_propensities",
+                o.target_propensities,
+                f"no impression of {experiment!r} carries a logged propensity, so no "
+                "off-policy estimate can use target probabilities; leave it out, or ingest "
+                "logs with a propensity column",
+            )
         return not_run(
             "no_propensities", "no impression of this experiment carries a propensity", o, alpha
         )

@@ -19,6 +19,7 @@ from pathlib import Path
 from abeval.analysis.evaluate.reader import FileColumn, Reader
 from abeval.errors import InputError
 from abeval.files import format_of, sha256_file
+from abeval.store.events_format import MAX_POSITION
 from abeval.store.experiments import TargetFile
 from abeval.store.ope_target import TargetRow
 
@@ -62,8 +63,9 @@ def read_target_propensities(path: str | Path) -> list[TargetRow]:
             (
                 "position",
                 "TRY_CAST(v AS DOUBLE) < 1 "
-                "OR TRY_CAST(v AS DOUBLE) <> FLOOR(TRY_CAST(v AS DOUBLE))",
-                "is not a whole number from 1 (the top of the list)",
+                "OR TRY_CAST(v AS DOUBLE) <> FLOOR(TRY_CAST(v AS DOUBLE)) "
+                f"OR TRY_CAST(v AS DOUBLE) > {MAX_POSITION}",
+                f"is not a whole number from 1 (the top of the list) to {MAX_POSITION}",
             ),
             (
                 "probability",

@@ -258,6 +258,7 @@ def forecast_evidence(
     >>> abeval.api.forecast_evidence(truth="truth.csv", recommendations=runs)
     """
     from abeval.analysis.forecast_candidate import evaluation_evidence, typed_evidence
+    from abeval.stats.forecast import MAX_LIFT
 
     if truth is None and not recommendations:
         if offline_lift is None or offline_se is None:
@@ -267,6 +268,10 @@ def forecast_evidence(
             raise OptionError("offline_lift", offline_lift, "give a finite relative lift")
         if not 0 <= offline_se < math.inf:
             raise OptionError("offline_se", offline_se, "give a standard error, 0 or more")
+        for name, value in (("offline_lift", offline_lift), ("offline_se", offline_se)):
+            if abs(value) > MAX_LIFT:
+                reason = f"beyond ±{MAX_LIFT:g} (a relative lift of ±100,000%); give one within it"
+                raise OptionError(name, value, reason)
         return typed_evidence(offline_lift, offline_se)
     if truth is None:
         raise OptionError("truth", None, "give the held-out truth the runs are evaluated on")

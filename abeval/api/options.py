@@ -40,9 +40,11 @@ def keywords_checked(fn: F) -> F:
     def checked(*args: Any, **kwargs: Any) -> Any:
         for keyword in kwargs:
             if keyword not in own:
-                known = own + (_keywords(target) if target else ())
-                if keyword not in known:
-                    raise KeywordError(keyword, name, known)
+                further = _keywords(target) if target else ()
+                if further is None:  # passed on to a function that takes any keyword
+                    break
+                if keyword not in own + further:
+                    raise KeywordError(keyword, name, own + further)
         return fn(*args, **kwargs)
 
     return checked  # type: ignore[return-value]
@@ -60,7 +62,9 @@ def forwards(target: str) -> Callable[[F], F]:
     return mark
 
 
-def _keywords(target: str) -> tuple[str, ...]:
+def _keywords(target: str) -> tuple[str, ...] | None:
+    """The keywords ``target`` takes, those it passes on included; None when it
+    takes any (``**options`` passed nowhere known)."""
     import importlib
 
     module, _, name = target.partition(":")
@@ -68,9 +72,12 @@ def _keywords(target: str) -> tuple[str, ...]:
     params = inspect.signature(fn).parameters.values()
     kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
     further = getattr(fn, "__forwards__", None)  # passed on again
-    return tuple(p.name for p in params if p.kind in kinds) + (
-        _keywords(further) if further else ()
-    )
+    if further is None and any(p.kind is p.VAR_KEYWORD for p in params):
+        return None
+    passed_on = _keywords(further) if further else ()
+    if passed_on is None:
+        return None
+    return tuple(p.name for p in params if p.kind in kinds) + passed_on
 
 
 def given(parameter: str, ok: bool, reason: str) -> None:

@@ -37,6 +37,28 @@ ForecastStatus = Literal["ok", "too_few_experiments", "no_variation", "noise_onl
 #: benchmarks/RESULTS.md); with 2 the line passes through both points.
 MIN_EXPERIMENTS = 3
 
+#: The largest relative lift or standard error the forecast takes (±100,000%):
+#: beyond it the squares and products of the fit overflow a float.
+MAX_LIFT = 1e3
+#: The smallest online standard error it takes: the weights 1 / s² of smaller
+#: ones overflow (no test of fewer than some 10¹⁸ users has one).
+MIN_ONLINE_SE = 1e-9
+
+
+def out_of_bounds(name: str, value: float) -> str | None:
+    """Why ``value`` cannot be the history's or the candidate's ``name``
+    (``offline_lift``, ``offline_se``, ``online_lift``, ``online_se``), naming the
+    bound; None when it can."""
+    if not math.isfinite(value):
+        return f"{name} {value} is not a finite number"
+    if abs(value) > MAX_LIFT:
+        return f"{name} {value:g} is beyond ±{MAX_LIFT:g} (a relative lift of ±100,000%)"
+    if name == "online_se" and value < MIN_ONLINE_SE:
+        return f"online_se {value:g} is below {MIN_ONLINE_SE:g}"
+    if name.endswith("_se") and value < 0:
+        return f"{name} {value:g} is negative"
+    return None
+
 
 @dataclass(frozen=True)
 class HistoryRow:
@@ -128,14 +150,10 @@ def _check(rows: Sequence[HistoryRow]) -> tuple[ForecastStatus, str]:
             f"the forecast needs {MIN_EXPERIMENTS} or more"
         )
     for i, r in enumerate(rows):
-        values = (r.offline_lift, r.offline_se, r.online_lift, r.online_se)
-        if not all(math.isfinite(v) for v in values):
-            return "invalid_input", f"row {i + 1} has a number that is not finite"
-        if r.online_se <= 0 or r.offline_se < 0:
-            return "invalid_input", (
-                f"row {i + 1}: the online standard error must be above 0 "
-                "and the offline one 0 or more"
-            )
+        for name in ("offline_lift", "offline_se", "online_lift", "online_se"):
+            wrong = out_of_bounds(name, getattr(r, name))
+            if wrong is not None:
+                return "invalid_input", f"row {i + 1}: {wrong}"
     xs = [r.offline_lift for r in rows]
     if max(xs) - min(xs) <= 1e-12 * max(max(abs(v) for v in xs), 1e-300):
         return "no_variation", "the offline lifts are all equal: no slope can be fitted"
@@ -235,12 +253,11 @@ def predict(
 
     if fitted.status != "ok" or fitted.grid is None:
         return Forecast(fitted.status, fitted.message, alpha, offline_lift, offline_se, mde=mde)
-    if not (math.isfinite(offline_lift) and math.isfinite(offline_se) and offline_se >= 0):
+    wrong = out_of_bounds("offline_lift", offline_lift) or out_of_bounds("offline_se", offline_se)
+    if wrong is not None:
         return Forecast(
-            "invalid_input",
-            "the candidate's offline lift must be finite and its standard error 0 or more",
-            alpha, offline_lift, offline_se, mde=mde,
-        )  # fmt: skip
+            "invalid_input", f"the candidate's {wrong}", alpha, offline_lift, offline_se, mde=mde
+        )
     g = fitted.grid
 
     def arr(values: tuple[float, ...]) -> np.ndarray:

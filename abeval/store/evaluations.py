@@ -16,13 +16,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from abeval.store.migrate import has_own_table
 from abeval.store.schema import TABLES
+from abeval.store.store_keys import signature, signed_by
 
 if TYPE_CHECKING:
     from abeval.store.database import Database
@@ -123,9 +125,11 @@ def _metric_row(m: RecordedMetric) -> dict[str, Any]:
 KEPT_KIND = "abeval.recorded_evaluation"
 
 
-def evaluation_document(evaluation: RecordedEvaluation) -> dict[str, Any]:
+def evaluation_document(evaluation: RecordedEvaluation, key: bytes) -> dict[str, Any]:
     """``evaluation`` as a JSON document: what :func:`record_evaluation` writes, kept
-    in a file when it could not be written, to be recorded later as it is."""
+    in a file when it could not be written, to be recorded later as it is. It is
+    signed with the store's key (:mod:`abeval.store.store_keys`), so that an edited
+    file cannot be made to pass by recomputing a digest."""
     doc = {
         "kind": KEPT_KIND,
         "evaluation_id": evaluation.evaluation_id,
@@ -135,21 +139,32 @@ def evaluation_document(evaluation: RecordedEvaluation) -> dict[str, Any]:
         "fingerprints": dict(evaluation.fingerprints),
         "metrics": [_metric_row(m) for m in evaluation.metrics],
     }
-    return {**doc, "checksum": _checksum(doc)}
+    return {**doc, "signature": signature(key, _signed_text(doc))}
 
 
-def _checksum(doc: Mapping[str, Any]) -> str:
-    """SHA-256 of the document's canonical JSON, its checksum left out."""
-    body = {k: v for k, v in doc.items() if k != "checksum"}
-    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+def _signed_text(doc: Mapping[str, Any]) -> bytes:
+    """The document's canonical JSON, its signature left out: what is signed."""
+    body = {k: v for k, v in doc.items() if k != "signature"}
+    return json.dumps(body, sort_keys=True, allow_nan=True).encode()
 
 
-def evaluation_from_document(doc: Any) -> RecordedEvaluation:
-    """The evaluation :func:`evaluation_document` wrote; ValueError naming what is
-    wrong for a document that is not one, or was edited (its checksum no longer
-    matches)."""
+def evaluation_from_document(doc: Any, key: bytes | None) -> RecordedEvaluation:
+    """The evaluation :func:`evaluation_document` wrote with ``key``; ValueError naming
+    what is wrong for a document that is not one, or was edited (its signature no
+    longer matches), or was kept for another store (signed with another key; None:
+    the store has no key, so it kept no evaluation)."""
     if not isinstance(doc, dict) or doc.get("kind") != KEPT_KIND:
         raise ValueError("not an evaluation kept by abeval evaluate --experiment")
+    if key is None:
+        raise ValueError(
+            "this store never kept an evaluation, so its signature cannot be checked "
+            "(kept for another store?)"
+        )
+    if not signed_by(key, _signed_text(doc), doc.get("signature")):
+        raise ValueError(
+            "its contents do not match its signature (the file was edited, or kept for "
+            "another store)"
+        )
     try:
         evaluation = RecordedEvaluation(
             experiment=str(doc["experiment"]),
@@ -158,13 +173,66 @@ def evaluation_from_document(doc: Any) -> RecordedEvaluation:
             fingerprints={str(k): str(v) for k, v in doc["fingerprints"].items()},
             metrics=tuple(_metric_of(_Row(m)) for m in doc["metrics"]),
         )
-    except (KeyError, TypeError, AttributeError, ValueError) as exc:
+    except (KeyError, TypeError, AttributeError, ValueError, OverflowError) as exc:
         raise ValueError(f"not a complete kept evaluation ({type(exc).__name__}: {exc})") from None
-    if doc.get("checksum") != _checksum(doc) or evaluation.evaluation_id != doc.get(
-        "evaluation_id"
-    ):
-        raise ValueError("its contents do not match its checksum (the file was edited)")
+    if evaluation.evaluation_id != doc.get("evaluation_id"):
+        raise ValueError("its id does not match its contents (the file was edited)")
     return evaluation
+
+
+#: The most users a recorded row may claim (a BIGINT holds more; no table has as many).
+MAX_USERS = 10**15
+#: How far in the future a kept evaluation's time may be (clocks differ a little).
+CLOCK_SKEW = timedelta(minutes=5)
+
+
+def check_evaluation(
+    evaluation: RecordedEvaluation, arms: Sequence[str], now: datetime
+) -> str | None:
+    """What makes ``evaluation`` unfit to record against an experiment with ``arms``
+    at ``now`` (naive UTC): an arm it does not have, a value that is not finite or
+    out of range, a row twice, a time in the future; None when nothing does."""
+    if evaluation.recorded_at.tzinfo is not None:
+        return f"recorded_at {evaluation.recorded_at.isoformat()} carries a time zone"
+    if evaluation.recorded_at > now + CLOCK_SKEW:
+        return (
+            f"recorded_at {evaluation.recorded_at.isoformat()} is in the future (now "
+            f"{now.isoformat(timespec='seconds')} UTC)"
+        )
+    if not evaluation.metrics:
+        return "it has no metrics"
+    seen: set[tuple[str, str]] = set()
+    for m in evaluation.metrics:
+        where = f"arm {m.arm!r}, metric {m.metric!r}"
+        for arm in (m.arm, m.baseline_arm):
+            if arm is not None and arm not in arms:
+                return (
+                    f"{where}: {arm!r} is not an arm of experiment {evaluation.experiment!r} "
+                    f"(its arms: {', '.join(arms)})"
+                )
+        if (m.arm, m.metric) in seen:
+            return f"{where}: recorded twice"
+        seen.add((m.arm, m.metric))
+        for name in ("users", "paired_users"):
+            count = getattr(m, name)
+            if count is not None and not 0 <= count <= MAX_USERS:
+                return f"{where}: {name} {count} is outside 0 to {MAX_USERS:.0e}"
+        for name in ("value", "se", "difference", "difference_se"):
+            x = getattr(m, name)
+            if x is not None and not math.isfinite(x):
+                return f"{where}: {name} {x} is not a finite number"
+        for name in ("se", "difference_se"):
+            x = getattr(m, name)
+            if x is not None and x < 0:
+                return f"{where}: {name} {x} is negative"
+        low, high = m.difference_low, m.difference_high
+        if (low is None) != (high is None) or (
+            low is not None
+            and high is not None
+            and not (math.isfinite(low) and math.isfinite(high) and low <= high)
+        ):
+            return f"{where}: the interval {low} to {high} is not one"
+    return None
 
 
 class _Row:

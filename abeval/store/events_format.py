@@ -17,6 +17,9 @@ from dataclasses import dataclass
 
 from abeval.store.quoting import quote_ident
 
+#: The largest position a row may have (the column is a 32-bit INTEGER).
+MAX_POSITION = 2**31 - 1
+
 REQUIRED = ("experiment", "arm", "user_id", "ts", "event_type")
 OPTIONAL = (
     "request_id",
@@ -228,7 +231,7 @@ def checks() -> list[Check]:
         Check(
             "position",
             "t_position IS NOT NULL AND (n_position IS NULL OR n_position < 1 "
-            "OR n_position <> FLOOR(n_position) OR n_position > 2147483647)",
+            f"OR n_position <> FLOOR(n_position) OR n_position > {MAX_POSITION})",
             f"'position must be a whole number >= 1 (1 = top of the list), got ' "
             f"|| {_quoted('position')}",
         ),

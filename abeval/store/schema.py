@@ -215,6 +215,14 @@ TABLES: dict[str, Table] = {
             recorded_at timestamp not null
             """,
         ),
+        _table(  # 0011
+            "store_keys",
+            """
+            name text key
+            secret text not null
+            created_at timestamp not null
+            """,
+        ),
     )
 }
 
@@ -226,4 +234,5 @@ OWN_TABLES = (
     "offline_evaluations",
     "target_propensities",
     "target_files",
+    "store_keys",
 )

@@ -55,6 +55,7 @@ OWN_TABLES = frozenset(
         "offline_evaluations",
         "schema_migrations",
         "sources",
+        "store_keys",
     }
 )
 _PART = r'(?:[A-Za-z_][A-Za-z0-9_$]*|"(?:[^"]|"")+")'

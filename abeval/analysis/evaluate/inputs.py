@@ -197,6 +197,20 @@ def _read(
     return _Read(role, path, table, cols, rows, removed)
 
 
+def _refuse_not_finite(con: duckdb.DuckDBPyConnection, read: _Read, column: str) -> None:
+    """One line naming the file and column when a value of ``column`` is NaN or
+    infinite (a relevance grade of inf would make every metric NaN)."""
+    found = con.execute(
+        f"SELECT COUNT(*) FROM {read.table} WHERE NOT isfinite({column})"
+    ).fetchone()
+    if found and found[0]:
+        n = int(found[0])
+        raise InputError(
+            f"{read.path}:{read.cols[column]}: {n} value{'s' if n != 1 else ''} not finite "
+            "(NaN or infinite); write a finite number or remove the rows"
+        )
+
+
 def load_truth(
     reader: Reader,
     path: Source,
@@ -209,6 +223,8 @@ def load_truth(
     con = reader.con
     read = _read(reader, TRUTH, path, 0, conventions, warnings)
     grade = "grade" if "grade" in read.cols else "1.0"
+    if "grade" in read.cols:
+        _refuse_not_finite(con, read, "grade")
     source = read.table
     if read.removed:
         source = (

@@ -164,6 +164,11 @@ class Reader:
             return self._load(cast(Path, path_text), f"frame:{table}", table, columns, expected)
         path = Path(path_text)
         fmt = _open(path, role, expected)
+        if path.name.lower().endswith((".gz", ".zst")):
+            # DuckDB reads a cut .zst up to the cut and says nothing: the ingest's check
+            from abeval.store.ingest.lines import check_compressed
+
+            check_compressed(path, path)
         if (trec := trec_format(path)) is not None:
             return load_trec(self.con, path, trec, table, role)
         return self._load(path, fmt, table, columns, expected)

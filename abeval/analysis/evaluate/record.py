@@ -159,6 +159,7 @@ def evaluate_for_experiment(
 
     from abeval.analysis.evaluate.run import evaluate
     from abeval.store import open_store
+    from abeval.store.store_keys import KEPT_EVALUATIONS, store_key
 
     predictions = predictions or {}
     given = [truth, *recommendations.values(), *predictions.values()]
@@ -167,6 +168,7 @@ def evaluate_for_experiment(
     ]
     with open_store(db, create=False) as store:
         target = experiment_target(store, experiment, list(recommendations), list(predictions))
+        key = store_key(store, KEPT_EVALUATIONS)  # to sign the file kept if the record fails
     result = evaluate(
         truth,
         recommendations,
@@ -185,7 +187,7 @@ def evaluate_for_experiment(
     except AbevalError as exc:
         if isinstance(exc, Interrupted):
             raise
-        raise NotRecorded(exc, keep(evaluation, keep_in), db, result) from None
+        raise NotRecorded(exc, keep(evaluation, key, keep_in), db, result) from None
     recorded = Recorded(experiment, eid, target.control, at.isoformat(), len(evaluation.metrics))
     return replace(result, recorded=recorded)
 
@@ -218,22 +220,23 @@ def _store_option(db: str | None) -> str:
     a word on putting them back where they were."""
     if not db:
         return ""
+    from abeval.store.backends.url_secrets import secrets_of
     from abeval.store.engine import display_url
-    from abeval.store.url_secrets import secrets_of
 
     shown = f" --db {shlex.quote(display_url(db))}"
     return f"{shown} (its secrets back in place of ***)" if secrets_of(db) else shown
 
 
-def keep(evaluation: RecordedEvaluation, folder: str | Path | None = None) -> Path:
-    """Write ``evaluation`` to ``evaluation-<id>.json`` in ``folder`` (the current
-    one by default; the temporary folder when that cannot be written)."""
+def keep(evaluation: RecordedEvaluation, key: bytes, folder: str | Path | None = None) -> Path:
+    """Write ``evaluation``, signed with the store's ``key``, to
+    ``evaluation-<id>.json`` in ``folder`` (the current one by default; the
+    temporary folder when that cannot be written)."""
     import tempfile
 
     from abeval.files import write_atomic
     from abeval.store.evaluations import evaluation_document
 
-    text = json.dumps(evaluation_document(evaluation), indent=2, allow_nan=False)
+    text = json.dumps(evaluation_document(evaluation, key), indent=2, allow_nan=False)
     name = f"evaluation-{evaluation.evaluation_id}.json"
     for place in (Path(folder) if folder is not None else Path.cwd(), Path(tempfile.gettempdir())):
         try:
@@ -246,24 +249,33 @@ def keep(evaluation: RecordedEvaluation, folder: str | Path | None = None) -> Pa
 
 def record_kept(store: Database, path: str | Path) -> RecordedEvaluation:
     """Record an evaluation :func:`keep` wrote, as it was computed (its id and its
-    time unchanged); one line naming the file for anything else."""
+    time unchanged), once checked for what it claims: signed with this store's key,
+    its experiment and arms in the store, its values finite and in range, its time
+    not in the future. One line naming the file for anything else."""
     from abeval.errors import InputError
-    from abeval.store.evaluations import evaluation_from_document
+    from abeval.store.evaluations import check_evaluation, evaluation_from_document
     from abeval.store.experiments import get_settings
+    from abeval.store.store_keys import KEPT_EVALUATIONS, existing_key
 
     fix = "give the file abeval evaluate --experiment kept"
     try:
         doc = json.loads(Path(path).read_text(encoding="utf-8"))
-        evaluation = evaluation_from_document(doc)
     except json.JSONDecodeError as exc:
         raise InputError(f"{path}:{exc.lineno}:{exc.colno}: not JSON ({exc.msg}); {fix}") from None
     except UnicodeDecodeError:
         raise InputError(f"{path}: not a UTF-8 text file; {fix}") from None
     except OSError as exc:
         raise InputError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    except RecursionError:
+        raise InputError(f"{path}: nested too deeply to be a kept evaluation; {fix}") from None
+    try:
+        evaluation = evaluation_from_document(doc, existing_key(store, KEPT_EVALUATIONS))
     except ValueError as exc:
         raise InputError(f"{path}: {exc}; {fix}") from None
     with store.connect() as conn:
-        get_settings(conn, evaluation.experiment)  # NotFoundError for an unknown experiment
+        settings = get_settings(conn, evaluation.experiment)  # NotFoundError if unknown
+    wrong = check_evaluation(evaluation, settings.arms, datetime.now(UTC).replace(tzinfo=None))
+    if wrong is not None:
+        raise InputError(f"{path}: {wrong}; nothing recorded")
     record_evaluation(store, evaluation)
     return evaluation

@@ -43,12 +43,11 @@ from abeval.store.events_format import (
     instant_sql,
     normalised,
 )
+from abeval.store.events_format import MAX_POSITION as _MAX_POSITION
 from abeval.store.events_format import _text as staged_text
 from abeval.store.ingest.source import Source
 from abeval.store.ingest.staging import attributes_sql, row_key_sql
 from abeval.store.quoting import quote_ident
-
-_MAX_POSITION = 2**31 - 1
 
 
 def _read_layer(columns: list[str]) -> str:
