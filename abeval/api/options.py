@@ -237,4 +237,7 @@ def parse_bound(value: str, *, end: bool) -> datetime:
     """
     from abeval.store.sql.population import parse_bound as parse
 
-    return parse(value, end=end)
+    try:
+        return parse(value, end=end)
+    except ValueError as exc:
+        raise ValueError(f"{value!r}: {exc}") from None

@@ -52,7 +52,7 @@ def parse_bound(text: str, *, end: bool) -> datetime:
         parsed = datetime.fromisoformat(value)  # "Z" is UTC since Python 3.11
     except ValueError:
         raise ValueError(
-            f"cannot read {text!r} as a date or timestamp; write it as 2024-05-01 "
+            "not a date or timestamp; write it as 2024-05-01 "
             "or 2024-05-01T08:00:00 (UTC unless it has a zone)"
         ) from None
     if parsed.tzinfo is not None:
