@@ -48,7 +48,7 @@ from abeval.api.options import Names as Names
 from abeval.api.options import cutoffs, metric_names, parse_bound
 from abeval.api.planning import plan_power
 from abeval.api.reporting import report_options
-from abeval.api.store import Experiments, Store, open
+from abeval.api.store import Experiments, Store, open, rejects_options
 
 if TYPE_CHECKING:
     from abeval.analysis.agreement import AgreementBoard as AgreementBoard
@@ -75,6 +75,7 @@ __all__ = [
     "open",
     "parse_bound",
     "plan_power",
+    "rejects_options",
     "report_options",
     "source_mapping",
 ]

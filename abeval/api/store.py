@@ -54,7 +54,13 @@ def open(
 
 
 def rejects_options(ingest: int | None, limit: int) -> None:
-    """:meth:`Store.rejects`'s options, checked (an OptionError naming the first bad one)."""
+    """:meth:`Store.rejects`'s options, checked (an OptionError naming the first bad one).
+
+    >>> abeval.api.rejects_options(None, 50)
+    >>> abeval.api.rejects_options(None, 0)  # doctest: +SKIP
+    Traceback (most recent call last):
+    abeval.errors.OptionError: limit=0: give at least 1 row
+    """
     at_least("limit", limit, 1, "give at least 1 row")
     if ingest is not None:
         within("ingest", ingest, 1, 2**62 - 1, "ingest ids start at 1")

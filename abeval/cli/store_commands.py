@@ -103,9 +103,9 @@ def ingest(
     from abeval.errors import AbevalError, Interrupted
 
     if fmt in get_args(FileFormat):  # --format was the input's format before --input-format
-        from abeval.api.options import given
+        from abeval.api import options as check
 
-        given("input_format", input_format in (None, fmt), "give it once, not also --format")
+        check.given("input_format", input_format in (None, fmt), "give it once, not also --format")
         input_format, fmt = cast(FileFormat, fmt), "text"
     fmt = chosen_format(fmt, as_json)
     if fmt not in get_args(OutputFormat):
@@ -188,9 +188,8 @@ def rejects(
     """List rows rejected by `abeval ingest --on-error skip`."""
     as_json = chosen_format(fmt, as_json) == "json"
     from abeval import api
-    from abeval.api.store import rejects_options
 
-    rejects_options(ingest_id, limit)  # before the store is opened
+    api.rejects_options(ingest_id, limit)  # before the store is opened
 
     with api.open(db, read_only=True) as store:
         rows = store.rejects(ingest=ingest_id, limit=limit)
