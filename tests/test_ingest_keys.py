@@ -166,7 +166,8 @@ def test_the_migration_numbers_the_rows_a_store_held(tmp_path: Path) -> None:
                     ),
                     {"e": exp, "r": req, "i": item, "n": i},
                 )
-        assert [m.version for m in apply(store)] == [10]
+        pending = sorted(int(s.stem[:4]) for s in shipped.glob("*.sql") if int(s.stem[:4]) >= 10)
+        assert pending[0] == 10 and [m.version for m in apply(store)] == pending
         held: list[Keys] = [("e1", "r1", "i1"), ("e1", "r1", "i2"), ("e2", "r1", "i1")]
         check_numbers(store, [[*held, ("e1", None, None)]])
         # and an ingest after the migration continues from there
