@@ -8,8 +8,7 @@ clicked ones and the varying-propensity check of every arm) are one statement of
 their own; the impressions the directions read (``o_imp``: integer keys, no text
 but the user's id) are kept as a table only when a direction is estimated, and a
 target file's rows get their integer keys once (``o_file``), looked up in the
-events for the requests and items the file names. A report whose directions are
-all left out (personalised logging, no target file) makes no table at all.
+events for the requests and items the file names.
 """
 
 from __future__ import annotations
