@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Literal
 from abeval.errors import OptionError
 from abeval.stats.consistency import LiftDifference, lift_difference
 from abeval.stats.ope import (
+    MAX_MEAN_SKEW,
     MAX_TOP_SHARE,
     MIN_ESS_USERS,
     Diagnostics,
@@ -413,17 +414,24 @@ def _direction(
 def user_warnings(head: Estimate) -> tuple[str, ...]:
     """What the headline estimate's weights over users call for: its normal
     interval is unreliable below :data:`~abeval.stats.ope.MIN_ESS_USERS`
-    effective users; it rests on a handful of users above
+    effective users or above :data:`~abeval.stats.ope.MAX_MEAN_SKEW` skewness of
+    their mean; it rests on a handful of users above
     :data:`~abeval.stats.ope.MAX_TOP_SHARE` of its weighted clicks in the top 1%."""
     u = head.users
     if u is None:
         return ()
     out = []
-    if u.interval == "unreliable" and u.ess_users is not None:
+    if "few_users" in u.reasons and u.ess_users is not None:
         out.append(
             f"{head.estimator}: its weights are worth {u.ess_users:.1f} users (below "
             f"{MIN_ESS_USERS:g}), so its normal interval is unreliable (in simulation such "
             "intervals covered 87-93% of the time, not 95%)"
+        )
+    elif "skewed" in u.reasons and u.mean_skewness is not None and u.skewness is not None:
+        out.append(
+            f"{head.estimator}: its weights over users are skewed ({u.skewness:.1f}, so "
+            f"{u.mean_skewness:.2f} for their mean, above {MAX_MEAN_SKEW:g}): its normal interval "
+            "is unreliable (in simulation such intervals covered 81-93%, missing on one side)"
         )
     if u.top_share is not None and u.top_share > MAX_TOP_SHARE:
         out.append(
