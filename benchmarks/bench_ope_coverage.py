@@ -36,7 +36,7 @@ import time
 from datetime import UTC, datetime
 
 import numpy as np
-from bench_ope import RESULTS, Sums, all_estimates, sums_of, user_table
+from bench_ope import Sums, all_estimates, publish, sums_of, user_table
 
 from abeval.simulate.ranked import ClickModel, example_world, impressions
 from abeval.stats.ope import MAX_MEAN_SKEW, MIN_ESS_USERS, cube, user_weights
@@ -156,11 +156,7 @@ def main() -> None:
         "with its Wilson 95% interval and the number of runs it is over.",
         "",
     ]
-    out = "\n".join([*header, *lines, ""])
-    print(out)
-    if a.record:
-        with RESULTS.open("a") as f:
-            f.write("\n" + out)
+    publish("\n".join([*header, *lines, ""]), a.record)
 
 
 if __name__ == "__main__":
