@@ -141,6 +141,12 @@ def test_random_predicted_from_bts_logs(section) -> None:  # type: ignore[no-unt
     users = by["snips"].users
     assert users is not None
     assert users.ess_users == pytest.approx(w.sum() ** 2 / (w**2).sum(), rel=1e-9)
+    # Worth 624 users, but a handful of weights near 100-200 among 10,000 make them
+    # skewed: the third central moment over the variance^1.5, over √users.
+    c3 = ((w - w.mean()) ** 3).mean() / ((w - w.mean()) ** 2).mean() ** 1.5
+    assert users.skewness == pytest.approx(c3, rel=1e-6)
+    assert c3 / np.sqrt(len(w)) > 0.1 and users.interval == "unreliable"
+    assert any(x.startswith("snips: its weights over users are skewed") for x in d.warnings)
 
 
 def test_both_directions_and_counts(section) -> None:  # type: ignore[no-untyped-def]

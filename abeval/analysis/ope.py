@@ -431,7 +431,8 @@ def user_warnings(head: Estimate) -> tuple[str, ...]:
         out.append(
             f"{head.estimator}: its weights over users are skewed ({u.skewness:.1f}, so "
             f"{u.mean_skewness:.2f} for their mean, above {MAX_MEAN_SKEW:g}): its normal interval "
-            "is unreliable (in simulation such intervals covered 81-93%, missing on one side)"
+            "is unreliable (in simulation such intervals covered 86-95%, missing almost only on "
+            "one side)"
         )
     if u.top_share is not None and u.top_share > MAX_TOP_SHARE:
         out.append(
