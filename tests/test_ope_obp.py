@@ -190,6 +190,10 @@ def test_the_varying_target_in_json_text_and_page(db: str, tmp_path: Path) -> No
         },
         ("bts", "random"): None,
     }
+    # The skewed weights of random from bts's logs: a code in JSON, a sentence in text.
+    back = next(d for d in ope["directions"] if d["source"] == "bts")
+    snips = next(e for e in back["estimates"] if e["estimator"] == "snips")
+    assert (snips["users"]["interval"], snips["users"]["reasons"]) == ("unreliable", ["skewed"])
     sentence = (
         f"bts from random's logs: bts's own logged probabilities vary between requests for "
         f"{varying / pairs:.0%} of (item, position) pairs ({varying} of {pairs}), so its "
@@ -201,6 +205,10 @@ def test_the_varying_target_in_json_text_and_page(db: str, tmp_path: Path) -> No
     out = CliRunner().invoke(app, [*args, "-f", "text"]).stdout
     assert f"!! {sentence}" in out.splitlines()
     assert "personalised_target" not in out
+    assert any(
+        line.startswith("!! random from bts's logs: snips: its weights over users are skewed (")
+        for line in out.splitlines()
+    )
     page = tmp_path / "r.html"
     assert CliRunner().invoke(app, [*args, "-o", str(page)]).exit_code == 0
     html = unescape(page.read_text())
