@@ -183,3 +183,148 @@ def test_headline_json_carries_the_numbers(board: AgreementBoard) -> None:
          "familywise_p": board.headlines[0].noise_signals[0].familywise_p}
     ]  # fmt: skip
     assert np.isfinite(h["familywise_p"])
+
+
+# --------------------------------------------------------------------------- presenters
+
+
+def _number(text: str) -> float:
+    """A table cell as the ranking reads it: ``n/a`` (too short to score) is no gain."""
+    return 0.0 if text == "n/a" else float(text.replace("−", "-"))
+
+
+def _descending_in_groups(rows: list[tuple[bool, float]], where: str) -> None:
+    """(independent, value) in table order: independent rows first, each group
+    sorted by value, largest first."""
+    flags = [independent for independent, _ in rows]
+    assert flags == sorted(flags, reverse=True), f"{where}: independent rows first"
+    for group in (True, False):
+        values = [v for independent, v in rows if independent == group]
+        assert values == sorted(values, reverse=True), f"{where}: {values}"
+
+
+def assert_ranked_by_first_column(board: AgreementBoard) -> None:
+    """For every online metric: the text's two tables, the page's two tables and the
+    JSON summary are sorted by their first numeric column, the ranking's LOO gain."""
+    from html_tree import parse
+
+    from abeval.report.agreement_html import render_html
+    from abeval.report.agreement_text import render_text
+
+    metrics = list(dict.fromkeys(s.online_metric for s in board.summary))
+    assert metrics
+    lines = render_text(board).splitlines()
+    page = parse(render_html(board))
+    doc = board.to_dict()
+    for metric in metrics:
+        for title in (f"Online metric: {metric} (", f"  Noise and prediction ({metric}):"):
+            start = next(i for i, x in enumerate(lines) if x.startswith(title))
+            header = lines[start + 1].split()
+            assert header[:4] == ["signal", "source", "LOO", "gain"]  # ranking column first
+            rows = []
+            for line in lines[start + 2 :]:
+                if not line.startswith("  ") or line.startswith("     ") or "predicted" in line:
+                    break
+                if line.startswith("  --"):
+                    continue
+                cells = line.split()
+                rows.append((not cells[1].endswith("*"), _number(cells[2])))
+            assert len(rows) == sum(1 for s in board.summary if s.online_metric == metric)
+            _descending_in_groups(rows, f"text {title}")
+        for table in page.find_all("table", data_metric=metric):
+            if "z-scores" in table.classes():
+                continue
+            first = table.find("thead").find_all("th")[1]
+            assert first.attrs.get("data-field") == "rank-column" and "LOO gain" in first.clean()
+            rows = []
+            for tr in table.find_all("tr"):
+                if "data-rank" not in tr.attrs:
+                    continue
+                cells = tr.find_all("td")
+                assert cells[0].attrs.get("data-field") == "predictive-gain"
+                independent = "independent" in tr.find("span", data_field="source").classes()
+                rows.append((independent, _number(cells[0].clean())))
+            _descending_in_groups(rows, f"html {table.attrs.get('class')}")
+        summary = [s for s in doc["summary"] if s["online_metric"] == metric]
+        gains = [
+            (s["independent"], s["predictive_gain"] if s["predictive_gain"] is not None else 0.0)
+            for s in summary
+        ]
+        _descending_in_groups(gains, "json")
+
+
+def test_rows_are_sorted_by_the_first_numeric_column(board: AgreementBoard) -> None:
+    assert_ranked_by_first_column(board)
+
+
+def test_text_answers_first_and_tags_every_row_with_its_source(board: AgreementBoard) -> None:
+    from abeval.report.agreement_text import render_text
+
+    text = render_text(board)
+    lines = text.splitlines()
+    answer = lines.index("Answer (ranked by the board's criterion; see Glossary):")
+    assert answer < next(i for i, x in enumerate(lines) if x.startswith("Online metric:"))
+    lead = lines[answer + 1]
+    assert lead == (
+        "  CTR: best predicted by ndcg@10 (evaluation), first by leave-one-experiment-out "
+        f"predictive gain +{board.headlines[0].predictive_gain:.3f}."
+    )
+    rho = st.spearmanr(GOOD, ONLINE).statistic
+    assert f"Spearman ρ {rho:.2f} [" in lines[answer + 2]
+    assert "Indistinguishable from noise" in lines[answer + 3]
+    assert "snips (off-policy)" in lines[answer + 3]
+    # every table row names its source: the signal never appears alone
+    for line in lines:
+        cells = line.split()
+        if cells and cells[0] in {"ndcg@10", "snips", "precision@10"}:
+            assert cells[1] in {"evaluation", "off-policy", "replay*"}, line
+    glossary = lines.index("Glossary:")
+    terms = [x[2:].split(":")[0] for x in lines[glossary + 1 : lines.index("", glossary)]]
+    assert {"ρ (Spearman)", "τ (Kendall)", "reliability", "ceiling", "calibration slope",
+            "family-wise p", "LOO gain"} <= set(terms)  # fmt: skip
+
+
+def test_page_answers_first_with_sources_and_a_glossary(board: AgreementBoard) -> None:
+    from html_tree import parse
+
+    from abeval.report.agreement_html import render_html
+
+    html = render_html(board)
+    page = parse(html)
+    answer = page.find(data_field="headline", data_metric="ctr").clean()
+    assert answer.startswith("CTR: best predicted by ndcg@10 (evaluation)")
+    assert "snips (off-policy)" in answer
+    assert html.index('id="answer"') < html.index('id="metric-ctr"')
+    for table in page.find_all("table", data_metric="ctr"):
+        for tr in table.find_all("tr"):
+            if "data-signal" in tr.attrs:
+                tag = tr.find("span", data_field="source").clean()
+                expected = {"evaluation": "evaluation", "ope": "off-policy", "replay": "replay*"}
+                assert tag == expected[tr.attrs["data-source"]]
+    terms = [dt.clean() for dt in page.find("dl", class_="glossary").find_all("dt")]
+    assert {"ceiling", "reliability", "τ (Kendall)", "family-wise p"} <= set(terms)
+    titles = [a.attrs["title"] for a in page.find_all("abbr") if "title" in a.attrs]
+    assert any(t.startswith("the ρ a perfect predictor") for t in titles)  # the ceiling's
+
+
+def test_best_signal_reason_names_the_signal_and_the_criterion(board: AgreementBoard) -> None:
+    from abeval.report.agreement_words import best_signal_reason
+
+    best = best_signal(board, "ctr")
+    assert best.row is not None and best.row.spearman is not None
+    assert best_signal_reason(best) == (
+        "the board's best predictor of ctr: ndcg@10 (evaluation), first by "
+        f"leave-one-experiment-out predictive gain +{best.row.predictive_gain:.3f}, "
+        f"ρ {best.row.spearman:.2f} [{best.row.spearman_ci[0]:.2f}, "
+        f"{best.row.spearman_ci[1]:.2f}]"
+    )
+
+
+def test_too_few_experiments_is_said_in_words() -> None:
+    from abeval.report.agreement_text import render_text
+
+    text = render_text(hand_board(2))
+    assert (
+        "  CTR: too few experiments to say which signal predicts it: the most any signal has "
+        "is 2; a correlation needs 1 more."
+    ) in text.splitlines()
