@@ -301,6 +301,11 @@ def test_page_answers_first_with_sources_and_a_glossary(board: AgreementBoard) -
                 tag = tr.find("span", data_field="source").clean()
                 expected = {"evaluation": "evaluation", "ope": "off-policy", "replay": "replay*"}
                 assert tag == expected[tr.attrs["data-source"]]
+    for table in page.find_all("table", class_="agreement"):  # a group row spans the table
+        width = len(table.find("thead").find_all("th"))
+        for td in table.find_all("td"):
+            if "colspan" in td.attrs:
+                assert int(td.attrs["colspan"]) == width
     terms = [dt.clean() for dt in page.find("dl", class_="glossary").find_all("dt")]
     assert {"ceiling", "reliability", "τ (Kendall)", "family-wise p"} <= set(terms)
     titles = [a.attrs["title"] for a in page.find_all("abbr") if "title" in a.attrs]
