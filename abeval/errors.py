@@ -213,6 +213,13 @@ class StoreClosed(StoreError):
     """A call on a store after its ``close()`` (the message names the store)."""
 
 
+class StoreHeldHere(StoreError):
+    """A DuckDB file that another store of this process holds with other settings:
+    a write through one ``abeval.open`` of it while another reads it (DuckDB lets
+    one process open a file for reading or for writing, not both). The message
+    names the store and says to close the other one."""
+
+
 class NotFoundError(AbevalError):
     """An experiment, arm or column named by the user does not exist.
 

@@ -98,9 +98,14 @@ class Database:
             raise turned from None
 
     def close(self) -> None:
+        kept = False
+        if self.memory is not None:  # another store of the file shares DuckDB's database
+            from abeval.store.backends.duckdb.memory import shared_elsewhere
+
+            kept = shared_elsewhere(self.engine)
         with signals.held():
             self.engine.dispose()
-        if self.memory is not None:
+        if self.memory is not None and not kept:
             self.memory.remove_spill_dir()
 
     def __enter__(self) -> Database:

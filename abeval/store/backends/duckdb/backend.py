@@ -25,6 +25,14 @@ if TYPE_CHECKING:
 _ARROW_VIEW = "abeval_ope_rows"
 
 
+def _file_of(url: str) -> str | None:
+    """The DuckDB file ``url`` names; None for an in-memory database."""
+    from sqlalchemy.engine import make_url
+
+    path = make_url(url).database
+    return None if not path or str(path).startswith(":memory:") else str(path)
+
+
 class DuckDBBackend(Backend):
     temporary_tables = True
     reads_files_in_place = True
@@ -51,7 +59,7 @@ class DuckDBBackend(Backend):
         from abeval.store.backends.duckdb.memory import duckdb_memory
 
         check_duckdb_file(url, shown, must_exist)
-        return duckdb_memory()
+        return duckdb_memory(_file_of(url))
 
     def create_engine(self, url: str, read_only: bool, memory: DuckDBMemory | None) -> Engine:
         """One connection per process: DuckDB serialises writers anyway, and a single
@@ -79,13 +87,13 @@ class DuckDBBackend(Backend):
 
     def file_locked(self, url: str) -> bool:
         """A DuckDB file is; an in-memory database is not."""
-        from sqlalchemy.engine import make_url
-
-        path = make_url(url).database
-        return bool(path) and not str(path).startswith(":memory:")
+        return _file_of(url) is not None
 
     def is_locked(self, message: str) -> bool:
         return "Could not set lock" in message or "Conflicting lock" in message
+
+    def is_held_here(self, message: str) -> bool:
+        return "different configuration than existing connections" in message
 
     def temporary_name(self, view: str) -> str:
         return f"temp.main.{view}"
