@@ -42,13 +42,18 @@ from abeval.api.across import (
     forecast_history,
     forecast_options,
 )
-from abeval.api.configuration import experiment_config, source_mapping
+from abeval.api.configuration import (
+    experiment_config,
+    set_options,
+    source_mapping,
+    unset_options,
+)
 from abeval.api.offline import evaluate, model_argument, named_models
 from abeval.api.options import Names as Names
 from abeval.api.options import cutoffs, metric_names, parse_bound
 from abeval.api.planning import plan_power
 from abeval.api.reporting import report_options
-from abeval.api.store import Experiments, Store, open, rejects_options
+from abeval.api.store import Experiments, Store, ingest_options, open, rejects_options
 
 if TYPE_CHECKING:
     from abeval.analysis.agreement import AgreementBoard as AgreementBoard
@@ -69,6 +74,7 @@ __all__ = [
     "forecast_evidence",
     "forecast_history",
     "forecast_options",
+    "ingest_options",
     "metric_names",
     "model_argument",
     "named_models",
@@ -77,5 +83,7 @@ __all__ = [
     "plan_power",
     "rejects_options",
     "report_options",
+    "set_options",
     "source_mapping",
+    "unset_options",
 ]
