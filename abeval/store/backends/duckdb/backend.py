@@ -78,8 +78,11 @@ class DuckDBBackend(Backend):
         def _utc(dbapi_connection: Any, _record: Any) -> None:
             # Timestamps without a zone are UTC whatever the machine's zone is.
             dbapi_connection.execute("SET TimeZone = 'UTC'")
-            # abeval reports its own progress; DuckDB's bar would garble stdout.
-            dbapi_connection.execute("SET enable_progress_bar = false")
+            # abeval reports its own progress; DuckDB's bar would garble stdout. In
+            # Jupyter without ipywidgets it is off already, and setting it fails.
+            bar = "SELECT current_setting('enable_progress_bar')"
+            if dbapi_connection.execute(bar).fetchone()[0]:
+                dbapi_connection.execute("SET enable_progress_bar = false")
             if memory is not None:  # for a statement that lowers it to put it back
                 _record.info[MEMORY_LIMIT_INFO] = memory.limit_bytes
 
