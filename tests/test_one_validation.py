@@ -201,6 +201,24 @@ COMBINED = [
     (["ingest", "-", "-", "--input-format", "csv"], lambda: api.ingest_options(["-", "-"]),
      "files", "FILE: standard input can be read once; give - once",
      "files: standard input can be read once; give - once"),
+    (["forecast", "--offline-lift", "0.03", "--offline-se", "0.01", "-t", "t.csv"],
+     lambda: api.forecast_evidence(offline_lift=0.03, offline_se=0.01, truth="t.csv"),
+     "offline_lift",
+     "--offline-lift: give the candidate's offline evidence once: --offline-lift and "
+     "--offline-se, or --truth and two --recommendations, or --target-propensities and "
+     "--experiment",
+     "offline_lift: give the candidate's offline evidence once: offline_lift and offline_se, "
+     "or truth and two recommendations, or target_propensities and experiment"),
+    (["forecast", "--target-propensities", "t.csv"],
+     lambda: api.forecast_inputs(target_propensities="t.csv"), "experiment",
+     "--experiment: name the stored experiment whose production logs --target-propensities "
+     "reweights",
+     "experiment: name the stored experiment whose production logs target_propensities "
+     "reweights"),
+    (["forecast", "--experiment", "x", "--target-propensities", "t.csv", "--history", "h.csv"],
+     lambda: api.forecast_inputs(target_propensities="t.csv", experiment="x", history="h.csv"),
+     "history", "--history: off-policy evidence reads the store; leave it out",
+     "history: off-policy evidence reads the store; leave it out"),
     (["ingest", "e.csv", "--input-format", "csv", "--format", "parquet"],
      lambda: api.ingest_options(["e.csv"], input_format="csv", fmt="parquet"), "input_format",
      "--input-format: give it once, not also --format",
@@ -248,3 +266,13 @@ def test_store_methods_refuse_the_same_combinations(tmp_path: Path) -> None:
             store.unset("x", ["alpah"])
         store.set("x", alpha=0.01)
         assert store.unset("x", ["alpha"])[1].alpha is None
+
+
+def test_a_forecast_refuses_evidence_given_twice(tmp_path: Path) -> None:
+    evidence = api.forecast_evidence(offline_lift=0.01, offline_se=0.002)
+    with abeval.open(tmp_path / "s.duckdb") as store, pytest.raises(OptionError) as caught:
+        store.forecast(evidence, experiment="x", target_propensities="t.csv")
+    assert str(caught.value) == (
+        "evidence: give the candidate's evidence once: evidence, or target_propensities and "
+        "experiment"
+    )

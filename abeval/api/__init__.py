@@ -40,6 +40,7 @@ from abeval.api.across import (
     agreement_numbers,
     forecast_evidence,
     forecast_history,
+    forecast_inputs,
     forecast_options,
 )
 from abeval.api.configuration import (
@@ -73,6 +74,7 @@ __all__ = [
     "experiment_config",
     "forecast_evidence",
     "forecast_history",
+    "forecast_inputs",
     "forecast_options",
     "ingest_options",
     "metric_names",
