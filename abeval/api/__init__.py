@@ -37,6 +37,7 @@ from abeval.api.across import MAX_RESAMPLES as MAX_RESAMPLES
 from abeval.api.across import MIN_RESAMPLES as MIN_RESAMPLES
 from abeval.api.across import (
     agreement_history,
+    agreement_inputs,
     agreement_numbers,
     forecast_evidence,
     forecast_history,
@@ -52,7 +53,7 @@ from abeval.api.configuration import (
 from abeval.api.offline import evaluate, model_argument, named_models
 from abeval.api.options import Names as Names
 from abeval.api.options import cutoffs, metric_names, parse_bound
-from abeval.api.planning import plan_power
+from abeval.api.planning import plan_power, power_inputs
 from abeval.api.reporting import report_options
 from abeval.api.store import Experiments, Store, ingest_options, open, rejects_options
 
@@ -68,6 +69,7 @@ __all__ = [
     "Experiments",
     "Store",
     "agreement_history",
+    "agreement_inputs",
     "agreement_numbers",
     "cutoffs",
     "evaluate",
@@ -83,6 +85,7 @@ __all__ = [
     "open",
     "parse_bound",
     "plan_power",
+    "power_inputs",
     "rejects_options",
     "report_options",
     "set_options",

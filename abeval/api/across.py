@@ -243,6 +243,34 @@ def forecast_options(
     )
 
 
+@keywords_checked
+def agreement_inputs(
+    *,
+    history: str | Path | None = None,
+    experiment: Sequence[str] | None = None,
+    experiments: str | None = None,
+    target_propensities: Sequence[str] | None = None,
+    db: str | Path | None = None,
+) -> str:
+    """Which board the options ask for, checked (``abeval agreement`` takes both):
+    ``"history"``, of a history file (:func:`agreement_history`, which has no store
+    to pick ``experiment``s from, to read ``target_propensities`` for, nor a
+    ``db``), or ``"store"`` (:meth:`Store.agreement`).
+
+    >>> abeval.api.agreement_inputs(history="history.csv")
+    'history'
+    """
+    if history is None:
+        return "store"
+    picked = "experiment" if experiment is not None else "experiments"
+    none_picked = experiment is None and experiments is None
+    given(picked, none_picked, "a history file has no store to pick from")
+    holds = "a history file already holds its offline lifts"
+    given("target_propensities", not target_propensities, holds)
+    given("db", db is None, "give either {history} or {db}", ("history", "db"))
+    return "history"
+
+
 #: The three ways of giving a candidate's offline evidence, as a reason names them.
 _WAYS = (
     "give the candidate's offline evidence once: {offline_lift} and {offline_se}, "
