@@ -98,11 +98,8 @@ class Database:
             raise turned from None
 
     def close(self) -> None:
-        kept = False
-        if self.memory is not None:  # another store of the file shares DuckDB's database
-            from abeval.store.backends.duckdb.memory import shared_elsewhere
-
-            kept = shared_elsewhere(self.engine)
+        # the spill folder of a database another store of the file still uses is kept
+        kept = self.memory is not None and self.backend.shared_elsewhere(self.engine)
         with signals.held():
             self.engine.dispose()
         if self.memory is not None and not kept:

@@ -112,6 +112,12 @@ class Backend:
         holds the store (then abeval waits for it)."""
         return False
 
+    def shared_elsewhere(self, engine: Engine) -> bool:
+        """Whether another connection of this process uses the database ``engine``
+        is connected to (DuckDB's of a file two stores opened): its spill folder is
+        then kept when ``engine`` closes."""
+        return False
+
     def is_held_here(self, message: str) -> bool:
         """Whether the driver's ``message`` on connecting says that this process
         holds the store already with other settings (DuckDB: open for reading while

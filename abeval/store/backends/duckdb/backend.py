@@ -95,6 +95,11 @@ class DuckDBBackend(Backend):
     def is_locked(self, message: str) -> bool:
         return "Could not set lock" in message or "Conflicting lock" in message
 
+    def shared_elsewhere(self, engine: Engine) -> bool:
+        from abeval.store.backends.duckdb.memory import shared_elsewhere
+
+        return shared_elsewhere(engine)
+
     def is_held_here(self, message: str) -> bool:
         return "different configuration than existing connections" in message
 
