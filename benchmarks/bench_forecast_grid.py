@@ -174,9 +174,10 @@ def measure_cell(cell: Cell, runs: int, seed: int, index: int) -> dict[str, floa
         covered += f.interval[0] <= theta0 <= f.interval[1]
         ratios.append((f.interval[1] - f.interval[0]) / (ref_high[run] - ref_low[run]))
         if cell.influence and influence is not None:
-            found = getattr(influence(rows, f), "experiment", None)
-            flagged += found is not None
-            named += found == "e1"
+            found = influence(rows, f)
+            fired = bool(getattr(found, "flagged", False))
+            flagged += fired
+            named += fired and getattr(found, "experiment", None) == "e1"
     given = max(runs - refused, 1)
     return {
         "refused": refused / runs,
