@@ -25,8 +25,8 @@ first pass without that term), the Knapp–Hartung scaled covariance, and
 Ranking: boards of one signal against "no signal" (the intercept-only model)
 at k = 8, 12 and 20 with σ = s: a useless signal (θ unrelated to x) is a false
 ranking when it is put above no signal; a weak real one (β = 0.3) when at or
-below it. The criterion is ``loo_score(rows).gain > 0`` before, and
-``rank_score`` after when the code has one::
+below it. Criteria: the board's ``loo_score(rows).gain > 0``, and the slope's
+HKSJ t above the one-sided 10% and 20% points of t(k − 2)::
 
     nice -n 10 python benchmarks/bench_forecast_grid.py --runs 300 \\
         [--before DIR] [--record]
@@ -191,6 +191,7 @@ def measure_cell(cell: Cell, runs: int, seed: int, index: int) -> dict[str, floa
 
 def measure_ranking(k: int, runs: int, seed: int) -> dict[str, float]:
     from abeval.stats import agreement_predictive as ap
+    from abeval.stats import forecast as fc
 
     out: dict[str, float] = {}
     for kind, beta in (("useless", 0.0), ("weak", 0.3)):
@@ -200,13 +201,19 @@ def measure_ranking(k: int, runs: int, seed: int) -> dict[str, float]:
             rng = np.random.default_rng([seed, 2000 + k])
             d["theta"] = INTERCEPT + TAU * MEDIAN_SE * rng.normal(size=d["x"].shape)
             d["y"] = d["theta"] + rng.normal(size=d["x"].shape) * d["s"]
-        above = 0
+        above = {"gain": 0, "t10": 0, "t20": 0}
         for run in range(runs):
             rows = rows_of(d, run)
-            rank = getattr(ap, "rank_score", None)
-            value = rank(rows) if rank is not None else ap.loo_score(rows).gain
-            above += value is not None and value > 0
-        out[kind] = above / runs if kind == "useless" else 1 - above / runs
+            gain = ap.loo_score(rows).gain
+            above["gain"] += gain is not None and gain > 0
+            f = fc.fit(rows)
+            if f.slope is not None and f.slope_se:
+                t = f.slope / f.slope_se
+                above["t10"] += bool(t > stats.t.ppf(0.9, k - 2))
+                above["t20"] += bool(t > stats.t.ppf(0.8, k - 2))
+        for name, count in above.items():
+            share = count / runs
+            out[f"{kind}_{name}"] = share if kind == "useless" else 1 - share
     return out
 
 
@@ -217,12 +224,19 @@ def measure(runs: int, seed: int) -> dict[str, dict[str, float]]:
     return result
 
 
-def child(code: Path | None, runs: int, seed: int) -> dict[str, dict[str, float]]:
+def child(code: Path | None, runs: int, seed: int) -> subprocess.Popen[str]:
+    """The measurement in a child process, with ``code`` first on the path."""
     env = dict(os.environ)
     if code is not None:
         env["PYTHONPATH"] = str(code)
     argv = [sys.executable, __file__, "--json", "--runs", str(runs), "--seed", str(seed)]
-    out = subprocess.run(argv, env=env, check=True, capture_output=True, text=True).stdout
+    return subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, text=True)
+
+
+def result(process: subprocess.Popen[str]) -> dict[str, dict[str, float]]:
+    out, _ = process.communicate()
+    if process.returncode:
+        raise SystemExit(f"a measuring child failed (exit {process.returncode})")
     return dict(json.loads(out))
 
 
@@ -261,19 +275,26 @@ def table(before: dict[str, dict[str, float]], after: dict[str, dict[str, float]
 def ranking(
     before: dict[str, dict[str, float]], after: dict[str, dict[str, float]], runs: int
 ) -> list[str]:
+    def cell(values: dict[str, float], key: str) -> str:
+        return f"{pct(values.get(key, math.nan))}{wilson(values.get(key, math.nan), runs)}"
+
     lines = [
-        "| k | useless above no signal, before → after | weak at or below no signal, "
-        "before → after |",
-        "|---|---|---|",
+        "| k | criterion | useless above no signal, before → after "
+        "| weak at or below no signal, before → after |",
+        "|---|---|---|---|",
     ]
+    names = {
+        "gain": "leave-one-out gain > 0",
+        "t10": "slope HKSJ t, one-sided 10%",
+        "t20": "slope HKSJ t, one-sided 20%",
+    }
     for k in RANK_KS:
         b, a = before[f"rank/{k}"], after[f"rank/{k}"]
-        lines.append(
-            f"| {k} | {pct(b['useless'])}{wilson(b['useless'], runs)} → "
-            f"{pct(a['useless'])}{wilson(a['useless'], runs)} "
-            f"| {pct(b['weak'])}{wilson(b['weak'], runs)} → "
-            f"{pct(a['weak'])}{wilson(a['weak'], runs)} |"
-        )
+        for key, name in names.items():
+            lines.append(
+                f"| {k} | {name} | {cell(b, f'useless_{key}')} → {cell(a, f'useless_{key}')} "
+                f"| {cell(b, f'weak_{key}')} → {cell(a, f'weak_{key}')} |"
+            )
     return lines
 
 
@@ -293,8 +314,10 @@ def main() -> None:
         return
     start = time.time()
     load = os.getloadavg()[0]
-    after = child(None, args.runs, args.seed)
-    before = child(args.before, args.runs, args.seed) if args.before else after
+    running = child(None, args.runs, args.seed)
+    earlier = child(args.before, args.runs, args.seed) if args.before else None
+    after = result(running)
+    before = result(earlier) if earlier is not None else after
     minutes = (time.time() - start) / 60
     publish(
         [

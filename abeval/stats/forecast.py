@@ -12,8 +12,8 @@ counted there once, not again in τ²), integrates over τ with its Q-profile
 confidence distribution on a grid (the generalised residual Q(τ) is χ² with
 k − 2 degrees of freedom at the true τ), and gives the slope a
 Hartung–Knapp–Sidik–Jonkman interval at the REML τ̂ with t(k − 2). Below
-``SMALL_K`` experiments the forecast is the REML plug-in with t(k − 2)
-instead. When the offline lifts vary no more than their noise (or not at
+``SMALL_K`` experiments the forecast is the REML plug-in with the
+Knapp–Hartung scale (at least 1) and t(k − 2) instead. When the offline lifts vary no more than their noise (or not at
 all) it fits the intercept-only model y = α + u + e (``model``
 ``intercept_only``, ``reason`` ``weak_signal`` or ``no_variation``).
 :func:`predict` turns a fit and a candidate's offline lift x₀ (σ₀) into the
@@ -56,7 +56,8 @@ IntervalMethod = Literal["tau_mixture", "reml_t"]
 #: benchmarks/RESULTS.md); with 2 the line passes through both points.
 MIN_EXPERIMENTS = 3
 
-#: Below this many experiments the forecast is the REML plug-in with t(k − p).
+#: Below this many experiments the forecast is the REML plug-in with the
+#: Knapp–Hartung scale q = max(Q(τ̂) / (k − p), 1) and t(k − p).
 SMALL_K = 8
 #: An experiment is named by :func:`influence` when its leave-one-out predictive
 #: p-value times k is below this.
@@ -394,7 +395,7 @@ def predict(
     if fitted.interval_method == "reml_t":
         assert fitted.hksj_scale is not None and fitted.df is not None
         best = np.array([g.tau.index(fitted.tau)])
-        scale = np.array([fitted.hksj_scale])
+        scale = np.array([max(fitted.hksj_scale, 1.0)])  # never narrower than q = 1
         mix = fb.plugin_t(grid, best, scale, fitted.df, xhat0, resid0)
     else:
         mix = fb.predictive(grid, arr(g.weight), xhat0, resid0)

@@ -11,8 +11,9 @@ Model and method: docs/metrics.md#forecasting-the-online-lift. In short,
   lift's own error, so that τ² holds only what differs between experiments),
   its covariance (XᵀWX)⁻¹ and the restricted (REML) log-likelihood of τ;
 - the Q-profile confidence distribution of τ on the grid, and the forecast
-  of θ₀ as the mixture over τ of normals; below ``SMALL_K`` experiments
-  the REML plug-in with the Knapp–Hartung scale and t(k − p) instead;
+  of θ₀ as the mixture over τ of normals; with few experiments
+  (:data:`abeval.stats.forecast.SMALL_K`) the REML plug-in with the
+  Knapp–Hartung scale and t(k − p) instead (:func:`plugin_t`);
 - the slope's interval: Hartung–Knapp–Sidik–Jonkman at the REML τ̂², t(k − 2).
 """
 
@@ -29,10 +30,6 @@ GRID_BOTTOM = 1e-2
 GRID_TOP = 30.0
 #: The floor of the offline lifts' true variance S², as a share of var(x).
 RELIABILITY_FLOOR = 0.05
-#: Below this many experiments the forecast is the REML plug-in with t(k − p)
-#: (:func:`plugin_t`): the Q-profile mixture is 1.2–1.5 times wider there
-#: (benchmarks/RESULTS.md, "Forecast grid").
-SMALL_K = 8
 
 
 @dataclass(frozen=True)

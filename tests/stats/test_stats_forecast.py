@@ -307,7 +307,7 @@ def test_log_score_and_observed_interval_add_the_test_s_noise():
 def test_small_k_is_the_reml_interval_with_t_k_minus_2():
     """Below SMALL_K experiments: θ̂₀ ± t(k − 2) √(q hᵀCh + τ̂² + (β̂² + q C₁₁) λ₀σ₀²)
     at the REML τ̂ (statsmodels WLS with the calibration error in the weights,
-    q = Q / (k − 2), scipy's t); the mixture approximates t within 0.2%."""
+    q = max(Q / (k − 2), 1), scipy's t); the mixture approximates t within 0.2%."""
     k = 5
     rows = _history(k=k, seed=9, tau=0.004)
     x, sx, y, s = _arrays(rows)
@@ -316,7 +316,7 @@ def test_small_k_is_the_reml_interval_with_t_k_minus_2():
     assert k < SMALL_K and f.interval_method == "reml_t" and f.tau is not None
     w = 1 / (s**2 + f.tau**2 + _extra(rows))
     res = sm.WLS(y, sm.add_constant(xhat), weights=w).fit()
-    q = np.sum(w * res.resid**2) / (k - 2)
+    q = max(np.sum(w * res.resid**2) / (k - 2), 1.0)
     x0, sigma0 = 0.03, 0.006
     lam0 = s2 / (s2 + sigma0**2)
     h = np.array([1.0, x.mean() + lam0 * (x0 - x.mean())])
@@ -344,7 +344,7 @@ def _noise_only(k):
 
 def test_a_weak_signal_gets_the_intercept_only_forecast():
     """var(x) − mean(σ²) below 5% of var(x): no refusal but y = α + u + e, here
-    (k = 6, REML plug-in) ȳ_w(τ̂) ± t(k − 1) √(q / Σw + τ̂²), q = Q(τ̂) / (k − 1),
+    (k = 6, REML plug-in) ȳ_w(τ̂) ± t(k − 1) √(q / Σw + τ̂²), q = max(Q(τ̂) / (k − 1), 1),
     whatever the candidate's offline lift."""
     k = 6
     rows = _noise_only(k)
@@ -354,7 +354,7 @@ def test_a_weak_signal_gets_the_intercept_only_forecast():
     assert "noise" in f.message and f.tau is not None
     w = 1 / (s**2 + f.tau**2)
     mean = float(np.sum(w * y) / np.sum(w))
-    q = float(np.sum(w * (y - mean) ** 2)) / (k - 1)
+    q = max(float(np.sum(w * (y - mean) ** 2)) / (k - 1), 1.0)
     half = st.t.ppf(0.975, k - 1) * math.sqrt(q / np.sum(w) + f.tau**2)
     for x0 in (-0.05, 0.0, 0.08):
         p = predict(f, x0, 0.01)
