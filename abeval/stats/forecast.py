@@ -13,9 +13,10 @@ confidence distribution on a grid (the generalised residual Q(τ) is χ² with
 k − 2 degrees of freedom at the true τ), and gives the slope a
 Hartung–Knapp–Sidik–Jonkman interval at the REML τ̂ with t(k − 2). Below
 ``SMALL_K`` experiments the forecast is the REML plug-in with the
-Knapp–Hartung scale (at least 1) and t(k − 2) instead. When the offline lifts vary no more than their noise (or not at
-all) it fits the intercept-only model y = α + u + e (``model``
-``intercept_only``, ``reason`` ``weak_signal`` or ``no_variation``).
+Knapp–Hartung scale (at least 1) and t(k − 2) instead. When the offline
+lifts vary no more than their noise (or not at all) it fits the
+intercept-only model y = α + u + e (``model`` ``intercept_only``, ``reason``
+``weak_signal`` or ``no_variation``).
 :func:`predict` turns a fit and a candidate's offline lift x₀ (σ₀) into the
 forecast of its *true* online lift θ₀ = α + β ξ₀ + u₀: a normal mixture over τ
 whose variance at each τ holds the parameters' uncertainty, τ² and β² λ₀σ₀².
