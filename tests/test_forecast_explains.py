@@ -105,13 +105,15 @@ def test_the_signal_and_why(store: tuple[str, dict[str, float]]) -> None:
     c = f["choice"]
     assert f["signal"] == c["signal"] == "ndcg@10"  # the only independent signal recorded
     assert c["reason"] == "best_on_board" and c["rank"] == 1
-    assert c["criterion"] == "predictive_gain" and c["experiments"] == 3
+    # 3 experiments: too few to score leaving one out, so the board ranks by family-wise p
+    assert c["criterion"] == "familywise_p" and c["experiments"] == 3
     board = run("agreement", "--db", db, "--primary", "ctr", "-f", "json")
     rows = json.loads(board.stdout)["summary"]
     first = next(r for r in rows if r["online_metric"] == "ctr" and r["rank"] == 1)
     assert (first["signal"], first["source"]) == ("ndcg@10", "evaluation")
     assert c["spearman"] == pytest.approx(first["spearman"])
-    assert c["value"] == pytest.approx(first["predictive_gain"])
+    assert first["predictive_gain"] is None
+    assert c["value"] == pytest.approx(first["familywise_p"])
     given = _forecast(db, "--signal", "ndcg@10", "--users-per-day", "250")
     assert given["choice"]["reason"] == "given"
     assert given["traffic"]["source"] == "given" and given["users_per_day"] == 250
@@ -162,3 +164,26 @@ def test_traffic_given_median_unknown() -> None:
     t = traffic("ctr", None, [3000.0, 100.0, 800.0, 90.0])
     assert (t.source, t.users_per_day, t.experiments) == ("median_of_experiments", 450.0, 4)
     assert traffic("ctr", None, []).source == "unknown"
+
+
+def test_a_passed_over_best_is_named_with_the_reason(
+    store: tuple[str, dict[str, float]],
+) -> None:
+    """The choice of the board's second signal says the first and why it was not used."""
+    from abeval.analysis.agreement import AgreementOptions
+    from abeval.analysis.agreement_board import agreement_board
+    from abeval.analysis.forecast_choice import best_on_board, board_key, signal_choice
+
+    db, _ = store
+    with open_store(db, read_only=True) as s:
+        rows = agreement_board(s, AgreementOptions(primary=("ctr",))).summary
+    best = best_on_board(rows, "ctr")
+    assert best is not None and board_key(best) == "ndcg@10"
+    second = next(r for r in rows if r.online_metric == "ctr" and r.rank == 2)
+    choice = signal_choice(board_key(second), False, rows, "ctr", "no_lift")
+    assert (choice.reason, choice.best, choice.passed_over) == (
+        "next_on_board", "ndcg@10", "no_lift",
+    )  # fmt: skip
+    assert choice.rank == 2 and choice.spearman == second.spearman
+    kept = signal_choice("ndcg@10", False, rows, "ctr", None)
+    assert (kept.reason, kept.best, kept.passed_over) == ("best_on_board", None, None)

@@ -29,7 +29,7 @@ SignalReason = Literal["given", "best_on_board", "next_on_board", "only_signal"]
 TrafficSource = Literal["given", "median_of_experiments", "unknown"]
 Verdict = Literal["go", "test_if_cheap", "no_go", "no_forecast"]
 
-#: The board's ranking, as the forecast names it (:data:`abeval.analysis.agreement.RANKING`).
+#: The board's ranking's first criterion (:data:`abeval.analysis.agreement.RANKING`).
 RANKING_CRITERION = "predictive_gain"
 
 #: The go / no-go rule (docs/usage.md#forecast-the-online-lift): ``go`` when
@@ -68,10 +68,22 @@ def board_key(s: SignalSummary) -> str:
 
 
 def best_on_board(rows: Sequence[SignalSummary], metric: str) -> SignalSummary | None:
-    """The board's best predictor of ``metric``: its first ranked row (the board's
-    headline names the same). The one place the forecast reads the board's choice."""
+    """The board's best predictor of ``metric``: its best-ranked row with a Spearman
+    correlation, as the board's headline names it (None: the board has no answer).
+    The one place the forecast reads the board's choice: when the board's own
+    ``best_signal`` lands on main, this becomes a call to it."""
     ranked = sorted((r for r in rows if r.online_metric == metric), key=lambda r: r.rank)
-    return ranked[0] if ranked else None
+    return next((r for r in ranked if r.spearman is not None), None)
+
+
+def criterion(row: SignalSummary) -> tuple[str, float | None]:
+    """What put ``row`` where it is on the board, and its value: the predictive gain,
+    else the family-wise p-value, else Spearman."""
+    if row.predictive_gain is not None:
+        return RANKING_CRITERION, row.predictive_gain
+    if row.familywise_p is not None:
+        return "familywise_p", row.familywise_p
+    return "spearman", row.spearman
 
 
 def signal_choice(
@@ -102,8 +114,8 @@ def signal_choice(
         rank=None if row is None else row.rank,
         best=None if best is None or reason != "next_on_board" else board_key(best),
         passed_over=passed_over if reason == "next_on_board" else None,
-        criterion=None if row is None else RANKING_CRITERION,
-        value=None if row is None else row.predictive_gain,
+        criterion=None if row is None else criterion(row)[0],
+        value=None if row is None else criterion(row)[1],
         spearman=None if row is None else row.spearman,
         spearman_ci=None if row is None else row.spearman_ci,
         experiments=None if row is None else row.experiments,

@@ -70,7 +70,11 @@ def choice_reason(m: MetricForecast) -> str:
     if c is None:
         return ""
     rho = _rho(c)
-    gain = "" if c.value is None else f"leave-one-out gain {c.value:+.2f}"
+    gain = ""
+    if c.value is not None and c.criterion == "predictive_gain":
+        gain = f"leave-one-out gain {c.value:+.2f}"
+    elif c.value is not None and c.criterion == "familywise_p":
+        gain = f"family-wise p {fixed(c.value, 3)}"
     how = "; ".join(x for x in (rho, gain) if x)
     said = f" ({how})" if how else ""
     if c.reason == "given":
@@ -81,8 +85,10 @@ def choice_reason(m: MetricForecast) -> str:
         return f"the history's only signal for {m.metric}"
     if c.reason == "best_on_board":
         return f"the board's best predictor of {m.metric}{said}"
-    why = PASSED_OVER.get(c.passed_over or "", "the model could not fit it")
     rank = "" if c.rank is None else f", rank {c.rank}"
+    if c.best is None:
+        return f"the board names no best predictor of {m.metric}; first usable on the board{rank}"
+    why = PASSED_OVER.get(c.passed_over or "", "the model could not fit it")
     return (
         f"the board's best predictor of {m.metric}, {printable(c.best or '')}, was passed "
         f"over ({why}); next on the board{rank}{said}"
