@@ -187,3 +187,34 @@ def test_a_passed_over_best_is_named_with_the_reason(
     assert choice.rank == 2 and choice.spearman == second.spearman
     kept = signal_choice("ndcg@10", False, rows, "ctr", None)
     assert (kept.reason, kept.best, kept.passed_over) == ("best_on_board", None, None)
+
+
+def test_the_go_no_go_numbers_from_their_definitions(tmp_path: Path) -> None:
+    """P(lift > 0) and P(lift > MDE) of the go / no-go line are the forecast's
+    normal mixture's tails (scipy), and its users the fewest (even) whose test
+    reaches 80% assurance, re-derived with numpy: the power Φ(θ / se − z) of a
+    test with se = c / √N averaged over the mixture, Σ w Φ((m − z se) / √(se² + sd²))."""
+    import numpy as np
+    from scipy.stats import norm
+    from test_forecast_cli import _rows, _write
+
+    from abeval.api import forecast_evidence, forecast_history
+
+    history = _write(tmp_path / "h.csv", _rows())
+    evidence = forecast_evidence(offline_lift=0.031, offline_se=0.008)
+    report = forecast_history(history, evidence, users_per_day=20_000, max_days=60)
+    m = report.forecasts[0]
+    f, r = m.forecast, m.recommendation
+    assert r is not None and m.lift_se_per_sqrt_user is not None and r.users is not None
+    w, mean, sd = (np.array(v) for v in (f.weights, f.means, f.sds))
+    assert r.p_positive == pytest.approx(float(np.sum(w * norm.sf(0.0, mean, sd))), rel=1e-9)
+    assert r.p_above_mde == pytest.approx(float(np.sum(w * norm.sf(0.02, mean, sd))), rel=1e-9)
+
+    def power(users: float) -> float:
+        se = m.lift_se_per_sqrt_user / np.sqrt(users)  # type: ignore[operator]
+        z = norm.isf(0.025)
+        return float(np.sum(w * norm.cdf((mean - z * se) / np.sqrt(se**2 + sd**2))))
+
+    assert power(r.users) >= 0.8 > power(r.users - 2)
+    assert r.days == pytest.approx(r.users / 20_000)
+    assert r.verdict == ("go" if r.p_positive >= 0.8 and r.days <= 60 else "test_if_cheap")
