@@ -87,11 +87,14 @@ def choice_reason(m: MetricForecast) -> str:
         return f"the board's best predictor of {m.metric}{said}"
     rank = "" if c.rank is None else f", rank {c.rank}"
     if c.best is None:
-        return f"the board names no best predictor of {m.metric}; first usable on the board{rank}"
+        return (
+            f"the board names no best predictor of {m.metric}; this is the best-ranked "
+            f"one the forecast can use{rank}"
+        )
     why = PASSED_OVER.get(c.passed_over or "", "the model could not fit it")
     return (
         f"the board's best predictor of {m.metric}, {printable(c.best or '')}, was passed "
-        f"over ({why}); next on the board{rank}{said}"
+        f"over ({why}); this is the best-ranked one the forecast can use{rank}{said}"
     )
 
 
