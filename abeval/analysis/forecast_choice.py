@@ -19,6 +19,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
+from abeval.analysis.agreement_headline import best_from_rows
 from abeval.analysis.forecast_store import signal_key
 from abeval.stats.results import JsonResult
 
@@ -68,12 +69,11 @@ def board_key(s: SignalSummary) -> str:
 
 
 def best_on_board(rows: Sequence[SignalSummary], metric: str) -> SignalSummary | None:
-    """The board's best predictor of ``metric``: its best-ranked row with a Spearman
-    correlation, as the board's headline names it (None: the board has no answer).
-    The one place the forecast reads the board's choice: when the board's own
-    ``best_signal`` lands on main, this becomes a call to it."""
-    ranked = sorted((r for r in rows if r.online_metric == metric), key=lambda r: r.rank)
-    return next((r for r in ranked if r.spearman is not None), None)
+    """The board's best predictor of ``metric``, as the board's headline names it
+    (:func:`abeval.analysis.agreement_headline.best_from_rows`); None when the
+    board has no answer (no signal, or none with a Spearman correlation)."""
+    found = best_from_rows(rows, metric)
+    return found.row if found.status in ("ok", "not_independent") else None
 
 
 def criterion(row: SignalSummary) -> tuple[str, float | None]:
