@@ -96,10 +96,17 @@ class ShownProgram(Shown, ProgramReport):
     )  # fmt: skip
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON document (module docstring)."""
+        """The JSON document (module docstring).
+
+        >>> abeval.program(history="docs/examples/program.csv").to_dict()["program"]["impact"]
+        """
         return program_document(self)
 
     def rows(self) -> list[frames.Row]:
+        """One row per experiment and metric, the interval split in two columns.
+
+        >>> abeval.program(history="docs/examples/program.csv").rows()[0]["shrunk_low"]
+        """
         rows = []
         for r in program_document(self)["experiments"]:
             low, high = r.pop("shrunk_interval")
@@ -107,6 +114,10 @@ class ShownProgram(Shown, ProgramReport):
         return rows
 
     def headline(self) -> str:
+        """The ``repr``'s first line: the count and the primary metric's impact.
+
+        >>> abeval.program(history="docs/examples/program.csv").headline()
+        """
         i = self.overall.impact
         return (
             f"ProgramReport: {self.experiments} experiments; {self.primary} shipped "
