@@ -64,12 +64,16 @@ def test_json_has_the_issue_keys_and_numbers_from_their_definitions(doc: dict) -
     assert all(e["shrunk"] == e["lift"] for e in conversion)  # no prior from 5
 
 
-def test_shrunk_lift_is_the_normal_posterior_mean(doc: dict) -> None:
-    prior = doc["program"]["prior"]
-    tau2 = prior["sd"] ** 2
-    for e in doc["experiments"][:24]:
-        b = e["se"] ** 2 / (e["se"] ** 2 + tau2)
-        assert e["shrunk"] == pytest.approx(b * prior["mean"] + (1 - b) * e["lift"], rel=1e-9)
+def test_shrunk_lifts_are_the_statistics_layers_posteriors(doc: dict) -> None:
+    from abeval.stats.program import fit_prior, shrink
+
+    ctr = [e for e in doc["experiments"] if e["metric"] == "ctr"]
+    lifts, ses = [e["lift"] for e in ctr], [e["se"] for e in ctr]
+    for e, s in zip(ctr, shrink(fit_prior(lifts, ses), lifts, ses), strict=True):
+        assert e["shrunk"] == pytest.approx(s.mean, rel=1e-12)
+        assert e["shrunk_interval"] == [pytest.approx(s.low), pytest.approx(s.high)]
+        assert min(e["lift"], doc["program"]["prior"]["mean"]) - 0.002 < e["shrunk"]
+        assert e["shrunk"] < max(e["lift"], doc["program"]["prior"]["mean"]) + 0.002
 
 
 def test_tags_split_the_primary_metric(doc: dict) -> None:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -62,11 +62,16 @@ class Prior:
     aic_mixture: float | None = None
     status: str = "ok"
     message: str | None = None
+    #: The normal's τ integrated over (:func:`tau_grid`): (τ, weight, mean given τ,
+    #: its standard error) per point; empty: τ = ``sd`` taken as known.
+    tau_grid: tuple[tuple[float, float, float, float], ...] = field(default=(), repr=False)
 
     def to_dict(self) -> dict[str, Any]:
         from dataclasses import asdict
 
-        return asdict(self)
+        shown = asdict(self)
+        del shown["tau_grid"]
+        return shown
 
 
 @dataclass(frozen=True)
@@ -162,6 +167,63 @@ def reml_normal(lifts: Numbers, ses: Numbers) -> tuple[float, float, float]:
     return float(np.sum(w * y) / np.sum(w)), tau, float(1.0 / math.sqrt(float(np.sum(w))))
 
 
+#: Points of the grid over τ.
+TAU_POINTS = 100
+
+
+def tau_grid(lifts: Numbers, ses: Numbers) -> tuple[tuple[float, float, float, float], ...]:
+    """τ's posterior on a grid, under a flat prior on the mean and on τ (Gelman
+    2006): the restricted likelihood at the midpoints of :data:`TAU_POINTS` equal
+    cells of [0, 3·sd(lifts) + max(se)], normalised; with each point, the mean and
+    its standard error given that τ. The posteriors of :func:`shrink` average over
+    it, so that their intervals carry τ's uncertainty as well as the mean's."""
+    import numpy as np
+
+    y, s = _arrays(lifts, ses)
+    v = s * s
+    upper = 3.0 * float(np.std(y)) + float(np.max(s))
+    taus = upper * (np.arange(TAU_POINTS) + 0.5) / TAU_POINTS
+    logs = np.array([_reml_loglik(float(t), y, v) for t in taus])
+    weights = np.exp(logs - logs.max())
+    weights /= weights.sum()
+    out = []
+    for tau, weight in zip(taus, weights, strict=True):
+        w = 1.0 / (v + tau * tau)
+        mean = float(np.sum(w * y) / np.sum(w))
+        out.append((float(tau), float(weight), mean, float(1.0 / math.sqrt(float(np.sum(w))))))
+    return tuple(out)
+
+
+def _given_tau(prior: Prior, y: Array, v: Array) -> tuple[Array, Array, Array, Array, Array]:
+    """(weights (G,), means (k, G), variances (k, G), shrinkage (k, G), the mean's
+    standard error (G,)) of each experiment's posterior given each τ of the
+    prior's grid (one point, τ = sd, when it has none)."""
+    import numpy as np
+
+    assert prior.sd is not None and prior.mean is not None and prior.mean_se is not None
+    grid = prior.tau_grid or ((prior.sd, 1.0, prior.mean, prior.mean_se),)
+    tau, weight, mu, mu_se = (np.array(c, dtype=float) for c in zip(*grid, strict=True))
+    b = v[:, None] / (v[:, None] + tau[None, :] ** 2)
+    mean = mu[None, :] + (1 - b) * (y[:, None] - mu[None, :])
+    var = (1 - b) * v[:, None] + b * b * mu_se[None, :] ** 2
+    return weight, mean, var, b, mu_se
+
+
+def _normal_mixture_quantile(q: float, weight: Array, mean: Array, var: Array) -> Array:
+    """The q-quantile of Σ_g weight_g·N(mean_ig, var_ig) for each row i, by bisection."""
+    import numpy as np
+    from scipy.special import ndtr
+
+    sd = np.sqrt(np.maximum(var, 1e-300))
+    lo = np.min(mean - 40 * sd, axis=1)
+    hi = np.max(mean + 40 * sd, axis=1)
+    for _ in range(80):
+        mid = (lo + hi) / 2
+        cdf = ndtr((mid[:, None] - mean) / sd) @ weight
+        lo, hi = np.where(cdf < q, mid, lo), np.where(cdf < q, hi, mid)
+    return np.asarray((lo + hi) / 2)
+
+
 def _normal_logpdf(y: Array, mean: Array | float, var: Array) -> Array:
     import numpy as np
 
@@ -247,7 +309,7 @@ def fit_prior(lifts: Numbers, ses: Numbers, *, min_experiments: int = MIN_EXPERI
         )  # fmt: skip
     return Prior(
         kind="normal", experiments=k, mean=mean, sd=tau, mean_se=mean_se,
-        aic_normal=aic_normal, aic_mixture=aic_mixture,
+        aic_normal=aic_normal, aic_mixture=aic_mixture, tau_grid=tau_grid(y, s),
     )  # fmt: skip
 
 
@@ -265,12 +327,15 @@ def posterior_arrays(
     if prior.kind == "none":
         return y, s, y - z * s, y + z * s, None
     if prior.kind == "normal":
-        assert prior.mean is not None and prior.sd is not None and prior.mean_se is not None
-        t2 = prior.sd**2
-        b = v / (v + t2)
-        mean = prior.mean + (1 - b) * (y - prior.mean)
-        sd = np.sqrt((1 - b) * v + b * b * prior.mean_se**2)
-        return mean, sd, mean - z * sd, mean + z * sd, None
+        weight, means, variances, *_ = _given_tau(prior, y, v)
+        mean = means @ weight
+        if len(weight) == 1:
+            sd = np.sqrt(variances[:, 0])
+            return mean, sd, mean - z * sd, mean + z * sd, None
+        sd = np.sqrt(np.maximum((variances + means * means) @ weight - mean * mean, 0.0))
+        low = _normal_mixture_quantile(alpha / 2, weight, means, variances)
+        high = _normal_mixture_quantile(1 - alpha / 2, weight, means, variances)
+        return mean, sd, low, high, None
     assert prior.null_share is not None and prior.effect_mean is not None
     assert prior.effect_sd is not None
     t2 = prior.effect_sd**2
@@ -305,10 +370,12 @@ def _mixture_quantile(q: float, p0: Array, m: Array, sd: Array) -> Array:
 
 
 def shrink(prior: Prior, lifts: Numbers, ses: Numbers, alpha: float = 0.05) -> list[Shrunk]:
-    """Each experiment's posterior under ``prior`` at level 1 − ``alpha``: under
-    the normal prior N(mean, τ²) a lift y with standard error s shrinks to
-    mean + τ²/(τ² + s²)·(y − mean), its variance s²τ²/(s² + τ²) plus the REML
-    mean's variance times (s²/(s² + τ²))²; under no prior it is the raw lift."""
+    """Each experiment's posterior under ``prior`` at level 1 − ``alpha``: given τ,
+    under the normal prior N(mean, τ²) a lift y with standard error s shrinks to
+    mean + τ²/(τ² + s²)·(y − mean), its variance s²τ²/(s² + τ²) plus the mean's
+    variance times (s²/(s² + τ²))²; the posterior averages these normals over τ's
+    grid (:func:`tau_grid`), its interval their equal-tailed quantiles. Under no
+    prior it is the raw lift."""
     mean, sd, low, high, p0 = posterior_arrays(prior, lifts, ses, alpha)
     return [
         Shrunk(
@@ -351,10 +418,11 @@ def impact(
 ) -> Impact:
     """The shipped experiments' summed lift, raw and de-biased: the sum of their
     posterior means under ``prior`` (fitted on every experiment, shipped or not),
-    with the interval mean ± z·sd of that sum. Under the normal prior the sum's
-    variance is the posteriors' variances plus the REML mean's variance times
-    (Σ s²/(s² + τ²))² (the experiments share that mean); under the mixture, the
-    sum of the posteriors' variances."""
+    and the interval of that sum. Under the normal prior, given τ the sum is
+    normal with the posteriors' variances plus the mean's variance times
+    (Σ s²/(s² + τ²))² − Σ (s²/(s² + τ²))² (the experiments share that mean), and
+    the interval is the quantiles of its average over τ's grid; under the
+    mixture, mean ± z·sd with the sum of the posteriors' variances."""
     import numpy as np
     from scipy.special import ndtri
 
@@ -367,14 +435,21 @@ def impact(
         return Impact(0, 0.0, None, None, None, status="none_shipped", message=message)
     if prior.kind == "none":
         return Impact(n, raw, None, None, None, status=prior.status, message=prior.message)
-    mean, sd, *_ = posterior_arrays(prior, y, s, alpha)
-    var = float(np.sum(sd[chosen] ** 2))
-    if prior.kind == "normal":
-        assert prior.sd is not None and prior.mean_se is not None
-        v = s[chosen] ** 2
-        b = v / (v + prior.sd**2)
-        var += float(np.sum(b)) ** 2 * prior.mean_se**2 - float(np.sum(b * b)) * prior.mean_se**2
-    total = float(np.sum(mean[chosen]))
     z = float(ndtri(1 - alpha / 2))
-    half = z * math.sqrt(max(var, 0.0))
+    if prior.kind == "normal":
+        weight, means, variances, b, mu_se = _given_tau(prior, y, s * s)
+        sums = np.sum(means[chosen], axis=0)
+        var = np.sum(variances[chosen], axis=0) + (
+            np.sum(b[chosen], axis=0) ** 2 - np.sum(b[chosen] ** 2, axis=0)
+        ) * (mu_se**2)
+        total = float(sums @ weight)
+        if len(weight) == 1:
+            half = z * math.sqrt(float(var[0]))
+            return Impact(n, raw, total, total - half, total + half)
+        low = _normal_mixture_quantile(alpha / 2, weight, sums[None, :], var[None, :])
+        high = _normal_mixture_quantile(1 - alpha / 2, weight, sums[None, :], var[None, :])
+        return Impact(n, raw, total, float(low[0]), float(high[0]))
+    mean, sd, *_ = posterior_arrays(prior, y, s, alpha)
+    total = float(np.sum(mean[chosen]))
+    half = z * math.sqrt(float(np.sum(sd[chosen] ** 2)))
     return Impact(n, raw, total, total - half, total + half)

@@ -116,7 +116,7 @@ def test_normal_posteriors_and_their_sum_are_the_joint_gaussian_posterior() -> N
     by linear algebra gives each sd and the variance of the shipped ones' sum."""
     y, s = _program(25, 11)
     mean, tau, mean_se = reml_normal(y, s)
-    prior = Prior(kind="normal", experiments=25, mean=mean, sd=tau, mean_se=mean_se)
+    prior = Prior(kind="normal", experiments=25, mean=mean, sd=tau, mean_se=mean_se)  # τ known
     # Unknowns (μ, θ_1..θ_k): prior precision of θ − μ·1 is I/τ², data precision diag(1/s²).
     k = len(y)
     a = np.zeros((k + 1, k + 1))
@@ -136,6 +136,42 @@ def test_normal_posteriors_and_their_sum_are_the_joint_gaussian_posterior() -> N
     assert summed.debiased == pytest.approx(post[pick].sum(), rel=1e-6)
     assert summed.raw == pytest.approx(y[ship].sum())
     assert summed.high - summed.low == pytest.approx(2 * 1.959963984540054 * sum_sd, rel=1e-6)
+
+
+def test_fitted_normal_posterior_averages_over_tau_by_its_restricted_likelihood() -> None:
+    """The posterior mean and the 97.5% point, by quadrature over τ (flat priors on
+    the mean and τ): given τ, θ_i | y is normal (the BLUP and its variance)."""
+    y, s = _program(25, 12)
+    prior = fit_prior(y, s)
+    assert prior.kind == "normal"
+    upper = 3 * np.std(y) + np.max(s)
+
+    def restricted(tau: float) -> float:  # the definition: ∫ Π N(y_i; μ, s_i² + τ²) dμ
+        v = s**2 + tau**2
+        w = 1 / v
+        mu = np.sum(w * y) / np.sum(w)
+        log = -0.5 * (np.sum(np.log(v)) + np.log(np.sum(w)) + np.sum(w * (y - mu) ** 2))
+        return float(np.exp(log + 60))
+
+    def given(tau: float, i: int) -> tuple[float, float]:
+        w = 1 / (s**2 + tau**2)
+        mu = np.sum(w * y) / np.sum(w)
+        b = s[i] ** 2 / (s[i] ** 2 + tau**2)
+        return float(mu + (1 - b) * (y[i] - mu)), float((1 - b) * s[i] ** 2 + b * b / np.sum(w))
+
+    norm = integrate.quad(restricted, 0, upper, limit=200)[0]
+    got_mean, _, _, got_high, _ = posterior_arrays(prior, y, s)
+    for i in (0, 7):
+        want = integrate.quad(lambda t, i=i: restricted(t) * given(t, i)[0], 0, upper, limit=200)[0]
+        assert got_mean[i] == pytest.approx(want / norm, rel=1e-3)
+
+        def above(t: float, i: int = i) -> float:
+            m, v = given(t, i)
+            return restricted(t) * stats.norm.sf(got_high[i], m, math.sqrt(v))
+
+        assert integrate.quad(above, 0, upper, limit=200)[0] / norm == pytest.approx(
+            0.025, abs=5e-4
+        )
 
 
 @pytest.mark.parametrize(("wins", "decided"), [(0, 7), (4, 21), (7, 7), (13, 40)])
@@ -190,4 +226,4 @@ def test_no_spread_shrinks_every_lift_to_the_pooled_mean() -> None:
     prior = Prior(kind="normal", experiments=30, mean=0.004, sd=0.0, mean_se=0.001)
     got = shrink(prior, y, s)
     assert {r.mean for r in got} == {0.004}
-    assert [r.sd for r in got] == [0.001] * 30
+    assert [r.sd for r in got] == pytest.approx([0.001] * 30, rel=1e-12)
