@@ -176,3 +176,15 @@ def test_too_few_experiments_say_why_and_keep_raw_lifts(tmp_path: Path) -> None:
     assert doc["program"]["impact"]["debiased"] is None
     assert "at least 20 experiments" in doc["program"]["impact"]["message"]
     assert not math.isnan(doc["program"]["win_rate"]["value"])
+
+
+def test_parquet_history_gives_the_csv_numbers(tmp_path: Path) -> None:
+    import pyarrow.csv as pacsv
+    import pyarrow.parquet as pq
+
+    path = tmp_path / "program.parquet"
+    pq.write_table(pacsv.read_csv(EXAMPLE), path)
+    from_parquet = json.loads(run("program", "--history", str(path), "-f", "json").stdout)
+    from_csv = json.loads(run("program", "--history", str(EXAMPLE), "-f", "json").stdout)
+    assert from_parquet["program"]["impact"] == from_csv["program"]["impact"]
+    assert from_parquet["experiments"] == from_csv["experiments"]
