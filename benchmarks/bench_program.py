@@ -28,7 +28,8 @@ The prior is fitted at every k here (``min_experiments=0``), so the k = 10 row
 shows why ``abeval program`` uses none below
 :data:`abeval.stats.program.MIN_EXPERIMENTS`::
 
-    nice -n 10 python benchmarks/bench_program.py [--runs 500] [--sizes 10,20,50,200]
+    nice -n 10 python benchmarks/bench_program.py [--runs 500] [--sizes 10,20,50,200] \
+        [--priors normal,t3,nulls70]
 """
 
 from __future__ import annotations
@@ -111,6 +112,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=500)
     parser.add_argument("--sizes", default="10,20,50,200")
     parser.add_argument("--seed", type=int, default=32)
+    parser.add_argument("--priors", default=",".join(PRIORS))
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     print(
@@ -119,7 +121,7 @@ def main() -> None:
         "posterior coverage, all | posterior coverage, shipped | mixture chosen | s |"
     )
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
-    for kind in PRIORS:
+    for kind in args.priors.split(","):
         for k in sizes:
             started = time.perf_counter()
             r = run_cell(kind, k, args.runs, args.seed)
