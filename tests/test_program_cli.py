@@ -188,3 +188,30 @@ def test_parquet_history_gives_the_csv_numbers(tmp_path: Path) -> None:
     from_csv = json.loads(run("program", "--history", str(EXAMPLE), "-f", "json").stdout)
     assert from_parquet["program"]["impact"] == from_csv["program"]["impact"]
     assert from_parquet["experiments"] == from_csv["experiments"]
+
+
+def test_a_program_of_mostly_nulls_says_its_mixture(tmp_path: Path) -> None:
+    rng = np.random.default_rng(3)
+    rows: list[list[object]] = []
+    for i in range(200):
+        se = float(rng.lognormal(math.log(0.015), 0.35))
+        theta = 0.04 if i % 5 == 0 else 0.0
+        lift = theta + float(rng.normal(0, se))
+        status = "shipped" if lift / se > 1.96 else "abandoned"
+        rows.append([f"e{i}", "ctr", round(lift, 6), round(se, 6), status, "", ""])
+    path = _write(tmp_path / "h.csv", rows)
+    doc = json.loads(run("program", "--history", str(path), "-f", "json").stdout)
+    prior = doc["program"]["prior"]
+    assert prior["kind"] == "mixture"
+    assert prior["null_share"] == pytest.approx(0.8, abs=0.08)
+    assert prior["effect_mean"] == pytest.approx(0.04, abs=0.008)
+    whole = (1 - prior["null_share"]) * prior["effect_mean"]
+    assert prior["mean"] == pytest.approx(whole, rel=1e-12)
+    nulls = [e for e in doc["experiments"] if e["shrunk_interval"] == [0.0, 0.0]]
+    assert nulls and all(e["null_probability"] > 0.95 for e in nulls)
+    text = run("program", "--history", str(path)).stdout.splitlines()
+    assert text[1].startswith(
+        f"Prior of true effects (ctr): {prior['null_share'] * 100:.1f}% exactly 0, the rest "
+        f"normal with mean {prior['effect_mean'] * 100:+.2f}%"
+    )
+    assert text[1].endswith("(chosen over the normal by AIC, 200 experiments)")
