@@ -32,8 +32,8 @@ if TYPE_CHECKING:
     Numbers = Sequence[float] | Array
 
 #: The fewest experiments of a metric whose prior is used: fewer and the
-#: shrunken lifts are the raw ones (benchmarks/RESULTS.md#program: below it the
-#: posterior intervals' coverage falls under 93%).
+#: shrunken lifts are the raw ones (benchmarks/RESULTS.md#program: at 10 the
+#: de-biased impact keeps up to a third of the naive bias).
 MIN_EXPERIMENTS = 20
 #: The mixture with nulls replaces the normal prior when its AIC is lower by
 #: more than this (2 log-likelihood units for its one more parameter).
