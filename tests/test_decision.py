@@ -238,13 +238,26 @@ def test_no_primary_is_invalid() -> None:
 MARGIN = 0.02
 NEAR = (-0.004, (-0.015, 0.007))  # not significant; its worse end is inside a 2% margin
 LOOSE = (-0.004, (-0.031, 0.023))  # not significant; its worse end reaches past 2%
+BEYOND = (-0.06, (-0.09, -0.03))  # even its best end is a 3% harm: past a 2% margin
+SLIGHT = (-0.008, (-0.012, -0.004))  # significantly worse, every end within 2%
 
 # (case, guardrail result, its margin, decision, guardrail state)
 GUARDRAIL_CASES = [
     ("inside its margin: ship", NEAR, MARGIN, "ship", "passed"),
     ("past its margin, not worse: underpowered", LOOSE, MARGIN, "keep_running", "underpowered"),
     ("past its margin without one: today's rule", LOOSE, None, "ship", "passed"),
-    ("significantly worse with a margin", WORSE, MARGIN, "roll_back", "worse"),
+    # non-inferiority (issue 36, item 3): a roll-back needs the harm shown beyond
+    # the margin, the interval's best end past it
+    (
+        "significantly worse, not shown past its margin",
+        WORSE,
+        MARGIN,
+        "keep_running",
+        "underpowered",
+    ),
+    ("harm shown beyond its margin", BEYOND, MARGIN, "roll_back", "worse"),
+    ("significantly worse, shown within its margin", SLIGHT, MARGIN, "ship", "passed"),
+    ("significantly worse without a margin: today's rule", WORSE, None, "roll_back", "worse"),
     ("a wide margin takes the loose interval", LOOSE, 0.05, "ship", "passed"),
     ("could not be compared", BROKEN, MARGIN, "keep_running", "unchecked"),
 ]

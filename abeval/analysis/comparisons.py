@@ -98,10 +98,12 @@ def metric_results(
     treatments: list[str],
     o: ReportOptions,
     catalog: Catalog,
+    looks: tuple[float, ...] | None = None,
 ) -> tuple[list[OnlineMetricResult], PlainStats]:
     """Every online metric of the store's ``catalog`` for every treatment arm,
-    corrected within its family; and the statistics of each pair's main comparison
-    (for the power section)."""
+    corrected within its family (over the group-sequential ``looks`` when given:
+    :func:`abeval.stats.adjust_comparisons`); and the statistics of each pair's
+    main comparison (for the power section)."""
     results: list[OnlineMetricResult] = []
     plain: PlainStats = {}
     for name, metric in catalog.metrics.items():
@@ -136,11 +138,11 @@ def metric_results(
                     message=waiting or main.message,
                 )
             )
-    return adjust_families(results, o), plain
+    return adjust_families(results, o, looks), plain
 
 
 def adjust_families(
-    results: list[OnlineMetricResult], o: ReportOptions
+    results: list[OnlineMetricResult], o: ReportOptions, looks: tuple[float, ...] | None = None
 ) -> list[OnlineMetricResult]:
     """Multiple-testing correction within each role: the primary metrics × treatment
     arms are one family; guardrails and secondary metrics are families of their own."""
@@ -149,7 +151,11 @@ def adjust_families(
         idx = [i for i, r in enumerate(out) if r.role == family]
         if not idx:
             continue
-        adjusted = adjust_comparisons([out[i].comparison for i in idx], o.correction)  # type: ignore[arg-type]
+        adjusted = adjust_comparisons(
+            [out[i].comparison for i in idx],
+            o.correction,  # type: ignore[arg-type]
+            looks=looks,
+        )
         for i, comp in zip(idx, adjusted, strict=True):
             out[i] = replace(out[i], comparison=comp, significant=direction(comp) != 0)
     return out

@@ -18,7 +18,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from abeval.analysis.comparisons import PlainStats, metric_results
-from abeval.analysis.decision import decision_basis, plan_progress
+from abeval.analysis.decision import judged_results
 from abeval.analysis.experiment_config import ExperimentConfig, read_config, with_record
 from abeval.analysis.observation import Observed, days_observed, observe
 from abeval.analysis.offline_report import OfflineSection, replayed_offline
@@ -214,13 +214,15 @@ class ExperimentSession:
     def judged(self) -> tuple[list[OnlineMetricResult], DecisionBasis, PlanProgress | None]:
         """What the decision reads (docs/metrics.md#decision): the comparisons (the
         always-valid ones when no plan is recorded), the basis and the plan's progress."""
-        seen, o = self.observed, self.options
-        progress = plan_progress(o, days_observed(seen), seen.health.users_analysed)
-        basis = decision_basis(o, progress)
-        judged = self.comparisons
-        if basis == "sequential_no_plan":
-            sequential = replace(o, sequential=True)
-            judged = metric_results(
-                seen.moments, self.control, self.treatments, sequential, self.catalog
-            )[0]
-        return judged, basis, progress
+        seen = self.observed
+        return judged_results(
+            self.comparisons,
+            seen.moments,
+            seen.daily,
+            self.control,
+            self.treatments,
+            self.options,
+            self.catalog,
+            self.power,
+            days_observed(seen),
+        )
