@@ -138,7 +138,10 @@ def decision_at(control: Arm, treatment: Arm, run: int, day: int, o: Any) -> str
     moments = {"control": control.moments(run, day), "treatment": treatment.moments(run, day)}
     users = moments["control"].n + moments["treatment"].n
     daily = [
-        (f"d{k}", {"control": control.moments(run, k), "treatment": treatment.moments(run, k)})
+        (
+            f"2026-01-{k + 1:02d}",
+            {"control": control.moments(run, k), "treatment": treatment.moments(run, k)},
+        )
         for k in range(day + 1)
     ]
     if hasattr(rule, "judged_results"):  # the rule of this branch
@@ -201,7 +204,7 @@ def run_cell(
     return counts
 
 
-def cells(runs: int, seed: int) -> dict[str, Any]:
+def cells(runs: int, seed: int, guardrail_runs: int | None = None) -> dict[str, Any]:
     total = planned_users(seed)
     out: dict[str, Any] = {"planned_users": total, "cells": {}}
     primary_modes = ("no plan", "plan reached", "past the plan")
@@ -215,7 +218,9 @@ def cells(runs: int, seed: int) -> dict[str, Any]:
     for harm in HARMS:
         s += 1
         key = f"guardrail|14|{harm}"
-        out["cells"][key] = run_cell(runs, 14, LIFT, harm, s, total, primary_modes[:2])
+        out["cells"][key] = run_cell(
+            guardrail_runs or runs, 14, LIFT, harm, s, total, primary_modes[:2]
+        )
         print(key, out["cells"][key], flush=True)
     return out
 
@@ -223,7 +228,7 @@ def cells(runs: int, seed: int) -> dict[str, Any]:
 def rate(counts: dict[str, int], what: str) -> str:
     k, n = counts[what], counts["runs"]
     lo, hi = wilson(k, n)
-    return f"{k / n:.1%} [{lo:.1%}, {hi:.1%}]"
+    return f"{k / n:.1%} [{lo:.1%}, {hi:.1%}] ({k}/{n})"
 
 
 def tables(results: dict[str, dict[str, Any]]) -> str:
@@ -233,11 +238,8 @@ def tables(results: dict[str, dict[str, Any]]) -> str:
     head = " | ".join(labels)
     lines = [
         f"Planned size: {first['planned_users']:,} users in all (80% power at +3% CTR, "
-        "α = 0.05, fixed horizon); rates with their 95% Wilson interval; runs per cell "
-        + ", ".join(
-            f"{lab}: {next(iter(results[lab]['cells'].values()))['no plan']['runs']}"
-            for lab in labels
-        ),
+        "α = 0.05, fixed horizon); each rate with its 95% Wilson interval and its "
+        "runs (k of n)",
         "",
         f"| days | truth | reading | measure | {head} |",
         "|---|---|---|---|" + "---|" * len(labels),
@@ -262,12 +264,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=300)
     parser.add_argument("--seed", type=int, default=36)
+    parser.add_argument("--guardrail-runs", type=int, help="runs of the guardrail cells")
     parser.add_argument("--label", default="current")
     parser.add_argument("--compare", action="append", default=[], help="labels run before")
     parser.add_argument("--record", action="store_true", help="append the table to RESULTS.md")
     args = parser.parse_args()
     start = time.perf_counter()
-    found = cells(args.runs, args.seed)
+    found = cells(args.runs, args.seed, args.guardrail_runs)
     found["seconds"] = time.perf_counter() - start
     OUT.mkdir(exist_ok=True)
     (OUT / f"decisions-{args.label}.json").write_text(json.dumps(found, indent=1))

@@ -22,8 +22,9 @@ group-sequential intervals of an O'Brien–Fleming-type α-spending design over 
 look at the end of every day so far, up to the expected size (the users the
 primary metrics need for the target MDE, else the traffic so far over
 :data:`HORIZON_DAYS`), so a team may look every day; with a plan, the
-fixed-horizon intervals once the plan is reached, and before that only 1
-(anything else is ``keep_running``, with how far the plan is).
+fixed-horizon intervals at the planned look (read on later days, the data of
+that look: the decision made there stands), and before it only 1 (anything
+else is ``keep_running``, with how far the plan is).
 
 :func:`decide` is the rule on its inputs (:class:`DecisionInput`);
 :func:`decisions` gathers those inputs from the report's metric results, and
@@ -33,6 +34,8 @@ fixed-horizon intervals once the plan is reached, and before that only 1
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
+from datetime import date
 
 from abeval.analysis.comparisons import metric_results
 from abeval.analysis.online_metrics import Catalog, direction
@@ -78,11 +81,43 @@ def judged_results(
     users = sum(m.n for m in moments.values())
     progress = plan_progress(o, days, users)
     basis = decision_basis(o, progress)
+    if basis == "fixed_plan_reached" and progress is not None:
+        look = planned_look(daily, o)
+        if look is not None and look[0] < days:
+            # past the planned look: the decision stays the one made there
+            frozen = metric_results(daily[look[1]][1], control, treatments, o, catalog)[0]
+            return frozen, basis, replace(progress, decided_day=look[0])
     if basis != "sequential_no_plan" or users <= 0:
         return comparisons, basis, progress
-    looks = information_fractions(look_users(daily, users), expected_users(power, users, days))
+    expected = expected_users(power, users, days)
+    counts = [sum(m.n for m in arms.values()) for _, arms in daily]
+    full = next((i for i, n in enumerate(counts) if n >= expected), None)
+    if full is not None and full < len(counts) - 1 and 0 < counts[full] < users:
+        # past the expected size: its first look spent the last of α, and the
+        # decision made there stands (docs/metrics.md#decision)
+        moments, users = daily[full][1], counts[full]
+        daily = daily[: full + 1]
+    looks = information_fractions(look_users(daily, users), expected)
     judged = metric_results(moments, control, treatments, o, catalog, looks)[0]
     return judged, basis, progress
+
+
+def planned_look(
+    daily: Sequence[tuple[str, dict[str, Moments]]], o: ReportOptions
+) -> tuple[int, int] | None:
+    """The planned look: the first day of ``daily`` (ISO days, cumulative moments)
+    at which every part of the plan is reached, as (day number from the first day,
+    index in ``daily``); None when the series does not reach it."""
+    if not daily:
+        return None
+    first = date.fromisoformat(daily[0][0][:10])
+    for i, (day, arms) in enumerate(daily):
+        number = (date.fromisoformat(day[:10]) - first).days + 1
+        users = sum(m.n for m in arms.values())
+        progress = plan_progress(o, number, users)
+        if progress is not None and progress.reached:
+            return number, i
+    return None
 
 
 def look_users(daily: Sequence[tuple[str, dict[str, Moments]]], users: int) -> tuple[int, ...]:
@@ -94,11 +129,11 @@ def look_users(daily: Sequence[tuple[str, dict[str, Moments]]], users: int) -> t
 def expected_users(power: Sequence[PowerInfo], users: int, days: int) -> float:
     """The size a design without a plan spends its α up to: the most users a primary
     metric needs for the target MDE (``power``), else the traffic so far projected
-    to :data:`HORIZON_DAYS` days; never fewer than ``users``."""
+    to :data:`HORIZON_DAYS` days."""
     needs = [p.needed_for_target.total_users for p in power]
     known = [n for n in needs if n is not None]
     if known:
-        return float(max(max(known), users))
+        return float(max(known))
     return float(users * max(1.0, HORIZON_DAYS / max(days, 1)))
 
 
@@ -161,6 +196,11 @@ def gate(
     recorded plan is not reached (an ``invalid`` decision stands)."""
     if basis == "plan_not_reached" and decided[0] != "invalid" and progress is not None:
         return "keep_running", too_early(progress)
+    if progress is not None and progress.decided_day is not None and decided[0] != "invalid":
+        return decided[0], (
+            f"{decided[1]} (as of day {progress.decided_day}, the planned look: the decision "
+            "made there stands, later days do not change it)"
+        )
     return decided
 
 

@@ -190,6 +190,10 @@ class PlanProgress(JsonResult):
     plan_days: int | None
     plan_users: int | None
     reached: bool
+    # Once the plan is reached: the day of the planned look (the first day with
+    # every part of the plan reached), whose data the decision reads from then on
+    # (docs/metrics.md#decision); None while the latest day is that look.
+    decided_day: int | None = None
 
 
 @dataclass(frozen=True)

@@ -85,7 +85,9 @@ class ExperimentSession:
                     if self.facts is not None
                     else read_config(self._conn, self.experiment)
                 )
-                self.options = with_record(self.options, config, self.options.flags)
+                self.options = with_record(
+                    self.options, config, self.options.flags, self.experiment
+                )
         except BaseException as exc:
             # through the connection's own exit, which turns a store fault (a server
             # gone, a lost connection) into its one-line error

@@ -86,8 +86,7 @@ def spending_boundaries(fractions: tuple[float, ...], alpha: float = 0.05) -> tu
 @lru_cache(maxsize=256)
 def _boundaries(fractions: tuple[float, ...], alpha: float) -> tuple[float, ...]:
     import numpy as np
-    from scipy.optimize import brentq
-    from scipy.special import ndtr, ndtri
+    from scipy.special import ndtri
 
     out: list[float] = []
     spent = 0.0
@@ -102,19 +101,11 @@ def _boundaries(fractions: tuple[float, ...], alpha: float) -> tuple[float, ...]
         sd = math.sqrt(t - previous)
         previous = t
 
-        def crossing(b: float, g: Any = grid, w: Any = weights, sd: float = sd) -> float:
-            """P(continued so far, |S| ≥ b now)."""
-            return float(np.sum(w * (ndtr((-b - g) / sd) + ndtr((g - b) / sd))))
-
-        reach = float(np.max(np.abs(grid))) + 12.0 * sd
         if len(out) == 0 or target < _TINY:  # the first look: S₁ ~ N(0, t₁)
             c = min(-float(ndtri(target / 2)), MAX_BOUNDARY) if target > 0 else MAX_BOUNDARY
             b = c * math.sqrt(t)
-        elif crossing(1e-9) <= target:
-            b = 1e-9
-            c = b / math.sqrt(t)
         else:
-            b = float(brentq(lambda x, goal=target: crossing(x) - goal, 1e-9, reach, xtol=1e-10))
+            b = _solve(grid, weights, sd, target, -float(ndtri(target / 2)) * math.sqrt(t))
             c = b / math.sqrt(t)
         out.append(c)
         new = np.linspace(-b, b, _GRID)
@@ -122,6 +113,38 @@ def _boundaries(fractions: tuple[float, ...], alpha: float) -> tuple[float, ...]
         weights = _simpson(new) * (kernel @ weights) / (sd * math.sqrt(2 * math.pi))
         grid = new
     return tuple(out)
+
+
+def _solve(grid: Any, weights: Any, sd: float, target: float, guess: float) -> float:
+    """The b with P(continued so far, |S_k| ≥ b) = ``target``: Newton's method on
+    the crossing probability, which falls with b, inside a bracket that each step
+    narrows (bisection when a step leaves it). Not scipy.optimize: a report does
+    not load it (docs/architecture.md)."""
+    import numpy as np
+    from scipy.special import ndtr
+
+    def gap(b: float) -> tuple[float, float]:
+        low, high = (-b - grid) / sd, (grid - b) / sd
+        p = float(np.sum(weights * (ndtr(low) + ndtr(high))))
+        dens = np.exp(-0.5 * low * low) + np.exp(-0.5 * high * high)
+        slope = -float(np.sum(weights * dens)) / (sd * math.sqrt(2 * math.pi))
+        return p - target, slope
+
+    lo, hi = 0.0, float(np.max(np.abs(grid))) + 12.0 * sd
+    b = min(max(guess, lo), hi)
+    for _ in range(100):
+        f, slope = gap(b)
+        if f > 0:
+            lo = b
+        else:
+            hi = b
+        step = b - f / slope if slope < 0 else math.nan
+        if not lo < step < hi:
+            step = (lo + hi) / 2
+        if abs(step - b) <= 1e-12 * max(b, 1.0) or hi - lo <= 1e-12:
+            return step
+        b = step
+    return b
 
 
 def _simpson(grid: Any) -> Any:
