@@ -204,20 +204,32 @@ def run_cell(
     return counts
 
 
-def cells(runs: int, seed: int, guardrail_runs: int | None = None) -> dict[str, Any]:
+def cells(
+    runs: int,
+    seed: int,
+    guardrail_runs: int | None = None,
+    only: str | None = None,
+    modes: tuple[str, ...] = ("no plan", "plan reached", "past the plan"),
+) -> dict[str, Any]:
+    """Every cell of the module docstring (only those whose key holds ``only``),
+    read in ``modes``."""
     total = planned_users(seed)
     out: dict[str, Any] = {"planned_users": total, "cells": {}}
-    primary_modes = ("no plan", "plan reached", "past the plan")
+    primary_modes = modes
     s = seed
     for horizon in (14, 21):
         for lift in (0.0, LIFT):
             s += 1
             key = f"primary|{horizon}|{lift}"
+            if only is not None and only not in key:
+                continue
             out["cells"][key] = run_cell(runs, horizon, lift, 0.0, s, total, primary_modes)
             print(key, out["cells"][key], flush=True)
     for harm in HARMS:
         s += 1
         key = f"guardrail|14|{harm}"
+        if only is not None and only not in key:
+            continue
         out["cells"][key] = run_cell(
             guardrail_runs or runs, 14, LIFT, harm, s, total, primary_modes[:2]
         )
@@ -234,7 +246,7 @@ def rate(counts: dict[str, int], what: str) -> str:
 def tables(results: dict[str, dict[str, Any]]) -> str:
     """Markdown tables, one column per label (e.g. before, after)."""
     labels = list(results)
-    first = results[labels[0]]
+    first = results[labels[-1]]  # its cells; a label without one shows a dash
     head = " | ".join(labels)
     lines = [
         f"Planned size: {first['planned_users']:,} users in all (80% power at +3% CTR, "
@@ -255,7 +267,12 @@ def tables(results: dict[str, dict[str, Any]]) -> str:
                 truth = f"guardrail harm {float(value):.0%} (margin 2%)"
                 what = "roll_back"
                 measure = "roll-back"
-            row = [rate(results[lab]["cells"][key][mode], what) for lab in labels]
+            row = [
+                rate(results[lab]["cells"][key][mode], what)
+                if mode in results[lab]["cells"].get(key, {})
+                else "–"
+                for lab in labels
+            ]
             lines.append(f"| {horizon} | {truth} | {mode} | {measure} | " + " | ".join(row) + " |")
     return "\n".join(lines)
 
@@ -265,12 +282,15 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=300)
     parser.add_argument("--seed", type=int, default=36)
     parser.add_argument("--guardrail-runs", type=int, help="runs of the guardrail cells")
+    parser.add_argument("--only", help="the cells whose key holds this, e.g. 'primary|14|0.0'")
+    parser.add_argument("--modes", default="no plan,plan reached,past the plan")
     parser.add_argument("--label", default="current")
     parser.add_argument("--compare", action="append", default=[], help="labels run before")
     parser.add_argument("--record", action="store_true", help="append the table to RESULTS.md")
     args = parser.parse_args()
     start = time.perf_counter()
-    found = cells(args.runs, args.seed, args.guardrail_runs)
+    modes = tuple(args.modes.split(","))
+    found = cells(args.runs, args.seed, args.guardrail_runs, args.only, modes)
     found["seconds"] = time.perf_counter() - start
     OUT.mkdir(exist_ok=True)
     (OUT / f"decisions-{args.label}.json").write_text(json.dumps(found, indent=1))
