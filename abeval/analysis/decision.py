@@ -37,7 +37,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from datetime import date
 
-from abeval.analysis.comparisons import metric_results
+from abeval.analysis.comparisons import adjust_families, metric_results
 from abeval.analysis.online_metrics import Catalog, direction
 from abeval.analysis.report_model import (
     Decision,
@@ -89,17 +89,42 @@ def judged_results(
             return frozen, basis, replace(progress, decided_day=look[0])
     if basis != "sequential_no_plan" or users <= 0:
         return comparisons, basis, progress
-    expected = expected_users(power, users, days)
+    default = expected_users(power, users, days)
+    needs = {
+        (p.metric, p.arm): float(p.needed_for_target.total_users)
+        for p in power
+        if p.needed_for_target.total_users is not None
+    }
     counts = [sum(m.n for m in arms.values()) for _, arms in daily]
-    full = next((i for i, n in enumerate(counts) if n >= expected), None)
-    if full is not None and full < len(counts) - 1 and 0 < counts[full] < users:
-        # past the expected size: its first look spent the last of α, and the
-        # decision made there stands (docs/metrics.md#decision)
-        moments, users = daily[full][1], counts[full]
-        daily = daily[: full + 1]
-    looks = information_fractions(look_users(daily, users), expected)
-    judged = metric_results(moments, control, treatments, o, catalog, looks)[0]
-    return judged, basis, progress
+
+    def size(r: OnlineMetricResult) -> float:
+        return needs.get((r.metric, r.arm), default)
+
+    def stop(r: OnlineMetricResult) -> int | None:
+        """The day (index in ``daily``) that first reached the result's expected
+        size, when it is before the latest: its last look spent the last of α."""
+        full = next((i for i, n in enumerate(counts) if n >= size(r)), None)
+        if full is not None and full < len(counts) - 1 and 0 < counts[full] < users:
+            return full
+        return None
+
+    def looks(r: OnlineMetricResult) -> tuple[float, ...]:
+        i = stop(r)
+        seen = daily if i is None else daily[: i + 1]
+        return information_fractions(look_users(seen, users if i is None else counts[i]), size(r))
+
+    then: dict[int, list[OnlineMetricResult]] = {}
+    picked = []
+    for r in comparisons:
+        i = stop(r)
+        if i is None:
+            picked.append(r)
+            continue
+        # past its expected size: the result of the day that reached it stands
+        if i not in then:
+            then[i] = metric_results(daily[i][1], control, treatments, o, catalog)[0]
+        picked.append(next(x for x in then[i] if (x.metric, x.arm) == (r.metric, r.arm)))
+    return adjust_families(picked, o, looks), basis, progress
 
 
 def planned_look(

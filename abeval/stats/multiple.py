@@ -34,8 +34,8 @@ lift's p-value, so the two families get the same adjusted p-values and levels;
 its adjusted interval is Fieller's at the adjusted level, which excludes 0
 exactly when the adjusted p-value is below α (docs/metrics.md#relative-lift).
 
-With ``looks`` (the information fractions of a group-sequential design,
-:mod:`abeval.stats.spending`) each step's level is spent over the looks: a
+With ``looks`` (each hypothesis's information fractions of a group-sequential
+design, :mod:`abeval.stats.spending`) each step's level is spent over the looks: a
 hypothesis passes a step of level a when its |z| reaches the boundary c_K(a)
 of the last look, and its interval is effect ± c_K(a)·se, the repeated
 confidence interval at its level (Holm's step-down over group-sequential tests
@@ -49,7 +49,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from functools import partial
 from typing import Literal
 
 from abeval.stats.distributions import norm_sf
@@ -110,13 +109,13 @@ def adjusted_alphas(
     method: Adjustment = "holm",
     *,
     holm_intervals: HolmIntervals = "stepwise",
-    nominal: Callable[[float], float] | None = None,
+    nominal: Callable[[int, float], float] | None = None,
 ) -> list[float]:
     """Per-hypothesis α of the interval that matches the adjustment (module doc);
-    ``nominal`` maps a step's level to the p-value a hypothesis must reach to pass
-    it (the level itself by default; a group-sequential design's is smaller)."""
+    ``nominal(i, level)`` is the p-value hypothesis i must reach to pass a step of
+    ``level`` (the level itself by default; a group-sequential design's is smaller)."""
     _check(p_values, method)
-    reach = nominal or (lambda level: level)
+    reach = nominal or (lambda _, level: level)
     m = len(p_values)
     if m == 0:
         return []
@@ -126,7 +125,7 @@ def adjusted_alphas(
             (
                 rank + 1
                 for rank, i in enumerate(order)
-                if p_values[i] <= reach((rank + 1) * alpha / m)
+                if p_values[i] <= reach(i, (rank + 1) * alpha / m)
             ),
             default=0,
         )
@@ -137,7 +136,7 @@ def adjusted_alphas(
     stopped: float | None = None
     for rank, i in enumerate(order):
         step = alpha / (m - rank)
-        if stopped is None and p_values[i] > reach(step):
+        if stopped is None and p_values[i] > reach(i, step):
             stopped = step
         levels[i] = step if stopped is None else stopped
     return levels
@@ -148,7 +147,7 @@ def _adjust_lifts(
     scale: Literal["absolute", "relative"],
     method: Adjustment,
     holm_intervals: HolmIntervals,
-    looks: tuple[float, ...] | None = None,
+    looks: Sequence[tuple[float, ...]] | None = None,
 ) -> list[Lift]:
     lifts = [getattr(r, scale) for r in results]
     family = [i for i, lift in enumerate(lifts) if lift.p_value is not None]
@@ -159,7 +158,8 @@ def _adjust_lifts(
         # the z test's p-value against the boundary's nominal level (module doc)
         p = [_z_p_value(lifts[i]) for i in family]
         adjusted = [None] * len(p)
-        nominal = partial(_nominal, looks)
+        of_family = [looks[i] for i in family]
+        nominal = lambda k, level: _nominal(of_family[k], level)  # noqa: E731
     levels = adjusted_alphas(
         p, results[0].alpha, method, holm_intervals=holm_intervals, nominal=nominal
     )
@@ -171,7 +171,7 @@ def _adjust_lifts(
         rho = sequential_rho(r.alpha, tuning_n) if r.method == "sequential" else None
         n = r.control_n + r.treatment_n
         if looks is not None:
-            critical = spending_critical_value(looks, level)
+            critical = spending_critical_value(looks[i], level)
         else:
             critical = critical_value(
                 level, dof=lift.dof, method=r.method, n=n, tuning_n=tuning_n, rho=rho
@@ -197,11 +197,11 @@ def adjust_comparisons(
     method: Adjustment = "holm",
     *,
     holm_intervals: HolmIntervals = "stepwise",
-    looks: tuple[float, ...] | None = None,
+    looks: Sequence[tuple[float, ...]] | None = None,
 ) -> list[Comparison]:
     """The ``results`` with adjusted p-values and matching intervals filled in
-    (with ``looks``, the group-sequential intervals of the module docstring; the
-    results must be fixed-horizon ones).
+    (with ``looks``, one schedule per result, the group-sequential intervals of
+    the module docstring; the results must be fixed-horizon ones).
 
     Absolute and relative lifts are two separate families. Results without a
     p-value (a degenerate status) are left out of the family (m counts only
@@ -212,8 +212,10 @@ def adjust_comparisons(
         return []
     if len({r.alpha for r in results}) != 1:
         raise ValueError("results to adjust together must share one alpha")
-    if looks is not None and any(r.method != "welch" for r in results):
-        raise ValueError("group-sequential looks adjust fixed-horizon results only")
+    if looks is not None and (
+        len(looks) != len(results) or any(r.method != "welch" for r in results)
+    ):
+        raise ValueError("group-sequential looks: one schedule per fixed-horizon result")
     absolute = _adjust_lifts(results, "absolute", method, holm_intervals, looks)
     relative = _adjust_lifts(results, "relative", method, holm_intervals, looks)
     return [

@@ -81,7 +81,7 @@ def test_adjusted_comparisons_over_looks_span_the_last_boundary() -> None:
     treatment = MeanStats.from_sums(5000, 50_300.0, 5000 * (100.6 + 4.0))
     fixed = compare(control, treatment, relative_interval="delta")
     looks = (0.25, 0.5)
-    (found,) = adjust_comparisons([fixed], looks=looks)
+    (found,) = adjust_comparisons([fixed], looks=[looks])
     lift = found.absolute
     assert lift.effect is not None and lift.se is not None and lift.ci_adjusted is not None
     c = spending_critical_value(looks, 0.05)
