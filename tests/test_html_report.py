@@ -182,10 +182,14 @@ def test_metric_rows_match_the_json(docs: dict[str, Node], reports: dict[str, Ex
         for m in d["metrics"]:
             row = _row(docs[name], m["role"], m["metric"], m["arm"])
             rel = m["comparison"]["relative"]
-            ci = rel["ci_adjusted"] or rel["ci"]
+            adjusted = rel["alpha_adjusted"] is not None
+            ci = rel["ci_adjusted"] if adjusted else rel["ci"]
             assert row.find(data_field="label").clean() == m["label"]
             assert fmt.pct(rel["effect"]) in row.field("lift")
             assert _percent(row.field("lift")) == pytest.approx(rel["effect"], abs=5e-5)
+            if adjusted and ci is None:  # an adjusted interval without an end, said so
+                assert row.field("interval") == "unbounded"
+                continue
             assert row.field("interval") == fmt.interval(ci)
             lo, hi = (_percent(x) for x in row.field("interval").strip("[]").split(","))
             assert (lo, hi) == (pytest.approx(ci[0], abs=5e-5), pytest.approx(ci[1], abs=5e-5))
@@ -325,7 +329,12 @@ def test_segments(docs: dict[str, Node], reports: dict[str, ExperimentReport]):
             rel = g["comparison"]["relative"]
             assert row.find(class_="segment-value").text() == g["value"]
             assert _percent(row.field("lift")) == pytest.approx(rel["effect"], abs=5e-5)
-            assert row.field("interval") == fmt.interval(rel["ci_adjusted"] or rel["ci"])
+            adjusted = rel["alpha_adjusted"] is not None
+            assert row.field("interval") == (
+                "unbounded"  # the adjusted interval has no end: never the unadjusted
+                if adjusted and rel["ci_adjusted"] is None
+                else fmt.interval(rel["ci_adjusted"] if adjusted else rel["ci"])
+            )
             assert row.field("p-adjusted") == fmt.pvalue(rel["p_adjusted"])
         warnings = section.find_all(data_field="segment-warning")
         if d["segment_warning"]:

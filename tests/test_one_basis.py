@@ -3,8 +3,9 @@ a significant, a flat and a harmful arm, and guardrails with and without a
 margin, every presenter shows each metric with the interval and direction of the
 decision's basis: the decision's inputs, the verdicts, the text tables, the HTML
 page, the JSON, the chart's last point, the off-policy online lift and the API's
-frame. Which interval that is (always-valid or fixed-horizon) is checked against
-the definitions (docs/metrics.md#sequential-testing), computed here with scipy.
+frame. Which interval that is (always-valid, group-sequential or fixed-horizon) is
+checked against the definitions (docs/metrics.md#sequential-testing), computed
+here with scipy (the group-sequential one: wider than the fixed, same centre).
 """
 
 from __future__ import annotations
@@ -28,9 +29,10 @@ TARGET = "target_propensities.parquet"
 
 # case: (the report's options, the decision's basis, the interval basis)
 CASES: dict[str, tuple[dict[str, Any], str, str]] = {
-    "no plan": ({}, "sequential_no_plan", "always_valid"),
+    # a target MDE the test can reach, so that the spending has an end in sight
+    "no plan": ({"target_mde": 0.3}, "sequential_no_plan", "group_sequential"),
     "--sequential": ({"sequential": True}, "sequential_requested", "always_valid"),
-    "plan reached": ({"plan_users": 100, "plan_days": 1}, "fixed_plan_reached", "fixed_horizon"),
+    "plan reached": ({"plan_users": 100, "plan_days": 7}, "fixed_plan_reached", "fixed_horizon"),
     "plan not reached": ({"plan_users": 10**8}, "plan_not_reached", "fixed_horizon"),
 }
 
@@ -87,7 +89,8 @@ def test_the_simulation_has_a_significant_a_flat_and_a_harmful_metric(
     ctr = {m["arm"]: m for m in case["doc"]["metrics"] if m["metric"] == "ctr"}
     assert _direction(ctr["up"]) == "better"
     assert _direction(ctr["flat"]) == "flat"
-    assert _direction(ctr["down"]) == "worse"
+    if case["basis"] != "group_sequential":  # its early looks spend little of α
+        assert _direction(ctr["down"]) == "worse"
 
 
 def test_json_carries_the_basis_and_its_interval_first(case: dict[str, Any]) -> None:
@@ -99,13 +102,16 @@ def test_json_carries_the_basis_and_its_interval_first(case: dict[str, Any]) -> 
         shown = rel["ci_adjusted"] if rel["ci_adjusted"] is not None else rel["ci"]
         assert m["basis"] == basis
         assert m["lift"] == rel["effect"] and m["interval"] == shown
-        assert m["p_value"] == rel["p_adjusted"]
+        if basis != "group_sequential":  # its p-value is the spending's, not Holm's
+            assert m["p_value"] == rel["p_adjusted"]
         method = "sequential" if basis == "always_valid" else "welch"
         assert m["comparison"]["method"] == method
         reference = m["reference_fixed_horizon"]
-        if basis == "always_valid":
+        if basis != "fixed_horizon":
             assert reference["method"] == "welch"
-            assert reference["relative"]["effect"] == pytest.approx(m["lift"])
+            if basis == "always_valid":  # (group-sequential: a metric past its expected
+                # size keeps the result of the day that reached it)
+                assert reference["relative"]["effect"] == pytest.approx(m["lift"])
         else:
             assert reference is None
         if m["interval"] is not None:
@@ -133,8 +139,12 @@ def test_the_shown_interval_is_the_one_the_basis_defines(case: dict[str, Any]) -
     always_valid = (effect - c * se, effect + c * se)
     assert fixed["ci"] == pytest.approx(welch, rel=1e-6)
     expected = always_valid if basis == "always_valid" else welch
-    assert shown["effect"] == pytest.approx(effect)
-    assert shown["ci"] == pytest.approx(expected, rel=1e-6)
+    if basis == "group_sequential":  # wider than the fixed one: the spending's c_K > t
+        # (a metric past its expected size keeps the result of the day that reached it)
+        assert shown["ci"][1] - shown["ci"][0] > welch[1] - welch[0]
+    else:
+        assert shown["effect"] == pytest.approx(effect)
+        assert shown["ci"] == pytest.approx(expected, rel=1e-6)
     assert c > t  # the always-valid interval is the wider one
 
 
@@ -167,7 +177,10 @@ def test_no_verdict_contradicts_the_basis(case: dict[str, Any]) -> None:
             assert v["verdict"] == "roll_back"
     up = next(v for v in doc["verdicts"] if v["arm"] == "up" and v["metric"] == "ctr")
     down = next(v for v in doc["verdicts"] if v["arm"] == "down" and v["metric"] == "ctr")
-    assert down["verdict"] == "roll_back"
+    # the group-sequential interval of the harmful arm still spans 0 at this look
+    assert down["verdict"] == (
+        "roll_back" if case["basis"] != "group_sequential" else "keep_running"
+    )
     if case["decision_basis"] != "plan_not_reached":
         assert up["verdict"] in {"ship", "keep_running"}  # keep running: a guardrail
     else:
@@ -190,6 +203,7 @@ def test_text_shows_the_basis_interval_and_the_other_only_for_reference(
     doc, text, basis = case["doc"], case["text"], case["basis"]
     method = next(line for line in text.splitlines() if line.startswith("METHOD "))
     assert ("always-valid intervals" in method) == (basis == "always_valid")
+    assert ("group-sequential intervals" in method) == (basis == "group_sequential")
     assert ("fixed horizon: the plan of" in method) == (basis == "fixed_horizon")
     for m in doc["metrics"]:
         row, after = _row(text, m)
@@ -212,6 +226,7 @@ def test_html_shows_the_basis_interval_everywhere(case: dict[str, Any]) -> None:
     doc, page, basis = case["doc"], case["page"], case["basis"]
     method = " ".join(n.clean() for n in page.find("header", id="summary").find_all("dd"))
     assert ("Always-valid intervals" in method) == (basis == "always_valid")
+    assert ("Group-sequential intervals" in method) == (basis == "group_sequential")
     for m in doc["metrics"]:
         row = page.find("tr", data_metric=m["metric"], data_arm=m["arm"])
         assert row.attrs["data-basis"] == basis
@@ -220,7 +235,7 @@ def test_html_shows_the_basis_interval_everywhere(case: dict[str, Any]) -> None:
         assert pct(m["lift"]) in lift and ("(significant" in lift) == m["significant"]
         assert ("tone-" in row.attrs.get("class", "")) == m["significant"]
         details = row.find_all("details", data_field="reference-fixed-horizon")
-        assert len(details) == (1 if basis == "always_valid" else 0)
+        assert len(details) == (1 if basis != "fixed_horizon" else 0)
     for v in doc["verdicts"]:
         card = page.find("li", data_metric=v["metric"], data_arm=v["arm"])
         assert card.attrs["data-verdict"] == v["verdict"]

@@ -296,9 +296,8 @@ def comparison_input(
     """What the rule reads of one (corrected) comparison of ``metric`` in ``role``
     (``lower_is_better``: the metric's direction)."""
     rel = comparison.relative
-    # once adjusted, the adjusted interval, even when unbounded (None): never the
-    # unadjusted one in its place
-    ci = rel.ci_adjusted if rel.alpha_adjusted is not None else rel.interval
+    # once adjusted, the adjusted interval, even when unbounded (None)
+    ci = rel.interval
     moved: Direction | None = None
     if comparison.status == "ok":
         sign = direction(comparison)

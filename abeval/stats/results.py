@@ -139,9 +139,10 @@ class Lift(JsonResult):
     @property
     def interval(self) -> tuple[float, float] | None:
         """The interval every presenter shows and judges significance by: the
-        multiplicity-adjusted ``ci_adjusted`` once the lift has been adjusted,
-        else the unadjusted ``ci`` (None when neither is defined)."""
-        return self.ci_adjusted if self.ci_adjusted is not None else self.ci
+        multiplicity-adjusted ``ci_adjusted`` once the lift has been adjusted (None
+        when that interval is unbounded: never the unadjusted one in its place),
+        else the unadjusted ``ci`` (None when it is not defined)."""
+        return self.ci_adjusted if self.alpha_adjusted is not None else self.ci
 
 
 @dataclass(frozen=True)
