@@ -27,8 +27,8 @@ from abeval.analysis.report_model import (
     Role,
     SegmentResult,
 )
-from abeval.analysis.team_metrics import no_events
-from abeval.stats import Comparison, adjust_comparisons, compare, compare_bayesian
+from abeval.analysis.team_metrics import failed_reason, no_events
+from abeval.stats import Comparison, Lift, adjust_comparisons, compare, compare_bayesian
 from abeval.stats.sufficient import ArmStats
 from abeval.store.sql.online_variables import Moments
 
@@ -108,9 +108,14 @@ def metric_results(
         if not shown(name, o):
             continue
         waiting = no_events(name, catalog)
+        failed = failed_reason(name, catalog)
         for arm in treatments:
             c, t = moments[control], moments[arm]
             main, unadjusted, used_c, used_t = compare_metric(metric, c, t, o)
+            if failed:
+                none = Lift(None)
+                main = replace(main, status="failed", message=failed, absolute=none, relative=none)
+                unadjusted = None
             plain[(name, arm)] = (used_c, used_t)
             bayes = compare_bayesian(
                 used_c,
@@ -126,8 +131,8 @@ def metric_results(
                     kind=metric.kind,
                     role=role(name, o),
                     arm=arm,
-                    control=arm_value(metric, c),
-                    treatment=arm_value(metric, t),
+                    control=_unknown(c) if failed else arm_value(metric, c),
+                    treatment=_unknown(t) if failed else arm_value(metric, t),
                     comparison=main,
                     unadjusted=unadjusted,
                     bayesian=bayes,
@@ -137,6 +142,11 @@ def metric_results(
                 )
             )
     return adjust_families(results, o), plain
+
+
+def _unknown(m: Moments) -> ArmValue:
+    """A failed metric's arm: its users, no value."""
+    return ArmValue(value=None, numerator=0.0, denominator=0.0, users=m.n)
 
 
 def adjust_families(
