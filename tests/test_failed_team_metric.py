@@ -128,6 +128,14 @@ def test_an_unreadable_definition_fails_its_row(db: str, stored: str, said: str)
     shown = [x for x in text_report.stdout.splitlines() if x.lstrip().startswith("cart_rate")]
     assert shown and "(failed: its recorded definition cannot be read: " in shown[0]
 
+    power = invoke(db, "power", "-e", "shop", "--metric", "cart_rate", "-f", "json")
+    assert power.exit_code == 0, power.output
+    (planned,) = json.loads(power.stdout)
+    assert planned["needed_for_target"]["total_users"] is None
+    for part in ("detectable", "needed_for_target"):
+        assert (planned[part]["status"], planned[part]["message"]) == ("failed", failed["message"])
+        assert planned[part]["mde_relative"] is None
+
     assert invoke(db, "metrics", "remove", "cart_rate").exit_code == 0
     assert "cart_rate" not in {r["metric"] for r in report(db)["metrics"]}
 

@@ -23,7 +23,7 @@ from abeval.analysis.experiment_config import ExperimentConfig, read_config, wit
 from abeval.analysis.observation import Observed, days_observed, observe
 from abeval.analysis.offline_report import OfflineSection, replayed_offline
 from abeval.analysis.ope import OpeSection, ope_results
-from abeval.analysis.power_rows import guardrail_powers, power_rows
+from abeval.analysis.power_rows import failed_power, guardrail_powers, power_rows
 from abeval.analysis.report_model import (
     DecisionBasis,
     GuardrailPower,
@@ -227,7 +227,8 @@ class ExperimentSession:
     def power(self) -> tuple[PowerInfo, ...]:
         """The power rows of the primary metrics, per treatment arm."""
         seen = self.observed
-        return power_rows(self.plain, seen.daily, self.control, self.treatments, self.options)
+        rows = power_rows(self.plain, seen.daily, self.control, self.treatments, self.options)
+        return tuple(failed_power(p, self.catalog) for p in rows)
 
     @cached_property
     def guardrail_power(self) -> tuple[GuardrailPower, ...]:
