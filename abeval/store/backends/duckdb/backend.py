@@ -96,12 +96,12 @@ class DuckDBBackend(Backend):
         return f"make_timestamp(epoch_us({column}))"
 
     def json_key(self, name: str) -> str:
-        """DuckDB reads a text beginning with ``$`` as a JSONPath and one beginning
-        with ``/`` as a JSON Pointer (RFC 6901), so those names go as the pointer to
-        themselves (``~`` written ``~0``, ``/`` written ``~1``)."""
-        if name[:1] in ("$", "/"):
-            return "/" + name.translate({ord("~"): "~0", ord("/"): "~1"})
-        return name
+        """DuckDB reads a text beginning with ``$`` as a JSONPath, one beginning with
+        ``/`` as a JSON Pointer (RFC 6901), and parses others too (``*`` is every
+        key; a ``\\`` or some quotes and brackets read another key or none), so
+        every name goes as the pointer to itself (``~`` written ``~0``, ``/``
+        written ``~1``): the one form DuckDB reads as exactly that name."""
+        return "/" + name.translate({ord("~"): "~0", ord("/"): "~1"})
 
     def json_keys_sql(self, objects: str) -> str | None:
         return f"SELECT DISTINCT unnest(json_keys(CAST(a AS JSON))) FROM {objects}"
