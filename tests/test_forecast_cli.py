@@ -64,19 +64,18 @@ def _history_rows(rows: list[dict[str, object]]) -> list[HistoryRow]:
 
 
 TYPED = ["--offline-lift", "0.031", "--offline-se", "0.008"]
+ONCE = (
+    "give the candidate's offline evidence once: --offline-lift and --offline-se, "
+    "or --truth and two --recommendations, or --target-propensities and --experiment"
+)
 
 
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        ([], "--offline-lift: give the candidate's offline evidence once: "
-             "--offline-lift and --offline-se, or -t TRUTH -r control=FILE -r candidate=FILE, "
-             "or --target-propensities FILE --experiment PRODUCTION_EXPERIMENT"),
+        ([], f"--offline-lift: {ONCE}"),
         (["--offline-lift", "0.03"], "--offline-se: give it with --offline-lift"),
-        ([*TYPED, "-t", "truth.csv"], "--offline-lift: give the candidate's "
-             "offline evidence once: --offline-lift and --offline-se, or -t TRUTH "
-             "-r control=FILE -r candidate=FILE, or --target-propensities FILE "
-             "--experiment PRODUCTION_EXPERIMENT"),
+        ([*TYPED, "-t", "truth.csv"], f"--offline-lift: {ONCE}"),
         ([*TYPED, "--alpha", "1.5"], "--alpha 1.5: must be between 0 and 1 "
                                      "(exclusive)"),
         ([*TYPED, "--users-per-day", "-3"], "--users-per-day -3: must be a "

@@ -296,7 +296,7 @@ def test_the_board_counts_post_hoc_estimates_as_not_independent(db: str, tmp_pat
     assert ope and not any(p["independent"] for p in ope)
     assert not any(s["independent"] for s in before["summary"] if s["source"] == "ope")
     text_out = _invoke("agreement", "--db", db, "--format", "text", "--resamples", "100").stdout
-    assert "ope* post-hoc: without target probabilities" in text_out
+    assert "off-policy* post hoc: without target probabilities" in text_out
     path = write_target_file(tmp_path / "t.csv", _targets(1 / 3))
     assert _invoke("experiment", "set", EXP, "--db", db, "--target-propensities", str(path))
     after = board()
