@@ -400,6 +400,7 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=1000, help="trials in all (about)")
     parser.add_argument("--seed", type=int, default=38)
     parser.add_argument("--no-postgres", action="store_true")
+    parser.add_argument("--only", help="run only these surfaces (comma-separated)")
     parser.add_argument("--record", action="store_true", help="append the counts to RESULTS.md")
     args = parser.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so the server is stopped
@@ -409,7 +410,8 @@ def main() -> None:
     server = None if args.no_postgres else PostgresServer().start()
     try:
         with tempfile.TemporaryDirectory() as name:
-            run(tally, Path(name), rng, server, args.trials)
+            only = set(args.only.split(",")) if args.only else None
+            run(tally, Path(name), rng, server, args.trials, only)
     finally:
         if server is not None:
             server.stop()
@@ -417,7 +419,12 @@ def main() -> None:
 
 
 def run(
-    tally: Tally, tmp: Path, rng: random.Random, server: PostgresServer | None, trials: int
+    tally: Tally,
+    tmp: Path,
+    rng: random.Random,
+    server: PostgresServer | None,
+    trials: int,
+    only: set[str] | None = None,
 ) -> None:
     import os
 
@@ -429,14 +436,17 @@ def run(
         engines.append(("postgresql", server.create_database))
     share = max(1, trials // 12)
 
+    def wanted(surface: str) -> int:
+        return 1 if only is None or surface in only else 0
+
     for engine, new in engines:  # ~5 commands a store
-        for _ in range(max(1, share // 5)):
+        for _ in range(max(1, share // 5) * wanted("attributes")):
             attributes_trial(tally, engine, new(), tmp, rng)
 
     split_dir = tmp / "split"
     split_dir.mkdir()
-    built = split_store(split_dir, None)
-    for _ in range(share):
+    built = split_store(split_dir, None) if wanted("split") else ""
+    for _ in range(share * wanted("split")):
         db = str(tmp / "split_trial.duckdb")
         shutil.copy(built, db)
         split_trial(tally, db, rng)
@@ -448,17 +458,18 @@ def run(
             f"x,{'ab'[i % 2]},u{i},2024-05-01T00:00:00,exposure\n" for i in range(rows)
         ).encode()
     )
-    for _ in range(share * 2):
+    for _ in range(share * 2 * wanted("truncated")):
         truncated_trial(tally, tmp, rng, data, rows)
 
     demo_db = tmp / "demo" / "demo.duckdb"  # a small demo store: a report in seconds
     demo = ["demo", "--out-dir", str(demo_db.parent), "--users", "3000"]
-    subprocess.run([sys.executable, "-m", "abeval", *demo], check=False, capture_output=True)
+    if wanted("bounds"):
+        subprocess.run([sys.executable, "-m", "abeval", *demo], check=False, capture_output=True)
     if demo_db.exists():
         for _ in range(share * 2):
             bounds_trial(tally, str(demo_db), tmp, rng)
 
-    for engine, new in engines:
+    for engine, new in engines if wanted("team") else []:
         db = new()
         (tmp / "team.csv").write_text(
             "experiment,arm,user_id,ts,event_type\n"
@@ -479,7 +490,7 @@ def run(
         for _ in range(share // len(engines) + 1):
             team_trial(tally, engine, db, rng, truth)
 
-    for _ in range(share * 2):
+    for _ in range(share * 2 * wanted("secrets")):
         secrets_trial(tally, server, tmp, rng)
 
 
