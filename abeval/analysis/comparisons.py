@@ -28,8 +28,8 @@ from abeval.analysis.report_model import (
     Role,
     SegmentResult,
 )
-from abeval.analysis.team_metrics import no_events
-from abeval.stats import Comparison, adjust_comparisons, compare, compare_bayesian
+from abeval.analysis.team_metrics import failed_reason, no_events
+from abeval.stats import Comparison, Lift, adjust_comparisons, compare, compare_bayesian
 from abeval.stats.sufficient import ArmStats
 from abeval.store.sql.online_variables import Moments
 
@@ -114,9 +114,14 @@ def metric_results(
         if not shown(name, o):
             continue
         waiting = no_events(name, catalog)
+        failed = failed_reason(name, catalog)
         for arm in treatments:
             c, t = moments[control], moments[arm]
             main, unadjusted, used_c, used_t = compare_metric(metric, c, t, o)
+            if failed:
+                none = Lift(None)
+                main = replace(main, status="failed", message=failed, absolute=none, relative=none)
+                unadjusted = None
             plain[(name, arm)] = (used_c, used_t)
             bayes = compare_bayesian(
                 used_c,
@@ -132,8 +137,8 @@ def metric_results(
                     kind=metric.kind,
                     role=role(name, o),
                     arm=arm,
-                    control=arm_value(metric, c),
-                    treatment=arm_value(metric, t),
+                    control=_unknown(c) if failed else arm_value(metric, c),
+                    treatment=_unknown(t) if failed else arm_value(metric, t),
                     comparison=main,
                     unadjusted=unadjusted,
                     bayesian=bayes,
@@ -143,6 +148,11 @@ def metric_results(
                 )
             )
     return adjust_families(results, o, looks), plain
+
+
+def _unknown(m: Moments) -> ArmValue:
+    """A failed metric's arm: its users, no value."""
+    return ArmValue(value=None, numerator=0.0, denominator=0.0, users=m.n)
 
 
 def adjust_families(

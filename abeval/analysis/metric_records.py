@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from abeval.analysis.metric_file import read_metric_file, unseen_events
 from abeval.analysis.online_metrics import BUILTIN_METRICS
-from abeval.analysis.team_metrics import TeamMetric
+from abeval.analysis.team_metrics import TeamMetric, UnreadableDefinition, unreadable
 
 if TYPE_CHECKING:
     from abeval.store.database import Database
@@ -109,7 +109,15 @@ def list_metrics(store: Database) -> tuple[MetricRow, ...]:
 
 
 def _row(r: RecordedDefinition) -> MetricRow:
-    m = TeamMetric.from_json(r.name, r.definition)
+    """The recorded metric's row; one of kind ``failed`` whose definition is the
+    reason it cannot be read, with the fix, when it cannot."""
+    try:
+        m = TeamMetric.from_json(r.name, r.definition)
+    except UnreadableDefinition as exc:
+        why = unreadable(r.name, str(exc))
+        return MetricRow(
+            r.name, "failed", False, r.name, why, "", False, None, r.source, r.recorded_at
+        )
     return MetricRow(
         m.name,
         m.kind,

@@ -153,9 +153,13 @@ class Catalog:
     #: Event types the team metrics read that no ingested row has yet: their
     #: report rows say so (``no_events``) instead of showing zeros.
     unseen: frozenset[str] = frozenset()
+    #: Team metrics that failed (name → the reason, one sentence with the fix): a
+    #: definition that cannot be read, or an expression the engine refused on the
+    #: data. Their rows have the status ``failed``; the other metrics are computed.
+    failed: Mapping[str, str] = field(default_factory=_frozen)
 
     def __post_init__(self) -> None:
-        for name in ("metrics", "definitions", "caps", "labels"):
+        for name in ("metrics", "definitions", "caps", "labels", "failed"):
             value = getattr(self, name)
             if not isinstance(value, MappingProxyType):
                 object.__setattr__(self, name, _frozen(value))

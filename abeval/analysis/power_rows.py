@@ -19,6 +19,9 @@ single real effect among m must beat it to be declared, whatever the others do
 
 from __future__ import annotations
 
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
 from abeval.analysis.comparisons import PlainStats
 from abeval.analysis.report_model import GuardrailPower, PowerInfo, ReportOptions
 from abeval.choices import FEASIBLE_DAYS
@@ -26,6 +29,9 @@ from abeval.stats import detectable_effect, effect_moments, required_users
 from abeval.stats.moments import arm_moments
 from abeval.stats.sufficient import ArmStats
 from abeval.store.sql.online_sums import Daily
+
+if TYPE_CHECKING:
+    from abeval.analysis.online_metrics import Catalog
 
 
 def baseline(control: ArmStats, treatment: ArmStats) -> tuple[float, float]:
@@ -154,6 +160,38 @@ def power_rows(
         for arm in treatments
     ]
     return tuple(out)
+
+
+def failed_power(p: PowerInfo, catalog: Catalog) -> PowerInfo:
+    """``p`` as it stands, or, for a team metric that failed
+    (:attr:`Catalog.failed <abeval.analysis.online_metrics.Catalog.failed>`), with
+    no numbers and the status ``failed`` with its reason."""
+    why = catalog.failed.get(p.metric)
+    if why is None:
+        return p
+    unknown: dict[str, Any] = {
+        "status": "failed",
+        "message": why,
+        "baseline_mean": None,
+        "baseline_variance": None,
+        "mde_relative": None,
+        "mde_absolute": None,
+        "users_by_arm": None,
+        "total_users": None,
+    }
+    return replace(
+        p,
+        detectable=replace(  # the users it has, no lift it could detect
+            p.detectable,
+            **{
+                **unknown,
+                "users_by_arm": p.detectable.users_by_arm,
+                "total_users": p.detectable.total_users,
+            },
+        ),
+        needed_for_target=replace(p.needed_for_target, **unknown),
+        more_days_needed=None,
+    )
 
 
 def guardrail_powers(

@@ -24,7 +24,7 @@ from abeval.analysis.experiment_config import ExperimentConfig, read_config, wit
 from abeval.analysis.observation import Observed, days_observed, observe
 from abeval.analysis.offline_report import OfflineSection, replayed_offline
 from abeval.analysis.ope import OpeSection, ope_results
-from abeval.analysis.power_rows import guardrail_powers, power_rows
+from abeval.analysis.power_rows import failed_power, guardrail_powers, power_rows
 from abeval.analysis.report_model import (
     DecisionBasis,
     GuardrailPower,
@@ -33,7 +33,7 @@ from abeval.analysis.report_model import (
     PowerInfo,
     ReportOptions,
 )
-from abeval.analysis.team_metrics import read_catalog
+from abeval.analysis.team_metrics import read_catalog, refused_metrics, without
 from abeval.store.experiment_facts import ExperimentFacts, read_facts
 from abeval.store.shared_ctes import drop
 from abeval.store.sources import read_in_place
@@ -129,10 +129,35 @@ class ExperimentSession:
     def observed(self) -> Observed:
         """Settings, arms (control first), window, caps, per-arm moments, health,
         daily and segment moments, ingests: one pass over the population."""
-        seen, self._population = observe(
-            self.conn, self.experiment, self.options, self.catalog, self.facts
-        )
+        try:
+            seen, self._population = observe(
+                self.conn, self.experiment, self.options, self.catalog, self.facts
+            )
+        except Exception as exc:
+            # A team metric whose expression the engine refuses on the data fails
+            # its own row, not the report: find which (only after a failure, so the
+            # common case pays nothing) and compute the others without it.
+            failed = self._failing_metrics(exc)
+            if not failed:
+                raise
+            self._catalog = without(self.catalog, failed)
+            seen, self._population = observe(
+                self.conn, self.experiment, self.options, self.catalog, self.facts
+            )
         return seen
+
+    def _failing_metrics(self, exc: Exception) -> dict[str, str]:
+        """The team metrics whose expressions the engine refuses (name → reason),
+        after ``exc`` ended the one pass; none when ``exc`` is no refusal of the
+        engine's or a fault of the store (a server gone, an interrupt)."""
+        from sqlalchemy.exc import DBAPIError
+
+        if not isinstance(exc, DBAPIError) or not self.catalog.definitions:
+            return {}
+        if self.store.backend.fault(self.store.display, self.store.url, exc) is not None:
+            return {}
+        self.conn.rollback()  # the failed statement aborted the transaction
+        return refused_metrics(self.conn, self.catalog)
 
     @property
     def control(self) -> str:
@@ -205,7 +230,8 @@ class ExperimentSession:
     def power(self) -> tuple[PowerInfo, ...]:
         """The power rows of the primary metrics, per treatment arm."""
         seen = self.observed
-        return power_rows(self.plain, seen.daily, self.control, self.treatments, self.options)
+        rows = power_rows(self.plain, seen.daily, self.control, self.treatments, self.options)
+        return tuple(failed_power(p, self.catalog) for p in rows)
 
     @cached_property
     def guardrail_power(self) -> tuple[GuardrailPower, ...]:

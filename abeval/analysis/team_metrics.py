@@ -41,6 +41,14 @@ NAME = re.compile(r"[a-z_][a-z0-9_]{0,63}")
 NAME_TEXT = "a lower-case identifier (letters, digits and _, at most 64 characters)"
 
 
+class UnreadableDefinition(ValueError):
+    """A recorded definition this abeval cannot read; the message says why."""
+
+
+#: The fields of a recorded definition (:meth:`TeamMetric.to_json`).
+_FIELDS = ("kind", "numerator", "denominator", "where", "lower_is_better", "cap", "description")
+
+
 @dataclass(frozen=True)
 class EventSum:
     """Per user: the number of events of ``event`` (or, ``value``: the sum of
@@ -51,6 +59,21 @@ class EventSum:
 
     def to_json(self) -> dict[str, Any]:
         return {"event": self.event, "value": self.value}
+
+    @classmethod
+    def from_json(cls, side: str, d: Any) -> EventSum:
+        """One side of a recorded definition (an :class:`UnreadableDefinition` if not one)."""
+        if (
+            not isinstance(d, Mapping)
+            or set(d) - {"event", "value"}
+            or not isinstance(d.get("event"), str)
+            or not d.get("event")
+            or not isinstance(d.get("value", False), bool)
+        ):
+            raise UnreadableDefinition(
+                f"{side} {d!r} is not an event type with value true or false"
+            )
+        return cls(d["event"], d.get("value", False))
 
     def text(self) -> str:
         return f"Σ value of {self.event}" if self.value else f"count of {self.event}"
@@ -84,15 +107,52 @@ class TeamMetric:
 
     @classmethod
     def from_json(cls, name: str, d: Mapping[str, Any]) -> TeamMetric:
+        """The metric a recorded definition describes; an :class:`UnreadableDefinition`
+        saying what is wrong when it is not one this abeval writes (edited by hand,
+        written by a newer abeval, a field of the wrong type)."""
+        if not isinstance(d, Mapping):
+            shown = repr(d if len(repr(d)) <= 60 else f"{str(d)[:57]}...")
+            raise UnreadableDefinition(f"the stored definition {shown} is not a JSON object")
+        extra = sorted(set(d) - set(_FIELDS))
+        if extra:
+            raise UnreadableDefinition(
+                f"field {extra[0]!r} is not one this abeval reads (written by a newer abeval?)"
+            )
+        kind = d.get("kind")
+        if kind not in KINDS:
+            raise UnreadableDefinition(f"kind {kind!r} is not proportion, mean or ratio")
         den = d.get("denominator")
+        if (kind == "ratio") != (den is not None):
+            raise UnreadableDefinition(
+                "a ratio needs a denominator" if kind == "ratio" else f"a {kind} has no denominator"
+            )
+        where = d.get("where")
+        where = {} if where is None else where
+        if not isinstance(where, Mapping) or not all(
+            isinstance(v, str | int) and not isinstance(v, bool) for v in where.values()
+        ):
+            raise UnreadableDefinition(f"where {where!r} is not attributes mapped to text")
+        cap = d.get("cap")
+        if cap is not None and (
+            kind == "proportion"
+            or isinstance(cap, bool)
+            or not isinstance(cap, int | float)
+            or not 0 < cap < 1
+        ):
+            raise UnreadableDefinition(
+                f"cap {cap!r} is not a quantile between 0 and 1 of a mean or ratio"
+            )
+        for key, want in (("lower_is_better", bool), ("description", str)):
+            if d.get(key) is not None and not isinstance(d.get(key), want):
+                raise UnreadableDefinition(f"{key} {d.get(key)!r} is not {want.__name__}")
         return cls(
             name=name,
-            kind=d["kind"],
-            numerator=EventSum(**d["numerator"]),
-            denominator=EventSum(**den) if den else None,
-            where=tuple(sorted((str(k), str(v)) for k, v in (d.get("where") or {}).items())),
+            kind=kind,
+            numerator=EventSum.from_json("numerator", d.get("numerator")),
+            denominator=EventSum.from_json("denominator", den) if den is not None else None,
+            where=tuple(sorted((str(k), str(v)) for k, v in where.items())),
             lower_is_better=bool(d.get("lower_is_better", False)),
-            cap=d.get("cap"),
+            cap=float(cap) if cap is not None else None,
             description=str(d.get("description") or ""),
         )
 
@@ -115,12 +175,15 @@ class TeamMetric:
         return text
 
 
-def catalog(definitions: Iterable[TeamMetric]) -> Catalog:
+def catalog(definitions: Iterable[TeamMetric], failed: Mapping[str, str] | None = None) -> Catalog:
     """The catalog of a store that recorded ``definitions``: the built-in metrics,
     then these by name (a name of a built-in is left out: ``abeval metrics add``
     refuses it). Variables ``t<i>_n`` (numerator), ``t<i>_d`` (denominator) and ``t<i>_p``
     (the 0/1 indicator of a proportion) for the i-th metric by name: short names,
-    so that the moments' column labels stay within PostgreSQL's 63 characters."""
+    so that the moments' column labels stay within PostgreSQL's 63 characters.
+    A metric ``failed`` names (name → reason) is in the catalog with a variable that
+    counts nothing, ``f<i>_n``, so that every part of a result has its row, which
+    says the reason."""
     metrics: dict[str, OnlineMetric] = {}
     summed: list[Variable] = []
     indicators: list[tuple[str, str]] = []
@@ -153,6 +216,9 @@ def catalog(definitions: Iterable[TeamMetric]) -> Catalog:
             d.description or d.formula(),
             d.lower_is_better,
         )
+    for j, (name, why) in enumerate(sorted((failed or {}).items())):
+        summed.append(Variable(f"f{j}_n", ""))
+        metrics[name] = OnlineMetric(name, "mean", f"f{j}_n", None, name, why)
     return Catalog(
         metrics={
             **BUILTIN_METRICS,
@@ -168,26 +234,88 @@ def catalog(definitions: Iterable[TeamMetric]) -> Catalog:
         ),
         caps=caps,
         labels=labels,
+        failed=dict(failed or {}),
     )
 
 
 def recorded_definitions(conn: Connection) -> list[TeamMetric]:
+    return recorded_metrics(conn)[0]
+
+
+def recorded_metrics(conn: Connection) -> tuple[list[TeamMetric], dict[str, str]]:
+    """The recorded metrics this abeval can read, and the reason of each it cannot
+    (name → reason with the fix: :func:`unreadable`)."""
     from abeval.store.metric_definitions import load
 
-    return [TeamMetric.from_json(r.name, r.definition) for r in load(conn)]
+    metrics, failed = [], {}
+    for r in load(conn):
+        try:
+            metrics.append(TeamMetric.from_json(r.name, r.definition))
+        except UnreadableDefinition as exc:
+            failed[r.name] = unreadable(r.name, str(exc))
+    return metrics, failed
+
+
+def unreadable(name: str, why: str) -> str:
+    """A failed team metric's reason in one sentence, with the fix."""
+    return (
+        f"its recorded definition cannot be read: {why}; remove it with "
+        f"`abeval metrics remove {name}` or record it again with `abeval metrics add FILE`"
+    )
 
 
 def read_catalog(conn: Connection) -> Catalog:
     """The store's catalog: the built-in metrics and the team-defined ones it
-    records, with the event types they read that no ingested row has yet."""
+    records, with the event types they read that no ingested row has yet, and
+    those whose definition cannot be read (their rows say why)."""
     from dataclasses import replace
 
     from abeval.store.metric_definitions import missing_event_types
 
-    definitions = recorded_definitions(conn)
+    definitions, failed = recorded_metrics(conn)
     events = {e for d in definitions for e in d.events()}
     unseen = missing_event_types(conn, sorted(events)) if events else ()
-    return replace(catalog(definitions), unseen=frozenset(unseen))
+    return replace(catalog(definitions, failed), unseen=frozenset(unseen))
+
+
+def without(catalog_: Catalog, failed: Mapping[str, str]) -> Catalog:
+    """``catalog_`` with the team metrics ``failed`` names (name → reason) failed:
+    none of their variables is computed and their rows say the reason."""
+    from dataclasses import replace
+
+    kept = [d for n, d in catalog_.definitions.items() if n not in failed]
+    return replace(catalog(kept, {**catalog_.failed, **failed}), unseen=catalog_.unseen)
+
+
+def refused_metrics(conn: Connection, catalog_: Catalog) -> dict[str, str]:
+    """The team metrics of ``catalog_`` whose filters the engine refuses on the
+    store's events (name → reason): each metric's conditions counted over the
+    events alone, one statement each (read after a report's pass failed)."""
+    from sqlalchemy import text
+    from sqlalchemy.exc import DBAPIError
+
+    from abeval.store.backends import backend_of
+
+    refused = {}
+    variables = catalog_.team_variables.keyed_for(backend_of(conn)).summed
+    for i, name in enumerate(catalog_.definitions):
+        conditions = [v.condition() for v in variables if v.name in (f"t{i}_n", f"t{i}_d")]
+        where = " OR ".join(f"({c})" for c in conditions) or "FALSE"
+        try:
+            conn.execute(text(f"SELECT COUNT(*) FROM events e WHERE {where}")).fetchall()
+        except DBAPIError as exc:
+            conn.rollback()
+            why = str(exc.orig or exc).strip().splitlines()[0][:300]
+            refused[name] = (
+                f"the store refused its filter on the events ({why}); check the events' "
+                f"attributes, or remove it with `abeval metrics remove {name}`"
+            )
+    return refused
+
+
+def failed_reason(name: str, catalog: Catalog) -> str | None:
+    """Why the team metric ``name`` failed (None when it did not)."""
+    return catalog.failed.get(name)
 
 
 def no_events(name: str, catalog: Catalog) -> str | None:

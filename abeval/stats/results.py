@@ -29,6 +29,7 @@ Status = Literal[
     "zero_denominator",  # a ratio metric whose denominator sums to 0 in an arm
     "zero_variance",  # the estimate has no variance: no test, no interval
     "zero_baseline",  # the control mean is 0: no relative lift
+    "failed",  # the metric could not be computed (a team metric's definition or data)
 ]
 
 SrmStatus = Literal["ok", "no_users", "single_arm", "invalid_input"]

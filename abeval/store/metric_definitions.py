@@ -26,11 +26,12 @@ TABLE = "metric_definitions"
 
 @dataclass(frozen=True)
 class RecordedDefinition:
-    """One row: the metric's name, its definition (a JSON object), the file it
-    was read from and when it was recorded (UTC, zone-less as stored)."""
+    """One row: the metric's name, its definition (a JSON object; the text as
+    stored when it is no JSON, a row edited by hand), the file it was read from and
+    when it was recorded (UTC, zone-less as stored)."""
 
     name: str
-    definition: dict[str, Any]
+    definition: Any
     source: str
     recorded_at: datetime
 
@@ -44,7 +45,16 @@ def load(conn: Connection) -> list[RecordedDefinition]:
     rows = conn.execute(
         text(f"SELECT name, definition, source, recorded_at FROM {TABLE} ORDER BY name")
     ).fetchall()
-    return [RecordedDefinition(str(r[0]), json.loads(r[1]), str(r[2]), r[3]) for r in rows]
+    return [RecordedDefinition(str(r[0]), _json(r[1]), str(r[2]), r[3]) for r in rows]
+
+
+def _json(stored: Any) -> Any:
+    """The recorded definition's JSON; the stored value itself when it is no JSON
+    (the metric's row then says its definition cannot be read)."""
+    try:
+        return json.loads(stored)
+    except (TypeError, ValueError, RecursionError):
+        return stored
 
 
 def recorded(store: Database) -> list[RecordedDefinition]:

@@ -36,11 +36,17 @@ class Variable:
 
     def condition(self) -> str:
         parts = [f"e.event_type = {quote_literal(self.event_type)}"]
-        parts += [
-            f"CAST(e.attributes AS JSON) ->> {quote_literal(k)} = {quote_literal(v)}"
-            for k, v in self.where
-        ]
+        parts += [f"CAST(e.attributes AS JSON) ->> {_text(k)} = {_text(v)}" for k, v in self.where]
         return " AND ".join(parts)
+
+
+def _text(value: str) -> str:
+    """``value`` as an SQL expression of text: a literal, with each ``:`` written
+    ``chr(58)`` (a ``:name`` inside a literal is a bind parameter to SQLAlchemy's
+    ``text()``, which the statements go through)."""
+    if ":" not in value:
+        return quote_literal(value)
+    return "(" + " || chr(58) || ".join(quote_literal(p) for p in value.split(":")) + ")"
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,7 @@ statements that need most of it, rows from Python registered as Arrow."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +32,10 @@ def _file_of(url: str) -> str | None:
 
     path = make_url(url).database
     return None if not path or str(path).startswith(":memory:") else str(path)
+
+
+#: An attribute name DuckDB reads as itself after ``->>``.
+_PLAIN_KEY = re.compile(r"[A-Za-z0-9_-]+")
 
 
 class DuckDBBackend(Backend):
@@ -112,12 +117,16 @@ class DuckDBBackend(Backend):
         return f"make_timestamp(epoch_us({column}))"
 
     def json_key(self, name: str) -> str:
-        """DuckDB reads a text beginning with ``$`` as a JSONPath and one beginning
-        with ``/`` as a JSON Pointer (RFC 6901), so those names go as the pointer to
-        themselves (``~`` written ``~0``, ``/`` written ``~1``)."""
-        if name[:1] in ("$", "/"):
-            return "/" + name.translate({ord("~"): "~0", ord("/"): "~1"})
-        return name
+        """DuckDB reads a text beginning with ``$`` as a JSONPath, one beginning with
+        ``/`` as a JSON Pointer (RFC 6901), and parses others too (``*`` is every
+        key; a ``\\`` or some quotes and brackets read another key or none), so a
+        name other than letters, digits, ``_`` and ``-`` goes as the pointer to
+        itself (``~`` written ``~0``, ``/`` written ``~1``): the one form DuckDB
+        reads as exactly that name. A plain name stays as it is (the SQL shown
+        then reads as PostgreSQL's)."""
+        if _PLAIN_KEY.fullmatch(name):
+            return name
+        return "/" + name.translate({ord("~"): "~0", ord("/"): "~1"})
 
     def json_keys_sql(self, objects: str) -> str | None:
         return f"SELECT DISTINCT unnest(json_keys(CAST(a AS JSON))) FROM {objects}"
