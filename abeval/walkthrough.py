@@ -158,6 +158,7 @@ def _forecast(out_dir: Path, db: Path, seed: int, board: AgreementBoard) -> Iter
     true lift (known to the simulator), as ``abeval forecast -t ... -r ...`` does,
     from the board the demo has built (not built again)."""
     import abeval
+    from abeval import render
     from abeval.api import forecast_evidence
     from abeval.formatting import interval, pct
     from abeval.simulate.demo import write_demo_candidate
@@ -169,11 +170,16 @@ def _forecast(out_dir: Path, db: Path, seed: int, board: AgreementBoard) -> Iter
         report = store.forecast(evidence, signal="ndcg@10", board=board)
     f = next(m for m in report.forecasts if m.metric == "ctr")
     p = f.forecast
+    # the text presenter's lines for ctr: which signal and why, then the go / no-go
+    text = render.text(report).splitlines()
+    head = next(i for i, line in enumerate(text) if line.startswith("ctr, from "))
+    yield f"forecast: {text[head]}"
     yield (
         f"forecast: an untested candidate (ndcg@10 {pct(p.offline_lift)} offline): CTR lift "
         f"{pct(p.point)}, 95% interval {interval(p.interval)} from {f.fit.k} experiments; "
         f"its true CTR lift (simulator): {pct(c.true_ctr_lift)}"
     )
+    yield f"forecast: {text[head + 1].strip()}"
     yield (
         f"explore: abeval forecast --db {_q(db)} -t {_q(c.truth)} "
         f"-r {_q(f'control={c.control}')} -r {_q(f'candidate={c.candidate}')} --signal ndcg@10"

@@ -113,9 +113,12 @@ def test_ope_and_replay_pairs_come_from_the_report(board: AgreementBoard, histor
     assert pair.offline_ci == pytest.approx(replayed.comparison.relative.ci, rel=1e-9)
     assert replayed.comparison.relative.ci != replayed.comparison.relative.interval
     conversion = next(m for m in report.metrics if m.metric == "conversion")
-    assert pair.online_lift == pytest.approx(conversion.comparison.relative.effect, rel=1e-9)
-    # The report's interval, adjusted over primary metrics × arms.
-    assert pair.online_ci == pytest.approx(conversion.comparison.relative.interval, rel=1e-9)
+    # The report's fixed-horizon comparison (its reference while, with no plan, the
+    # report shows the always-valid one), adjusted over primary metrics × arms.
+    fixed = conversion.reference_fixed_horizon or conversion.comparison
+    assert fixed.method == "welch"
+    assert pair.online_lift == pytest.approx(fixed.relative.effect, rel=1e-9)
+    assert pair.online_ci == pytest.approx(fixed.relative.interval, rel=1e-9)
 
 
 def test_summary_statistics_over_the_pairs(board: AgreementBoard) -> None:

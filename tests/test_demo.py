@@ -322,7 +322,11 @@ def test_demo_ends_with_a_forecast_beside_the_true_lift(demo: Demo) -> None:
     from abeval.simulate.demo import CANDIDATE_CTR_LIFT
 
     lines = demo.stderr.splitlines()
-    forecast = next(line for line in lines if line.startswith("forecast: "))
+    forecast = next(line for line in lines if line.startswith("forecast: an untested"))
+    # before it, the signal and why; after it, the go / no-go
+    before, after = lines[lines.index(forecast) - 1], lines[lines.index(forecast) + 1]
+    assert before.startswith("forecast: ctr, from ndcg@10: given by --signal (rank ")
+    assert re.match(r"forecast: (Go: test it\. |Test if cheap: |No-go: )P\(lift > 0\) ", after)
     match = re.fullmatch(
         r"forecast: an untested candidate \(ndcg@10 ([+-][\d.]+)% offline\): CTR lift "
         r"([+-][\d.]+)%, 95% interval \[([+-][\d.]+)%, ([+-][\d.]+)%\] from 12 experiments; "
@@ -339,4 +343,4 @@ def test_demo_ends_with_a_forecast_beside_the_true_lift(demo: Demo) -> None:
         f"-r control={candidate / 'control.csv'} -r candidate={candidate / 'candidate.csv'} "
         "--signal ndcg@10"
     )
-    assert lines[lines.index(forecast) + 1] == explore
+    assert lines[lines.index(forecast) + 2] == explore

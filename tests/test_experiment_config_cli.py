@@ -260,14 +260,18 @@ def test_no_plan_decides_on_the_sequential_intervals(sim: str) -> None:
     (d,) = plain["decisions"]  # type: ignore[misc]
     (s,) = sequential["decisions"]  # type: ignore[misc]
     assert (d["basis"], s["basis"]) == ("sequential_no_plan", "sequential_requested")
-    # The decision's intervals are the always-valid ones, wider than the page's.
+    # The decision's intervals are the always-valid ones, the page's too; the
+    # fixed-horizon one, narrower, is there only for reference.
     for mine, theirs in zip(d["primaries"], s["primaries"], strict=True):
         # the engine's sums may differ in the last bits between two runs
         assert mine["interval"] == pytest.approx(theirs["interval"], rel=1e-9)
-    shown = {m["metric"]: m["comparison"]["relative"] for m in plain["metrics"]}  # type: ignore[attr-defined]
+    shown = {m["metric"]: m for m in plain["metrics"]}  # type: ignore[attr-defined]
     for p in d["primaries"]:
         lo, hi = p["interval"]
-        fixed = shown[p["metric"]]["ci_adjusted"] or shown[p["metric"]]["ci"]
+        m = shown[p["metric"]]
+        assert m["basis"] == "always_valid" and m["interval"] == p["interval"]
+        reference = m["reference_fixed_horizon"]["relative"]
+        fixed = reference["ci_adjusted"] or reference["ci"]
         assert hi - lo > fixed[1] - fixed[0]
 
 

@@ -225,15 +225,18 @@ def test_text_and_html_say_the_same(tmp_path: Path) -> None:
     expected = predict(fit(_history_rows(rows)), 0.031, 0.008, mde=0.02)
     assert expected.interval is not None
     lines = text.stdout.splitlines()
-    assert lines[4] == "ctr, from ndcg@10"
+    assert lines[4] == "ctr, from ndcg@10: the history's only signal for ctr"
+    assert lines[5].startswith(("  Go: test it. ", "  Test if cheap: ", "  No-go: "))
     lift, (low, high) = expected.point or 0.0, expected.interval
-    assert lines[5] == (
+    assert lines[6] == (
         f"  offline lift +3.10% (se 0.80%) → online lift {lift * 100:+.2f}%, 95% prediction "
         f"interval [{low * 100:+.2f}%, {high * 100:+.2f}%]"
     )
-    assert lines[7].startswith("  Learned from 10 experiments: slope ")
+    assert lines[8].startswith("  Learned from 10 experiments: slope ")
+    assert lines[10] == "  Traffic: 20,000 users a day (given with --users-per-day)"
     out = tmp_path / "f.html"
-    page = run("forecast", "--history", str(history), *TYPED, "-f", "html", "-o", str(out))
+    page = run("forecast", "--history", str(history), *TYPED, "--users-per-day", "20000",
+               "-f", "html", "-o", str(out))  # fmt: skip
     assert page.exit_code == 0 and page.stderr.strip() == f"wrote {out}"
     tree = parse(out.read_text())
     section = tree.find(id="forecast-ctr")
@@ -241,6 +244,36 @@ def test_text_and_html_say_the_same(tmp_path: Path) -> None:
     assert section.find(**{"data-field": "lift"}).text() == f"{lift * 100:+.2f}%"
     interval = f"[{low * 100:+.2f}%, {high * 100:+.2f}%]"
     assert section.find(**{"data-field": "interval"}).text() == interval
+    go = section.find(**{"data-field": "go"})
+    assert go.text().strip() == lines[5].strip() + "."
+    chart = section.find(**{"data-field": "chart"})
+    assert len(chart.find_all(**{"data-field": "point"})) == len(rows)
+    assert chart.find(**{"data-field": "candidate"}) is not None
+    assert chart.find(**{"data-field": "band"}).attrs["d"].startswith("M")
+    axes = [t.text() for t in chart.find_all("text", class_="axis-title")]
+    assert axes == ["online lift", "offline lift"]
+
+
+def test_the_band_is_the_forecast_across_offline_lifts(tmp_path: Path) -> None:
+    """The chart's band: at each offline lift, the forecast of a candidate with that
+    lift and the candidate's standard error; at the candidate's own lift (the
+    largest here, so the band's last point) the candidate's forecast."""
+    rows = _rows()
+    history = _write(tmp_path / "h.csv", rows)
+    result = run("forecast", "--history", str(history), *TYPED, "-f", "json")
+    assert result.exit_code == 0, result.output
+    f = json.loads(result.stdout)["forecast"]
+    band = f["band"]
+    fitted = fit(_history_rows(rows))
+    xs = [float(r["offline_lift"]) for r in rows]  # type: ignore[arg-type]
+    assert band[0]["offline_lift"] == pytest.approx(min(xs))
+    assert band[-1]["offline_lift"] == pytest.approx(0.031)
+    for b in band[::10]:
+        at = predict(fitted, b["offline_lift"], 0.008)
+        assert at.interval is not None
+        assert (b["point"], b["low"], b["high"]) == pytest.approx((at.point, *at.interval))
+    assert (band[-1]["low"], band[-1]["high"]) == pytest.approx(f["interval"])
+    assert [p["offline_lift"] for p in f["points"]] == pytest.approx(xs)
 
 
 def test_the_candidate_s_evaluation_is_run_by_the_command(tmp_path: Path) -> None:
@@ -266,3 +299,30 @@ def test_the_candidate_s_evaluation_is_run_by_the_command(tmp_path: Path) -> Non
     assert f["signal"] == "hit_rate@1"
     assert f["offline_lift"] == pytest.approx(1.0)
     assert f["offline_se"] == pytest.approx(np.std([1, 0, 1, 0], ddof=1) / 2 / 0.5)
+
+
+def test_an_outlying_experiment_is_named_with_the_forecast_without_it(tmp_path: Path) -> None:
+    """One past experiment moved by 12 standard errors: the text shows one line
+    naming it with the forecast of the fit on the others, and JSON the same
+    numbers; a clean history shows no such line."""
+    rows = _rows()
+    moved = float(rows[4]["online_lift"]) + 12 * float(rows[4]["online_se"])  # type: ignore[arg-type]
+    rows[4] = {**rows[4], "online_lift": round(moved, 6)}
+    history = _write(tmp_path / "h.csv", rows)
+    text = run("forecast", "--history", str(history), *TYPED)
+    assert text.exit_code == 0, text.output
+    others = _history_rows(rows[:4] + rows[5:])
+    without = predict(fit(others), 0.031, 0.008)
+    assert without.interval is not None and without.point is not None
+    low, high = without.interval
+    line = next(x for x in text.stdout.splitlines() if x.startswith("  Outlier: "))
+    assert line.startswith(f"  Outlier: exp-04 measured {moved * 100:+.2f}% where the others ")
+    assert line.endswith(
+        f"without it: {without.point * 100:+.2f}%, interval [{low * 100:+.2f}%, {high * 100:+.2f}%]"
+    )
+    doc = json.loads(run("forecast", "--history", str(history), *TYPED, "-f", "json").stdout)
+    found = doc["forecast"]["influence"]
+    assert found["experiment"] == "exp-04" and found["flagged"] and found["p_value"] < 0.05
+    assert found["point"] == pytest.approx(without.point, rel=1e-12)
+    clean = run("forecast", "--history", str(_write(tmp_path / "c.csv", _rows())), *TYPED)
+    assert "Outlier" not in clean.stdout

@@ -101,8 +101,10 @@ def test_report_frame_is_one_row_per_metric_and_arm_with_the_decision_s_interval
     # their interval is the always-valid one, wider than the fixed-horizon one.
     ctr = frame[frame.metric == "ctr"].iloc[0]
     fixed = next(m for m in document["metrics"] if m["metric"] == "ctr")
-    assert ctr["basis"] == "sequential_no_plan"
-    assert ctr["interval_low"] < fixed["comparison"]["relative"]["ci_adjusted"][0]
+    assert ctr["basis"] == "always_valid"
+    reference = fixed["reference_fixed_horizon"]["relative"]
+    assert ctr["interval_low"] < reference["ci_adjusted"][0]
+    assert ctr["interval_high"] > reference["ci_adjusted"][1]
 
 
 def test_evaluation_frame_per_metric_and_per_user(results: dict[str, Any]) -> None:

@@ -151,7 +151,10 @@ def test_header_shows_arms_users_and_settings(
         assert f"α = {d['settings']['alpha']}" in text
         assert d["settings"]["unit"] in text
         assert f"abeval {d['abeval_version']}" in text
-        assert ("Sequential" in text) == (d["settings"]["method"] == "sequential")
+        # the method box names the basis in force and how its intervals are made
+        sequential = d["settings"]["method"] == "sequential"
+        assert ("Always-valid intervals" in text) == sequential
+        assert ("confidence sequences" in text) == sequential
         first_day = min(p["day"] for p in d["daily"])
         last_day = max(p["day"] for p in d["daily"])
         assert f"{first_day} → {last_day}" in text

@@ -13,6 +13,7 @@ import pytest
 from test_agreement_browser import CLIPPED
 from test_browser import Browser, Page, _need_chromium, build_demo
 from test_evaluate_html import cli_args, write_inputs
+from test_forecast_cli import TYPED, _rows, _write
 from typer.testing import CliRunner
 
 from abeval.cli import app
@@ -29,11 +30,16 @@ def pages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     evaluation = workdir / "evaluation.html"
     result = CliRunner().invoke(app, [*cli_args(inputs), "--format", "html", "-o", str(evaluation)])
     assert result.exit_code == 0, result.output
-    return {"report": report, "evaluation": evaluation}
+    forecast = workdir / "forecast.html"
+    history = _write(workdir / "history.csv", _rows())
+    args = ["forecast", "--history", str(history), *TYPED, "--format", "html", "-o", str(forecast)]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    return {"report": report, "evaluation": evaluation, "forecast": forecast}
 
 
 @pytest.mark.parametrize("width", [800, 1280])
-@pytest.mark.parametrize("name", ["report", "evaluation"])
+@pytest.mark.parametrize("name", ["report", "evaluation", "forecast"])
 def test_no_column_is_clipped(
     pages: dict[str, Path], tmp_path: Path, name: str, width: int
 ) -> None:

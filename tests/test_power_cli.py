@@ -142,7 +142,7 @@ def test_report_relative_interval_option(sim_db: str) -> None:
     for how in ("fieller", "delta"):
         code, out, _ = run(
             "report", "-e", EXP, "--db", sim_db, "-f", "json", "--no-offline",
-            "--relative-interval", how,
+            "--relative-interval", how, "--plan-users", "1",  # reached: fixed horizon
         )  # fmt: skip
         assert code == 0
         runs[how] = json.loads(out)

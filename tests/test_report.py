@@ -201,9 +201,12 @@ def delta_ratio(num: np.ndarray, den: np.ndarray) -> tuple[float, float]:
 
 def test_ctr_is_a_delta_method_ratio(hand_store: str) -> None:
     store = open_store(hand_store, read_only=True)
-    report = build_report(store, EXP, ReportOptions(cuped_days=0, offline=False))
+    # a reached plan (one user): the report shows the fixed-horizon (Welch) tests
+    options = ReportOptions(cuped_days=0, offline=False, plan_users=1)
+    report = build_report(store, EXP, options)
     store.close()
     ctr = next(m for m in report.metrics if m.metric == "ctr")
+    assert ctr.basis == "fixed_horizon" and ctr.reference_fixed_horizon is None
     c, t = per_user("control"), per_user("treatment")
     rc, vc = delta_ratio(c["clicks"], c["impressions"])
     rt, vt = delta_ratio(t["clicks"], t["impressions"])
@@ -292,7 +295,7 @@ def test_json_report_is_valid_and_matches_model(hand_store: str) -> None:
     )
     assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout)
-    assert doc["schema_version"] == "1.0"
+    assert doc["schema_version"] == "2.0"
     assert doc["settings"]["control"] == "control"
     ctr = next(m for m in doc["metrics"] if m["metric"] == "ctr")
     assert ctr["control"]["numerator"] == 3 and ctr["control"]["denominator"] == 8

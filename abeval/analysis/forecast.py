@@ -4,8 +4,10 @@ model in docs/metrics.md#forecasting-the-online-lift).
 
 The history is the store's (the agreement board's pairs) or a file
 (``--history``). Per online metric, the signal is the one asked for, else the
-best the board ranks among those the model can fit (of a file: its only
-signal). Each experiment enters once:
+board's best predictor of the metric, else the next the board ranks that the
+candidate has a lift on and the model can fit (of a file: its only signal);
+the choice, the traffic and the go / no-go are
+:mod:`abeval.analysis.forecast_choice`'s. Each experiment enters once:
 the arms of one experiment share its control, so their lifts are averaged and
 so are their standard errors (the standard error of the mean of positively
 correlated lifts is at most that: conservative). The fit and the forecast come
@@ -19,21 +21,40 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from abeval import __version__
 from abeval.analysis.forecast_candidate import Evidence
+from abeval.analysis.forecast_choice import (
+    MAX_DAYS,
+    Recommendation,
+    SignalChoice,
+    Traffic,
+    best_on_board,
+    board_key,
+    recommend,
+    signal_choice,
+    traffic,
+)
 from abeval.analysis.forecast_history import HistoryEntry, read_history
 from abeval.analysis.online_metrics import BUILTIN_CATALOG, Catalog
 from abeval.errors import AbevalError, close_matches
 from abeval.stats.assurance import Assurance, users_for_assurance
-from abeval.stats.forecast import MIN_EXPERIMENTS, Forecast, ForecastFit, HistoryRow, fit, predict
+from abeval.stats.forecast import (
+    MIN_EXPERIMENTS,
+    Forecast,
+    ForecastFit,
+    HistoryRow,
+    fit,
+    predict,
+    with_influence,
+)
 from abeval.stats.results import NOT_IN_JSON, JsonResult
 
 if TYPE_CHECKING:
-    from abeval.analysis.agreement import AgreementBoard
+    from abeval.analysis.agreement import AgreementBoard, SignalSummary
     from abeval.store.database import Database
 
 SCHEMA_VERSION = "1.0"
@@ -49,6 +70,8 @@ class ForecastOptions:
     mde: float = 0.02
     assurance: float = 0.8
     users_per_day: float | None = None
+    #: The longest test the go / no-go calls feasible, in days.
+    max_days: float = MAX_DAYS
     history: str | None = None
     #: ``--primary`` / ``--alpha`` given: they override each past experiment's
     #: recorded primary metrics and α (otherwise its saved configuration is read,
@@ -58,10 +81,29 @@ class ForecastOptions:
 
 
 @dataclass(frozen=True)
+class BandPoint(JsonResult):
+    """The forecast for a candidate whose offline lift is ``offline_lift``
+    (measured with the candidate's standard error): ``point`` and its prediction
+    interval [``low``, ``high``]."""
+
+    offline_lift: float
+    point: float
+    low: float
+    high: float
+
+
+#: Offline lifts the prediction band is computed at.
+BAND_POINTS = 41
+
+
+@dataclass(frozen=True)
 class MetricForecast(JsonResult):
-    """One online metric's forecast from one signal: what the model learned
-    (``fit``, over the ``experiments``), the forecast, and the test it needs
-    (``assurance``: users; ``days`` at ``users_per_day``)."""
+    """One online metric's forecast from one signal: why that signal
+    (``choice``), what the model learned (``fit``, over the ``experiments``:
+    ``points``, one per experiment), the forecast, the test it needs
+    (``assurance``: users; ``days`` at ``users_per_day``, from ``traffic``), the
+    go / no-go (``recommendation``) and the forecast across offline lifts
+    (``band``, for the chart)."""
 
     metric: str
     signal: str
@@ -72,6 +114,11 @@ class MetricForecast(JsonResult):
     lift_se_per_sqrt_user: float | None
     users_per_day: float | None
     days: float | None
+    choice: SignalChoice | None = None
+    traffic: Traffic | None = None
+    recommendation: Recommendation | None = None
+    points: tuple[HistoryRow, ...] = ()
+    band: tuple[BandPoint, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -174,7 +221,7 @@ def forecast_metric(
     fitted = fit(rows, o.alpha)
     lift = evidence.lift(signal)
     assert lift is not None
-    forecast = predict(fitted, lift[0], lift[1], o.alpha, o.mde)
+    forecast = with_influence(rows, predict(fitted, lift[0], lift[1], o.alpha, o.mde))
     scales = [r.online_se * math.sqrt(u) for _, r, u in per_experiment if u is not None]
     scale = statistics.median(scales) if scales else None
     assurance = None
@@ -193,7 +240,49 @@ def forecast_metric(
         lift_se_per_sqrt_user=scale,
         users_per_day=users_per_day,
         days=days,
+        recommendation=recommend(
+            forecast.p_positive,
+            forecast.p_above_mde,
+            None if assurance is None else assurance.users,
+            days,
+            o.max_days,
+        ),
+        points=tuple(rows),
+        band=prediction_band(fitted, rows, forecast, o.alpha),
     )
+
+
+def prediction_band(
+    fitted: ForecastFit, rows: Sequence[HistoryRow], forecast: Forecast, alpha: float
+) -> tuple[BandPoint, ...]:
+    """The forecast at :data:`BAND_POINTS` offline lifts across the history's and
+    the candidate's, each measured with the candidate's standard error (so the
+    candidate's forecast lies on it); empty without a forecast."""
+    if forecast.status != "ok" or not rows:
+        return ()
+    xs = [r.offline_lift for r in rows] + [forecast.offline_lift, 0.0]
+    lo, hi = min(xs), max(xs)
+    if hi - lo <= 0:
+        return ()
+    out = []
+    for i in range(BAND_POINTS):
+        x = lo + (hi - lo) * i / (BAND_POINTS - 1)
+        p = predict(fitted, x, forecast.offline_se, alpha)
+        if p.point is not None and p.interval is not None:
+            out.append(BandPoint(x, p.point, p.interval[0], p.interval[1]))
+    return tuple(out)
+
+
+def _passed_over(
+    best: SignalSummary | None, tried: Sequence[MetricForecast], chosen: MetricForecast
+) -> str | None:
+    """Why the board's best signal was not the one forecast from (None when it was)."""
+    if best is None or board_key(best) == chosen.signal:
+        return None
+    found = next((t for t in tried if t.signal == board_key(best)), None)
+    if found is None:
+        return "no_lift"  # the candidate's evidence, or the history, has no lift on it
+    return found.fit.status
 
 
 def build_forecast(
@@ -209,9 +298,10 @@ def build_forecast(
     if o.history is not None:
         entries: Sequence[HistoryEntry] = read_history(o.history)
         where = f"{o.history}"
-        users_per_day = o.users_per_day
+        rates: dict[str, tuple[float, ...]] = {}
         metrics = list(dict.fromkeys(e.metric for e in entries))
         ranking: dict[str, tuple[str, ...]] | None = None
+        board_rows: tuple[SignalSummary, ...] | None = None
         catalog = BUILTIN_CATALOG  # a file belongs to no store
     else:
         from abeval.analysis.forecast_store import store_history
@@ -220,12 +310,13 @@ def build_forecast(
         found = store_history(store, o, board)
         entries = found.entries
         where = f"the store {store.display}"
-        users_per_day = o.users_per_day or found.users_per_day
+        rates = found.rates
         recorded = () if o.primary_given else tuple(e.metric for e in entries)
         metrics = [
             m for m in dict.fromkeys(o.primary + recorded) if any(e.metric == m for e in entries)
         ]
         ranking = found.ranking
+        board_rows = found.rows
         catalog = found.catalog
         if found.skipped:
             notes.append(
@@ -245,9 +336,24 @@ def build_forecast(
         of_metric = [e for e in entries if e.metric == metric]
         order = None if ranking is None else ranking.get(metric, ())
         signals = _candidate_signals(metric, of_metric, order, evidence, o, where)
-        # the best ranked signal the model can fit (too few experiments, noise only: next)
-        tried = [forecast_metric(metric, s, of_metric, evidence, users_per_day, o) for s in signals]
-        results.append(next((r for r in tried if r.fit.status == "ok"), tried[0]))
+        speed = traffic(metric, o.users_per_day, rates.get(metric, ()))
+        # the best ranked signal the model fits a slope to (too few experiments, noise
+        # only: next); else the best with an intercept-only forecast
+        tried = [
+            forecast_metric(metric, s, of_metric, evidence, speed.users_per_day, o) for s in signals
+        ]
+        fitted = [r for r in tried if r.fit.status == "ok"]
+        sloped = [r for r in fitted if r.fit.model == "slope"]
+        chosen = (sloped or fitted or tried)[0]
+        best = None if board_rows is None else best_on_board(board_rows, metric)
+        choice = signal_choice(
+            chosen.signal,
+            o.signal is not None,
+            board_rows,
+            metric,
+            _passed_over(best, tried, chosen),
+        )
+        results.append(replace(chosen, choice=choice, traffic=speed))
     if all(r.fit.status == "too_few_experiments" for r in results):
         first = results[0]
         raise AbevalError(

@@ -1,6 +1,6 @@
 """The forecast's history from the store: the agreement board's pairs (every
 experiment × treatment arm × primary metric × offline signal), as history
-entries, with the users of each test and the store's recent traffic. Post-hoc
+entries, with the users of each test and each experiment's users per day. Post-hoc
 off-policy estimates (the target arm's own frequencies, no target file) are
 left out: like the board, the forecast learns only from predictions.
 
@@ -11,6 +11,7 @@ which signal predicts best.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -18,13 +19,11 @@ from typing import TYPE_CHECKING
 from abeval.analysis.forecast_history import HistoryEntry
 
 if TYPE_CHECKING:
-    from abeval.analysis.agreement import AgreementBoard
+    from abeval.analysis.agreement import AgreementBoard, SignalSummary
     from abeval.analysis.forecast import ForecastOptions
     from abeval.analysis.online_metrics import Catalog
     from abeval.store.database import Database
-
-#: The traffic of a new test: the median over this many most recent experiments.
-RECENT = 5
+    from abeval.store.experiments import ExperimentSummary
 
 
 def signal_key(signal: str, source: str) -> str:
@@ -35,15 +34,17 @@ def signal_key(signal: str, source: str) -> str:
 
 @dataclass(frozen=True)
 class StoreHistory:
-    """The entries, the board's signals best first per online metric, and the
-    median users per day of the most recent experiments (None when unknown)."""
+    """The entries, the board's signals best first per online metric (``ranking``
+    the names, ``rows`` the board's rows), and per online metric the users per day
+    of each experiment the board pairs with it (``rates``)."""
 
     entries: tuple[HistoryEntry, ...]
     ranking: dict[str, tuple[str, ...]]
-    users_per_day: float | None
+    rates: dict[str, tuple[float, ...]]
     skipped: tuple[str, ...]
     #: The store's metrics the board was read with.
     catalog: Catalog
+    rows: tuple[SignalSummary, ...] = ()
 
 
 def _days(first: str | None, last: str | None) -> float | None:
@@ -111,21 +112,28 @@ def store_history(
                 users=users,
             )
         )
+    rows = tuple(s for s in board.summary if wanted is None or s.online_metric in wanted)
     ranking: dict[str, list[str]] = {}
-    for s in board.summary:
-        if wanted is not None and s.online_metric not in wanted:
-            continue
+    for s in rows:
         ranking.setdefault(s.online_metric, []).append(signal_key(s.signal, s.source))
-    recent = sorted(summaries.values(), key=lambda e: e.first_ts or "", reverse=True)[:RECENT]
-    rates = sorted(
-        sum(a.users for a in e.arms) / days
-        for e in recent
-        if (days := _days(e.first_ts, e.last_ts)) is not None and e.arms
-    )
+    measuring: dict[str, dict[str, None]] = {}
+    for p in board.pairs:
+        measuring.setdefault(p.online_metric, {})[p.experiment] = None
     return StoreHistory(
         entries=tuple(entries),
         ranking={m: tuple(dict.fromkeys(v)) for m, v in ranking.items()},
-        users_per_day=rates[len(rates) // 2] if rates else None,
+        rates={m: _rates(summaries[e] for e in names if e in summaries)
+               for m, names in measuring.items()},
         catalog=board.catalog,
         skipped=tuple(dict.fromkeys(skipped)),
+        rows=rows,
+    )  # fmt: skip
+
+
+def _rates(experiments: Iterable[ExperimentSummary]) -> tuple[float, ...]:
+    """Each experiment's users (all arms) per day of its span (a day at least)."""
+    return tuple(
+        sum(a.users for a in e.arms) / days
+        for e in experiments
+        if (days := _days(e.first_ts, e.last_ts)) is not None and e.arms
     )

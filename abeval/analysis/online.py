@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from abeval import __version__
+from abeval.analysis.basis import basis_options, with_shown_end, with_shown_online
 from abeval.analysis.capping import cap_infos
 from abeval.analysis.comparisons import daily_points, segment_results
 from abeval.analysis.decision import decisions
@@ -54,7 +55,6 @@ def build_report(
         o = session.options  # under the saved configuration, when the run reads it
         seen = session.observed
         control, treatments = seen.control, seen.treatments
-        results = session.comparisons
         # The replay reads the population (and window) of the online pass.
         offline, offline_values, offline_status = session.offline
         ope = session.ope
@@ -63,8 +63,12 @@ def build_report(
         guardrails = session.guardrail_power
         place = session.place
         catalog = session.catalog
-    predicted = predicted_results(store, experiment, control, treatments, results)
-    segments, segment_warning = segment_results(seen.segments, control, o, catalog)
+    # Every metric, daily point and segment is shown under the decision's basis
+    # (abeval.analysis.basis): the options below are sequential exactly when it is
+    # always-valid.
+    shown_o = basis_options(o, basis)
+    predicted = predicted_results(store, experiment, control, treatments, judged)
+    segments, segment_warning = segment_results(seen.segments, control, shown_o, catalog)
     decided = decisions(judged, seen.health, power, o, catalog, basis=basis, progress=progress)
     report = ExperimentReport(
         schema_version=SCHEMA_VERSION,
@@ -73,21 +77,23 @@ def build_report(
         experiment=experiment,
         store=store.display,
         decisions=decided,
-        settings=_settings(seen, o),
+        settings=_settings(seen, shown_o),
         arms=_arm_infos(seen),
         health=seen.health,
         caps=cap_infos(seen.caps, catalog, seen.labels),
-        verdicts=verdicts(results, seen.health, o, decided),
-        metrics=tuple(results),
-        daily=daily_points(seen.daily, seen.own_days, control, treatments, o, catalog),
+        verdicts=verdicts(judged, seen.health, o, decided),
+        metrics=tuple(judged),
+        daily=with_shown_end(
+            daily_points(seen.daily, seen.own_days, control, treatments, shown_o, catalog), judged
+        ),
         segments=segments,
         segment_warning=segment_warning,
         power=power,
         offline=offline,
         offline_values=offline_values,
         offline_status=offline_status,
-        methodology=methodology(seen, o),
-        ope=ope,
+        methodology=methodology(seen, shown_o),
+        ope=with_shown_online(ope, judged, control),
         predicted=predicted,
         guardrail_power=guardrails,
         catalog=catalog,

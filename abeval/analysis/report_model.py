@@ -33,7 +33,7 @@ from abeval.stats.results import (
 )
 from abeval.stats.sequential import DEFAULT_TUNING_N
 
-SCHEMA_VERSION = "1.0"
+SCHEMA_VERSION = "2.0"
 #: ``offline_status`` when the replay was not asked for (``offline=False``).
 OFFLINE_NOT_REQUESTED = "not_requested"
 
@@ -138,15 +138,33 @@ class ArmValue(JsonResult):
     users: int
 
 
+#: Which interval a metric is shown and judged with (docs/metrics.md#decision): the
+#: always-valid one (a confidence sequence) or the fixed-horizon one.
+IntervalBasis = Literal["always_valid", "fixed_horizon"]
+
+
 @dataclass(frozen=True)
 class OnlineMetricResult(JsonResult):
-    """One metric, one treatment arm against control."""
+    """One metric, one treatment arm against control, under the decision's basis.
+
+    ``comparison`` (and ``unadjusted``, ``bayesian``, ``significant``) are made
+    under ``basis``, the interval the report's decision reads
+    (:func:`abeval.analysis.basis.interval_basis`): every presenter shows and judges
+    the metric by them. ``lift``, ``interval`` and ``p_value`` repeat the relative
+    lift, its shown interval (corrected once adjusted) and its p-value (adjusted
+    once adjusted) at the top of the JSON object; ``reference_fixed_horizon`` is
+    the fixed-horizon comparison while the basis is always-valid, shown only as a
+    reference."""
 
     metric: str
     label: str
     kind: str
     role: Role
     arm: str
+    basis: IntervalBasis = field(default="fixed_horizon", kw_only=True)
+    lift: float | None = field(default=None, init=False)
+    interval: tuple[float, float] | None = field(default=None, init=False)
+    p_value: float | None = field(default=None, init=False)
     control: ArmValue
     treatment: ArmValue
     comparison: Comparison
@@ -155,6 +173,16 @@ class OnlineMetricResult(JsonResult):
     significant: bool
     status: str
     message: str
+    reference_fixed_horizon: Comparison | None = field(default=None, kw_only=True)
+
+    def __post_init__(self) -> None:
+        rel = self.comparison.relative
+        object.__setattr__(self, "lift", rel.effect)
+        object.__setattr__(self, "interval", rel.interval)
+        object.__setattr__(
+            self, "p_value", rel.p_adjusted if rel.p_adjusted is not None else rel.p_value
+        )
+        super().__post_init__()
 
     @property
     def lower_is_better(self) -> bool:
@@ -283,6 +311,9 @@ class DailyPoint(JsonResult):
     day_lift: float | None = None
     day_ci: tuple[float, float] | None = None
     day_status: str = "empty_arm"
+    # True on a series' last point, which is the metric's shown lift and interval
+    # (abeval.analysis.basis.with_shown_end): CUPED where the tables use it, corrected.
+    shown: bool = False
 
 
 @dataclass(frozen=True)

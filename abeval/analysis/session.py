@@ -17,6 +17,7 @@ from dataclasses import replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
+from abeval.analysis.basis import basis_options, interval_basis, shown_metrics
 from abeval.analysis.comparisons import PlainStats, metric_results
 from abeval.analysis.decision import decision_basis, plan_progress
 from abeval.analysis.experiment_config import ExperimentConfig, read_config, with_record
@@ -212,15 +213,24 @@ class ExperimentSession:
 
     @cached_property
     def judged(self) -> tuple[list[OnlineMetricResult], DecisionBasis, PlanProgress | None]:
-        """What the decision reads (docs/metrics.md#decision): the comparisons (the
-        always-valid ones when no plan is recorded), the basis and the plan's progress."""
+        """What the decision reads and the report shows (docs/metrics.md#decision,
+        :mod:`abeval.analysis.basis`): the comparisons under the decision's basis
+        (the always-valid ones with --sequential or while no plan is recorded, each
+        with its fixed-horizon reference), the basis and the plan's progress."""
         seen, o = self.observed, self.options
         progress = plan_progress(o, days_observed(seen), seen.health.users_analysed)
         basis = decision_basis(o, progress)
-        judged = self.comparisons
-        if basis == "sequential_no_plan":
-            sequential = replace(o, sequential=True)
-            judged = metric_results(
-                seen.moments, self.control, self.treatments, sequential, self.catalog
-            )[0]
-        return judged, basis, progress
+        shown_o = basis_options(o, basis)
+        under = self.comparisons if shown_o.sequential == o.sequential else self._results(shown_o)
+        fixed = None
+        if interval_basis(basis) == "always_valid":
+            fixed = (
+                self.comparisons
+                if not o.sequential
+                else self._results(replace(o, sequential=False))
+            )
+        return shown_metrics(under, fixed, basis), basis, progress
+
+    def _results(self, o: ReportOptions) -> list[OnlineMetricResult]:
+        seen = self.observed
+        return metric_results(seen.moments, self.control, self.treatments, o, self.catalog)[0]

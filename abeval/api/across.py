@@ -208,6 +208,7 @@ def forecast_options(
     mde: float = 0.02,
     assurance: float = 0.8,
     users_per_day: float | None = None,
+    max_days: float = 28.0,
     history: str | Path | None = None,
 ) -> ForecastOptions:
     """The forecast's options as ``abeval forecast`` takes them: the offline
@@ -215,7 +216,9 @@ def forecast_options(
     metrics (default ctr,conversion and each past experiment's recorded primary
     ones), ``alpha`` (default 0.05, each past experiment at its recorded α),
     the target lift ``mde``, the ``assurance`` a test is planned for, the new
-    test's ``users_per_day`` and a ``history`` file instead of the store.
+    test's ``users_per_day`` (default: the median of the store's experiments
+    measuring the metric), the longest test the go / no-go calls feasible
+    (``max_days``) and a ``history`` file instead of the store.
 
     >>> checked = abeval.api.forecast_options(mde=0.01, assurance=0.9)
     >>> store.forecast(evidence, checked)
@@ -230,6 +233,7 @@ def forecast_options(
         raise OptionError("mde", mde, "give a relative lift such as 0.02")
     if users_per_day is not None:
         positive("users_per_day", users_per_day)
+    positive("max_days", max_days)
     return ForecastOptions(
         signal=signal,
         primary=metric_names(primary, "primary"),
@@ -237,6 +241,7 @@ def forecast_options(
         mde=mde,
         assurance=assurance,
         users_per_day=users_per_day,
+        max_days=max_days,
         history=None if history is None else str(history),
         primary_given=primary is not None,
         alpha_given=alpha_given,

@@ -122,10 +122,18 @@ def forecast(
         float | None,
         typer.Option(
             "--users-per-day",
-            help="Traffic of the new test (default: the store's recent experiments').",
+            help="Traffic of the new test (default: the median of the store's experiments "
+            "measuring the metric).",
             show_default=False,
         ),
     ] = None,
+    max_days: Annotated[
+        float,
+        typer.Option(
+            "--max-days",
+            help="The longest test the go / no-go calls feasible, in days.",
+        ),
+    ] = 28.0,
     alpha: Annotated[
         float | None,
         typer.Option(
@@ -154,6 +162,7 @@ def forecast(
         mde=mde,
         assurance=assurance,
         users_per_day=users_per_day,
+        max_days=max_days,
         history=history,
     )
     way = api.forecast_inputs(  # which evidence is given, checked before any store is opened

@@ -70,7 +70,7 @@ class Scatter:
     description: str
 
 
-def _domain(values: Sequence[float], ends: Sequence[float]) -> tuple[float, float]:
+def domain(values: Sequence[float], ends: Sequence[float]) -> tuple[float, float]:
     """An axis range that holds 0 and every point, and the intervals up to one more
     span of the points on either side (beyond that they are cut)."""
     core = [0.0, *values]
@@ -82,7 +82,7 @@ def _domain(values: Sequence[float], ends: Sequence[float]) -> tuple[float, floa
     return min(lo, ticks[0]), max(hi, ticks[-1])
 
 
-def _ticks(scale: Scale) -> tuple[Tick, ...]:
+def axis_ticks(scale: Scale) -> tuple[Tick, ...]:
     values = [t for t in nice_ticks(scale.lo, scale.hi, 4) if scale.lo <= t <= scale.hi]
     digits = _tick_digits(values)
     return tuple(Tick(scale(t), pct(t, digits).replace("+", "")) for t in values)
@@ -111,6 +111,27 @@ def _fit_line(
     return (x(x.lo), y(intercept + slope * x.lo), x(x.hi), y(intercept + slope * x.hi))
 
 
+def scatter_point(x: Scale, y: Scale, p: ScatterInput) -> ScatterPoint:
+    """One point on the scales ``x`` and ``y``, its crosshairs cut at the plot edge."""
+    x_lo, x_hi, x_cut = _ends(x, p.x_ci)
+    y_lo, y_hi, y_cut = _ends(y, p.y_ci)
+    title = (
+        f"{printable(p.label)}: offline {pct(p.x)} {interval(p.x_ci)}, "
+        f"online {pct(p.y)} {interval(p.y_ci)}"
+    )
+    return ScatterPoint(
+        cx=x(x.clamp(p.x)),
+        cy=y(y.clamp(p.y)),
+        x_lo=x_lo,
+        x_hi=x_hi,
+        y_lo=y_lo,
+        y_hi=y_hi,
+        clipped=x_cut or y_cut,
+        agree=p.x * p.y > 0,
+        title=title,
+    )
+
+
 def scatter(
     points: Sequence[ScatterInput], what: str, line: tuple[float, float] | None = None
 ) -> Scatter:
@@ -120,29 +141,9 @@ def scatter(
     right, bottom = SCATTER_WIDTH - RIGHT, SCATTER_HEIGHT - BOTTOM
     x_ends = [e for p in points if p.x_ci is not None for e in p.x_ci]
     y_ends = [e for p in points if p.y_ci is not None for e in p.y_ci]
-    x = Scale(*_domain([p.x for p in points], x_ends), left, right)
-    y = Scale(*_domain([p.y for p in points], y_ends), bottom, top)
-    drawn = []
-    for p in points:
-        x_lo, x_hi, x_cut = _ends(x, p.x_ci)
-        y_lo, y_hi, y_cut = _ends(y, p.y_ci)
-        title = (
-            f"{printable(p.label)}: offline {pct(p.x)} {interval(p.x_ci)}, "
-            f"online {pct(p.y)} {interval(p.y_ci)}"
-        )
-        drawn.append(
-            ScatterPoint(
-                cx=x(x.clamp(p.x)),
-                cy=y(y.clamp(p.y)),
-                x_lo=x_lo,
-                x_hi=x_hi,
-                y_lo=y_lo,
-                y_hi=y_hi,
-                clipped=x_cut or y_cut,
-                agree=p.x * p.y > 0,
-                title=title,
-            )
-        )
+    x = Scale(*domain([p.x for p in points], x_ends), left, right)
+    y = Scale(*domain([p.y for p in points], y_ends), bottom, top)
+    drawn = [scatter_point(x, y, p) for p in points]
     return Scatter(
         width=SCATTER_WIDTH,
         height=SCATTER_HEIGHT,
@@ -151,8 +152,8 @@ def scatter(
         y_zero=y(0.0) if y.lo <= 0 <= y.hi else None,
         diagonal=_diagonal(x, y),
         fit_line=_fit_line(x, y, line),
-        x_ticks=_ticks(x),
-        y_ticks=_ticks(y),
+        x_ticks=axis_ticks(x),
+        y_ticks=axis_ticks(y),
         points=tuple(drawn),
         clipped=any(p.clipped for p in drawn),
         description=f"Offline lift of {what} (across) against the online lift (up), "

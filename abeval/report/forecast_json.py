@@ -1,11 +1,14 @@
 """The forecast as JSON (``abeval forecast --format json``): a top-level
 ``forecast`` object (the first metric's) and a ``forecasts`` list (every
 metric's), each with ``lift``, ``interval`` [low, high], ``p_positive``, ``k``,
-``slope``, ``tau``, ``signal`` and ``metric`` (docs/usage.md#forecast-the-online-lift).
+``slope``, ``tau``, ``signal`` and ``metric``, why the signal (``choice``), the
+traffic (``traffic``), the go / no-go (``recommendation``) and the chart's
+``points`` and ``band`` (docs/usage.md#forecast-the-online-lift).
 Nothing here computes a statistic."""
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any
 
 from abeval.analysis.forecast import ForecastReport, MetricForecast
@@ -31,6 +34,9 @@ def forecast_object(m: MetricForecast) -> dict[str, Any]:
         "slope_interval": None if f.slope_interval is None else list(f.slope_interval),
         "tau": f.tau,
         "tau_interval": None if f.tau_interval is None else list(f.tau_interval),
+        "model": f.model,
+        "reason": f.reason,
+        "influence": None if p.influence is None else p.influence.to_dict(),
         "offline_lift": p.offline_lift,
         "offline_se": p.offline_se,
         "calibrated_offline_lift": p.calibrated_offline,
@@ -40,6 +46,11 @@ def forecast_object(m: MetricForecast) -> dict[str, Any]:
         "days": m.days,
         "lift_se_per_sqrt_user": m.lift_se_per_sqrt_user,
         "fit": fit,
+        "choice": None if m.choice is None else m.choice.to_dict(),
+        "traffic": None if m.traffic is None else m.traffic.to_dict(),
+        "recommendation": None if m.recommendation is None else m.recommendation.to_dict(),
+        "points": [asdict(r) for r in m.points],
+        "band": [b.to_dict() for b in m.band],
     }
 
 

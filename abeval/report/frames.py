@@ -63,22 +63,21 @@ def _interval(value: list[Any]) -> bool:
 
 
 def report_rows(document: Mapping[str, Any]) -> list[Row]:
-    """One row per metric × treatment arm of a report's JSON: the arms' values,
-    the relative effect and the interval the decision reads (``decisions[].primaries``
-    and ``guardrails``, under the report's ``basis``; a metric the decision does not
-    read has its shown relative interval, the adjusted one once adjusted), the
-    p-values, ``significant`` and the Bayesian ``chance_to_win``."""
+    """One row per metric × treatment arm of a report's JSON: the arms' values and,
+    under the metric's ``basis`` (the decision's, for every metric), the relative
+    effect, its interval (the adjusted one once adjusted), the p-values and
+    ``significant``; the decision's reading (``direction``) where the decision reads
+    the metric, and the Bayesian ``chance_to_win``."""
     judged = {
-        (d["arm"], i["metric"]): (d, i)
+        (d["arm"], i["metric"]): i
         for d in document["decisions"]
         for i in (*d["primaries"], *d["guardrails"])
     }
     rows = []
     for m in document["metrics"]:
         rel = m["comparison"]["relative"]
-        decision, read = judged.get((m["arm"], m["metric"]), (None, None))
-        shown = rel["ci_adjusted"] if rel["ci_adjusted"] is not None else rel["ci"]
-        interval = read["interval"] if read is not None else shown
+        read = judged.get((m["arm"], m["metric"]))
+        interval = m["interval"]
         rows.append(
             {
                 "metric": m["metric"],
@@ -87,10 +86,10 @@ def report_rows(document: Mapping[str, Any]) -> list[Row]:
                 "arm": m["arm"],
                 "control.value": m["control"]["value"],
                 "treatment.value": m["treatment"]["value"],
-                "relative_effect": rel["effect"],
+                "relative_effect": m["lift"],
                 "interval_low": None if interval is None else interval[0],
                 "interval_high": None if interval is None else interval[1],
-                "basis": None if decision is None else decision["basis"],
+                "basis": m["basis"],
                 "direction": None if read is None else read["direction"],
                 "p_value": rel["p_value"],
                 "p_adjusted": rel["p_adjusted"],

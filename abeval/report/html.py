@@ -42,7 +42,7 @@ from abeval.report.html_sections import (
     segment_table,
     statistics_table,
 )
-from abeval.report.method_text import cuped_text, test_span
+from abeval.report.method_text import basis_words, cuped_text, test_span
 from abeval.report.offline_view import offline_status_text
 from abeval.report.ope_context import ope_context
 from abeval.report.predicted_context import predicted_context
@@ -98,12 +98,16 @@ _HASHED = re.compile(r"(^|-)[0-9a-f]{12}$")
 
 
 def _method(report: ExperimentReport) -> str:
+    """The basis in force, in words (every lift, star, verdict and colour reads it),
+    how its intervals are made, CUPED and the Bayesian view."""
     s = report.settings
+    words = basis_words(report)
     if s.method == "sequential":
         tuned = f", tuned at {count(s.tuning_n)} users" if s.tuning_n else ""
-        main = f"Sequential: always-valid confidence sequences{tuned}"
+        how = f"confidence sequences{tuned}"
     else:
-        main = "Fixed horizon: Welch t-test, delta method for ratios"
+        how = "Welch t-test, delta method for ratios"
+    main = f"{words[:1].upper()}{words[1:]} ({how})"
     return f"{main} · {cuped_text(report)} · Bayesian view: chance to beat control"
 
 

@@ -88,6 +88,9 @@ class OnlineMetricRow:
     lower_is_better: bool
     bar: IntervalBar
     absolute: str = ""  # the absolute lift (treatment − control, CUPED-adjusted where used)
+    # The fixed-horizon interval while the basis is always-valid, in words, shown
+    # only in a folded detail (abeval.report.method_text.reference_words).
+    reference: str = ""
 
 
 @dataclass(frozen=True)

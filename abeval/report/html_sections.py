@@ -51,6 +51,7 @@ from abeval.report.html_context import (
     SegmentTable,
     StatisticsTable,
 )
+from abeval.report.method_text import reference_words
 from abeval.report.offline_view import offline_view, significant
 from abeval.report.tones import offline_lower_is_better, tone
 from abeval.stats.results import Lift
@@ -277,6 +278,7 @@ def _metric_table(role: Role, results: list[OnlineMetricResult], catalog: Catalo
                 lower_is_better=lower_is_better,
                 bar=bar,
                 absolute=signed(m.comparison.absolute.effect),
+                reference=reference_words(m),
             )
         )
     anchor, title, note = _ROLE_TITLES[role]

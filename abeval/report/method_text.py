@@ -1,11 +1,12 @@
 """How the report's comparisons were made, in words shared by the text and HTML
-reports: CUPED named only for the metrics whose comparison used it; the test's
-days, with the pre-period's events apart."""
+reports: the basis in force (which interval everything is judged by) and the
+reference interval beside it; CUPED named only for the metrics whose comparison
+used it; the test's days, with the pre-period's events apart."""
 
 from __future__ import annotations
 
-from abeval.analysis.report_model import ExperimentReport
-from abeval.formatting import parse_time, when
+from abeval.analysis.report_model import ExperimentReport, OnlineMetricResult
+from abeval.formatting import lift_interval, parse_time, pct, when
 
 
 def cuped_text(r: ExperimentReport) -> str:
@@ -53,3 +54,45 @@ def events_text(report: ExperimentReport) -> str:
     if h.events_before_exposure:
         line += f", {h.events_before_exposure:,} of them before their user's exposure (pre-period)"
     return line
+
+
+def basis_words(r: ExperimentReport) -> str:
+    """The basis in force, in words: which interval every lift, p-value, star,
+    verdict and colour of the report reads (docs/metrics.md#decision).
+
+    ``always-valid intervals (no plan recorded): valid however often you look``;
+    ``fixed horizon: the plan of 20,000 users / 14 days is reached``."""
+    d = r.decisions[0] if r.decisions else None
+    if d is None:
+        sequential = r.settings.method == "sequential"
+        return "always-valid intervals" if sequential else "fixed-horizon intervals"
+    if d.basis == "sequential_requested":
+        return "always-valid intervals (--sequential): valid however often you look"
+    if d.basis == "sequential_no_plan":
+        return "always-valid intervals (no plan recorded): valid however often you look"
+    p = d.progress
+    plan = " / ".join(
+        part
+        for part in (
+            f"{p.plan_users:,} users" if p and p.plan_users is not None else "",
+            f"{p.plan_days} days" if p and p.plan_days is not None else "",
+        )
+        if part
+    )
+    if d.basis == "fixed_plan_reached":
+        return f"fixed horizon: the plan of {plan} is reached"
+    return f"fixed horizon: the plan of {plan} is not reached yet, so no decision before it"
+
+
+def reference_words(m: OnlineMetricResult) -> str:
+    """``fixed horizon: +7.32% [+5.20%, +9.47%] (valid only when read once, at a
+    planned end; not what this report judges by)``, shown "for reference"; empty
+    when the metric has no reference interval."""
+    ref = m.reference_fixed_horizon
+    if ref is None:
+        return ""
+    return (
+        f"fixed horizon: {pct(ref.relative.effect)} "
+        f"{lift_interval(ref.relative)} (valid only when read once, at a planned end; "
+        "not what this report judges by)"
+    )

@@ -2,8 +2,10 @@
 
 Numbers become text through :mod:`abeval.formatting`, as on the HTML page; metric
 values use :func:`~abeval.formatting.terminal_number` (one decimal from 100 up).
-Intervals are :attr:`Lift.interval <abeval.stats.results.Lift.interval>`: the
-multiplicity-corrected one wherever the report has it, as on the HTML page.
+Intervals are :attr:`Lift.interval <abeval.stats.results.Lift.interval>` of the
+comparisons made under the decision's basis (:mod:`abeval.analysis.basis`): the
+multiplicity-corrected one wherever the report has it, as on the HTML page; the
+fixed-horizon interval appears only on an indented "for reference" line.
 """
 
 from __future__ import annotations
@@ -30,7 +32,13 @@ from abeval.report.decision_text import (
     guardrail_sentence,
     sources_line,
 )
-from abeval.report.method_text import cuped_text, events_text, span_text
+from abeval.report.method_text import (
+    basis_words,
+    cuped_text,
+    events_text,
+    reference_words,
+    span_text,
+)
 from abeval.report.offline_view import (
     BeyondRow,
     offline_status_text,
@@ -105,9 +113,10 @@ def _header(r: ExperimentReport) -> list[str]:
     span = span_text(r)
     lines = [
         f"abeval {r.abeval_version} · experiment {r.experiment}" + (f" · {span}" if span else ""),
+        f"METHOD {basis_words(r)}",
         events_text(r),
         f"control {s.control} ({rule}); unit {s.unit}; alpha {s.alpha}; "
-        f"{s.correction} correction; method {s.method}; {cuped_text(r)}"
+        f"{s.correction} correction; {cuped_text(r)}"
         + (f"; tuning n {s.tuning_n:,.0f}" if s.tuning_n else ""),
         "arms: " + ", ".join(f"{a.arm} {a.users:,} users" for a in r.arms),
     ]
@@ -174,7 +183,11 @@ def _metric_tables(r: ExperimentReport) -> list[str]:
     ):
         rows = [m for m in r.metrics if m.role == role]
         if rows:
-            lines += ["", title, header] + [_metric_row(m) for m in rows]
+            lines += ["", title, header]
+            for m in rows:
+                lines.append(_metric_row(m))
+                reference = reference_words(m)
+                lines += [f"      for reference, {reference}"] if reference else []
     lines.append(
         "  * significant after correction; abs lift = treatment − control (CUPED-adjusted "
         "where used); intervals are relative lifts, corrected"
