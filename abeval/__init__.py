@@ -49,6 +49,7 @@ __all__ = [
     "__version__",
     "api",
     "evaluate",
+    "program",
     "render",
 ]
 
@@ -57,7 +58,7 @@ if TYPE_CHECKING:
 
     from abeval import api as api
     from abeval import render as render
-    from abeval.api import Store, evaluate
+    from abeval.api import Store, evaluate, program
     from abeval.api import open as open
     from abeval.errors import (
         AbevalError,
@@ -73,6 +74,7 @@ if TYPE_CHECKING:
 _LAZY = {
     "open": "abeval.api",
     "evaluate": "abeval.api",
+    "program": "abeval.api",
     "Store": "abeval.api",
     "AbevalError": "abeval.errors",
     "InputError": "abeval.errors",

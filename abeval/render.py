@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from abeval.analysis.forecast import ForecastReport
     from abeval.analysis.metric_records import MetricRow
     from abeval.analysis.planning import Plan
+    from abeval.analysis.program import ProgramReport
     from abeval.analysis.report_model import ExperimentReport, GuardrailPower
     from abeval.stats import PowerResult
     from abeval.store.experiments import ExperimentSettings, ExperimentSummary, TargetsRecorded
@@ -149,10 +150,29 @@ def _board_page(board: AgreementBoard) -> Path:
     return DEFAULT_PATH
 
 
+def _program_text(report: ProgramReport) -> str:
+    from abeval.report.program_text import program_text
+
+    return program_text(report)
+
+
+def _program_json(report: ProgramReport) -> Any:
+    from abeval.report.program_json import program_document
+
+    return program_document(report)
+
+
+def _no_program_page(report: ProgramReport, **options: Any) -> Any:
+    from abeval.errors import OptionError
+
+    raise OptionError("format", "html", "a program has no HTML page yet: choose text or json")
+
+
 _REPORT = _Presenters(_report_text, _report_html, _report_page)
 _EVALUATION = _Presenters(_evaluation_text, _evaluation_html, _evaluation_page)
 _FORECAST = _Presenters(_forecast_text, _forecast_html, _forecast_page, _forecast_json)
 _BOARD = _Presenters(_board_text, _board_html, _board_page)
+_PROGRAM = _Presenters(_program_text, _no_program_page, _no_program_page, _program_json)
 
 
 def _presenters(result: object) -> _Presenters:
@@ -177,6 +197,10 @@ def _presenters(result: object) -> _Presenters:
 
     if isinstance(result, AgreementBoard):
         return _BOARD
+    from abeval.analysis.program import ProgramReport
+
+    if isinstance(result, ProgramReport):
+        return _PROGRAM
     raise TypeError(f"no presenter for {type(result).__name__}")
 
 

@@ -24,6 +24,10 @@ lift of both primary metrics (the power of each mode)::
 
     python benchmarks/bench_calibration.py --daily-looks --runs 2000 [--record]
 
+Its "no plan" mode is the mixture sequence the decision read before issue 36;
+the decision without a plan now reads group-sequential intervals, measured
+through the report's own path by ``benchmarks/bench_decisions.py``.
+
 ``--explain`` asks why Welch's absolute test is conservative on revenue per user:
 over a grid of buyers per arm and order-value tails it prints Welch's rejection
 rate beside that of the same test with the true standard error of the difference

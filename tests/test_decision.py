@@ -7,7 +7,8 @@ from dataclasses import replace
 
 import pytest
 
-from abeval.analysis.decision import decision_basis, decisions, plan_progress
+from abeval.analysis.comparisons import metric_results
+from abeval.analysis.decision import decision_basis, decisions, judged_results, plan_progress
 from abeval.analysis.online_metrics import BUILTIN_CATALOG
 from abeval.analysis.report_model import (
     ArmValue,
@@ -26,6 +27,7 @@ from abeval.stats.results import (
     PowerResult,
     SrmResult,
 )
+from abeval.store.sql.online_variables import Moments
 
 TARGET = 0.02
 OPTIONS = ReportOptions(target_mde=TARGET)
@@ -238,13 +240,26 @@ def test_no_primary_is_invalid() -> None:
 MARGIN = 0.02
 NEAR = (-0.004, (-0.015, 0.007))  # not significant; its worse end is inside a 2% margin
 LOOSE = (-0.004, (-0.031, 0.023))  # not significant; its worse end reaches past 2%
+BEYOND = (-0.06, (-0.09, -0.03))  # even its best end is a 3% harm: past a 2% margin
+SLIGHT = (-0.008, (-0.012, -0.004))  # significantly worse, every end within 2%
 
 # (case, guardrail result, its margin, decision, guardrail state)
 GUARDRAIL_CASES = [
     ("inside its margin: ship", NEAR, MARGIN, "ship", "passed"),
     ("past its margin, not worse: underpowered", LOOSE, MARGIN, "keep_running", "underpowered"),
     ("past its margin without one: today's rule", LOOSE, None, "ship", "passed"),
-    ("significantly worse with a margin", WORSE, MARGIN, "roll_back", "worse"),
+    # non-inferiority (issue 36, item 3): a roll-back needs the harm shown beyond
+    # the margin, the interval's best end past it
+    (
+        "significantly worse, not shown past its margin",
+        WORSE,
+        MARGIN,
+        "keep_running",
+        "underpowered",
+    ),
+    ("harm shown beyond its margin", BEYOND, MARGIN, "roll_back", "worse"),
+    ("significantly worse, shown within its margin", SLIGHT, MARGIN, "ship", "passed"),
+    ("significantly worse without a margin: today's rule", WORSE, None, "roll_back", "worse"),
     ("a wide margin takes the loose interval", LOOSE, 0.05, "ship", "passed"),
     ("could not be compared", BROKEN, MARGIN, "keep_running", "unchecked"),
 ]
@@ -326,6 +341,7 @@ def test_before_the_plan_the_decision_waits() -> None:
         "plan_days": 14,
         "plan_users": 20000,
         "reached": False,
+        "decided_day": None,
     }
     # A sample ratio mismatch is not a matter of waiting.
     (bad,) = decisions(
@@ -338,3 +354,52 @@ def test_before_the_plan_the_decision_waits() -> None:
         metrics, _health(), [], o, BUILTIN_CATALOG, basis="fixed_plan_reached", progress=done
     )
     assert d.decision == "ship"
+
+
+def _moments(n: int, clicks: float) -> Moments:
+    """One arm of n users with 10 impressions each and ``clicks`` clicks in all,
+    spread as evenly as whole clicks allow."""
+    ones = int(clicks)
+    return Moments(
+        n=n,
+        sums={"clicks": float(ones), "impressions": 10.0 * n},
+        cross={
+            ("clicks", "clicks"): ones - ones * ones / n,
+            ("impressions", "impressions"): 0.0,
+            ("clicks", "impressions"): 0.0,
+        },
+    )
+
+
+def test_past_the_planned_look_the_decision_made_there_stands() -> None:
+    # issue 36, item 2: day 3 reaches a 3-day plan with no difference; a big lift
+    # by day 5 does not turn the decision into a ship
+    flat = {"control": _moments(3000, 300), "treatment": _moments(3000, 300)}
+    lifted = {"control": _moments(5000, 500), "treatment": _moments(5000, 900)}
+    daily = [
+        ("2026-01-01", {"control": _moments(1000, 100), "treatment": _moments(1000, 100)}),
+        ("2026-01-02", {"control": _moments(2000, 200), "treatment": _moments(2000, 200)}),
+        ("2026-01-03", flat),
+        ("2026-01-04", {"control": _moments(4000, 400), "treatment": _moments(4000, 700)}),
+        ("2026-01-05", lifted),
+    ]
+    o = replace(OPTIONS, primary=("ctr",), guardrails=(), secondary=(), cuped_days=0, plan_days=3)
+    now = metric_results(lifted, "control", ["treatment"], o, BUILTIN_CATALOG)[0]
+    judged, basis, progress = judged_results(
+        now, lifted, daily, "control", ["treatment"], o, BUILTIN_CATALOG, (), 5
+    )
+    assert basis == "fixed_plan_reached"
+    assert progress is not None and (progress.days, progress.decided_day) == (5, 3)
+    (ctr,) = judged
+    assert ctr.comparison.relative.effect == pytest.approx(0.0)  # day 3's data
+    (d,) = decisions(judged, _health(), [], o, BUILTIN_CATALOG, basis=basis, progress=progress)
+    assert d.decision != "ship"
+    assert d.reason.endswith(
+        "(as of day 3, the planned look: the decision made there stands, later days do not "
+        "change it)"
+    )
+    # on the planned day itself nothing is frozen
+    _, _, on_day = judged_results(
+        now, flat, daily[:3], "control", ["treatment"], o, BUILTIN_CATALOG, (), 3
+    )
+    assert on_day is not None and on_day.decided_day is None

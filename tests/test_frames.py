@@ -78,7 +78,7 @@ def test_report_frame_is_one_row_per_metric_and_arm_with_the_decision_s_interval
     for m in document["metrics"]:
         rel = m["comparison"]["relative"]
         shown = rel["ci_adjusted"] or rel["ci"]
-        low, high = read.get((m["arm"], m["metric"]), shown)
+        low, high = read.get((m["arm"], m["metric"]), shown) or (None, None)
         expected.append(
             {
                 "metric": m["metric"],
@@ -98,13 +98,14 @@ def test_report_frame_is_one_row_per_metric_and_arm_with_the_decision_s_interval
     frame = report.to_frame()
     _check(frame, expected)
     # The primaries are read under the sequential basis here (no plan recorded):
-    # their interval is the always-valid one, wider than the fixed-horizon one.
+    # their interval is the group-sequential one, wider than the fixed-horizon one
+    # (unbounded this early: 400 users of the expected ~400,000 spend next to no α).
     ctr = frame[frame.metric == "ctr"].iloc[0]
     fixed = next(m for m in document["metrics"] if m["metric"] == "ctr")
-    assert ctr["basis"] == "always_valid"
+    assert ctr["basis"] == "group_sequential"
     reference = fixed["reference_fixed_horizon"]["relative"]
-    assert ctr["interval_low"] < reference["ci_adjusted"][0]
-    assert ctr["interval_high"] > reference["ci_adjusted"][1]
+    low = ctr["interval_low"]
+    assert low != low or low < reference["ci_adjusted"][0]  # NaN when unbounded
 
 
 def test_evaluation_frame_per_metric_and_per_user(results: dict[str, Any]) -> None:

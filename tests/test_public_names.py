@@ -19,8 +19,9 @@ import abeval
 from abeval import api
 from abeval.report.evaluate_shown import ShownEvaluation
 from abeval.report.notebook import ShownBoard, ShownForecast, ShownReport
+from abeval.report.program_json import ShownProgram
 
-RESULTS = (ShownReport, ShownBoard, ShownForecast, ShownEvaluation, api.Experiments)
+RESULTS = (ShownReport, ShownBoard, ShownForecast, ShownEvaluation, ShownProgram, api.Experiments)
 
 
 def _example(doc: str | None) -> bool:

@@ -1,14 +1,15 @@
 """One basis, everywhere: which interval the report shows for every metric.
 
-The decision reads the always-valid intervals while no plan is reached (or with
-``--sequential``) and the fixed-horizon ones once the recorded plan is
+The decision reads group-sequential intervals while no plan is recorded, the
+always-valid ones with ``--sequential`` and the fixed-horizon ones once the
+recorded plan is reached
 (:func:`abeval.analysis.decision.decision_basis`, docs/metrics.md#decision). This
 module makes the report's metrics, daily points and segments under that same
 basis, once, so that no presenter chooses an interval: the decision, the verdicts,
 the tables, the JSON and the API all read ``OnlineMetricResult.comparison``; the
 over-time chart's last point (:func:`with_shown_end`) and the off-policy
 section's online lift (:func:`with_shown_online`) are that same comparison.
-While the basis is always-valid, each metric also carries the fixed-horizon
+While the basis is not the fixed horizon, each metric also carries the fixed-horizon
 comparison as ``reference_fixed_horizon``, which presenters show only as a
 reference.
 """
@@ -31,17 +32,21 @@ from abeval.stats.ope import Interval
 
 
 def interval_basis(basis: DecisionBasis) -> IntervalBasis:
-    """The interval a decision's ``basis`` reads: always-valid with
-    ``--sequential`` or without a plan, else fixed-horizon (a plan not yet reached
-    is judged on fixed-horizon intervals once reached, and keeps running before)."""
-    if basis in ("sequential_requested", "sequential_no_plan"):
+    """The interval a decision's ``basis`` reads: group-sequential (α spent over
+    the daily looks) while no plan is recorded, always-valid with
+    ``--sequential``, else fixed-horizon (a plan not yet reached is judged on
+    fixed-horizon intervals once reached, and keeps running before)."""
+    if basis == "sequential_requested":
         return "always_valid"
+    if basis == "sequential_no_plan":
+        return "group_sequential"
     return "fixed_horizon"
 
 
 def basis_options(o: ReportOptions, basis: DecisionBasis) -> ReportOptions:
     """The options every shown comparison is made under: sequential exactly when
-    the basis is always-valid."""
+    the basis is always-valid (the group-sequential intervals widen the
+    fixed-horizon comparisons, :func:`abeval.analysis.decision.judged_results`)."""
     return replace(o, sequential=interval_basis(basis) == "always_valid")
 
 
@@ -51,7 +56,7 @@ def shown_metrics(
     basis: DecisionBasis,
 ) -> list[OnlineMetricResult]:
     """The report's metrics: ``under_basis`` (made with :func:`basis_options`),
-    each marked with its basis and, while the basis is always-valid, the
+    each marked with its basis and, while the basis is not the fixed horizon, the
     fixed-horizon comparison of the same metric and arm from ``fixed`` as its
     reference."""
     kind = interval_basis(basis)
@@ -61,7 +66,7 @@ def shown_metrics(
             m,
             basis=kind,
             reference_fixed_horizon=reference.get((m.metric, m.arm))
-            if kind == "always_valid"
+            if kind != "fixed_horizon"
             else None,
         )
         for m in under_basis

@@ -9,6 +9,7 @@ and the same tests per day and per segment. The maths is in :mod:`abeval.stats`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
 from abeval.analysis.online_metrics import (
@@ -33,6 +34,9 @@ from abeval.stats.sufficient import ArmStats
 from abeval.store.sql.online_variables import Moments
 
 MANY_SLICES = 10
+
+# The information fractions of each result's group-sequential looks.
+Looks = Callable[[OnlineMetricResult], tuple[float, ...]]
 
 # The statistics of each (metric, treatment arm)'s main comparison (CUPED when it
 # applied): control's, treatment's; what the power section plans from.
@@ -98,10 +102,12 @@ def metric_results(
     treatments: list[str],
     o: ReportOptions,
     catalog: Catalog,
+    looks: Looks | None = None,
 ) -> tuple[list[OnlineMetricResult], PlainStats]:
     """Every online metric of the store's ``catalog`` for every treatment arm,
-    corrected within its family; and the statistics of each pair's main comparison
-    (for the power section)."""
+    corrected within its family (over the group-sequential ``looks`` of each
+    result when given: :func:`abeval.stats.adjust_comparisons`); and the
+    statistics of each pair's main comparison (for the power section)."""
     results: list[OnlineMetricResult] = []
     plain: PlainStats = {}
     for name, metric in catalog.metrics.items():
@@ -136,11 +142,11 @@ def metric_results(
                     message=waiting or main.message,
                 )
             )
-    return adjust_families(results, o), plain
+    return adjust_families(results, o, looks), plain
 
 
 def adjust_families(
-    results: list[OnlineMetricResult], o: ReportOptions
+    results: list[OnlineMetricResult], o: ReportOptions, looks: Looks | None = None
 ) -> list[OnlineMetricResult]:
     """Multiple-testing correction within each role: the primary metrics × treatment
     arms are one family; guardrails and secondary metrics are families of their own."""
@@ -149,7 +155,11 @@ def adjust_families(
         idx = [i for i, r in enumerate(out) if r.role == family]
         if not idx:
             continue
-        adjusted = adjust_comparisons([out[i].comparison for i in idx], o.correction)  # type: ignore[arg-type]
+        adjusted = adjust_comparisons(
+            [out[i].comparison for i in idx],
+            o.correction,  # type: ignore[arg-type]
+            looks=None if looks is None else [looks(out[i]) for i in idx],
+        )
         for i, comp in zip(idx, adjusted, strict=True):
             out[i] = replace(out[i], comparison=comp, significant=direction(comp) != 0)
     return out

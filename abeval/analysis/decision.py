@@ -5,7 +5,9 @@ multiple-testing correction, and the health checks. The first that applies wins:
 
 1. ``invalid``: the sample ratio test flagged a mismatch, or a primary metric's
    comparison could not be made (its status is not ``ok``);
-2. ``roll_back``: a primary metric or a guardrail is significantly worse;
+2. ``roll_back``: a primary metric is significantly worse, or a guardrail is
+   (with a margin: its harm is shown beyond the margin, the whole interval past
+   it; a guardrail worse but not past its margin is ``underpowered`` or passed);
 3. ``ship``: at least one primary metric is significantly better (none is
    worse and no guardrail is worse, by 2), every guardrail could be checked
    and no guardrail with a margin is underpowered (its interval reaches past
@@ -15,19 +17,27 @@ multiple-testing correction, and the health checks. The first that applies wins:
 5. ``keep_running``: anything else.
 
 What the rule reads depends on the plan (docs/metrics.md#decision): with
-``--sequential``, or with no plan recorded, the always-valid intervals (so a
-team may look every day); with a plan, the fixed-horizon intervals once the
-plan is reached, and before that only 1 (anything else is ``keep_running``,
-with how far the plan is).
+``--sequential``, the always-valid intervals; with no plan recorded, the
+group-sequential intervals of an O'Brien–Fleming-type α-spending design over a
+look at the end of every day so far, up to the expected size (the users the
+primary metrics need for the target MDE, else the traffic so far over
+:data:`HORIZON_DAYS`), so a team may look every day; with a plan, the
+fixed-horizon intervals at the planned look (read on later days, the data of
+that look: the decision made there stands), and before it only 1 (anything
+else is ``keep_running``, with how far the plan is).
 
 :func:`decide` is the rule on its inputs (:class:`DecisionInput`);
-:func:`decisions` gathers those inputs from the report's metric results.
+:func:`decisions` gathers those inputs from the report's metric results, and
+:func:`judged_results` makes the results the decision reads.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
+from datetime import date
 
+from abeval.analysis.comparisons import adjust_families, metric_results
 from abeval.analysis.online_metrics import Catalog, direction
 from abeval.analysis.report_model import (
     Decision,
@@ -45,6 +55,111 @@ from abeval.analysis.report_model import (
 )
 from abeval.formatting import interval, pct, share
 from abeval.stats.results import Comparison
+from abeval.stats.spending import information_fractions
+from abeval.store.sql.online_variables import Moments
+
+#: Without a plan, and without what the target MDE needs, the expected size is
+#: the traffic so far projected to this many days.
+HORIZON_DAYS = 28
+
+
+def judged_results(
+    comparisons: list[OnlineMetricResult],
+    moments: dict[str, Moments],
+    daily: Sequence[tuple[str, dict[str, Moments]]],
+    control: str,
+    treatments: list[str],
+    o: ReportOptions,
+    catalog: Catalog,
+    power: Sequence[PowerInfo],
+    days: int,
+) -> tuple[list[OnlineMetricResult], DecisionBasis, PlanProgress | None]:
+    """What the decision reads (module docstring): the report's ``comparisons``, or
+    with no plan the group-sequential ones over the looks of ``daily`` (the
+    cumulative moments at the end of each day); the basis and the plan's progress
+    after ``days`` days."""
+    users = sum(m.n for m in moments.values())
+    progress = plan_progress(o, days, users)
+    basis = decision_basis(o, progress)
+    if basis == "fixed_plan_reached" and progress is not None:
+        look = planned_look(daily, o)
+        if look is not None and look[0] < days:
+            # past the planned look: the decision stays the one made there
+            frozen = metric_results(daily[look[1]][1], control, treatments, o, catalog)[0]
+            return frozen, basis, replace(progress, decided_day=look[0])
+    if basis != "sequential_no_plan" or users <= 0:
+        return comparisons, basis, progress
+    default = expected_users(power, users, days)
+    needs = {
+        (p.metric, p.arm): float(p.needed_for_target.total_users)
+        for p in power
+        if p.needed_for_target.total_users is not None
+    }
+    counts = [sum(m.n for m in arms.values()) for _, arms in daily]
+
+    def size(r: OnlineMetricResult) -> float:
+        return needs.get((r.metric, r.arm), default)
+
+    def stop(r: OnlineMetricResult) -> int | None:
+        """The day (index in ``daily``) that first reached the result's expected
+        size, when it is before the latest: its last look spent the last of α."""
+        full = next((i for i, n in enumerate(counts) if n >= size(r)), None)
+        if full is not None and full < len(counts) - 1 and 0 < counts[full] < users:
+            return full
+        return None
+
+    def looks(r: OnlineMetricResult) -> tuple[float, ...]:
+        i = stop(r)
+        seen = daily if i is None else daily[: i + 1]
+        return information_fractions(look_users(seen, users if i is None else counts[i]), size(r))
+
+    then: dict[int, list[OnlineMetricResult]] = {}
+    picked = []
+    for r in comparisons:
+        i = stop(r)
+        if i is None:
+            picked.append(r)
+            continue
+        # past its expected size: the result of the day that reached it stands
+        if i not in then:
+            then[i] = metric_results(daily[i][1], control, treatments, o, catalog)[0]
+        picked.append(next(x for x in then[i] if (x.metric, x.arm) == (r.metric, r.arm)))
+    return adjust_families(picked, o, looks), basis, progress
+
+
+def planned_look(
+    daily: Sequence[tuple[str, dict[str, Moments]]], o: ReportOptions
+) -> tuple[int, int] | None:
+    """The planned look: the first day of ``daily`` (ISO days, cumulative moments)
+    at which every part of the plan is reached, as (day number from the first day,
+    index in ``daily``); None when the series does not reach it."""
+    if not daily:
+        return None
+    first = date.fromisoformat(daily[0][0][:10])
+    for i, (day, arms) in enumerate(daily):
+        number = (date.fromisoformat(day[:10]) - first).days + 1
+        users = sum(m.n for m in arms.values())
+        progress = plan_progress(o, number, users)
+        if progress is not None and progress.reached:
+            return number, i
+    return None
+
+
+def look_users(daily: Sequence[tuple[str, dict[str, Moments]]], users: int) -> tuple[int, ...]:
+    """The users (all arms) at the end of each day, then ``users`` (the last look)."""
+    seen = [sum(m.n for m in day.values()) for _, day in daily]
+    return (*(n for n in seen if 0 < n < users), users)
+
+
+def expected_users(power: Sequence[PowerInfo], users: int, days: int) -> float:
+    """The size a design without a plan spends its α up to: the most users a primary
+    metric needs for the target MDE (``power``), else the traffic so far projected
+    to :data:`HORIZON_DAYS` days."""
+    needs = [p.needed_for_target.total_users for p in power]
+    known = [n for n in needs if n is not None]
+    if known:
+        return float(max(known))
+    return float(users * max(1.0, HORIZON_DAYS / max(days, 1)))
 
 
 def decisions(
@@ -106,6 +221,11 @@ def gate(
     recorded plan is not reached (an ``invalid`` decision stands)."""
     if basis == "plan_not_reached" and decided[0] != "invalid" and progress is not None:
         return "keep_running", too_early(progress)
+    if progress is not None and progress.decided_day is not None and decided[0] != "invalid":
+        return decided[0], (
+            f"{decided[1]} (as of day {progress.decided_day}, the planned look: the decision "
+            "made there stands, later days do not change it)"
+        )
     return decided
 
 
@@ -176,7 +296,9 @@ def comparison_input(
     """What the rule reads of one (corrected) comparison of ``metric`` in ``role``
     (``lower_is_better``: the metric's direction)."""
     rel = comparison.relative
-    ci = rel.interval
+    # once adjusted, the adjusted interval, even when unbounded (None): never the
+    # unadjusted one in its place
+    ci = rel.ci_adjusted if rel.alpha_adjusted is not None else rel.interval
     moved: Direction | None = None
     if comparison.status == "ok":
         sign = direction(comparison)
@@ -185,6 +307,7 @@ def comparison_input(
         moved = "better" if sign > 0 else "worse" if sign < 0 else "flat"
     within = None if ci is None else -target_mde < ci[0] and ci[1] < target_mde
     harm = None if ci is None else (ci[1] if lower_is_better else -ci[0])
+    least = None if ci is None else (ci[0] if lower_is_better else -ci[1])
     guardrail = role == "guardrail"
     return DecisionInput(
         metric=metric,
@@ -197,19 +320,27 @@ def comparison_input(
         detectable=detectable,
         margin=margin if guardrail else None,
         largest_harm=harm if guardrail else None,
-        guardrail=guardrail_state(moved, harm, margin) if guardrail else None,
+        guardrail=guardrail_state(moved, harm, margin, least) if guardrail else None,
     )
 
 
 def guardrail_state(
-    moved: Direction | None, harm: float | None, margin: float | None
+    moved: Direction | None,
+    harm: float | None,
+    margin: float | None,
+    least: float | None = None,
 ) -> GuardrailState:
-    """A guardrail's reading: significantly worse, unchecked, past its margin
-    without being significantly worse (underpowered), or passed."""
+    """A guardrail's reading: worse (without a margin, significantly worse; with
+    one, a harm beyond the margin shown: even the interval's best end, ``least``
+    as a harm, is past it), unchecked, not shown within its margin
+    (underpowered), or passed."""
+    if margin is not None:
+        if least is not None and least > margin:
+            return "worse"
+    elif moved == "worse":
+        return "worse"
     if moved is None or harm is None:
         return "unchecked"
-    if moved == "worse":
-        return "worse"
     if margin is not None and harm > margin:
         return "underpowered"
     return "passed"
@@ -231,7 +362,10 @@ def decide(
     broken = [p for p in primaries if p.status != "ok"]
     if broken:
         return "invalid", "could not compare " + _names(broken, catalog, status=True)
-    worse = [m for m in (*primaries, *guardrails) if m.direction == "worse"]
+    worse = [
+        *(p for p in primaries if p.direction == "worse"),
+        *(g for g in guardrails if g.guardrail == "worse"),
+    ]
     worse = [m for i, m in enumerate(worse) if m.metric not in {w.metric for w in worse[:i]}]
     if worse:
         return "roll_back", "significantly worse: " + _names(worse, catalog, lift=True)

@@ -219,14 +219,21 @@ def without(current: ExperimentConfig, names: Iterable[str]) -> ExperimentConfig
     return replace(current, **dict.fromkeys(names))
 
 
-def with_record(o: ReportOptions, config: ExperimentConfig, flags: frozenset[str]) -> ReportOptions:
+def with_record(
+    o: ReportOptions,
+    config: ExperimentConfig,
+    flags: frozenset[str],
+    experiment: str = "EXPERIMENT",
+) -> ReportOptions:
     """The options of one run: each recordable setting from its flag when it is in
-    ``flags``, else from ``config`` when recorded, else ``o``'s (the default)."""
+    ``flags``, else from ``config`` when recorded, else ``o``'s (the default). A
+    flag may not loosen the recorded plan (:func:`check_plan_flag`)."""
     sources: dict[str, SettingSource] = {}
     values: dict[str, Any] = {}
     for name in OPTIONS:
         recorded = getattr(config, name)
         if name in flags:
+            check_plan_flag(name, getattr(o, name), recorded, experiment)
             sources[name] = "flag"
         elif recorded is not None:
             sources[name] = "record"
@@ -238,6 +245,23 @@ def with_record(o: ReportOptions, config: ExperimentConfig, flags: frozenset[str
         else:
             sources[name] = "default"
     return replace(o, **values, sources=tuple(sources.items()))
+
+
+def check_plan_flag(name: str, given: Any, recorded: Any, experiment: str) -> None:
+    """A one-off ``--plan-users``/``--plan-days`` may not loosen the recorded plan
+    (ask for fewer users or days than recorded): the plan gates the decision, and a
+    plan shortened after the data are seen is no plan (docs/metrics.md#decision)."""
+    if name not in ("plan_users", "plan_days") or recorded is None:
+        return
+    if given is None or given < recorded:
+        what = "users" if name == "plan_users" else "days"
+        raise OptionError(
+            name,
+            given,
+            f"the recorded plan is {recorded:,} {what}, and one report cannot loosen it; "
+            f"change the plan with `abeval experiment set {experiment} {OPTIONS[name]} N`",
+            allowed=f">= {recorded}",
+        )
 
 
 def unknown_option_message(name: str) -> str:

@@ -13,6 +13,7 @@ the fix. Nothing is dropped silently.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -65,7 +66,10 @@ def read_history(path: str | Path) -> list[HistoryEntry]:
     return [_entry(path, i + 1, r) for i, r in enumerate(records)]
 
 
-def _records(path: Path) -> list[dict[str, Any]]:
+def _records(
+    path: Path, text_columns: Sequence[str] = (*REQUIRED, *OPTIONAL)
+) -> list[dict[str, Any]]:
+    """The rows of a CSV or Parquet file, ``text_columns`` read as text."""
     import pyarrow as pa
 
     if not path.is_file():
@@ -81,7 +85,7 @@ def _records(path: Path) -> list[dict[str, Any]]:
         else:
             from pyarrow import csv
 
-            text = {c: pa.string() for c in (*REQUIRED, *OPTIONAL)}
+            text = {c: pa.string() for c in text_columns}
             table = csv.read_csv(path, convert_options=csv.ConvertOptions(column_types=text))
     except (pa.ArrowInvalid, OSError) as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__

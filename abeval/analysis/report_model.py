@@ -140,7 +140,7 @@ class ArmValue(JsonResult):
 
 #: Which interval a metric is shown and judged with (docs/metrics.md#decision): the
 #: always-valid one (a confidence sequence) or the fixed-horizon one.
-IntervalBasis = Literal["always_valid", "fixed_horizon"]
+IntervalBasis = Literal["group_sequential", "always_valid", "fixed_horizon"]
 
 
 @dataclass(frozen=True)
@@ -218,6 +218,10 @@ class PlanProgress(JsonResult):
     plan_days: int | None
     plan_users: int | None
     reached: bool
+    # Once the plan is reached: the day of the planned look (the first day with
+    # every part of the plan reached), whose data the decision reads from then on
+    # (docs/metrics.md#decision); None while the latest day is that look.
+    decided_day: int | None = None
 
 
 @dataclass(frozen=True)

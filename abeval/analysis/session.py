@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from abeval.analysis.basis import basis_options, interval_basis, shown_metrics
 from abeval.analysis.comparisons import PlainStats, metric_results
-from abeval.analysis.decision import decision_basis, plan_progress
+from abeval.analysis.decision import decision_basis, judged_results, plan_progress
 from abeval.analysis.experiment_config import ExperimentConfig, read_config, with_record
 from abeval.analysis.observation import Observed, days_observed, observe
 from abeval.analysis.offline_report import OfflineSection, replayed_offline
@@ -86,7 +86,9 @@ class ExperimentSession:
                     if self.facts is not None
                     else read_config(self._conn, self.experiment)
                 )
-                self.options = with_record(self.options, config, self.options.flags)
+                self.options = with_record(
+                    self.options, config, self.options.flags, self.experiment
+                )
         except BaseException as exc:
             # through the connection's own exit, which turns a store fault (a server
             # gone, a lost connection) into its one-line error
@@ -215,21 +217,33 @@ class ExperimentSession:
     def judged(self) -> tuple[list[OnlineMetricResult], DecisionBasis, PlanProgress | None]:
         """What the decision reads and the report shows (docs/metrics.md#decision,
         :mod:`abeval.analysis.basis`): the comparisons under the decision's basis
-        (the always-valid ones with --sequential or while no plan is recorded, each
-        with its fixed-horizon reference), the basis and the plan's progress."""
+        (group-sequential while no plan is recorded, always-valid with --sequential,
+        fixed-horizon once the plan is reached, frozen at the planned look), each
+        with its fixed-horizon reference while the basis is not the fixed horizon;
+        the basis and the plan's progress."""
         seen, o = self.observed, self.options
         progress = plan_progress(o, days_observed(seen), seen.health.users_analysed)
-        basis = decision_basis(o, progress)
-        shown_o = basis_options(o, basis)
+        shown_o = basis_options(o, decision_basis(o, progress))
         under = self.comparisons if shown_o.sequential == o.sequential else self._results(shown_o)
+        judged, basis, progress = judged_results(
+            under,
+            seen.moments,
+            seen.daily,
+            self.control,
+            self.treatments,
+            shown_o,
+            self.catalog,
+            self.power,
+            days_observed(seen),
+        )
         fixed = None
-        if interval_basis(basis) == "always_valid":
+        if interval_basis(basis) != "fixed_horizon":
             fixed = (
                 self.comparisons
                 if not o.sequential
                 else self._results(replace(o, sequential=False))
             )
-        return shown_metrics(under, fixed, basis), basis, progress
+        return shown_metrics(judged, fixed, basis), basis, progress
 
     def _results(self, o: ReportOptions) -> list[OnlineMetricResult]:
         seen = self.observed

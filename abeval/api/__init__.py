@@ -21,6 +21,7 @@ One module per family of commands, each name importable from here:
 - :mod:`~abeval.api.configuration`: metrics, sources and experiment settings
   (``source_mapping``, ``experiment_config``);
 - :mod:`~abeval.api.planning`: ``Store.power``, ``Store.plan`` and ``plan_power``;
+- :mod:`~abeval.api.programs`: ``program`` (a program of experiments from a history);
 - :mod:`~abeval.api.options` (the checks and the CLI's parsers: ``cutoffs``,
   ``metric_names``, ``parse_bound``) and :mod:`~abeval.api.opened` (what the
   parts of a store share).
@@ -54,6 +55,7 @@ from abeval.api.offline import evaluate, model_argument, named_models
 from abeval.api.options import Names as Names
 from abeval.api.options import cutoffs, metric_names, parse_bound
 from abeval.api.planning import plan_power, power_inputs
+from abeval.api.programs import program
 from abeval.api.reporting import report_options
 from abeval.api.store import Experiments, Store, ingest_options, open, rejects_options
 
@@ -86,6 +88,7 @@ __all__ = [
     "parse_bound",
     "plan_power",
     "power_inputs",
+    "program",
     "rejects_options",
     "report_options",
     "set_options",

@@ -33,7 +33,7 @@ SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Load", ("demo", "ingest", "rejects", "source")),
     ("Analyse", ("experiment", "metrics", "report")),
     ("Offline", ("evaluate",)),
-    ("Across experiments", ("agreement", "forecast")),
+    ("Across experiments", ("agreement", "forecast", "program")),
     ("Plan", ("power",)),
     ("Store", ("experiments", "migrate")),
 )

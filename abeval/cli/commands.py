@@ -7,6 +7,7 @@ from abeval.cli import (  # noqa: F401
     forecast_commands,
     metrics_commands,
     misc_commands,
+    program_commands,
     report_commands,
     source_commands,
     store_commands,

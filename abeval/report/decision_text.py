@@ -38,8 +38,9 @@ def basis_sentence(d: Decision, experiment: str) -> str:
         )
     if d.basis == "sequential_no_plan":
         return (
-            "No plan is recorded, so the decision reads the always-valid (sequential) "
-            "intervals, valid however often the report is read; record the planned horizon "
+            "No plan is recorded, so the decision reads group-sequential intervals that "
+            "spend α over a look each day, valid however often the report is read; record "
+            "the planned horizon "
             f"(`abeval experiment set {experiment} --plan-users N --plan-days D`) to decide on "
             "the narrower fixed-horizon intervals once it is reached."
         )

@@ -60,7 +60,7 @@ def basis_words(r: ExperimentReport) -> str:
     """The basis in force, in words: which interval every lift, p-value, star,
     verdict and colour of the report reads (docs/metrics.md#decision).
 
-    ``always-valid intervals (no plan recorded): valid however often you look``;
+    ``group-sequential intervals (no plan recorded): ...``;
     ``fixed horizon: the plan of 20,000 users / 14 days is reached``."""
     d = r.decisions[0] if r.decisions else None
     if d is None:
@@ -69,7 +69,10 @@ def basis_words(r: ExperimentReport) -> str:
     if d.basis == "sequential_requested":
         return "always-valid intervals (--sequential): valid however often you look"
     if d.basis == "sequential_no_plan":
-        return "always-valid intervals (no plan recorded): valid however often you look"
+        return (
+            "group-sequential intervals (no plan recorded): the error rate spent over a "
+            "look per day up to the expected size, valid however often you look"
+        )
     p = d.progress
     plan = " / ".join(
         part

@@ -33,17 +33,29 @@ A relative lift tested with Fieller's interval (the default) has the absolute
 lift's p-value, so the two families get the same adjusted p-values and levels;
 its adjusted interval is Fieller's at the adjusted level, which excludes 0
 exactly when the adjusted p-value is below α (docs/metrics.md#relative-lift).
+
+With ``looks`` (each hypothesis's information fractions of a group-sequential
+design, :mod:`abeval.stats.spending`) each step's level is spent over the looks: a
+hypothesis passes a step of level a when its |z| reaches the boundary c_K(a)
+of the last look, and its interval is effect ± c_K(a)·se, the repeated
+confidence interval at its level (Holm's step-down over group-sequential tests
+at the levels of each step: Maurer and Bretz 2013, "Multiple testing in group
+sequential trials using graphical approaches", Statistics in Biopharmaceutical
+Research 5(4)). The adjusted p-values are then left out (None): the decision
+reads the intervals.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Literal
 
+from abeval.stats.distributions import norm_sf
 from abeval.stats.frequentist import critical_value, fieller_lift
 from abeval.stats.results import Adjustment, Comparison, Lift
 from abeval.stats.sequential import DEFAULT_TUNING_N, sequential_rho
+from abeval.stats.spending import spending_critical_value
 
 HolmIntervals = Literal["stepwise", "bonferroni"]
 
@@ -57,6 +69,18 @@ def _check(p_values: Sequence[float], method: str) -> None:
         raise ValueError(f"unknown adjustment {method!r}: use 'holm' or 'bh'")
     if any(not 0 <= p <= 1 for p in p_values):
         raise ValueError("p-values must be in [0, 1]")
+
+
+def _z_p_value(lift: Lift) -> float:
+    """The two-sided normal p-value of a lift's z = effect/se."""
+    if lift.effect is None or not lift.se:
+        return 1.0
+    return float(2 * norm_sf(abs(lift.effect / lift.se)))
+
+
+def _nominal(looks: tuple[float, ...], level: float) -> float:
+    """The p-value a z test must reach to cross the last look's boundary at ``level``."""
+    return float(2 * norm_sf(spending_critical_value(looks, level)))
 
 
 def adjust_pvalues(p_values: Sequence[float], method: Adjustment = "holm") -> list[float]:
@@ -85,16 +109,24 @@ def adjusted_alphas(
     method: Adjustment = "holm",
     *,
     holm_intervals: HolmIntervals = "stepwise",
+    nominal: Callable[[int, float], float] | None = None,
 ) -> list[float]:
-    """Per-hypothesis α of the interval that matches the adjustment (module doc)."""
+    """Per-hypothesis α of the interval that matches the adjustment (module doc);
+    ``nominal(i, level)`` is the p-value hypothesis i must reach to pass a step of
+    ``level`` (the level itself by default; a group-sequential design's is smaller)."""
     _check(p_values, method)
+    reach = nominal or (lambda _, level: level)
     m = len(p_values)
     if m == 0:
         return []
     order = _order(p_values)
     if method == "bh":
         rejections = max(
-            (rank + 1 for rank, i in enumerate(order) if p_values[i] <= (rank + 1) * alpha / m),
+            (
+                rank + 1
+                for rank, i in enumerate(order)
+                if p_values[i] <= reach(i, (rank + 1) * alpha / m)
+            ),
             default=0,
         )
         return [alpha * max(rejections, 1) / m] * m
@@ -104,7 +136,7 @@ def adjusted_alphas(
     stopped: float | None = None
     for rank, i in enumerate(order):
         step = alpha / (m - rank)
-        if stopped is None and p_values[i] > step:
+        if stopped is None and p_values[i] > reach(i, step):
             stopped = step
         levels[i] = step if stopped is None else stopped
     return levels
@@ -115,12 +147,22 @@ def _adjust_lifts(
     scale: Literal["absolute", "relative"],
     method: Adjustment,
     holm_intervals: HolmIntervals,
+    looks: Sequence[tuple[float, ...]] | None = None,
 ) -> list[Lift]:
     lifts = [getattr(r, scale) for r in results]
     family = [i for i, lift in enumerate(lifts) if lift.p_value is not None]
     p = [lifts[i].p_value for i in family]
-    adjusted = adjust_pvalues(p, method)
-    levels = adjusted_alphas(p, results[0].alpha, method, holm_intervals=holm_intervals)
+    adjusted: list[float | None] = list(adjust_pvalues(p, method))
+    nominal = None
+    if looks is not None:
+        # the z test's p-value against the boundary's nominal level (module doc)
+        p = [_z_p_value(lifts[i]) for i in family]
+        adjusted = [None] * len(p)
+        of_family = [looks[i] for i in family]
+        nominal = lambda k, level: _nominal(of_family[k], level)  # noqa: E731
+    levels = adjusted_alphas(
+        p, results[0].alpha, method, holm_intervals=holm_intervals, nominal=nominal
+    )
     out = list(lifts)
     for i, p_adj, level in zip(family, adjusted, levels, strict=True):
         lift, r = lifts[i], results[i]
@@ -128,9 +170,12 @@ def _adjust_lifts(
         # keep the mixture of the raw p-value, so the interval matches p_adjusted
         rho = sequential_rho(r.alpha, tuning_n) if r.method == "sequential" else None
         n = r.control_n + r.treatment_n
-        critical = critical_value(
-            level, dof=lift.dof, method=r.method, n=n, tuning_n=tuning_n, rho=rho
-        )
+        if looks is not None:
+            critical = spending_critical_value(looks[i], level)
+        else:
+            critical = critical_value(
+                level, dof=lift.dof, method=r.method, n=n, tuning_n=tuning_n, rho=rho
+            )
         if scale == "relative" and r.relative_interval == "fieller" and r.fieller is not None:
             fieller = fieller_lift(r.absolute, lift, r.fieller, critical)
             out[i] = replace(
@@ -152,8 +197,11 @@ def adjust_comparisons(
     method: Adjustment = "holm",
     *,
     holm_intervals: HolmIntervals = "stepwise",
+    looks: Sequence[tuple[float, ...]] | None = None,
 ) -> list[Comparison]:
-    """The ``results`` with adjusted p-values and matching intervals filled in.
+    """The ``results`` with adjusted p-values and matching intervals filled in
+    (with ``looks``, one schedule per result, the group-sequential intervals of
+    the module docstring; the results must be fixed-horizon ones).
 
     Absolute and relative lifts are two separate families. Results without a
     p-value (a degenerate status) are left out of the family (m counts only
@@ -164,8 +212,12 @@ def adjust_comparisons(
         return []
     if len({r.alpha for r in results}) != 1:
         raise ValueError("results to adjust together must share one alpha")
-    absolute = _adjust_lifts(results, "absolute", method, holm_intervals)
-    relative = _adjust_lifts(results, "relative", method, holm_intervals)
+    if looks is not None and (
+        len(looks) != len(results) or any(r.method != "welch" for r in results)
+    ):
+        raise ValueError("group-sequential looks: one schedule per fixed-horizon result")
+    absolute = _adjust_lifts(results, "absolute", method, holm_intervals, looks)
+    relative = _adjust_lifts(results, "relative", method, holm_intervals, looks)
     return [
         replace(r, absolute=a, relative=rel, adjustment=method)
         for r, a, rel in zip(results, absolute, relative, strict=True)

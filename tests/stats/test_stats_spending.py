@@ -1,0 +1,89 @@
+"""Group-sequential boundaries of the O'Brien–Fleming-type α-spending function
+(abeval.stats.spending, docs/metrics.md#decision)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import stats
+
+from abeval.stats.spending import (
+    information_fractions,
+    obf_spending,
+    spending_boundaries,
+    spending_critical_value,
+)
+
+
+def test_five_equal_looks_match_the_published_boundaries() -> None:
+    # DeMets and Lan (1994), Statistics in Medicine 13, table: the O'Brien-Fleming
+    # type spending function, one-sided 0.025 per side, five equally spaced looks
+    published = (4.877, 3.357, 2.680, 2.290, 2.031)
+    found = spending_boundaries((0.2, 0.4, 0.6, 0.8, 1.0), 0.05)
+    assert found == pytest.approx(published, abs=1e-3)
+
+
+def test_one_look_at_the_end_is_the_fixed_horizon_test() -> None:
+    assert spending_critical_value((1.0,), 0.05) == pytest.approx(stats.norm.isf(0.025))
+
+
+def test_the_spending_function_spends_alpha_by_the_end() -> None:
+    assert obf_spending(1.0, 0.05) == pytest.approx(0.05)
+    assert obf_spending(0.5, 0.05) == pytest.approx(
+        4 * stats.norm.sf(stats.norm.isf(0.0125) / math.sqrt(0.5))
+    )
+    assert obf_spending(0.0, 0.05) == 0.0
+
+
+def test_daily_looks_reject_a_true_null_alpha_of_the_time() -> None:
+    # an independent check: Brownian motion at 14 equally spaced looks, simulated
+    looks = 14
+    fractions = tuple((k + 1) / looks for k in range(looks))
+    bounds = np.array(spending_boundaries(fractions, 0.05))
+    rng = np.random.default_rng(7)
+    runs = 400_000
+    paths = np.cumsum(rng.normal(0, math.sqrt(1 / looks), (runs, looks)), axis=1)
+    z = paths / np.sqrt(np.array(fractions))
+    crossed = (np.abs(z) >= bounds).any(axis=1)
+    upper = (z >= bounds).any(axis=1)
+    se = math.sqrt(0.05 * 0.95 / runs)
+    assert crossed.mean() == pytest.approx(0.05, abs=4 * se)
+    assert upper.mean() == pytest.approx(0.025, abs=4 * math.sqrt(0.025 * 0.975 / runs))
+
+
+def test_information_fractions_drop_days_without_new_users_and_cap_at_the_last() -> None:
+    assert information_fractions((100, 100, 300), 600) == (1 / 6, 0.5)
+    assert information_fractions((100, 400), 200) == (0.25, 1.0)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(st.floats(0.01, 1.0), min_size=1, max_size=20, unique=True),
+    st.sampled_from([0.01, 0.025, 0.05, 0.1]),
+)
+def test_the_repeated_interval_is_never_narrower_than_the_fixed_one(
+    points: list[float], alpha: float
+) -> None:
+    # the law: spending α over several looks never leaves the last look more than α
+    fractions = tuple(sorted(points))
+    assert spending_critical_value(fractions, alpha) >= stats.norm.isf(alpha / 2) - 1e-6
+
+
+def test_adjusted_comparisons_over_looks_span_the_last_boundary() -> None:
+    from abeval.stats import adjust_comparisons, compare
+    from abeval.stats.sufficient import MeanStats
+
+    control = MeanStats.from_sums(5000, 50_000.0, 5000 * (100.0 + 4.0))
+    treatment = MeanStats.from_sums(5000, 50_300.0, 5000 * (100.6 + 4.0))
+    fixed = compare(control, treatment, relative_interval="delta")
+    looks = (0.25, 0.5)
+    (found,) = adjust_comparisons([fixed], looks=[looks])
+    lift = found.absolute
+    assert lift.effect is not None and lift.se is not None and lift.ci_adjusted is not None
+    c = spending_critical_value(looks, 0.05)
+    assert lift.ci_adjusted == pytest.approx((lift.effect - c * lift.se, lift.effect + c * lift.se))
+    assert lift.p_adjusted is None
