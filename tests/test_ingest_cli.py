@@ -31,7 +31,7 @@ NOTHING_LOADED = (
 ONE_BAD = f"(1 bad row; {NOTHING_LOADED})"
 EXPECTED_COLUMNS = (
     "expected experiment, arm, user_id, ts, event_type and optionally "
-    "request_id, item_id, position, value, event_id, propensity, propensity_given_above"
+    "request_id, item_id, position, value, event_id, propensity, propensity_given_above, team"
 )
 
 #: The end of the reason for an event type that is neither built in nor an identifier.

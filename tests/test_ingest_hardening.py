@@ -362,7 +362,7 @@ def test_misnamed_required_columns_get_a_did_you_mean(tmp_path: Path) -> None:
         "Error: e.csv:1: missing required columns user_id, ts, event_type (did you mean "
         "'userid' for user_id, 'timestamp' for ts, 'event' for event_type? rename them); "
         "expected experiment, arm, user_id, ts, event_type and optionally request_id, "
-        "item_id, position, value, event_id, propensity, propensity_given_above",
+        "item_id, position, value, event_id, propensity, propensity_given_above, team",
     )
 
 

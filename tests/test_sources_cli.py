@@ -176,7 +176,7 @@ BAD = [
         2,
         "--map 'userid=uid': 'userid' is not a field of the event format; did you mean "
         "user_id? the fields are experiment, arm, user_id, ts, event_type, request_id, "
-        "item_id, position, value, event_id, propensity, propensity_given_above",
+        "item_id, position, value, event_id, propensity, propensity_given_above, team",
     ),
     (
         ["--map", MAP + ",arm=exp"],

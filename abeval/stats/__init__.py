@@ -31,6 +31,11 @@ if TYPE_CHECKING:
         critical_value,
         p_value,
     )
+    from abeval.stats.interleaving import (
+        InterleavingResult,
+        InterleavingStats,
+        compare_interleaved,
+    )
     from abeval.stats.moments import (
         EffectMoments,
         effect_moments,
@@ -95,6 +100,8 @@ _LAZY = {
     "EffectMoments": "abeval.stats.moments",
     "FiellerInterval": "abeval.stats.fieller",
     "FiellerTerms": "abeval.stats.results",
+    "InterleavingResult": "abeval.stats.interleaving",
+    "InterleavingStats": "abeval.stats.interleaving",
     "Lift": "abeval.stats.results",
     "MeanStats": "abeval.stats.sufficient",
     "NormalPrior": "abeval.stats.bayesian",
@@ -113,6 +120,7 @@ _LAZY = {
     "adjusted_alphas": "abeval.stats.multiple",
     "compare": "abeval.stats.frequentist",
     "compare_bayesian": "abeval.stats.bayesian",
+    "compare_interleaved": "abeval.stats.interleaving",
     "confidence_interval": "abeval.stats.frequentist",
     "critical_value": "abeval.stats.frequentist",
     "cuped_theta": "abeval.stats.cuped",
@@ -143,6 +151,8 @@ __all__ = [
     "EffectMoments",
     "FiellerInterval",
     "FiellerTerms",
+    "InterleavingResult",
+    "InterleavingStats",
     "Lift",
     "MeanStats",
     "NormalPrior",
@@ -161,6 +171,7 @@ __all__ = [
     "adjusted_alphas",
     "compare",
     "compare_bayesian",
+    "compare_interleaved",
     "confidence_interval",
     "critical_value",
     "cuped_theta",

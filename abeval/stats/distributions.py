@@ -53,3 +53,8 @@ def t_isf(q: float, dof: float) -> float:
 def chi2_sf(x: float, dof: float) -> float:
     """P(X > x) for χ² with ``dof`` degrees of freedom."""
     return float(_special().chdtrc(dof, x))
+
+
+def binom_cdf(k: int, n: int, p: float) -> float:
+    """P(X ≤ k) for X ~ Binomial(n, p)."""
+    return float(_special().bdtr(k, n, p))

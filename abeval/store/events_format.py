@@ -29,6 +29,7 @@ OPTIONAL = (
     "event_id",
     "propensity",
     "propensity_given_above",
+    "team",
 )
 KNOWN = REQUIRED + OPTIONAL
 EVENT_TYPES = ("exposure", "impression", "click", "purchase", "rating")
@@ -180,6 +181,7 @@ def typed_layer(epoch: str | None = None) -> str:
             "t_event_id AS event_id",
             "TRY_CAST(t_propensity AS DOUBLE) AS propensity",
             "TRY_CAST(t_propensity_given_above AS DOUBLE) AS propensity_given_above",
+            "t_team AS team",
         ]
     )
 

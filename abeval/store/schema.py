@@ -90,7 +90,7 @@ TABLES: dict[str, Table] = {
             finished_at timestamp not null
             """,
         ),
-        _table(  # 0001, 0005, 0010
+        _table(  # 0001, 0005, 0010, 0012
             "events",
             """
             experiment text not null
@@ -110,6 +110,7 @@ TABLES: dict[str, Table] = {
             propensity_given_above double
             request_no bigint
             item_no bigint
+            team text
             """,
         ),
         _table(  # 0010: the dictionaries of the integer keys (abeval.store.ingest.keys)

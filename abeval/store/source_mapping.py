@@ -23,7 +23,16 @@ from abeval.store.events_format import EVENT_TYPES, KNOWN, REQUIRED
 TEXT_LIKE = frozenset({"text", "integer"})
 ALLOWED: dict[str, frozenset[str]] = {
     **dict.fromkeys(
-        ("experiment", "arm", "user_id", "event_type", "request_id", "item_id", "event_id"),
+        (
+            "experiment",
+            "arm",
+            "user_id",
+            "event_type",
+            "request_id",
+            "item_id",
+            "event_id",
+            "team",
+        ),
         TEXT_LIKE,
     ),
     "ts": frozenset({"timestamp", "timestamptz", "date"}),

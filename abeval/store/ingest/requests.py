@@ -5,7 +5,10 @@ carry logging probabilities must describe one list.
   none (the probability of a list's top k is the product of its steps, so one
   missing step leaves every lower position without a weight);
 - an impression with a probability (``propensity`` or
-  ``propensity_given_above``) is the only item at its position in its request.
+  ``propensity_given_above``) is the only item at its position in its request;
+- an interleaved request (one whose impressions name a ``team``, the ranker that
+  contributed the item) names the team of every impression, and at most two
+  teams: team draft merges the lists of exactly two rankers.
 
 Both are checked over the good rows of one file. A request at fault has all its
 impression rows refused, with the same reason, as a bad row is.
@@ -19,11 +22,12 @@ from abeval.store.events_format import PROBABILITIES
 
 TABLE = "abeval_request_faults"
 _GIVEN = "propensity_given_above"
+_TEAM = "team"
 
 
 def may_fault(columns: list[str]) -> bool:
     """Whether a file with these columns can break a request check at all."""
-    return any(c in columns for c in PROBABILITIES)
+    return any(c in columns for c in (*PROBABILITIES, _TEAM))
 
 
 def find_request_faults(duck: Any, relation: str, columns: list[str]) -> int:
@@ -49,8 +53,10 @@ def find_request_faults(duck: Any, relation: str, columns: list[str]) -> int:
             f"0 AS k FROM {relation} WHERE event_type = 'impression' GROUP BY experiment, "
             f"request_id HAVING count({_GIVEN}) > 0 AND count({_GIVEN}) < count(*)"
         )
+    if _TEAM in columns:
+        parts += _team_faults(relation, quoted)
     logged = f"{relation} WHERE event_type = 'impression' AND ({has_p})"
-    if _may_crowd(duck, logged):
+    if any(c in columns for c in PROBABILITIES) and _may_crowd(duck, logged):
         parts.append(
             "SELECT experiment, request_id, 'position' AS column_name, 'request ' || "
             f"{quoted} || ' shows ' || count(DISTINCT item_id) || ' items at position ' || "
@@ -67,6 +73,22 @@ def find_request_faults(duck: Any, relation: str, columns: list[str]) -> int:
         f"FROM ({' UNION ALL '.join(parts)}) f GROUP BY experiment, request_id"
     )
     return int(duck.execute(f"SELECT count(*) FROM {TABLE}").fetchone()[0])
+
+
+def _team_faults(relation: str, quoted: str) -> list[str]:
+    """The two team checks over the impressions of ``relation`` (interleaving)."""
+    impressions = f"FROM {relation} WHERE event_type = 'impression' GROUP BY experiment, request_id"
+    return [
+        f"SELECT experiment, request_id, '{_TEAM}' AS column_name, 'request ' || {quoted} "
+        f"|| ' names a team on ' || count({_TEAM}) || ' of its ' || count(*) || ' impressions; "
+        "an interleaved request names the ranker of every impression' AS reason, "
+        f"-2 AS k {impressions} HAVING count({_TEAM}) > 0 AND count({_TEAM}) < count(*)",
+        f"SELECT experiment, request_id, '{_TEAM}' AS column_name, 'request ' || {quoted} "
+        f"|| ' names ' || count(DISTINCT {_TEAM}) || ' teams (' || "
+        f"string_agg(DISTINCT {_TEAM}, ', ' ORDER BY {_TEAM}) || '); an interleaved list "
+        f"merges exactly two rankers' AS reason, -1 AS k {impressions} "
+        f"HAVING count(DISTINCT {_TEAM}) > 2",
+    ]
 
 
 def at_fault(alias: str) -> str:

@@ -111,7 +111,11 @@ def attributes_sql(columns: list[str]) -> str:
 def row_key_sql() -> str:
     """SQL over a typed row with ``attributes``: for a row without ``event_id``, a
     digest of the whole row, which identifies it for deduplication."""
+    # team joined the format later: a row without one keeps the key it had
+    # (concat_ws skips a NULL), so a file loaded again is still found a repeat
     key_parts = ", ".join(
-        f"COALESCE(CAST({c} AS VARCHAR), '')" for c in (*KNOWN, "attributes") if c != "event_id"
+        f"CAST({c} AS VARCHAR)" if c == "team" else f"COALESCE(CAST({c} AS VARCHAR), '')"
+        for c in (*KNOWN, "attributes")
+        if c != "event_id"
     )
     return f"CASE WHEN event_id IS NULL THEN 'h:' || md5(concat_ws(chr(31), {key_parts})) END"

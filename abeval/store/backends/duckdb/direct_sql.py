@@ -116,6 +116,7 @@ def _typed_layer() -> str:
             "t_event_id AS event_id",
             "n_propensity AS propensity",
             "n_propensity_given_above AS propensity_given_above",
+            "t_team AS team",
         ]
     )
 
