@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from abeval.analysis.forecast import ForecastReport, MetricForecast
 from abeval.formatting import count, days_text, fixed, interval, pct, printable, share
+from abeval.report.words import said
 
 
 def tau_range(ci: tuple[float, float] | None) -> str:
@@ -52,7 +53,7 @@ def forecast_lines(m: MetricForecast, level: str) -> list[str]:
     p = m.forecast
     head = f"{m.metric}, from {printable(m.signal)}"
     if p.status != "ok":
-        return [head, f"  no forecast: {p.message}"]
+        return [head, f"  no forecast: {said(p.status, p.message)}"]
     return [
         head,
         f"  offline lift {pct(p.offline_lift)} (se {share(p.offline_se, 2)}) → online lift "
