@@ -24,7 +24,7 @@ from abeval.errors import OutputError
 FORMATS: tuple[str, ...] = ("csv", "parquet", "jsonl")
 
 #: Compression suffixes that may follow a format's suffix (``events.csv.gz``).
-COMPRESSIONS: tuple[str, ...] = (".gz", ".zst")
+COMPRESSIONS: tuple[str, ...] = (".gz", ".zst", ".bz2", ".xz")
 
 _SUFFIXES: dict[str, str] = {
     ".csv": "csv",
@@ -278,17 +278,22 @@ def wide_text_error(path: str | Path, shown: str | None = None) -> str | None:
 
 
 #: Magic bytes of the compressions a spooled stream may carry.
-_MAGIC = ((b"\x1f\x8b", ".gz"), (b"\x28\xb5\x2f\xfd", ".zst"))
+_MAGIC = (
+    (b"\x1f\x8b", ".gz"),
+    (b"\x28\xb5\x2f\xfd", ".zst"),
+    (b"BZh", ".bz2"),
+    (b"\xfd7zXZ", ".xz"),
+)
 
 
 @contextlib.contextmanager
 def spooled(stream: BinaryIO, fmt: str) -> Iterator[Path]:
     """The bytes of ``stream`` (standard input) copied to a temporary file named
-    for ``fmt`` (and for the gzip or zstd compression its first bytes show), so
+    for ``fmt`` (and for the compression its first bytes show: gzip, zstd, bzip2, xz), so
     that readers that read a file twice (the staged load, its line numbers) can;
     the file and its folder are removed on leaving, whatever happens."""
     with tempfile.TemporaryDirectory(prefix="abeval-stdin-") as folder:
-        head = stream.read(4)
+        head = stream.read(5)
         compression = next((c for magic, c in _MAGIC if head.startswith(magic)), "")
         path = Path(folder) / f"stdin.{fmt}{compression}"
         with path.open("wb") as out:

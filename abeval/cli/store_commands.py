@@ -59,7 +59,10 @@ def ingest(
         list[Path],
         typer.Argument(
             metavar="FILE",
-            help="Event files: .csv, .csv.gz, .parquet, .jsonl; - reads standard input.",
+            help=(
+                "Event files: .csv, .parquet, .jsonl, each also compressed (.gz, .zst, "
+                ".bz2, .xz); - reads standard input."
+            ),
         ),
     ],
     db: DbOption = None,

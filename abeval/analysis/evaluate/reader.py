@@ -81,6 +81,10 @@ Source = str | Path | Frame
 _FRAME_TYPES = (("pandas", "DataFrame"), ("pyarrow", "Table"))
 
 
+#: The command that decompresses a file of each codec evaluate does not read.
+_TOOLS = {"bzip2": "bzip2", "xz": "xz"}
+
+
 def source(name: str, data: Any) -> Source:
     """``data`` as a reader's input: a path stays one; a pandas DataFrame or a pyarrow
     Table becomes a :class:`Frame` named ``name``; anything else is an InputError
@@ -164,11 +168,17 @@ class Reader:
             return self._load(cast(Path, path_text), f"frame:{table}", table, columns, expected)
         path = Path(path_text)
         fmt = _open(path, role, expected)
-        if path.name.lower().endswith((".gz", ".zst")):
-            # DuckDB reads a cut .zst up to the cut and says nothing: the ingest's check
-            from abeval.store.ingest.lines import check_compressed
+        from abeval.store.ingest.compressed import ENGINE_CODECS, check_compressed, codec_of
 
-            check_compressed(path, path)
+        if (codec := codec_of(path)) is not None:
+            if codec not in ENGINE_CODECS:
+                raise InputError(
+                    f"{path}: {codec}-compressed; `abeval evaluate` reads plain, gzip or "
+                    f"zstd files: decompress it first (`{_TOOLS[codec]} -dk {path}`)",
+                    file=str(path),
+                )
+            # DuckDB reads a cut .zst up to the cut and says nothing: the ingest's check
+            check_compressed(path, path, skip=False)
         if (trec := trec_format(path)) is not None:
             return load_trec(self.con, path, trec, table, role)
         return self._load(path, fmt, table, columns, expected)

@@ -63,43 +63,6 @@ def open_bytes(path: Path) -> IO[bytes]:
     return path.open("rb")
 
 
-#: The compressed streams of event files, by the end of their names.
-_CODECS = ((".gz", "gzip"), (".zst", "zstd"))
-
-
-def check_compressed(path: Path, shown: Path, on_error: str = "abort") -> None:
-    """Refuse a compressed file whose stream is cut short or damaged (DuckDB's
-    readers load the rows before the cut and say nothing): one
-    :class:`~abeval.errors.DamagedFile` line naming the file, its size and the
-    last whole line read before the fault (within 64 KiB of text of it). One pass
-    of decompression, without keeping the text."""
-    import pyarrow as pa
-
-    codec = next((c for end, c in _CODECS if path.name.lower().endswith(end)), None)
-    if codec is None:
-        return
-    lines = 0
-    try:
-        with pa.CompressedInputStream(pa.OSFile(str(path)), codec) as f:
-            while chunk := f.read(1 << 16):
-                lines += chunk.count(b"\n")
-    except OSError as exc:
-        from abeval.errors import DamagedFile
-
-        size = path.stat().st_size
-        cut = "runcated" in str(exc)
-        where = f"ends at byte {size:,} before its end marker" if cut else "is damaged"
-        skip = "; --on-error skip loads the good rows of a whole file, not of a cut one"
-        raise DamagedFile(
-            f"{shown}: the {codec} stream {where}, after line {lines:,} (nothing was "
-            f"loaded): the file is truncated or damaged; copy or download it again"
-            f"{skip if on_error == 'skip' else ''}",
-            file=str(shown),
-            line=lines,
-            size=size,
-        ) from None
-
-
 def _may_hold_long_line(path: Path, limit: int) -> bool:
     """Whether the plain file ``path`` may hold a line longer than ``limit``
     bytes; "no" is always right.

@@ -6,13 +6,14 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from abeval.choices import OnError
+from abeval.choices import FileFormat, OnError
 from abeval.errors import InputError
+from abeval.store.ingest.compressed import readable
 from abeval.store.ingest.lines import (
-    check_compressed,
     mixed_line_endings,
     unix_line_endings,
     without_bom,
@@ -42,11 +43,35 @@ def ingest_file(
     started = time.time()
     t0 = time.perf_counter()
     path = Path(path)
+    named = Path(shown) if shown is not None else path
     kind = check_file(path, fmt, shown)
-    check_compressed(path, Path(shown) if shown is not None else path, on_error)
     checksum = Checksum(path)
     checksum.start()
-    named = Path(shown) if shown is not None else path
+    with readable(path, named, on_error) as (plain, cut):
+        summary = _ingest(
+            store, plain, named, kind, checksum, progress, started, t0, on_error, epoch
+        )
+    if cut is None:
+        return summary
+    # The whole lines before a cut were loaded (--on-error skip): said and counted.
+    return replace(
+        summary, status="partial", notes=[cut.note(), *summary.notes], lines_before_cut=cut.lines
+    )
+
+
+def _ingest(
+    store: Database,
+    path: Path,
+    named: Path,
+    kind: FileFormat,
+    checksum: Checksum,
+    progress: Callable[[str], None] | None,
+    started: float,
+    t0: float,
+    on_error: OnError,
+    epoch: str | None,
+) -> IngestSummary:
+    """Load ``path`` (the file as the engine reads it) under the name ``named``."""
     say = progress or (lambda _msg: None)
     # DuckDB's CSV reader skips a leading byte-order mark; its JSON reader does not.
     with without_bom(path) if kind == "jsonl" else contextlib.nullcontext(path) as data:

@@ -37,6 +37,9 @@ class IngestSummary:
     lowercased_event_types: int = 0  # rows whose event_type was lower-cased
     far_timestamps: int = 0  # rows far from the rest of their experiment in time
     far_timestamp_range: list[str] | None = None  # their first and last timestamp
+    #: A compressed file cut short, loaded with ``--on-error skip``: its whole lines
+    #: before the cut (the rows read are those); None for a whole file.
+    lines_before_cut: int | None = None
 
     @property
     def rows_per_second(self) -> float:
