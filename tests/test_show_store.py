@@ -79,3 +79,45 @@ def test_a_history_file_is_named() -> None:
     assert store_shown("history file past.csv", False) == "history file past.csv"
     assert history_shown("past.csv", False) == "past.csv"
     assert history_shown("the store /home/me/ab.duckdb", False) == "the DuckDB store"
+
+
+# --- Long diagnostics folded (the same store: its experiments carry off-policy logs) --
+
+
+def test_off_policy_weights_fold_under_one_line(db: str, tmp_path: Path) -> None:
+    """Each direction's weights read as one line (the lowest ESS share of any
+    position, the largest weight), the positions only with --verbose in text and in
+    a <details> on the page."""
+    import json
+
+    from html_tree import parse
+
+    from abeval.formatting import fixed, share
+
+    base = ["report", "-e", "exp-c", "--no-offline", "--db", db]
+    doc = json.loads(runner.invoke(app, [*base, "-f", "json"]).stdout)
+    lines = []
+    for d in doc["ope"]["directions"]:
+        positions = d["positions"]
+        assert positions
+        lowest = min(p["ess_share"] for p in positions)
+        largest = max([d["diagnostics"]["max_weight"]] + [p["max_weight"] for p in positions])
+        lines.append(
+            f"weights: ESS at least {share(lowest)} of N at every position; "
+            f"largest weight {fixed(largest, 1)}"
+        )
+    text = runner.invoke(app, [*base, "-f", "text"]).stdout
+    assert [line.strip() for line in text.splitlines() if "weights: ESS" in line] == [
+        f"{line} (each position's weights: --verbose)" for line in lines
+    ]
+    assert "position 1:" not in text
+    verbose = runner.invoke(app, [*base, "-f", "text", "--verbose"]).stdout
+    assert verbose.count("      position 1:") == len(lines)
+    page = tmp_path / "r.html"
+    assert runner.invoke(app, [*base, "-o", str(page)]).exit_code == 0
+    folds = [
+        d
+        for d in parse(page.read_text()).find_all("details")
+        if d.find_all("table", class_="ope-weights")
+    ]
+    assert [d.find("summary").clean() for d in folds] == [f"{line} — details" for line in lines]
