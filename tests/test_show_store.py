@@ -121,3 +121,19 @@ def test_off_policy_weights_fold_under_one_line(db: str, tmp_path: Path) -> None
         if d.find_all("table", class_="ope-weights")
     ]
     assert [d.find("summary").clean() for d in folds] == [f"{line} — details" for line in lines]
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_no_code_on_the_board_forecast_or_report(db: str, command: str, tmp_path: Path) -> None:
+    """Words, not codes (tests/test_words.py) on the other pages and their text."""
+    from html_tree import parse
+    from test_words import codes_in, visible_text
+
+    page = tmp_path / "page.html"
+    args = [a for a in COMMANDS[command] if a not in ("-f", "html")]
+    done = runner.invoke(app, [*args, "--db", db, "-f", "html", "-o", str(page)])
+    assert done.exit_code == 0, done.output
+    assert codes_in(visible_text(parse(page.read_text()))) == []
+    text = runner.invoke(app, [*args, "--db", db, "-f", "text"])
+    assert text.exit_code == 0, text.output
+    assert codes_in(text.stdout) == []

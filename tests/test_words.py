@@ -192,7 +192,7 @@ def codes_in(text: str) -> list[str]:
         after, before = text[end : end + 1], text[start - 1 : start]
         # a name, an option (name=), a file (name.csv, dir/name) or a formula's se_x²
         file = (after == "." and text[end + 1 : end + 2].isalpha()) or before == "/"
-        if word in NAMES or after in ("=", "²") or file:
+        if word in NAMES or after == "=" or word.endswith("²") or file:
             continue
         found.append(text[max(0, start - 40) : end + 40])
     return found
