@@ -107,7 +107,8 @@ class DamagedFile(InputError):
 class OptionError(AbevalError):
     """An invalid option value (a usage error, exit code 2).
 
-    ``parameter`` is the library's name for the option (``k``, ``primary``),
+    ``parameter`` is the library's name for the option (``k``, ``primary``;
+    empty for a call that gives none of several options it needs one of),
     ``value`` what was given, ``allowed`` the values allowed (a sequence) or a
     description of them. ``reason`` is the line without the option's name: the CLI
     prints ``<--option spelling> <value>: <reason>``, the library's ``message``
@@ -134,7 +135,8 @@ class OptionError(AbevalError):
         # A reason that names another parameter writes it as {name} (``mentions``):
         # the library's message shows its name, the CLI its option.
         given = "" if value is None else f"={shown_value(value)}"
-        super().__init__(f"{parameter}{given}: {reason}", details=details, parameters=mentions)
+        named = f"{parameter}{given}: " if parameter else ""
+        super().__init__(f"{named}{reason}", details=details, parameters=mentions)
         self.parameter = parameter
         self.value = value
         self.allowed = allowed
@@ -150,10 +152,10 @@ class OptionError(AbevalError):
         for p in self.parameters:
             reason = reason.replace("{" + p + "}", spell(p))
         given = "" if self.value is None else f" {shown_value(self.value)}"
-        return f"{option}{given}: {reason}"
+        return f"{option}{given}: {reason}" if option else reason
 
     def spelt(self, spell: Callable[[str], str]) -> str:
-        return self.line(spell(self.parameter), spell)
+        return self.line(spell(self.parameter) if self.parameter else "", spell)
 
     def prefixed(self, before: str, after: str = "") -> AbevalError:
         return self
@@ -211,6 +213,13 @@ class StoreError(AbevalError):
 
 class StoreClosed(StoreError):
     """A call on a store after its ``close()`` (the message names the store)."""
+
+
+class StoreHeldHere(StoreError):
+    """A DuckDB file that another store of this process holds with other settings:
+    a write through one ``abeval.open`` of it while another reads it (DuckDB lets
+    one process open a file for reading or for writing, not both). The message
+    names the store and says to close the other one."""
 
 
 class NotFoundError(AbevalError):

@@ -10,13 +10,14 @@ Each run simulates a history of k past experiments and one held-out candidate:
   non-linear link θ = 0.002 + β · 0.02 · tanh(ξ / 0.02) + u (saturating).
 
 It fits the history with the same vectorised code :func:`abeval.stats.forecast.fit`
-runs (:mod:`abeval.stats.forecast_batch`) and records, per cell: how often the
+runs (:mod:`abeval.stats.forecast_batch`; the τ mixture, which ``fit`` uses from
+8 experiments, the REML plug-in below) and records, per cell: how often the
 95% prediction interval holds the candidate's true lift θ₀, the same for the
 plug-in interval (REML τ̂, HKSJ-scaled parameter covariance, t(k − 2): the
 baseline the mixture replaces), the 95% HKSJ slope interval's coverage of β,
-and β̂'s bias (mean and median), all over the runs ``fit`` accepts; ``refused``
-is the share it answers ``noise_only`` (the offline lifts vary no more than
-their noise)::
+and β̂'s bias (mean and median), all over the runs ``fit`` gives a slope;
+``refused`` is the share it gives none (the offline lifts vary no more than
+their noise: ``fit`` forecasts those from the intercept-only model)::
 
     nice -n 10 python benchmarks/bench_forecast.py --runs 2000 [--record]
 """
@@ -77,7 +78,7 @@ def simulate(cell: Cell, runs: int, rng: np.random.Generator) -> Outcome:
     theta = INTERCEPT + cell.beta * link + tau * u
     y = theta + rng.normal(size=shape) * s
     cal = fb.calibrate(x[:, 1:], sx[:, 1:])
-    grid = fb.wls_on_grid(cal.xhat, y[:, 1:], s[:, 1:], fb.tau_grid(y[:, 1:], s[:, 1:]))
+    grid, _ = fb.eiv_fit(cal, sx[:, 1:], y[:, 1:], s[:, 1:])
     xhat0, resid0 = fb.shrink(cal, x[:, 0], sx[:, 0])
     mix = fb.predictive(grid, fb.confidence_weights(grid, k - 2), xhat0, resid0)
     low, high = mix.quantile(0.025), mix.quantile(0.975)

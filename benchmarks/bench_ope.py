@@ -379,9 +379,13 @@ def main() -> None:
         "(3 user types, 6 items, 3 positions, 1-4 requests per user).",
         "",
     ]
-    out = "\n".join([*header, *lines, "", *notes, ""])
+    publish("\n".join([*header, *lines, "", *notes, ""]), a.record)
+
+
+def publish(out: str, record: bool) -> None:
+    """Print a benchmark's section and, with ``record``, append it to RESULTS.md."""
     print(out)
-    if a.record:
+    if record:
         with RESULTS.open("a") as f:
             f.write("\n" + out)
 

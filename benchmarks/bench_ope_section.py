@@ -60,7 +60,8 @@ with open_store(store_path, read_only=True) as store, store.connect() as conn:
     wall, used = time.perf_counter() - t0, cpu() - c0
 print(json.dumps({"wall": wall, "cpu": used, "statements": len(sent),
                   "arms": [a.impressions for a in found.arms],
-                  "skipped": len(found.not_estimated), "directions": len(found.directions)}))
+                  "skipped": len(getattr(found, "not_estimated", ())),
+                  "directions": len(found.directions)}))
 """
 
 

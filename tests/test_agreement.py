@@ -17,7 +17,7 @@ from abeval.analysis.agreement import AgreementBoard, AgreementOptions
 from abeval.analysis.agreement_board import agreement_board
 from abeval.analysis.online import ReportOptions, build_report
 from abeval.report.agreement_html import render_html
-from abeval.report.agreement_text import render_text
+from abeval.report.agreement_text import render_text, source_label
 from abeval.store import open_store
 from abeval.store.ingest import ingest_file
 
@@ -175,11 +175,13 @@ def test_text_board(board: AgreementBoard) -> None:
     text = render_text(board)
     assert "5 experiments: 4 with offline signals, 1 without, 0 skipped" in text
     assert f"  without offline signals: {BARE}" in text
-    assert "Online metric: ctr (signals ranked best first)" in text
+    heading = "Online metric: ctr (ranked by LOO gain, best first; independent signals first)"
+    assert heading in text
     assert "* replayed from the same clicks as the online metrics" in text
     first = next(s for s in board.summary if s.online_metric == "ctr")
-    row = next(line for line in text.splitlines() if line.startswith("   1 "))
-    assert first.signal in row and f"{first.spearman:.2f}" in row
+    lines = text.splitlines()
+    row = lines[lines.index(heading) + 2].split()  # the first row under the column names
+    assert row[:2] == [first.signal, source_label(first)] and f"{first.spearman:.2f}" in row
 
 
 def test_html_board(board: AgreementBoard) -> None:
@@ -269,3 +271,9 @@ def test_z_columns_follow_from_the_pairs(board: AgreementBoard) -> None:
     page = parse(render_html(board))
     table = page.find("table", class_="z-scores")
     assert table is not None and table.find_all("tr", data_source="ope")
+
+
+def test_every_table_is_sorted_by_its_first_numeric_column(board: AgreementBoard) -> None:
+    from test_agreement_headline import assert_ranked_by_first_column
+
+    assert_ranked_by_first_column(board)

@@ -109,7 +109,9 @@ def test_text_backtest_lines(history: Path) -> None:
     body = [x.split() for x in lines[head + 2 : head + 4]]
     assert [b[0] for b in body] == ["good", "noise"]
     assert [b[3:5] for b in body] == [[str(K - 3), "3"], [str(K - 3), "3"]]
-    assert any(x.strip().startswith("# signal") and "ceiling" in x for x in lines)
+    assert any(
+        x.split()[:4] == ["signal", "source", "LOO", "gain"] and "ceiling" in x for x in lines
+    )
 
 
 def test_without_backtest_there_is_none(history: Path) -> None:

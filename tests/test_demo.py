@@ -182,7 +182,8 @@ def test_every_demo_experiment_has_its_target_probabilities_recorded(demo: Demo)
     doc = json.loads((demo.folder / "home-reco-v2.json").read_text())
     ope = doc["ope"]
     assert ope["status"] == "ok" and ope["target_origin"] == "recorded"
-    assert ope["warnings"] == [] and ope["not_estimated"] == []
+    assert ope["warnings"] == []
+    assert all(d["varying_target"] is None for d in ope["directions"])
     assert {d["evidence"] for d in ope["directions"]} == {"prediction"}
     assert all(abs(d["diagnostics"]["mean_weight"] - 1) < 0.02 for d in ope["directions"])
 
@@ -284,13 +285,15 @@ def test_the_readme_claim_is_what_abeval_agreement_prints(
     assert abs(z_within - claim["share"]) <= 1 / 13 + 1e-9
     text_out = runner.invoke(app, ["agreement", "--db", db, "--format", "text"]).stdout
     lines = text_out.splitlines()
-    start = lines.index("Online metric: ctr (signals ranked best first)")
+    start = lines.index(
+        "Online metric: ctr (ranked by LOO gain, best first; independent signals first)"
+    )
     block = lines[start : lines.index("", start)]
-    snips = next(x.split() for x in block if x.split()[1:3] == ["snips", "ope"])
-    assert float(snips[7]) == rho
+    snips = next(x.split() for x in block if x.split()[:2] == ["snips", "off-policy"])
+    assert float(snips[4]) == rho  # signal, source, LOO gain, experiments, Spearman
     z_start = next(i for i, x in enumerate(lines) if i > start and "predicted against" in x)
     z_block = lines[z_start : lines.index("", z_start)]
-    z_text = next(x.split() for x in z_block if x.split()[:2] == ["snips", "ope"])
+    z_text = next(x.split() for x in z_block if x.split()[:2] == ["snips", "off-policy"])
     assert (float(z_text[3]), z_text[4]) == (z_mean, z_row.field("z-within"))
 
 

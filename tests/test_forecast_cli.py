@@ -64,19 +64,18 @@ def _history_rows(rows: list[dict[str, object]]) -> list[HistoryRow]:
 
 
 TYPED = ["--offline-lift", "0.031", "--offline-se", "0.008"]
+ONCE = (
+    "give the candidate's offline evidence once: --offline-lift and --offline-se, "
+    "or --truth and two --recommendations, or --target-propensities and --experiment"
+)
 
 
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        ([], "--offline-lift: give the candidate's offline evidence once: "
-             "--offline-lift and --offline-se, or -t TRUTH -r control=FILE -r candidate=FILE, "
-             "or --target-propensities FILE --experiment PRODUCTION_EXPERIMENT"),
+        ([], f"--offline-lift: {ONCE}"),
         (["--offline-lift", "0.03"], "--offline-se: give it with --offline-lift"),
-        ([*TYPED, "-t", "truth.csv"], "--offline-lift: give the candidate's "
-             "offline evidence once: --offline-lift and --offline-se, or -t TRUTH "
-             "-r control=FILE -r candidate=FILE, or --target-propensities FILE "
-             "--experiment PRODUCTION_EXPERIMENT"),
+        ([*TYPED, "-t", "truth.csv"], f"--offline-lift: {ONCE}"),
         ([*TYPED, "--alpha", "1.5"], "--alpha 1.5: must be between 0 and 1 "
                                      "(exclusive)"),
         ([*TYPED, "--users-per-day", "-3"], "--users-per-day -3: must be a "
@@ -267,3 +266,30 @@ def test_the_candidate_s_evaluation_is_run_by_the_command(tmp_path: Path) -> Non
     assert f["signal"] == "hit_rate@1"
     assert f["offline_lift"] == pytest.approx(1.0)
     assert f["offline_se"] == pytest.approx(np.std([1, 0, 1, 0], ddof=1) / 2 / 0.5)
+
+
+def test_an_outlying_experiment_is_named_with_the_forecast_without_it(tmp_path: Path) -> None:
+    """One past experiment moved by 12 standard errors: the text shows one line
+    naming it with the forecast of the fit on the others, and JSON the same
+    numbers; a clean history shows no such line."""
+    rows = _rows()
+    moved = float(rows[4]["online_lift"]) + 12 * float(rows[4]["online_se"])  # type: ignore[arg-type]
+    rows[4] = {**rows[4], "online_lift": round(moved, 6)}
+    history = _write(tmp_path / "h.csv", rows)
+    text = run("forecast", "--history", str(history), *TYPED)
+    assert text.exit_code == 0, text.output
+    others = _history_rows(rows[:4] + rows[5:])
+    without = predict(fit(others), 0.031, 0.008)
+    assert without.interval is not None and without.point is not None
+    low, high = without.interval
+    line = next(x for x in text.stdout.splitlines() if x.startswith("  Outlier: "))
+    assert line.startswith(f"  Outlier: exp-04 measured {moved * 100:+.2f}% where the others ")
+    assert line.endswith(
+        f"without it: {without.point * 100:+.2f}%, interval [{low * 100:+.2f}%, {high * 100:+.2f}%]"
+    )
+    doc = json.loads(run("forecast", "--history", str(history), *TYPED, "-f", "json").stdout)
+    found = doc["forecast"]["influence"]
+    assert found["experiment"] == "exp-04" and found["flagged"] and found["p_value"] < 0.05
+    assert found["point"] == pytest.approx(without.point, rel=1e-12)
+    clean = run("forecast", "--history", str(_write(tmp_path / "c.csv", _rows())), *TYPED)
+    assert "Outlier" not in clean.stdout

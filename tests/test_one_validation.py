@@ -187,3 +187,102 @@ def test_a_store_method_refuses_a_misspelt_keyword(tmp_path: Path) -> None:
             store.set("x", cuped_day=3)
         with pytest.raises(OptionError, match=r"^limit=0: give at least 1 row$"):
             store.rejects(limit=0)
+
+
+#: Checks of several options at once, decided by the library before any store is
+#: opened: the CLI's line (the options as it spells them) and the API's.
+COMBINED = [
+    (["experiment", "set", "home"], lambda: api.set_options(), "",
+     "give --control, --split, --from, --to, --target-propensities or an option to record",
+     "give control, split, window_from, window_to, target_propensities or an option to record"),
+    (["experiment", "unset", "home"], lambda: api.unset_options([]), "names",
+     "name at least one setting to remove, such as --guardrails",
+     "names: name at least one setting to remove, such as guardrails"),
+    (["ingest", "-", "-", "--input-format", "csv"], lambda: api.ingest_options(["-", "-"]),
+     "files", "FILE: standard input can be read once; give - once",
+     "files: standard input can be read once; give - once"),
+    (["forecast", "--offline-lift", "0.03", "--offline-se", "0.01", "-t", "t.csv"],
+     lambda: api.forecast_evidence(offline_lift=0.03, offline_se=0.01, truth="t.csv"),
+     "offline_lift",
+     "--offline-lift: give the candidate's offline evidence once: --offline-lift and "
+     "--offline-se, or --truth and two --recommendations, or --target-propensities and "
+     "--experiment",
+     "offline_lift: give the candidate's offline evidence once: offline_lift and offline_se, "
+     "or truth and two recommendations, or target_propensities and experiment"),
+    (["forecast", "--target-propensities", "t.csv"],
+     lambda: api.forecast_inputs(target_propensities="t.csv"), "experiment",
+     "--experiment: name the stored experiment whose production logs --target-propensities "
+     "reweights",
+     "experiment: name the stored experiment whose production logs target_propensities "
+     "reweights"),
+    (["forecast", "--experiment", "x", "--target-propensities", "t.csv", "--history", "h.csv"],
+     lambda: api.forecast_inputs(target_propensities="t.csv", experiment="x", history="h.csv"),
+     "history", "--history: off-policy evidence reads the store; leave it out",
+     "history: off-policy evidence reads the store; leave it out"),
+    (["power", "--experiment", "x", "--baseline", "0.05"],
+     lambda: api.power_inputs(experiment="x", baseline=0.05), "baseline",
+     "--baseline: plans from the data with --experiment: leave it out",
+     "baseline: plans from the data with experiment: leave it out"),
+    (["power", "--mde", "0.02"], lambda: api.power_inputs(), "baseline",
+     "--baseline: give the control value, or --experiment",
+     "baseline: give the control value, or experiment"),
+    (["agreement", "--history", "h.csv"],
+     lambda: api.agreement_inputs(history="h.csv", db="s.duckdb"), "db",
+     "--db: give either --history or --db", "db: give either history or db"),
+    (["ingest", "e.csv", "--input-format", "csv", "--format", "parquet"],
+     lambda: api.ingest_options(["e.csv"], input_format="csv", fmt="parquet"), "input_format",
+     "--input-format: give it once, not also --format",
+     "input_format: give it once, not also fmt"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("args", "call", "parameter", "cli", "api_line"),
+    COMBINED,
+    ids=[" ".join(c[0]) for c in COMBINED],
+)
+def test_a_combination_of_options_is_refused_by_the_library_for_both(
+    args: list[str],
+    call: Callable[[], Any],
+    parameter: str,
+    cli: str,
+    api_line: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    result = runner.invoke(app, [*args, "--db", "s.duckdb"], input="")
+    assert result.exit_code == 2, result.output
+    assert (result.stdout, result.stderr) == ("", f"Error: {cli}\n")
+    assert not (tmp_path / "s.duckdb").exists()
+    with pytest.raises(OptionError) as caught:
+        call()
+    assert caught.value.parameter == parameter
+    assert str(caught.value) == api_line
+
+
+def test_store_methods_refuse_the_same_combinations(tmp_path: Path) -> None:
+    events = tmp_path / "e.csv"
+    events.write_text("experiment,arm,user_id,ts,event_type\nx,A,u1,2024-05-01,exposure\n")
+    with abeval.open(tmp_path / "s.duckdb") as store:
+        with pytest.raises(OptionError, match=r"^input_format: give it once, not also fmt$"):
+            store.ingest(events, input_format="csv", fmt="parquet")
+        assert store.ingest(events, input_format="csv", fmt="csv").inserted == 1
+        with pytest.raises(OptionError, match=r"^give control, split, .* an option to record$"):
+            store.set("x")
+        with pytest.raises(OptionError, match=r"^names: name at least one setting to remove"):
+            store.unset("x", [])
+        with pytest.raises(OptionError, match=r"^names='alpah': choose from control, split, "):
+            store.unset("x", ["alpah"])
+        store.set("x", alpha=0.01)
+        assert store.unset("x", ["alpha"])[1].alpha is None
+
+
+def test_a_forecast_refuses_evidence_given_twice(tmp_path: Path) -> None:
+    evidence = api.forecast_evidence(offline_lift=0.01, offline_se=0.002)
+    with abeval.open(tmp_path / "s.duckdb") as store, pytest.raises(OptionError) as caught:
+        store.forecast(evidence, experiment="x", target_propensities="t.csv")
+    assert str(caught.value) == (
+        "evidence: give the candidate's evidence once: evidence, or target_propensities and "
+        "experiment"
+    )

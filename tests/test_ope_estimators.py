@@ -217,3 +217,49 @@ def test_a_mean_too_close_to_zero_to_divide_by_is_a_status_not_an_overflow() -> 
     out = log_linear(s, {"wc": 1, "w": -1}, alpha=0.05)
     assert (out.value, out.status) == (None, "out_of_range")
     assert out.message == "a mean is too close to 0 to divide by"
+
+
+def test_skewed_weights_over_many_users_mark_the_interval_and_warn() -> None:
+    """2,000 users, one of weight 60 and the rest 1: worth about 757 users, far
+    above 40, but the weights' skewness, (n - 2) / √(n - 1) for one large weight
+    among equal ones, is about 44.7, so 1.00 for their mean: above 0.1."""
+    from dataclasses import dataclass
+
+    from abeval.analysis.ope import user_warnings
+    from abeval.stats.ope import MAX_MEAN_SKEW, cube, estimate
+
+    @dataclass(frozen=True)
+    class Sums:
+        users: int
+        sums: dict[str, float]
+        products: dict[tuple[str, str], float]
+
+    n = 2000
+    w = np.array([60.0] + [1.0] * (n - 1))
+    c = np.zeros(n)
+    c[::10] = 1.0
+    x = {"w": w, "wc": w * c, "n": np.ones(n), "c": c}
+    names = list(x)
+    s = Sums(
+        n,
+        {**{k: float(v.sum()) for k, v in x.items()}, cube("w"): float((w**3).sum())},
+        {(a, b): float((x[a] * x[b]).sum()) for i, a in enumerate(names) for b in names[i:]},
+    )
+    e = estimate(s, "snips", 0.05)
+    u = e.users
+    assert u is not None and u.ess_users is not None
+    assert u.ess_users == pytest.approx(w.sum() ** 2 / (w**2).sum(), rel=1e-12)
+    g = (n - 2) / np.sqrt(n - 1)
+    assert u.skewness == pytest.approx(g, rel=1e-9)
+    assert u.mean_skewness == pytest.approx(g / np.sqrt(n), rel=1e-9)
+    assert u.ess_users > 40 and g / np.sqrt(n) > MAX_MEAN_SKEW
+    assert (u.interval, u.reasons) == ("unreliable", ("skewed",))
+    (warning,) = user_warnings(e)
+    assert warning.startswith(
+        f"snips: its weights over users are skewed ({g:.1f}, so {g / np.sqrt(n):.2f} for their "
+        "mean, above 0.1): its normal interval is unreliable"
+    )
+    # Without the weights' cubes (an older caller): no skewness, today's rule.
+    plain = Sums(n, {k: v for k, v in s.sums.items() if k != cube("w")}, s.products)
+    u2 = estimate(plain, "snips", 0.05).users
+    assert u2 is not None and (u2.skewness, u2.interval) == (None, "normal")

@@ -11,13 +11,17 @@ from __future__ import annotations
 
 import csv
 import gzip
+import json
+from html import unescape
 from pathlib import Path
 
 import numpy as np
 import pytest
 from ope_helpers import Impression, write_impressions
+from typer.testing import CliRunner
 
 from abeval.analysis.ope import OpeOptions, ope_results
+from abeval.cli import app
 from abeval.store import open_store
 from abeval.store.ingest import ingest_file
 
@@ -43,15 +47,20 @@ def _rows(policy: str, arm: str) -> list[Impression]:
 
 
 @pytest.fixture(scope="module")
-def section(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+def db(tmp_path_factory: pytest.TempPathFactory) -> str:
     tmp = tmp_path_factory.mktemp("obp")
     events = write_impressions(
         tmp / "events.csv", EXP, _rows("random", "random") + _rows("bts", "bts")
     )
     with open_store(str(tmp / "s.duckdb")) as store:
         ingest_file(store, events)
-        with store.connect() as conn:
-            return ope_results(conn, EXP, "random", ["bts"], OpeOptions(), 0.05)
+    return str(tmp / "s.duckdb")
+
+
+@pytest.fixture(scope="module")
+def section(db: str):  # type: ignore[no-untyped-def]
+    with open_store(db, read_only=True) as store, store.connect() as conn:
+        return ope_results(conn, EXP, "random", ["bts"], OpeOptions(), 0.05)
 
 
 def test_the_extract_is_the_sample_described_in_the_readme() -> None:
@@ -84,24 +93,123 @@ def test_bernoulli_ts_predicted_from_random_logs(section) -> None:  # type: igno
     assert d.warnings == ()
 
 
+def _weights_from(source: str, target: str) -> tuple[np.ndarray, np.ndarray]:
+    """From the raw rows: each ``source`` impression's weight π/μ, π the ``target``
+    campaign's share of (item, position) among its impressions at that position,
+    μ the impression's own logged propensity; and its click."""
+    with gzip.open(DATA / f"men_{target}.csv.gz", "rt") as f:
+        tgt = list(csv.DictReader(f))
+    with gzip.open(DATA / f"men_{source}.csv.gz", "rt") as f:
+        src = list(csv.DictReader(f))
+    pairs: dict[tuple[str, str], int] = {}
+    at: dict[str, int] = {}
+    for r in tgt:
+        pairs[(r["item_id"], r["position"])] = pairs.get((r["item_id"], r["position"]), 0) + 1
+        at[r["position"]] = at.get(r["position"], 0) + 1
+    pi = np.array([pairs.get((r["item_id"], r["position"]), 0) / at[r["position"]] for r in src])
+    mu = np.array([float(r["propensity_score"]) for r in src])
+    return pi / mu, np.array([float(r["click"]) for r in src])
+
+
+def _varying(policy: str) -> tuple[int, int]:
+    """(item, position) pairs the raw rows log, and those with two propensities."""
+    seen: dict[tuple[str, int], set[float]] = {}
+    for r in _rows(policy, policy):
+        seen.setdefault((r[3], r[4]), set()).add(float(r[6]))  # type: ignore[arg-type]
+    return len(seen), sum(1 for v in seen.values() if max(v) - min(v) > 1e-9 * max(v))
+
+
+def test_random_predicted_from_bts_logs(section) -> None:  # type: ignore[no-untyped-def]
+    """Bernoulli TS's propensities vary between requests, which does not matter:
+    each weight divides by its impression's own propensity, and the target,
+    uniform Random, logs one propensity per (item, position)."""
+    assert _varying("bts")[1] > 0 and _varying("random")[1] == 0
+    d = next(d for d in section.directions if (d.source, d.target) == ("bts", "random"))
+    assert d.target_probabilities == "empirical" and d.varying_target is None
+    w, c = _weights_from("bts", "random")
+    by = {e.estimator: e for e in d.estimates}
+    assert by["ips"].ctr.value == pytest.approx((w * c).mean(), rel=1e-9)
+    assert by["snips"].ctr.value == pytest.approx((w * c).sum() / w.sum(), rel=1e-9)
+    capped = np.minimum(w, 100.0)
+    assert by["capped_ips"].ctr.value == pytest.approx((capped * c).mean(), rel=1e-9)
+    g = d.diagnostics
+    assert g.mean_weight == pytest.approx(w.mean(), rel=1e-9)
+    assert g.ess == pytest.approx(w.sum() ** 2 / (w**2).sum(), rel=1e-9)
+    assert g.max_weight == pytest.approx(w.max(), rel=1e-9)
+    assert g.capped_share == pytest.approx((w > 100).mean(), abs=1e-12)
+    # One request per user: the users' weights are the impressions'.
+    users = by["snips"].users
+    assert users is not None
+    assert users.ess_users == pytest.approx(w.sum() ** 2 / (w**2).sum(), rel=1e-9)
+    # Worth 624 users, but a handful of weights near 100-200 among 10,000 make them
+    # skewed: the third central moment over the variance^1.5, over √users.
+    c3 = ((w - w.mean()) ** 3).mean() / ((w - w.mean()) ** 2).mean() ** 1.5
+    assert users.skewness == pytest.approx(c3, rel=1e-6)
+    assert c3 / np.sqrt(len(w)) > 0.1 and users.interval == "unreliable"
+    assert any(x.startswith("snips: its weights over users are skewed") for x in d.warnings)
+
+
 def test_both_directions_and_counts(section) -> None:  # type: ignore[no-untyped-def]
-    """Random's logs give Bernoulli TS's CTR; Bernoulli TS logged one (item, position)
-    with different propensities on different requests, so its logs give no
-    context-free estimate of Random's (docs/metrics.md#target-probabilities)."""
-    assert [(d.source, d.target) for d in section.directions] == [("random", "bts")]
+    """Both directions are estimated; Bernoulli TS, the target of one, logged its
+    (item, position) pairs with propensities that vary between requests, so that
+    direction says so (docs/metrics.md#target-probabilities)."""
+    assert [(d.source, d.target) for d in section.directions] == [
+        ("random", "bts"),
+        ("bts", "random"),
+    ]
     assert {a.arm: (a.impressions, a.without_propensity) for a in section.arms} == {
         "bts": (10_000, 0),
         "random": (10_000, 0),
     }
-    seen: dict[tuple[str, int], set[float]] = {}
-    for r in _rows("bts", "bts"):
-        seen.setdefault((r[3], r[4]), set()).add(float(r[6]))  # type: ignore[arg-type]
-    varying = sum(1 for v in seen.values() if max(v) - min(v) > 1e-9 * max(v))
-    assert varying > 0
-    (skipped,) = section.not_estimated
-    assert (skipped.source, skipped.target, skipped.status) == (
-        "bts",
-        "random",
-        "personalised_logging",
+    pairs, varying = _varying("bts")
+    d = section.directions[0]
+    assert d.varying_target is not None
+    assert (d.varying_target.status, d.varying_target.pairs, d.varying_target.varying) == (
+        "personalised_target",
+        pairs,
+        varying,
     )
-    assert (skipped.pairs, skipped.varying) == (len(seen), varying)
+    assert d.varying_target.share == pytest.approx(varying / pairs)
+
+
+def test_the_varying_target_in_json_text_and_page(db: str, tmp_path: Path) -> None:
+    """The code in JSON; in text and on the page a sentence naming the variation,
+    the assumption and how to give the target's probabilities, and no code."""
+    pairs, varying = _varying("bts")
+    args = ["report", "-e", EXP, "--db", db, "--no-offline", "--control", "random"]
+    result = CliRunner().invoke(app, [*args, "-f", "json"])
+    assert result.exit_code == 0, result.output
+    ope = json.loads(result.stdout)["ope"]
+    by = {(d["source"], d["target"]): d["varying_target"] for d in ope["directions"]}
+    assert by == {
+        ("random", "bts"): {
+            "status": "personalised_target",
+            "pairs": pairs,
+            "varying": varying,
+            "share": pytest.approx(varying / pairs),
+        },
+        ("bts", "random"): None,
+    }
+    # The skewed weights of random from bts's logs: a code in JSON, a sentence in text.
+    back = next(d for d in ope["directions"] if d["source"] == "bts")
+    snips = next(e for e in back["estimates"] if e["estimator"] == "snips")
+    assert (snips["users"]["interval"], snips["users"]["reasons"]) == ("unreliable", ["skewed"])
+    sentence = (
+        f"bts from random's logs: bts's own logged probabilities vary between requests for "
+        f"{varying / pairs:.0%} of (item, position) pairs ({varying} of {pairs}), so its "
+        "context-free frequency stands in for probabilities that depend on the request: the "
+        "estimate assumes clicks do not depend on what bts's lists vary with (the user, the "
+        "time); to predict instead, give bts's probabilities with --target-propensities FILE, "
+        f"or record them: abeval experiment set {EXP} --target-propensities FILE"
+    )
+    out = CliRunner().invoke(app, [*args, "-f", "text"]).stdout
+    assert f"!! {sentence}" in out.splitlines()
+    assert "personalised_target" not in out
+    assert any(
+        line.startswith("!! random from bts's logs: snips: its weights over users are skewed (")
+        for line in out.splitlines()
+    )
+    page = tmp_path / "r.html"
+    assert CliRunner().invoke(app, [*args, "-o", str(page)]).exit_code == 0
+    html = unescape(page.read_text())
+    assert sentence in html and "personalised_target" not in html

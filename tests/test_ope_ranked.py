@@ -223,8 +223,13 @@ def test_postgres_gives_the_same_step_estimates(ranked, postgres_database: str) 
 
 
 def test_weights_over_users_match_numpy(ranked) -> None:  # type: ignore[no-untyped-def]
-    """Kish's effective number of users and the share of the weighted clicks of
-    the 1% of users with the largest weight sums, for ips and rips."""
+    """Kish's effective number of users, the share of the weighted clicks of
+    the 1% of users with the largest weight sums and the weights' skewness, for
+    ips and rips."""
+    import scipy.stats
+
+    from abeval.stats.ope import MAX_MEAN_SKEW
+
     logs, target, tmp = ranked
     (tmp / "u").mkdir()
     d = _store(tmp / "u", logs, target)
@@ -244,6 +249,14 @@ def test_weights_over_users_match_numpy(ranked) -> None:  # type: ignore[no-unty
         assert u.ess_users == pytest.approx(w.sum() ** 2 / (w**2).sum(), rel=1e-9)
         assert u.ess_users_share == pytest.approx(u.ess_users / len(w), rel=1e-12)
         assert u.top_share == pytest.approx(top.wc.sum() / per_user.wc.sum(), rel=1e-9)
+        # The skewness of the users' weights (scipy's biased sample skewness) and
+        # of their mean, which decides the interval with the effective users.
+        g = scipy.stats.skew(w, bias=True)
+        assert u.skewness == pytest.approx(g, rel=1e-6)
+        assert u.mean_skewness == pytest.approx(g / np.sqrt(len(w)), rel=1e-6)
+        skewed = g / np.sqrt(len(w)) > MAX_MEAN_SKEW
+        assert ("skewed" in u.reasons) == skewed
+        assert u.interval == ("unreliable" if skewed or u.ess_users < 40 else "normal")
 
 
 def test_few_users_make_the_headline_interval_unreliable(tmp_path: Path) -> None:

@@ -1,8 +1,8 @@
 """Target probabilities recorded with an experiment (``abeval experiment set X
 --target-propensities FILE``): what is stored, the report and the agreement board
 reading them with no flag, ``--target-propensities`` overriding them for one run,
-the refusals (one line, nothing stored), post-hoc estimates without them, and no
-context-free estimate under personalised logging (docs/metrics.md#target-probabilities)."""
+the refusals (one line, nothing stored), post-hoc estimates without them, and the
+warning when the target's own logging is personalised (docs/metrics.md#target-probabilities)."""
 
 from __future__ import annotations
 
@@ -237,26 +237,31 @@ def _personalised() -> list[Impression]:
     ]
 
 
-def test_personalised_logging_gives_no_context_free_estimate(tmp_path: Path) -> None:
+def test_personalised_logging_is_judged_by_the_target(tmp_path: Path) -> None:
     """The control logs a0 at position 1 with 1/3 for some users and 1/4 for others:
-    its context-free frequency is not used; a file still gives an estimate."""
+    the treatment is still estimated from its logs (each weight divides by its own
+    propensity); the control, whose own lists vary, is estimated from the
+    treatment's logs with a warning; a file takes the warning away."""
     rows = _personalised()
     db = _store(tmp_path, rows)
     ope = _ope(db)
-    assert ope["not_estimated"] == [
-        {"source": "control", "target": "treatment", "status": "personalised_logging",
-         "pairs": 6, "varying": 3}
-    ]  # fmt: skip
-    assert [(d["source"], d["target"]) for d in ope["directions"]] == [("treatment", "control")]
+    assert "not_estimated" not in ope
+    by = {(d["source"], d["target"]): d["varying_target"] for d in ope["directions"]}
+    assert by == {
+        ("control", "treatment"): None,
+        ("treatment", "control"): {
+            "status": "personalised_target", "pairs": 6, "varying": 3, "share": 0.5
+        },
+    }  # fmt: skip
     out = _invoke("report", "-e", EXP, "--db", db, "--no-offline", "-f", "text").stdout
-    assert (
-        "  treatment from control's logs: not estimated: the logged propensity of 3 of 6 (item, "
-        "position) pairs varies between requests (personalised logging), so the target arm's "
-        "context-free frequency cannot stand in for its probabilities"
-    ) in out.splitlines()
+    assert any(
+        line.startswith("!! control from treatment's logs: control's own logged probabilities "
+                        "vary between requests for 50% of (item, position) pairs (3 of 6)")
+        for line in out.splitlines()
+    )  # fmt: skip
     path = write_target_file(tmp_path / "t.csv", _targets(0.5, rows))
     with_file = _ope(db, "--target-propensities", str(path))
-    assert with_file["not_estimated"] == [] and len(with_file["directions"]) == 2
+    assert [d["varying_target"] for d in with_file["directions"]] == [None, None]
 
 
 def test_the_difference_from_the_online_lift(db: str, tmp_path: Path) -> None:
@@ -291,7 +296,7 @@ def test_the_board_counts_post_hoc_estimates_as_not_independent(db: str, tmp_pat
     assert ope and not any(p["independent"] for p in ope)
     assert not any(s["independent"] for s in before["summary"] if s["source"] == "ope")
     text_out = _invoke("agreement", "--db", db, "--format", "text", "--resamples", "100").stdout
-    assert "ope* post-hoc: without target probabilities" in text_out
+    assert "off-policy* post hoc: without target probabilities" in text_out
     path = write_target_file(tmp_path / "t.csv", _targets(1 / 3))
     assert _invoke("experiment", "set", EXP, "--db", db, "--target-propensities", str(path))
     after = board()
@@ -305,7 +310,7 @@ def test_reports_with_recorded_and_without_estimates_follow_the_schema(tmp_path:
     db = _store(tmp_path, rows)
     args = ["report", "-e", EXP, "--db", db, "-f", "json", "--no-offline"]
     personalised = json.loads(_invoke(*args).stdout)
-    assert personalised["ope"]["not_estimated"]
+    assert any(d["varying_target"] for d in personalised["ope"]["directions"])
     jsonschema.validate(personalised, schema)
     control_only = [r for r in rows if r[0] == "control"]
     path = write_target_file(tmp_path / "t.csv", _targets(0.5, control_only))

@@ -141,5 +141,10 @@ def test_a_deficient_case_raises_every_warning(tmp_path: Path) -> None:
         f"snips: its weights are worth {ess:.1f} users (below 40), so its normal interval is "
         "unreliable (in simulation such intervals covered 87-93% of the time, not 95%)"
     )
+    # Skewed too, (n - 2) / √(n - 1) for one large weight among equal ones: the
+    # effective users already said the interval is unreliable, so no second line.
+    g = (len(w) - 2) / np.sqrt(len(w) - 1)
+    assert snips.users.skewness == pytest.approx(g, rel=1e-9)
+    assert snips.users.reasons == ("few_users", "skewed")
     assert snips.users.top_share is not None and snips.users.top_share > 0.5
     assert warnings[4].startswith("snips: the 1% of users with the largest weights carry ")

@@ -73,3 +73,31 @@ def test_every_public_name_and_method_has_a_docstring_with_an_example() -> None:
 def test_help_shows_the_example(name: str) -> None:
     shown = pydoc.render_doc(getattr(abeval, name), renderer=pydoc.plaintext)
     assert ">>> " in shown
+
+
+def _table(heading: str) -> list[str]:
+    """The names of the docs/python.md table whose first column is ``heading``."""
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "python.md").read_text()
+    lines = doc.splitlines()
+    start = lines.index(f"| `{heading}` | purpose |")
+    names = []
+    for line in lines[start + 2 :]:
+        if not line.startswith("|"):
+            break
+        found = re.fullmatch(r"\| `([\w.]+)` \| (.+) \|", line)
+        assert found is not None, line
+        assert found.group(2).strip(), f"{found.group(1)} has no purpose"
+        names.append(found.group(1))
+    return names
+
+
+@pytest.mark.parametrize(
+    ("heading", "public"),
+    [("abeval.", sorted({*abeval.__all__, "open"})), ("abeval.api.", sorted(api.__all__))],
+)
+def test_the_docs_list_every_public_name_with_its_purpose(heading: str, public: list[str]) -> None:
+    listed = _table(heading)
+    assert len(listed) == len(set(listed))
+    assert sorted(listed) == public

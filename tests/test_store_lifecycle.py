@@ -17,7 +17,7 @@ from file_holders import holders
 from ingest_store import simulated_store
 
 import abeval
-from abeval.errors import AbevalError, StoreClosed, StoreError
+from abeval.errors import AbevalError, StoreClosed, StoreError, StoreHeldHere
 
 ABEVAL = [sys.executable, "-m", "abeval"]
 EVENTS = "experiment,arm,user_id,ts,event_type\nlate-one,A,u1,2024-05-01,exposure\n"
@@ -169,3 +169,71 @@ def test_the_context_manager_closes(db: str) -> None:
         check=False,
     )
     assert wrote.returncode == 0, wrote.stderr
+
+
+def test_two_stores_of_one_file_in_one_process_both_read(store_copy: str, tmp_path: Path) -> None:
+    events = tmp_path / "late.csv"
+    events.write_text(EVENTS)
+    first = abeval.open(store_copy)
+    second = abeval.open(store_copy)
+    third = abeval.open(store_copy, read_only=True)
+    try:
+        names = ["home-reco-v2"]
+        for store in (first, second, third):
+            assert [e.experiment for e in store.experiments()] == names
+        reports = [s.report("home-reco-v2", offline=False, ope=False) for s in (first, second)]
+        # the same sums (DuckDB's parallel sums of floats may differ in the last bits)
+        metrics = [r.to_dict()["metrics"] for r in reports]
+        assert [m["metric"] for m in metrics[0]] == [m["metric"] for m in metrics[1]]
+        for side in ("control", "treatment"):
+            sums = [[m[side]["value"] for m in ms] for ms in metrics]
+            assert sums[0] == pytest.approx(sums[1], rel=1e-9)
+        # A write through one while another reads: one line naming the store and
+        # the fix, nothing written, and both still read.
+        with pytest.raises(StoreHeldHere) as caught:
+            second.ingest(events)
+        assert isinstance(caught.value, StoreError)
+        assert str(caught.value) == (
+            f"cannot write the store {store_copy}: another abeval.open of it in this process "
+            "holds it for reading (DuckDB lets one process read a file or write it, not both); "
+            "close that store (store.close()) first"
+        )
+        for store in (first, second, third):
+            assert [e.experiment for e in store.experiments()] == names
+        # Closing one leaves the others reading (they share DuckDB's database of
+        # the file, and its spill folder); once only one is open, it writes.
+        third.close()
+        assert [e.experiment for e in first.experiments()] == names
+        second.close()
+        assert first.ingest(events).inserted == 1
+        assert sorted(e.experiment for e in first.experiments()) == [*names, "late-one"]
+    finally:
+        for store in (first, second, third):
+            store.close()
+
+
+def test_two_stores_of_one_file_share_its_spill_folder_until_the_last_closes(
+    store_copy: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sqlalchemy import text
+
+    spill = tmp_path / "spill"
+    spill.mkdir()
+    monkeypatch.setenv("ABEVAL_TEMP_DIR", str(spill))
+    monkeypatch.setenv("ABEVAL_MEMORY_LIMIT", "128MiB")
+    # Sorting 2M strings of 32 bytes (64 MB of text alone) does not fit in 128 MiB.
+    sort = "SELECT count(*) FROM (SELECT md5(i::VARCHAR) s FROM range(2000000) t(i) ORDER BY s)"
+    first = abeval.open(store_copy, read_only=True)
+    second = abeval.open(store_copy, read_only=True)
+    try:
+        for store in (first, second):
+            with store._store.connect() as conn:
+                assert conn.execute(text(sort)).scalar() == 2_000_000
+        assert len(list(spill.iterdir())) == 1  # one folder, spilled into by both
+        first.close()
+        with second._store.connect() as conn:  # still there for the other
+            assert conn.execute(text(sort)).scalar() == 2_000_000
+    finally:
+        first.close()
+        second.close()
+    assert list(spill.iterdir()) == []

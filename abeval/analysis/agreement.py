@@ -18,7 +18,7 @@ from abeval.stats.agreement import DEFAULT_RESAMPLES, DEFAULT_SEED
 from abeval.stats.agreement_predictive import Backtest
 from abeval.stats.results import NOT_IN_JSON, JsonResult
 
-SCHEMA_VERSION = "1.0"
+SCHEMA_VERSION = "1.1"
 
 
 SignalSource = Literal["evaluation", "replay", "ope", "history"]
@@ -147,6 +147,74 @@ class SignalSummary(JsonResult):
     z_within: float | None = None
 
 
+#: What put the best signal first: the first of the ranking's criteria that is
+#: defined for it (docs/metrics.md#agreement-ranking).
+Criterion = Literal["predictive_gain", "familywise_p", "spearman"]
+
+#: ``ok``: an independent signal with a correlation; ``not_independent``: only
+#: replayed or post-hoc signals (same clicks as the online metric);
+#: ``too_few_experiments``: the best has fewer than 3 experiments (no ρ);
+#: ``no_signals``: the metric has no signal at all.
+BestStatus = Literal["ok", "not_independent", "too_few_experiments", "no_signals"]
+
+
+@dataclass(frozen=True)
+class BestSignal(JsonResult):
+    """The board's best predictor of one online metric: its best-ranked row with a
+    Spearman correlation (``row``; the rank-1 row when none has one, None without
+    signals), the criterion that ranked it first, and how many more experiments
+    the board needs for a correlation (``too_few_experiments``) or, once it has
+    one, for the leave-one-experiment-out gain (0 when it has it)."""
+
+    online_metric: str
+    status: BestStatus
+    signal: str | None
+    source: SignalSource | None
+    criterion: Criterion | None
+    experiments: int
+    more_experiments_needed: int
+    row: SignalSummary | None = field(default=None, repr=False, metadata=NOT_IN_JSON)
+
+
+@dataclass(frozen=True)
+class NoiseSignal(JsonResult):
+    """A signal whose agreement unrelated lifts would show as often as α or more
+    (family-wise p ≥ α, or no p: too few experiments)."""
+
+    signal: str
+    source: SignalSource
+    independent: bool
+    familywise_p: float | None
+
+
+@dataclass(frozen=True)
+class BoardHeadline(JsonResult):
+    """The board's answer for one online metric: the best signal and its numbers
+    (Spearman ρ with its interval, ρ over the noise ceiling, the calibration
+    slope with its interval, the family-wise p), and the signals indistinguishable
+    from noise at the board's α."""
+
+    online_metric: str
+    status: BestStatus
+    best_signal: str | None
+    best_source: SignalSource | None
+    criterion: Criterion | None
+    predictive_gain: float | None
+    spearman: float | None
+    spearman_ci: tuple[float, float] | None
+    ceiling: float | None
+    ceiling_status: str | None
+    rho_over_ceiling: float | None
+    slope: float | None
+    slope_ci: tuple[float, float] | None
+    familywise_p: float | None
+    experiments: int
+    more_experiments_needed: int
+    alpha: float
+    noise_signals: tuple[NoiseSignal, ...]
+    signals: int
+
+
 @dataclass(frozen=True)
 class ExperimentCoverage(JsonResult):
     """What one experiment contributed: ``status`` ``ok`` (it has offline
@@ -177,6 +245,8 @@ class AgreementBoard(JsonResult):
     seed: int
     resamples: int
     ranking: str
+    #: The board's answer per online metric (:mod:`abeval.analysis.agreement_headline`).
+    headlines: tuple[BoardHeadline, ...]
     experiments: tuple[ExperimentCoverage, ...]
     experiments_with_signals: int
     experiments_without_signals: tuple[str, ...]

@@ -49,6 +49,7 @@ from abeval.analysis.agreement import (
     AgreementPair,
     ExperimentCoverage,
 )
+from abeval.analysis.agreement_headline import headlines
 from abeval.analysis.agreement_pairs import (
     ExperimentSignals,
     experiment_options,
@@ -104,6 +105,7 @@ def agreement_board(
         seed=o.seed,
         resamples=o.resamples,
         ranking=RANKING,
+        headlines=headlines(summary, o.alpha),
         experiments=tuple(coverage),
         experiments_with_signals=sum(1 for c in coverage if c.status == "ok"),
         experiments_without_signals=tuple(

@@ -27,6 +27,7 @@ from abeval.analysis.agreement import (
     ExperimentCoverage,
 )
 from abeval.analysis.agreement_board import notes
+from abeval.analysis.agreement_headline import headlines
 from abeval.analysis.agreement_summary import backtests, summarise
 from abeval.analysis.forecast_history import HistoryEntry, read_history
 from abeval.analysis.online_metrics import BUILTIN_CATALOG
@@ -86,6 +87,7 @@ def history_board(path: str | Path, o: AgreementOptions) -> AgreementBoard:
         arms = tuple(dict.fromkeys(e.arm for e in entries if e.experiment == name))
         signals = len({e.signal for e in entries if e.experiment == name})
         coverage.append(ExperimentCoverage(name, None, arms, {"history": signals}, "ok", ""))
+    summary = summarise(pairs, o, BUILTIN_CATALOG)
     return AgreementBoard(
         schema_version=SCHEMA_VERSION,
         abeval_version=__version__,
@@ -95,12 +97,13 @@ def history_board(path: str | Path, o: AgreementOptions) -> AgreementBoard:
         seed=o.seed,
         resamples=o.resamples,
         ranking=RANKING,
+        headlines=headlines(summary, o.alpha),
         experiments=tuple(coverage),
         experiments_with_signals=len(coverage),
         experiments_without_signals=(),
         experiments_skipped=(),
         pairs=tuple(pairs),
-        summary=summarise(pairs, o, BUILTIN_CATALOG),
+        summary=summary,
         notes=notes(o),
         backtest=backtests(pairs, order, ordered_by, o, BUILTIN_CATALOG) if o.backtest else (),
         catalog=BUILTIN_CATALOG,

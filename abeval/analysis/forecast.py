@@ -29,7 +29,15 @@ from abeval.analysis.forecast_history import HistoryEntry, read_history
 from abeval.analysis.online_metrics import BUILTIN_CATALOG, Catalog
 from abeval.errors import AbevalError, close_matches
 from abeval.stats.assurance import Assurance, users_for_assurance
-from abeval.stats.forecast import MIN_EXPERIMENTS, Forecast, ForecastFit, HistoryRow, fit, predict
+from abeval.stats.forecast import (
+    MIN_EXPERIMENTS,
+    Forecast,
+    ForecastFit,
+    HistoryRow,
+    fit,
+    predict,
+    with_influence,
+)
 from abeval.stats.results import NOT_IN_JSON, JsonResult
 
 if TYPE_CHECKING:
@@ -174,7 +182,7 @@ def forecast_metric(
     fitted = fit(rows, o.alpha)
     lift = evidence.lift(signal)
     assert lift is not None
-    forecast = predict(fitted, lift[0], lift[1], o.alpha, o.mde)
+    forecast = with_influence(rows, predict(fitted, lift[0], lift[1], o.alpha, o.mde))
     scales = [r.online_se * math.sqrt(u) for _, r, u in per_experiment if u is not None]
     scale = statistics.median(scales) if scales else None
     assurance = None
@@ -245,9 +253,12 @@ def build_forecast(
         of_metric = [e for e in entries if e.metric == metric]
         order = None if ranking is None else ranking.get(metric, ())
         signals = _candidate_signals(metric, of_metric, order, evidence, o, where)
-        # the best ranked signal the model can fit (too few experiments, noise only: next)
+        # the best ranked signal the model fits a slope to (too few experiments, noise
+        # only: next); else the best with an intercept-only forecast
         tried = [forecast_metric(metric, s, of_metric, evidence, users_per_day, o) for s in signals]
-        results.append(next((r for r in tried if r.fit.status == "ok"), tried[0]))
+        fitted = [r for r in tried if r.fit.status == "ok"]
+        sloped = [r for r in fitted if r.fit.model == "slope"]
+        results.append((sloped or fitted or tried)[0])
     if all(r.fit.status == "too_few_experiments" for r in results):
         first = results[0]
         raise AbevalError(

@@ -20,9 +20,15 @@ the online lift (consistent or inconsistent at α,
 file for this run, else from the probabilities recorded with the experiment,
 else from the target arm's own frequency of (item, position). The last is
 *post-hoc* (``evidence``): it reads the target arm's own impressions and
-assumes its lists do not depend on the user, so it is no prediction; and when
-the source arm's logged propensity of one (item, position) varies between
-requests (personalised logging) it is not used at all (``not_estimated``).
+assumes its lists do not depend on the user, so it is no prediction. Whether
+it can stand in for π_target depends on the target, never on the source (the
+weights π/μ divide by each impression's own logged μ, so a source whose
+propensities vary between requests is fine): when the target arm's own logged
+propensity of one (item, position) varies between requests, its lists depend
+on the request, and the direction is estimated with ``varying_target`` set, a
+warning that the frequency assumes clicks independent of what the target's
+lists vary with (docs/metrics.md#target-probabilities says why this rather
+than no estimate).
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ from typing import TYPE_CHECKING, Literal
 from abeval.errors import OptionError
 from abeval.stats.consistency import LiftDifference, lift_difference
 from abeval.stats.ope import (
+    MAX_MEAN_SKEW,
     MAX_TOP_SHARE,
     MIN_ESS_USERS,
     Diagnostics,
@@ -103,6 +110,19 @@ class ArmPropensities(JsonResult):
 
 
 @dataclass(frozen=True)
+class VaryingTarget(JsonResult):
+    """A post-hoc direction whose target arm logged one (item, position) with
+    different propensities on different requests (``varying`` of the ``pairs``
+    it logged with a propensity): its context-free frequency stands in for
+    probabilities that depend on the request (``personalised_target``)."""
+
+    status: Literal["personalised_target"]
+    pairs: int
+    varying: int
+    share: float
+
+
+@dataclass(frozen=True)
 class OpeDirection(JsonResult):
     """The target arm's CTR predicted from the source arm's logs."""
 
@@ -125,19 +145,8 @@ class OpeDirection(JsonResult):
     evidence: OpeEvidence = "prediction"
     #: The headline's predicted lift minus the online lift (consistent at α or not).
     difference: LiftDifference | None = None
-
-
-@dataclass(frozen=True)
-class NotEstimated(JsonResult):
-    """A direction with no estimate: ``personalised_logging`` when no target
-    probabilities cover it and the source's logged propensity of one (item,
-    position) varies between requests (``varying`` of ``pairs`` pairs)."""
-
-    source: str
-    target: str
-    status: Literal["personalised_logging"]
-    pairs: int
-    varying: int
+    #: Post-hoc, and the target's own logged propensities vary between requests.
+    varying_target: VaryingTarget | None = None
 
 
 @dataclass(frozen=True)
@@ -157,7 +166,6 @@ class OpeSection(JsonResult):
     recorded_at: str | None = None
     #: Without target probabilities: the command that records them.
     supply_command: str | None = None
-    not_estimated: tuple[NotEstimated, ...] = ()
 
 
 def not_run(status: OpeStatusWord, message: str, o: OpeOptions, alpha: float) -> OpeSection:
@@ -228,23 +236,15 @@ def ope_results(
             from_file = ope_source.file_pairs(conn, experiment) if origin != "none" else set()
             counts = source.arm_counts()
             memory.fit(sum(c.impressions for c in counts.values()))
-            directions, skipped = [], []
+            directions = []
             for arm in treatments:
                 for src, tgt in ((control, arm), (arm, control))[: 2 if o.reverse else 1]:
                     if src not in counts or tgt not in counts:
                         continue
                     covered = (src, tgt) in from_file
-                    if not covered:
-                        varying = ope_target.varying_propensities(counts[src])
-                        if varying.varying:
-                            skipped.append(
-                                NotEstimated(
-                                    src, tgt, "personalised_logging", varying.pairs, varying.varying
-                                )
-                            )
-                            continue
                     sums = source.direction(src, tgt, o.cap, covered)
-                    directions.append(_direction(sums, counts, alpha, origin))
+                    varying = None if covered else varying_target(counts[tgt])
+                    directions.append(_direction(sums, counts, alpha, origin, varying))
         finally:
             ope_source.close_ope(conn, source)
     arms_found = tuple(_arm(c, alpha) for c in counts.values())
@@ -273,8 +273,16 @@ def ope_results(
         target_origin=origin,
         recorded_at=at,
         supply_command=supply_command(experiment) if origin != "recorded" else None,
-        not_estimated=tuple(skipped),
     )
+
+
+def varying_target(target: ope_source.ArmCounts) -> VaryingTarget | None:
+    """:class:`VaryingTarget` when the target arm's own logged propensity of some
+    (item, position) varies between requests, else None."""
+    v = ope_target.varying_propensities(target)
+    if not v.varying:
+        return None
+    return VaryingTarget("personalised_target", v.pairs, v.varying, v.varying / v.pairs)
 
 
 def _targets(
@@ -367,6 +375,7 @@ def _direction(
     counts: dict[str, ope_source.ArmCounts],
     alpha: float,
     origin: TargetOrigin,
+    varying: VaryingTarget | None = None,
 ) -> OpeDirection:
     s = d.user
     target = counts[d.target].observed
@@ -398,23 +407,32 @@ def _direction(
         warnings=warnings,
         evidence="prediction" if d.from_file else "post_hoc",
         difference=lift_difference(predicted.value, predicted.se, online.value, online.se, alpha),
+        varying_target=varying,
     )
 
 
 def user_warnings(head: Estimate) -> tuple[str, ...]:
     """What the headline estimate's weights over users call for: its normal
     interval is unreliable below :data:`~abeval.stats.ope.MIN_ESS_USERS`
-    effective users; it rests on a handful of users above
+    effective users or above :data:`~abeval.stats.ope.MAX_MEAN_SKEW` skewness of
+    their mean; it rests on a handful of users above
     :data:`~abeval.stats.ope.MAX_TOP_SHARE` of its weighted clicks in the top 1%."""
     u = head.users
     if u is None:
         return ()
     out = []
-    if u.interval == "unreliable" and u.ess_users is not None:
+    if "few_users" in u.reasons and u.ess_users is not None:
         out.append(
             f"{head.estimator}: its weights are worth {u.ess_users:.1f} users (below "
             f"{MIN_ESS_USERS:g}), so its normal interval is unreliable (in simulation such "
             "intervals covered 87-93% of the time, not 95%)"
+        )
+    elif "skewed" in u.reasons and u.mean_skewness is not None and u.skewness is not None:
+        out.append(
+            f"{head.estimator}: its weights over users are skewed ({u.skewness:.1f}, so "
+            f"{u.mean_skewness:.2f} for their mean, above {MAX_MEAN_SKEW:g}): its normal interval "
+            "is unreliable (in simulation such intervals covered 86-95%, missing almost only on "
+            "one side)"
         )
     if u.top_share is not None and u.top_share > MAX_TOP_SHARE:
         out.append(

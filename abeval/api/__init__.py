@@ -37,18 +37,25 @@ from abeval.api.across import MAX_RESAMPLES as MAX_RESAMPLES
 from abeval.api.across import MIN_RESAMPLES as MIN_RESAMPLES
 from abeval.api.across import (
     agreement_history,
+    agreement_inputs,
     agreement_numbers,
     forecast_evidence,
     forecast_history,
+    forecast_inputs,
     forecast_options,
 )
-from abeval.api.configuration import experiment_config, source_mapping
+from abeval.api.configuration import (
+    experiment_config,
+    set_options,
+    source_mapping,
+    unset_options,
+)
 from abeval.api.offline import evaluate, model_argument, named_models
 from abeval.api.options import Names as Names
 from abeval.api.options import cutoffs, metric_names, parse_bound
-from abeval.api.planning import plan_power
+from abeval.api.planning import plan_power, power_inputs
 from abeval.api.reporting import report_options
-from abeval.api.store import Experiments, Store, open, rejects_options
+from abeval.api.store import Experiments, Store, ingest_options, open, rejects_options
 
 if TYPE_CHECKING:
     from abeval.analysis.agreement import AgreementBoard as AgreementBoard
@@ -62,20 +69,26 @@ __all__ = [
     "Experiments",
     "Store",
     "agreement_history",
+    "agreement_inputs",
     "agreement_numbers",
     "cutoffs",
     "evaluate",
     "experiment_config",
     "forecast_evidence",
     "forecast_history",
+    "forecast_inputs",
     "forecast_options",
+    "ingest_options",
     "metric_names",
     "model_argument",
     "named_models",
     "open",
     "parse_bound",
     "plan_power",
+    "power_inputs",
     "rejects_options",
     "report_options",
+    "set_options",
     "source_mapping",
+    "unset_options",
 ]

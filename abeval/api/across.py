@@ -15,6 +15,7 @@ from abeval.api.options import (
     at_least,
     cutoffs,
     forwards,
+    given,
     keywords_checked,
     metric_names,
     names,
@@ -99,13 +100,18 @@ class Across(Opened):
         if checked is not None and options:
             raise TypeError("give either checked options or keyword options, not both")
         checked = checked if checked is not None else forecast_options(**options)
+        if evidence is not None and (experiment is not None or target_propensities is not None):
+            reason = "give the candidate's evidence once: evidence, or "
+            reason += "{target_propensities} and {experiment}"
+            both = ("target_propensities", "experiment")
+            raise OptionError("evidence", None, reason, mentions=both)
         if evidence is None:
             from abeval.analysis.forecast_candidate import ope_evidence
 
-            if target_propensities is None:
+            if target_propensities is None and experiment is None:
                 raise OptionError("target_propensities", None, "give the candidate's evidence")
-            if experiment is None:
-                raise OptionError("experiment", None, "name the experiment of the production logs")
+            forecast_inputs(target_propensities=target_propensities, experiment=experiment)
+            assert experiment is not None and target_propensities is not None
             evidence = ope_evidence(self._store, experiment, target_propensities, checked.alpha)
         from abeval.report.notebook import ShownForecast
 
@@ -238,6 +244,85 @@ def forecast_options(
 
 
 @keywords_checked
+def agreement_inputs(
+    *,
+    history: str | Path | None = None,
+    experiment: Sequence[str] | None = None,
+    experiments: str | None = None,
+    target_propensities: Sequence[str] | None = None,
+    db: str | Path | None = None,
+) -> str:
+    """Which board the options ask for, checked (``abeval agreement`` takes both):
+    ``"history"``, of a history file (:func:`agreement_history`, which has no store
+    to pick ``experiment``s from, to read ``target_propensities`` for, nor a
+    ``db``), or ``"store"`` (:meth:`Store.agreement`).
+
+    >>> abeval.api.agreement_inputs(history="history.csv")
+    'history'
+    """
+    if history is None:
+        return "store"
+    picked = "experiment" if experiment is not None else "experiments"
+    none_picked = experiment is None and experiments is None
+    given(picked, none_picked, "a history file has no store to pick from")
+    holds = "a history file already holds its offline lifts"
+    given("target_propensities", not target_propensities, holds)
+    given("db", db is None, "give either {history} or {db}", ("history", "db"))
+    return "history"
+
+
+#: The three ways of giving a candidate's offline evidence, as a reason names them.
+_WAYS = (
+    "give the candidate's offline evidence once: {offline_lift} and {offline_se}, "
+    "or {truth} and two {recommendations}, or {target_propensities} and {experiment}"
+)
+_WAY_PARAMETERS = (
+    "offline_lift",
+    "offline_se",
+    "truth",
+    "recommendations",
+    "target_propensities",
+    "experiment",
+)
+
+
+@keywords_checked
+def forecast_inputs(
+    *,
+    offline_lift: float | None = None,
+    offline_se: float | None = None,
+    truth: Any = None,
+    recommendations: Mapping[str, Any] | Sequence[str] | None = None,
+    target_propensities: str | Path | None = None,
+    experiment: str | None = None,
+    history: str | Path | None = None,
+) -> str:
+    """Which offline evidence a forecast is given, checked without a store (the
+    CLI checks it before it opens one): one way only, the typed lift
+    (``offline_lift``, ``offline_se``: :func:`forecast_evidence`), the held-out
+    evaluation (``truth``, ``recommendations``: :func:`forecast_evidence`) or the
+    off-policy estimate (``target_propensities`` on ``experiment``'s production
+    logs: :meth:`Store.forecast`, which needs a store, not a ``history`` file).
+    Returns ``"typed"``, ``"evaluated"`` or ``"off_policy"``.
+
+    >>> abeval.api.forecast_inputs(offline_lift=0.01, offline_se=0.002)
+    'typed'
+    """
+    typed = offline_lift is not None or offline_se is not None
+    evaluated = truth is not None or bool(recommendations)
+    off_policy = target_propensities is not None or experiment is not None
+    given("offline_lift", typed + evaluated + off_policy == 1, _WAYS, _WAY_PARAMETERS)
+    if off_policy:
+        reason = "give the candidate's probabilities with {experiment}"
+        given("target_propensities", target_propensities is not None, reason, ("experiment",))
+        reason = "name the stored experiment whose production logs {target_propensities} reweights"
+        given("experiment", experiment is not None, reason, ("target_propensities",))
+        given("history", history is None, "off-policy evidence reads the store; leave it out")
+        return "off_policy"
+    return "typed" if typed else "evaluated"
+
+
+@keywords_checked
 def forecast_evidence(
     *,
     offline_lift: float | None = None,
@@ -260,6 +345,15 @@ def forecast_evidence(
     from abeval.analysis.forecast_candidate import evaluation_evidence, typed_evidence
     from abeval.stats.forecast import MAX_LIFT
 
+    if (offline_lift is not None or offline_se is not None) and (
+        truth is not None or recommendations
+    ):
+        forecast_inputs(  # given both ways: refused, naming them
+            offline_lift=offline_lift,
+            offline_se=offline_se,
+            truth=truth,
+            recommendations=recommendations,
+        )
     if truth is None and not recommendations:
         if offline_lift is None or offline_se is None:
             missing, other = ("offline_lift", "offline_se")[:: 1 if offline_lift is None else -1]

@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from abeval.api.opened import Opened
-from abeval.api.options import forwards, given, keywords_checked, window
+from abeval.api.options import choice, forwards, given, keywords_checked, window
+from abeval.errors import OptionError
 
 if TYPE_CHECKING:
     from abeval.analysis.experiment_config import ExperimentConfig
@@ -136,7 +137,14 @@ class Configuring(Opened):
         if checked is not None and options:
             raise TypeError("give either checked options or keyword options, not both")
         config = checked if checked is not None else experiment_config(**options)
-        start, end = window(window_from, window_to)
+        start, end = set_options(
+            config,
+            control=control,
+            split=split,
+            window_from=window_from,
+            window_to=window_to,
+            target_propensities=target_propensities,
+        )
         targets = None
         if target_propensities is not None:
             from abeval.analysis.ope_file import target_file
@@ -156,9 +164,10 @@ class Configuring(Opened):
         """
         from abeval.analysis.experiment_config import ExperimentConfig, record
 
+        removed = unset_options(names)
         with self._refusing_sources(experiment), self._writing() as store:
             settings, config, _ = record(
-                store, experiment, (None, None, None, None), ExperimentConfig(), names
+                store, experiment, (None, None, None, None), ExperimentConfig(), removed
             )
         return settings, config
 
@@ -179,6 +188,56 @@ class Configuring(Opened):
                 raise
 
         return refusing()
+
+
+@keywords_checked
+def set_options(
+    config: ExperimentConfig | None = None,
+    *,
+    control: str | None = None,
+    split: str | None = None,
+    window_from: str | datetime | None = None,
+    window_to: str | datetime | None = None,
+    target_propensities: str | Path | None = None,
+) -> tuple[datetime | None, datetime | None]:
+    """:meth:`Store.set`'s options checked without a store (the CLI checks them
+    before it opens one): something to record (a setting, or an option of
+    ``config`` from :func:`experiment_config`), and the analysis window, whose
+    bounds are returned as naive UTC datetimes.
+
+    >>> abeval.api.set_options(window_from="2026-03-01", window_to="2026-03-07")
+    (datetime.datetime(2026, 3, 1, 0, 0), datetime.datetime(2026, 3, 8, 0, 0))
+    """
+    settings = (control, split, window_from, window_to, target_propensities)
+    if all(x is None for x in settings) and (config is None or not config.recorded()):
+        mentioned = ("control", "split", "window_from", "window_to", "target_propensities")
+        raise OptionError(
+            "",
+            None,
+            "give {control}, {split}, {window_from}, {window_to}, {target_propensities} "
+            "or an option to record",
+            mentions=mentioned,
+        )
+    return window(window_from, window_to)
+
+
+@keywords_checked
+def unset_options(names: Iterable[str]) -> tuple[str, ...]:
+    """:meth:`Store.unset`'s ``names`` checked without a store: at least one, each a
+    setting (``control``, ``split``, ``window``) or a recordable option
+    (``guardrails``, ``caps`` ...).
+
+    >>> abeval.api.unset_options(["alpha", "window"])
+    ('alpha', 'window')
+    """
+    from abeval.analysis.experiment_config import OPTIONS
+
+    removed = tuple(names)
+    reason = "name at least one setting to remove, such as {guardrails}"
+    given("names", bool(removed), reason, mentions=("guardrails",))
+    for name in removed:
+        choice("names", name, ("control", "split", "window", *OPTIONS))
+    return removed
 
 
 @keywords_checked

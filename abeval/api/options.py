@@ -80,10 +80,11 @@ def _keywords(target: str) -> tuple[str, ...] | None:
     return tuple(p.name for p in params if p.kind in kinds) + passed_on
 
 
-def given(parameter: str, ok: bool, reason: str) -> None:
-    """An :class:`OptionError` naming ``parameter`` (no value) unless ``ok``."""
+def given(parameter: str, ok: bool, reason: str, mentions: Sequence[str] = ()) -> None:
+    """An :class:`OptionError` naming ``parameter`` (no value) unless ``ok``; a
+    ``reason`` naming other parameters writes each as ``{name}`` (``mentions``)."""
     if not ok:
-        raise OptionError(parameter, None, reason)
+        raise OptionError(parameter, None, reason, mentions=mentions)
 
 
 def choice(parameter: str, value: Any, allowed: Sequence[str]) -> None:

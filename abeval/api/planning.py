@@ -6,7 +6,16 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from abeval.api.opened import Opened
-from abeval.api.options import Names, at_least, finite, keywords_checked, lift, positive, share
+from abeval.api.options import (
+    Names,
+    at_least,
+    finite,
+    given,
+    keywords_checked,
+    lift,
+    positive,
+    share,
+)
 from abeval.errors import OptionError
 
 if TYPE_CHECKING:
@@ -143,3 +152,34 @@ def plan_power(
         users, baseline, variance, alpha=alpha, power=power, sequential=sequential,
         tuning_n=tuning_n,
     )  # fmt: skip
+
+
+@keywords_checked
+def power_inputs(
+    *,
+    experiment: str | None = None,
+    baseline: float | None = None,
+    sd: float | None = None,
+    users: int | None = None,
+    metric: str | None = None,
+    cuped_days: int | None = None,
+) -> str:
+    """Which power plan the options ask for, checked (``abeval power`` takes both):
+    ``"data"``, planned from ``experiment``'s data (:meth:`Store.power`, which takes
+    no ``baseline``, ``sd`` or ``users``), or ``"hand"``, from a ``baseline``
+    (:func:`plan_power`, which has no ``metric`` or ``cuped_days``).
+
+    >>> abeval.api.power_inputs(baseline=0.05)
+    'hand'
+    """
+    if experiment is not None:
+        for name, value in (("baseline", baseline), ("sd", sd), ("users", users)):
+            reason = "plans from the data with {experiment}: leave it out"
+            given(name, value is None, reason, ("experiment",))
+        return "data"
+    given("metric", metric is None, "needs {experiment}", ("experiment",))
+    given("cuped_days", cuped_days is None, "needs {experiment}", ("experiment",))
+    given(
+        "baseline", baseline is not None, "give the control value, or {experiment}", ("experiment",)
+    )
+    return "hand"

@@ -6,14 +6,14 @@ offers every analysis through its parts (:mod:`abeval.api.reporting`,
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, cast, get_args
 
 from abeval.api.across import Across
 from abeval.api.configuration import Configuring
 from abeval.api.offline import Offline
-from abeval.api.options import at_least, choice, keywords_checked, within
+from abeval.api.options import at_least, choice, given, keywords_checked, within
 from abeval.api.planning import Planning
 from abeval.api.reporting import Reporting
 from abeval.errors import OptionError
@@ -64,6 +64,38 @@ def rejects_options(ingest: int | None, limit: int) -> None:
     at_least("limit", limit, 1, "give at least 1 row")
     if ingest is not None:
         within("ingest", ingest, 1, 2**62 - 1, "ingest ids start at 1")
+
+
+@keywords_checked
+def ingest_options(
+    files: Sequence[str | Path | Any],
+    *,
+    input_format: str | None = None,
+    fmt: str | None = None,
+    on_error: str = "abort",
+    epoch: str | None = None,
+) -> str | None:
+    """:meth:`Store.ingest`'s options for the ``files`` to load, checked without a
+    store (the CLI checks them before it opens one): standard input (``"-"``) named
+    once, the format given once (``fmt`` is the former name of ``input_format``),
+    each a choice. Returns the input format (None: told by each file's name).
+
+    >>> abeval.api.ingest_options(["a.csv", "-"], input_format="csv")
+    'csv'
+    """
+    from abeval.choices import EpochUnit, FileFormat, OnError
+
+    stdin = sum(isinstance(f, str | Path) and str(f) == "-" for f in files)
+    given("files", stdin <= 1, "standard input can be read once; give - once")
+    same = input_format is None or fmt is None or input_format == fmt
+    given("input_format", same, "give it once, not also {fmt}", mentions=("fmt",))
+    input_format = input_format or fmt
+    choice("on_error", on_error, get_args(OnError))
+    if epoch is not None:
+        choice("epoch", epoch, get_args(EpochUnit))
+    if input_format is not None:
+        choice("input_format", input_format, get_args(FileFormat))
+    return input_format
 
 
 class Experiments(list["ExperimentSummary"]):
@@ -129,16 +161,13 @@ class Store(Reporting, Planning, Across, Offline, Configuring):
         ...     summary = store.ingest("events.parquet", on_error="skip")
         >>> summary.inserted, summary.rejected
         """
-        from abeval.choices import EpochUnit, FileFormat, OnError
+        from abeval.choices import FileFormat, OnError
         from abeval.store.ingest import ingest_file
 
-        choice("on_error", on_error, get_args(OnError))
+        input_format = ingest_options(
+            [path], input_format=input_format, fmt=fmt, on_error=on_error, epoch=epoch
+        )
         mode = cast(OnError, on_error)
-        input_format = input_format or fmt
-        if epoch is not None:
-            choice("epoch", epoch, get_args(EpochUnit))
-        if input_format is not None:
-            choice("input_format", input_format, get_args(FileFormat))
         if not isinstance(path, str | Path) and not hasattr(path, "read"):
             return self._ingest_frame(path, mode, progress, epoch)
         if isinstance(path, str | Path) and str(path) != "-":

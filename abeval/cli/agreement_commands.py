@@ -105,15 +105,15 @@ def agreement(
     from abeval import api, render
     from abeval.api import options as check
 
-    # The values are checked by the library (an OptionError naming the option);
-    # here only which options go together.
-    if history is not None:
-        picked = "experiment" if experiment is not None else "experiments"
-        no_store = experiment is None and experiments is None
-        check.given(picked, no_store, "a history file has no store to pick from")
-        holds = "a history file already holds its offline lifts"
-        check.given("target_propensities", not target_propensities, holds)
-        check.given("db", db is None, "give either --history or --db")
+    # The values, and which options go together, are checked by the library (an
+    # OptionError naming the option).
+    api.agreement_inputs(
+        history=history,
+        experiment=experiment,
+        experiments=experiments,
+        target_propensities=target_propensities,
+        db=db,
+    )
     api.agreement_numbers(alpha, seed, resamples)  # before the store is opened
     if history is None:
         api.metric_names(primary, "primary")

@@ -214,6 +214,9 @@ OPTION_NAMES = {
     "event_types": "--event-type",
     "caps": "--cap",
     "replace_existing": "--replace",
+    # `experiment unset` takes the names as flags: its line is the reason alone.
+    "names": "",
+    "files": "FILE",
 }
 
 
@@ -221,7 +224,9 @@ def option_name(parameter: str) -> str:
     """The CLI spelling of a library parameter: the exceptions in
     :data:`OPTION_NAMES`, else ``--`` and the name (``target_mde`` →
     ``--target-mde``)."""
-    return OPTION_NAMES.get(parameter) or "--" + parameter.replace("_", "-")
+    if parameter in OPTION_NAMES:
+        return OPTION_NAMES[parameter]
+    return "--" + parameter.replace("_", "-")
 
 
 def command(on: typer.Typer, *args: Any, **kwargs: Any) -> Callable[[F], F]:

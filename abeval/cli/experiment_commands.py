@@ -69,9 +69,7 @@ def experiment_unset(
         "plan_users": plan_users,
         "plan_days": plan_days,
     }
-    removed = [name for name, on in chosen.items() if on]
-    if not removed:
-        raise typer.BadParameter("name at least one setting to remove, such as --guardrails")
+    removed = api.unset_options(name for name, on in chosen.items() if on)  # before opening
     with api.open(db, create=False) as store:
         s, config = store.unset(experiment, removed)
     flags = {"control": "--control", "split": "--split", "window": "--window"}

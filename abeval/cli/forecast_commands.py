@@ -163,35 +163,19 @@ def forecast(
         users_per_day=users_per_day,
         history=history,
     )
-    evidence = None
-    typed = offline_lift is not None or offline_se is not None
-    evaluated = truth is not None or bool(recommendations)
-    off_policy = target_propensities is not None or experiment is not None
-    check.given(
-        "offline_lift",
-        typed + evaluated + off_policy == 1,
-        "give the candidate's offline evidence once: --offline-lift and --offline-se, "
-        "or -t TRUTH -r control=FILE -r candidate=FILE, "
-        "or --target-propensities FILE --experiment PRODUCTION_EXPERIMENT",
+    way = api.forecast_inputs(  # which evidence is given, checked before any store is opened
+        offline_lift=offline_lift,
+        offline_se=offline_se,
+        truth=truth,
+        recommendations=recommendations,
+        target_propensities=target_propensities,
+        experiment=experiment,
+        history=history,
     )
-    if off_policy:
-        check.given(
-            "target_propensities",
-            target_propensities is not None,
-            "give the candidate's probabilities with --experiment",
-        )
-        check.given(
-            "experiment",
-            experiment is not None,
-            "name the stored experiment whose production logs --target-propensities reweights",
-        )
-        drop = "off-policy evidence reads the store; drop --history"
-        check.given("history", history is None, drop)
-    if typed:
+    evidence = None
+    if way == "typed":
         evidence = api.forecast_evidence(offline_lift=offline_lift, offline_se=offline_se)
-    elif evaluated:
-        held_out = "give the held-out truth the -r models are evaluated on"
-        check.given("truth", truth is not None, held_out)
+    elif way == "evaluated":
         models = check.named_files("recommendations", recommendations or [])
         evidence = api.forecast_evidence(
             truth=truth, recommendations=models, k=k, alpha=options.alpha

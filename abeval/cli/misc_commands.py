@@ -68,23 +68,28 @@ def power(
 ) -> None:
     """Users needed for a target lift (--mde), or the lift detectable with --users;
     with --experiment, both from that experiment's data."""
+    from abeval import api
     from abeval.api import options as check
 
-    # The values are checked by the library (Store.plan, plan_power); here only
-    # which options go together.
+    # The values, and which options go together, are checked by the library
+    # (api.power_inputs, Store.plan, plan_power).
     as_json = chosen_format(fmt, as_json) == "json"
     if users_per_day is not None:
         check.positive("users_per_day", users_per_day)
-    if experiment is not None:
-        for value, name in ((baseline, "baseline"), (sd, "sd"), (users, "users")):
-            check.given(name, value is None, "plans from the data with --experiment: leave it out")
+    way = api.power_inputs(
+        experiment=experiment,
+        baseline=baseline,
+        sd=sd,
+        users=users,
+        metric=metric,
+        cuped_days=cuped_days,
+    )
+    if way == "data":
+        assert experiment is not None
         _power_from_data(
             experiment, metric, mde, alpha, power_, sequential, tuning_n, cuped_days, db, as_json
         )
         return
-    check.given("metric", metric is None, "needs --experiment")
-    check.given("cuped_days", cuped_days is None, "needs --experiment")
-    check.given("baseline", baseline is not None, "give the control value, or --experiment")
     assert baseline is not None
     _power_by_hand(
         baseline,

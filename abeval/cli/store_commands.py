@@ -103,13 +103,18 @@ def ingest(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print nothing on success.")] = False,
 ) -> None:
     """Load event files into the store. Each file is all or nothing; re-loading adds nothing."""
+    from abeval import api
     from abeval.errors import AbevalError, Interrupted
 
-    if fmt in get_args(FileFormat):  # --format was the input's format before --input-format
-        from abeval.api import options as check
-
-        check.given("input_format", input_format in (None, fmt), "give it once, not also --format")
-        input_format, fmt = cast(FileFormat, fmt), "text"
+    # --format was the input's format before --input-format (the API's ``fmt``)
+    former = fmt if fmt in get_args(FileFormat) else None
+    input_format = cast(
+        FileFormat | None,
+        api.ingest_options(
+            files, input_format=input_format, fmt=former, on_error=on_error, epoch=epoch
+        ),
+    )
+    fmt = "text" if former is not None else fmt
     fmt = chosen_format(fmt, as_json)
     if fmt not in get_args(OutputFormat):
         raise OptionError(
@@ -120,12 +125,8 @@ def ingest(
         )
     as_json = fmt == "json"
 
-    if sum(str(f) == "-" for f in files) > 1:
-        raise typer.BadParameter("standard input can be read once; give - once", param_hint="FILE")
     summaries: list[IngestSummary] = []
     try:
-        from abeval import api
-
         with api.open(db) as store:
             for i, path in enumerate(files):
                 try:
@@ -280,14 +281,14 @@ def experiment_set(
 
     config = config_flags(locals())
     given = (control, split, window_from, window_to, target_propensities)
-    if all(x is None for x in given) and not config.recorded():
-        raise typer.BadParameter(
-            "give --control, --split, --from, --to, --target-propensities or an option to "
-            "record (see --help)"
-        )
-    from abeval.api import options as check
-
-    start, end = check.window(window_from, window_to)  # before the store is opened
+    start, end = api.set_options(  # before the store is opened
+        config,
+        control=control,
+        split=split,
+        window_from=window_from,
+        window_to=window_to,
+        target_propensities=target_propensities,
+    )
     with api.open(db, create=False) as store:
         s, _, recorded = store.set(
             experiment,

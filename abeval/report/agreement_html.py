@@ -1,6 +1,8 @@
 """The agreement board as one self-contained HTML page (``abeval agreement``, the
-default format): per primary online metric, the signals ranked by how well they
-predict its lift, a table of their statistics and, per signal, a scatter of the
+default format): first the board's answer per online metric in words, then per
+primary online metric the signals ranked by how well they predict its lift
+(ranking column first, each row tagged with its source), a table of their
+statistics, a glossary and, per signal, a scatter of the
 offline against the online lift with both intervals as crosshairs and the
 diagonal. Same page shell, stylesheet and filters as the experiment report
 (``reports/agreement.html.j2`` extends ``base.html.j2``); no JavaScript, nothing
@@ -16,12 +18,14 @@ from abeval.analysis.agreement import AgreementBoard, AgreementPair, SignalSumma
 from abeval.report.agreement_charts import Scatter, ScatterInput, scatter
 from abeval.report.agreement_text import (
     ORDERED_BY,
+    RANK_COLUMN,
     ceiling_text,
     coefficient_interval,
     sign_text,
     signal_name,
     source_label,
 )
+from abeval.report.agreement_words import GLOSSARY, SOURCE_TAGS, HeadlineWords, headline_words
 from abeval.report.templates import environment
 from abeval.report.words import store_shown
 from abeval.stats.forecast import MIN_EXPERIMENTS
@@ -74,6 +78,13 @@ class AgreementContext:
     board: AgreementBoard
     level: str
     blocks: tuple[MetricBlock, ...]
+    #: The board's answer per online metric, in sentences.
+    headlines: tuple[HeadlineWords, ...]
+    #: (term, meaning): the glossary block and the columns' tooltips.
+    glossary: dict[str, str]
+    rank_column: str
+    #: source -> the tag a row shows (``ope`` -> ``off-policy``).
+    source_tags: dict[str, str]
     has_replay: bool
     ordered_by: str
     min_history: int
@@ -134,6 +145,12 @@ def build_context(board: AgreementBoard) -> AgreementContext:
         board=board,
         level=f"{1 - board.alpha:.0%}",
         blocks=tuple(blocks),
+        headlines=tuple(
+            headline_words(h, board.catalog.label(h.online_metric)) for h in board.headlines
+        ),
+        glossary=dict(GLOSSARY),
+        rank_column=RANK_COLUMN,
+        source_tags=dict(SOURCE_TAGS),
         has_replay=any(not s.independent for s in board.summary),
         ordered_by=ORDERED_BY.get(board.backtest[0].ordered_by, "") if board.backtest else "",
         min_history=MIN_EXPERIMENTS,

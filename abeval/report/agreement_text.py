@@ -1,17 +1,21 @@
 """The agreement board as terminal text (docs/metrics.md#agreement-across-experiments).
 
-Per primary online metric, one table of signals ranked by how well they predict
-its lift (:data:`abeval.analysis.agreement.RANKING`); replayed metrics are
-marked as not independent. Then the experiments without offline signals and the
-notes. Numbers become text through :mod:`abeval.formatting` only.
+First the board's answer per online metric (:mod:`abeval.report.agreement_words`),
+then per primary online metric one table of signals ranked by how well they
+predict its lift (:data:`abeval.analysis.agreement.RANKING`), the ranking column
+(LOO gain) first after the signal and its source; signals that are not
+independent evidence (replayed, post hoc) below a line. Then the experiments
+without offline signals, a glossary and the notes. Numbers become text through
+:mod:`abeval.formatting` only.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from abeval.analysis.agreement import AgreementBoard, SignalSummary
 from abeval.formatting import NA, fixed, printable, share
+from abeval.report.agreement_words import GLOSSARY, SOURCE_TAGS, headline_words
 
 
 def coefficient_interval(ci: Sequence[float] | None) -> str:
@@ -20,8 +24,11 @@ def coefficient_interval(ci: Sequence[float] | None) -> str:
 
 
 def source_label(s: SignalSummary) -> str:
-    """``ope``, ``evaluation``, or ``replay*`` (the star: same clicks as the online metric)."""
-    return s.source if s.independent else f"{s.source}*"
+    """``evaluation``, ``off-policy``, or with a star when it reads the same clicks
+    as the online metric (``replay*``) or the treatment's own impressions
+    (``off-policy*``, post hoc)."""
+    tag = SOURCE_TAGS.get(s.source, s.source)
+    return tag if s.independent else f"{tag}*"
 
 
 def signal_name(s: SignalSummary) -> str:
@@ -57,44 +64,74 @@ def sign_text(s: SignalSummary) -> str:
     return f"{s.agreeing_pairs}/{s.pairs} {share(s.sign_agreement, 0)}" if s.pairs else NA
 
 
+#: The ranking column, first in both tables (docs/metrics.md#agreement-ranking).
+RANK_COLUMN = "LOO gain"
+
+
+def _lead(s: SignalSummary) -> str:
+    """The columns every row starts with: the signal, its source, the ranking column."""
+    return (
+        f"  {printable(signal_name(s)):<18} {source_label(s):<11} {fixed(s.predictive_gain, 3):>8}"
+    )
+
+
+def _lead_header() -> str:
+    return f"  {'signal':<18} {'source':<11} {RANK_COLUMN:>8}"
+
+
 def _header() -> str:
     return (
-        f"  {'#':>2} {'signal':<18} {'source':<11} {'exp':>3} {'sign agrees':>12} "
-        f"{'both sig':>8} {'spearman':>8} {'interval':>14} {'p':>6} {'kendall':>7} {'pearson':>7} "
-        f"{'slope':>7} {'interval':>16} {'precision':>9} {'FNR':>6}"
+        f"{_lead_header()} {'exp':>3} {'spearman':>8} {'interval':>14} {'p':>6} "
+        f"{'kendall':>7} {'pearson':>7} {'slope':>7} {'interval':>16} {'sign agrees':>12} "
+        f"{'both sig':>8} {'precision':>9} {'FNR':>6}"
     )
 
 
 def _row(s: SignalSummary) -> str:
     both = f"{s.both_significant_agreeing}/{s.both_significant}"
     return (
-        f"  {s.rank:>2} {printable(signal_name(s)):<18} {source_label(s):<11} "
-        f"{s.experiments:>3} {sign_text(s):>12} {both:>8} {fixed(s.spearman, 2):>8} "
+        f"{_lead(s)} {s.experiments:>3} {fixed(s.spearman, 2):>8} "
         f"{coefficient_interval(s.spearman_ci):>14} {p_text(s.spearman_p):>6} "
-        f"{fixed(s.kendall, 2):>7} "
-        f"{fixed(s.pearson, 2):>7} {fixed(s.slope, 2):>7} "
-        f"{coefficient_interval(s.slope_ci):>16} {share(s.precision, 0):>9} "
-        f"{share(s.false_negative_rate, 0):>6}"
+        f"{fixed(s.kendall, 2):>7} {fixed(s.pearson, 2):>7} {fixed(s.slope, 2):>7} "
+        f"{coefficient_interval(s.slope_ci):>16} {sign_text(s):>12} {both:>8} "
+        f"{share(s.precision, 0):>9} {share(s.false_negative_rate, 0):>6}"
     )
 
 
 def _noise_header() -> str:
     return (
-        f"  {'#':>2} {'signal':<18} {'reliability':>11} {'ceiling':>17} {'rho/ceiling':>11} "
-        f"{'exp. precision':>14} {'raw':>5} {'fw p':>6} {'LOO gain':>8} "
+        f"{_lead_header()} {'reliability':>11} {'ceiling':>17} {'rho/ceiling':>11} "
+        f"{'exp. precision':>14} {'raw':>5} {'fw p':>6} "
         f"{'model slope':>11} {'interval':>16} {'tau':>6}"
     )
 
 
 def _noise_row(s: SignalSummary) -> str:
     return (
-        f"  {s.rank:>2} {printable(signal_name(s)):<18} {share(s.reliability, 0):>11} "
+        f"{_lead(s)} {share(s.reliability, 0):>11} "
         f"{ceiling_text(s):>17} {fixed(s.rho_over_ceiling, 2):>11} "
         f"{share(s.expected_precision, 0):>14} {share(s.precision, 0):>5} "
-        f"{p_text(s.familywise_p):>6} {fixed(s.predictive_gain, 3):>8} "
+        f"{p_text(s.familywise_p):>6} "
         f"{fixed(s.model_slope, 2):>11} {coefficient_interval(s.model_slope_ci):>16} "
         f"{pct_or_na(s.model_tau):>6}"
     )
+
+
+#: The line between the independent signals and those that are not.
+NOT_INDEPENDENT = (
+    "  -- not independent: replayed from the same clicks, or post-hoc off-policy (ranked apart) --"
+)
+
+
+def grouped(rows: Sequence[SignalSummary], line: Callable[[SignalSummary], str]) -> list[str]:
+    """One line per row, in rank order, :data:`NOT_INDEPENDENT` before the first row
+    that is not independent evidence."""
+    out: list[str] = []
+    for i, s in enumerate(rows):
+        if not s.independent and (i == 0 or rows[i - 1].independent):
+            out.append(NOT_INDEPENDENT)
+        out.append(line(s))
+    return out
 
 
 def pct_or_na(x: float | None) -> str:
@@ -126,7 +163,8 @@ def backtest_lines(board: AgreementBoard) -> list[str]:
     for b in board.backtest:
         r = b.result
         lines.append(
-            f"  {printable(b.signal):<18} {b.source:<10} {printable(b.online_metric):<12} "
+            f"  {printable(b.signal):<18} {SOURCE_TAGS.get(b.source, b.source):<10} "
+            f"{printable(b.online_metric):<12} "
             f"{r.forecast:>8} {r.skipped:>7} {share(r.coverage, 0):>8} "
             f"{share(r.sign_accuracy, 0):>10} {pct_or_na(r.mean_absolute_error):>7} "
             f"{r.kept:>4} {r.kept_better:>6} {r.kept_worse:>5} {r.missed:>6} {r.avoided:>7}"
@@ -172,6 +210,18 @@ def _experiments(board: AgreementBoard) -> list[str]:
     return lines
 
 
+def headline_lines(board: AgreementBoard) -> list[str]:
+    """The board's answer per online metric (:func:`headline_words`), first."""
+    if not board.headlines:
+        return []
+    lines = ["", "Answer (ranked by the board's criterion; see Glossary):"]
+    for h in board.headlines:
+        words = headline_words(h, board.catalog.label(h.online_metric))
+        lead, *rest = words.lines()
+        lines += [f"  {lead}", *(f"    {t}" for t in rest)]
+    return lines
+
+
 def render_text(board: AgreementBoard) -> str:
     """The whole board as plain text."""
     lines = [
@@ -182,30 +232,39 @@ def render_text(board: AgreementBoard) -> str:
     metrics = list(dict.fromkeys(s.online_metric for s in board.summary))
     if not metrics:
         lines += ["", "No pairs of an offline and an online lift: nothing to compare."]
+    lines += headline_lines(board)
     for metric in metrics:
         rows = [s for s in board.summary if s.online_metric == metric]
-        lines += ["", f"Online metric: {metric} (signals ranked best first)", _header()]
-        lines += [_row(s) for s in rows]
+        lines += [
+            "",
+            f"Online metric: {printable(metric)} (ranked by {RANK_COLUMN}, best first; "
+            "independent signals first)",
+            _header(),
+        ]
+        lines += grouped(rows, _row)
         undefined = [s for s in rows if s.status != "ok"]
         for s in undefined:
-            lines.append(f"     {printable(s.signal)} [{s.source}]: {printable(s.message)}")
-        lines += ["", f"  Noise and prediction ({metric}):", _noise_header()]
-        lines += [_noise_row(s) for s in rows]
+            lines.append(f"     {printable(s.signal)} ({source_label(s)}): {printable(s.message)}")
+        lines += ["", f"  Noise and prediction ({printable(metric)}):", _noise_header()]
+        lines += grouped(rows, _noise_row)
         lines += z_lines(rows)
     if any(not s.independent and s.source == "replay" for s in board.summary):
         lines += [
             "",
             "* replayed from the same clicks as the online metrics: agreement with CTR is close "
-            "to circular; judge by ope and evaluation signals.",
+            "to circular; judge by off-policy and evaluation signals.",
         ]
     if any(not s.independent and s.source == "ope" for s in board.summary):
         lines += [
             "",
-            "ope* post-hoc: without target probabilities, the treatment's own frequency of (item, "
+            "off-policy* post hoc: without target probabilities, the treatment's own frequency of "
+            "(item, "
             "position) from its own impressions; not a prediction. Record them with `abeval "
             "experiment set EXPERIMENT --target-propensities FILE`.",
         ]
     lines += backtest_lines(board)
     lines += ["", f"{len(board.pairs):,} pairs of lifts: --format json lists them."]
+    if metrics:
+        lines += ["", "Glossary:", *(f"- {term}: {words}" for term, words in GLOSSARY)]
     lines += ["", "Notes:", *(f"- {n}" for n in board.notes)]
     return "\n".join(lines) + "\n"

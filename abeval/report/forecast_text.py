@@ -60,7 +60,20 @@ def forecast_lines(m: MetricForecast, level: str) -> list[str]:
         f"{pct(p.point)}, {level} prediction interval {interval(p.interval)}",
         f"  P(lift > 0) {share(p.p_positive)} · P(lift > {pct(p.mde)}) {share(p.p_above_mde)}",
         f"  {learned_line(m)}",
+        *influence_line(m),
         f"  {test_line(m)}",
+    ]
+
+
+def influence_line(m: MetricForecast) -> list[str]:
+    """One line when a past experiment is outlying (``Forecast.influence``)."""
+    found = m.forecast.influence
+    if found is None or not found.flagged or found.point is None:
+        return []
+    return [
+        f"  Outlier: {printable(found.experiment)} measured {pct(found.observed)} where the "
+        f"others forecast {pct(found.expected)} (p {found.p_value:.2g}); without it: "
+        f"{pct(found.point)}, interval {interval(found.interval)}"
     ]
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from abeval.analysis.ope import NotEstimated, OpeDirection, OpeSection
+from abeval.analysis.ope import OpeDirection, OpeSection
 from abeval.analysis.report_model import ExperimentReport
 from abeval.formatting import interval, pct
 from abeval.report.ope_words import assumption, headline_reason, status_text, weights_summary
@@ -31,13 +31,20 @@ def supply_sentence(command: str) -> str:
     return f"to predict instead, record the target policy's probabilities: {command}"
 
 
-def not_estimated_sentence(n: NotEstimated) -> str:
-    """Why a direction has no estimate."""
+def varying_target_sentence(d: OpeDirection, command: str | None) -> str:
+    """The warning of a post-hoc direction whose target's own logged propensities
+    vary between requests (``varying_target``); "" without one."""
+    v = d.varying_target
+    if v is None:
+        return ""
+    record = f", or record them: {command}" if command else ""
     return (
-        f"{n.target} from {n.source}'s logs: not estimated: the logged propensity of "
-        f"{n.varying:,} of {n.pairs:,} (item, position) pairs varies between requests "
-        "(personalised logging), so the target arm's context-free frequency cannot stand "
-        "in for its probabilities"
+        f"{d.target} from {d.source}'s logs: {d.target}'s own logged probabilities vary between "
+        f"requests for {v.share:.0%} of (item, position) pairs ({v.varying:,} of {v.pairs:,}), "
+        f"so its context-free frequency stands in for probabilities that depend on the "
+        f"request: the estimate assumes clicks do not depend on what {d.target}'s lists vary "
+        f"with (the user, the time); to predict instead, give {d.target}'s probabilities with "
+        f"--target-propensities FILE{record}"
     )
 
 
@@ -76,7 +83,8 @@ class OpeContext:
     directions: tuple[OpeDirectionView, ...]
     #: How to supply target probabilities ("" when they are recorded).
     supply: str = ""
-    not_estimated: tuple[str, ...] = ()
+    #: Per post-hoc direction whose target's logged propensities vary, its warning.
+    varying: tuple[str, ...] = ()
     #: Why there are no estimates, in words ("" when there are).
     status: str = ""
 
@@ -100,5 +108,11 @@ def ope_context(report: ExperimentReport) -> OpeContext | None:
         for d in s.directions
     )
     supply = supply_sentence(s.supply_command) if s.supply_command else ""
-    not_estimated = tuple(not_estimated_sentence(n) for n in s.not_estimated)
-    return OpeContext(s, views, supply, not_estimated, "" if s.status == "ok" else status_text(s))
+    varying = varying_sentences(s)
+    return OpeContext(s, views, supply, varying, "" if s.status == "ok" else status_text(s))
+
+
+def varying_sentences(s: OpeSection) -> tuple[str, ...]:
+    """:func:`varying_target_sentence` of every direction that has one."""
+    found = (varying_target_sentence(d, s.supply_command) for d in s.directions)
+    return tuple(w for w in found if w)

@@ -15,8 +15,8 @@ from abeval.formatting import count, fixed, interval, pct, share, when
 from abeval.report.ope_context import (
     POST_HOC,
     difference_sentence,
-    not_estimated_sentence,
     supply_sentence,
+    varying_sentences,
 )
 from abeval.report.ope_words import assumption, headline_reason, status_text, weights_summary
 from abeval.report.words import said
@@ -103,7 +103,7 @@ def ope_lines(r: ExperimentReport, *, verbose: bool = False) -> list[str]:
         f"Off-policy estimates (CTR per impression; clustered by user; cap λ = {s.cap:g}; "
         f"* = the estimator judged against the online lift)",
     ]
-    lines += [f"!! {w}" for w in s.warnings]
+    lines += [f"!! {w}" for w in (*s.warnings, *varying_sentences(s))]
     if s.target_origin == "recorded":
         lines.append(f"  target probabilities recorded with the experiment from {s.file} "
                      f"({when(s.recorded_at)})")  # fmt: skip
@@ -113,7 +113,6 @@ def ope_lines(r: ExperimentReport, *, verbose: bool = False) -> list[str]:
         "  impressions with a propensity: "
         + "; ".join(f"{a.arm} {a.with_propensity:,} of {a.impressions:,}" for a in s.arms)
     ]
-    lines += [f"  {not_estimated_sentence(n)}" for n in s.not_estimated]
     for d in s.directions:
         lines += _direction(d, verbose)
     return lines

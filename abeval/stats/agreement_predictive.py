@@ -97,32 +97,10 @@ class Backtest(JsonResult):
 
 def intercept_only(rows: Sequence[HistoryRow]) -> Forecast:
     """The forecast of a new experiment's true lift without any offline signal:
-    y = α + u + e, u ~ N(0, τ²), the τ grid of the forecast model
-    (:mod:`abeval.stats.forecast_batch`) weighted by τ's Q-profile confidence
-    distribution with k − 1 degrees of freedom, N(α̂(τ), 1/Σw + τ²) at each τ."""
-    import numpy as np
-
-    from abeval.stats import forecast_batch as fb
-
-    y = np.array([[r.online_lift for r in rows]])
-    s = np.array([[r.online_se for r in rows]])
-    tau = fb.tau_grid(y, s)
-    v = s[:, None, :] ** 2 + tau[:, :, None] ** 2
-    w = 1.0 / v
-    sw = w.sum(axis=2)
-    mean = (w * y[:, None, :]).sum(axis=2) / sw
-    q = (w * (y[:, None, :] - mean[:, :, None]) ** 2).sum(axis=2)
-    loglik = -0.5 * (np.log(v).sum(axis=2) + np.log(sw) + q)
-    zero = np.zeros_like(tau)
-    grid = fb.GridFit(tau, mean, zero, 1.0 / sw, zero, zero, q, loglik)
-    mix = fb.predictive(grid, fb.confidence_weights(grid, len(rows) - 1), np.zeros(1), np.zeros(1))
-    return Forecast(
-        "ok", "", 0.05, 0.0, 0.0,
-        point=float(np.sum(mix.weight * mix.mean)),
-        weights=tuple(float(v) for v in mix.weight[0]),
-        means=tuple(float(v) for v in mix.mean[0]),
-        sds=tuple(float(v) for v in mix.sd[0]),
-    )  # fmt: skip
+    y = α + u + e, the forecast model's intercept-only fit
+    (:func:`abeval.stats.forecast.fit` with ``intercept_only``), with the same
+    interval method as the model it is compared with."""
+    return predict(fit(rows, intercept_only=True), 0.0, 0.0)
 
 
 def _by_experiment(rows: Sequence[HistoryRow]) -> dict[str, list[HistoryRow]]:

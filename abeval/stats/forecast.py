@@ -7,13 +7,21 @@ standard error σ) and online lift y (with standard error s). The model is
     y = α + β ξ + u + e,  u ~ N(0, τ²), e ~ N(0, s²);  x = ξ + η, η ~ N(0, σ²)
 
 :func:`fit` corrects the offline lifts' noise by regression calibration, weighs
-the experiments by 1 / (s² + τ²), integrates over τ with its Q-profile
+the experiments by 1 / (s² + τ² + β̃² λσ²) (the calibrated lift's own error
+counted there once, not again in τ²), integrates over τ with its Q-profile
 confidence distribution on a grid (the generalised residual Q(τ) is χ² with
 k − 2 degrees of freedom at the true τ), and gives the slope a
-Hartung–Knapp–Sidik–Jonkman interval at the REML τ̂ with t(k − 2).
+Hartung–Knapp–Sidik–Jonkman interval at the REML τ̂ with t(k − 2). Below
+``SMALL_K`` experiments the forecast is the REML plug-in with the
+Knapp–Hartung scale (at least 1) and t(k − 2) instead. When the offline
+lifts vary no more than their noise (or not at all) it fits the
+intercept-only model y = α + u + e (``model`` ``intercept_only``, ``reason``
+``weak_signal`` or ``no_variation``).
 :func:`predict` turns a fit and a candidate's offline lift x₀ (σ₀) into the
 forecast of its *true* online lift θ₀ = α + β ξ₀ + u₀: a normal mixture over τ
-whose variance at each τ holds the parameters' uncertainty, τ² and β² λ₀ σ₀².
+whose variance at each τ holds the parameters' uncertainty, τ² and β² λ₀σ₀².
+:func:`influence` names an experiment the others forecast badly, with the
+forecast without it.
 
 Degenerate inputs give a ``status`` and ``None``, never an exception.
 """
@@ -28,14 +36,33 @@ from typing import TYPE_CHECKING, Literal
 from abeval.stats.results import JsonResult
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from abeval.stats import forecast_batch as fb
 
 ForecastStatus = Literal["ok", "too_few_experiments", "no_variation", "noise_only", "invalid_input"]
+#: ``slope``: y on the calibrated offline lift; ``intercept_only``: y = α + u + e.
+ForecastModel = Literal["slope", "intercept_only"]
+#: Why the model is ``intercept_only``: the offline lifts vary no more than their
+#: noise (``weak_signal``), not at all (``no_variation``), or it was asked for
+#: (``baseline``, the board's comparison).
+ForecastReason = Literal["", "weak_signal", "no_variation", "baseline"]
+#: ``tau_mixture``: the normal mixture over τ's Q-profile confidence
+#: distribution; ``reml_t``: the REML plug-in with the Knapp–Hartung scale and
+#: t(df) (fewer than ``SMALL_K`` experiments).
+IntervalMethod = Literal["tau_mixture", "reml_t"]
 
 #: Fewest past experiments the forecast needs: with 3, Q(τ) has 1 degree of
 #: freedom and the slope's interval uses t(1) (wide, and measured in
 #: benchmarks/RESULTS.md); with 2 the line passes through both points.
 MIN_EXPERIMENTS = 3
+
+#: Below this many experiments the forecast is the REML plug-in with the
+#: Knapp–Hartung scale q = max(Q(τ̂) / (k − p), 1) and t(k − p).
+SMALL_K = 8
+#: An experiment is named by :func:`influence` when its leave-one-out predictive
+#: p-value times k is below this.
+INFLUENCE_ALPHA = 0.05
 
 #: The largest relative lift or standard error the forecast takes (±100,000%):
 #: beyond it the squares and products of the fit overflow a float.
@@ -94,8 +121,12 @@ class ForecastFit(JsonResult):
     t(k − 2), their covariance (HKSJ-scaled, ((var α, cov), (cov, var β))), τ's
     mean and 1 − ``alpha`` interval under its Q-profile confidence distribution, and what regression
     calibration used (the offline lifts' mean and true variance S²).
-    ``noise_only`` when var(x) − mean(σ²) falls below 5% of var(x): the
-    offline lifts' spread is their noise, and the slope would be noise too."""
+    When var(x) − mean(σ²) falls below 5% of var(x) (the offline lifts'
+    spread is their noise, and a slope would be noise too) or the offline lifts
+    are all equal, ``model`` is ``intercept_only`` (``reason`` says which,
+    ``message`` in words; ``slope`` None): the forecast is the past online
+    lifts' weighted mean and spread. ``interval_method`` and ``df``: how the
+    forecast's interval is made (``reml_t`` below ``SMALL_K`` experiments)."""
 
     status: ForecastStatus
     message: str
@@ -115,6 +146,28 @@ class ForecastFit(JsonResult):
     offline_true_variance: float | None = None
     reliability_floored: bool = False
     grid: TauGrid | None = None
+    model: ForecastModel = "slope"
+    reason: ForecastReason = ""
+    interval_method: IntervalMethod = "tau_mixture"
+    df: int | None = None
+
+
+@dataclass(frozen=True)
+class Influence(JsonResult):
+    """The experiment the others forecast worst: its name, its leave-one-out
+    predictive p-value (two-sided, of its online lift under the forecast fitted
+    without it) times the k experiments (``p_value``, at most 1), and the
+    candidate's forecast without it (``point``, ``interval``). ``flagged`` when
+    ``p_value`` is below ``INFLUENCE_ALPHA``: then the experiment is outlying
+    and the forecast with it is wider (or shifted) by it."""
+
+    experiment: str
+    p_value: float
+    flagged: bool
+    point: float | None
+    interval: tuple[float, float] | None
+    observed: float
+    expected: float
 
 
 @dataclass(frozen=True)
@@ -123,7 +176,9 @@ class Forecast(JsonResult):
     predictive mean), its sd, the 1 − ``alpha`` prediction ``interval``,
     P(θ₀ > 0), P(θ₀ > ``mde``) when an MDE is given, the calibrated offline
     lift x̂₀, and the predictive itself as a normal mixture (``weights``,
-    ``means``, ``sds``) for :func:`prob_above` and assurance."""
+    ``means``, ``sds``) for :func:`prob_above` and assurance. ``model``,
+    ``reason`` and ``interval_method`` are the fit's; ``influence``, when
+    :func:`with_influence` has looked, the most outlying past experiment."""
 
     status: ForecastStatus
     message: str
@@ -140,6 +195,10 @@ class Forecast(JsonResult):
     weights: tuple[float, ...] = ()
     means: tuple[float, ...] = ()
     sds: tuple[float, ...] = ()
+    model: ForecastModel = "slope"
+    reason: ForecastReason = ""
+    interval_method: IntervalMethod = "tau_mixture"
+    influence: Influence | None = None
 
 
 def _check(rows: Sequence[HistoryRow]) -> tuple[ForecastStatus, str]:
@@ -154,14 +213,77 @@ def _check(rows: Sequence[HistoryRow]) -> tuple[ForecastStatus, str]:
             wrong = out_of_bounds(name, getattr(r, name))
             if wrong is not None:
                 return "invalid_input", f"row {i + 1}: {wrong}"
-    xs = [r.offline_lift for r in rows]
-    if max(xs) - min(xs) <= 1e-12 * max(max(abs(v) for v in xs), 1e-300):
-        return "no_variation", "the offline lifts are all equal: no slope can be fitted"
     return "ok", ""
 
 
-def fit(rows: Sequence[HistoryRow], alpha: float = 0.05) -> ForecastFit:
-    """Fit the forecast model to ``rows`` (one per past experiment)."""
+def _no_variation(rows: Sequence[HistoryRow]) -> bool:
+    xs = [r.offline_lift for r in rows]
+    return max(xs) - min(xs) <= 1e-12 * max(max(abs(v) for v in xs), 1e-300)
+
+
+def _row(values: np.ndarray) -> tuple[float, ...]:
+    return tuple(float(v) for v in values[0])
+
+
+def _grid(grid: fb.GridFit, weight: np.ndarray) -> TauGrid:
+    return TauGrid(
+        _row(grid.tau), _row(weight), _row(grid.alpha), _row(grid.beta),
+        _row(grid.c00), _row(grid.c01), _row(grid.c11),
+    )  # fmt: skip
+
+
+def _tau_interval(tau: np.ndarray, weight: np.ndarray, alpha: float) -> tuple[float, float]:
+    import numpy as np
+
+    cum = np.cumsum(weight)
+    return (
+        float(tau[np.searchsorted(cum, alpha / 2)]),
+        float(tau[min(int(np.searchsorted(cum, 1 - alpha / 2)), len(tau) - 1)]),
+    )
+
+
+def _intercept_only(
+    rows: Sequence[HistoryRow], alpha: float, reason: ForecastReason, message: str
+) -> ForecastFit:
+    """The fit of y = α + u + e: τ's REML estimate and Q-profile distribution with
+    k − 1 degrees of freedom, α̂ with its Knapp–Hartung variance."""
+    import numpy as np
+
+    from abeval.stats import forecast_batch as fb
+
+    k = len(rows)
+    y = np.array([[r.online_lift for r in rows]])
+    s = np.array([[r.online_se for r in rows]])
+    grid = fb.intercept_grid(y, s)
+    weight = fb.confidence_weights(grid, k - 1)
+    i = int(fb.reml_index(grid)[0])
+    scale = float(grid.q[0, i]) / (k - 1)
+    tau = grid.tau[0]
+    return ForecastFit(
+        status="ok",
+        message=message,
+        k=k,
+        alpha=alpha,
+        intercept=float(grid.alpha[0, i]),
+        covariance=((scale * float(grid.c00[0, i]), 0.0), (0.0, 0.0)),
+        hksj_scale=scale,
+        tau=float(tau[i]),
+        tau2=float(tau[i]) ** 2,
+        tau_mean=float(np.sum(weight[0] * tau)),
+        tau_interval=_tau_interval(tau, weight[0], alpha),
+        grid=_grid(grid, weight),
+        model="intercept_only",
+        reason=reason,
+        interval_method="reml_t" if k < SMALL_K else "tau_mixture",
+        df=k - 1,
+    )
+
+
+def fit(
+    rows: Sequence[HistoryRow], alpha: float = 0.05, intercept_only: bool = False
+) -> ForecastFit:
+    """Fit the forecast model to ``rows`` (one per past experiment); with
+    ``intercept_only``, the model without the offline signal."""
     import numpy as np
 
     from abeval.stats import forecast_batch as fb
@@ -171,6 +293,14 @@ def fit(rows: Sequence[HistoryRow], alpha: float = 0.05) -> ForecastFit:
     status, message = _check(rows)
     if status != "ok":
         return ForecastFit(status, message, k, alpha)
+    if intercept_only:
+        return _intercept_only(rows, alpha, "baseline", "")
+    if _no_variation(rows):
+        return _intercept_only(
+            rows, alpha, "no_variation",
+            "the offline lifts are all equal: no slope can be fitted; the forecast is the "
+            "past experiments' online lifts alone (intercept only)",
+        )  # fmt: skip
     x = np.array([[r.offline_lift for r in rows]])
     sx = np.array([[r.offline_se for r in rows]])
     y = np.array([[r.online_lift for r in rows]])
@@ -179,14 +309,13 @@ def fit(rows: Sequence[HistoryRow], alpha: float = 0.05) -> ForecastFit:
     if bool(cal.floored[0]):
         spread = float(np.var(x[0], ddof=1))
         noise = float(np.mean(sx[0] ** 2))
-        return ForecastFit(
-            "noise_only",
+        return _intercept_only(
+            rows, alpha, "weak_signal",
             f"the offline lifts vary no more than their own noise (variance {spread:.3g}, "
-            f"mean squared standard error {noise:.3g}): this signal tells nothing of the "
-            "online lift",
-            k, alpha,
+            f"mean squared standard error {noise:.3g}): the forecast is the past "
+            "experiments' online lifts alone (intercept only)",
         )  # fmt: skip
-    grid = fb.wls_on_grid(cal.xhat, y, s, fb.tau_grid(y, s))
+    grid, _ = fb.eiv_fit(cal, sx, y, s)
     weight = fb.confidence_weights(grid, k - 2)
     best = fb.reml_index(grid)
     se, q = fb.hksj(grid, best, k)
@@ -199,15 +328,6 @@ def fit(rows: Sequence[HistoryRow], alpha: float = 0.05) -> ForecastFit:
         (scale * float(grid.c01[0, i]), scale * float(grid.c11[0, i])),
     )
     tau = grid.tau[0]
-    cum = np.cumsum(weight[0])
-    tau_interval = (
-        float(tau[np.searchsorted(cum, alpha / 2)]),
-        float(tau[min(int(np.searchsorted(cum, 1 - alpha / 2)), len(tau) - 1)]),
-    )
-
-    def row(values: np.ndarray) -> tuple[float, ...]:
-        return tuple(float(v) for v in values[0])
-
     return ForecastFit(
         status="ok",
         message="",
@@ -222,19 +342,13 @@ def fit(rows: Sequence[HistoryRow], alpha: float = 0.05) -> ForecastFit:
         tau=float(tau[i]),
         tau2=float(tau[i]) ** 2,
         tau_mean=float(np.sum(weight[0] * tau)),
-        tau_interval=tau_interval,
+        tau_interval=_tau_interval(tau, weight[0], alpha),
         offline_mean=float(cal.xbar[0]),
         offline_true_variance=float(cal.s2[0]),
         reliability_floored=bool(cal.floored[0]),
-        grid=TauGrid(
-            row(grid.tau),
-            row(weight),
-            row(grid.alpha),
-            row(grid.beta),
-            row(grid.c00),
-            row(grid.c01),
-            row(grid.c11),
-        ),
+        grid=_grid(grid, weight),
+        interval_method="reml_t" if k < SMALL_K else "tau_mixture",
+        df=k - 2,
     )
 
 
@@ -263,20 +377,29 @@ def predict(
     def arr(values: tuple[float, ...]) -> np.ndarray:
         return np.array([values])
 
-    assert fitted.offline_mean is not None and fitted.offline_true_variance is not None
-    cal = fb.Calibrated(
-        np.zeros((1, 1)),
-        np.array([fitted.offline_mean]),
-        np.array([fitted.offline_true_variance]),
-        np.array([fitted.reliability_floored]),
-    )
-    xhat0, resid0 = fb.shrink(cal, np.array([offline_lift]), np.array([offline_se]))
+    if fitted.model == "intercept_only":
+        xhat0, resid0 = np.array([offline_lift]), np.zeros(1)  # no slope: x₀ plays no part
+    else:
+        assert fitted.offline_mean is not None and fitted.offline_true_variance is not None
+        cal = fb.Calibrated(
+            np.zeros((1, 1)),
+            np.array([fitted.offline_mean]),
+            np.array([fitted.offline_true_variance]),
+            np.array([fitted.reliability_floored]),
+        )
+        xhat0, resid0 = fb.shrink(cal, np.array([offline_lift]), np.array([offline_se]))
     unused = np.zeros((1, len(g.tau)))
     grid = fb.GridFit(
         arr(g.tau), arr(g.intercept), arr(g.slope), arr(g.c00), arr(g.c01), arr(g.c11),
         unused, unused,
     )  # fmt: skip
-    mix = fb.predictive(grid, arr(g.weight), xhat0, resid0)
+    if fitted.interval_method == "reml_t":
+        assert fitted.hksj_scale is not None and fitted.df is not None
+        best = np.array([g.tau.index(fitted.tau)])
+        scale = np.array([max(fitted.hksj_scale, 1.0)])  # never narrower than q = 1
+        mix = fb.plugin_t(grid, best, scale, fitted.df, xhat0, resid0)
+    else:
+        mix = fb.predictive(grid, arr(g.weight), xhat0, resid0)
     point = float(np.sum(mix.weight * mix.mean))
     second = float(np.sum(mix.weight * (mix.sd**2 + mix.mean**2)))
     p_positive = 1.0 - float(mix.cdf(np.zeros(1))[0])
@@ -293,11 +416,68 @@ def predict(
         p_positive=p_positive,
         mde=mde,
         p_above_mde=above,
-        calibrated_offline=float(xhat0[0]),
+        calibrated_offline=None if fitted.model == "intercept_only" else float(xhat0[0]),
         weights=tuple(float(v) for v in mix.weight[0]),
         means=tuple(float(v) for v in mix.mean[0]),
         sds=tuple(float(v) for v in mix.sd[0]),
+        model=fitted.model,
+        reason=fitted.reason,
+        interval_method=fitted.interval_method,
     )
+
+
+def influence(rows: Sequence[HistoryRow], forecast: Forecast) -> Influence | None:
+    """Leave each past experiment out, fit the others, and score its online lift
+    under their forecast of what its test measures (the forecast of its true
+    lift widened by its standard error): the lowest two-sided predictive
+    p-value, times k (Bonferroni), names the most outlying experiment; with it,
+    the candidate's forecast from the fit without it. None when ``forecast``
+    is not ``ok`` or no experiment could be left out (fewer than 4)."""
+    if forecast.status != "ok" or len(rows) <= MIN_EXPERIMENTS:
+        return None
+    worst: tuple[float, int, Forecast] | None = None
+    for i, r in enumerate(rows):
+        rest = [o for j, o in enumerate(rows) if j != i]
+        fitted = fit(rest, forecast.alpha)
+        held = predict(fitted, r.offline_lift, r.offline_se, forecast.alpha)
+        if held.status != "ok" or held.point is None:
+            continue
+        below = float(_observed_mixture(held, r.online_se).cdf(_one(r.online_lift))[0])
+        p = 2 * min(below, 1 - below)
+        if worst is None or p < worst[0]:
+            worst = (p, i, held)
+    if worst is None:
+        return None
+    p, i, held = worst
+    rest = [o for j, o in enumerate(rows) if j != i]
+    without = predict(
+        fit(rest, forecast.alpha), forecast.offline_lift, forecast.offline_se, forecast.alpha
+    )
+    adjusted = min(1.0, p * len(rows))
+    assert held.point is not None
+    return Influence(
+        experiment=rows[i].experiment or f"row {i + 1}",
+        p_value=adjusted,
+        flagged=adjusted < INFLUENCE_ALPHA,
+        point=without.point,
+        interval=without.interval,
+        observed=rows[i].online_lift,
+        expected=held.point,
+    )
+
+
+def with_influence(rows: Sequence[HistoryRow], forecast: Forecast) -> Forecast:
+    """``forecast`` with its :func:`influence` diagnostic."""
+    from dataclasses import replace
+
+    found = influence(rows, forecast)
+    return forecast if found is None else replace(forecast, influence=found)
+
+
+def _one(value: float) -> np.ndarray:
+    import numpy as np
+
+    return np.array([value])
 
 
 def prob_above(forecast: Forecast, threshold: float) -> float | None:

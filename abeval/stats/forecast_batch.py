@@ -7,10 +7,13 @@ Model and method: docs/metrics.md#forecasting-the-online-lift. In short,
 - regression calibration of the offline lifts: S² = max(var(x) − mean(σ²),
   a floor), λᵢ = S² / (S² + σᵢ²), x̂ᵢ = x̄ + λᵢ (xᵢ − x̄);
 - for each τ of a grid, weighted least squares of y on (1, x̂) with weights
-  1 / (sᵢ² + τ²), its covariance (XᵀWX)⁻¹ and the restricted (REML)
-  log-likelihood of τ;
+  1 / (sᵢ² + τ² + β̃² λᵢ σᵢ²) (β̃ a first pass's slope: the calibrated
+  lift's own error, so that τ² holds only what differs between experiments),
+  its covariance (XᵀWX)⁻¹ and the restricted (REML) log-likelihood of τ;
 - the Q-profile confidence distribution of τ on the grid, and the forecast
-  of θ₀ as the mixture over τ of normals;
+  of θ₀ as the mixture over τ of normals; with few experiments
+  (:data:`abeval.stats.forecast.SMALL_K`) the REML plug-in with the
+  Knapp–Hartung scale and t(k − p) instead (:func:`plugin_t`);
 - the slope's interval: Hartung–Knapp–Sidik–Jonkman at the REML τ̂², t(k − 2).
 """
 
@@ -79,9 +82,19 @@ def tau_grid(y: np.ndarray, s: np.ndarray) -> np.ndarray:
     return scale[:, None] * steps[None, :]
 
 
-def wls_on_grid(xhat: np.ndarray, y: np.ndarray, s: np.ndarray, tau: np.ndarray) -> GridFit:
-    """WLS of y on (1, x̂) with weights 1 / (s² + τ²) for every τ of ``tau`` (R, G)."""
+def wls_on_grid(
+    xhat: np.ndarray,
+    y: np.ndarray,
+    s: np.ndarray,
+    tau: np.ndarray,
+    extra: np.ndarray | None = None,
+) -> GridFit:
+    """WLS of y on (1, x̂) with weights 1 / (s² + τ² + ``extra``) for every τ of
+    ``tau`` (R, G); ``extra`` (R, k), each experiment's known variance besides
+    its test's (default 0)."""
     v = s[:, None, :] ** 2 + tau[:, :, None] ** 2  # (R, G, k)
+    if extra is not None:
+        v = v + extra[:, None, :]
     w = 1.0 / v
     xh = xhat[:, None, :]
     yy = y[:, None, :]
@@ -97,6 +110,37 @@ def wls_on_grid(xhat: np.ndarray, y: np.ndarray, s: np.ndarray, tau: np.ndarray)
     q = (w * resid**2).sum(axis=2)
     loglik = -0.5 * (np.log(v).sum(axis=2) + np.log(det) + q)
     return GridFit(tau, alpha, beta, sxx / det, -sx / det, sw / det, q, loglik)
+
+
+def eiv_fit(
+    cal: Calibrated, sx: np.ndarray, y: np.ndarray, s: np.ndarray
+) -> tuple[GridFit, np.ndarray]:
+    """The grid fit with the calibrated lifts' own error counted once: given x,
+    ξᵢ − x̂ᵢ has variance λᵢσᵢ², so yᵢ − α − β x̂ᵢ has variance
+    sᵢ² + τ² + β²λᵢσᵢ². A first pass without that term gives β̃ (at its REML
+    τ̂); the second weighs by 1 / (sᵢ² + τ² + β̃²λᵢσᵢ²). Without it τ² absorbs
+    the mean of β²λᵢσᵢ², and the forecast, which adds the candidate's own
+    β²λ₀σ₀², counts the offline noise twice. Returns the fit and the term."""
+    tau = tau_grid(y, s)
+    first = wls_on_grid(cal.xhat, y, s, tau)
+    beta = at(first.beta, reml_index(first))
+    lam = cal.s2[:, None] / (cal.s2[:, None] + sx**2)
+    extra = beta[:, None] ** 2 * lam * sx**2
+    return wls_on_grid(cal.xhat, y, s, tau, extra), extra
+
+
+def intercept_grid(y: np.ndarray, s: np.ndarray) -> GridFit:
+    """The intercept-only model y = α + u + e on the τ grid: the weighted mean
+    α̂(τ), its variance 1 / Σw in ``c00``, a slope of 0 (``c01``, ``c11`` 0)."""
+    tau = tau_grid(y, s)
+    v = s[:, None, :] ** 2 + tau[:, :, None] ** 2
+    w = 1.0 / v
+    sw = w.sum(axis=2)
+    mean = (w * y[:, None, :]).sum(axis=2) / sw
+    q = (w * (y[:, None, :] - mean[:, :, None]) ** 2).sum(axis=2)
+    loglik = -0.5 * (np.log(v).sum(axis=2) + np.log(sw) + q)
+    zero = np.zeros_like(tau)
+    return GridFit(tau, mean, zero, 1.0 / sw, zero, zero, q, loglik)
 
 
 def confidence_weights(fit: GridFit, df: int) -> np.ndarray:
@@ -152,6 +196,42 @@ def predictive(fit: GridFit, weight: np.ndarray, xhat0: np.ndarray, resid0: np.n
     par = fit.c00 + 2 * h * fit.c01 + h * h * fit.c11
     var = par + fit.tau**2 + (fit.beta**2 + fit.c11) * resid0[:, None]
     return Mixture(weight, mean, np.sqrt(np.maximum(var, 1e-300)))
+
+
+def _t_scales(df: int) -> tuple[np.ndarray, np.ndarray]:
+    """Weights and sd factors √(df / w) of a normal scale mixture close to
+    Student's t with ``df`` degrees of freedom (t = Z / √(W / df), W ~ χ²_df):
+    W's quantiles at the middles of 64 probability bins, finer near 0 where the
+    tails come from (the 97.5% and 99.5% quantiles within 0.3% of t's from
+    df = 2)."""
+    from scipy import stats
+
+    edges = np.concatenate([[0.0], np.geomspace(1e-5, 0.2, 30), np.linspace(0.2, 1.0, 35)[1:]])
+    middle = (edges[1:] + edges[:-1]) / 2
+    return np.diff(edges), np.sqrt(df / stats.chi2.ppf(middle, df))
+
+
+def plugin_t(
+    fit: GridFit,
+    index: np.ndarray,
+    q: np.ndarray,
+    df: int,
+    xhat0: np.ndarray,
+    resid0: np.ndarray,
+) -> Mixture:
+    """The REML plug-in forecast at the grid point ``index`` (R,): θ̂₀ = α̂ + β̂ x̂₀
+    with variance v = q hᵀCh + τ̂² + (β̂² + q C₁₁) λ₀σ₀², ``q`` = Q(τ̂) / df (the
+    Knapp–Hartung scale, (R,)), and θ₀ − θ̂₀ ~ √v · t(df), as a normal scale
+    mixture."""
+    h = xhat0
+    c11 = at(fit.c11, index)
+    par = q * (at(fit.c00, index) + 2 * h * at(fit.c01, index) + h * h * c11)
+    beta = at(fit.beta, index)
+    var = par + at(fit.tau, index) ** 2 + (beta**2 + q * c11) * resid0
+    mean = at(fit.alpha, index) + beta * h
+    weight, factor = _t_scales(df)
+    sd = np.sqrt(np.maximum(var, 1e-300))[:, None] * factor[None, :]
+    return Mixture(np.tile(weight, (len(mean), 1)), np.repeat(mean[:, None], len(factor), 1), sd)
 
 
 def slope_mixture(fit: GridFit, weight: np.ndarray) -> Mixture:

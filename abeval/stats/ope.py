@@ -47,6 +47,17 @@ TOP_USERS = 0.01
 #: warning (coverage did not fall with this share in the same simulation).
 MIN_ESS_USERS = 40.0
 MAX_TOP_SHARE = 0.5
+#: Above this skewness of the mean of the per-user weights (their skewness over
+#: √users) the normal interval is marked unreliable too: weights skewed enough
+#: to do that undercovered at 2,000 users as well as at 200, where the effective
+#: number of users stayed far above :data:`MIN_ESS_USERS`
+#: (benchmarks/bench_ope_coverage.py, docs/metrics.md#ope-intervals).
+MAX_MEAN_SKEW = 0.1
+
+
+def cube(variable: str) -> str:
+    """The name, in :attr:`UserSums.sums`, of Σ_u x_u³ of a per-user variable."""
+    return f"{variable}^3"
 
 
 #: Warning thresholds (docs/metrics.md#ope-diagnostics).
@@ -135,13 +146,33 @@ class UserWeights(JsonResult):
     """An estimator's weights over users: the effective number of users
     (Σ_u w_u)² / Σ_u w_u² (Kish, w_u a user's sum of weights), its share of the
     users, the share of Σ w·c carried by the 1% of users with the largest w_u,
-    and whether the normal interval can be relied on (``normal``) or not
-    (``unreliable``)."""
+    the skewness of the w_u and of their mean (that over √users), and whether
+    the normal interval can be relied on (``normal``) or not (``unreliable``:
+    ``few_users`` below :data:`MIN_ESS_USERS` effective users, ``skewed`` above
+    :data:`MAX_MEAN_SKEW` skewness of the mean)."""
 
     ess_users: float | None
     ess_users_share: float | None
     top_share: float | None
     interval: Literal["normal", "unreliable"]
+    skewness: float | None = None
+    mean_skewness: float | None = None
+    reasons: tuple[Literal["few_users", "skewed"], ...] = ()
+
+
+def skewness(s: UserSums, x: str) -> float | None:
+    """The sample skewness m₃ / m₂^1.5 of the per-user values of ``x`` (central
+    moments with divisor n) from Σx, Σx², Σx³; None without Σx³ or variance."""
+    n, cubed = s.users, s.sums.get(cube(x))
+    square = s.products.get((x, x))
+    if cubed is None or square is None or n < 3:
+        return None
+    m = s.sums[x] / n
+    m2 = square / n - m * m
+    m3 = cubed / n - 3 * m * square / n + 2 * m**3
+    if m2 <= 1e-12 * max(square / n, 1e-300):
+        return None
+    return m3 / m2**1.5
 
 
 def user_weights(s: UserSums, estimator: str, top: Mapping[str, float]) -> UserWeights | None:
@@ -155,12 +186,21 @@ def user_weights(s: UserSums, estimator: str, top: Mapping[str, float]) -> UserW
     ess = sw * sw / sw2 if sw2 > 0 else None
     total = s.sums.get(wc, 0.0)
     share = top[wc] / total if wc in top and total > 0 else None
-    unreliable = ess is not None and ess < MIN_ESS_USERS
+    g = finite(skewness(s, w))
+    mean_g = g / math.sqrt(s.users) if g is not None else None
+    reasons: list[Literal["few_users", "skewed"]] = []
+    if ess is not None and ess < MIN_ESS_USERS:
+        reasons.append("few_users")
+    if mean_g is not None and mean_g > MAX_MEAN_SKEW:
+        reasons.append("skewed")
     return UserWeights(
         finite(ess),
         finite(ess / s.users if ess is not None else None),
         finite(share),
-        "unreliable" if unreliable else "normal",
+        "unreliable" if reasons else "normal",
+        g,
+        mean_g,
+        tuple(reasons),
     )
 
 

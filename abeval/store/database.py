@@ -98,9 +98,11 @@ class Database:
             raise turned from None
 
     def close(self) -> None:
+        # the spill folder of a database another store of the file still uses is kept
+        kept = self.memory is not None and self.backend.shared_elsewhere(self.engine)
         with signals.held():
             self.engine.dispose()
-        if self.memory is not None:
+        if self.memory is not None and not kept:
             self.memory.remove_spill_dir()
 
     def __enter__(self) -> Database:

@@ -8,7 +8,10 @@ can read it meanwhile), and a write closes that engine, opens the file for writi
 (waiting for a writer lock held elsewhere, with a line on standard error), writes,
 closes and goes back to read-only: the store is never left locked for writing
 between calls. A store that does not exist yet, or needs migrating, is
-created/migrated in a short write when it is opened. PostgreSQL, Spark and an
+created/migrated in a short write when it is opened. Two stores of one file in
+one process share DuckDB's database of it (their settings are the same), so both
+read; a write through one while the other is open is refused in one line
+(:class:`~abeval.errors.StoreHeldHere`). PostgreSQL, Spark and an
 in-memory DuckDB database have no file lock: their one database stays open as
 opened."""
 

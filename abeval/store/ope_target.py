@@ -19,10 +19,11 @@ position); the source arm's requests are those with an impression of its
 analysed users from their exposure on (:func:`abeval.store.sql.population.population_parts`,
 without an analysis window, so that a recording does not depend on one).
 
-:func:`varying_propensities` says whether the logging policy was personalised:
-the logged propensity of one (item, position) differs between requests, and
-the target arm's context-free frequency of (item, position) then cannot stand
-in for its probabilities.
+:func:`varying_propensities` says whether an arm's logging policy was
+personalised: the logged propensity of one (item, position) differs between
+requests. For the *target* arm of a direction its context-free frequency of
+(item, position) is then only an average over requests
+(:func:`abeval.analysis.ope.varying_target`).
 """
 
 from __future__ import annotations

@@ -1,8 +1,11 @@
 """The forecast model (abeval.stats.forecast, docs/metrics.md#forecasting-the-online-lift)
 against independent re-derivations: regression calibration by hand, statsmodels
-WLS at a fixed τ², the restricted likelihood from its matrix formula and its
-maximiser by scipy, the HKSJ standard error by formula, and the predictive
-mixture by root-finding the Q-profile confidence distribution of τ with scipy."""
+WLS at a fixed τ² (with each experiment's calibration error β̃²λσ² in its
+variance), the restricted likelihood from its matrix formula and its
+maximiser by scipy, the HKSJ standard error by formula, the predictive
+mixture by root-finding the Q-profile confidence distribution of τ with
+scipy, the small-k REML interval with scipy's t, the intercept-only fallback
+and the leave-one-out influence diagnostic."""
 
 from __future__ import annotations
 
@@ -16,8 +19,10 @@ from scipy import stats as st
 
 from abeval.stats import forecast_batch as fb
 from abeval.stats.forecast import (
+    SMALL_K,
     HistoryRow,
     fit,
+    influence,
     log_score,
     observed_interval,
     predict,
@@ -61,6 +66,18 @@ def _reml(tau2, xhat, y, s):
     beta = np.linalg.solve(info, design.T @ vinv @ y)
     r = y - design @ beta
     return -0.5 * (np.linalg.slogdet(v)[1] + np.linalg.slogdet(info)[1] + r @ vinv @ r)
+
+
+def _extra(rows):
+    """Each experiment's calibration error β̃² λᵢ σᵢ², β̃ the slope of a first
+    pass: statsmodels WLS with weights 1 / (s² + τ̃²), τ̃ the grid's τ of largest
+    restricted likelihood (the matrix formula below)."""
+    x, sx, y, s = _arrays(rows)
+    xhat, s2 = _calibrated(x, sx)
+    grid = fb.tau_grid(y[None], s[None])[0]
+    tau = grid[int(np.argmax([_reml(t**2, xhat, y, s) for t in grid]))]
+    beta = sm.WLS(y, sm.add_constant(xhat), weights=1 / (s**2 + tau**2)).fit().params[1]
+    return beta**2 * s2 / (s2 + sx**2) * sx**2
 
 
 def test_regression_calibration_by_hand():
@@ -117,7 +134,7 @@ def test_slope_interval_is_hksj_with_t_k_minus_2():
     xhat, _ = _calibrated(x, sx)
     f = fit(rows, alpha=0.1)
     assert f.status == "ok" and f.tau is not None and f.slope_interval is not None
-    w = 1 / (s**2 + f.tau**2)
+    w = 1 / (s**2 + f.tau**2 + _extra(rows))
     res = sm.WLS(y, sm.add_constant(xhat), weights=w).fit()
     q = np.sum(w * res.resid**2) / (9 - 2)
     se = math.sqrt(q * res.normalized_cov_params[1, 1])
@@ -127,14 +144,15 @@ def test_slope_interval_is_hksj_with_t_k_minus_2():
     assert f.slope_interval == pytest.approx((res.params[1] - half, res.params[1] + half))
 
 
-def _q_profile_taus(xhat, y, s, df, probs, top):
+def _q_profile_taus(xhat, y, s, df, probs, top, extra=0.0):
     """τ at each confidence level of ``probs``: the root of Q(τ) = χ²_df
     quantile (statsmodels WLS for Q, scipy brentq), 0 where Q(0) is already
     below it, ``top`` where Q(top) is still above it (Viechtbauer 2007)."""
 
     def q(tau):
-        res = sm.WLS(y, sm.add_constant(xhat), weights=1 / (s**2 + tau**2)).fit()
-        return float(np.sum(res.resid**2 / (s**2 + tau**2)))
+        v = s**2 + tau**2 + extra
+        res = sm.WLS(y, sm.add_constant(xhat), weights=1 / v).fit()
+        return float(np.sum(res.resid**2 / v))
 
     taus = []
     for p in probs:
@@ -162,8 +180,9 @@ def test_predictive_matches_q_profile_sampling():
     top = 30 * max(np.std(y, ddof=1), np.median(s))
     probs = (np.arange(4000) + 0.5) / 4000
     means, sds = [], []
-    for tau in _q_profile_taus(xhat, y, s, 10 - 2, probs, top):
-        w = 1 / (s**2 + tau**2)
+    extra = _extra(rows)
+    for tau in _q_profile_taus(xhat, y, s, 10 - 2, probs, top, extra):
+        w = 1 / (s**2 + tau**2 + extra)
         res = sm.WLS(y, sm.add_constant(xhat), weights=w).fit()
         cov = res.normalized_cov_params
         b = res.params[1]
@@ -191,13 +210,14 @@ def test_confidence_weights_are_the_q_profile_distribution():
     f = fit(rows)
     assert f.grid is not None
     h = []
+    extra = _extra(rows)
     for tau in f.grid.tau[:2]:
-        w = 1 / (s**2 + tau**2)
+        w = 1 / (s**2 + tau**2 + extra)
         res = sm.WLS(y, sm.add_constant(xhat), weights=w).fit()
         h.append(st.chi2.sf(float(np.sum(w * res.resid**2)), 10))
     assert f.grid.weight[0] == pytest.approx(h[0] + (h[1] - h[0]) / 2, rel=1e-9)
     top = 30 * max(np.std(y, ddof=1), np.median(s))
-    median = _q_profile_taus(xhat, y, s, 10, [0.5], top)[0]
+    median = _q_profile_taus(xhat, y, s, 10, [0.5], top, extra)[0]
     assert median > 0
     cum = np.cumsum(f.grid.weight)
     at_median = f.grid.tau[int(np.searchsorted(cum, 0.5))]
@@ -216,7 +236,7 @@ def test_coverage_of_true_lift_in_simulation():
     theta = 0.8 * xi + rng.normal(size=xi.shape) * 0.01
     y = theta + rng.normal(size=xi.shape) * s
     cal = fb.calibrate(x[:, 1:], s[:, 1:] / 2)
-    grid = fb.wls_on_grid(cal.xhat, y[:, 1:], s[:, 1:], fb.tau_grid(y[:, 1:], s[:, 1:]))
+    grid, _ = fb.eiv_fit(cal, s[:, 1:] / 2, y[:, 1:], s[:, 1:])
     x0, resid0 = fb.shrink(cal, x[:, 0], s[:, 0] / 2)
     mix = fb.predictive(grid, fb.confidence_weights(grid, k - 2), x0, resid0)
     covered = (mix.quantile(0.025) <= theta[:, 0]) & (theta[:, 0] <= mix.quantile(0.975))
@@ -228,7 +248,6 @@ def test_coverage_of_true_lift_in_simulation():
     ("rows", "status"),
     [
         (_history(k=2), "too_few_experiments"),
-        ([HistoryRow(0.01, 0.0, 0.01 * i, 0.01) for i in range(4)], "no_variation"),
         ([HistoryRow(0.01 * i, 0.0, 0.01, 0.0) for i in range(4)], "invalid_input"),
         ([HistoryRow(0.01 * i, 0.0, math.nan, 0.01) for i in range(4)], "invalid_input"),
     ],
@@ -253,7 +272,7 @@ def test_three_experiments_fit_with_t_1():
     xhat, _ = _calibrated(x, sx)
     f = fit(rows)
     assert f.status == "ok" and f.slope_interval is not None and f.tau is not None
-    w = 1 / (s**2 + f.tau**2)
+    w = 1 / (s**2 + f.tau**2 + _extra(rows))
     res = sm.WLS(y, sm.add_constant(xhat), weights=w).fit()
     se = math.sqrt(np.sum(w * res.resid**2) * res.normalized_cov_params[1, 1])
     half = st.t.ppf(0.975, 1) * se
@@ -283,3 +302,104 @@ def test_log_score_and_observed_interval_add_the_test_s_noise():
     assert f.interval is not None and low < f.interval[0] and high > f.interval[1]
     none = predict(fit(_history(k=2)), 0.03, 0.01)
     assert log_score(none, 0.0, 0.01) is None and observed_interval(none, 0.01) is None
+
+
+def test_small_k_is_the_reml_interval_with_t_k_minus_2():
+    """Below SMALL_K experiments: θ̂₀ ± t(k − 2) √(q hᵀCh + τ̂² + (β̂² + q C₁₁) λ₀σ₀²)
+    at the REML τ̂ (statsmodels WLS with the calibration error in the weights,
+    q = max(Q / (k − 2), 1), scipy's t); the mixture approximates t within 0.2%."""
+    k = 5
+    rows = _history(k=k, seed=9, tau=0.004)
+    x, sx, y, s = _arrays(rows)
+    xhat, s2 = _calibrated(x, sx)
+    f = fit(rows)
+    assert k < SMALL_K and f.interval_method == "reml_t" and f.tau is not None
+    w = 1 / (s**2 + f.tau**2 + _extra(rows))
+    res = sm.WLS(y, sm.add_constant(xhat), weights=w).fit()
+    q = max(np.sum(w * res.resid**2) / (k - 2), 1.0)
+    x0, sigma0 = 0.03, 0.006
+    lam0 = s2 / (s2 + sigma0**2)
+    h = np.array([1.0, x.mean() + lam0 * (x0 - x.mean())])
+    cov = res.normalized_cov_params
+    b = res.params[1]
+    var = q * h @ cov @ h + f.tau**2 + (b**2 + q * cov[1, 1]) * lam0 * sigma0**2
+    half = st.t.ppf(0.975, k - 2) * math.sqrt(var)
+    p = predict(f, x0, sigma0)
+    assert p.interval is not None and p.point is not None
+    assert p.point == pytest.approx(h @ res.params, rel=1e-9)
+    assert p.interval[0] == pytest.approx(h @ res.params - half, abs=0.002 * half)
+    assert p.interval[1] == pytest.approx(h @ res.params + half, abs=0.002 * half)
+    assert p.p_positive == pytest.approx(st.t.sf(-h @ res.params / math.sqrt(var), k - 2), abs=2e-3)
+
+
+def _noise_only(k):
+    """Offline lifts that are their own noise: σ equal to their whole spread."""
+    rng = np.random.default_rng(5)
+    s = rng.uniform(0.006, 0.014, k)
+    y = 0.003 + rng.normal(0, 0.005, k) + rng.normal(0, 1, k) * s
+    x = rng.normal(0.0, 0.01, k)
+    return [HistoryRow(float(a), 0.02, float(b), float(c), f"e{i}")
+            for i, (a, b, c) in enumerate(zip(x, y, s, strict=True))]  # fmt: skip
+
+
+def test_a_weak_signal_gets_the_intercept_only_forecast():
+    """var(x) − mean(σ²) below 5% of var(x): no refusal but y = α + u + e, here
+    (k = 6, REML plug-in) ȳ_w(τ̂) ± t(k − 1) √(q / Σw + τ̂²), q = max(Q(τ̂) / (k − 1), 1),
+    whatever the candidate's offline lift."""
+    k = 6
+    rows = _noise_only(k)
+    _, _, y, s = _arrays(rows)
+    f = fit(rows)
+    assert (f.status, f.model, f.reason, f.slope) == ("ok", "intercept_only", "weak_signal", None)
+    assert "noise" in f.message and f.tau is not None
+    w = 1 / (s**2 + f.tau**2)
+    mean = float(np.sum(w * y) / np.sum(w))
+    q = max(float(np.sum(w * (y - mean) ** 2)) / (k - 1), 1.0)
+    half = st.t.ppf(0.975, k - 1) * math.sqrt(q / np.sum(w) + f.tau**2)
+    for x0 in (-0.05, 0.0, 0.08):
+        p = predict(f, x0, 0.01)
+        assert (p.status, p.model, p.reason) == ("ok", "intercept_only", "weak_signal")
+        assert p.point == pytest.approx(mean, rel=1e-9)
+        assert p.interval == pytest.approx((mean - half, mean + half), abs=0.002 * half)
+
+    # the REML τ̂ of the intercept-only model, against scipy's maximiser
+    def reml(tau):
+        v = s**2 + tau**2
+        sw = np.sum(1 / v)
+        m = np.sum(y / v) / sw
+        return -0.5 * (np.sum(np.log(v)) + math.log(sw) + np.sum((y - m) ** 2 / v))
+
+    grid = fb.tau_grid(y[None], s[None])[0]
+    assert f.tau == grid[int(np.argmax([reml(t) for t in grid]))]
+
+
+def test_equal_offline_lifts_get_the_intercept_only_forecast():
+    rows = [HistoryRow(0.01, 0.0, 0.01 * i, 0.01) for i in range(4)]
+    f = fit(rows)
+    assert (f.status, f.model, f.reason) == ("ok", "intercept_only", "no_variation")
+    p = predict(f, 0.03, 0.01)
+    assert p.status == "ok" and p.point == pytest.approx(0.015)  # equal weights: the mean
+
+
+def test_influence_names_an_outlier_and_forecasts_without_it():
+    """One experiment moved by 10 standard errors: its leave-one-out two-sided
+    predictive p-value (the others' forecast of its observed lift, from the held-out
+    mixture with scipy's normal), times k, is the smallest and below 5%; the
+    forecast without it is the fit on the other nine. A clean history names none."""
+    rows = _history(k=10, seed=12, tau=0.004)
+    moved = rows[3].online_lift + 10 * rows[3].online_se
+    rows[3] = HistoryRow(rows[3].offline_lift, rows[3].offline_se, moved, rows[3].online_se, "e3")
+    p = predict(fit(rows), 0.03, 0.004)
+    found = influence(rows, p)
+    assert found is not None and found.flagged and found.experiment == "e3"
+    rest = rows[:3] + rows[4:]
+    held = predict(fit(rest), rows[3].offline_lift, rows[3].offline_se)
+    sd = np.sqrt(np.array(held.sds) ** 2 + rows[3].online_se ** 2)
+    below = float(np.sum(np.array(held.weights) * st.norm.cdf(moved, held.means, sd)))
+    assert found.p_value == pytest.approx(min(1.0, 10 * 2 * min(below, 1 - below)), rel=1e-6)
+    without = predict(fit(rest), 0.03, 0.004)
+    assert found.point == pytest.approx(without.point) and found.interval == without.interval
+    assert p.interval is not None and without.interval is not None
+    assert without.interval[1] - without.interval[0] < p.interval[1] - p.interval[0]
+    clean = influence(_history(k=10, seed=12, tau=0.004), p)
+    assert clean is not None and not clean.flagged and clean.p_value > 0.05

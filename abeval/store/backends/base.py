@@ -112,6 +112,18 @@ class Backend:
         holds the store (then abeval waits for it)."""
         return False
 
+    def shared_elsewhere(self, engine: Engine) -> bool:
+        """Whether another connection of this process uses the database ``engine``
+        is connected to (DuckDB's of a file two stores opened): its spill folder is
+        then kept when ``engine`` closes."""
+        return False
+
+    def is_held_here(self, message: str) -> bool:
+        """Whether the driver's ``message`` on connecting says that this process
+        holds the store already with other settings (DuckDB: open for reading while
+        this connection would write): waiting would wait for itself."""
+        return False
+
     def fault(self, shown: str, url: str, exc: Exception) -> BaseException | None:
         """What to raise instead of ``exc``, escaped from a block of the store
         ``shown``: one :class:`StoreError` line for a fault of the store, its disk or

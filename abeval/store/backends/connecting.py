@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from abeval.errors import StoreError
+from abeval.errors import StoreError, StoreHeldHere
 from abeval.store.backends.faults import first_line, hint
 from abeval.store.backends.url_secrets import split_credentials, without_secrets
 
@@ -96,8 +96,23 @@ def connect_engine(
                     "to wait longer) or use another {db}",
                     parameters=("db",),
                 ) from None
+            if backend.is_held_here(text):
+                raise held_here(shown, read_only) from None
             reason = first_line(without_secrets(text, url))
             raise StoreError(f"cannot open the store {shown}: {reason}{hint(reason)}") from None
+
+
+def held_here(shown: str, read_only: bool) -> StoreHeldHere:
+    """One line for a DuckDB file that another store of this process holds with
+    other settings."""
+    if read_only:
+        how = "with other settings (writing it, or another ABEVAL_MEMORY_LIMIT or ABEVAL_TEMP_DIR)"
+    else:
+        how = "for reading (DuckDB lets one process read a file or write it, not both)"
+    return StoreHeldHere(
+        f"cannot {'read' if read_only else 'write'} the store {shown}: another abeval.open "
+        f"of it in this process holds it {how}; close that store (store.close()) first"
+    )
 
 
 def engine_error(shown: str, url: str, exc: Exception) -> str:

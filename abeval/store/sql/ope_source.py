@@ -8,8 +8,7 @@ clicked ones and the varying-propensity check of every arm) are one statement of
 their own; the impressions the directions read (``o_imp``: integer keys, no text
 but the user's id) are kept as a table only when a direction is estimated, and a
 target file's rows get their integer keys once (``o_file``), looked up in the
-events for the requests and items the file names. A report whose directions are
-all left out (personalised logging, no target file) makes no table at all.
+events for the requests and items the file names.
 """
 
 from __future__ import annotations
@@ -219,6 +218,8 @@ class OpeSource:
             + [f"SUM({a} * {b})" for a, b in pairs]
             # The top 1% of users by w: rank k with 100·k <= m + 99, i.e. k <= ceil(m / 100).
             + [f"SUM(CASE WHEN 100 * t_{w} <= t_m + 99 THEN {wc} ELSE 0 END)" for w, wc in ranked]
+            # Σ w_u³ of each weight, for the skewness of the weights over users.
+            + [f"SUM({w} * {w} * {w})" for w, _ in ranked]
             # Cascade-DR's (request, position) pairs short of candidates, in the same pass.
             + (["SUM(short)"] if "dr" in names else [])
         )
@@ -239,6 +240,10 @@ class OpeSource:
         )
         end = nv + npairs + len(ranked)
         top = dict(zip((wc for _, wc in ranked), values[nv + npairs : end], strict=True))
+        cubes = values[end : end + len(ranked)]
+        # Named as abeval.stats.ope.cube names them ("w^3": Σ_u w_u³).
+        user.sums.update({f"{w}^3": v for (w, _), v in zip(ranked, cubes, strict=True)})
+        end += len(ranked)
         if steps is not None and steps.ok:
             steps = StepSupport(
                 steps.impressions,

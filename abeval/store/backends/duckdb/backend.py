@@ -25,6 +25,14 @@ if TYPE_CHECKING:
 _ARROW_VIEW = "abeval_ope_rows"
 
 
+def _file_of(url: str) -> str | None:
+    """The DuckDB file ``url`` names; None for an in-memory database."""
+    from sqlalchemy.engine import make_url
+
+    path = make_url(url).database
+    return None if not path or str(path).startswith(":memory:") else str(path)
+
+
 class DuckDBBackend(Backend):
     temporary_tables = True
     reads_files_in_place = True
@@ -51,7 +59,7 @@ class DuckDBBackend(Backend):
         from abeval.store.backends.duckdb.memory import duckdb_memory
 
         check_duckdb_file(url, shown, must_exist)
-        return duckdb_memory()
+        return duckdb_memory(_file_of(url))
 
     def create_engine(self, url: str, read_only: bool, memory: DuckDBMemory | None) -> Engine:
         """One connection per process: DuckDB serialises writers anyway, and a single
@@ -70,8 +78,11 @@ class DuckDBBackend(Backend):
         def _utc(dbapi_connection: Any, _record: Any) -> None:
             # Timestamps without a zone are UTC whatever the machine's zone is.
             dbapi_connection.execute("SET TimeZone = 'UTC'")
-            # abeval reports its own progress; DuckDB's bar would garble stdout.
-            dbapi_connection.execute("SET enable_progress_bar = false")
+            # abeval reports its own progress; DuckDB's bar would garble stdout. In
+            # Jupyter without ipywidgets it is off already, and setting it fails.
+            bar = "SELECT current_setting('enable_progress_bar')"
+            if dbapi_connection.execute(bar).fetchone()[0]:
+                dbapi_connection.execute("SET enable_progress_bar = false")
             if memory is not None:  # for a statement that lowers it to put it back
                 _record.info[MEMORY_LIMIT_INFO] = memory.limit_bytes
 
@@ -79,13 +90,18 @@ class DuckDBBackend(Backend):
 
     def file_locked(self, url: str) -> bool:
         """A DuckDB file is; an in-memory database is not."""
-        from sqlalchemy.engine import make_url
-
-        path = make_url(url).database
-        return bool(path) and not str(path).startswith(":memory:")
+        return _file_of(url) is not None
 
     def is_locked(self, message: str) -> bool:
         return "Could not set lock" in message or "Conflicting lock" in message
+
+    def shared_elsewhere(self, engine: Engine) -> bool:
+        from abeval.store.backends.duckdb.memory import shared_elsewhere
+
+        return shared_elsewhere(engine)
+
+    def is_held_here(self, message: str) -> bool:
+        return "different configuration than existing connections" in message
 
     def temporary_name(self, view: str) -> str:
         return f"temp.main.{view}"

@@ -13,9 +13,10 @@ on every DuckDB connection of the store (docs/architecture.md#memory-and-spillin
   3.6 GiB and the report's online pass at 3.3 GiB (DuckDB's memory outside its
   buffers and Python's take the rest: benchmarks/RESULTS.md).
 - ``ABEVAL_TEMP_DIR`` (default: the system's temporary folder, ``TMPDIR``): a
-  writable folder. Each open store spills into a folder of its own inside it,
-  which DuckDB creates at its first spill and which is removed when the store is
-  closed (and, if its process was killed first, when a later store is opened).
+  writable folder. Each open store file spills into a folder of its own inside
+  it (one per process and file: :func:`duckdb_memory`), which DuckDB creates at
+  its first spill and which is removed when the file's last store is closed (and,
+  if its process was killed first, when a later store is opened).
   It is never next to the store, so a read-only store on a read-only disk can
   spill too.
 
@@ -39,7 +40,7 @@ from abeval.errors import StoreError
 from abeval.store.backends.faults import is_aborted
 
 if TYPE_CHECKING:
-    from sqlalchemy.engine import Connection
+    from sqlalchemy.engine import Connection, Engine
 
 MEMORY_ENV = "ABEVAL_MEMORY_LIMIT"
 TEMP_ENV = "ABEVAL_TEMP_DIR"
@@ -135,15 +136,41 @@ def spill_root() -> Path:
     return folder.resolve()
 
 
-def duckdb_memory() -> DuckDBMemory:
+def duckdb_memory(file: str | None = None) -> DuckDBMemory:
     """The settings for a new DuckDB connection, read from the environment now: the
     limit, and a spill folder of its own (not created yet) under the spill root,
-    after removing the folders abandoned there (:func:`remove_abandoned_spills`)."""
+    after removing the folders abandoned there (:func:`remove_abandoned_spills`).
+
+    The connections of one process to one ``file`` get the same folder, so the
+    same settings: DuckDB then lets them share its one database of that file (two
+    stores of it open at once in a notebook), and refuses connections of one file
+    with different settings. Its name is the process and a digest of the file's
+    absolute path, as DuckDB names the file; without a file it is random."""
+    import hashlib
+
     limit = memory_limit()
     root = spill_root()
     remove_abandoned_spills(root)
-    spill = root / f"abeval-spill-{os.getpid()}-{os.urandom(4).hex()}"
+    if file is None:
+        tag = os.urandom(4).hex()
+    else:
+        tag = hashlib.sha256(os.path.abspath(file).encode()).hexdigest()[:8]
+    spill = root / f"abeval-spill-{os.getpid()}-{tag}"
     return DuckDBMemory(limit_bytes=limit, spill_dir=spill)
+
+
+def shared_elsewhere(engine: Engine) -> bool:
+    """Whether another connection of this process uses the DuckDB database that
+    ``engine`` is connected to (another store of the same file): its spill folder
+    is then still in use, and DuckDB removes it when its last connection closes."""
+    from sqlalchemy import text
+
+    try:
+        with engine.connect() as conn:
+            count = conn.execute(text("SELECT * FROM duckdb_connection_count()")).scalar()
+    except Exception:  # a broken connection: nothing to keep its folder for
+        return False
+    return int(count or 0) > 1
 
 
 _SPILL_NAME = re.compile(r"^abeval-spill-(\d+)-[0-9a-f]{8}$")
