@@ -1,7 +1,7 @@
 """The sentence every status code of a result reads as on a page or in text.
 
 Results carry codes (``zero_baseline``, ``too_few_experiments``,
-``personalised_logging``) and keep them in JSON; every headline, card and text
+``personalised_target``) and keep them in JSON; every headline, card and text
 line says them with :func:`said` instead, so a reader never meets a code. One
 table for every code of every result (tests/test_words.py walks the results'
 ``Literal`` types and checks each value has a sentence here). A result's own
@@ -42,8 +42,8 @@ STATUS_WORDS: dict[str, str] = {
     "incomplete_candidates": "the target probabilities lack candidate items at some positions",
     "not_requested": "not requested",
     "no_propensities": "the logs carry no propensities",
-    "personalised_logging": "the logging policy's propensities vary between requests, "
-    "so its own frequency cannot stand in for it",
+    "personalised_target": "the target arm's logged propensities vary between requests, "
+    "so its context-free frequency stands in for probabilities that depend on the request",
     "unreliable": "too few effective users for a reliable interval",
     "normal": "normal interval",
     "prediction": "a prediction from the target's given probabilities",
@@ -58,6 +58,10 @@ STATUS_WORDS: dict[str, str] = {
     "ceiling_too_small": "the noise ceiling is too small to divide by",
     "no_signals": "no signals were found",
     "skipped": "skipped",
+    "not_independent": "the best signal is not independent evidence of the online lift",
+    "weak_signal": "the offline lifts vary no more than their noise, so the forecast "
+    "leaves them out",
+    "baseline": "the forecast without the offline lift, for comparison",
     "no_value": "one side has no value",
     "no_se": "one side has no standard error",
     # The predicted lift of the report.
