@@ -7,7 +7,7 @@ DEPS := $(VENV)/.deps-installed
 
 SPARK_DEPS := $(VENV)/.spark-installed
 
-.PHONY: demo test lint typecheck unit package-check bench clean test-slow test-spark spark-demo
+.PHONY: demo screenshot test lint typecheck unit package-check bench clean test-slow test-spark spark-demo
 
 $(DEPS): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -17,6 +17,11 @@ $(DEPS): pyproject.toml
 
 demo: $(DEPS)
 	$(BIN)/abeval demo
+
+# The README's picture of the demo report, from headless Chromium (scripts/screenshot.py;
+# not part of `make test`).
+screenshot: $(DEPS)
+	$(BIN)/python scripts/screenshot.py
 
 test: lint typecheck unit package-check
 

@@ -66,22 +66,34 @@ __all__ = [
 class _Presenters:
     """One result type's presenters, each importing its module when called."""
 
-    text: Callable[[Any], str]
+    text: Callable[..., str]
     html: Callable[..., str]
     page: Callable[[Any], Path]
     json: Callable[[Any], Any] = operator.methodcaller("to_dict")
 
 
-def _report_text(report: ExperimentReport) -> str:
+def _report_text(report: ExperimentReport, *, verbose: bool = False) -> str:
     from abeval.report.text import render_text
 
-    return render_text(report)
+    _flag("verbose", verbose)
+    return render_text(report, verbose=verbose)
 
 
-def _report_html(report: ExperimentReport) -> str:
+def _report_html(report: ExperimentReport, *, show_store: bool = False) -> str:
     from abeval.report.html import render_html
 
-    return render_html(report)
+    _flag("show_store", show_store)
+    return render_html(report, show_store=show_store)
+
+
+def _flag(parameter: str, value: bool) -> None:
+    """A presenter's on/off option (``show_store``, ``verbose``) is True or False: an
+    :class:`~abeval.errors.OptionError` naming it otherwise, as the API's checks
+    (:mod:`abeval.api.options`, which this layer does not import) raise."""
+    from abeval.errors import OptionError
+
+    if not isinstance(value, bool):
+        raise OptionError(parameter, value, "must be True or False", allowed=(True, False))
 
 
 def _report_page(report: ExperimentReport) -> Path:
@@ -114,10 +126,11 @@ def _forecast_text(report: ForecastReport) -> str:
     return render_text(report)
 
 
-def _forecast_html(report: ForecastReport) -> str:
+def _forecast_html(report: ForecastReport, *, show_store: bool = False) -> str:
     from abeval.report.forecast_html import render_html
 
-    return render_html(report)
+    _flag("show_store", show_store)
+    return render_html(report, show_store=show_store)
 
 
 def _forecast_page(report: ForecastReport) -> Path:
@@ -138,10 +151,11 @@ def _board_text(board: AgreementBoard) -> str:
     return render_text(board)
 
 
-def _board_html(board: AgreementBoard) -> str:
+def _board_html(board: AgreementBoard, *, show_store: bool = False) -> str:
     from abeval.report.agreement_html import render_html
 
-    return render_html(board)
+    _flag("show_store", show_store)
+    return render_html(board, show_store=show_store)
 
 
 def _board_page(board: AgreementBoard) -> Path:
@@ -204,14 +218,17 @@ def _presenters(result: object) -> _Presenters:
     raise TypeError(f"no presenter for {type(result).__name__}")
 
 
-def text(result: Any) -> str:
-    """The result as the CLI's text (``--format text``)."""
-    return _presenters(result).text(result)
+def text(result: Any, **options: Any) -> str:
+    """The result as the CLI's text (``--format text``); a report's takes
+    ``verbose=True`` (``--verbose``) for its long diagnostics."""
+    return _presenters(result).text(result, **options)
 
 
 def html(result: Any, **options: Any) -> str:
     """The result's HTML page (``--format html``); an evaluation's page takes the
-    ``alpha``, ``resamples`` and ``seed`` it was compared under."""
+    ``alpha``, ``resamples`` and ``seed`` it was compared under. The pages of a
+    report, an agreement board and a forecast name the store by its kind (``DuckDB
+    store``) unless ``show_store=True`` (``--show-store``): a page is shared."""
     return _presenters(result).html(result, **options)
 
 
@@ -388,6 +405,7 @@ def plan_lines(experiment: str, plan: Plan) -> list[str]:
     """The design and level of the plan, what each metric and arm detects now and
     what the target needs, and each guardrail's plan (``abeval power --experiment``)."""
     from abeval.formatting import count, number, pct
+    from abeval.report.words import said
 
     o = plan.options
     design = "sequential" if o.sequential else "fixed-horizon"
@@ -404,7 +422,7 @@ def plan_lines(experiment: str, plan: Plan) -> list[str]:
         )
         lines.append(f"  detects {pct(now.mde_relative)} now with {count(now.total_users)} users")
         if need.status != "ok":
-            lines.append(f"  {need.status}: {need.message}")
+            lines.append(f"  {said(need.status, need.message)}")
             continue
         lines.append(
             f"  a {pct(need.mde_relative)} lift needs {count(need.total_users)} users in all"

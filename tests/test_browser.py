@@ -7,8 +7,8 @@ size, painted each chart (a screenshot of its box is not blank and shows the
 chart colours), does not overflow sideways at 1280 px, and prints to PDF; and
 that the offline section takes at most a quarter of the page's height.
 
-``python tests/test_browser.py`` renders the README demo (20,000 users, seed 1,
-segments by device) and refreshes ``docs/report-screenshot.png``.
+``make screenshot`` (scripts/screenshot.py) renders the README demo (20,000 users,
+seed 1, segments by device) and refreshes ``docs/report-screenshot.png``.
 
 Chromium comes from Debian (``apt-get install chromium``). Without it the test is
 skipped, except when the ``CI`` environment variable is set: then it fails.
@@ -24,7 +24,6 @@ import os
 import queue
 import struct
 import subprocess
-import sys
 import threading
 import time
 import zlib
@@ -393,24 +392,17 @@ def test_report_in_headless_chromium(demo_page: Path, tmp_path: Path):
         browser.close()
 
 
-def save_screenshot(html: Path, out: Path, profile: Path) -> int:
-    """Screenshot the top ``WIDTH`` × ``HEIGHT`` pixels of ``html`` into ``out``."""
+def save_screenshot(
+    html: Path, out: Path, profile: Path, *, width: int = WIDTH, height: int = HEIGHT
+) -> int:
+    """Screenshot the top ``width`` × ``height`` pixels of ``html`` into ``out``
+    (scripts/screenshot.py, ``make screenshot``, refreshes the README's)."""
     browser = Browser(profile, profile.parent / "chromium.log")
     try:
-        page = Page(browser)
+        page = Page(browser, width=width, height=height)
         page.open(html)
-        png = page.screenshot(0, 0, WIDTH, HEIGHT)
+        png = page.screenshot(0, 0, width, height)
     finally:
         browser.close()
     out.write_bytes(png)
     return len(png)
-
-
-if __name__ == "__main__":  # refresh docs/report-screenshot.png from the README demo
-    import tempfile
-
-    # With an argument (e.g. demo/home-reco-v2.html from `make demo`), shoot that page.
-    with tempfile.TemporaryDirectory() as tmp:
-        html = Path(sys.argv[1]) if len(sys.argv) > 1 else build_demo(Path(tmp), 20_000, seed=1)
-        size = save_screenshot(html, ROOT / "docs" / "report-screenshot.png", Path(tmp) / "p")
-        print(f"wrote docs/report-screenshot.png ({size:,} bytes)", file=sys.stderr)

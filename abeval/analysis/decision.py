@@ -8,6 +8,8 @@ multiple-testing correction, and the health checks. The first that applies wins:
 2. ``roll_back``: a primary metric is significantly worse, or a guardrail is
    (with a margin: its harm is shown beyond the margin, the whole interval past
    it; a guardrail worse but not past its margin is ``underpowered`` or passed);
+   then ``keep_running`` while a primary team metric's events have not arrived
+   (``no_events``): it waits for them rather than being invalid;
 3. ``ship``: at least one primary metric is significantly better (none is
    worse and no guardrail is worse, by 2), every guardrail could be checked
    and no guardrail with a margin is underpowered (its interval reaches past
@@ -53,6 +55,7 @@ from abeval.analysis.report_model import (
     Role,
     Verdict,
 )
+from abeval.analysis.team_metrics import no_events
 from abeval.formatting import interval, pct, share
 from abeval.stats.results import Comparison
 from abeval.stats.spending import information_fractions
@@ -271,8 +274,9 @@ def metric_input(
 ) -> DecisionInput:
     """What the rule reads of one metric result (a guardrail's ``margin``: the
     largest relative harm it may show), in the metric's direction, which the result
-    carries, and in its role or in ``role``."""
-    return comparison_input(
+    carries, and in its role or in ``role``. A team metric whose events have not
+    arrived reads ``no_events``: not compared, waited for rather than invalid."""
+    read = comparison_input(
         m.metric,
         role or m.role,
         m.comparison,
@@ -281,6 +285,10 @@ def metric_input(
         margin=margin,
         lower_is_better=m.lower_is_better,
     )
+    if m.status != "no_events":
+        return read
+    unchecked: GuardrailState | None = "unchecked" if read.guardrail else None
+    return replace(read, status="no_events", direction=None, guardrail=unchecked)
 
 
 def comparison_input(
@@ -358,9 +366,9 @@ def decide(
         return "invalid", "sample ratio mismatch: the arms are not comparable; find the cause"
     if not primaries:
         return "invalid", "no primary metric to decide on"
-    broken = [p for p in primaries if p.status != "ok"]
+    broken = [p for p in primaries if p.status not in ("ok", "no_events")]
     if broken:
-        return "invalid", "could not compare " + _names(broken, catalog, status=True)
+        return "invalid", "could not compare " + _names(broken, catalog)
     worse = [
         *(p for p in primaries if p.direction == "worse"),
         *(g for g in guardrails if g.guardrail == "worse"),
@@ -368,12 +376,15 @@ def decide(
     worse = [m for i, m in enumerate(worse) if m.metric not in {w.metric for w in worse[:i]}]
     if worse:
         return "roll_back", "significantly worse: " + _names(worse, catalog, lift=True)
+    waiting = [no_events(p.metric, catalog) for p in primaries if p.status == "no_events"]
+    if waiting:
+        return "keep_running", "; ".join(w for w in waiting if w)
     better = [p for p in primaries if p.direction == "better"]
     unchecked = [g for g in guardrails if g.status != "ok"]
     if better and unchecked:
         return "keep_running", (
             f"{_names(better, catalog, lift=True)} significantly better, but guardrail "
-            f"{_names(unchecked, catalog, status=True)} could not be checked"
+            f"{_names(unchecked, catalog)} could not be checked"
         )
     underpowered = [g for g in guardrails if g.guardrail == "underpowered"]
     if better and underpowered:
@@ -416,14 +427,11 @@ def _names(
     catalog: Catalog,
     *,
     lift: bool = False,
-    status: bool = False,
 ) -> str:
     parts = []
     for m in items:
         text = catalog.label(m.metric)
         if lift:
             text += f" {pct(m.relative_effect)} {interval(m.interval)}"
-        if status:
-            text += f" ({m.status})"
         parts.append(text)
     return ", ".join(parts)

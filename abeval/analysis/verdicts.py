@@ -60,6 +60,8 @@ def _verdict(
             f"sample ratio mismatch (p = {health.srm.p_value:.2g}): assignment is broken, "
             "so every lift may be biased; find the cause before deciding"
         )
+    if m.status == "no_events":  # a team metric waiting for its events
+        return "keep_running", m.message
     if m.comparison.status != "ok":
         return "invalid", m.comparison.message
     if m.significant and not worse(m):

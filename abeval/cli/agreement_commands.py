@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 
 from abeval.cli.app import DbOption, PageFormatOption, app, command, emit, page_out
-from abeval.cli.options import JsonAlias, chosen_format
+from abeval.cli.options import JsonAlias, ShowStoreOption, chosen_format
 
 
 def _comma_names(value: str, known: Callable[[], set[str]]) -> tuple[str, ...]:
@@ -45,6 +45,7 @@ def agreement(
     ] = None,
     fmt: PageFormatOption = "html",
     as_json: JsonAlias = False,
+    show_store: ShowStoreOption = False,
     out: Annotated[Path | None, page_out("reports/agreement.html")] = None,
     primary: Annotated[
         str | None,
@@ -147,4 +148,4 @@ def agreement(
     elif fmt == "text":
         emit(render.text(board), out)
     else:
-        emit(render.html(board), out, default=render.page_path(board))
+        emit(render.html(board, show_store=show_store), out, default=render.page_path(board))

@@ -16,7 +16,13 @@ from abeval.cli.app import (
     emit,
     page_out,
 )
-from abeval.cli.options import JsonAlias, KOption, TextPageFormatOption, chosen_format
+from abeval.cli.options import (
+    JsonAlias,
+    KOption,
+    ShowStoreOption,
+    TextPageFormatOption,
+    chosen_format,
+)
 
 
 @command(app, "forecast")
@@ -145,6 +151,7 @@ def forecast(
     ] = None,
     fmt: TextPageFormatOption = "text",
     as_json: JsonAlias = False,
+    show_store: ShowStoreOption = False,
     out: Annotated[Path | None, page_out("reports/forecast.html")] = None,
     db: DbOption = None,
 ) -> None:
@@ -195,6 +202,6 @@ def forecast(
         document = render.json_document(report)
         emit(json.dumps(document, indent=2, allow_nan=False) + "\n", out)
     elif fmt == "html":
-        emit(render.html(report), out, default=render.page_path(report))
+        emit(render.html(report, show_store=show_store), out, default=render.page_path(report))
     else:
         emit(render.text(report), out)

@@ -36,6 +36,24 @@ TextPageFormatOption = Annotated[
         "--format", "-f", help="What to write: text (default), json or html.", show_default=False
     ),
 ]
+#: ``--show-store`` of a command that writes a page (report, agreement, forecast):
+#: the page names the store's place, not only its kind; pages are shared.
+ShowStoreOption = Annotated[
+    bool,
+    typer.Option(
+        "--show-store",
+        help="HTML: name the store's path or URL on the page (default: only its kind, "
+        "such as DuckDB store, since pages are shared).",
+    ),
+]
+#: ``--verbose`` of a command whose text folds long diagnostics (report).
+VerboseOption = Annotated[
+    bool,
+    typer.Option(
+        "--verbose",
+        help="Text: show the long diagnostics in full (each position's off-policy weights).",
+    ),
+]
 #: ``--json``, kept hidden for scripts: the same as ``--format json``.
 JsonAlias = Annotated[bool, typer.Option("--json", hidden=True, help="The same as --format json.")]
 

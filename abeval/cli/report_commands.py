@@ -30,9 +30,11 @@ from abeval.cli.options import (
     PlanUsersOption,
     PrimaryOption,
     SecondaryOption,
+    ShowStoreOption,
     TargetMdeOption,
     TargetPropensitiesOption,
     ToOption,
+    VerboseOption,
     chosen_format,
     experiment_option,
 )
@@ -62,6 +64,8 @@ def report(
     experiment: Annotated[str, experiment_option("Experiment key.")],
     fmt: PageFormatOption = "html",
     as_json: JsonAlias = False,
+    show_store: ShowStoreOption = False,
+    verbose: VerboseOption = False,
     out: Annotated[Path | None, page_out("reports/<experiment>.html")] = None,
     control: Annotated[
         str | None,
@@ -153,9 +157,9 @@ def report(
     if fmt == "json":
         emit(json.dumps(result.to_dict(), indent=2, allow_nan=False) + "\n", out)
     elif fmt == "text":
-        emit(render.text(result), out)
+        emit(render.text(result, verbose=verbose), out)
     else:
-        emit(render.html(result), out, default=render.page_path(result))
+        emit(render.html(result, show_store=show_store), out, default=render.page_path(result))
     hit = [d for d in result.decisions if d.decision in failing]
     if hit:
         said = ", ".join(f"{d.arm} {d.decision}" for d in hit)

@@ -11,7 +11,7 @@ fetched. Nothing here computes a statistic.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from abeval.analysis.agreement import AgreementBoard, AgreementPair, SignalSummary
@@ -27,6 +27,7 @@ from abeval.report.agreement_text import (
 )
 from abeval.report.agreement_words import GLOSSARY, SOURCE_TAGS, HeadlineWords, headline_words
 from abeval.report.templates import environment
+from abeval.report.words import store_shown
 from abeval.stats.forecast import MIN_EXPERIMENTS
 
 TEMPLATE = "agreement.html.j2"
@@ -156,6 +157,7 @@ def build_context(board: AgreementBoard) -> AgreementContext:
     )
 
 
-def render_html(board: AgreementBoard) -> str:
-    """The board as one HTML page."""
-    return environment().get_template(TEMPLATE).render(ctx=build_context(board))
+def render_html(board: AgreementBoard, *, show_store: bool = False) -> str:
+    """The board as one HTML page; the store named by its kind unless ``show_store``."""
+    shown = replace(board, store=store_shown(board.store, show_store))
+    return environment().get_template(TEMPLATE).render(ctx=build_context(shown))

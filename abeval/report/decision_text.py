@@ -15,6 +15,7 @@ from abeval.analysis.report_model import (
     Settings,
 )
 from abeval.formatting import count, share
+from abeval.report.words import metric_status, said
 
 
 def progress_text(p: PlanProgress) -> str:
@@ -65,7 +66,7 @@ def guardrail_sentence(g: DecisionInput, catalog: Catalog) -> str:
         else f"its interval rules out any {harm_word}"
     )
     if g.guardrail == "unchecked":
-        return f"{label}: could not be checked (status {g.status})"
+        return f"{label}: could not be checked: {metric_status(g.metric, g.status, catalog)}"
     if g.guardrail == "worse":
         return f"{label}: significantly worse"
     if g.margin is None:
@@ -83,7 +84,7 @@ def guardrail_power_line(g: GuardrailPower) -> str:
         f"at alpha {g.needed.alpha:.3g} and {share(g.needed.power, 0)} power"
     )
     if g.needed.status != "ok":
-        return f"{head}: {g.needed.status}: {g.needed.message}"
+        return f"{head}: {said(g.needed.status, g.needed.message)}"
     needs = f"{head} needs {count(g.needed.total_users)} users in all"
     if g.planned_users is None:
         return needs

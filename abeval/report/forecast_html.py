@@ -7,7 +7,7 @@ computes a statistic."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from abeval.analysis.forecast import ForecastReport, MetricForecast
@@ -23,6 +23,7 @@ from abeval.report.forecast_text import (
     traffic_line,
 )
 from abeval.report.templates import environment
+from abeval.report.words import history_shown
 
 TEMPLATE = "forecast.html.j2"
 DEFAULT_PATH = Path("reports") / "forecast.html"
@@ -90,6 +91,8 @@ def build_context(report: ForecastReport) -> ForecastContext:
     )
 
 
-def render_html(report: ForecastReport) -> str:
-    """The forecast as one HTML page."""
-    return environment().get_template(TEMPLATE).render(ctx=build_context(report))
+def render_html(report: ForecastReport, *, show_store: bool = False) -> str:
+    """The forecast as one HTML page; a history read from the store names the store
+    by its kind unless ``show_store``."""
+    shown = replace(report, history=history_shown(report.history, show_store))
+    return environment().get_template(TEMPLATE).render(ctx=build_context(shown))

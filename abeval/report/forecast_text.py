@@ -13,6 +13,7 @@ from abeval.analysis.forecast_choice import (
     Traffic,
 )
 from abeval.formatting import count, days_text, fixed, interval, pct, printable, share
+from abeval.report.words import said
 
 #: Why the board's best signal was passed over (:func:`choice_line`), by the code
 #: the analysis gives (a fit's status, or ``no_lift``).
@@ -177,7 +178,7 @@ def forecast_lines(m: MetricForecast, level: str, target: float) -> list[str]:
     p = m.forecast
     head = choice_line(m)
     if p.status != "ok":
-        return [head, f"  no forecast: {p.message}"]
+        return [head, f"  no forecast: {said(p.status, p.message)}"]
     go = [] if m.recommendation is None else [f"  {recommendation_line(m.recommendation, target)}"]
     speed = [] if m.traffic is None else [f"  {traffic_line(m.traffic)}"]
     return [

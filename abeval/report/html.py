@@ -19,6 +19,7 @@ filters of :mod:`abeval.formatting`.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
 
 from abeval.analysis.report_model import ExperimentReport
@@ -48,6 +49,7 @@ from abeval.report.ope_context import ope_context
 from abeval.report.predicted_context import predicted_context
 from abeval.report.templates import environment
 from abeval.report.text import CONTROL_RULES
+from abeval.report.words import decision_reason, store_shown
 
 __all__ = ["ReportContext", "build_context", "default_path", "environment", "render_html"]
 
@@ -171,6 +173,7 @@ def build_context(report: ExperimentReport) -> ReportContext:
                 _VERDICT_TONES.get(d.decision, "neutral"),
                 basis_sentence(d, report.experiment),
                 tuple(guardrail_sentence(g, report.catalog) for g in d.guardrails),
+                decision_reason(d, report.catalog),
             )
             for d in report.decisions
         ),
@@ -202,6 +205,8 @@ def build_context(report: ExperimentReport) -> ReportContext:
     )
 
 
-def render_html(report: ExperimentReport) -> str:
-    """The report as one self-contained HTML page."""
-    return environment().get_template(TEMPLATE).render(ctx=build_context(report))
+def render_html(report: ExperimentReport, *, show_store: bool = False) -> str:
+    """The report as one self-contained HTML page; the store named by its kind
+    unless ``show_store`` (:func:`abeval.report.words.store_shown`)."""
+    shown = replace(report, store=store_shown(report.store, show_store))
+    return environment().get_template(TEMPLATE).render(ctx=build_context(shown))

@@ -53,6 +53,7 @@ class DecisionCard:
     tone: str
     basis: str = ""  # what the decision read (abeval.report.decision_text)
     guardrails: tuple[str, ...] = ()  # each guardrail's reading
+    reason: str = ""  # the reason in words (abeval.report.words.decision_reason)
 
 
 @dataclass(frozen=True)

@@ -54,6 +54,7 @@ from abeval.report.html_context import (
 from abeval.report.method_text import reference_words
 from abeval.report.offline_view import offline_view, significant
 from abeval.report.tones import offline_lower_is_better, tone
+from abeval.report.words import said
 from abeval.stats.results import Lift
 
 # --------------------------------------------------------------------------- names
@@ -95,8 +96,8 @@ def _sample_ratio_check(report: ExperimentReport) -> HealthCheck:
     srm = report.health.srm
     if srm.status != "ok" or srm.expected is None:
         if srm.flagged:
-            return HealthCheck("Sample ratio", "fail", "FAIL", srm.message or srm.status)
-        return HealthCheck("Sample ratio", "info", "n/a", srm.message or srm.status)
+            return HealthCheck("Sample ratio", "fail", "FAIL", said(srm.status, srm.message))
+        return HealthCheck("Sample ratio", "info", "n/a", said(srm.status, srm.message))
     parts = [
         f"{a.arm} {count(a.users)} (expected {count(round(e))}, {share(a.expected_share)})"
         for a, e in zip(report.arms, srm.expected, strict=True)

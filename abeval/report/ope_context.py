@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from abeval.analysis.ope import OpeDirection, OpeSection
 from abeval.analysis.report_model import ExperimentReport
 from abeval.formatting import interval, pct
-from abeval.report.ope_words import assumption, headline_reason, status_text
+from abeval.report.ope_words import assumption, headline_reason, status_text, weights_summary
 from abeval.report.tones import AGREEMENT_STATES as _AGREEMENT
 from abeval.stats.consistency import LiftDifference
 
@@ -71,6 +71,8 @@ class OpeDirectionView:
     headline_why: str
     #: The difference from the online lift and its verdict, in words ("" without one).
     difference: str = ""
+    #: The weight diagnostics in one line, above the folded table (ope_words).
+    weights: str = ""
 
 
 @dataclass(frozen=True)
@@ -101,6 +103,7 @@ def ope_context(report: ExperimentReport) -> OpeContext | None:
             {e.estimator: assumption(e.assumption) for e in d.estimates},
             headline_reason(d.headline_reason),
             difference_sentence(d.difference) if d.difference is not None else "",
+            weights_summary(d),
         )
         for d in s.directions
     )

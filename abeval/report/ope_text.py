@@ -4,7 +4,7 @@
 Per direction (target predicted from the source arm's logs): the four estimators
 of the target's CTR with their intervals and their error against the target's
 observed CTR, the predicted lift beside the online lift, the weight diagnostics
-overall and per position, and every warning.
+in one line (overall and per position with ``--verbose``), and every warning.
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ from abeval.report.ope_context import (
     supply_sentence,
     varying_sentences,
 )
-from abeval.report.ope_words import assumption, headline_reason, status_text
+from abeval.report.ope_words import assumption, headline_reason, status_text, weights_summary
+from abeval.report.words import said
 
 _SOURCES = {
     "file": "target probabilities from --target-propensities",
@@ -36,7 +37,7 @@ def _ctr_ci(ci: tuple[float, float] | None) -> str:
     return "n/a" if ci is None else f"[{ci[0]:.6f}, {ci[1]:.6f}]"
 
 
-def _direction(d: OpeDirection) -> list[str]:
+def _direction(d: OpeDirection, verbose: bool) -> list[str]:
     g = d.diagnostics
     lines = [
         "",
@@ -64,17 +65,22 @@ def _direction(d: OpeDirection) -> list[str]:
             [
                 f"    {d.headline}'s weights over users: worth {fixed(u.ess_users, 1)} users "
                 f"({share(u.ess_users_share)}); the 1% of users with the largest weights carry "
-                f"{share(u.top_share)} of its weighted clicks; interval {u.interval}"
+                f"{share(u.top_share)} of its weighted clicks; {said(u.interval)}"
             ]
             if (u := head.users) is not None
             else []
         ),
         f"    online lift {pct(o.value)} {interval(o.ci)}; predicted ({d.headline}) vs online: "
         f"{d.agreement} (sign){against}",
+    ]
+    if not verbose:
+        more = " (each position's weights: --verbose)" if d.positions else ""
+        return [*lines, f"    {weights_summary(d)}{more}"]
+    lines.append(
         f"    weights: mean {fixed(g.mean_weight, 4)}, ESS {fixed(g.ess, 1)} "
         f"({share(g.ess_share)} of N), largest {fixed(g.max_weight, 3)}, capped "
-        f"{share(g.capped_share)}, support deficit {share(g.support_deficit)}",
-    ]
+        f"{share(g.capped_share)}, support deficit {share(g.support_deficit)}"
+    )
     for p in d.positions:
         lines.append(
             f"      position {p.position}: {count(p.impressions)} impressions, mean "
@@ -84,8 +90,9 @@ def _direction(d: OpeDirection) -> list[str]:
     return lines
 
 
-def ope_lines(r: ExperimentReport) -> list[str]:
-    """The report's OPE section as lines (none when the report has no OPE field)."""
+def ope_lines(r: ExperimentReport, *, verbose: bool = False) -> list[str]:
+    """The report's OPE section as lines (none when the report has no OPE field);
+    the weights of each position only when ``verbose``, else one summary line."""
     s: OpeSection | None = r.ope
     if s is None:
         return []
@@ -107,5 +114,5 @@ def ope_lines(r: ExperimentReport) -> list[str]:
         + "; ".join(f"{a.arm} {a.with_propensity:,} of {a.impressions:,}" for a in s.arms)
     ]
     for d in s.directions:
-        lines += _direction(d)
+        lines += _direction(d, verbose)
     return lines

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from abeval.formatting import fixed, share
+
 if TYPE_CHECKING:
-    from abeval.analysis.ope import OpeSection
+    from abeval.analysis.ope import OpeDirection, OpeSection
 
 ASSUMPTIONS = {
     "position_based": "position-based clicks",
@@ -41,3 +43,18 @@ def headline_reason(code: str) -> str:
 def status_text(s: OpeSection) -> str:
     """Why a report has no off-policy estimates, in words."""
     return "not requested (--no-ope)" if s.status == "not_requested" else s.message
+
+
+def weights_summary(d: OpeDirection) -> str:
+    """The weight diagnostics of one direction in one line, under which the page
+    folds the table and the text shows the positions only with ``--verbose``:
+    ``weights: ESS at least 82% of N at every position; largest weight 9.5``."""
+    g = d.diagnostics
+    shares = [p.ess_share for p in d.positions if p.ess_share is not None]
+    largest = [w for w in (g.max_weight, *(p.max_weight for p in d.positions)) if w is not None]
+    if shares:
+        ess = f"ESS at least {share(min(shares))} of N at every position"
+    else:
+        ess = f"ESS {share(g.ess_share)} of N"
+    top = f"; largest weight {fixed(max(largest), 1)}" if largest else ""
+    return f"weights: {ess}{top}"

@@ -15,6 +15,7 @@ from functools import lru_cache
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from abeval.formatting import DIFFERENCE_FILTERS, FILTERS
+from abeval.report.words import said
 from abeval.resources import data_dir
 
 
@@ -22,7 +23,8 @@ from abeval.resources import data_dir
 def environment() -> Environment:
     """The experiment report's environment: templates from ``reports/``,
     autoescaping on, undefined names are errors, :data:`~abeval.formatting.FILTERS`
-    registered."""
+    registered, and ``said`` (a status code in words,
+    :func:`abeval.report.words.said`)."""
     env = Environment(
         loader=FileSystemLoader(str(data_dir("reports"))),
         autoescape=True,
@@ -32,6 +34,7 @@ def environment() -> Environment:
         keep_trailing_newline=True,
     )
     env.filters.update(FILTERS)
+    env.filters["said"] = said
     return env
 
 

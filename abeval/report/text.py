@@ -11,6 +11,7 @@ fixed-horizon interval appears only on an indented "for reference" line.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from functools import partial
 
 from abeval.analysis.report_model import CapInfo, ExperimentReport, OnlineMetricResult
 from abeval.formatting import (
@@ -47,6 +48,7 @@ from abeval.report.offline_view import (
 )
 from abeval.report.ope_text import ope_lines
 from abeval.report.predicted_text import predicted_lines
+from abeval.report.words import decision_reason, said
 from abeval.stats.results import Lift
 
 #: Why the replayed metrics are not judged against the online lift (docs/metrics.md#log-replay).
@@ -80,7 +82,7 @@ def _metric_row(m: OnlineMetricResult) -> str:
     mark = "*" if m.significant else " "
     chance = m.bayesian.relative.chance_to_win
     cuped = " cuped" if m.comparison.cuped else ""
-    status = "" if m.status == "ok" else f"  ({m.status}: {m.message})"
+    status = "" if m.status == "ok" else f"  ({said(m.status, m.message)})"
     absolute = signed(m.comparison.absolute.effect)
     return (
         f"{mark} {m.label:<22} {m.arm:<12} "
@@ -101,7 +103,8 @@ def _decisions(r: ExperimentReport) -> list[str]:
     each guardrail's reading."""
     lines = []
     for d in r.decisions:
-        lines.append(f"DECISION {d.arm}: {d.decision.replace('_', ' ').upper()}: {d.reason}")
+        reason = decision_reason(d, r.catalog)
+        lines.append(f"DECISION {d.arm}: {d.decision.replace('_', ' ').upper()}: {reason}")
         lines.append(f"  {basis_sentence(d, r.experiment)}")
         lines += [f"  guardrail {guardrail_sentence(g, r.catalog)}" for g in d.guardrails]
     return [*lines, ""] if lines else []
@@ -292,11 +295,12 @@ def _segments(r: ExperimentReport) -> list[str]:
     return lines + _unbounded(g.comparison.relative for g in r.segments)
 
 
-def render_text(r: ExperimentReport) -> str:
+def render_text(r: ExperimentReport, *, verbose: bool = False) -> str:
     """The report as plain text: the decisions, header, health, verdicts, the metric
     tables, then the offline replay, the off-policy estimates, the predicted lifts, power and
     segments
-    when the report has them."""
+    when the report has them; the long diagnostics (each position's off-policy
+    weights) only when ``verbose``."""
     sections = (
         _decisions,
         _header,
@@ -304,7 +308,7 @@ def render_text(r: ExperimentReport) -> str:
         _verdicts,
         _metric_tables,
         _offline,
-        ope_lines,
+        partial(ope_lines, verbose=verbose),
         predicted_lines,
         _power,
         _segments,
