@@ -30,8 +30,9 @@ STATUS_WORDS: dict[str, str] = {
     "zero_variance": "both arms are constant, so the lift has no variance",
     "zero_baseline": "the control's value is 0, so there is no relative lift",
     "unreachable": "no test of this size can reach the asked power",
-    # A team metric whose event type has not been ingested yet.
+    # A team metric whose event type has not been ingested yet, or that failed.
     "no_events": "its events have not arrived yet",
+    "failed": "its definition could not be read or computed; its row says why and how to fix it",
     # The sample ratio test.
     "no_users": "no users were analysed",
     "single_arm": "only one arm has users",
@@ -64,6 +65,13 @@ STATUS_WORDS: dict[str, str] = {
     "baseline": "the forecast without the offline lift, for comparison",
     "no_value": "one side has no value",
     "no_se": "one side has no standard error",
+    # Why the forecast used its signal.
+    "given": "given with --signal",
+    "best_on_board": "the board's best predictor",
+    "next_on_board": "the next on the board, as the best could not be used",
+    "only_signal": "the only signal",
+    # Interleaving.
+    "no_requests": "no interleaved request has a credited click",
     # The predicted lift of the report.
     "none_recorded": "no evaluation is recorded for it",
     "other_baseline": "the recorded evaluation compared another baseline",
