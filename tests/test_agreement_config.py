@@ -46,7 +46,9 @@ def test_the_board_reads_each_experiments_record(db: str) -> None:
     assert (online.metric, report.settings.alpha) == ("revenue_per_user", 0.1)
     assert report.settings.caps == {"revenue_per_user": 0.99}
     pairs = [p for p in board.pairs if p.experiment == RECORDED]
-    expected = pytest.approx(online.comparison.relative.interval, rel=1e-9)
+    # (the board reads each experiment's fixed-horizon lift: its reference here)
+    fixed = online.reference_fixed_horizon or online.comparison
+    expected = pytest.approx(fixed.relative.interval, rel=1e-9)
     assert pairs and all(p.online_ci == expected for p in pairs)
     # a replayed metric's interval at the experiment's α, as the report's
     replayed = [(r.metric, r.comparison.relative.ci) for r in report.offline]

@@ -12,6 +12,7 @@ by hand on either side of 0.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from datetime import datetime
 from pathlib import Path
@@ -206,7 +207,10 @@ def test_agreement_labels(strong: str) -> None:
     }
     with open_store(strong) as s:
         record_evaluation(s, _evaluation("home-reco-v2", "control", rows))
-    doc = report(strong, "home-reco-v2").to_dict()
+    # the plan of the simulated 3 days reached: the fixed-horizon basis
+    with open_store(strong, read_only=True) as s:
+        planned = dataclasses.replace(OPTIONS, plan_users=1, plan_days=3)
+        doc = build_report(s, "home-reco-v2", planned).to_dict()
     validate(doc)
     lifts = {(x["metric"], x["online_metric"]): x for x in doc["predicted"]["lifts"]}
     ctr = lifts[("up", "ctr")]["online"]
@@ -227,7 +231,8 @@ def test_agreement_labels(strong: str) -> None:
     conv = _side(lifts[("up", "conversion")]["online"]["ci"])
     expected = {1: "agree", -1: "disagree", 0: "inconclusive"}[conv]
     assert lifts[("up", "conversion")]["agreement"] == expected
-    page = parse(render_html(report(strong, "home-reco-v2")))
+    with open_store(strong, read_only=True) as s:
+        page = parse(render_html(build_report(s, "home-reco-v2", planned)))
     row = page.find("tr", **{"data-metric": "down", "data-arm": "treatment", "data-online": "ctr"})
     assert row.field("agreement") == "✗ disagrees"
     assert row.field("predicted-lift") == "-20.00%"

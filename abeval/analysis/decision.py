@@ -431,7 +431,8 @@ def _names(
     parts = []
     for m in items:
         text = catalog.label(m.metric)
-        if lift:
-            text += f" {pct(m.relative_effect)} {interval(m.interval)}"
+        if lift:  # an adjusted interval without an end is said so (the tables' word)
+            shown = "unbounded" if m.interval is None else interval(m.interval)
+            text += f" {pct(m.relative_effect)} {shown}"
         parts.append(text)
     return ", ".join(parts)

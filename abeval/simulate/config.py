@@ -17,7 +17,11 @@ from abeval.store.events_format import KNOWN
 # The event format is defined once, with the ingest that checks it; this
 # simulator writes all of it but the step probabilities (abeval.simulate.ranked
 # writes those).
-EVENT_COLUMNS: tuple[str, ...] = tuple(c for c in KNOWN if c != "propensity_given_above")
+EVENT_COLUMNS: tuple[str, ...] = tuple(
+    c
+    for c in KNOWN
+    if c not in ("propensity_given_above", "team")  # team: interleaved logs
+)
 DEFAULT_CTR_LIFT = 0.05
 DEFAULT_CONVERSION_LIFT = 0.03
 

@@ -143,7 +143,8 @@ class Lift(JsonResult):
         multiplicity-adjusted ``ci_adjusted`` once the lift has been adjusted (None
         when that interval is unbounded: never the unadjusted one in its place),
         else the unadjusted ``ci`` (None when it is not defined)."""
-        return self.ci_adjusted if self.alpha_adjusted is not None else self.ci
+        adjusted = self.alpha_adjusted is not None or self.ci_adjusted is not None
+        return self.ci_adjusted if adjusted else self.ci
 
 
 @dataclass(frozen=True)
