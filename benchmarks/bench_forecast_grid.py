@@ -15,7 +15,7 @@ Per cell it calls :func:`abeval.stats.forecast.fit` and ``predict`` (the code
 being measured, imported from ``--before DIR`` in a child process for the
 before column) and records how often the forecast is refused, the 95%
 interval's coverage of θ₀, its median width over the reference's, and, in the
-outlier cells, how often :func:`abeval.stats.forecast.influence` names the
+outlier cells, how often :func:`abeval.stats.forecast_influence.influence` names the
 outlier (elsewhere: how often it names any experiment). The reference is
 written here, independently: regression calibration with the floor, REML τ̂²
 on a fine grid with each experiment's variance sᵢ² + τ² + β̃² λᵢ σᵢ² (β̃ from a
@@ -159,7 +159,12 @@ def measure_cell(cell: Cell, runs: int, seed: int, index: int) -> dict[str, floa
 
     d = draw(cell, runs, seed, index)
     ref_low, ref_high = reference(d)
-    influence: Callable[..., object] | None = getattr(fc, "influence", None)
+    try:  # the diagnostic's own module; older code (--before) had it in forecast or not at all
+        from abeval.stats.forecast_influence import influence as found_influence
+
+        influence: Callable[..., object] | None = found_influence
+    except ImportError:
+        influence = getattr(fc, "influence", None)
     refused = covered = ref_covered = flagged = named = 0
     ratios: list[float] = []
     for run in range(runs):

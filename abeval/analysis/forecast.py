@@ -49,8 +49,8 @@ from abeval.stats.forecast import (
     HistoryRow,
     fit,
     predict,
-    with_influence,
 )
+from abeval.stats.forecast_influence import with_influence
 from abeval.stats.results import NOT_IN_JSON, JsonResult
 
 if TYPE_CHECKING:

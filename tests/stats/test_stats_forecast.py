@@ -22,12 +22,12 @@ from abeval.stats.forecast import (
     SMALL_K,
     HistoryRow,
     fit,
-    influence,
     log_score,
     observed_interval,
     predict,
     prob_above,
 )
+from abeval.stats.forecast_influence import influence
 
 
 def _history(k: int = 10, seed: int = 4, tau: float = 0.01, sigma: float = 0.004):
