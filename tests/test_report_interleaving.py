@@ -203,3 +203,37 @@ def test_api_report_and_frame(tmp_path: Path) -> None:
 @pytest.mark.postgres
 def test_postgres_gives_the_same_section(tmp_path: Path, postgres_database: str) -> None:
     _check_section(_json(_store(tmp_path, postgres_database)))
+
+
+def test_imbalanced_first_picks_are_flagged() -> None:
+    """30 of 100 first picks: the exact two-sided binomial p = 2·P(X ≤ 30) < 0.001."""
+    from abeval.analysis.interleaving import balance_of, section_of
+    from abeval.report.interleaving_text import interleaving_lines
+    from abeval.stats.interleaving import InterleavingStats, compare_interleaved
+
+    b = balance_of({"new": 30, "old": 70}, "new", "old")
+    expected = 2 * sum(math.comb(100, k) for k in range(31)) / 2**100
+    assert b.p_value == pytest.approx(expected, rel=1e-9)
+    assert b.flagged and b.share_a == 0.3
+    clicks = compare_interleaved(InterleavingStats.from_users(WINS, LOSSES, TIES))
+    lines = interleaving_lines(section_of(clicks, None, b, 0, "new", "old"))
+    assert lines[2] == (
+        "!! First picks are imbalanced (p < 0.0001): team draft's coin should give each team "
+        "half of them; check how the lists were merged."
+    )
+    assert (
+        "first picks: new 30, old 70 (30.0% new; binomial p < 0.0001, IMBALANCED); "
+        in (lines[-2][:75])
+    )
+
+
+def test_three_teams_in_the_store_are_an_error() -> None:
+    from abeval.analysis.interleaving import choose_teams
+    from abeval.errors import AbevalError
+
+    with pytest.raises(AbevalError) as caught:
+        choose_teams(["a", "b", "c"], None, "il")
+    assert str(caught.value) == (
+        "experiment 'il' is interleaved but its impressions name 3 teams (a, b, c); an "
+        "interleaved comparison needs exactly two: check the team column of the events"
+    )
