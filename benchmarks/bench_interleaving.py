@@ -35,8 +35,7 @@ from abeval.simulate import simulate
 from abeval.simulate.config import SimulationConfig
 from abeval.simulate.interleaved import ClickModel, interleaved_requests
 from abeval.stats import InterleavingStats, RatioStats, compare_interleaved, required_users
-from abeval.stats.distributions import norm_isf
-from abeval.stats.interleaving import request_interval
+from abeval.stats.interleaving import interleaving_users, request_interval
 
 STRENGTHS = (0.0, 0.02, 0.05)
 USERS = (200, 2_000, 20_000)
@@ -118,14 +117,14 @@ def users_needed(strengths: tuple[float, ...], users: int) -> None:
     test on CTR of the same two rankers, position-based clicks (the A/B
     simulator's click model).
 
-    Interleaving: ``(z₀.₉₇₅ + z₀.₈)² σ²/Δ²`` users with a decided request, σ² the
-    per-user variance of Δ_AB's linearisation and Δ its value in one run of
-    ``users`` users, divided by the share of users with a decided request.
+    Interleaving: :func:`abeval.stats.interleaving.interleaving_users`, the
+    ``(z₀.₉₇₅ + z₀.₈)² σ²/Δ²`` users with a decided request (σ² the per-user
+    variance of Δ_AB's linearisation and Δ its value in one run of ``users``
+    users) divided by the share of users with a decided request.
     A/B: :func:`abeval.stats.required_users` for the relative CTR lift, from
     the per-user CTR variance of the control arm of an A/B simulation (no
     pre-period) of ``users`` users.
     """
-    factor = (norm_isf(0.025) + norm_isf(0.2)) ** 2
     print("| B's CTR lift | Δ_AB | users, interleaving | users, A/B on CTR | ratio |")
     print("|---|---|---|---|---|")
     for strength in strengths:
@@ -135,7 +134,8 @@ def users_needed(strengths: tuple[float, ...], users: int) -> None:
         config = SimulationConfig(users=users, seed=11, true_ctr_lift=lift)
         stats = InterleavingStats.from_users(*interleaved_requests(config).per_user())
         delta = stats.per_user.mean
-        interleaving = factor * stats.per_user.variance / delta**2 / (stats.users / users)
+        needed = interleaving_users(delta, stats.per_user.variance, stats.users / users)
+        interleaving = math.nan if needed is None else needed
         ab = _ab_users(
             SimulationConfig(
                 users=users,

@@ -20,10 +20,14 @@ from abeval.stats.interleaving import (
     InterleavingResult,
     InterleavingStats,
     compare_interleaved,
+    detectable_delta,
+    interleaving_users,
     sign_test,
 )
+from abeval.stats.power import required_users
 from abeval.stats.results import JsonResult
 from abeval.stats.srm import DEFAULT_SRM_THRESHOLD
+from abeval.stats.sufficient import RatioStats
 from abeval.store.sql.interleaving import interleaving_sums, team_balance
 
 if TYPE_CHECKING:
@@ -31,10 +35,13 @@ if TYPE_CHECKING:
 
 __all__ = [
     "InterleavingDecision",
+    "InterleavingPlan",
     "InterleavingSection",
     "TeamBalance",
     "choose_teams",
+    "interleaving_plan",
     "interleaving_section",
+    "interleaving_stats",
 ]
 
 #: What an interleaved experiment decides: a ranker is preferred (Δ_AB's interval
@@ -170,6 +177,16 @@ def section_of(
     )
 
 
+def interleaving_stats(
+    conn: Connection,
+    experiment: str,
+    teams: tuple[str, str],
+    credit: Literal["click", "purchase"] = "click",
+) -> InterleavingStats:
+    """The per-user sums of ``experiment`` for ``teams`` = (A, B), crediting ``credit``."""
+    return InterleavingStats.from_sums(**interleaving_sums(conn, experiment, *teams, credit))
+
+
 def interleaving_section(
     conn: Connection,
     experiment: str,
@@ -182,8 +199,7 @@ def interleaving_section(
     team_a, team_b = teams
 
     def compared(credit: Literal["click", "purchase"]) -> InterleavingResult:
-        sums = interleaving_sums(conn, experiment, team_a, team_b, credit)
-        stats = InterleavingStats.from_sums(**sums)
+        stats = interleaving_stats(conn, experiment, teams, credit)
         return compare_interleaved(stats, confidence=1 - alpha)
 
     clicks = compared("click")
@@ -191,3 +207,93 @@ def interleaving_section(
     picks, uncredited = team_balance(conn, experiment)
     purchases = bought if bought.requests > 0 else None
     return section_of(clicks, purchases, balance_of(picks, team_a, team_b), uncredited, *teams)
+
+
+#: Why a plan of an interleaved experiment has no number of users.
+InterleavingPlanStatus = Literal["ok", "no_preference_given", "no_requests", "zero_variance"]
+
+
+@dataclass(frozen=True)
+class InterleavingPlan(JsonResult):
+    """``abeval power --experiment X`` for an interleaved experiment: the users an
+    interleaved comparison needs to detect the preference ``delta``, what the
+    users it has detect now, and beside them the users an A/B test needs for the
+    CTR lift ``ctr_lift`` (both arms, from the experiment's per-user CTR)."""
+
+    status: InterleavingPlanStatus
+    message: str
+    team_a: str
+    team_b: str
+    #: the |Δ_AB| to detect: given (``delta_rule`` "option") or observed
+    delta: float | None
+    delta_rule: Literal["option", "observed"]
+    alpha: float
+    power: float
+    users: int
+    decided_share: float | None
+    detectable_now: float | None
+    users_needed: int | None
+    ctr_lift: float
+    ab_users: int | None
+    #: ab_users / users_needed: how many times fewer users interleaving needs, when
+    #: ``delta`` was given (the user's pairing of a preference with a CTR lift)
+    ratio: float | None
+
+
+def interleaving_plan(
+    stats: InterleavingStats,
+    users: int,
+    ctr: RatioStats,
+    teams: tuple[str, str],
+    *,
+    delta: float | None,
+    ctr_lift: float,
+    alpha: float,
+    power: float,
+) -> InterleavingPlan:
+    """The plan from the experiment's per-user interleaving ``stats``, its ``users``
+    (all analysed, with a decided request or not) and its per-user ``ctr``."""
+    from math import ceil
+
+    observed = stats.per_user.mean if stats.requests else None
+    target = abs(delta) if delta is not None else abs(observed) if observed else None
+    share = stats.users / users if users else None
+    variance = stats.per_user.variance
+    ab = required_users(ctr.mean, ctr.variance, ctr_lift, alpha=alpha, power=power)
+    ab_users = ab.total_users if ab.status == "ok" else None
+    status: InterleavingPlanStatus = "ok"
+    if not stats.requests or share is None:
+        status = "no_requests"
+    elif not variance > 0:
+        status = "zero_variance"
+    elif target is None:
+        status = "no_preference_given"
+    needed = (
+        interleaving_users(target, variance, share, alpha=alpha, power=power)
+        if status == "ok" and target is not None and share is not None
+        else None
+    )
+    now = (
+        detectable_delta(users, variance, share, alpha=alpha, power=power)
+        if status != "no_requests" and share is not None
+        else None
+    )
+    users_needed = ceil(needed) if needed is not None else None
+    return InterleavingPlan(
+        status=status,
+        message="",
+        team_a=teams[0],
+        team_b=teams[1],
+        delta=target,
+        delta_rule="option" if delta is not None else "observed",
+        alpha=alpha,
+        power=power,
+        users=users,
+        decided_share=share,
+        detectable_now=now,
+        users_needed=users_needed,
+        ctr_lift=ctr_lift,
+        ab_users=ab_users,
+        # only for a preference given beside the CTR lift: the pair is the user's claim
+        ratio=ab_users / users_needed if ab_users and users_needed and delta else None,
+    )

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from abeval.analysis.interleaving import InterleavingSection
-from abeval.formatting import pvalue, share, signed, signed_interval
+from abeval.analysis.interleaving import InterleavingPlan, InterleavingSection
+from abeval.formatting import pct, pvalue, share, signed, signed_interval
 from abeval.report.words import said
 from abeval.stats.interleaving import InterleavingResult
 
@@ -167,3 +167,38 @@ def interleaving_view(s: InterleavingSection) -> InterleavingView:
         balance=balance_line(s),
         balance_flagged=s.balance.flagged,
     )
+
+
+def plan_lines(experiment: str, p: InterleavingPlan) -> list[str]:
+    """``abeval power --experiment X`` for an interleaved experiment: the users the
+    preference needs, what the experiment detects now, and the A/B test beside it."""
+    from math import isfinite
+
+    lines = [
+        f"{experiment}: interleaved ({p.team_a} vs {p.team_b}), a two-sided test of Δ_AB at "
+        f"alpha {p.alpha:g} and {p.power:.0%} power"
+    ]
+    if p.detectable_now is not None and p.decided_share is not None:
+        lines.append(
+            f"  detects Δ_AB = ±{p.detectable_now:.4f} now with {p.users:,} users "
+            f"({share(p.decided_share)} of them with a credited click)"
+        )
+    if p.status != "ok" or p.users_needed is None or p.delta is None:
+        lines.append(f"  {said(p.status, p.message)}")
+    else:
+        observed = " (the observed preference)" if p.delta_rule == "observed" else ""
+        lines.append(
+            f"  a preference of Δ_AB = ±{p.delta:.4f}{observed} needs {p.users_needed:,} users"
+        )
+    if p.ab_users is not None:
+        ratio = (
+            f": interleaving needs {p.ratio:.0f}× fewer, if the two rankers' preference "
+            f"of ±{p.delta:.4f} comes with that CTR lift"
+            if p.ratio is not None and isfinite(p.ratio) and p.delta is not None
+            else ""
+        )
+        lines.append(
+            f"  an A/B test of the same rankers needs {p.ab_users:,} users in all for a "
+            f"{pct(p.ctr_lift, 1)} CTR lift (this experiment's per-user CTR){ratio}"
+        )
+    return lines

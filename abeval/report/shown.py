@@ -75,7 +75,12 @@ class Shown:
         )
 
     def columns(self) -> tuple[str, ...]:
-        """The compact table's columns: :data:`SHOWN` unless the result says otherwise."""
+        """The compact table's columns: :data:`SHOWN` unless the result says otherwise
+        (an interleaved experiment's report: one row per credit).
+
+        >>> store.report("home-reco-v2").columns()[:3]
+        ('metric', 'role', 'arm')
+        """
         return self.SHOWN
 
     def shown_cells(self, row: frames.Row) -> list[Any]:
