@@ -161,6 +161,39 @@ def _ab_users(config: SimulationConfig, lift: float) -> float:
     return float(required_users(ctr.mean, ctr.variance, lift).total_users or math.nan)
 
 
+def null_check(runs: int, users: tuple[int, ...], first_seed: int) -> None:
+    """Identical rankers, position-based clicks, ``runs`` fresh seeds per size from
+    ``first_seed``: the spread of Δ_AB across runs against the mean standard error,
+    sd(Δ/se), the share of p < 0.05, and the same with the jackknife over users
+    (leave one user out) in place of the delta method's standard error."""
+    print(
+        "| users | runs | first seed | sd(Δ) / mean se | sd(Δ/se) | p < 0.05 | jackknife p < 0.05 |"
+    )
+    print("|---:|---:|---:|---:|---:|---|---|")
+    for n in users:
+        config = SimulationConfig(users=n, true_ctr_lift={"treatment": 0.0})
+        deltas, ses, jacks = [], [], []
+        for i in range(runs):
+            w, lo, t = interleaved_requests(config, seed=first_seed + i).per_user()
+            result = compare_interleaved(InterleavingStats.from_users(w, lo, t))
+            if result.delta is None or result.std_error is None:
+                continue
+            keep = (w + lo + t) > 0
+            m, d = (w[keep] - lo[keep]) / 2, (w + lo + t)[keep].astype(float)
+            left_out = (m.sum() - m) / (d.sum() - d)
+            k = m.size
+            jacks.append(math.sqrt((k - 1) / k * ((left_out - left_out.mean()) ** 2).sum()))
+            deltas.append(result.delta)
+            ses.append(result.std_error)
+        delta, se, jack = np.array(deltas), np.array(ses), np.array(jacks)
+        z = delta / se
+        print(
+            f"| {n:,} | {delta.size} | {first_seed:,} | {delta.std(ddof=1) / se.mean():.3f} | "
+            f"{z.std(ddof=1):.3f} | {_share(int((np.abs(z) > 1.96).sum()), delta.size, runs)} | "
+            f"{_share(int((np.abs(delta / jack) > 1.96).sum()), delta.size, runs)} |"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=500)
@@ -169,8 +202,17 @@ def main() -> None:
     parser.add_argument(
         "--power-users", type=int, default=0, help="only the users needed, from runs of N users"
     )
+    parser.add_argument(
+        "--null-check",
+        type=int,
+        default=None,
+        metavar="FIRST_SEED",
+        help="only identical rankers (position-based clicks) from this seed: sd(Δ/se), jackknife",
+    )
     args = parser.parse_args()
-    if args.power_users:
+    if args.null_check is not None:
+        null_check(args.runs, tuple(args.users), args.null_check)
+    elif args.power_users:
         users_needed(tuple(args.strengths), args.power_users)
     else:
         run(args.runs, tuple(args.users), tuple(args.strengths))
