@@ -16,7 +16,8 @@ w_u + l_u + t_u``; then Δ_AB = Σm / Σd, a ratio of per-user sums, whose varia
 follows from the delta method over users (the linearisation ``(m_u − Δ·d_u)/d̄``;
 Deng, Knoblich and Lu 2018, "Applying the delta method in metric analytics"),
 computed by :class:`~abeval.stats.sufficient.RatioStats`. The interval is
-Δ ± z·se with the normal quantile; the p-value is the two-sided normal one.
+Δ ± z·se with the normal quantile, clipped at Δ's range [−1/2, 1/2] (which only
+a handful of users reaches); the p-value is the two-sided normal one.
 
 The per-user preference share (users whose requests favour A, ``w_u > l_u``,
 among users with a preference either way) comes with an exact two-sided sign test
@@ -223,7 +224,8 @@ def compare_interleaved(
     z = norm_isf((1 - confidence) / 2)
     return replace(
         decided,
-        interval=(delta - z * se, delta + z * se),
+        # Δ_AB lies in [−1/2, 1/2]: the normal interval is clipped at its range
+        interval=(max(-0.5, delta - z * se), min(0.5, delta + z * se)),
         std_error=se,
         p_value=min(1.0, 2 * norm_sf(abs(delta) / se)),
     )

@@ -92,7 +92,9 @@ def _check_section(doc: dict[str, Any]) -> None:
     assert (s["wins"], s["losses"], s["ties"], s["requests"], s["users"]) == (3, 2, 1, 6, 3)
     assert s["delta"] == pytest.approx(delta)
     z = 1.959963984540054
-    assert s["interval"] == pytest.approx([delta - z * se, delta + z * se])
+    # Δ_AB's range is [−1/2, 1/2]: the upper end, 0.5024, is clipped
+    assert delta + z * se > 0.5
+    assert s["interval"] == pytest.approx([delta - z * se, 0.5])
     assert s["p_value"] == pytest.approx(math.erfc(abs(delta) / se / math.sqrt(2)))
     # u2 prefers new, u3 old, u1 neither: a share of 1/2, sign test p = 1
     assert (s["preference_share"], s["sign_p_value"]) == (0.5, 1.0)
@@ -145,7 +147,7 @@ def test_text_says_interleaved_and_prints_no_ab_section(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
     delta, se = clustered(WINS, LOSSES, TIES)
-    low, high = delta - 1.959963984540054 * se, delta + 1.959963984540054 * se
+    low, high = delta - 1.959963984540054 * se, min(0.5, delta + 1.959963984540054 * se)
     assert lines[2] == "rankers new (A) and old (B, the baseline); unit user; confidence 95%"
     assert lines[4].startswith(
         "DECISION NO PREFERENCE: the interval of Δ_AB includes 0, so neither ranker is "
