@@ -49,7 +49,12 @@ OPTIONS: dict[str, str] = {
     "correction": "--correction",
     "plan_users": "--plan-users",
     "plan_days": "--plan-days",
+    "interleaving_of": "--interleaving-of",
 }
+
+#: Recorded options that link the experiment to another rather than set how its
+#: report is built: no run's flag overrides them.
+LINKS = frozenset({"interleaving_of"})
 
 
 @dataclass(frozen=True)
@@ -77,6 +82,9 @@ class ExperimentConfig:
     correction: Correction | None = None
     plan_users: int | None = None
     plan_days: int | None = None
+    #: The A/B test of the same two rankers this interleaved experiment compared
+    #: (``--interleaving-of``): its Δ_AB is a signal of that test on the board.
+    interleaving_of: str | None = None
 
     def recorded(self) -> dict[str, Any]:
         """The recorded options as JSON values, in :data:`OPTIONS` order."""
@@ -99,7 +107,7 @@ class ExperimentConfig:
         """``o`` with this configuration's options as the flags of one run: their
         values set, and ``flags`` naming them (the record fills the others)."""
         given = {f.name: getattr(self, f.name) for f in fields(self)}
-        given = {k: v for k, v in given.items() if v is not None}
+        given = {k: v for k, v in given.items() if v is not None and k not in LINKS}
         guardrails = given.pop("guardrails", None)
         if guardrails is not None:
             given["guardrails"] = tuple(g.metric for g in guardrails)
@@ -205,6 +213,9 @@ def check_options(config: ExperimentConfig) -> ExperimentConfig:
         raise OptionError("correction", config.correction, reason, allowed=corrections)
     check_plan(config.plan_users, "plan_users")
     check_plan(config.plan_days, "plan_days")
+    if config.interleaving_of is not None and not config.interleaving_of:
+        reason = "name the A/B test of the same two rankers"
+        raise OptionError("interleaving_of", config.interleaving_of, reason)
     return config
 
 
@@ -230,7 +241,7 @@ def with_record(
     flag may not loosen the recorded plan (:func:`check_plan_flag`)."""
     sources: dict[str, SettingSource] = {}
     values: dict[str, Any] = {}
-    for name in OPTIONS:
+    for name in (n for n in OPTIONS if n not in LINKS):
         recorded = getattr(config, name)
         if name in flags:
             check_plan_flag(name, getattr(o, name), recorded, experiment)
@@ -284,6 +295,8 @@ def describe(name: str, config: ExperimentConfig) -> str:
         return ", ".join(value) or "none"
     if name == "target_mde":
         return f"{value:.4g} (relative)"
+    if name == "interleaving_of":
+        return f"{value} (the A/B test of the same two rankers)"
     return str(value)
 
 
@@ -327,6 +340,8 @@ def record(
         check_known([g.metric for g in changes.guardrails or ()], "guardrails", catalog)
         check_known([name for name, _ in changes.caps or ()], "cap", catalog)
         check_cappable(changes.caps or (), catalog)
+        if changes.interleaving_of is not None:
+            check_link(conn, experiment, changes.interleaving_of)
         _, values = checked_change(conn, experiment, settings)
         values |= cleared(removed)
         config = read_config(conn, experiment)
@@ -337,6 +352,33 @@ def record(
         apply_change(conn, experiment, values)
         current = get_settings(conn, experiment)
     return current, config, done
+
+
+def check_link(conn: Connection, experiment: str, ab_test: str) -> None:
+    """``experiment`` may be recorded as an interleaving of ``ab_test``: both are
+    in the store, ``experiment`` is interleaved (its impressions name teams) and
+    ``ab_test`` is not; an :class:`OptionError` on ``interleaving_of`` otherwise."""
+    from abeval.store.experiments import experiment_names, unknown_experiment_message
+    from abeval.store.sql.interleaving import experiment_teams
+
+    def refuse(reason: str) -> OptionError:
+        return OptionError("interleaving_of", ab_test, reason)
+
+    known = experiment_names(conn)
+    if ab_test not in known:
+        raise refuse(unknown_experiment_message(ab_test, known))
+    if ab_test == experiment:
+        raise refuse("an experiment cannot be an interleaving of itself; name its A/B test")
+    if experiment in known and not experiment_teams(conn, experiment):
+        raise refuse(
+            f"experiment {experiment!r} is not interleaved (its impressions name no team): "
+            "only an interleaved experiment can be linked to an A/B test"
+        )
+    if experiment_teams(conn, ab_test):
+        raise refuse(
+            f"experiment {ab_test!r} is itself interleaved: name the A/B test of the "
+            "same two rankers"
+        )
 
 
 def show(store: Database, experiment: str) -> tuple[ExperimentSettings, ExperimentConfig]:
@@ -359,6 +401,7 @@ def parse_config(
     correction: str | None = None,
     plan_users: int | None = None,
     plan_days: int | None = None,
+    interleaving_of: str | None = None,
     catalog: Catalog | None = None,
 ) -> ExperimentConfig:
     """The recordable options as given (None: not given), parsed and checked: what
@@ -388,5 +431,6 @@ def parse_config(
         correction=correction,  # type: ignore[arg-type]
         plan_users=plan_users,
         plan_days=plan_days,
+        interleaving_of=interleaving_of.strip() if interleaving_of is not None else None,
     )
     return check_options(config)

@@ -297,8 +297,8 @@ def experiment_config(
 ) -> ExperimentConfig:
     """The recordable options (``abeval experiment set``: ``primary``, ``secondary``,
     ``guardrails``, ``cap``, ``cuped_days``, ``target_mde``, ``alpha``,
-    ``correction``, ``plan_users``, ``plan_days``) as given, None where not given,
-    parsed and checked: an :class:`OptionError` names the first invalid one.
+    ``correction``, ``plan_users``, ``plan_days``, ``interleaving_of``) as given, None
+    where not given, parsed and checked: an :class:`OptionError` names the first invalid one.
 
     >>> abeval.api.experiment_config(primary="ctr", guardrails="aov:0.02", alpha=0.01)
     """

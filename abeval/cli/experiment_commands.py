@@ -49,6 +49,9 @@ def experiment_unset(
     correction: Annotated[bool, typer.Option("--correction")] = False,
     plan_users: Annotated[bool, typer.Option("--plan-users")] = False,
     plan_days: Annotated[bool, typer.Option("--plan-days")] = False,
+    interleaving_of: Annotated[
+        bool, typer.Option("--interleaving-of", help="The A/B test this interleaving compared.")
+    ] = False,
     db: DbOption = None,
 ) -> None:
     """Forget recorded settings of an experiment (each flag names one); the defaults apply again."""
@@ -68,6 +71,7 @@ def experiment_unset(
         "correction": correction,
         "plan_users": plan_users,
         "plan_days": plan_days,
+        "interleaving_of": interleaving_of,
     }
     removed = api.unset_options(name for name, on in chosen.items() if on)  # before opening
     with api.open(db, create=False) as store:

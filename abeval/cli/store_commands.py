@@ -271,6 +271,13 @@ def experiment_set(
     correction: CorrectionOption = None,
     plan_users: PlanUsersOption = None,
     plan_days: PlanDaysOption = None,
+    interleaving_of: Annotated[
+        str | None,
+        typer.Option(
+            metavar="EXPERIMENT",
+            help="The A/B test of the same two rankers this interleaved experiment compared.",
+        ),
+    ] = None,
     db: DbOption = None,
 ) -> None:
     """Record an experiment's control arm, expected traffic split, analysis window,
@@ -279,7 +286,7 @@ def experiment_set(
     unless a flag says otherwise."""
     from abeval import api, render
 
-    config = config_flags(locals())
+    config = config_flags(locals(), interleaving_of=interleaving_of)
     given = (control, split, window_from, window_to, target_propensities)
     start, end = api.set_options(  # before the store is opened
         config,
@@ -307,12 +314,12 @@ def experiment_set(
         typer.echo(printable(render.targets_line(experiment, recorded)), err=True)
 
 
-def config_flags(values: dict[str, Any]) -> ExperimentConfig:
+def config_flags(values: dict[str, Any], **links: str | None) -> ExperimentConfig:
     """The recordable options a command was given (its ``locals()``: the parameters
-    of :data:`CONFIG_PARAMETERS`), parsed and checked."""
+    of :data:`CONFIG_PARAMETERS`; ``links``: `experiment set`'s own), parsed and checked."""
     from abeval import api
 
-    return api.experiment_config(**{name: values[name] for name in CONFIG_PARAMETERS})
+    return api.experiment_config(**{name: values[name] for name in CONFIG_PARAMETERS}, **links)
 
 
 #: The parameter names of the recordable options shared by `experiment set` and `report`.

@@ -54,7 +54,13 @@ def settings_lines(experiment: str, s: ExperimentSettings, config: ExperimentCon
     """``abeval experiment show``: the settings line, one line per recorded option, and
     the options left to their defaults."""
     lines = [settings_line(experiment, s), *(f"  {line}" for line in config_lines(config))]
-    missing = [flag for name, flag in recordable_options().items() if getattr(config, name) is None]
+    from abeval.analysis.experiment_config import LINKS
+
+    missing = [
+        flag
+        for name, flag in recordable_options().items()
+        if getattr(config, name) is None and name not in LINKS
+    ]
     if missing:
         lines.append(f"  not recorded (the defaults apply): {', '.join(missing)}")
     return lines

@@ -151,7 +151,7 @@ def get_settings(conn: Connection, experiment: str) -> ExperimentSettings:
         {"e": experiment},
     ).fetchone()
     if row is None:
-        known = [r[0] for r in conn.execute(text("SELECT experiment FROM experiments ORDER BY 1"))]
+        known = experiment_names(conn)
         raise NotFoundError(unknown_experiment_message(experiment, known))
     arms = parse_arms(row[0])
     return ExperimentSettings(
@@ -206,6 +206,13 @@ def unknown_arm_message(experiment: str, arm: str, arms: list[str]) -> str:
     close = close_matches(arm, arms, n=1)
     hint = f"did you mean {close[0]}? " if close else ""
     return f"experiment {experiment!r} has no arm {arm!r}; {hint}its arms are {', '.join(arms)}"
+
+
+def experiment_names(conn: Connection) -> list[str]:
+    """The names of the experiments the store records, sorted."""
+    from sqlalchemy import text
+
+    return [str(r[0]) for r in conn.execute(text("SELECT experiment FROM experiments ORDER BY 1"))]
 
 
 def unknown_experiment_message(experiment: str, known: list[str]) -> str:

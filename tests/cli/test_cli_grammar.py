@@ -68,6 +68,7 @@ BAD_TEXT: dict[str, str] = {
     "--event-type": "nope=x",
     "--attributes": "a=",
     "--experiment-column": " ",
+    "--interleaving-of": " ",  # a name is looked up in the store; a blank one is no name
     "--table": None,  # checked against the store
     "--recommendations": "=",
     "--predictions": "=",
