@@ -21,15 +21,16 @@ from abeval.stats.results import NOT_IN_JSON, JsonResult
 SCHEMA_VERSION = "1.1"
 
 
-SignalSource = Literal["evaluation", "replay", "ope", "history"]
+SignalSource = Literal["evaluation", "replay", "ope", "history", "interleaving"]
 
 
-SOURCES: tuple[SignalSource, ...] = ("evaluation", "ope", "history", "replay")
+SOURCES: tuple[SignalSource, ...] = ("evaluation", "ope", "interleaving", "history", "replay")
 
 
 #: How the board ranks signals (docs/metrics.md#agreement-ranking).
 RANKING = (
-    "independent signals (recorded evaluations, off-policy estimates) before replayed ones; "
+    "independent signals (recorded evaluations, off-policy estimates, linked interleaving "
+    "experiments) before replayed ones; "
     "then by the leave-one-experiment-out predictive score of the forecast model against an "
     "intercept-only model (largest gain in log score first; a signal too short to score "
     "counts as no gain), then the family-wise p-value, Spearman, and experiments covered"

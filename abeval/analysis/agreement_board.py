@@ -55,6 +55,7 @@ from abeval.analysis.agreement_pairs import (
     experiment_options,
     experiment_pairs,
     experiment_signals,
+    interleaved_signal,
 )
 from abeval.analysis.agreement_summary import backtests, summarise, with_z_scores
 from abeval.analysis.online_metrics import Catalog
@@ -82,15 +83,26 @@ def agreement_board(
     for file in o.target_propensities.values():
         read_target_propensities(file)  # a file the user gave is an error, not a skipped report
     evaluations = latest_evaluations(store, names)
+    links = interleaving_links(store)
     pairs: list[AgreementPair] = []
     coverage: list[ExperimentCoverage] = []
     for name in names:
+        if name in links:  # an interleaved run: a signal of its A/B test's
+            why = f"interleaved: its Δ_AB is the interleaving signal of {links[name]}"
+            coverage.append(ExperimentCoverage(name, None, (), {}, "skipped", why))
+            continue
         try:
             read = experiment_signals(store, name, experiment_options(o, name), catalog)
+            interleaved = [
+                section
+                for run, ab_test in links.items()
+                if ab_test == name
+                and (section := interleaved_signal(store, run, o.alpha, catalog)) is not None
+            ]
         except AbevalError as exc:
             coverage.append(ExperimentCoverage(name, None, (), {}, "skipped", exc.message))
             continue
-        found = experiment_pairs(read, evaluations.get(name), o.alpha)
+        found = experiment_pairs(read, evaluations.get(name), o.alpha, interleaved)
         pairs += found
         coverage.append(_coverage(read, found))
     starts = {e.experiment: e.first_ts or "" for e in list_experiments(store)}
@@ -118,6 +130,17 @@ def agreement_board(
         backtest=backtests(pairs, order, "start", o, catalog) if o.backtest else (),
         catalog=catalog,
     )
+
+
+def interleaving_links(store: Database) -> dict[str, str]:
+    """Interleaved experiment → the A/B test it is recorded as an interleaving of
+    (``abeval experiment set X --interleaving-of Y``), for every experiment of the store."""
+    from abeval.analysis.experiment_config import read_config
+    from abeval.store.experiments import experiment_names
+
+    with store.connect() as conn:
+        configs = {name: read_config(conn, name) for name in experiment_names(conn)}
+    return {n: c.interleaving_of for n, c in configs.items() if c.interleaving_of is not None}
 
 
 def _experiments(store: Database, asked: Sequence[str] | None) -> list[str]:

@@ -11,11 +11,12 @@ treatment arm × primary online metric × offline signal.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from abeval.analysis.agreement import AgreementOptions, AgreementPair, SignalSource
+from abeval.analysis.interleaving import InterleavingSection
 from abeval.analysis.ope import OpeOptions, OpeSection
 from abeval.analysis.recorded_lift import recorded_lift
 from abeval.analysis.report_model import OfflineResult, OnlineMetricResult, ReportOptions
@@ -83,17 +84,34 @@ class _Lift:
     predicts: str | None = None
 
 
+def interleaved_signal(
+    store: Database, name: str, alpha: float, catalog: Catalog
+) -> InterleavingSection | None:
+    """Δ_AB of the interleaved experiment ``name`` at the 1 − ``alpha`` level, read
+    through its session as ``abeval report`` reads it (None when it is not
+    interleaved); an :class:`AbevalError` when it cannot be read."""
+    options = ReportOptions(alpha=alpha, daily=False, offline=False, flags=frozenset({"alpha"}))
+    with ExperimentSession(store, name, options, catalog) as session:
+        return session.interleaving
+
+
 def experiment_pairs(
-    read: ExperimentSignals, evaluation: RecordedEvaluation | None, alpha: float
+    read: ExperimentSignals,
+    evaluation: RecordedEvaluation | None,
+    alpha: float,
+    interleaved: Sequence[InterleavingSection] = (),
 ) -> list[AgreementPair]:
     """Every (treatment arm, primary online metric, signal) of one experiment;
-    ``alpha``: the board's, the level of a recorded evaluation's interval."""
+    ``alpha``: the board's, the level of a recorded evaluation's interval;
+    ``interleaved``: Δ_AB of the interleaved experiments linked to it."""
     pairs = []
     for m in read.primary:
         rel = m.comparison.relative
         if rel.effect is None:
             continue
-        for signal, source, lift in _signals(read, evaluation, m.arm, alpha):
+        found = list(_signals(read, evaluation, m.arm, alpha))
+        found += _interleaving(read, interleaved, m.arm, alpha)
+        for signal, source, lift in found:
             z = None
             if lift.predicts == m.metric:
                 z = lift_difference(lift.value, lift.se, rel.effect, rel.se, 0.05).z
@@ -149,6 +167,23 @@ def _signals(
             status = "ok" if rel.effect is not None else r.comparison.status
             se = interval_se(rel.ci, read.alpha)
             yield r.metric, "replay", _Lift(rel.effect, rel.ci, status, se)
+
+
+def _interleaving(
+    read: ExperimentSignals, interleaved: Sequence[InterleavingSection], arm: str, alpha: float
+) -> list[tuple[str, SignalSource, _Lift]]:
+    """The ``interleaving`` signal of treatment ``arm``: Δ_AB of a linked interleaved
+    experiment whose ranker A is ``arm`` (or, with one treatment, whose baseline B is
+    the control), its standard error read off its 1 − α interval."""
+    out: list[tuple[str, SignalSource, _Lift]] = []
+    for section in interleaved:
+        if section.team_a != arm and (len(read.treatments) != 1 or section.team_b != read.control):
+            continue
+        se = interval_se(section.interval, alpha)
+        lift = _Lift(section.delta, section.interval, section.status, se)
+        out.append(("interleaving", "interleaving", lift))
+        break  # one signal per arm: the first linked run that compared it
+    return out
 
 
 def interval_se(ci: tuple[float, float] | None, alpha: float) -> float | None:

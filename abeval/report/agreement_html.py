@@ -38,6 +38,7 @@ SOURCE_WORDS = {
     "ope": "off-policy estimate",
     "replay": "replayed from the same clicks",
     "history": "from the history file",
+    "interleaving": "Δ_AB of the linked interleaved experiment",
 }
 POST_HOC_WORDS = "post-hoc off-policy estimate (the treatment's own impressions)"
 

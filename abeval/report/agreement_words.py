@@ -20,6 +20,7 @@ SOURCE_TAGS = {
     "replay": "replay",
     "ope": "off-policy",
     "history": "history",
+    "interleaving": "interleaving",
 }
 #: An off-policy estimate without target probabilities (not independent).
 POST_HOC_TAG = "off-policy, post hoc"
@@ -34,6 +35,12 @@ CRITERION_WORDS = {
 #: The board's terms, short; the text prints them as one block, the page as a list
 #: and as the title of each column's abbreviation.
 GLOSSARY: tuple[tuple[str, str], ...] = (
+    (
+        "interleaving",
+        "a source: Δ_AB of the interleaved experiment linked to the A/B test of the same "
+        "two rankers (`experiment set X --interleaving-of Y`), the share of decided "
+        "requests won by the treatment's ranker minus 1/2",
+    ),
     (
         "LOO gain",
         "how much better each experiment's online lift is forecast from this "

@@ -100,6 +100,7 @@ def interleaved_requests(
         order_pools(rng, model, pools, np.zeros(user.size, np.int64)),
         order_pools(rng, model, pools, np.ones(user.size, np.int64)),
         c.list_length,
+        pool=c.pool,
     )
     relevant = np.take_along_axis(pools.relevant, picks, axis=1)
     clicked = _clicks(rng, model, theta[user], relevant, clicks)
@@ -109,12 +110,19 @@ def interleaved_requests(
 
 
 def team_draft(
-    rng: np.random.Generator, order_a: np.ndarray, order_b: np.ndarray, length: int
+    rng: np.random.Generator,
+    order_a: np.ndarray,
+    order_b: np.ndarray,
+    length: int,
+    *,
+    pool: int | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Merge two rankings of each request's candidates (rows of candidate indices,
     best first) by team draft: the candidate index and the team (0 = A, 1 = B) of
-    each of the ``length`` slots."""
-    n_req, n_pool = order_a.shape
+    each of the ``length`` slots. ``pool``: the candidates per request the indices
+    point into (None: as many as a ranking holds; a ranking may hold only its top
+    ``length`` of more candidates)."""
+    n_req, n_pool = order_a.shape[0], order_a.shape[1] if pool is None else pool
     rows = np.arange(n_req)
     taken = np.zeros((n_req, n_pool), dtype=bool)
     picks = np.zeros((n_req, length), dtype=np.int64)
