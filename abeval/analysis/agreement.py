@@ -29,8 +29,7 @@ SOURCES: tuple[SignalSource, ...] = ("evaluation", "ope", "interleaving", "histo
 
 #: How the board ranks signals (docs/metrics.md#agreement-ranking).
 RANKING = (
-    "independent signals (recorded evaluations, off-policy estimates, linked interleaving "
-    "experiments) before replayed ones; "
+    "independent signals (recorded evaluations, off-policy estimates) before replayed ones; "
     "then by the leave-one-experiment-out predictive score of the forecast model against an "
     "intercept-only model (largest gain in log score first; a signal too short to score "
     "counts as no gain), then the family-wise p-value, Spearman, and experiments covered"

@@ -25,7 +25,12 @@ from abeval.report.agreement_text import (
     signal_name,
     source_label,
 )
-from abeval.report.agreement_words import GLOSSARY, SOURCE_TAGS, HeadlineWords, headline_words
+from abeval.report.agreement_words import (
+    SOURCE_TAGS,
+    HeadlineWords,
+    glossary,
+    headline_words,
+)
 from abeval.report.templates import environment
 from abeval.report.words import store_shown
 from abeval.stats.forecast import MIN_EXPERIMENTS
@@ -149,7 +154,7 @@ def build_context(board: AgreementBoard) -> AgreementContext:
         headlines=tuple(
             headline_words(h, board.catalog.label(h.online_metric)) for h in board.headlines
         ),
-        glossary=dict(GLOSSARY),
+        glossary=dict(glossary({s.source for s in board.summary})),
         rank_column=RANK_COLUMN,
         source_tags=dict(SOURCE_TAGS),
         has_replay=any(not s.independent for s in board.summary),

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 
 from abeval.analysis.agreement import AgreementBoard, SignalSummary
 from abeval.formatting import NA, fixed, printable, share
-from abeval.report.agreement_words import GLOSSARY, SOURCE_TAGS, headline_words
+from abeval.report.agreement_words import SOURCE_TAGS, glossary, headline_words
 
 
 def coefficient_interval(ci: Sequence[float] | None) -> str:
@@ -265,6 +265,7 @@ def render_text(board: AgreementBoard) -> str:
     lines += backtest_lines(board)
     lines += ["", f"{len(board.pairs):,} pairs of lifts: --format json lists them."]
     if metrics:
-        lines += ["", "Glossary:", *(f"- {term}: {words}" for term, words in GLOSSARY)]
+        terms = glossary({s.source for s in board.summary})
+        lines += ["", "Glossary:", *(f"- {term}: {words}" for term, words in terms)]
     lines += ["", "Notes:", *(f"- {n}" for n in board.notes)]
     return "\n".join(lines) + "\n"

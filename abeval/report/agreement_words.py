@@ -36,12 +36,6 @@ CRITERION_WORDS = {
 #: and as the title of each column's abbreviation.
 GLOSSARY: tuple[tuple[str, str], ...] = (
     (
-        "interleaving",
-        "a source: Δ_AB of the interleaved experiment linked to the A/B test of the same "
-        "two rankers (`experiment set X --interleaving-of Y`), the share of decided "
-        "requests won by the treatment's ranker minus 1/2",
-    ),
-    (
         "LOO gain",
         "how much better each experiment's online lift is forecast from this "
         "signal than without it, each experiment left out of its own fit (log score, nats; "
@@ -78,6 +72,21 @@ GLOSSARY: tuple[tuple[str, str], ...] = (
         "with lifts unrelated to them (experiments shuffled); below α: not noise",
     ),
 )
+
+
+#: The glossary's term for the interleaving source, on a board that has it (:func:`glossary`).
+INTERLEAVING_TERM = (
+    "interleaving",
+    "a source: Δ_AB of the interleaved experiment linked to the A/B test of the same "
+    "two rankers (`experiment set X --interleaving-of Y`), the share of decided "
+    "requests won by the treatment's ranker minus 1/2",
+)
+
+
+def glossary(sources: set[str]) -> tuple[tuple[str, str], ...]:
+    """The board's glossary: :data:`GLOSSARY`, and the interleaving source's term
+    when the board (its signals' ``sources``) has it."""
+    return GLOSSARY + ((INTERLEAVING_TERM,) if "interleaving" in sources else ())
 
 
 def source_tag(source: str, independent: bool) -> str:
