@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import shlex
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -139,13 +139,85 @@ def _history(out_dir: Path, db: Path, seed: int) -> Iterator[str]:
     for f in files:
         _record_evaluation(db, f)
     yield f"recorded: each history experiment's held-out evaluation ({len(files)})"
+    runs = yield from _interleaved(db, files)
     board, board_page = _write_board(db, out_dir)
     yield f"agreement board: {board_page}"
+    yield from _users_needed(db, runs, board)
     yield (
         f"explore: abeval agreement --db {_q(db)} --format text   (every experiment; off-policy "
         "estimates from the target probabilities recorded with each)"
     )
     yield from _forecast(out_dir, db, seed, board)
+
+
+#: Users of each history candidate's interleaved run against production.
+INTERLEAVED_USERS = 800
+
+
+def _interleaved(db: Path, files: list[ExperimentFiles]) -> Generator[str, None, dict[str, str]]:
+    """Simulate a team-draft interleaved run of each history experiment's two rankers
+    (same user model) into one file, ingest it and link each run to its A/B test, as
+    ``abeval ingest`` and ``abeval experiment set X --interleaving-of Y`` do; returns
+    run → A/B test."""
+    import abeval
+    from abeval.simulate.series import interleaved_config, write_interleaved
+
+    history = [f.experiment for f in files]
+    path = write_interleaved(history, files[0].events.parent.parent, INTERLEAVED_USERS)
+    runs = {interleaved_config(e, INTERLEAVED_USERS).experiment: e.name for e in history}
+    with abeval.open(db) as store:
+        loaded = store.ingest(path)
+        for run, ab_test in runs.items():
+            store.set(run, interleaving_of=ab_test)
+    first = next(iter(runs))
+    yield (
+        f"interleaved: each history candidate against production, team draft, "
+        f"{INTERLEAVED_USERS:,} users each ({len(runs)} runs, {first} ..; "
+        f"{loaded.inserted:,} events in {path}), each linked to its A/B test "
+        "(experiment set RUN --interleaving-of TEST)"
+    )
+    yield f"explore: abeval report -e {_q(first)} --db {_q(db)} --format text"
+    return runs
+
+
+def _users_needed(db: Path, runs: dict[str, str], board: AgreementBoard) -> Iterator[str]:
+    """For the demo population, the users interleaving needed to find the better
+    ranker against those the A/B test needed, each by the power formula (80% power,
+    α 0.05) on the variances observed in the runs: interleaving's for its observed
+    Δ_AB, the A/B test's for the CTR lift the A/B test observed."""
+    import statistics
+
+    import abeval
+
+    lifts = {
+        p.experiment: abs(p.online_lift)
+        for p in board.pairs
+        if p.source == "interleaving" and p.online_metric == "ctr"
+    }
+    needed: list[tuple[int, int]] = []
+    with abeval.open(db, read_only=True) as store:
+        for run, ab_test in runs.items():
+            if not lifts.get(ab_test):
+                continue
+            plan = store.plan(run, mde=lifts[ab_test]).interleaving
+            if plan is not None and plan.users_needed and plan.ab_users:
+                needed.append((plan.users_needed, plan.ab_users))
+    if not needed:
+        return
+    inter = statistics.median(n for n, _ in needed)
+    ab = statistics.median(n for _, n in needed)
+    ratio = statistics.median(a / n for n, a in needed)
+    yield (
+        f"interleaving needed a median {inter:,.0f} users to find the better ranker, the A/B "
+        f"test {ab:,.0f} (median {ratio:,.0f}× fewer; {len(needed)} candidates; the power "
+        "formula at 80% power, α 0.05, on each run's observed Δ_AB and variances against the "
+        "CTR lift its A/B test observed)"
+    )
+    yield f"explore: abeval power --experiment {_q(next(iter(runs)))} --db {_q(db)}"
+    yield (
+        f"explore: abeval forecast --db {_q(db)} --signal interleaving --offline-lift 0.03 "
+        "--offline-se 0.01   (a candidate's Δ_AB from its own interleaved run, as evidence)"
+    )
 
 
 def _parts(files: ExperimentFiles) -> tuple[str, Path, Path]:

@@ -42,6 +42,7 @@ Two knobs per treatment, set independently of each other:
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -255,6 +256,35 @@ def write_experiment(
     for arm, table in lists.items():
         write_events(table, files.recommendations[arm], quote=False)
     return files
+
+
+#: The history's interleaved runs (:func:`write_interleaved`), in the history's folder.
+INTERLEAVED_FILE = "interleaved.parquet"
+
+
+def interleaved_config(experiment: SeriesExperiment, users: int) -> SimulationConfig:
+    """The team-draft interleaved run of ``experiment``'s two rankers: the same user
+    model, candidates, position bias and rankers (production is ``control``, the
+    candidate ``treatment``), ``users`` fresh users (their own seed), named
+    ``<experiment>-interleaved``."""
+    c = experiment.config
+    return replace(c, experiment=f"{c.experiment}-interleaved", users=users, seed=c.seed + 500)
+
+
+def write_interleaved(
+    experiments: Sequence[SeriesExperiment], directory: str | Path, users: int
+) -> Path:
+    """Write the interleaved run of each of ``experiments`` (:func:`interleaved_config`)
+    into one file, ``directory/interleaved.parquet`` (its ``experiment`` column names
+    each run): their events, every impression naming its team
+    (:func:`abeval.simulate.interleaved.simulate_interleaved`)."""
+    from abeval.simulate.interleaved import simulate_interleaved
+
+    path = Path(directory) / INTERLEAVED_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    runs = [simulate_interleaved(interleaved_config(e, users)) for e in experiments]
+    write_events(pa.concat_tables(runs), path, quote=False)
+    return path
 
 
 def write_series(directory: str | Path, s: SeriesConfig | None = None) -> list[ExperimentFiles]:

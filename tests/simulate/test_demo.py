@@ -114,9 +114,10 @@ def test_demo_writes_the_report_and_the_history(demo: Demo) -> None:
             assert path.is_file(), path
     with open_store(str(demo_dir / "demo.duckdb"), read_only=True) as store:
         names = [x.experiment for x in list_experiments(store)]
-        assert names == ["home-reco-v2", *(f"series-{i:02d}" for i in range(1, 13))]
+        history = [(f"series-{i:02d}", f"series-{i:02d}-interleaved") for i in range(1, 13)]
+        assert names == ["home-reco-v2", *(name for pair in history for name in pair)]
         with store.connect() as conn:
-            for name in names:
+            for name in ["home-reco-v2", *(ab_test for ab_test, _ in history)]:
                 assert get_settings(conn, name).control_arm == "control"
             stored = dict(
                 conn.execute(
@@ -221,7 +222,8 @@ def test_demo_records_the_evaluations_and_writes_the_board(demo: Demo) -> None:
     board_path = demo.folder / "agreement.html"
     assert f"agreement board: {board_path}" in demo.stderr.splitlines()
     page = board_path.read_text(encoding="utf-8")
-    assert "<svg" in page and 'data-field="experiments">13<' in page and "home-reco-v2" in page
+    # 13 A/B tests and the 12 interleaved runs, each a signal of its test
+    assert "<svg" in page and 'data-field="experiments">25<' in page and "home-reco-v2" in page
     with open_store(str(demo.folder / "demo.duckdb"), read_only=True) as store:
         recorded = latest_evaluations(store)
         assert sorted(recorded) == [f.experiment.name for f in files]
@@ -344,3 +346,31 @@ def test_demo_ends_with_a_forecast_beside_the_true_lift(demo: Demo) -> None:
         "--signal ndcg@10"
     )
     assert lines[lines.index(forecast) + 2] == explore
+
+
+def test_demo_links_an_interleaved_run_of_each_candidate_and_boards_it(demo: Demo) -> None:
+    """Each history candidate has a team-draft run against production, linked to its
+    A/B test; the board shows its Δ_AB as the interleaving signal, which ranks the
+    CTR lifts as the candidates' qualities do; the demo says how many users
+    interleaving needed against the A/B test, fewer."""
+    import abeval
+
+    files = _files_of(demo.folder / "series")
+    db = str(demo.folder / "demo.duckdb")
+    with abeval.open(db, read_only=True) as store:
+        links = {f.experiment.name: store.settings(f"{f.experiment.name}-interleaved")[1]
+                 for f in files}  # fmt: skip
+        board = store.agreement(resamples=200)
+        report = store.report("series-01-interleaved")
+    assert {name: c.interleaving_of for name, c in links.items()} == {n: n for n in links}
+    assert report.interleaving is not None and report.interleaving.team_b == "control"
+    pairs = [p for p in board.pairs if p.source == "interleaving" and p.online_metric == "ctr"]
+    assert sorted(p.experiment for p in pairs) == sorted(links)
+    quality = {f.experiment.name: f.experiment.ctr_lift for f in files}
+    rho = spearmanr([quality[p.experiment] for p in pairs], [p.offline_lift for p in pairs])
+    assert rho.statistic > 0.7
+    line = next(x for x in demo.stderr.splitlines() if x.startswith("interleaving needed"))
+    found = re.search(r"a median ([\d,]+) users .* the A/B test ([\d,]+) ", line)
+    assert found, line
+    assert int(found[1].replace(",", "")) < int(found[2].replace(",", ""))
+    assert "the power formula at 80% power" in line
