@@ -59,6 +59,7 @@ OWN_TABLES = frozenset(
         "events",
         "experiments",
         "ingests",
+        "kept_summaries",
         "metric_definitions",
         "rejected_rows",
         "offline_evaluations",

@@ -1,0 +1,214 @@
+"""Kept summaries: what one experiment's session reads of its events, kept in the
+store once computed (docs/architecture.md#kept-summaries).
+
+The :class:`~abeval.analysis.session.ExperimentSession` asks here first for each
+of its three parts read from the events: ``observed`` (the per-arm sufficient
+statistics of every metric, the health counts, the daily and segment moments,
+the caps), ``offline`` (the replayed offline metrics) and ``ope`` (the
+off-policy estimates). A part is found under two digests:
+
+- ``options_key``: the run's options it was computed under
+  (:class:`~abeval.analysis.report_model.ReportOptions`, the saved configuration
+  applied, and the size and time of a ``--target-propensities`` file);
+- ``depends``: what it was computed from (:func:`depends`): the experiment's
+  ingests with their checksums and event counts, its recorded settings and saved
+  configuration, whether it has propensities, its recorded target
+  probabilities, the store's metric definitions, and :data:`SUMMARY_VERSION`.
+
+An ingest, ``experiment set``, ``metrics add`` or recording target probabilities
+changes ``depends``, so a summary computed before is never read again and is
+replaced when the part is next computed. Everything after these parts (the
+comparisons, decisions, the board's statistics, the forecast) is computed from
+them as it is from a fresh read: there is one code path for the numbers.
+
+Parts are written as JSON (:func:`encode`, :func:`decode`): every frozen
+dataclass by its class and fields, tuples, dicts (any key), sets and times
+tagged, floats as Python writes them (``repr``, which reads back to the same
+float, NaN and infinities included).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import importlib
+import json
+import os
+from datetime import date, datetime
+from numbers import Integral
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
+
+from abeval.store.kept import KeptRow, read_kept
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Connection
+
+    from abeval.analysis.online_metrics import Catalog
+    from abeval.analysis.report_model import ReportOptions
+    from abeval.store.experiment_facts import ExperimentFacts
+
+#: Raise when what a part holds or how it is computed changes: every summary
+#: kept by an earlier version is then computed again.
+SUMMARY_VERSION = 1
+
+#: The parts of a session that are kept.
+PARTS = ("observed", "offline", "ope")
+
+
+class CannotKeep(ValueError):
+    """A value the summary's JSON cannot hold (the part is then not kept)."""
+
+
+def encode(value: Any) -> str:
+    """``value`` (frozen dataclasses of abeval, containers, numbers, text, times)
+    as one compact JSON text that :func:`decode` reads back equal."""
+    return json.dumps(_plain(value), separators=(",", ":"), allow_nan=True)
+
+
+def decode(body: str) -> Any:
+    """The value :func:`encode` wrote."""
+    return _value(json.loads(body))
+
+
+def _plain(v: Any) -> Any:
+    if v is None or isinstance(v, (bool, str)):
+        return v
+    if isinstance(v, Integral):
+        return int(v)
+    if isinstance(v, float):
+        return float(v)
+    if isinstance(v, list):
+        return [_plain(x) for x in v]
+    if isinstance(v, tuple) and not hasattr(v, "_fields"):
+        return {"t": [_plain(x) for x in v]}
+    if isinstance(v, MappingProxyType):
+        return {"m": [[_plain(k), _plain(x)] for k, x in v.items()]}
+    if isinstance(v, dict):
+        return {"d": [[_plain(k), _plain(x)] for k, x in v.items()]}
+    if isinstance(v, frozenset):
+        return {"fs": sorted((_plain(x) for x in v), key=repr)}
+    if isinstance(v, datetime):
+        return {"dt": v.isoformat()}
+    if isinstance(v, date):
+        return {"da": v.isoformat()}
+    if dataclasses.is_dataclass(v) and not isinstance(v, type):
+        cls = type(v)
+        if not cls.__module__.startswith("abeval."):
+            raise CannotKeep(f"{cls.__module__}.{cls.__qualname__}")
+        values = {f.name: _plain(getattr(v, f.name)) for f in dataclasses.fields(v) if f.init}
+        return {"c": [f"{cls.__module__}:{cls.__qualname__}", values]}
+    raise CannotKeep(type(v).__name__)
+
+
+def _value(v: Any) -> Any:
+    if isinstance(v, list):
+        return [_value(x) for x in v]
+    if not isinstance(v, dict):
+        return v
+    if len(v) != 1:
+        raise CannotKeep("a tag of one key")
+    ((tag, inner),) = v.items()
+    if tag == "t":
+        return tuple(_value(x) for x in inner)
+    if tag == "d":
+        return {_value(k): _value(x) for k, x in inner}
+    if tag == "m":
+        return MappingProxyType({_value(k): _value(x) for k, x in inner})
+    if tag == "fs":
+        return frozenset(_value(x) for x in inner)
+    if tag == "dt":
+        return datetime.fromisoformat(inner)
+    if tag == "da":
+        return date.fromisoformat(inner)
+    if tag == "c":
+        name, values = inner
+        return _instance(name, {k: _value(x) for k, x in values.items()})
+    raise CannotKeep(f"unknown tag {tag!r}")
+
+
+def _instance(name: str, values: dict[str, Any]) -> Any:
+    """An abeval dataclass by its ``module:qualname`` (nothing else is made)."""
+    module, _, qualname = name.partition(":")
+    if not module.startswith("abeval."):
+        raise CannotKeep(name)
+    cls: Any = importlib.import_module(module)
+    for part in qualname.split("."):
+        cls = getattr(cls, part)
+    if not (isinstance(cls, type) and dataclasses.is_dataclass(cls)):
+        raise CannotKeep(name)
+    return cls(**values)
+
+
+def _digest(value: Any) -> str:
+    text = json.dumps(value, sort_keys=True, default=repr, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def options_key(o: ReportOptions) -> str:
+    """The digest of the options a part is computed under (where each setting came
+    from, which only the report's wording reads, left out), with the size and time
+    of a target-probabilities file the options name."""
+    plain = dataclasses.replace(o, flags=None, sources=())
+    given = o.ope.target_propensities
+    stat: tuple[int, int] | str | None = None
+    if given is not None:
+        try:
+            found = os.stat(given)
+            stat = (found.st_size, found.st_mtime_ns)
+        except OSError:
+            stat = "missing"
+    return _digest([repr(plain), stat])
+
+
+def depends(conn: Connection, experiment: str, facts: ExperimentFacts, catalog: Catalog) -> str:
+    """The digest of what the experiment's parts are computed from (module doc)."""
+    from abeval import __version__
+    from abeval.store.ope_target import recorded
+
+    targets = recorded(conn, experiment)
+    metrics = (
+        sorted((n, repr(d)) for n, d in catalog.definitions.items()),
+        repr(catalog.team_variables),
+        sorted(catalog.caps.items()),
+        sorted(catalog.unseen),
+        sorted(catalog.failed.items()),
+    )
+    return _digest(
+        [
+            SUMMARY_VERSION,
+            __version__,
+            experiment,
+            repr(facts.settings),
+            facts.config,
+            facts.has_propensities,
+            [(i["ingest_id"], i["checksum"], i["rows_inserted"], i["events_in_experiment"])
+             for i in facts.ingests],
+            None if targets is None else (targets.checksum, targets.recorded_at.isoformat()),
+            metrics,
+        ]
+    )  # fmt: skip
+
+
+def kept_part(
+    conn: Connection, experiment: str, part: str, key: str, depends: str, kind: type
+) -> Any | None:
+    """The kept ``part`` as an instance of ``kind`` (a tuple for ``offline``), or
+    None when none is kept or what is kept cannot be read (then it is computed)."""
+    body = read_kept(conn, experiment, part, key, depends)
+    if body is None:
+        return None
+    try:
+        found = decode(body)
+    except (CannotKeep, ValueError, TypeError, KeyError, AttributeError, ImportError):
+        return None
+    return found if isinstance(found, kind) else None
+
+
+def keep_row(experiment: str, part: str, key: str, depends: str, value: Any) -> KeptRow | None:
+    """The row that keeps ``value``; None when it holds what JSON cannot."""
+    try:
+        body = encode(value)
+    except CannotKeep:
+        return None
+    return KeptRow(experiment, part, key, depends, body)
