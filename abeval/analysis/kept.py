@@ -34,18 +34,20 @@ import hashlib
 import importlib
 import json
 import os
+from collections.abc import Callable
 from datetime import date, datetime
 from numbers import Integral
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from abeval.store.kept import KeptRow, read_kept
+from abeval.store.kept import KeptRow, read_kept, write_kept
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
 
     from abeval.analysis.online_metrics import Catalog
     from abeval.analysis.report_model import ReportOptions
+    from abeval.store.database import Database
     from abeval.store.experiment_facts import ExperimentFacts
 
 #: Raise when what a part holds or how it is computed changes: every summary
@@ -54,6 +56,8 @@ SUMMARY_VERSION = 1
 
 #: The parts of a session that are kept.
 PARTS = ("observed", "offline", "ope")
+
+T = TypeVar("T")
 
 
 class CannotKeep(ValueError):
@@ -167,13 +171,7 @@ def depends(conn: Connection, experiment: str, facts: ExperimentFacts, catalog: 
     from abeval.store.ope_target import recorded
 
     targets = recorded(conn, experiment)
-    metrics = (
-        sorted((n, repr(d)) for n, d in catalog.definitions.items()),
-        repr(catalog.team_variables),
-        sorted(catalog.caps.items()),
-        sorted(catalog.unseen),
-        sorted(catalog.failed.items()),
-    )
+    metrics = _catalog_print(catalog)
     return _digest(
         [
             SUMMARY_VERSION,
@@ -188,6 +186,18 @@ def depends(conn: Connection, experiment: str, facts: ExperimentFacts, catalog: 
             metrics,
         ]
     )  # fmt: skip
+
+
+def _catalog_print(catalog: Catalog) -> tuple[Any, ...]:
+    """What of ``catalog`` a result depends on: the team metrics' definitions,
+    variables, caps, unseen events and failures (the built-ins are abeval's)."""
+    return (
+        sorted((n, repr(d)) for n, d in catalog.definitions.items()),
+        repr(catalog.team_variables),
+        sorted(catalog.caps.items()),
+        sorted(catalog.unseen),
+        sorted(catalog.failed.items()),
+    )
 
 
 def kept_part(
@@ -212,3 +222,48 @@ def keep_row(experiment: str, part: str, key: str, depends: str, value: Any) -> 
     except CannotKeep:
         return None
     return KeptRow(experiment, part, key, depends, body)
+
+
+#: The ``experiment`` of a kept result of the whole store (the board's statistics).
+STORE_WIDE = ""
+
+
+def computed_once(
+    store: Database,
+    part: str,
+    inputs: Any,
+    catalog: Catalog,
+    compute: Callable[[], T],
+    kind: type,
+) -> T:
+    """``compute()``, a pure function of ``inputs`` (frozen results and options)
+    and of ``catalog``, kept in the store under the digest of both: the board's
+    statistics of the pairs its experiments gave (their bootstrap and model fits
+    cost more than reading kept experiments). Another input, another digest:
+    the kept one is replaced."""
+    from abeval import __version__
+
+    try:
+        depends = _digest([SUMMARY_VERSION, __version__, encode(inputs), _catalog_print(catalog)])
+    except CannotKeep:
+        return compute()
+    with store.connect() as conn:
+        found = kept_part(conn, STORE_WIDE, part, part, depends, kind)
+    if found is not None:
+        return found
+    value = compute()
+    row = keep_row(STORE_WIDE, part, part, depends, value)
+    if row is not None and store.keeping is not None:
+        store.keeping.append(row)
+        write_pending(store)
+    return value
+
+
+def write_pending(store: Database) -> None:
+    """Write the kept summaries waiting on a writable ``store`` now (no connection
+    of it may be open); a DuckDB file held read-only between calls writes them
+    after the API's call instead (:mod:`abeval.store.held`)."""
+    keeping = store.keeping
+    if keeping and not store.read_only:
+        rows, keeping[:] = list(keeping), []
+        write_kept(store, rows)

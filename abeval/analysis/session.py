@@ -26,7 +26,7 @@ from abeval.analysis.basis import basis_options, interval_basis, shown_metrics
 from abeval.analysis.comparisons import PlainStats, metric_results
 from abeval.analysis.decision import decision_basis, judged_results, plan_progress
 from abeval.analysis.experiment_config import ExperimentConfig, read_config, with_record
-from abeval.analysis.kept import depends, keep_row, kept_part, options_key
+from abeval.analysis.kept import depends, keep_row, kept_part, options_key, write_pending
 from abeval.analysis.observation import Observed, days_observed, observe
 from abeval.analysis.offline_report import OfflineSection, replayed_offline
 from abeval.analysis.ope import OpeSection, ope_results
@@ -41,7 +41,6 @@ from abeval.analysis.report_model import (
 )
 from abeval.analysis.team_metrics import read_catalog, refused_metrics, without
 from abeval.store.experiment_facts import ExperimentFacts, read_facts
-from abeval.store.kept import write_kept
 from abeval.store.shared_ctes import drop
 from abeval.store.sources import read_in_place
 
@@ -115,11 +114,8 @@ class ExperimentSession:
         finally:
             self._conn = None
             stack.__exit__(*exc)  # type: ignore[arg-type]
-        keeping = self.store.keeping
-        if keeping and not self.store.read_only and exc[0] is None:
-            # after the reading connection is closed, in a short transaction of its own
-            rows, keeping[:] = list(keeping), []
-            write_kept(self.store, rows)
+        if exc[0] is None:  # after the reading connection is closed, in a transaction of its own
+            write_pending(self.store)
 
     @property
     def conn(self) -> Connection:
