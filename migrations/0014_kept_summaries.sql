@@ -1,8 +1,9 @@
 -- abeval schema, step 14: kept summaries (issue 32). What one experiment's
 -- analysis reads of its events, computed once and kept: the per-arm sufficient
 -- statistics of every metric (part "observed"), the replayed offline metrics
--- ("offline") and the off-policy estimates ("ope"), each a JSON text of the
--- frozen results (floats written so that they read back exactly).
+-- ("offline"), the off-policy estimates ("ope") and the online comparisons
+-- ("compared"); experiment '' holds the agreement board's statistics ("board").
+-- Each is a JSON text of the frozen results (floats read back exactly).
 -- options_key: a digest of the run's options the part was computed under;
 -- depends: a digest of what it was computed from (the experiment's ingests and
 -- event counts, its settings and saved configuration, the metric definitions,

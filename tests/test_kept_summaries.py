@@ -100,8 +100,8 @@ def test_a_kept_board_equals_the_recompute(history: Path, tmp_path: Path) -> Non
         first = agreement_board(store, AgreementOptions())
         with store.connect() as conn:
             kept = count_kept(conn)
-        # every experiment's three parts, and the board's statistics
-        assert kept == 3 * (len(LIFTS) + 1) + 1
+        # every experiment's four parts, and the board's statistics
+        assert kept == 4 * (len(LIFTS) + 1) + 1
         again = agreement_board(store, AgreementOptions())
         with store.connect() as conn:
             assert count_kept(conn) == kept
@@ -123,7 +123,7 @@ def test_a_read_only_store_reads_kept_parts_without_the_events(
     with abeval.open(db) as store:
         before = store.report("exp-c").to_dict()
     with open_store(db) as database, database.connect() as conn:
-        assert count_kept(conn, "exp-c") == 3
+        assert count_kept(conn, "exp-c") == 4
 
     def refused(*args: object, **kwargs: object) -> None:
         raise AssertionError("the events were read again")
@@ -153,7 +153,7 @@ def test_a_changed_setting_is_never_read_from_a_stale_summary(
     for key in ("metrics", "offline", "ope", "health"):
         close(windowed[key], recomputed[key], key)
     with open_store(db) as database, database.connect() as conn:
-        assert count_kept(conn, "exp-c") == 3  # the stale parts were replaced
+        assert count_kept(conn, "exp-c") == 4  # the stale parts were replaced
 
 
 def test_a_store_held_elsewhere_keeps_nothing_and_reads(history: Path, tmp_path: Path) -> None:
@@ -166,7 +166,7 @@ def test_a_store_held_elsewhere_keeps_nothing_and_reads(history: Path, tmp_path:
     with abeval.open(db) as store:
         store.report("exp-d")
     with open_store(db, read_only=True) as database, database.connect() as conn:
-        assert count_kept(conn, "exp-d") == 3
+        assert count_kept(conn, "exp-d") == 4
 
 
 @pytest.mark.postgres
@@ -179,7 +179,7 @@ def test_kept_summaries_on_postgresql(postgres_database: str, tmp_path: Path) ->
     with open_store(postgres_database) as store:
         agreement_board(store, AgreementOptions())
         with store.connect() as conn:
-            assert count_kept(conn) == 3 * (len(LIFTS) + 1) + 1
+            assert count_kept(conn) == 4 * (len(LIFTS) + 1) + 1
     with open_store(postgres_database, read_only=True) as store:
         kept = agreement_board(store, AgreementOptions())
     close(numbers(kept), numbers(recomputed))

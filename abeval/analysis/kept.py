@@ -5,7 +5,8 @@ The :class:`~abeval.analysis.session.ExperimentSession` asks here first for each
 of its three parts read from the events: ``observed`` (the per-arm sufficient
 statistics of every metric, the health counts, the daily and segment moments,
 the caps), ``offline`` (the replayed offline metrics) and ``ope`` (the
-off-policy estimates). A part is found under two digests:
+off-policy estimates), and for ``compared``, the online comparisons computed
+from ``observed`` under the options. A part is found under two digests:
 
 - ``options_key``: the run's options it was computed under
   (:class:`~abeval.analysis.report_model.ReportOptions`, the saved configuration
@@ -34,7 +35,7 @@ import hashlib
 import importlib
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import date, datetime
 from numbers import Integral
 from types import MappingProxyType
@@ -55,7 +56,7 @@ if TYPE_CHECKING:
 SUMMARY_VERSION = 1
 
 #: The parts of a session that are kept.
-PARTS = ("observed", "offline", "ope")
+PARTS = ("observed", "offline", "ope", "compared")
 
 T = TypeVar("T")
 
@@ -200,12 +201,11 @@ def _catalog_print(catalog: Catalog) -> tuple[Any, ...]:
     )
 
 
-def kept_part(
-    conn: Connection, experiment: str, part: str, key: str, depends: str, kind: type
-) -> Any | None:
-    """The kept ``part`` as an instance of ``kind`` (a tuple for ``offline``), or
-    None when none is kept or what is kept cannot be read (then it is computed)."""
-    body = read_kept(conn, experiment, part, key, depends)
+def kept_part(kept: Mapping[str, str], part: str, kind: type) -> Any | None:
+    """The kept ``part`` of ``kept`` (:func:`abeval.store.kept.read_kept`) as an
+    instance of ``kind`` (a tuple for ``offline``), or None when none is kept or
+    what is kept cannot be read (then it is computed)."""
+    body = kept.get(part)
     if body is None:
         return None
     try:
@@ -243,12 +243,14 @@ def computed_once(
     the kept one is replaced."""
     from abeval import __version__
 
+    if not store.backend.runs_migrations:  # Spark: no table to keep it in
+        return compute()
     try:
         depends = _digest([SUMMARY_VERSION, __version__, encode(inputs), _catalog_print(catalog)])
     except CannotKeep:
         return compute()
     with store.connect() as conn:
-        found = kept_part(conn, STORE_WIDE, part, part, depends, kind)
+        found = kept_part(read_kept(conn, STORE_WIDE, part, depends), part, kind)
     if found is not None:
         return found
     value = compute()

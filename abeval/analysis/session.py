@@ -9,10 +9,10 @@ power rows. :func:`~abeval.analysis.online.build_report` asks for all of them;
 ``abeval power --experiment`` only for the comparisons and power, so it neither
 replays the logs nor estimates off-policy.
 
-The three parts read from the events (``observed``, ``offline``, ``ope``) are
-asked of the store's kept summaries first (:mod:`abeval.analysis.kept`) and kept
-there once computed, by a store opened for writing: everything else is computed
-from them the same way whichever way they came.
+The three parts read from the events (``observed``, ``offline``, ``ope``) and the
+comparisons are asked of the store's kept summaries first
+(:mod:`abeval.analysis.kept`) and kept there once computed, by a store opened for
+writing: everything else is computed from them the same way whichever way they came.
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ from abeval.analysis.report_model import (
 )
 from abeval.analysis.team_metrics import read_catalog, refused_metrics, without
 from abeval.store.experiment_facts import ExperimentFacts, read_facts
+from abeval.store.kept import read_kept
 from abeval.store.shared_ctes import drop
 from abeval.store.sources import read_in_place
 
@@ -138,16 +139,22 @@ class ExperimentSession:
     @cached_property
     def _keys(self) -> tuple[str, str] | None:
         """The digests the parts are kept under (:mod:`abeval.analysis.kept`); None
-        for an experiment read in place, whose parts are not kept."""
-        if self.facts is None:
+        for an experiment read in place, or on Spark (no ``kept_summaries`` table, and
+        each statement's fixed cost), whose parts are not kept."""
+        if self.facts is None or not self.store.backend.runs_migrations:
             return None
         found = depends(self.conn, self.experiment, self.facts, self.catalog)
         return options_key(self.options), found
 
+    @cached_property
+    def _kept_parts(self) -> dict[str, str]:
+        """The texts of the parts kept under this session's digests, read at once."""
+        keys = self._keys
+        return {} if keys is None else read_kept(self.conn, self.experiment, *keys)
+
     def _kept(self, part: str, kind: type) -> Any:
         """The kept ``part``, or None when it is to be computed."""
-        keys = self._keys
-        return None if keys is None else kept_part(self.conn, self.experiment, part, *keys, kind)
+        return kept_part(self._kept_parts, part, kind)
 
     def _keep(self, part: str, value: object) -> None:
         """Keep ``part`` (written when the session closes, or by the open store
@@ -210,7 +217,12 @@ class ExperimentSession:
     @cached_property
     def _compared(self) -> tuple[list[OnlineMetricResult], PlainStats]:
         seen, o = self.observed, self.options
-        return metric_results(seen.moments, self.control, self.treatments, o, self.catalog)
+        kept = self._kept("compared", tuple)  # a function of the parts above and the options
+        if kept is not None:
+            return kept
+        found = metric_results(seen.moments, self.control, self.treatments, o, self.catalog)
+        self._keep("compared", found)
+        return found
 
     @property
     def comparisons(self) -> list[OnlineMetricResult]:

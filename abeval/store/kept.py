@@ -37,22 +37,21 @@ class KeptRow:
     body: str
 
 
-def read_kept(
-    conn: Connection, experiment: str, part: str, options_key: str, depends: str
-) -> str | None:
-    """The kept text of ``part`` under both digests; None when none is kept."""
+def read_kept(conn: Connection, experiment: str, options_key: str, depends: str) -> dict[str, str]:
+    """The kept texts of ``experiment``'s parts (part → text) under both digests,
+    in one statement; empty when none is kept."""
     from sqlalchemy import text
 
     if not has_own_table(conn, TABLE):
-        return None
-    row = conn.execute(
+        return {}
+    rows = conn.execute(
         text(
-            f"SELECT body FROM {TABLE} WHERE experiment = :e AND part = :p "
+            f"SELECT part, body FROM {TABLE} WHERE experiment = :e "
             "AND options_key = :k AND depends = :d"
         ),
-        {"e": experiment, "p": part, "k": options_key, "d": depends},
-    ).fetchone()
-    return None if row is None else str(row[0])
+        {"e": experiment, "k": options_key, "d": depends},
+    ).fetchall()
+    return {str(part): str(body) for part, body in rows}
 
 
 def write_kept(database: Database, rows: Sequence[KeptRow]) -> bool:
@@ -67,8 +66,8 @@ def write_kept(database: Database, rows: Sequence[KeptRow]) -> bool:
 
     from abeval.errors import AbevalError
 
-    if not rows:
-        return True
+    if not rows or not database.backend.runs_migrations:  # Spark keeps nothing
+        return not rows
     now = datetime.now(UTC).replace(tzinfo=None)
     try:
         with database.begin() as conn:
