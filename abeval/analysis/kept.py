@@ -31,6 +31,7 @@ float, NaN and infinities included).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import importlib
 import json
@@ -134,6 +135,12 @@ def _value(v: Any) -> Any:
 
 def _instance(name: str, values: dict[str, Any]) -> Any:
     """An abeval dataclass by its ``module:qualname`` (nothing else is made)."""
+    return _class(name)(**values)
+
+
+@functools.lru_cache(maxsize=512)
+def _class(name: str) -> Any:
+    """The abeval dataclass ``module:qualname`` names (a cache of a pure function)."""
     module, _, qualname = name.partition(":")
     if not module.startswith("abeval."):
         raise CannotKeep(name)
@@ -142,7 +149,7 @@ def _instance(name: str, values: dict[str, Any]) -> Any:
         cls = getattr(cls, part)
     if not (isinstance(cls, type) and dataclasses.is_dataclass(cls)):
         raise CannotKeep(name)
-    return cls(**values)
+    return cls
 
 
 def _digest(value: Any) -> str:

@@ -216,10 +216,10 @@ class ExperimentSession:
 
     @cached_property
     def _compared(self) -> tuple[list[OnlineMetricResult], PlainStats]:
-        seen, o = self.observed, self.options
         kept = self._kept("compared", tuple)  # a function of the parts above and the options
         if kept is not None:
             return kept
+        seen, o = self.observed, self.options
         found = metric_results(seen.moments, self.control, self.treatments, o, self.catalog)
         self._keep("compared", found)
         return found
