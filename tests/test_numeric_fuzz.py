@@ -141,26 +141,18 @@ def test_target_probabilities(tmp_path: Path, column: str, value: str) -> None:
         assert "\n" not in exc.message
 
 
-@pytest.mark.parametrize("value", VALUES)
-def test_metric_file_cap(tmp_path: Path, value: str) -> None:
-    literal = {"abc": '"abc"', "nan": "nan", "inf": "inf", "-inf": "-inf"}.get(value, value)
-    path = tmp_path / "m.toml"
-    path.write_text(
-        f'[capped]\nkind = "mean"\nevent = "add_to_cart"\nvalue = "sum"\ncap = {literal}\n'
-    )
-    try:
-        read_metric_file(path)
-    except AbevalError as exc:
-        assert "\n" not in exc.message
+METRIC_FILES = {
+    "cap": '[capped]\nkind = "mean"\nevent = "add_to_cart"\nvalue = "sum"\ncap = {}\n',
+    "where": '[filtered]\nkind = "proportion"\nevent = "click"\nwhere = {{ slot = {} }}\n',
+}
 
 
 @pytest.mark.parametrize("value", VALUES)
-def test_metric_file_where(tmp_path: Path, value: str) -> None:
+@pytest.mark.parametrize("key", list(METRIC_FILES))
+def test_metric_file(tmp_path: Path, key: str, value: str) -> None:
     literal = {"abc": '"abc"', "nan": "nan", "inf": "inf", "-inf": "-inf"}.get(value, value)
     path = tmp_path / "m.toml"
-    path.write_text(
-        f'[filtered]\nkind = "proportion"\nevent = "click"\nwhere = {{ slot = {literal} }}\n'
-    )
+    path.write_text(METRIC_FILES[key].format(literal))
     try:
         read_metric_file(path)
     except AbevalError as exc:
