@@ -102,8 +102,9 @@ def test_json_carries_the_basis_and_its_interval_first(case: dict[str, Any]) -> 
         shown = rel["ci_adjusted"] if rel["ci_adjusted"] is not None else rel["ci"]
         assert m["basis"] == basis
         assert m["lift"] == rel["effect"] and m["interval"] == shown
-        if basis != "group_sequential":  # its p-value is the spending's, not Holm's
-            assert m["p_value"] == rel["p_adjusted"]
+        assert m["p_value"] == rel["p_adjusted"]
+        if m["p_value"] is not None:  # the p-value, the star and the interval agree
+            assert m["significant"] == (m["p_value"] < doc["settings"]["alpha"])
         method = "sequential" if basis == "always_valid" else "welch"
         assert m["comparison"]["method"] == method
         reference = m["reference_fixed_horizon"]
