@@ -390,7 +390,7 @@ def decide(
     if better and underpowered:
         return "keep_running", (
             f"{_names(better, catalog, lift=True)} significantly better, "
-            f"but {_margins(underpowered, catalog)}"
+            f"but {margin_words(underpowered, catalog)}"
         )
     if better:
         return "ship", (
@@ -410,7 +410,8 @@ def decide(
     )
 
 
-def _margins(items: Sequence[DecisionInput], catalog: Catalog) -> str:
+def margin_words(items: Sequence[DecisionInput], catalog: Catalog) -> str:
+    """Why each guardrail of ``items`` (underpowered) blocks a ship, in words."""
     return "; ".join(
         f"guardrail {catalog.label(g.metric)} is underpowered: its interval allows a harm of "
         f"{share(g.largest_harm, 2)}, past its {share(g.margin, 2)} margin"
