@@ -126,7 +126,8 @@ def judged_results(
         # past its expected size: the result of the day that reached it stands
         if i not in then:
             then[i] = metric_results(daily[i][1], control, treatments, o, catalog)[0]
-        picked.append(next(x for x in then[i] if (x.metric, x.arm) == (r.metric, r.arm)))
+        reached = next(x for x in then[i] if (x.metric, x.arm) == (r.metric, r.arm))
+        picked.append(replace(reached, decided_day=_day_number(daily, i)))
     return adjust_families(picked, o, looks), basis, progress
 
 
@@ -146,6 +147,12 @@ def planned_look(
         if progress is not None and progress.reached:
             return number, i
     return None
+
+
+def _day_number(daily: Sequence[tuple[str, dict[str, Moments]]], i: int) -> int:
+    """The day number (1 = the first day of ``daily``) of ``daily[i]``."""
+    first = date.fromisoformat(daily[0][0][:10])
+    return (date.fromisoformat(daily[i][0][:10]) - first).days + 1
 
 
 def look_users(daily: Sequence[tuple[str, dict[str, Moments]]], users: int) -> tuple[int, ...]:
