@@ -77,12 +77,11 @@ GLOSSARY: tuple[tuple[str, str], ...] = (
 AT_CEILING = "at the noise ceiling"
 
 
-def ratio_text(value: float | None, *, words: bool = False) -> str:
+def ratio_text(value: float | None) -> str:
     """ρ / ceiling with two decimals, or ``≥ 1`` once it reaches 1: the signal ranks
-    the experiments as well as their noise allows, and the ratio's excess is noise;
-    with ``words``, ``≥ 1 (at the noise ceiling)``."""
+    the experiments as well as their noise allows, and the ratio's excess is noise."""
     if value is not None and value >= 1:
-        return f"≥ 1 ({AT_CEILING})" if words else "≥ 1"
+        return "≥ 1"
     return fixed(value, 2)
 
 
@@ -122,8 +121,9 @@ def criterion_text(h: BoardHeadline | BestSignal, gain: float | None) -> str:
 
 def _ceiling(h: BoardHeadline) -> str:
     if h.rho_over_ceiling is not None:
-        ratio = ratio_text(h.rho_over_ceiling, words=True)
-        return f", ρ / ceiling {ratio} (noise ceiling {fixed(h.ceiling, 2)})"
+        if ratio_text(h.rho_over_ceiling) == "≥ 1":
+            return f", ρ / ceiling ≥ 1 ({AT_CEILING} {fixed(h.ceiling, 2)})"
+        return f", ρ / ceiling {fixed(h.rho_over_ceiling, 2)} (noise ceiling {fixed(h.ceiling, 2)})"
     if h.ceiling_status == "no_signal_variance":
         return "; the online lifts are all noise, so there is no ceiling to read it against"
     if h.ceiling_status == "ceiling_too_small":

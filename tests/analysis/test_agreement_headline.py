@@ -365,6 +365,6 @@ def test_a_ratio_past_the_noise_ceiling_is_said_in_words(board: AgreementBoard) 
     assert cell.clean() == "≥ 1"
     (h,) = board.headlines
     words = headline_words(replace(h, rho_over_ceiling=1.07), "CTR")
-    assert "ρ / ceiling ≥ 1 (at the noise ceiling)" in words.numbers
+    assert f"ρ / ceiling ≥ 1 (at the noise ceiling {h.ceiling:.2f});" in words.numbers
     assert "1.07" not in words.numbers
     assert "ρ / ceiling 0.93 " in headline_words(replace(h, rho_over_ceiling=0.93)).numbers
