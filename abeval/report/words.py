@@ -3,7 +3,7 @@
 Results carry codes (``zero_baseline``, ``too_few_experiments``,
 ``personalised_target``) and keep them in JSON; every headline, card and text
 line says them with :func:`said` instead, so a reader never meets a code. One
-table for every code of every result (tests/test_words.py walks the results'
+table for every code of every result (tests/report/test_words.py walks the results'
 ``Literal`` types and checks each value has a sentence here). A result's own
 ``message``, where it has one, says more than the code and is preferred.
 """
@@ -72,6 +72,11 @@ STATUS_WORDS: dict[str, str] = {
     "only_signal": "the only signal",
     # Interleaving.
     "no_requests": "no interleaved request has a credited click",
+    "ranker_preferred": "the interval of Δ_AB excludes 0",
+    "no_preference": "the interval of Δ_AB includes 0, so neither ranker is preferred",
+    "undetermined": "no preference could be estimated",
+    "no_preference_given": "the experiment shows no preference to plan for: give the "
+    "preference to detect",
     # The predicted lift of the report.
     "none_recorded": "no evaluation is recorded for it",
     "other_baseline": "the recorded evaluation compared another baseline",

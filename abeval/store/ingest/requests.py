@@ -8,7 +8,10 @@ carry logging probabilities must describe one list.
   ``propensity_given_above``) is the only item at its position in its request;
 - an interleaved request (one whose impressions name a ``team``, the ranker that
   contributed the item) names the team of every impression, and at most two
-  teams: team draft merges the lists of exactly two rankers.
+  teams: team draft merges the lists of exactly two rankers; a list of two or
+  more items names both (each round both rankers pick); in an experiment whose
+  requests name teams every request does, and the experiment has one arm (every
+  user sees the merged list).
 
 Both are checked over the good rows of one file. A request at fault has all its
 impression rows refused, with the same reason, as a bad row is.
@@ -76,6 +79,7 @@ def find_request_faults(duck: Any, relation: str, columns: list[str]) -> int:
 _POSITION = "position"
 _TEAM_MIXED = "team, not on every impression"
 _TEAMS = "more than two teams"
+_TEAM_NONE = "an impression without a team"
 
 
 def _logged(relation: str) -> str:
@@ -89,7 +93,8 @@ def _may_break(duck: Any, relation: str, columns: list[str]) -> set[str]:
     its impressions with no grouping by request; each "no" is certain:
 
     - a request can give ``propensity_given_above`` (or a ``team``) on some but
-      not all of its impressions only if the impressions as a whole do;
+      not all of its impressions only if the impressions as a whole do, and can
+      name no team only if some impression names none;
     - a request can name more than two teams only if the impressions do;
     - two logged impressions can share a request and a position only if the
       distinct 64-bit hashes of (experiment, request_id, position) of the logged
@@ -120,6 +125,8 @@ def _may_break(duck: Any, relation: str, columns: list[str]) -> set[str]:
         named, teams = next(got), next(got)
         if 0 < named < n:
             may.add(_TEAM_MIXED)
+        if named < n:
+            may.add(_TEAM_NONE)
         if teams > 2:
             may.add(_TEAMS)
     if any(c in columns for c in PROBABILITIES):
@@ -130,26 +137,63 @@ def _may_break(duck: Any, relation: str, columns: list[str]) -> set[str]:
 
 
 def _team_faults(relation: str, quoted: str, may: set[str]) -> list[str]:
-    """The two team checks over the impressions of ``relation`` (interleaving),
-    those of them that ``may`` (:func:`_may_break`) says can fail."""
+    """The team checks over the impressions of ``relation`` (interleaving): those
+    that ``may`` (:func:`_may_break`) says can fail, and those it cannot tell."""
     impressions = f"FROM {relation} WHERE event_type = 'impression' GROUP BY experiment, request_id"
-    parts = []
-    if _TEAM_MIXED in may:
-        parts.append(
+    # (the check, the gate of _may_break that must let it through, or None: always run)
+    checks: list[tuple[str | None, str]] = [
+        (
+            _TEAM_MIXED,
             f"SELECT experiment, request_id, '{_TEAM}' AS column_name, 'request ' || {quoted} "
-            f"|| ' names a team on ' || count({_TEAM}) || ' of its ' || count(*) || ' "
-            "impressions; an interleaved request names the ranker of every impression' AS "
-            f"reason, -2 AS k {impressions} HAVING count({_TEAM}) > 0 AND count({_TEAM}) < count(*)"
-        )
-    if _TEAMS in may:
-        parts.append(
+            f"|| ' names a team on ' || count({_TEAM}) || ' of its ' || count(*) || ' impressions; "
+            "an interleaved request names the ranker of every impression' AS reason, "
+            f"-2 AS k {impressions} HAVING count({_TEAM}) > 0 AND count({_TEAM}) < count(*)",
+        ),
+        (
+            _TEAMS,
             f"SELECT experiment, request_id, '{_TEAM}' AS column_name, 'request ' || {quoted} "
             f"|| ' names ' || count(DISTINCT {_TEAM}) || ' teams (' || "
             f"string_agg(DISTINCT {_TEAM}, ', ' ORDER BY {_TEAM}) || '); an interleaved list "
             f"merges exactly two rankers' AS reason, -1 AS k {impressions} "
-            f"HAVING count(DISTINCT {_TEAM}) > 2"
-        )
-    return parts
+            f"HAVING count(DISTINCT {_TEAM}) > 2",
+        ),
+        (
+            None,
+            f"SELECT experiment, request_id, '{_TEAM}' AS column_name, 'request ' || {quoted} "
+            f"|| ' names only ' || min({_TEAM}) || ' on its ' || count(*) || ' impressions; team "
+            "draft gives each of the two rankers a pick every round, so a list of two or more "
+            f"items names both' AS reason, -3 AS k {impressions} "
+            f"HAVING count(DISTINCT {_TEAM}) = 1 AND count({_TEAM}) = count(*) "
+            "AND count(DISTINCT item_id) > 1",
+        ),
+        (
+            _TEAM_NONE,
+            f"SELECT experiment, request_id, '{_TEAM}' AS column_name, 'request ' || {quoted} "
+            f"|| ' names no team, but experiment ' || {_quoted('experiment')} || ' is "
+            "interleaved (its other requests name teams); name the ranker of every impression' "
+            f"AS reason, -4 AS k {impressions} HAVING count({_TEAM}) = 0 AND experiment IN "
+            f"(SELECT experiment FROM {relation} WHERE {_TEAM} IS NOT NULL)",
+        ),
+        (
+            None,
+            f"SELECT r.experiment, r.request_id, '{_TEAM}' AS column_name, 'experiment ' || "
+            f"{_quoted('r.experiment')} || ' is interleaved (request ' || "
+            f"{_quoted('r.request_id')} || ' names teams) but has ' || a.arms || ' arms (' || "
+            "a.names || '); every user of an interleaved experiment sees the merged list: give "
+            "its rows one arm, and load an A/B test of the same rankers as an experiment of its "
+            "own' AS reason, -5 AS k FROM "
+            f"(SELECT DISTINCT experiment, request_id FROM {relation} WHERE {_TEAM} IS NOT NULL) r "
+            "JOIN (SELECT experiment, count(DISTINCT arm) AS arms, string_agg(DISTINCT arm, ', ' "
+            f"ORDER BY arm) AS names FROM {relation} GROUP BY experiment "
+            "HAVING count(DISTINCT arm) > 1) a ON a.experiment = r.experiment",
+        ),
+    ]
+    return [sql for gate, sql in checks if gate is None or gate in may]
+
+
+def _quoted(column: str) -> str:
+    """SQL: ``column``'s value between single quotes, as a message names it."""
+    return f"'''' || {column} || ''''"
 
 
 def at_fault(alias: str) -> str:
