@@ -172,3 +172,36 @@ def test_clean_requests_of_four_teams_in_all_are_not_refused() -> None:
         "propensity_given_above, team)"
     )
     assert find_request_faults(duck, "(SELECT * FROM t) n", COLUMNS) == 0
+
+
+class _Spy:
+    """A DuckDB connection that keeps the statements it runs."""
+
+    def __init__(self) -> None:
+        self.duck = duckdb.connect()
+        self.statements: list[str] = []
+
+    def execute(self, sql: str) -> duckdb.DuckDBPyConnection:
+        self.statements.append(sql)
+        return self.duck.execute(sql)
+
+
+@pytest.mark.parametrize("team", [False, True])
+def test_a_clean_file_is_not_grouped_by_request_for_checks_that_cannot_fail(team: bool) -> None:
+    """A clean file without ``team`` reads its impressions once and groups nothing
+    by request; a clean interleaved one groups only for the two team checks that
+    the pass over the impressions cannot tell (one team on a list, several arms)."""
+    spy = _Spy()
+    spy.duck.execute(
+        "CREATE TABLE t AS SELECT 'e' AS experiment, 'x' AS arm, 'r' || (i // 4) AS request_id, "
+        "'impression' AS event_type, 'i' || i AS item_id, i % 4 + 1 AS position, 0.5 AS "
+        "propensity, 0.5 AS propensity_given_above, "
+        "CASE WHEN i % 2 = 0 THEN 'A' ELSE 'B' END AS team FROM range(40) r(i)"
+    )
+    columns = COLUMNS if team else [c for c in COLUMNS if c != "team"]
+    assert find_request_faults(spy, "(SELECT * FROM t) n", columns) == 0
+    grouped = [s for s in spy.statements if "GROUP BY experiment, request_id" in s]
+    assert len(grouped) == (1 if team else 0)
+    if team:
+        assert " -3 AS k" in grouped[0] and " -5 AS k" in grouped[0]
+        assert " -2 AS k" not in grouped[0] and " -4 AS k" not in grouped[0]

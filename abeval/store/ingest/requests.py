@@ -56,7 +56,8 @@ def find_request_faults(duck: Any, relation: str, columns: list[str]) -> int:
             f"0 AS k FROM {relation} WHERE event_type = 'impression' GROUP BY experiment, "
             f"request_id HAVING count({_GIVEN}) > 0 AND count({_GIVEN}) < count(*)"
         )
-    parts += _team_faults(relation, quoted, may)
+    if _TEAM in columns:
+        parts += _team_faults(relation, quoted, may)
     if _POSITION in may:
         parts.append(
             "SELECT experiment, request_id, 'position' AS column_name, 'request ' || "
