@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from abeval.analysis.agreement import AgreementBoard
     from abeval.analysis.evaluate.results import EvaluationResult
     from abeval.analysis.experiment_config import ExperimentConfig
+    from abeval.analysis.experiment_record import ExperimentRecord
     from abeval.analysis.forecast import ForecastReport
     from abeval.analysis.metric_records import MetricRow
     from abeval.analysis.planning import Plan
@@ -46,6 +47,7 @@ __all__ = [
     "mapping_dict",
     "mapping_text",
     "metrics_lines",
+    "outcome_line",
     "page_path",
     "plan_lines",
     "power_lines",
@@ -182,6 +184,20 @@ def _no_program_page(report: ProgramReport, **options: Any) -> Any:
     raise OptionError("format", "html", "a program has no HTML page yet: choose text or json")
 
 
+def _record_text(record: ExperimentRecord) -> str:
+    from abeval.report.experiment_text import record_lines
+
+    lines = settings_lines(record.experiment, record.settings, record.config)
+    return "\n".join([*lines, *record_lines(record)]) + "\n"
+
+
+def _no_record_page(record: ExperimentRecord, **options: Any) -> Any:
+    from abeval.errors import OptionError
+
+    raise OptionError("format", "html", "what is recorded has no HTML page: choose text or json")
+
+
+_RECORD = _Presenters(_record_text, _no_record_page, _no_record_page)
 _REPORT = _Presenters(_report_text, _report_html, _report_page)
 _EVALUATION = _Presenters(_evaluation_text, _evaluation_html, _evaluation_page)
 _FORECAST = _Presenters(_forecast_text, _forecast_html, _forecast_page, _forecast_json)
@@ -195,6 +211,12 @@ def _presenters(result: object) -> _Presenters:
     imported only when the ones before it did not match: the type of the result is
     loaded already, so a report never loads the evaluation's modules, and an
     evaluation not the agreement board's."""
+    import sys
+
+    # what is recorded for an experiment: its module is loaded when one exists
+    record = sys.modules.get("abeval.analysis.experiment_record")
+    if record is not None and isinstance(result, record.ExperimentRecord):
+        return _RECORD
     from abeval.analysis.report_model import ExperimentReport
 
     if isinstance(result, ExperimentReport):
@@ -331,16 +353,24 @@ def settings_lines(experiment: str, s: ExperimentSettings, config: ExperimentCon
 def settings_document(
     experiment: str, s: ExperimentSettings, config: ExperimentConfig
 ) -> dict[str, Any]:
-    """``abeval experiment show -f json``: what is recorded for one experiment."""
-    return {
-        "experiment": experiment,
-        "arms": s.arms,
-        "control": s.control_arm,
-        "split": s.split,
-        "window_from": s.window_from.isoformat() if s.window_from else None,
-        "window_to": s.window_to.isoformat() if s.window_to else None,
-        "config": config.recorded(),
-    }
+    """The settings part of ``abeval experiment show -f json`` (which is
+    ``json_document(store.experiment(X))``)."""
+    from abeval.analysis.experiment_record import settings_fields
+
+    return settings_fields(experiment, s, config)
+
+
+def outcome_line(record: ExperimentRecord) -> str:
+    """``home-reco-v2: shipped on 2026-03-20; owner ana; tags ranking``: what was
+    decided about an experiment (``abeval experiment set``)."""
+    from abeval.report.experiment_text import status_text
+
+    o = record.outcome
+    parts = [f"{record.experiment}: {status_text(o.status, o.decided_on)}"]
+    parts += [f"owner {o.owner}"] if o.owner else []
+    parts += [f"tags {', '.join(o.tags)}"] if o.tags else []
+    parts += [f"hypothesis {o.hypothesis!r}"] if o.hypothesis else []
+    return "; ".join(parts)
 
 
 def targets_line(experiment: str, done: TargetsRecorded) -> str:

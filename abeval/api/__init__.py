@@ -47,6 +47,7 @@ from abeval.api.across import (
 )
 from abeval.api.configuration import (
     experiment_config,
+    outcome_options,
     set_options,
     source_mapping,
     unset_options,
@@ -85,6 +86,7 @@ __all__ = [
     "model_argument",
     "named_models",
     "open",
+    "outcome_options",
     "parse_bound",
     "plan_power",
     "power_inputs",
