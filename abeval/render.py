@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from abeval.analysis.metric_records import MetricRow
     from abeval.analysis.planning import Plan
     from abeval.analysis.program import ProgramReport
+    from abeval.analysis.program_store import StoreProgram
     from abeval.analysis.report_model import ExperimentReport, GuardrailPower
     from abeval.stats import PowerResult
     from abeval.store.experiments import ExperimentSettings, ExperimentSummary, TargetsRecorded
@@ -198,11 +199,40 @@ def _no_record_page(record: ExperimentRecord, **options: Any) -> Any:
 
 
 _RECORD = _Presenters(_record_text, _no_record_page, _no_record_page)
+
+
+def _store_program_text(program: StoreProgram) -> str:
+    from abeval.report.program_store import store_program_text
+
+    return store_program_text(program)
+
+
+def _store_program_html(program: StoreProgram, **options: Any) -> str:
+    from abeval.report.program_html import render_html
+
+    return render_html(program, **options)
+
+
+def _store_program_page(program: StoreProgram) -> Path:
+    from abeval.report.program_html import DEFAULT_PATH
+
+    return DEFAULT_PATH
+
+
+def _store_program_json(program: StoreProgram) -> Any:
+    from abeval.report.program_store import store_program_document
+
+    return store_program_document(program)
+
+
 _REPORT = _Presenters(_report_text, _report_html, _report_page)
 _EVALUATION = _Presenters(_evaluation_text, _evaluation_html, _evaluation_page)
 _FORECAST = _Presenters(_forecast_text, _forecast_html, _forecast_page, _forecast_json)
 _BOARD = _Presenters(_board_text, _board_html, _board_page)
 _PROGRAM = _Presenters(_program_text, _no_program_page, _no_program_page, _program_json)
+_STORE_PROGRAM = _Presenters(
+    _store_program_text, _store_program_html, _store_program_page, _store_program_json
+)
 
 
 def _presenters(result: object) -> _Presenters:
@@ -236,7 +266,9 @@ def _presenters(result: object) -> _Presenters:
     from abeval.analysis.program import ProgramReport
 
     if isinstance(result, ProgramReport):
-        return _PROGRAM
+        from abeval.analysis.program_store import StoreProgram
+
+        return _STORE_PROGRAM if isinstance(result, StoreProgram) else _PROGRAM
     raise TypeError(f"no presenter for {type(result).__name__}")
 
 

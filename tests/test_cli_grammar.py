@@ -90,6 +90,7 @@ LOOKED_UP = {
     "--truth",
     "--items",
     "--history",
+    "--with-reports",
     "--per-user",
     "--target-propensities",
     "--control",

@@ -173,7 +173,7 @@ def _from_report(
 
 def store_program(
     store: Database,
-    options: Callable[[str], ReportOptions],
+    options: ReportOptions,
     catalog: Catalog,
     *,
     filters: ProgramFilters = ProgramFilters(),
@@ -181,9 +181,12 @@ def store_program(
     alpha: float = 0.05,
     min_experiments: int = MIN_EXPERIMENTS,
     progress: Callable[[str], None] | None = None,
+    each: Callable[[ExperimentReport], str] | None = None,
 ) -> StoreProgram:
     """The program of the store's experiments that ``filters`` keep (module
-    docstring); ``options(name)``: the report options each is read under."""
+    docstring), each read under ``options`` (and its saved configuration);
+    ``each(report)``, when given, is called with every report made and returns
+    the place of its page (``pages``)."""
     from dataclasses import replace
 
     from abeval.analysis.online import build_report
@@ -211,18 +214,22 @@ def store_program(
         )
     entries: list[ProgramEntry] = []
     done: list[StoredExperiment] = []
+    pages: list[tuple[str, str]] = []
     for i, row in enumerate(rows):
         if progress is not None:
             progress(f"reading {row.experiment} ({i + 1} of {len(rows)})")
         try:
-            report = build_report(store, row.experiment, options(row.experiment), catalog)
+            report = build_report(store, row.experiment, options, catalog)
         except AbevalError as exc:
             done.append(replace(row, problem=str(exc).splitlines()[0]))
             continue
+        if each is not None:
+            pages.append((row.experiment, each(report)))
         finished, found = _from_report(row, report, primary)
         done.append(finished)
         entries += found
-    return _program(source, entries, done, filters, primary, alpha, min_experiments)
+    program = _program(source, entries, done, filters, primary, alpha, min_experiments)
+    return replace(program, pages=tuple(pages))
 
 
 def _program(
