@@ -9,7 +9,10 @@ the same :func:`abeval.analysis.program.build_program` as a history file's.
 Each experiment is read by :func:`abeval.analysis.online.build_report`, the
 function behind ``abeval report`` (its :class:`~abeval.analysis.session.ExperimentSession`),
 under its saved configuration: the lifts are the report's, to the last digit.
-The arm shown is the one the report ships, else its first treatment arm. An
+The arm shown is the one the report ships, else its first treatment arm. The
+program's primary metric is ``primary``, else the first primary metric of the
+reports (in their order: ``ctr`` by default) that 2 or more experiments have a
+lift of. An
 experiment's date is the date of its decision when recorded, else the day of
 its last event; ``since``/``until`` filter on it.
 """
@@ -250,6 +253,12 @@ def _program(
             f"{source}: {len(names)} of its {len(rows)} experiments "
             f"{'has' if len(names) == 1 else 'have'} a primary lift; a program needs at least 2"
         )
+    if primary is None:  # the first primary metric (in the reports' order) of 2 or more lifts
+        counts: dict[str, int] = {}
+        for e in entries:
+            counts[e.metric] = counts.get(e.metric, 0) + 1
+        declared = dict.fromkeys(x.metric for r in rows for x in r.lifts)
+        primary = next((m for m in declared if counts.get(m, 0) >= 2), entries[0].metric)
     base = build_program(source, entries, primary=primary, alpha=alpha,
                          min_experiments=min_experiments)  # fmt: skip
     values = {f.name: getattr(base, f.name) for f in fields(ProgramReport)}

@@ -53,8 +53,8 @@ def program(
         str | None,
         typer.Option(
             metavar="METRIC",
-            help="The metric of the win rate and the impact (default: the first experiment's "
-            "first primary metric, or the history's first).",
+            help="The metric of the win rate and the impact (default: the experiments' first "
+            "primary metric, or the history's first).",
             show_default=False,
         ),
     ] = None,
