@@ -114,11 +114,14 @@ class StoredExperiment:
 
 @dataclass(frozen=True)
 class StoreProgram(ProgramReport):
-    """A program's statistics (:class:`ProgramReport`) read from a store, with
-    every experiment's row of the store (``stored``, in the store's order), the
-    filters and the reports' pages when written (experiment → path)."""
+    """A program's statistics (:class:`ProgramReport`; its ``source`` ``of the
+    store`` and the filters) read from a store, with every experiment's row of the
+    store (``stored``, in the store's order), the filters and the reports' pages
+    when written (experiment → path)."""
 
     stored: tuple[StoredExperiment, ...] = ()
+    #: The store's place (its password masked), as its pages may show it.
+    store: str = ""
     filters: ProgramFilters = ProgramFilters()
     min_experiments: int = MIN_EXPERIMENTS
     pages: tuple[tuple[str, str], ...] = ()
@@ -207,7 +210,7 @@ def store_program(
         if filters.keeps(outcome, row.date or None):
             rows.append(row)
     shown = filters.words()
-    source = f"{store.display}" + (f" ({shown})" if shown else "")
+    source = "of the store" + (f" ({shown})" if shown else "")
     if len(rows) < 2:
         which = f" with {shown}" if shown else ""
         raise InputError(
@@ -232,7 +235,7 @@ def store_program(
         done.append(finished)
         entries += found
     program = _program(source, entries, done, filters, primary, alpha, min_experiments)
-    return replace(program, pages=tuple(pages))
+    return replace(program, pages=tuple(pages), store=store.display)
 
 
 def _program(

@@ -106,7 +106,7 @@ def build_context(
         title="Program of experiments" + (f": {filters}" if filters else ""),
         version=__version__,
         program=p,
-        store=store_shown(p.source.split(" (")[0], show_store),
+        store=store_shown(p.store, show_store),
         filters=filters,
         level=f"{(1 - p.alpha) * 100:g}%",
         priors=tuple(prior_line(m, prior) for m, prior in p.priors),

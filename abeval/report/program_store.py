@@ -105,6 +105,7 @@ def store_program_document(p: StoreProgram) -> dict[str, Any]:
         "until": f.until.isoformat() if f.until else None,
     }
     document["program"]["min_experiments"] = p.min_experiments
+    document["program"]["store"] = p.store
     pages = dict(p.pages)
     rows = {r.experiment: r for r in p.stored}
     for entry in document["experiments"]:

@@ -124,7 +124,7 @@ def _history(db: str, reports: dict[str, dict[str, Any]], names: list[str]) -> l
 
 def _statistics(document: dict[str, Any]) -> dict[str, Any]:
     shown = dict(document["program"])
-    for key in ("source", "filters", "min_experiments"):
+    for key in ("source", "filters", "min_experiments", "store"):
         shown.pop(key, None)
     return shown
 
