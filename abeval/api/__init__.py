@@ -47,6 +47,7 @@ from abeval.api.across import (
     forecast_options,
 )
 from abeval.api.configuration import (
+    checked_settings,
     experiment_config,
     outcome_options,
     set_options,
@@ -75,6 +76,7 @@ __all__ = [
     "agreement_history",
     "agreement_inputs",
     "agreement_numbers",
+    "checked_settings",
     "cutoffs",
     "evaluate",
     "experiment_config",

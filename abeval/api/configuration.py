@@ -6,6 +6,7 @@ configuration (``Store.settings``, ``Store.set``, ``Store.unset``, ``experiment_
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -131,7 +132,7 @@ class Configuring(Opened):
     def set(
         self,
         experiment: str,
-        checked: ExperimentConfig | None = None,
+        checked: ExperimentConfig | CheckedSettings | None = None,
         *,
         control: str | None = None,
         split: str | None = None,
@@ -147,11 +148,12 @@ class Configuring(Opened):
     ) -> tuple[ExperimentSettings, ExperimentConfig, TargetsRecorded | None]:
         """Record ``experiment``'s control arm, expected split (``control=50,treatment=50``),
         analysis window, target probabilities (a file), the recordable options
-        (:func:`experiment_config` takes them, or ``checked`` already) and what was
-        decided (:func:`outcome_options`: owner, hypothesis, tags added to those
-        recorded, status, the date of the decision), all or nothing. Returns the
-        settings and the configuration now recorded, and what was recorded of the
-        target's probabilities; :meth:`experiment` shows the rest.
+        (:func:`experiment_config` takes them, or ``checked`` already; or ``checked``
+        is all of it from :func:`checked_settings`) and what was decided
+        (:func:`outcome_options`: owner, hypothesis, tags added to those recorded,
+        status, the date of the decision), all or nothing. Returns the settings and
+        the configuration now recorded, and what was recorded of the target's
+        probabilities; :meth:`experiment` shows the rest.
 
         >>> store.set("home-reco-v2", control="control", primary="ctr", alpha=0.01)
         >>> store.set("home-reco-v2", owner="ana", tag=["ranking"], status="shipped",
@@ -159,33 +161,26 @@ class Configuring(Opened):
         """
         from abeval.analysis.experiment_config import record
 
-        if checked is not None and options:
-            raise TypeError("give either checked options or keyword options, not both")
-        config = checked if checked is not None else experiment_config(**options)
-        start, end = set_options(
-            config,
-            control=control,
-            split=split,
-            window_from=window_from,
-            window_to=window_to,
-            target_propensities=target_propensities,
-            owner=owner,
-            hypothesis=hypothesis,
-            tag=tag,
-            status=status,
-            decided_on=decided_on,
-        )
-        outcome = outcome_options(
-            owner=owner, hypothesis=hypothesis, tag=tag, status=status, decided_on=decided_on
-        )
+        settings = (control, split, window_from, window_to, target_propensities,
+                    owner, hypothesis, tag, status, decided_on)  # fmt: skip
+        if isinstance(checked, CheckedSettings):
+            if options or any(x is not None for x in settings):
+                raise TypeError("give either checked settings or keyword settings, not both")
+            s = checked
+        else:
+            if checked is not None and options:
+                raise TypeError("give either checked options or keyword options, not both")
+            config = checked if checked is not None else experiment_config(**options)
+            given: dict[str, Any] = dict(zip((*SETTINGS, *OUTCOME), settings, strict=True))
+            s = checked_settings(config, **given)
         targets = None
-        if target_propensities is not None:
+        if s.target_propensities is not None:
             from abeval.analysis.ope_file import target_file
 
-            targets = target_file(target_propensities)
+            targets = target_file(s.target_propensities)
+        recorded = (s.control, s.split, s.window_from, s.window_to)
         with self._refusing_sources(experiment), self._writing() as store:
-            settings = (control, split, start, end)
-            return record(store, experiment, settings, config, targets=targets, outcome=outcome)
+            return record(store, experiment, recorded, s.config, targets=targets, outcome=s.outcome)
 
     def unset(
         self, experiment: str, names: Iterable[str]
@@ -225,8 +220,30 @@ class Configuring(Opened):
         return refusing()
 
 
+#: The settings :meth:`Store.set` records besides the options, in its parameters' order.
+SETTINGS = ("control", "split", "window_from", "window_to", "target_propensities")
+#: What was decided about the experiment (:func:`outcome_options`), in :meth:`Store.set`'s order.
+OUTCOME = ("owner", "hypothesis", "tag", "status", "decided_on")
+
+
+@dataclass(frozen=True)
+class CheckedSettings:
+    """What :meth:`Store.set` records, checked without a store by
+    :func:`checked_settings`: the recordable options, the control arm, the split,
+    the analysis window's bounds (naive UTC), the target probabilities' file and
+    what was decided (None: nothing given)."""
+
+    config: ExperimentConfig
+    control: str | None
+    split: str | None
+    window_from: datetime | None
+    window_to: datetime | None
+    target_propensities: str | Path | None
+    outcome: OutcomeChange | None = None
+
+
 @keywords_checked
-def set_options(
+def checked_settings(
     config: ExperimentConfig | None = None,
     *,
     control: str | None = None,
@@ -239,16 +256,18 @@ def set_options(
     tag: str | Sequence[str] | None = None,
     status: str | None = None,
     decided_on: str | date | None = None,
-) -> tuple[datetime | None, datetime | None]:
-    """:meth:`Store.set`'s options checked without a store (the CLI checks them
-    before it opens one): something to record (a setting, an option of
-    ``config`` from :func:`experiment_config`, or what was decided, checked by
-    :func:`outcome_options`), and the analysis window, whose bounds are returned
-    as naive UTC datetimes.
+) -> CheckedSettings:
+    """:meth:`Store.set`'s options checked without a store, once (the CLI checks
+    them before it opens one and hands them to ``store.set`` as they are):
+    something to record (a setting, an option of ``config`` from
+    :func:`experiment_config`, or what was decided, checked by
+    :func:`outcome_options`), and the analysis window.
 
-    >>> abeval.api.set_options(window_from="2026-03-01", window_to="2026-03-07")
-    (datetime.datetime(2026, 3, 1, 0, 0), datetime.datetime(2026, 3, 8, 0, 0))
+    >>> checked = abeval.api.checked_settings(control="control", window_from="2026-03-01")
+    >>> store.set("home-reco-v2", checked)
     """
+    from abeval.analysis.experiment_config import ExperimentConfig
+
     outcome = outcome_options(
         owner=owner, hypothesis=hypothesis, tag=tag, status=status, decided_on=decided_on
     )
@@ -258,15 +277,54 @@ def set_options(
         and (config is None or not config.recorded())
         and not outcome.given()
     ):
-        mentioned = ("control", "split", "window_from", "window_to", "target_propensities")
         raise OptionError(
             "",
             None,
             "give {control}, {split}, {window_from}, {window_to}, {target_propensities} "
             "or an option to record",
-            mentions=mentioned,
+            mentions=SETTINGS,
         )
-    return window(window_from, window_to)
+    start, end = window(window_from, window_to)
+    given_config = config if config is not None else ExperimentConfig()
+    return CheckedSettings(
+        given_config, control, split, start, end, target_propensities,
+        outcome if outcome.given() else None,
+    )  # fmt: skip
+
+
+@keywords_checked
+@forwards("abeval.api.configuration:checked_settings")
+def set_options(
+    config: ExperimentConfig | None = None, **settings: Any
+) -> tuple[datetime | None, datetime | None]:
+    """The checks of :func:`checked_settings` (which takes the same arguments); the
+    analysis window's bounds they return, as naive UTC datetimes.
+
+    >>> abeval.api.set_options(window_from="2026-03-01", window_to="2026-03-07")
+    (datetime.datetime(2026, 3, 1, 0, 0), datetime.datetime(2026, 3, 8, 0, 0))
+    """
+    s = checked_settings(config, **settings)
+    return s.window_from, s.window_to
+
+
+@keywords_checked
+def unset_options(names: Iterable[str]) -> tuple[str, ...]:
+    """:meth:`Store.unset`'s ``names`` checked without a store: at least one, each a
+    setting (``control``, ``split``, ``window``) or a recordable option
+    (``guardrails``, ``caps`` ...).
+
+    >>> abeval.api.unset_options(["alpha", "window"])
+    ('alpha', 'window')
+    """
+    from abeval.analysis.experiment_config import OPTIONS
+    from abeval.store.experiment_outcomes import OUTCOME_FIELDS
+
+    removed = tuple(names)
+    reason = "name at least one setting to remove, such as {guardrails}"
+    given("names", bool(removed), reason, mentions=("guardrails",))
+    for name in removed:
+        choice("names", name, ("control", "split", "window", *OPTIONS, *OUTCOME_FIELDS))
+    return removed
 
 
 @keywords_checked
@@ -331,26 +389,6 @@ def _day(value: str | date) -> str:
             "decided_on", value, "give the date of the decision as YYYY-MM-DD, such as "
             "2026-03-20", allowed="YYYY-MM-DD",
         ) from None  # fmt: skip
-
-
-@keywords_checked
-def unset_options(names: Iterable[str]) -> tuple[str, ...]:
-    """:meth:`Store.unset`'s ``names`` checked without a store: at least one, each a
-    setting (``control``, ``split``, ``window``) or a recordable option
-    (``guardrails``, ``caps`` ...).
-
-    >>> abeval.api.unset_options(["alpha", "window"])
-    ('alpha', 'window')
-    """
-    from abeval.analysis.experiment_config import OPTIONS
-    from abeval.store.experiment_outcomes import OUTCOME_FIELDS
-
-    removed = tuple(names)
-    reason = "name at least one setting to remove, such as {guardrails}"
-    given("names", bool(removed), reason, mentions=("guardrails",))
-    for name in removed:
-        choice("names", name, ("control", "split", "window", *OPTIONS, *OUTCOME_FIELDS))
-    return removed
 
 
 @keywords_checked

@@ -315,7 +315,7 @@ def experiment_set(
         "status": status,
         "decided_on": decided_on,
     }
-    start, end = api.set_options(  # before the store is opened
+    checked = api.checked_settings(  # before the store is opened, and only here
         config,
         control=control,
         split=split,
@@ -325,16 +325,7 @@ def experiment_set(
         **decided,
     )
     with api.open(db, create=False) as store:
-        s, _, recorded = store.set(
-            experiment,
-            config,
-            control=control,
-            split=split,
-            window_from=start,
-            window_to=end,
-            target_propensities=target_propensities,
-            **decided,
-        )
+        s, _, recorded = store.set(experiment, checked)
         shown = store.experiment(experiment) if any(decided.values()) else None
     if shown is not None:
         typer.echo(render.outcome_line(shown), err=True)
