@@ -92,6 +92,9 @@ def test_set_show_unset_round_trip(store: Path) -> None:  # noqa: F811
         "  plan-days: 14\n"
         "  not recorded (the defaults apply): --secondary, --cuped-days, --target-mde, "
         "--correction\n"
+        "  status: not recorded\n"
+        "  target probabilities: none recorded\n"
+        "  evaluations: none recorded\n"
     )
     as_json = json.loads(invoke("experiment", "show", "home", "--format", "json").stdout)
     assert as_json == {
@@ -102,6 +105,13 @@ def test_set_show_unset_round_trip(store: Path) -> None:  # noqa: F811
         "window_from": None,
         "window_to": None,
         "config": RECORDED,
+        "owner": None,
+        "hypothesis": None,
+        "tags": [],
+        "status": None,
+        "decided_on": None,
+        "target_propensities": None,
+        "evaluations": [],
     }
 
     # A second set changes only what it names.
