@@ -30,6 +30,7 @@ from abeval.report.agreement_words import (
     HeadlineWords,
     glossary,
     headline_words,
+    ratio_text,
 )
 from abeval.report.templates import environment
 from abeval.report.words import store_shown
@@ -64,6 +65,8 @@ class SignalCard:
     slope_ci: str
     model_slope_ci: str
     ceiling: str
+    #: ρ / ceiling, ``≥ 1`` at the noise ceiling (:func:`ratio_text`)
+    ratio: str
 
 
 @dataclass(frozen=True)
@@ -130,6 +133,7 @@ def _card(board: AgreementBoard, s: SignalSummary, index: int) -> SignalCard:
         slope_ci=coefficient_interval(s.slope_ci),
         model_slope_ci=coefficient_interval(s.model_slope_ci),
         ceiling=ceiling_text(s),
+        ratio=ratio_text(s.rho_over_ceiling),
     )
 
 

@@ -93,6 +93,9 @@ class OnlineMetricRow:
     # The fixed-horizon interval while the basis is always-valid, in words, shown
     # only in a folded detail (abeval.report.method_text.reference_words).
     reference: str = ""
+    # Which day the shown numbers are from, once the metric reached its expected
+    # size before today (abeval.report.method_text.decided_words), shown unfolded.
+    decided: str = ""
 
 
 @dataclass(frozen=True)
