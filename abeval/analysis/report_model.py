@@ -342,6 +342,14 @@ class PowerInfo(JsonResult):
     users_per_day: float | None
     more_days_needed: float | None
     feasible: bool = True  # False when more than a year more would be needed
+    #: Under the default basis (no plan recorded: α spent over a look a day up to
+    #: the users needed, :mod:`abeval.stats.spending_power`): the looks counted, the
+    #: chance of crossing a boundary by the last of them with those users, and the
+    #: users for which that chance is the planned power. None when a plan is
+    #: recorded or the test is sequential (the fixed or sequential power holds).
+    looks: int | None = None
+    power_with_looks: float | None = None
+    users_with_looks: int | None = None
 
 
 @dataclass(frozen=True)

@@ -117,6 +117,8 @@ class PowerLine:
     info: PowerInfo
     label: str
     progress: float | None
+    #: The power under the default basis in words (``looks_text``), or None.
+    looks: str | None = None
 
 
 @dataclass(frozen=True)

@@ -39,6 +39,7 @@ from abeval.report.charts import (
     lift_chart,
     users_chart,
 )
+from abeval.report.decision_text import looks_text
 from abeval.report.html_context import (
     CheckState,
     HealthCheck,
@@ -355,7 +356,8 @@ def power_lines(report: ExperimentReport, total_users: int) -> tuple[PowerLine, 
     for p in report.power:
         needed = p.needed_for_target.total_users
         progress = min(total_users / needed, 1.0) if needed else None
-        lines.append(PowerLine(info=p, label=metric_label(report, p.metric), progress=progress))
+        label = metric_label(report, p.metric)
+        lines.append(PowerLine(info=p, label=label, progress=progress, looks=looks_text(p)))
     return tuple(lines)
 
 

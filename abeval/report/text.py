@@ -31,6 +31,7 @@ from abeval.report.decision_text import (
     basis_sentence,
     guardrail_power_line,
     guardrail_sentence,
+    looks_text,
     sources_line,
 )
 from abeval.report.method_text import (
@@ -275,6 +276,9 @@ def _power(r: ExperimentReport) -> list[str]:
                 else f"an unknown number of users ({NA})"
             )
         )
+        looks = looks_text(p)
+        if looks:
+            lines.append(f"    {looks}")
     lines += [f"  {guardrail_power_line(g)}" for g in r.guardrail_power]
     return lines
 
