@@ -276,6 +276,9 @@ class CapInfo(JsonResult):
     cap: float | None
     users_capped: dict[str, int]
     users_capped_total: int
+    #: The share of a lift that scales every user's value that the capped metric
+    #: keeps (:func:`abeval.analysis.capping.lift_kept`); None when undefined.
+    lift_kept: float | None = None
 
 
 @dataclass(frozen=True)

@@ -92,6 +92,8 @@ class OnlineMetricRow:
     # The fixed-horizon interval while the basis is always-valid, in words, shown
     # only in a folded detail (abeval.report.method_text.reference_words).
     reference: str = ""
+    # What the metric's cap does to a lift, in words (abeval.report.words.capping_bias).
+    capped: str = ""
 
 
 @dataclass(frozen=True)
