@@ -322,6 +322,10 @@ def settings_lines(experiment: str, s: ExperimentSettings, config: ExperimentCon
     """``abeval experiment show``: the settings line, one line per recorded option, and
     the options left to their defaults."""
     lines = [settings_line(experiment, s), *(f"  {line}" for line in config_lines(config))]
+    if config.plan_recorded is not None:
+        from abeval.report.method_text import plan_record_text
+
+        lines.append(f"  plan {plan_record_text(config.plan_recorded)}")
     missing = [flag for name, flag in recordable_options().items() if getattr(config, name) is None]
     if missing:
         lines.append(f"  not recorded (the defaults apply): {', '.join(missing)}")

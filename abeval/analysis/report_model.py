@@ -44,6 +44,23 @@ ControlRule = Literal["option", "recorded", "named_control"]
 
 
 @dataclass(frozen=True)
+class PlanRecord(JsonResult):
+    """When the plan (``plan_users``, ``plan_days``) was recorded and what the store
+    held of the experiment then (:mod:`abeval.store.data_stamp`): the time (naive
+    UTC, ISO), the last event, the days from the first exposure and the users
+    exposed. ``after_data``: the data had already reached every recorded part of
+    the plan, so it was made after the result could be seen."""
+
+    recorded_at: str
+    data_until: str | None
+    days: int
+    users: int
+    plan_users: int | None
+    plan_days: int | None
+    after_data: bool
+
+
+@dataclass(frozen=True)
 class ReportOptions:
     """What ``abeval report`` lets a user choose."""
 
@@ -80,6 +97,8 @@ class ReportOptions:
     sources: tuple[tuple[str, str], ...] = ()
     # The settings given as flags for this run; None: the record is not read.
     flags: frozenset[str] | None = None
+    # When the recorded plan was recorded, on what data (None: no recorded plan read).
+    plan_recorded: PlanRecord | None = None
 
     def margin(self, metric: str) -> float | None:
         return dict(self.margins).get(metric)
@@ -118,6 +137,7 @@ class Settings(JsonResult):
     plan_days: int | None = None
     planning_alpha: float | None = None
     planning_rule: str | None = None
+    plan_recorded: PlanRecord | None = None
 
 
 @dataclass(frozen=True)
