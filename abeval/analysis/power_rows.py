@@ -105,21 +105,6 @@ def power_info(
     return with_looks(row, alpha, o.power)
 
 
-#: The looks counted when the traffic is unknown: two weeks of daily looks.
-DEFAULT_LOOKS = 14
-#: The most daily looks counted: beyond eight weeks the last boundary of
-#: O'Brien–Fleming-type spending moves by under 0.5% (docs/metrics.md#power-and-mde).
-MAX_LOOKS = 56
-
-
-def planned_looks(users: int, users_per_day: float | None) -> int:
-    """The daily looks up to ``users`` at ``users_per_day`` (the days that take,
-    rounded up), :data:`DEFAULT_LOOKS` without traffic, at most :data:`MAX_LOOKS`."""
-    if not users_per_day:
-        return DEFAULT_LOOKS
-    return max(1, min(MAX_LOOKS, math.ceil(users / users_per_day)))
-
-
 def with_looks(row: PowerInfo, alpha: float, power: float) -> PowerInfo:
     """``row`` with its power under the default basis: group-sequential spending of
     ``alpha`` over a look a day up to the users the target needs
@@ -128,6 +113,7 @@ def with_looks(row: PowerInfo, alpha: float, power: float) -> PowerInfo:
     from abeval.stats.power import _noncentrality
     from abeval.stats.spending_power import (
         daily_fractions,
+        planned_looks,
         spending_noncentrality,
         spending_power,
     )

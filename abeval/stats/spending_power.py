@@ -23,12 +23,26 @@ from __future__ import annotations
 
 import math
 from functools import lru_cache
+from typing import Any
 
 from abeval.stats.spending import spending_boundaries
 
 #: Grid points across the continuation region of each look (as
 #: :mod:`abeval.stats.spending`).
 _GRID = 241
+#: The looks counted when the traffic is unknown: two weeks of daily looks.
+DEFAULT_LOOKS = 14
+#: The most daily looks counted: beyond eight weeks the last boundary of
+#: O'Brien–Fleming-type spending moves by under 0.5% (docs/metrics.md#power-and-mde).
+MAX_LOOKS = 56
+
+
+def planned_looks(users: float, users_per_day: float | None) -> int:
+    """The daily looks up to ``users`` at ``users_per_day`` (the days that take,
+    rounded up), :data:`DEFAULT_LOOKS` without traffic, at most :data:`MAX_LOOKS`."""
+    if not users_per_day or not math.isfinite(users / users_per_day):
+        return DEFAULT_LOOKS
+    return max(1, min(MAX_LOOKS, math.ceil(users / users_per_day)))
 
 
 def daily_fractions(looks: int) -> tuple[float, ...]:
@@ -108,3 +122,49 @@ def spending_noncentrality(fractions: tuple[float, ...], power: float, alpha: fl
         else:
             hi = mid
     return hi
+
+
+def upper_crossings(fractions: tuple[float, ...], noncentralities: Any, alpha: float = 0.05) -> Any:
+    """P(crossing the upper boundary first) by the last look, for each of an array
+    of noncentralities at once. One recursion under the null gives every drift by a
+    change of measure: under drift λ the sub-density of S_{k−1} on the continuation
+    region is the null one times exp(λ·s − λ²·t_{k−1}/2), and the chance of then
+    crossing upward at look k is, in closed form,
+    Σ_j w_j·exp(λ·g_j − λ²·t_{k−1}/2)·Φ((g_j + λ·Δ_k − b_k)/√Δ_k) over the null
+    grid g and weights w (tests compare it with :func:`crossing_probabilities`)."""
+    import numpy as np
+    from scipy.special import ndtr
+
+    lam = np.asarray(noncentralities, dtype=float)
+    bounds = spending_boundaries(fractions, alpha)
+    total = np.zeros_like(lam)
+    for grid, weights, before, step, b in _null_states(tuple(float(t) for t in fractions), bounds):
+        tilt = np.exp(np.outer(lam, grid) - 0.5 * (lam * lam * before)[:, None])
+        cross = ndtr((grid[None, :] + lam[:, None] * step - b) / math.sqrt(step))
+        total += (tilt * cross) @ weights
+    return np.clip(total, 0.0, 1.0)
+
+
+@lru_cache(maxsize=128)
+def _null_states(fractions: tuple[float, ...], bounds: tuple[float, ...]) -> tuple[Any, ...]:
+    """Per look k: (grid and weights of S_{k−1} on the continuation region under the
+    null, t_{k−1}, t_k − t_{k−1}, the boundary b_k = c_k·√t_k on S_k)."""
+    import numpy as np
+
+    from abeval.stats.spending import _simpson
+
+    out = []
+    previous = 0.0
+    grid = np.zeros(1)
+    weights = np.ones(1)
+    for t, c in zip(fractions, bounds, strict=True):
+        step = t - previous
+        sd = math.sqrt(step)
+        b = c * math.sqrt(t)
+        out.append((grid, weights, previous, step, b))
+        new = np.linspace(-b, b, _GRID)
+        kernel = np.exp(-0.5 * ((new[:, None] - grid[None, :]) / sd) ** 2)
+        weights = _simpson(new) * (kernel @ weights) / (sd * math.sqrt(2 * math.pi))
+        grid = new
+        previous = t
+    return tuple(out)

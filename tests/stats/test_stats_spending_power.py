@@ -14,7 +14,6 @@ from scipy import stats
 from abeval.analysis.power_rows import (
     guardrail_planning_power,
     guardrail_powers,
-    planned_looks,
     power_info,
 )
 from abeval.analysis.report_model import ReportOptions
@@ -22,8 +21,10 @@ from abeval.stats.spending import spending_boundaries
 from abeval.stats.spending_power import (
     crossing_probabilities,
     daily_fractions,
+    planned_looks,
     spending_noncentrality,
     spending_power,
+    upper_crossings,
 )
 from abeval.stats.sufficient import MeanStats
 
@@ -166,3 +167,16 @@ def test_guardrails_are_powered_all_at_once() -> None:
         per_arm = zt_ind_solve_power(effect_size=effect, alpha=0.05 / 3, power=0.9, ratio=1.0)
         assert g.needed.users_by_arm is not None
         assert g.needed.users_by_arm[0] == pytest.approx(float(per_arm), abs=1)
+
+
+def test_the_change_of_measure_agrees_with_the_drift_recursion() -> None:
+    """:func:`upper_crossings` (one null recursion, tilted) against the upper
+    crossing of :func:`crossing_probabilities` (a recursion per drift)."""
+    for looks in (1, 5, 14):
+        fractions = daily_fractions(looks)
+        drifts = [-2.0, 0.0, 1.0, 2.8, 6.0]
+        found = upper_crossings(fractions, drifts, 0.05)
+        for drift, value in zip(drifts, found, strict=True):
+            assert value == pytest.approx(
+                crossing_probabilities(fractions, drift, 0.05)[0], abs=1e-9
+            )
