@@ -94,9 +94,10 @@ def _crossing(
 
 def spending_power(fractions: tuple[float, ...], noncentrality: float, alpha: float) -> float:
     """The chance of crossing either boundary by the last look (both tails
-    counted, as :func:`abeval.stats.power.power_of_test` does)."""
-    up, down = crossing_probabilities(fractions, noncentrality, alpha)
-    return min(up + down, 1.0)
+    counted, as :func:`abeval.stats.power.power_of_test` does): the upper crossing
+    of :func:`upper_crossings` and the lower one, its mirror (−λ)."""
+    both = upper_crossings(fractions, [noncentrality, -noncentrality], alpha)
+    return min(float(both[0] + both[1]), 1.0)
 
 
 def spending_noncentrality(fractions: tuple[float, ...], power: float, alpha: float) -> float:
