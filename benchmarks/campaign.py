@@ -27,9 +27,9 @@ answers with exit 0, rows lost (loaded fewer rows than the lines the command say
 it loaded, or loaded rows silently), secrets shown. Each must be 0.
 
 The helpers are the tests' (``tests/``): the PostgreSQL server
-(``tests/pgserver.py``), the compressors (``tests/test_compressed_inputs.py``),
-the store with an arm outside the split (``tests/test_srm_split.py``) and the
-check that a result is one line or a result (``tests/test_numeric_fuzz.py``).
+(``tests/pgserver.py``), the compressors (``tests/store/test_compressed_inputs.py``),
+the store with an arm outside the split (``tests/cli/test_srm_split.py``) and the
+check that a result is one line or a result (``tests/analysis/test_numeric_fuzz.py``).
 """
 
 from __future__ import annotations
@@ -51,7 +51,9 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
+# The shared test helpers, and the test modules whose cases the campaign reuses.
+for folder in ("tests", "tests/store", "tests/analysis", "tests/cli"):
+    sys.path.insert(0, str(ROOT / folder))
 
 from pgserver import PostgresServer  # noqa: E402
 from test_compressed_inputs import SUFFIX, _compress  # noqa: E402

@@ -3,9 +3,9 @@
 Renders the README demo's report (20,000 simulated users, seed 1, segments by
 device; or the page given with ``--page``, e.g. ``demo/home-reco-v2.html`` from
 ``make demo``) and photographs the top of it in headless Chromium, the browser
-the browser tests drive (``tests/test_browser.py``: Debian's ``chromium``, or
+the browser tests drive (``tests/report/test_browser.py``: Debian's ``chromium``, or
 ``ABEVAL_CHROMIUM``), into ``docs/report-screenshot.png``. Not part of ``make
-test``: tests/test_screenshot.py runs it at 800 px into a temporary folder when
+test``: tests/report/test_screenshot.py runs it at 800 px into a temporary folder when
 Chromium is present.
 """
 
@@ -19,6 +19,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 IMAGE = ROOT / "docs" / "report-screenshot.png"
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "tests" / "report"))  # test_browser: the demo, Chromium
 
 
 def parser() -> argparse.ArgumentParser:

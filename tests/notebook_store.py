@@ -1,4 +1,4 @@
-"""A small store of the demo's shape for docs/notebook.ipynb (tests/test_notebook.py):
+"""A small store of the demo's shape for docs/notebook.ipynb (tests/api/test_notebook.py):
 ``demo/demo.duckdb`` with the demo experiment ``home-reco-v2`` (1,000 users) and a
 history of four experiments (300 users each), each recorded with its control arm,
 its target probabilities and its held-out evaluation, and the untested

@@ -13,11 +13,11 @@ the fix. Nothing is dropped silently.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from abeval.analysis.history_file import read_rows
 from abeval.errors import InputError
 from abeval.stats.forecast import out_of_bounds
 
@@ -54,50 +54,8 @@ class HistoryEntry:
 def read_history(path: str | Path) -> list[HistoryEntry]:
     """Every row of the history file ``path``, checked (module docstring)."""
     path = Path(path)
-    records = _records(path)
-    if not records:
-        raise InputError(f"{path}: the history has no rows; give one row per past experiment")
-    missing = [c for c in REQUIRED if c not in records[0]]
-    if missing:
-        raise InputError(
-            f"{path}: no column {', '.join(missing)}; a history needs the columns "
-            f"{', '.join(REQUIRED)} (optional: {', '.join(OPTIONAL)})"
-        )
-    return [_entry(path, i + 1, r) for i, r in enumerate(records)]
-
-
-def _records(
-    path: Path, text_columns: Sequence[str] = (*REQUIRED, *OPTIONAL)
-) -> list[dict[str, Any]]:
-    """The rows of a CSV or Parquet file, ``text_columns`` read as text."""
-    import pyarrow as pa
-
-    if not path.is_file():
-        raise InputError(
-            f"{path}: no such file; give {{history}} a CSV or Parquet file",
-            parameters=("history",),
-        )
-    try:
-        if path.suffix.lower() in (".parquet", ".pq"):
-            import pyarrow.parquet as pq
-
-            table = pq.read_table(path)
-        else:
-            from pyarrow import csv
-
-            text = {c: pa.string() for c in text_columns}
-            table = csv.read_csv(path, convert_options=csv.ConvertOptions(column_types=text))
-    except (pa.ArrowInvalid, OSError) as exc:
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise InputError(
-            f"{path}: not a readable CSV or Parquet file ({first}); "
-            "give {history} a CSV with a header line, or a Parquet file",
-            parameters=("history",),
-        ) from None
-    columns = [c.strip().lower() for c in table.column_names]
-    return [dict(zip(columns, values, strict=True)) for values in zip(
-        *(table.column(i).to_pylist() for i in range(table.num_columns)), strict=True
-    )]  # fmt: skip
+    rows = read_rows(path, REQUIRED, OPTIONAL, one_row_per="past experiment")
+    return [_entry(path, i + 1, r) for i, r in enumerate(rows.records)]
 
 
 def _text(value: Any) -> str:

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
+from abeval.analysis.history_file import read_rows
 from abeval.errors import InputError
 
 REQUIRED = ("experiment", "metric", "lift", "se")
@@ -38,23 +38,8 @@ class ProgramEntry:
 def read_program(data: Any) -> tuple[str, list[ProgramEntry]]:
     """The name shown for ``data`` (a CSV or Parquet path, a pandas DataFrame or a
     pyarrow Table) and its checked rows (module docstring)."""
-    if isinstance(data, (str, Path)):
-        from abeval.analysis.forecast_history import _records
-
-        path = Path(data)
-        records = _records(path, (*REQUIRED, *OPTIONAL))
-        name = str(path)
-        is_csv = path.suffix.lower() not in (".parquet", ".pq")
-    else:
-        name, records, is_csv = "history", _frame_records(data), False
-    if not records:
-        raise InputError(f"{name}: the history has no rows; give one row per experiment and metric")
-    missing = [c for c in REQUIRED if c not in records[0]]
-    if missing:
-        raise InputError(
-            f"{name}: no column {', '.join(missing)}; a history needs the columns "
-            f"{', '.join(REQUIRED)} (optional: {', '.join(OPTIONAL)})"
-        )
+    rows = read_rows(data, REQUIRED, OPTIONAL, one_row_per="experiment and metric")
+    name, records, is_csv = rows.name, rows.records, rows.is_csv
     entries: list[ProgramEntry] = []
     seen: dict[tuple[str, str], str] = {}
     statuses: dict[str, tuple[str | None, str]] = {}
@@ -76,16 +61,6 @@ def read_program(data: Any) -> tuple[str, list[ProgramEntry]]:
             )
         entries.append(entry)
     return name, entries
-
-
-def _frame_records(data: Any) -> list[dict[str, Any]]:
-    from abeval.analysis.evaluate.reader import Frame, source
-
-    given = source("history", data)
-    table: Any = given.data if isinstance(given, Frame) else given
-    frame = table.to_pandas() if hasattr(table, "to_pandas") else table
-    rows = frame.to_dict("records")
-    return [{str(k).strip().lower(): v for k, v in row.items()} for row in rows]
 
 
 def _text(value: Any) -> str:

@@ -3,7 +3,7 @@
 Results carry codes (``zero_baseline``, ``too_few_experiments``,
 ``personalised_target``) and keep them in JSON; every headline, card and text
 line says them with :func:`said` instead, so a reader never meets a code. One
-table for every code of every result (tests/test_words.py walks the results'
+table for every code of every result (tests/report/test_words.py walks the results'
 ``Literal`` types and checks each value has a sentence here). A result's own
 ``message``, where it has one, says more than the code and is preferred.
 """

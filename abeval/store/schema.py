@@ -3,7 +3,7 @@ which may be NULL and which make the key.
 
 The migrations (``migrations/*.sql``, ordered steps that are never rewritten)
 make these tables on DuckDB and PostgreSQL, and a test checks that a migrated
-store has exactly them (tests/test_schema.py). What other code needs of the schema
+store has exactly them (tests/store/test_schema.py). What other code needs of the schema
 follows from here: the Spark tables' DDL (:mod:`abeval.store.backends.spark.schema`,
 :mod:`abeval.store.backends.spark.own_tables`), the column lists of the modules that write
 abeval's own tables, and each engine's type names

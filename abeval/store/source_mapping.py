@@ -13,7 +13,6 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from abeval.errors import InputError, OptionError, did_you_mean
 from abeval.files import split_name
@@ -92,6 +91,10 @@ class Mapping:
             },
             sort_keys=True,
         )
+
+    def describe(self) -> str:
+        """The mapping in the words of the options that made it (:func:`describe_mapping`)."""
+        return describe_mapping(self)
 
     @classmethod
     def from_json(cls, text: str) -> Mapping:
@@ -352,8 +355,3 @@ def check_name(name: str) -> None:
             f"cannot use {name!r} as a source name; use letters, digits, _ . - "
             "(at most 64, starting with a letter or digit), such as lake-events"
         )
-
-
-def as_dict(mapping: Mapping) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads(mapping.to_json())
-    return data

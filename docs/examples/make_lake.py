@@ -3,7 +3,7 @@
 another system might log it, with its own column names (``uid``, ``variant``,
 ``event_time`` ...), its own event types (``view``, ``clk``, ``buy``) and ``scroll``
 events abeval does not know. Deterministic: run it again and the rows are the same
-(tests/test_docs_run.py checks it).
+(tests/project/test_docs_run.py checks it).
 
     python docs/examples/make_lake.py
 """

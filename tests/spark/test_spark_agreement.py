@@ -7,7 +7,7 @@ registered in the cluster's catalog (tests/spark/spark_tables.py). Each
 experiment's evaluation is recorded by the CLI into both stores (on Spark into
 the ``offline_evaluations`` Parquet table it creates), then the board (recorded
 evaluations, off-policy estimates, replayed metrics) must agree to a relative
-1e-9 (tests/test_postgres_report.py's assert_same). Each Spark query costs about
+1e-9 (tests/store/test_postgres_report.py's assert_same). Each Spark query costs about
 a second, so the history is kept small.
 """
 

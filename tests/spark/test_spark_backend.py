@@ -1,4 +1,4 @@
-"""The backend contract of tests/test_backends.py on a Spark store: the same rows
+"""The backend contract of tests/store/test_backends.py on a Spark store: the same rows
 from Python, the same NULLs filled, the same JSON object as on DuckDB, PostgreSQL
 and SQLite, and the keys of JSON texts read in Python (Spark's backend gives no
 query for them)."""

@@ -10,9 +10,9 @@ a cap, CUPED days, target MDE, alpha, correction, plan), ``experiment show``
 code, and the Spark table still at the version it was); and ``report`` reading
 the record, team metrics in every role with a cap and CUPED (numbers to a
 relative 1e-9, and per setting the same source). ``power``, ``agreement`` and
-``forecast`` read the record through the same code (tests/test_agreement_config.py,
-tests/test_experiment_config_cli.py); one report keeps the added Spark time small. Old versions of
-``experiments`` are dropped, but the live one and the one before it.
+``forecast`` read the record through the same code (tests/api/test_agreement_config.py,
+tests/cli/test_experiment_config_cli.py); one report keeps the added Spark time
+small. Old versions of ``experiments`` are dropped, but the live one and the one before it.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ sc://...``, into the cluster (an empty Spark store: tests/spark/spark_tables.py)
 ``abeval experiments`` and ``abeval report`` (online metrics, health, daily,
 segments, window, caps, offline replay, OPE, also from a target-propensities
 file; text and HTML renderings) run on both stores and every number must agree
-to a relative 1e-9 (tests/test_postgres_report.py's assert_same).
+to a relative 1e-9 (tests/store/test_postgres_report.py's assert_same).
 """
 
 from __future__ import annotations

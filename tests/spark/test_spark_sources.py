@@ -1,5 +1,5 @@
 """A table of a Spark cluster read in place gives the report of its ingested copy
-(the same table, mapping and checks as tests/test_sources.py on DuckDB).
+(the same table, mapping and checks as tests/store/test_sources.py on DuckDB).
 
 The simulated experiment is ingested into DuckDB and reported; then its events
 move to ``lake.events`` under other column names and event-type values (plus rows
@@ -31,7 +31,7 @@ from abeval.store.backends.spark import own_tables
 pytestmark = pytest.mark.spark
 runner = CliRunner()
 
-#: tests/test_sources.py's MAPPING as the options of `abeval source add`.
+#: tests/store/test_sources.py's MAPPING as the options of `abeval source add`.
 MAP = [
     "--map",
     "experiment=exp,arm=variant,user_id=uid,ts=event_time,event_type=kind,request_id=req,"

@@ -26,7 +26,7 @@ the reader's), and none changes a stored value:
   of what a good row satisfies, each clause the negation of one or more checks.
   Any NULL in it counts as bad, so where it and the checks could disagree the row
   is called bad and the file goes to the staged load, which applies the checks
-  themselves (``tests/test_ingest_direct_sql.py`` compares the two on rows made
+  themselves (``tests/store/test_ingest_direct_sql.py`` compares the two on rows made
   to sit on every edge of every check).
 """
 
