@@ -35,8 +35,7 @@ from abeval.simulate import simulate
 from abeval.simulate.config import SimulationConfig
 from abeval.simulate.interleaved import ClickModel, interleaved_requests
 from abeval.stats import InterleavingStats, RatioStats, compare_interleaved, required_users
-from abeval.stats.distributions import norm_isf
-from abeval.stats.interleaving import request_interval
+from abeval.stats.interleaving import interleaving_users, request_interval
 
 STRENGTHS = (0.0, 0.02, 0.05)
 USERS = (200, 2_000, 20_000)
@@ -118,14 +117,14 @@ def users_needed(strengths: tuple[float, ...], users: int) -> None:
     test on CTR of the same two rankers, position-based clicks (the A/B
     simulator's click model).
 
-    Interleaving: ``(z₀.₉₇₅ + z₀.₈)² σ²/Δ²`` users with a decided request, σ² the
-    per-user variance of Δ_AB's linearisation and Δ its value in one run of
-    ``users`` users, divided by the share of users with a decided request.
+    Interleaving: :func:`abeval.stats.interleaving.interleaving_users`, the
+    ``(z₀.₉₇₅ + z₀.₈)² σ²/Δ²`` users with a decided request (σ² the per-user
+    variance of Δ_AB's linearisation and Δ its value in one run of ``users``
+    users) divided by the share of users with a decided request.
     A/B: :func:`abeval.stats.required_users` for the relative CTR lift, from
     the per-user CTR variance of the control arm of an A/B simulation (no
     pre-period) of ``users`` users.
     """
-    factor = (norm_isf(0.025) + norm_isf(0.2)) ** 2
     print("| B's CTR lift | Δ_AB | users, interleaving | users, A/B on CTR | ratio |")
     print("|---|---|---|---|---|")
     for strength in strengths:
@@ -135,7 +134,8 @@ def users_needed(strengths: tuple[float, ...], users: int) -> None:
         config = SimulationConfig(users=users, seed=11, true_ctr_lift=lift)
         stats = InterleavingStats.from_users(*interleaved_requests(config).per_user())
         delta = stats.per_user.mean
-        interleaving = factor * stats.per_user.variance / delta**2 / (stats.users / users)
+        needed = interleaving_users(delta, stats.per_user.variance, stats.users / users)
+        interleaving = math.nan if needed is None else needed
         ab = _ab_users(
             SimulationConfig(
                 users=users,
@@ -161,6 +161,39 @@ def _ab_users(config: SimulationConfig, lift: float) -> float:
     return float(required_users(ctr.mean, ctr.variance, lift).total_users or math.nan)
 
 
+def null_check(runs: int, users: tuple[int, ...], first_seed: int) -> None:
+    """Identical rankers, position-based clicks, ``runs`` fresh seeds per size from
+    ``first_seed``: the spread of Δ_AB across runs against the mean standard error,
+    sd(Δ/se), the share of p < 0.05, and the same with the jackknife over users
+    (leave one user out) in place of the delta method's standard error."""
+    print(
+        "| users | runs | first seed | sd(Δ) / mean se | sd(Δ/se) | p < 0.05 | jackknife p < 0.05 |"
+    )
+    print("|---:|---:|---:|---:|---:|---|---|")
+    for n in users:
+        config = SimulationConfig(users=n, true_ctr_lift={"treatment": 0.0})
+        deltas, ses, jacks = [], [], []
+        for i in range(runs):
+            w, lo, t = interleaved_requests(config, seed=first_seed + i).per_user()
+            result = compare_interleaved(InterleavingStats.from_users(w, lo, t))
+            if result.delta is None or result.std_error is None:
+                continue
+            keep = (w + lo + t) > 0
+            m, d = (w[keep] - lo[keep]) / 2, (w + lo + t)[keep].astype(float)
+            left_out = (m.sum() - m) / (d.sum() - d)
+            k = m.size
+            jacks.append(math.sqrt((k - 1) / k * ((left_out - left_out.mean()) ** 2).sum()))
+            deltas.append(result.delta)
+            ses.append(result.std_error)
+        delta, se, jack = np.array(deltas), np.array(ses), np.array(jacks)
+        z = delta / se
+        print(
+            f"| {n:,} | {delta.size} | {first_seed:,} | {delta.std(ddof=1) / se.mean():.3f} | "
+            f"{z.std(ddof=1):.3f} | {_share(int((np.abs(z) > 1.96).sum()), delta.size, runs)} | "
+            f"{_share(int((np.abs(delta / jack) > 1.96).sum()), delta.size, runs)} |"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=500)
@@ -169,8 +202,17 @@ def main() -> None:
     parser.add_argument(
         "--power-users", type=int, default=0, help="only the users needed, from runs of N users"
     )
+    parser.add_argument(
+        "--null-check",
+        type=int,
+        default=None,
+        metavar="FIRST_SEED",
+        help="only identical rankers (position-based clicks) from this seed: sd(Δ/se), jackknife",
+    )
     args = parser.parse_args()
-    if args.power_users:
+    if args.null_check is not None:
+        null_check(args.runs, tuple(args.users), args.null_check)
+    elif args.power_users:
         users_needed(tuple(args.strengths), args.power_users)
     else:
         run(args.runs, tuple(args.users), tuple(args.strengths))

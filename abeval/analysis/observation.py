@@ -13,9 +13,10 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from abeval.analysis.capping import copies, copy_labels, variable_quantiles
+from abeval.analysis.interleaving import choose_teams
 from abeval.analysis.report_model import ControlRule, Health, ReportOptions
 from abeval.analysis.team_metrics import check_names
 from abeval.errors import AbevalError, NotFoundError, OptionError
@@ -30,6 +31,7 @@ from abeval.store.experiments import (
 )
 from abeval.store.shared_ctes import drop
 from abeval.store.sql import online_pass, online_segments, online_sums, provenance
+from abeval.store.sql.interleaving import experiment_teams
 from abeval.store.sql.online_caps import CapValue
 from abeval.store.sql.online_caps import cap_values as read_cap_values
 from abeval.store.sql.online_sums import Daily
@@ -66,6 +68,8 @@ class Observed:
     variables: VariableSet = BUILTIN
     #: What the report calls a team metric's capped variable.
     labels: dict[str, str] = field(default_factory=dict)
+    #: (A, B) of an interleaved experiment (one arm, impressions naming a team).
+    teams: tuple[str, str] | None = None
 
     @property
     def treatments(self) -> list[str]:
@@ -104,12 +108,19 @@ def observe(
     health, daily and segment breakdowns; and the temporary table of the
     population, kept for the replay (drop it after)."""
     settings = facts.settings if facts is not None else get_settings(conn, experiment)
+    teams: tuple[str, str] | None = None
     if len(settings.arms) < 2:
-        raise AbevalError(
-            f"experiment {experiment!r} has one arm ({settings.arms[0]}): nothing to compare; "
-            "check the arm column of the events"
-        )
-    control, rule = choose_control(settings.arms, settings.control_arm, o.control, experiment)
+        # one arm: an interleaved experiment (docs/metrics.md#interleaving) or a mistake
+        named = experiment_teams(conn, experiment)
+        if not named:
+            raise AbevalError(
+                f"experiment {experiment!r} has one arm ({settings.arms[0]}): nothing to "
+                "compare; check the arm column of the events"
+            )
+        teams = choose_teams(named, o.control, experiment)
+        control, rule = settings.arms[0], cast(ControlRule, "recorded")
+    else:
+        control, rule = choose_control(settings.arms, settings.control_arm, o.control, experiment)
     if o.segment is not None:
         known = segment_attributes(conn, experiment)
         if o.segment not in known:
@@ -166,6 +177,7 @@ def observe(
         ingests=facts.ingests if facts is not None else provenance.ingests(conn, experiment),
         variables=variables,
         labels=dict(catalog.labels) | copy_labels(o.caps),
+        teams=teams,
     )
     return observed, kept
 

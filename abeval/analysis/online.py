@@ -61,6 +61,7 @@ def build_report(
         power = session.power
         judged, basis, progress = session.judged
         guardrails = session.guardrail_power
+        interleaved = session.interleaving
         place = session.place
         catalog = session.catalog
     # Every metric, daily point and segment is shown under the decision's basis
@@ -96,6 +97,7 @@ def build_report(
         ope=with_shown_online(ope, judged, control),
         predicted=predicted,
         guardrail_power=guardrails,
+        interleaving=interleaved,
         catalog=catalog,
     )
     return with_source(report, place)

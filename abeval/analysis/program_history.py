@@ -1,7 +1,8 @@
 """A program's history from a file (``abeval program --history FILE``, CSV or
 Parquet) or a table in memory: one row per experiment and metric.
 
-Columns: ``experiment``, ``metric``, ``lift`` (relative), ``se``; optional
+Columns: ``experiment``, ``metric``, ``lift`` (relative), ``se`` (both finite
+and within ±1000, a relative lift of ±100,000%, as the forecast's); optional
 ``status`` (running, shipped, rolled_back, abandoned), ``date`` and ``tag``
 (several separated by ``;``). Every row is checked; a bad one stops the read
 with one line naming the file, the line (the row of a Parquet file or a table)
@@ -16,6 +17,7 @@ from typing import Any
 
 from abeval.analysis.history_file import read_rows
 from abeval.errors import InputError
+from abeval.stats.forecast import MAX_LIFT
 
 REQUIRED = ("experiment", "metric", "lift", "se")
 OPTIONAL = ("status", "date", "tag")
@@ -87,6 +89,11 @@ def _entry(where: str, record: dict[str, Any]) -> ProgramEntry:
             value = math.nan
         if not math.isfinite(value):
             raise InputError(f"{where}, column {column}: {raw!r} is not a number; {fix}")
+        if abs(value) > MAX_LIFT:  # the posterior's squares would overflow a float
+            raise InputError(
+                f"{where}, column {column}: {value:g} is beyond ±{MAX_LIFT:g} "
+                f"(a relative lift of ±100,000%); {fix}"
+            )
         numbers[column] = value
     if numbers["se"] <= 0:
         raise InputError(

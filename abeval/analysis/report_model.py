@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
+from abeval.analysis.interleaving import InterleavingSection
 from abeval.analysis.online_metrics import (
     BUILTIN_CATALOG,
     DEFAULT_GUARDRAILS,
@@ -33,7 +34,7 @@ from abeval.stats.results import (
 )
 from abeval.stats.sequential import DEFAULT_TUNING_N
 
-SCHEMA_VERSION = "2.0"
+SCHEMA_VERSION = "2.1"
 #: ``offline_status`` when the replay was not asked for (``offline=False``).
 OFFLINE_NOT_REQUESTED = "not_requested"
 
@@ -464,6 +465,8 @@ class ExperimentReport(JsonResult):
     # lifts predicted by a recorded offline evaluation (docs/metrics.md#recorded-evaluations)
     predicted: PredictedSection | None = None
     guardrail_power: tuple[GuardrailPower, ...] = ()
+    #: Δ_AB of an interleaved experiment (docs/metrics.md#interleaving): None for an A/B test
+    interleaving: InterleavingSection | None = None
     #: The store's metrics the report was computed with, for its presenters' labels
     #: and directions (not in the JSON document, which carries each metric's label).
     catalog: Catalog = field(

@@ -21,6 +21,7 @@ from abeval.analysis.basis import basis_options, interval_basis, shown_metrics
 from abeval.analysis.comparisons import PlainStats, metric_results
 from abeval.analysis.decision import decision_basis, judged_results, plan_progress
 from abeval.analysis.experiment_config import ExperimentConfig, read_config, with_record
+from abeval.analysis.interleaving import InterleavingSection, interleaving_section
 from abeval.analysis.observation import Observed, days_observed, observe
 from abeval.analysis.offline_report import OfflineSection, replayed_offline
 from abeval.analysis.ope import OpeSection, ope_results
@@ -225,6 +226,15 @@ class ExperimentSession:
             )
         finally:
             self._drop_population()
+
+    @cached_property
+    def interleaving(self) -> InterleavingSection | None:
+        """Δ_AB of an interleaved experiment (docs/metrics.md#interleaving); None
+        for an A/B test."""
+        teams = self.observed.teams
+        if teams is None:
+            return None
+        return interleaving_section(self.conn, self.experiment, teams, alpha=self.options.alpha)
 
     @cached_property
     def power(self) -> tuple[PowerInfo, ...]:

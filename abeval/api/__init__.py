@@ -46,6 +46,7 @@ from abeval.api.across import (
     forecast_options,
 )
 from abeval.api.configuration import (
+    checked_settings,
     experiment_config,
     set_options,
     source_mapping,
@@ -73,6 +74,7 @@ __all__ = [
     "agreement_history",
     "agreement_inputs",
     "agreement_numbers",
+    "checked_settings",
     "cutoffs",
     "evaluate",
     "experiment_config",

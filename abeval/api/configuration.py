@@ -6,6 +6,7 @@ configuration (``Store.settings``, ``Store.set``, ``Store.unset``, ``experiment_
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -115,7 +116,7 @@ class Configuring(Opened):
     def set(
         self,
         experiment: str,
-        checked: ExperimentConfig | None = None,
+        checked: ExperimentConfig | CheckedSettings | None = None,
         *,
         control: str | None = None,
         split: str | None = None,
@@ -126,32 +127,34 @@ class Configuring(Opened):
     ) -> tuple[ExperimentSettings, ExperimentConfig, TargetsRecorded | None]:
         """Record ``experiment``'s control arm, expected split (``control=50,treatment=50``),
         analysis window, target probabilities (a file) and the recordable options
-        (:func:`experiment_config` takes them, or ``checked`` already), all or
-        nothing. Returns the settings and the configuration now recorded, and
-        what was recorded of the target's probabilities.
+        (:func:`experiment_config` takes them, or ``checked`` already; or ``checked``
+        is all of it from :func:`checked_settings`), all or nothing. Returns the
+        settings and the configuration now recorded, and what was recorded of the
+        target's probabilities.
 
         >>> store.set("home-reco-v2", control="control", primary="ctr", alpha=0.01)
         """
         from abeval.analysis.experiment_config import record
 
-        if checked is not None and options:
-            raise TypeError("give either checked options or keyword options, not both")
-        config = checked if checked is not None else experiment_config(**options)
-        start, end = set_options(
-            config,
-            control=control,
-            split=split,
-            window_from=window_from,
-            window_to=window_to,
-            target_propensities=target_propensities,
-        )
+        settings = (control, split, window_from, window_to, target_propensities)
+        if isinstance(checked, CheckedSettings):
+            if options or any(x is not None for x in settings):
+                raise TypeError("give either checked settings or keyword settings, not both")
+            s = checked
+        else:
+            if checked is not None and options:
+                raise TypeError("give either checked options or keyword options, not both")
+            config = checked if checked is not None else experiment_config(**options)
+            given: dict[str, Any] = dict(zip(SETTINGS, settings, strict=True))
+            s = checked_settings(config, **given)
         targets = None
-        if target_propensities is not None:
+        if s.target_propensities is not None:
             from abeval.analysis.ope_file import target_file
 
-            targets = target_file(target_propensities)
+            targets = target_file(s.target_propensities)
+        recorded = (s.control, s.split, s.window_from, s.window_to)
         with self._refusing_sources(experiment), self._writing() as store:
-            return record(store, experiment, (control, split, start, end), config, targets=targets)
+            return record(store, experiment, recorded, s.config, targets=targets)
 
     def unset(
         self, experiment: str, names: Iterable[str]
@@ -190,8 +193,26 @@ class Configuring(Opened):
         return refusing()
 
 
+#: The settings :meth:`Store.set` records besides the options, in its parameters' order.
+SETTINGS = ("control", "split", "window_from", "window_to", "target_propensities")
+
+
+@dataclass(frozen=True)
+class CheckedSettings:
+    """What :meth:`Store.set` records, checked without a store by
+    :func:`checked_settings`: the recordable options, the control arm, the split,
+    the analysis window's bounds (naive UTC) and the target probabilities' file."""
+
+    config: ExperimentConfig
+    control: str | None
+    split: str | None
+    window_from: datetime | None
+    window_to: datetime | None
+    target_propensities: str | Path | None
+
+
 @keywords_checked
-def set_options(
+def checked_settings(
     config: ExperimentConfig | None = None,
     *,
     control: str | None = None,
@@ -199,26 +220,44 @@ def set_options(
     window_from: str | datetime | None = None,
     window_to: str | datetime | None = None,
     target_propensities: str | Path | None = None,
-) -> tuple[datetime | None, datetime | None]:
-    """:meth:`Store.set`'s options checked without a store (the CLI checks them
-    before it opens one): something to record (a setting, or an option of
-    ``config`` from :func:`experiment_config`), and the analysis window, whose
-    bounds are returned as naive UTC datetimes.
+) -> CheckedSettings:
+    """:meth:`Store.set`'s options checked without a store, once (the CLI checks
+    them before it opens one and hands them to ``store.set`` as they are):
+    something to record (a setting, or an option of ``config`` from
+    :func:`experiment_config`), and the analysis window.
 
-    >>> abeval.api.set_options(window_from="2026-03-01", window_to="2026-03-07")
-    (datetime.datetime(2026, 3, 1, 0, 0), datetime.datetime(2026, 3, 8, 0, 0))
+    >>> checked = abeval.api.checked_settings(control="control", window_from="2026-03-01")
+    >>> store.set("home-reco-v2", checked)
     """
+    from abeval.analysis.experiment_config import ExperimentConfig
+
     settings = (control, split, window_from, window_to, target_propensities)
     if all(x is None for x in settings) and (config is None or not config.recorded()):
-        mentioned = ("control", "split", "window_from", "window_to", "target_propensities")
         raise OptionError(
             "",
             None,
             "give {control}, {split}, {window_from}, {window_to}, {target_propensities} "
             "or an option to record",
-            mentions=mentioned,
+            mentions=SETTINGS,
         )
-    return window(window_from, window_to)
+    start, end = window(window_from, window_to)
+    given_config = config if config is not None else ExperimentConfig()
+    return CheckedSettings(given_config, control, split, start, end, target_propensities)
+
+
+@keywords_checked
+@forwards("abeval.api.configuration:checked_settings")
+def set_options(
+    config: ExperimentConfig | None = None, **settings: Any
+) -> tuple[datetime | None, datetime | None]:
+    """The checks of :func:`checked_settings` (which takes the same arguments); the
+    analysis window's bounds they return, as naive UTC datetimes.
+
+    >>> abeval.api.set_options(window_from="2026-03-01", window_to="2026-03-07")
+    (datetime.datetime(2026, 3, 1, 0, 0), datetime.datetime(2026, 3, 8, 0, 0))
+    """
+    s = checked_settings(config, **settings)
+    return s.window_from, s.window_to
 
 
 @keywords_checked

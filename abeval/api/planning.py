@@ -15,6 +15,7 @@ from abeval.api.options import (
     lift,
     positive,
     share,
+    within,
 )
 from abeval.errors import OptionError
 
@@ -68,10 +69,14 @@ class Planning(Opened):
         sequential: bool = False,
         tuning_n: float = 5000.0,
         cuped_days: int | None = None,
+        delta: float | None = None,
     ) -> Plan:
         """:meth:`power` with the guardrails' non-inferiority plan and the options
         it was planned under. An option left None takes the experiment's saved
-        configuration (``abeval experiment set``), else the default.
+        configuration (``abeval experiment set``), else the default. For an
+        interleaved experiment, ``Plan.interleaving``: the users needed to detect
+        the preference ``delta`` (|Δ_AB|; None: the observed one) beside those an
+        A/B test needs for the CTR lift ``mde`` (docs/metrics.md#interleaving).
 
         >>> plan = store.plan("home-reco-v2", mde=0.02)
         """
@@ -85,6 +90,9 @@ class Planning(Opened):
         if mde is not None:
             lift("mde", mde)
             positive("mde", mde)
+        if delta is not None:
+            within("delta", delta, 0.0, 0.5, "a preference Δ_AB is between 0 and 0.5")
+            positive("delta", delta)
         catalog = self.catalog()
         metrics = (
             parse_online_metrics(metric, (), "metric", catalog=catalog)
@@ -93,7 +101,7 @@ class Planning(Opened):
         )
         given = parse_config(primary=metrics, alpha=alpha, cuped_days=cuped_days, target_mde=mde)
         base = ReportOptions(power=power, sequential=sequential, tuning_n=tuning_n, offline=False)
-        return plan_report(self._store, experiment, given.options(base), catalog)
+        return plan_report(self._store, experiment, given.options(base), catalog, delta)
 
 
 @keywords_checked

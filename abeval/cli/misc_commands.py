@@ -62,12 +62,20 @@ def power(
             "--cuped-days", help="With --experiment: CUPED pre-period in days (default 14)."
         ),
     ] = None,
+    delta: Annotated[
+        float | None,
+        typer.Option(
+            help="With --experiment on an interleaved experiment: the preference Δ_AB to "
+            "detect (default the observed one)."
+        ),
+    ] = None,
     db: DbOption = None,
     fmt: FormatOption = "text",
     as_json: JsonAlias = False,
 ) -> None:
     """Users needed for a target lift (--mde), or the lift detectable with --users;
-    with --experiment, both from that experiment's data."""
+    with --experiment, both from that experiment's data (for an interleaved
+    experiment, the users needed to detect a preference beside an A/B test's)."""
     from abeval import api
     from abeval.api import options as check
 
@@ -87,7 +95,17 @@ def power(
     if way == "data":
         assert experiment is not None
         _power_from_data(
-            experiment, metric, mde, alpha, power_, sequential, tuning_n, cuped_days, db, as_json
+            experiment,
+            metric,
+            mde,
+            alpha,
+            power_,
+            sequential,
+            tuning_n,
+            cuped_days,
+            db,
+            as_json,
+            delta,
         )
         return
     assert baseline is not None
@@ -117,6 +135,7 @@ def _power_from_data(
     cuped_days: int | None,
     db: str | None,
     as_json: bool,
+    delta: float | None = None,
 ) -> None:
     from abeval import api, render
 
@@ -132,9 +151,11 @@ def _power_from_data(
             sequential=sequential,
             tuning_n=tuning_n,
             cuped_days=cuped_days,
+            delta=delta,
         )
     if as_json:
-        typer.echo(json.dumps([r.to_dict() for r in plan.power], indent=2, allow_nan=False))
+        rows = [plan.interleaving] if plan.interleaving else plan.power
+        typer.echo(json.dumps([r.to_dict() for r in rows], indent=2, allow_nan=False))
         return
     for line in render.plan_lines(experiment, plan):
         typer.echo(line)

@@ -281,7 +281,7 @@ def experiment_set(
 
     config = config_flags(locals())
     given = (control, split, window_from, window_to, target_propensities)
-    start, end = api.set_options(  # before the store is opened
+    checked = api.checked_settings(  # before the store is opened, and only here
         config,
         control=control,
         split=split,
@@ -290,15 +290,7 @@ def experiment_set(
         target_propensities=target_propensities,
     )
     with api.open(db, create=False) as store:
-        s, _, recorded = store.set(
-            experiment,
-            config,
-            control=control,
-            split=split,
-            window_from=start,
-            window_to=end,
-            target_propensities=target_propensities,
-        )
+        s, _, recorded = store.set(experiment, checked)
     if any(x is not None for x in given[:4]) or config.recorded():
         typer.echo(render.settings_line(experiment, s), err=True)
     for line in render.config_lines(config):

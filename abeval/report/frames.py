@@ -62,6 +62,25 @@ def _interval(value: list[Any]) -> bool:
     return len(value) == 2 and all(isinstance(v, int | float) for v in value)
 
 
+def interleaving_rows(section: Mapping[str, Any]) -> list[Row]:
+    """One row per credit (clicks, then purchases where the experiment has them) of
+    an interleaved report's ``interleaving`` object: Δ_AB, its interval, the p-value
+    and the counts, with the two teams."""
+    credits = [("click", section), ("purchase", section["by_purchases"])]
+    keys = ("delta", "p_value", "wins", "losses", "ties", "requests", "users")
+    rows = []
+    for credit, r in credits:
+        if r is None:
+            continue
+        low, high = r["interval"] if r["interval"] is not None else (None, None)
+        rows.append(
+            {"credit": credit, "team_a": section["team_a"], "team_b": section["team_b"]}
+            | {k: r[k] for k in keys}
+            | {"interval_low": low, "interval_high": high, "status": r["status"]}
+        )
+    return rows
+
+
 def report_rows(document: Mapping[str, Any]) -> list[Row]:
     """One row per metric × treatment arm of a report's JSON: the arms' values and,
     under the metric's ``basis`` (the decision's, for every metric), the relative

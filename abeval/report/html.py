@@ -43,6 +43,7 @@ from abeval.report.html_sections import (
     segment_table,
     statistics_table,
 )
+from abeval.report.interleaving_text import interleaving_view
 from abeval.report.method_text import basis_words, cuped_text, test_span
 from abeval.report.offline_view import offline_status_text
 from abeval.report.ope_context import ope_context
@@ -202,6 +203,7 @@ def build_context(report: ExperimentReport) -> ReportContext:
         freshness=fresh,
         ope=ope_context(report),
         predicted=predicted_context(report),
+        interleaving=interleaving_view(report.interleaving) if report.interleaving else None,
     )
 
 

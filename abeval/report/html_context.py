@@ -25,6 +25,7 @@ from abeval.analysis.report_model import (
     VerdictResult,
 )
 from abeval.report.charts import IntervalBar, LiftChart, Tick, UsersChart
+from abeval.report.interleaving_text import InterleavingView
 from abeval.report.offline_view import OfflineView
 from abeval.report.ope_context import OpeContext
 from abeval.report.predicted_context import PredictedContext
@@ -233,6 +234,9 @@ class ReportContext:
     - ``predicted``: the lifts a recorded evaluation predicted
       (:class:`~abeval.report.predicted_context.PredictedContext`), None when none is
       recorded.
+    - ``interleaving``: an interleaved experiment's section
+      (:class:`~abeval.report.interleaving_text.InterleavingView`), which the page
+      shows in place of the A/B sections; None for an A/B test.
     """
 
     report: ExperimentReport
@@ -269,3 +273,5 @@ class ReportContext:
     guardrail_power: tuple[str, ...] = ()
     sources: str = ""
     offline_status: str = ""  # why there are no offline results, in words
+    # reports/_interleaving.html.j2: an interleaved experiment's section, else None
+    interleaving: InterleavingView | None = None

@@ -21,9 +21,10 @@ from typing import Any, ClassVar
 from abeval.analysis.agreement import AgreementBoard
 from abeval.analysis.forecast import ForecastReport
 from abeval.analysis.report_model import ExperimentReport
-from abeval.formatting import NA, interval, number, pct
+from abeval.formatting import NA, interval, number, pct, signed, signed_interval
 from abeval.report import frames
 from abeval.report.shown import Shown, span
+from abeval.report.words import said as said_word
 
 
 @dataclass(frozen=True, repr=False)
@@ -47,10 +48,36 @@ class ShownReport(Shown, ExperimentReport):
         "direction",
     )
 
+    #: The compact table of an interleaved experiment: one row per credit.
+    INTERLEAVED: ClassVar[tuple[str, ...]] = (
+        "credit",
+        "team_a",
+        "team_b",
+        "delta",
+        "interval",
+        "p_value",
+        "wins",
+        "losses",
+        "ties",
+        "users",
+    )
+
     def rows(self) -> list[frames.Row]:
+        if self.interleaving is not None:
+            return frames.interleaving_rows(self.interleaving.to_dict())
         return frames.report_rows(self.to_dict())
 
+    def columns(self) -> tuple[str, ...]:
+        return self.SHOWN if self.interleaving is None else self.INTERLEAVED
+
     def headline(self) -> str:
+        s = self.interleaving
+        if s is not None:
+            preferred = f"{s.preferred} preferred" if s.preferred else said_word(s.decision)
+            return (
+                f"ExperimentReport {self.experiment!r}: interleaved, {preferred} "
+                f"(Δ_AB {signed(s.delta)} {signed_interval(s.interval)})"
+            )
         arms = {m.arm for m in self.metrics}
         metrics = {m.metric for m in self.metrics}
         said = []
@@ -75,6 +102,10 @@ class ShownReport(Shown, ExperimentReport):
         >>> report.shown_cells(report.rows()[0])[:2]
         ['ctr', 'primary']
         """
+        if self.interleaving is not None:
+            low, high = row["interval_low"], row["interval_high"]
+            cells = {"interval": signed_interval(span(low, high)), "delta": signed(row["delta"])}
+            return [cells.get(c, row.get(c)) for c in self.INTERLEAVED]
         chance = row["chance_to_win"]
         shown = {
             "interval": interval(span(row["interval_low"], row["interval_high"])),

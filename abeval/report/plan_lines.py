@@ -36,6 +36,10 @@ def plan_lines(experiment: str, plan: Plan) -> list[str]:
     from abeval.report.decision_text import looks_text
     from abeval.report.words import said
 
+    if plan.interleaving is not None:
+        from abeval.report.interleaving_text import plan_lines as interleaved
+
+        return interleaved(experiment, plan.interleaving)
     o = plan.options
     design = "sequential" if o.sequential else "fixed-horizon"
     level = f"alpha {plan.planning_alpha:g}"

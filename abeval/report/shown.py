@@ -71,16 +71,25 @@ class Shown:
         return (
             environment()
             .get_template("table.html.j2")
-            .render(title=self.headline(), columns=self.SHOWN, rows=rows, more=f"More: {MORE}")
+            .render(title=self.headline(), columns=self.columns(), rows=rows, more=f"More: {MORE}")
         )
 
+    def columns(self) -> tuple[str, ...]:
+        """The compact table's columns: :data:`SHOWN` unless the result says otherwise
+        (an interleaved experiment's report: one row per credit).
+
+        >>> store.report("home-reco-v2").columns()[:3]
+        ('metric', 'role', 'arm')
+        """
+        return self.SHOWN
+
     def shown_cells(self, row: frames.Row) -> list[Any]:
-        """The values of the table's columns (:data:`SHOWN`) in one row of the frame.
+        """The values of the table's columns (:meth:`columns`) in one row of the frame.
 
         >>> board.shown_cells(board.rows()[0])[:2]
         [1, 'snips']
         """
-        return [row.get(c) for c in self.SHOWN]
+        return [row.get(c) for c in self.columns()]
 
 
 def cell(value: Any) -> str:

@@ -34,6 +34,7 @@ from abeval.report.decision_text import (
     looks_text,
     sources_line,
 )
+from abeval.report.interleaving_text import header_line, interleaving_lines
 from abeval.report.method_text import (
     basis_words,
     cuped_text,
@@ -307,6 +308,17 @@ def render_text(r: ExperimentReport, *, verbose: bool = False) -> str:
     segments
     when the report has them; the long diagnostics (each position's off-policy
     weights) only when ``verbose``."""
+    if r.interleaving is not None:  # one arm: the comparison is of rankers, not arms
+        title, *_ = _header(r)
+        s = r.interleaving
+        shown = (
+            title,
+            events_text(r),
+            header_line(s, r.settings.alpha),
+            "",
+            *interleaving_lines(s),
+        )
+        return "\n".join(printable(line) for line in shown) + "\n"
     sections = (
         _decisions,
         _header,

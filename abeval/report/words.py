@@ -72,6 +72,11 @@ STATUS_WORDS: dict[str, str] = {
     "only_signal": "the only signal",
     # Interleaving.
     "no_requests": "no interleaved request has a credited click",
+    "ranker_preferred": "the interval of Δ_AB excludes 0",
+    "no_preference": "the interval of Δ_AB includes 0, so neither ranker is preferred",
+    "undetermined": "no preference could be estimated",
+    "no_preference_given": "the experiment shows no preference to plan for: give the "
+    "preference to detect",
     # The predicted lift of the report.
     "none_recorded": "no evaluation is recorded for it",
     "other_baseline": "the recorded evaluation compared another baseline",

@@ -16,7 +16,8 @@ w_u + l_u + t_u``; then Δ_AB = Σm / Σd, a ratio of per-user sums, whose varia
 follows from the delta method over users (the linearisation ``(m_u − Δ·d_u)/d̄``;
 Deng, Knoblich and Lu 2018, "Applying the delta method in metric analytics"),
 computed by :class:`~abeval.stats.sufficient.RatioStats`. The interval is
-Δ ± z·se with the normal quantile; the p-value is the two-sided normal one.
+Δ ± z·se with the normal quantile, clipped at Δ's range [−1/2, 1/2] (which only
+a handful of users reaches); the p-value is the two-sided normal one.
 
 The per-user preference share (users whose requests favour A, ``w_u > l_u``,
 among users with a preference either way) comes with an exact two-sided sign test
@@ -223,7 +224,8 @@ def compare_interleaved(
     z = norm_isf((1 - confidence) / 2)
     return replace(
         decided,
-        interval=(delta - z * se, delta + z * se),
+        # Δ_AB lies in [−1/2, 1/2]: the normal interval is clipped at its range
+        interval=(max(-0.5, delta - z * se), min(0.5, delta + z * se)),
         std_error=se,
         p_value=min(1.0, 2 * norm_sf(abs(delta) / se)),
     )
@@ -246,3 +248,45 @@ def request_interval(
     variance = max(second - mean * mean, 0.0) * n / (n - 1)
     half = norm_isf((1 - confidence) / 2) * math.sqrt(variance / n)
     return (mean - 0.5 - half, mean - 0.5 + half)
+
+
+def interleaving_users(
+    delta: float,
+    variance: float,
+    decided_share: float,
+    *,
+    alpha: float = 0.05,
+    power: float = 0.8,
+) -> float | None:
+    """Users an interleaved comparison needs to detect a preference ``delta`` with
+    probability ``power`` by the two-sided level-``alpha`` test of Δ_AB.
+
+    Δ_AB's variance is ``variance / n`` over the n users with a decided request
+    (``variance``: the per-user variance of its linearisation,
+    :attr:`RatioStats.variance <abeval.stats.sufficient.RatioStats.variance>`), so
+    n = (z₁₋α/₂ + z_power)² · variance / Δ², divided by ``decided_share``, the share
+    of all users with a decided request. None when an input makes it undefined."""
+    if not (delta != 0 and math.isfinite(delta)) or not (0 < decided_share <= 1):
+        return None
+    if not (math.isfinite(variance) and variance > 0):
+        return None
+    z = norm_isf(alpha / 2) + norm_isf(1 - power)
+    return z * z * variance / (delta * delta) / decided_share
+
+
+def detectable_delta(
+    users: float,
+    variance: float,
+    decided_share: float,
+    *,
+    alpha: float = 0.05,
+    power: float = 0.8,
+) -> float | None:
+    """The smallest |Δ_AB| that ``users`` users (all of them, ``decided_share`` with a
+    decided request) detect with probability ``power``: :func:`interleaving_users`
+    solved for Δ."""
+    n = users * decided_share
+    if not (n > 0 and math.isfinite(variance) and variance > 0):
+        return None
+    z = norm_isf(alpha / 2) + norm_isf(1 - power)
+    return z * math.sqrt(variance / n)

@@ -1,8 +1,10 @@
 """Every numeric column of every file abeval reads, given the values that broke
 it before (issue 38 item 9, issue 37 item 6): 0, negative, NaN, ±inf, 1e308,
-1e-308 and text in a history, a target probability file, a metrics file's cap
-and an evaluation's truth, runs and predictions. Each gives a result or one
-line (exit 1 or 2), never a traceback."""
+1e-308 and text in a history (``forecast``'s and ``agreement``'s, and
+``program``'s, each as CSV and as Parquet), a target probability file, a
+metrics file's cap and ``where`` values, and an evaluation's truth (relevance or
+ratings), runs and predictions. Each gives a result or one line (exit 1 or 2),
+never a traceback."""
 
 from __future__ import annotations
 
@@ -45,6 +47,27 @@ def write_csv(path: Path, header: Sequence[str], rows: Sequence[Sequence[object]
     return path
 
 
+def write_table(
+    path: Path, header: Sequence[str], rows: Sequence[Sequence[object]], fmt: str
+) -> Path:
+    """The rows as CSV, or as Parquet with each column as numbers (float64: NaN and
+    ±inf as themselves) when every value reads as one, else as text."""
+    if fmt == "csv":
+        return write_csv(path.with_suffix(".csv"), header, rows)
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    columns = {}
+    for i, name in enumerate(header):
+        values = [r[i] for r in rows]
+        try:
+            columns[name] = pa.array([float(v) for v in values], pa.float64())  # type: ignore[arg-type]
+        except ValueError:
+            columns[name] = pa.array([str(v) for v in values], pa.string())
+    pq.write_table(pa.table(columns), path.with_suffix(".parquet"))
+    return path.with_suffix(".parquet")
+
+
 HISTORY = (
     "experiment",
     "signal",
@@ -62,15 +85,36 @@ HISTORY_ROWS = [
 ]
 
 
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
 @pytest.mark.parametrize("value", VALUES)
 @pytest.mark.parametrize("column", HISTORY[2:])
-def test_history(tmp_path: Path, column: str, value: str) -> None:
-    rows = [list(r) for r in HISTORY_ROWS]
+def test_history(tmp_path: Path, column: str, value: str, fmt: str) -> None:
+    rows: list[list[object]] = [list(r) for r in HISTORY_ROWS]
     rows[1][HISTORY.index(column)] = value
-    path = write_csv(tmp_path / "h.csv", HISTORY, rows)
+    path = write_table(tmp_path / "h", HISTORY, rows, fmt)
     forecast = ("--offline-lift", "0.02", "--offline-se", "0.002", "-f", "json")
     one_line_or_result(run("forecast", "--history", str(path), *forecast))
     one_line_or_result(run("agreement", "--history", str(path), "-f", "json"))
+
+
+PROGRAM = ("experiment", "metric", "lift", "se", "status")
+PROGRAM_ROWS = [
+    ("e0", "ctr", 0.010, 0.004, "shipped"),
+    ("e1", "ctr", -0.004, 0.005, "abandoned"),
+    ("e2", "ctr", 0.002, 0.004, "rolled_back"),
+    ("e3", "ctr", 0.015, 0.006, "shipped"),
+]
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+@pytest.mark.parametrize("value", VALUES)
+@pytest.mark.parametrize("column", ["lift", "se"])
+def test_program_history(tmp_path: Path, column: str, value: str, fmt: str) -> None:
+    rows: list[list[object]] = [list(r) for r in PROGRAM_ROWS]
+    rows[1][PROGRAM.index(column)] = value
+    path = write_table(tmp_path / "p", PROGRAM, rows, fmt)
+    one_line_or_result(run("program", "--history", str(path), "-f", "json"))
+    one_line_or_result(run("program", "--history", str(path)))
 
 
 @pytest.mark.parametrize("value", VALUES)
@@ -97,13 +141,18 @@ def test_target_probabilities(tmp_path: Path, column: str, value: str) -> None:
         assert "\n" not in exc.message
 
 
+METRIC_FILES = {
+    "cap": '[capped]\nkind = "mean"\nevent = "add_to_cart"\nvalue = "sum"\ncap = {}\n',
+    "where": '[filtered]\nkind = "proportion"\nevent = "click"\nwhere = {{ slot = {} }}\n',
+}
+
+
 @pytest.mark.parametrize("value", VALUES)
-def test_metric_file_cap(tmp_path: Path, value: str) -> None:
+@pytest.mark.parametrize("key", list(METRIC_FILES))
+def test_metric_file(tmp_path: Path, key: str, value: str) -> None:
     literal = {"abc": '"abc"', "nan": "nan", "inf": "inf", "-inf": "-inf"}.get(value, value)
     path = tmp_path / "m.toml"
-    path.write_text(
-        f'[capped]\nkind = "mean"\nevent = "add_to_cart"\nvalue = "sum"\ncap = {literal}\n'
-    )
+    path.write_text(METRIC_FILES[key].format(literal))
     try:
         read_metric_file(path)
     except AbevalError as exc:
@@ -124,7 +173,7 @@ EVALUATED = {
 @pytest.mark.parametrize("value", VALUES)
 @pytest.mark.parametrize(
     ("role", "column"),
-    [("truth", 2), ("runs", 2), ("runs", 3), ("predictions", 2)],
+    [("truth", 2), ("runs", 2), ("runs", 3), ("predictions", 2), ("ratings", 2)],
 )
 def test_evaluation_inputs(tmp_path: Path, role: str, column: int, value: str) -> None:
     paths = {}
@@ -133,12 +182,11 @@ def test_evaluation_inputs(tmp_path: Path, role: str, column: int, value: str) -
         if name == role:
             table[1][column] = value
         paths[name] = write_csv(tmp_path / f"{name}.csv", header, table)
-    if role == "predictions":
-        truth = write_csv(
-            tmp_path / "ratings.csv",
-            ("user_id", "item_id", "rating"),
-            [("u1", "a", 4.5), ("u2", "b", 2.0)],
-        )
+    if role in ("predictions", "ratings"):
+        ratings: list[list[object]] = [["u1", "a", 4.5], ["u2", "b", 2.0]]
+        if role == "ratings":
+            ratings[1][column] = value
+        truth = write_csv(tmp_path / "ratings.csv", ("user_id", "item_id", "rating"), ratings)
         args = ["-t", str(truth), "-p", f"m={paths['predictions']}"]
     else:
         args = ["-t", str(paths["truth"]), "-r", f"control={paths['runs']}"]

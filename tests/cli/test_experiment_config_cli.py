@@ -206,6 +206,46 @@ def test_unset_needs_an_option(store: Path) -> None:  # noqa: F811
     assert "name at least one setting to remove" in result.stderr
 
 
+def test_set_checks_its_options_once_before_the_store_opens(
+    store: Path,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import abeval.api.configuration as configuration
+
+    real, windows = configuration.window, []
+
+    def counted(*bounds: object) -> object:
+        windows.append(bounds)
+        return real(*bounds)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(configuration, "window", counted)
+    result = invoke("experiment", "set", "home", "--to", "2030-01-01", "--alpha", "0.1")
+    assert result.exit_code == 0, result.stderr
+    assert windows == [(None, "2030-01-01")]  # the CLI's check; store.set checks nothing again
+    absent = runner.invoke(app, ["experiment", "set", "home", "--db", "absent.duckdb"])
+    assert (absent.exit_code, absent.stderr) == (
+        2,
+        "Error: give --control, --split, --from, --to, --target-propensities or an option "
+        "to record\n",
+    )
+    assert not Path("absent.duckdb").exists()
+
+
+def test_checked_settings_are_given_whole(tmp_path: Path) -> None:
+    import abeval
+    from abeval import api
+
+    checked = api.checked_settings(control="control", window_from="2026-03-01")
+    assert (checked.control, checked.window_from, checked.window_to) == (
+        "control",
+        datetime(2026, 3, 1),
+        None,
+    )
+    refused = r"^give either checked settings or keyword settings"
+    with abeval.open(tmp_path / "s.duckdb") as opened, pytest.raises(TypeError, match=refused):
+        opened.set("home", checked, split="control=50,treatment=50")
+
+
 def test_show_unknown_experiment(store: Path) -> None:  # noqa: F811
     result = invoke("experiment", "show", "hom")
     assert result.exit_code == 1

@@ -130,6 +130,12 @@ def _rows(k: int) -> list[list[object]]:
         ([*_rows(2), ["e0", "ctr", 0.01, 0.01, "abandoned", "", ""]],
          "{f}: line 4, column experiment: 'e0' has a second ctr row (first at line 2); "
          "keep one row per experiment and metric"),
+        ([*_rows(3), ["e9", "ctr", 0.01, 1e308, "", "", ""]],
+         "{f}: line 5, column se: 1e+308 is beyond ±1000 (a relative lift of ±100,000%); "
+         "give the lift's standard error, above 0"),
+        ([*_rows(3), ["e9", "ctr", -1001, 0.01, "", "", ""]],
+         "{f}: line 5, column lift: -1001 is beyond ±1000 (a relative lift of ±100,000%); "
+         "give the experiment's relative lift, e.g. 0.012 for +1.2%"),
         ([*_rows(2), ["e9", "ctr", "+1.2%", 0.01, "", "", ""]],
          "{f}: line 4, column lift: '+1.2%' is not a number; give the experiment's relative "
          "lift, e.g. 0.012 for +1.2%"),

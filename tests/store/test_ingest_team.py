@@ -76,6 +76,38 @@ ONE_LOSS = {
             "two rankers",
             3,
         ),
+        (  # B is missing from every impression of r2
+            [
+                *GOOD,
+                "e1,interleaved,u1,2024-05-01T10:05:00Z,impression,r2,i1,1,A",
+                "e1,interleaved,u1,2024-05-01T10:05:00Z,impression,r2,i2,2,A",
+            ],
+            "7:team: request 'r2' names only A on its 2 impressions; team draft gives each of "
+            "the two rankers a pick every round, so a list of two or more items names both",
+            2,
+        ),
+        (  # r2 names no team in an interleaved experiment
+            [
+                *GOOD,
+                "e1,interleaved,u1,2024-05-01T10:05:00Z,impression,r2,i1,1,",
+                "e1,interleaved,u1,2024-05-01T10:05:00Z,impression,r2,i2,2,",
+            ],
+            "7:team: request 'r2' names no team, but experiment 'e1' is interleaved (its other "
+            "requests name teams); name the ranker of every impression",
+            2,
+        ),
+        (  # an A/B arm in an interleaved experiment: r1's 3 rows and r3's 1
+            [
+                *GOOD,
+                "e1,control,u2,2024-05-01T10:05:00Z,exposure,,,,",
+                "e1,control,u2,2024-05-01T10:05:00Z,impression,r3,i1,1,",
+            ],
+            "3:team: experiment 'e1' is interleaved (request 'r1' names teams) but has 2 arms "
+            "(control, interleaved); every user of an interleaved experiment sees the merged "
+            "list: give its rows one arm, and load an A/B test of the same rankers as an "
+            "experiment of its own",
+            4,
+        ),
     ],
 )
 def test_a_faulty_interleaved_request_refuses_the_file(

@@ -8,7 +8,10 @@ carry logging probabilities must describe one list.
   ``propensity_given_above``) is the only item at its position in its request;
 - an interleaved request (one whose impressions name a ``team``, the ranker that
   contributed the item) names the team of every impression, and at most two
-  teams: team draft merges the lists of exactly two rankers.
+  teams: team draft merges the lists of exactly two rankers; a list of two or
+  more items names both (each round both rankers pick); in an experiment whose
+  requests name teams every request does, and the experiment has one arm (every
+  user sees the merged list).
 
 Both are checked over the good rows of one file. A request at fault has all its
 impression rows refused, with the same reason, as a bad row is.
@@ -88,7 +91,33 @@ def _team_faults(relation: str, quoted: str) -> list[str]:
         f"string_agg(DISTINCT {_TEAM}, ', ' ORDER BY {_TEAM}) || '); an interleaved list "
         f"merges exactly two rankers' AS reason, -1 AS k {impressions} "
         f"HAVING count(DISTINCT {_TEAM}) > 2",
+        f"SELECT experiment, request_id, '{_TEAM}' AS column_name, 'request ' || {quoted} "
+        f"|| ' names only ' || min({_TEAM}) || ' on its ' || count(*) || ' impressions; team "
+        "draft gives each of the two rankers a pick every round, so a list of two or more "
+        f"items names both' AS reason, -3 AS k {impressions} "
+        f"HAVING count(DISTINCT {_TEAM}) = 1 AND count({_TEAM}) = count(*) "
+        "AND count(DISTINCT item_id) > 1",
+        f"SELECT experiment, request_id, '{_TEAM}' AS column_name, 'request ' || {quoted} "
+        f"|| ' names no team, but experiment ' || {_quoted('experiment')} || ' is "
+        "interleaved (its other requests name teams); name the ranker of every impression' "
+        f"AS reason, -4 AS k {impressions} HAVING count({_TEAM}) = 0 AND experiment IN "
+        f"(SELECT experiment FROM {relation} WHERE {_TEAM} IS NOT NULL)",
+        f"SELECT r.experiment, r.request_id, '{_TEAM}' AS column_name, 'experiment ' || "
+        f"{_quoted('r.experiment')} || ' is interleaved (request ' || "
+        f"{_quoted('r.request_id')} || ' names teams) but has ' || a.arms || ' arms (' || "
+        "a.names || '); every user of an interleaved experiment sees the merged list: give "
+        "its rows one arm, and load an A/B test of the same rankers as an experiment of its "
+        "own' AS reason, -5 AS k FROM "
+        f"(SELECT DISTINCT experiment, request_id FROM {relation} WHERE {_TEAM} IS NOT NULL) r "
+        "JOIN (SELECT experiment, count(DISTINCT arm) AS arms, string_agg(DISTINCT arm, ', ' "
+        f"ORDER BY arm) AS names FROM {relation} GROUP BY experiment "
+        "HAVING count(DISTINCT arm) > 1) a ON a.experiment = r.experiment",
     ]
+
+
+def _quoted(column: str) -> str:
+    """SQL: ``column``'s value between single quotes, as a message names it."""
+    return f"'''' || {column} || ''''"
 
 
 def at_fault(alias: str) -> str:

@@ -72,3 +72,62 @@ def interleaving_sums(
         {"experiment": experiment, "team_a": team_a, "team_b": team_b, "credit": credit},
     ).one()
     return {k: float(v) for k, v in row._mapping.items()}
+
+
+#: The teams the experiment's impressions name, in order.
+TEAMS_SQL = """
+SELECT DISTINCT team FROM events
+WHERE experiment = :experiment AND event_type = 'impression' AND team IS NOT NULL
+ORDER BY team
+"""
+
+#: Per team, the requests whose top impression (the smallest position) is that
+#: team's: the first pick of the first round, decided by a fair coin in team draft.
+#: Then, as a row of its own (team NULL), the clicks on an item that no impression
+#: of the same request credits to a team.
+BALANCE_SQL = """
+WITH shown AS (
+    SELECT request_id, item_id, position, team
+    FROM events
+    WHERE experiment = :experiment AND event_type = 'impression' AND team IS NOT NULL
+),
+top AS (
+    SELECT request_id, MIN(position) AS position FROM shown GROUP BY request_id
+),
+first_pick AS (
+    SELECT s.request_id, MIN(s.team) AS team
+    FROM shown s JOIN top t ON t.request_id = s.request_id AND t.position = s.position
+    GROUP BY s.request_id
+)
+SELECT team, COUNT(*) AS n FROM first_pick GROUP BY team
+UNION ALL
+SELECT NULL AS team, COUNT(*) AS n
+FROM events e
+WHERE e.experiment = :experiment AND e.event_type = 'click' AND NOT EXISTS (
+    SELECT 1 FROM shown s WHERE s.request_id = e.request_id AND s.item_id = e.item_id
+)
+"""
+
+
+def experiment_teams(conn: Connection, experiment: str) -> list[str]:
+    """The teams named by ``experiment``'s impressions, sorted; empty when it is not
+    interleaved."""
+    from sqlalchemy import text
+
+    rows = conn.execute(text(TEAMS_SQL), {"experiment": experiment}).fetchall()
+    return [str(r[0]) for r in rows]
+
+
+def team_balance(conn: Connection, experiment: str) -> tuple[dict[str, int], int]:
+    """The first picks per team (requests whose top item is the team's) and the
+    clicks no team is credited with, from :data:`BALANCE_SQL`."""
+    from sqlalchemy import text
+
+    picks: dict[str, int] = {}
+    uncredited = 0
+    for team, n in conn.execute(text(BALANCE_SQL), {"experiment": experiment}).fetchall():
+        if team is None:
+            uncredited = int(n)
+        else:
+            picks[str(team)] = int(n)
+    return picks, uncredited
