@@ -35,7 +35,7 @@ and those that could not be analysed, are counted and named.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
@@ -57,12 +57,13 @@ from abeval.analysis.agreement_pairs import (
     experiment_signals,
 )
 from abeval.analysis.agreement_summary import backtests, summarise, with_z_scores
+from abeval.analysis.kept import computed_once
 from abeval.analysis.online_metrics import Catalog
 from abeval.analysis.ope_file import read_target_propensities
 from abeval.analysis.team_metrics import read_catalog
 from abeval.errors import AbevalError, NotFoundError
 from abeval.store.evaluations import latest_evaluations
-from abeval.store.experiments import list_experiments, unknown_experiment_message
+from abeval.store.experiments import first_events, unknown_experiment_message
 
 if TYPE_CHECKING:
     from abeval.store.database import Database
@@ -77,8 +78,9 @@ def agreement_board(
     if catalog is None:
         with store.connect() as conn:
             catalog = read_catalog(conn)
-    names = _experiments(store, o.experiments)
-    _experiments(store, list(o.target_propensities))  # every file names a known experiment
+    starts = first_events(store)
+    names = _experiments(starts, o.experiments)
+    _experiments(starts, list(o.target_propensities))  # every file names a known experiment
     for file in o.target_propensities.values():
         read_target_propensities(file)  # a file the user gave is an error, not a skipped report
     evaluations = latest_evaluations(store, names)
@@ -93,9 +95,19 @@ def agreement_board(
         found = experiment_pairs(read, evaluations.get(name), o.alpha)
         pairs += found
         coverage.append(_coverage(read, found))
-    starts = {e.experiment: e.first_ts or "" for e in list_experiments(store)}
-    order = sorted(names, key=lambda n: (starts.get(n, ""), n))
-    summary = with_z_scores(summarise(pairs, o, catalog), pairs)
+    order = sorted(names, key=lambda n: (starts.get(n) or "", n))
+    # the statistics of the pairs, kept under their digest like the pairs' parts
+    summary, backtest = computed_once(
+        store,
+        "board",
+        (tuple(pairs), tuple(order), o),
+        catalog,
+        lambda: (
+            with_z_scores(summarise(pairs, o, catalog), pairs),
+            backtests(pairs, order, "start", o, catalog) if o.backtest else (),
+        ),
+        tuple,
+    )
     return AgreementBoard(
         schema_version=SCHEMA_VERSION,
         abeval_version=__version__,
@@ -115,14 +127,15 @@ def agreement_board(
         pairs=tuple(pairs),
         summary=summary,
         notes=notes(o),
-        backtest=backtests(pairs, order, "start", o, catalog) if o.backtest else (),
+        backtest=backtest,
         catalog=catalog,
     )
 
 
-def _experiments(store: Database, asked: Sequence[str] | None) -> list[str]:
-    """The experiments to analyse; an unknown name is an error with a did-you-mean."""
-    known = [e.experiment for e in list_experiments(store)]
+def _experiments(starts: Mapping[str, str | None], asked: Sequence[str] | None) -> list[str]:
+    """The experiments to analyse of the store's (``starts``' keys); an unknown name
+    is an error with a did-you-mean."""
+    known = list(starts)
     if asked is None:
         return known
     for name in asked:

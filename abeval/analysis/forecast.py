@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
@@ -218,7 +218,7 @@ def forecast_metric(
     """Fit the model to one (metric, signal)'s history and forecast the candidate."""
     per_experiment = _one_per_experiment([e for e in entries if e.signal == signal])
     rows = [r for _, r, _ in per_experiment]
-    fitted = fit(rows, o.alpha)
+    fitted = history_fit(signal, entries, o.alpha)
     lift = evidence.lift(signal)
     assert lift is not None
     forecast = with_influence(rows, predict(fitted, lift[0], lift[1], o.alpha, o.mde))
@@ -257,6 +257,12 @@ def forecast_metric(
     )
 
 
+def history_fit(signal: str, entries: Sequence[HistoryEntry], alpha: float) -> ForecastFit:
+    """The model fitted to one signal's history (one row per experiment)."""
+    per_experiment = _one_per_experiment([e for e in entries if e.signal == signal])
+    return fit([r for _, r, _ in per_experiment], alpha)
+
+
 def prediction_band(
     fitted: ForecastFit, rows: Sequence[HistoryRow], forecast: Forecast, alpha: float
 ) -> tuple[BandPoint, ...]:
@@ -279,15 +285,16 @@ def prediction_band(
 
 
 def _passed_over(
-    best: SignalSummary | None, tried: Sequence[MetricForecast], chosen: MetricForecast
+    best: SignalSummary | None, fits: Mapping[str, ForecastFit], chosen: MetricForecast
 ) -> str | None:
-    """Why the board's best signal was not the one forecast from (None when it was)."""
+    """Why the board's best signal was not the one forecast from (None when it was);
+    ``fits``: the model fitted to each signal tried."""
     if best is None or board_key(best) == chosen.signal:
         return None
-    found = next((t for t in tried if t.signal == board_key(best)), None)
+    found = fits.get(board_key(best))
     if found is None:
         return "no_lift"  # the candidate's evidence, or the history, has no lift on it
-    return found.fit.status
+    return found.status
 
 
 def build_forecast(
@@ -343,20 +350,20 @@ def build_forecast(
         signals = _candidate_signals(metric, of_metric, order, evidence, o, where)
         speed = traffic(metric, o.users_per_day, rates.get(metric, ()))
         # the best ranked signal the model fits a slope to (too few experiments, noise
-        # only: next); else the best with an intercept-only forecast
-        tried = [
-            forecast_metric(metric, s, of_metric, evidence, speed.users_per_day, o) for s in signals
-        ]
-        fitted = [r for r in tried if r.fit.status == "ok"]
-        sloped = [r for r in fitted if r.fit.model == "slope"]
-        chosen = (sloped or fitted or tried)[0]
+        # only: next); else the best with an intercept-only forecast; only that one
+        # forecast (its influence and band cost far more than the fits)
+        fits = {s: history_fit(s, of_metric, o.alpha) for s in signals}
+        fitted = [s for s in signals if fits[s].status == "ok"]
+        sloped = [s for s in fitted if fits[s].model == "slope"]
+        signal = (sloped or fitted or list(signals))[0]
+        chosen = forecast_metric(metric, signal, of_metric, evidence, speed.users_per_day, o)
         best = None if board_rows is None else best_on_board(board_rows, metric)
         choice = signal_choice(
             chosen.signal,
             o.signal is not None,
             board_rows,
             metric,
-            _passed_over(best, tried, chosen),
+            _passed_over(best, fits, chosen),
         )
         results.append(replace(chosen, choice=choice, traffic=speed))
     if all(r.fit.status == "too_few_experiments" for r in results):

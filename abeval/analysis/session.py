@@ -8,6 +8,11 @@ comparisons, the replayed offline metrics, the off-policy estimates and the
 power rows. :func:`~abeval.analysis.online.build_report` asks for all of them;
 ``abeval power --experiment`` only for the comparisons and power, so it neither
 replays the logs nor estimates off-policy.
+
+The three parts read from the events (``observed``, ``offline``, ``ope``) and the
+comparisons are asked of the store's kept summaries first
+(:mod:`abeval.analysis.kept`) and kept there once computed, by a store opened for
+writing: everything else is computed from them the same way whichever way they came.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from abeval.analysis.comparisons import PlainStats, metric_results
 from abeval.analysis.decision import decision_basis, judged_results, plan_progress
 from abeval.analysis.experiment_config import ExperimentConfig, read_config, with_record
 from abeval.analysis.interleaving import InterleavingSection, interleaving_section
+from abeval.analysis.kept import depends, keep_row, kept_part, options_key, write_pending
 from abeval.analysis.observation import Observed, days_observed, observe
 from abeval.analysis.offline_report import OfflineSection, replayed_offline
 from abeval.analysis.ope import OpeSection, ope_results
@@ -36,6 +42,7 @@ from abeval.analysis.report_model import (
 )
 from abeval.analysis.team_metrics import read_catalog, refused_metrics, without
 from abeval.store.experiment_facts import ExperimentFacts, read_facts
+from abeval.store.kept import read_kept
 from abeval.store.shared_ctes import drop
 from abeval.store.sources import read_in_place
 
@@ -69,6 +76,8 @@ class ExperimentSession:
         self._population: list[str] = []
         self.place: Any = None
         self.facts: ExperimentFacts | None = None
+        #: A team metric was refused on the data: the parts are not kept.
+        self._refused = False
 
     def __enter__(self) -> ExperimentSession:
         stack = ExitStack()
@@ -107,6 +116,8 @@ class ExperimentSession:
         finally:
             self._conn = None
             stack.__exit__(*exc)  # type: ignore[arg-type]
+        if exc[0] is None:  # after the reading connection is closed, in a transaction of its own
+            write_pending(self.store)
 
     @property
     def conn(self) -> Connection:
@@ -127,9 +138,43 @@ class ExperimentSession:
             drop(self._conn, population)
 
     @cached_property
+    def _keys(self) -> tuple[str, str] | None:
+        """The digests the parts are kept under (:mod:`abeval.analysis.kept`); None
+        for an experiment read in place, or on Spark (no ``kept_summaries`` table, and
+        each statement's fixed cost), whose parts are not kept."""
+        if self.facts is None or not self.store.backend.runs_migrations:
+            return None
+        found = depends(self.conn, self.experiment, self.facts, self.catalog)
+        return options_key(self.options), found
+
+    @cached_property
+    def _kept_parts(self) -> dict[str, str]:
+        """The texts of the parts kept under this session's digests, read at once."""
+        keys = self._keys
+        return {} if keys is None else read_kept(self.conn, self.experiment, *keys)
+
+    def _kept(self, part: str, kind: type) -> Any:
+        """The kept ``part``, or None when it is to be computed."""
+        return kept_part(self._kept_parts, part, kind)
+
+    def _keep(self, part: str, value: object) -> None:
+        """Keep ``part`` (written when the session closes, or by the open store
+        after the call) unless the store is read-only or a metric was refused."""
+        keys, keeping = self._keys, self.store.keeping
+        if keys is None or keeping is None or self._refused:
+            return
+        row = keep_row(self.experiment, part, *keys, value)
+        if row is not None:
+            keeping.append(row)
+
+    @cached_property
     def observed(self) -> Observed:
         """Settings, arms (control first), window, caps, per-arm moments, health,
-        daily and segment moments, ingests: one pass over the population."""
+        daily and segment moments, ingests: one pass over the population (or
+        the kept summary of it)."""
+        kept = self._kept("observed", Observed)
+        if kept is not None:
+            return kept
         try:
             seen, self._population = observe(
                 self.conn, self.experiment, self.options, self.catalog, self.facts
@@ -142,9 +187,11 @@ class ExperimentSession:
             if not failed:
                 raise
             self._catalog = without(self.catalog, failed)
+            self._refused = True
             seen, self._population = observe(
                 self.conn, self.experiment, self.options, self.catalog, self.facts
             )
+        self._keep("observed", seen)
         return seen
 
     def _failing_metrics(self, exc: Exception) -> dict[str, str]:
@@ -170,8 +217,13 @@ class ExperimentSession:
 
     @cached_property
     def _compared(self) -> tuple[list[OnlineMetricResult], PlainStats]:
+        kept = self._kept("compared", tuple)  # a function of the parts above and the options
+        if kept is not None:
+            return kept
         seen, o = self.observed, self.options
-        return metric_results(seen.moments, self.control, self.treatments, o, self.catalog)
+        found = metric_results(seen.moments, self.control, self.treatments, o, self.catalog)
+        self._keep("compared", found)
+        return found
 
     @property
     def comparisons(self) -> list[OnlineMetricResult]:
@@ -191,9 +243,12 @@ class ExperimentSession:
     @cached_property
     def offline(self) -> OfflineSection:
         """The offline metrics replayed over the same population and window."""
+        kept = self._kept("offline", tuple)
+        if kept is not None:
+            return kept
         seen = self.observed
         windowed = replace(self.options, window_from=seen.window.start, window_to=seen.window.end)
-        return replayed_offline(
+        found = replayed_offline(
             self.conn,
             self.experiment,
             self.control,
@@ -204,17 +259,23 @@ class ExperimentSession:
             # impression there, the replay need not group them
             shown_once=seen.health.duplicate_impressions == 0,
         )
+        self._keep("offline", found)
+        return found
 
     @cached_property
     def ope(self) -> OpeSection:
         """The off-policy estimates (or why they were not run), over the online
         pass's population when it has no window (the estimates read all the
         experiment's events); then the population table is dropped."""
+        kept = self._kept("ope", OpeSection)
+        if kept is not None:
+            self._drop_population()
+            return kept
         o = self.options
         probe = self.facts.has_propensities if self.facts is not None else None
         whole = self._population[0] if self._population and not self.observed.window else None
         try:
-            return ope_results(
+            found = ope_results(
                 self.conn,
                 self.experiment,
                 self.control,
@@ -226,6 +287,8 @@ class ExperimentSession:
             )
         finally:
             self._drop_population()
+        self._keep("ope", found)
+        return found
 
     @cached_property
     def interleaving(self) -> InterleavingSection | None:

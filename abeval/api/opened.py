@@ -4,15 +4,36 @@ and a result is computed with)."""
 
 from __future__ import annotations
 
+import functools
 import inspect
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from types import TracebackType
-from typing import TYPE_CHECKING, Self
+from typing import TYPE_CHECKING, Any, Self
 
 if TYPE_CHECKING:
     from abeval.analysis.online_metrics import Catalog
     from abeval.store.database import Database
     from abeval.store.held import HeldStore
+
+
+def _keeping(method: Callable[..., Any]) -> Callable[..., Any]:
+    """``method``, after which the kept summaries its reads computed are written
+    (:meth:`abeval.store.held.HeldStore.keep_summaries`), once the outermost call
+    of the store's methods returns."""
+
+    @functools.wraps(method)
+    def call(self: Opened, *args: Any, **kwargs: Any) -> Any:
+        held = self._held
+        held.calls += 1
+        try:
+            return method(self, *args, **kwargs)
+        finally:
+            held.calls -= 1
+            if held.calls == 0 and held.keeping:
+                held.keep_summaries()
+
+    return call
 
 
 class Opened:
@@ -29,7 +50,7 @@ class Opened:
 
         for name, member in list(vars(cls).items()):
             if not name.startswith("_") and inspect.isfunction(member):
-                setattr(cls, name, keywords_checked(member))
+                setattr(cls, name, _keeping(keywords_checked(member)))
 
     def __init__(self, held: HeldStore) -> None:
         self._held = held

@@ -117,7 +117,7 @@ def agreement(
     api.agreement_numbers(alpha, seed, resamples)  # before the store is opened
     if history is None:
         api.metric_names(primary, "primary")
-        with api.open(db, read_only=True) as store:
+        with api.open(db, create=False) as store:  # held read-only; keeps summaries
             names = list(experiment or [])
             if experiments is not None:
                 names += _comma_names(

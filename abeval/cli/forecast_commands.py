@@ -193,7 +193,7 @@ def forecast(
         assert evidence is not None
         report = api.forecast_history(history, evidence, options)
     else:
-        with api.open(db, read_only=True) as store:
+        with api.open(db, create=False) as store:  # held read-only; keeps summaries
             report = store.forecast(
                 evidence, options, experiment=experiment, target_propensities=target_propensities
             )

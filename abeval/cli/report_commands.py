@@ -151,7 +151,7 @@ def report(
         plan_users=plan_users,
         plan_days=plan_days,
     )
-    with api.open(db, read_only=True) as store:
+    with api.open(db, create=False) as store:  # held read-only; keeps summaries
         result = store.report(experiment, options)
     fmt = chosen_format(fmt, as_json)
     if fmt == "json":

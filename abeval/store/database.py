@@ -15,6 +15,7 @@ if TYPE_CHECKING:
 
     from abeval.store.backends.base import Backend
     from abeval.store.backends.duckdb.memory import DuckDBMemory
+    from abeval.store.kept import KeptRow
 
 
 @dataclass
@@ -30,6 +31,13 @@ class Database:
     #: What this engine does its own way (:mod:`abeval.store.backends`).
     backend: Backend
     memory: DuckDBMemory | None = None  # DuckDB's memory limit and spill folder
+    #: Kept summaries computed and not written yet (:mod:`abeval.analysis.kept`);
+    #: None: this store keeps none (opened read-only).
+    keeping: list[KeptRow] | None = None
+
+    def __post_init__(self) -> None:
+        if self.keeping is None and not self.read_only:
+            self.keeping = []
 
     @property
     def dialect(self) -> str:

@@ -73,6 +73,17 @@ def list_experiments(store: Database, only: str | None = None) -> list[Experimen
         return summaries(conn, only)
 
 
+def first_events(store: Database) -> dict[str, str | None]:
+    """The store's (ingested) experiments, sorted, each with the time of its first
+    event: what :func:`list_experiments` says of them, from ``experiments`` alone
+    (without counting the events)."""
+    from sqlalchemy import text
+
+    with store.connect() as conn:
+        rows = conn.execute(text("SELECT experiment, first_ts FROM experiments")).fetchall()
+    return {str(e): _iso(first) for e, first in sorted(rows)}
+
+
 def summaries(conn: Connection, only: str | None = None) -> list[ExperimentSummary]:
     """The experiments ``events`` and ``experiments`` hold, on one connection."""
     from sqlalchemy import text

@@ -13,7 +13,13 @@ one process share DuckDB's database of it (their settings are the same), so both
 read; a write through one while the other is open is refused in one line
 (:class:`~abeval.errors.StoreHeldHere`). PostgreSQL, Spark and an
 in-memory DuckDB database have no file lock: their one database stays open as
-opened."""
+opened.
+
+Kept summaries (:mod:`abeval.analysis.kept`) computed while a DuckDB file is held
+read-only wait in :attr:`HeldStore.keeping` until the API's call returns
+(:meth:`HeldStore.keep_summaries`): then the file is opened for writing only if
+no other process holds it, without waiting, for one short transaction; else they
+are dropped, silently. A store opened read-only keeps none."""
 
 from __future__ import annotations
 
@@ -21,13 +27,17 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sqlalchemy.engine import make_url
 
-from abeval.errors import StoreClosed
+from abeval.errors import AbevalError, StoreClosed
 from abeval.store.backends import backend_for_url
 from abeval.store.database import Database
 from abeval.store.engine import display_url, open_store, resolve_url
+
+if TYPE_CHECKING:
+    from abeval.store.kept import KeptRow
 
 
 def _tell(message: str) -> None:
@@ -44,6 +54,10 @@ class HeldStore:
         self._closed = False
         self._database: Database | None = None
         self._writer: Database | None = None
+        #: Kept summaries computed by reads of the file held read-only, not written yet.
+        self.keeping: list[KeptRow] = []
+        #: How deep the API's calls are nested (summaries are written at 0).
+        self.calls = 0
         #: Read-only between calls, writable for a write (a DuckDB file's lock).
         self.switching = not read_only and backend_for_url(self.url).file_locked(self.url)
         if not self.switching:
@@ -58,6 +72,7 @@ class HeldStore:
             database.close()
             self._short_write(create=False, migrate=True)
             database = open_store(self.url, read_only=True, migrate=False, create=False)
+        database.keeping = self.keeping
         self._database = database
 
     def _short_write(self, *, create: bool, migrate: bool) -> None:
@@ -78,7 +93,33 @@ class HeldStore:
             return self._writer
         if self._database is None:
             self._database = open_store(self.url, read_only=True, migrate=False, create=False)
+            if self.switching:
+                self._database.keeping = self.keeping
         return self._database
+
+    def keep_summaries(self) -> None:
+        """Write the kept summaries waiting in :attr:`keeping`: the file opened for
+        writing for one short transaction if no other process (and no other store
+        of this process) holds it, without waiting; else they are dropped. The
+        file is held read-only again at the next read."""
+        from abeval.store.kept import write_kept
+
+        rows, self.keeping[:] = list(self.keeping), []
+        if not rows or not self.switching or self._closed or self._writer is not None:
+            return
+        reading, self._database = self._database, None
+        if reading is not None:
+            reading.close()
+        try:
+            writer = open_store(
+                self.url, read_only=False, create=False, migrate=False, lock_timeout=0
+            )
+        except AbevalError:  # held elsewhere, or a disk that refuses the write
+            return
+        try:
+            write_kept(writer, rows)
+        finally:
+            writer.close()
 
     @contextmanager
     def writing(self) -> Iterator[Database]:

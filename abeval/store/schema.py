@@ -224,6 +224,17 @@ TABLES: dict[str, Table] = {
             created_at timestamp not null
             """,
         ),
+        _table(  # 0014
+            "kept_summaries",
+            """
+            experiment text key
+            part text key
+            options_key text key
+            depends text not null
+            body text not null
+            kept_at timestamp not null
+            """,
+        ),
     )
 }
 

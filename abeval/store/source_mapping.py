@@ -58,6 +58,7 @@ OWN_TABLES = frozenset(
         "events",
         "experiments",
         "ingests",
+        "kept_summaries",
         "metric_definitions",
         "rejected_rows",
         "offline_evaluations",
