@@ -59,7 +59,9 @@ spark-demo: $(SPARK_DEPS)
 	bash scripts/spark/demo.sh $(BIN)/python
 
 bench: $(DEPS)
-	$(BIN)/python benchmarks/bench_ingest.py
+	$(BIN)/python benchmarks/bench_ingest.py --sizes 2M,10M $(BENCH_FLAGS)
+	$(BIN)/python benchmarks/bench_report.py --rows 2000000 $(BENCH_FLAGS)
+	$(BIN)/python benchmarks/bench_postgres.py --sizes 200k,2M $(BENCH_FLAGS)
 
 clean:
 	rm -rf $(VENV) dist build demo .pytest_cache .mypy_cache .ruff_cache

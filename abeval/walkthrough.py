@@ -74,7 +74,10 @@ def run_demo(out_dir: Path, users: int, seed: int) -> Iterator[Any]:
     document = render.json_document(report)
     render.write(json_path, json.dumps(document, indent=2, allow_nan=False))
     yield report
-    yield from _history(out_dir, db, seed)
+    # a candidate for the same page runs at the main experiment's traffic, not at the
+    # small history series' (users per day of its analysis window)
+    days = len({p.day for p in report.daily}) or 1
+    yield from _history(out_dir, db, seed, report.health.users_analysed / days)
     yield _files_written(out_dir)
     yield f"report: {html_path}"
     yield f"json:   {json_path}"
@@ -103,7 +106,7 @@ def _q(value: object) -> str:
     return shlex.quote(str(value))
 
 
-def _history(out_dir: Path, db: Path, seed: int) -> Iterator[str]:
+def _history(out_dir: Path, db: Path, seed: int, users_per_day: float) -> Iterator[str]:
     """The demo's history of experiments (:mod:`abeval.simulate.series`): files,
     logs ingested, then the evaluations recorded and the agreement board."""
     import abeval
@@ -145,7 +148,7 @@ def _history(out_dir: Path, db: Path, seed: int) -> Iterator[str]:
         f"explore: abeval agreement --db {_q(db)} --format text   (every experiment; off-policy "
         "estimates from the target probabilities recorded with each)"
     )
-    yield from _forecast(out_dir, db, seed, board)
+    yield from _forecast(out_dir, db, seed, board, users_per_day)
 
 
 def _parts(files: ExperimentFiles) -> tuple[str, Path, Path]:
@@ -153,10 +156,13 @@ def _parts(files: ExperimentFiles) -> tuple[str, Path, Path]:
     return files.experiment.config.control, files.events, files.target_propensities
 
 
-def _forecast(out_dir: Path, db: Path, seed: int, board: AgreementBoard) -> Iterator[str]:
+def _forecast(
+    out_dir: Path, db: Path, seed: int, board: AgreementBoard, users_per_day: float
+) -> Iterator[str]:
     """Forecast an untested candidate's CTR lift from the history, beside its
     true lift (known to the simulator), as ``abeval forecast -t ... -r ...`` does,
-    from the board the demo has built (not built again)."""
+    from the board the demo has built (not built again), its test sized at
+    ``users_per_day`` (the main experiment's)."""
     import abeval
     from abeval import render
     from abeval.api import forecast_evidence
@@ -167,7 +173,9 @@ def _forecast(out_dir: Path, db: Path, seed: int, board: AgreementBoard) -> Iter
     models = {"control": str(c.control), "candidate": str(c.candidate)}
     evidence = forecast_evidence(truth=c.truth, recommendations=models)
     with abeval.open(db, read_only=True) as store:
-        report = store.forecast(evidence, signal="ndcg@10", board=board)
+        report = store.forecast(
+            evidence, signal="ndcg@10", board=board, users_per_day=round(users_per_day)
+        )
     f = next(m for m in report.forecasts if m.metric == "ctr")
     p = f.forecast
     # the text presenter's lines for ctr: which signal and why, then the go / no-go
@@ -182,7 +190,8 @@ def _forecast(out_dir: Path, db: Path, seed: int, board: AgreementBoard) -> Iter
     yield f"forecast: {text[head + 1].strip()}"
     yield (
         f"explore: abeval forecast --db {_q(db)} -t {_q(c.truth)} "
-        f"-r {_q(f'control={c.control}')} -r {_q(f'candidate={c.candidate}')} --signal ndcg@10"
+        f"-r {_q(f'control={c.control}')} -r {_q(f'candidate={c.candidate}')} --signal ndcg@10 "
+        f"--users-per-day {round(users_per_day)}   (the main experiment's traffic)"
     )
 
 

@@ -23,6 +23,12 @@ so that both sides see a warm page cache.
     python benchmarks/bench_ingest.py --sizes 1M --runs 5 --record
     python benchmarks/bench_ingest.py --files my.csv --only duckdb
     python benchmarks/bench_ingest.py --files my.csv --profile   # every statement timed
+    python benchmarks/bench_ingest.py --sizes 2M --before /tmp/main  # old code beside new
+
+``--before DIR`` adds a third side, ``before``: the same command run from a copy of
+abeval's code in DIR (``git archive COMMIT | tar -x -C DIR``), alternated with the
+other two within each round, so that a change is measured against the code before it
+under the same load. ``--nice N`` runs every side under ``nice -n N``.
 """
 
 from __future__ import annotations
@@ -50,9 +56,10 @@ sys.path.insert(0, str(HERE))
 # which matters because a child's peak RSS (from wait4) counts the process it was
 # forked from. Missing files are generated in a subprocess for the same reason.
 from gen_events import DATA_DIR, DEFAULT_SIZES, data_path, parse_sizes  # noqa: E402
-from measure import describe, machine, run_measured  # noqa: E402
+from measure import code_copy, describe, machine, run_measured  # noqa: E402
 
 METHODS = ("abeval", "duckdb")
+BEFORE = "before"  # the --before side: the same command from another copy of the code
 
 # The floor: DuckDB's reader into a table of a fresh database file, in its own process.
 RAW_DUCKDB = """
@@ -151,11 +158,16 @@ class FileResult:
         runs = self.of(method)
         return statistics.median(r.cpu_seconds for r in runs) if runs else None
 
-    def paired_ratio(self) -> float | None:
-        """The median over rounds of abeval's time over duckdb's in the same round."""
-        a = {r.round: r.seconds for r in self.of("abeval")}
-        d = {r.round: r.seconds for r in self.of("duckdb")}
-        ratios = [a[i] / d[i] for i in a if i in d]
+    def paired_ratio(self, method: str = "abeval", cpu: bool = False) -> float | None:
+        """The median over rounds of ``method``'s time (CPU seconds with ``cpu``)
+        over duckdb's in the same round."""
+
+        def took(r: Run) -> float:
+            return r.cpu_seconds if cpu else r.seconds
+
+        a = {r.round: took(r) for r in self.of(method)}
+        d = {r.round: took(r) for r in self.of("duckdb")}
+        ratios = [a[i] / d[i] for i in a if i in d and d[i] > 0]
         return statistics.median(ratios) if ratios else None
 
     def loads(self) -> tuple[float, float, float] | None:
@@ -181,11 +193,20 @@ def _find_rows(doc: Any) -> int | None:
 
 
 class Bench:
-    def __init__(self, python: str, timeout: float, work_dir: Path) -> None:
+    def __init__(
+        self,
+        python: str,
+        timeout: float,
+        work_dir: Path,
+        before: Path | None = None,
+        nice: int = 0,
+    ) -> None:
         self.python = python
         self.timeout = timeout
         self.work_dir = work_dir
         self.abeval_flags = ["--json", "--quiet"]
+        self.before = before
+        self.prefix = ["nice", "-n", str(nice)] if nice else []
 
     def once(self, method: str, path: Path) -> Run:
         tmp = Path(tempfile.mkdtemp(prefix="bench-", dir=self.work_dir))
@@ -196,16 +217,18 @@ class Bench:
             else:
                 argv = [self.python, "-m", "abeval", "ingest", str(path), "--db", str(db)]
                 argv += self.abeval_flags
-            env_cwd = REPO  # `-m abeval` finds the checkout even without an install
+            # `-m abeval` finds the checkout (or the --before copy) even without an install
+            code = self.before if method == BEFORE and self.before else REPO
+            env = {"PYTHONPATH": str(code.resolve())} if code != REPO else None
             load = os.getloadavg()[0]
             before = os.times()
-            m = run_measured(argv, self.timeout, cwd=env_cwd)
+            m = run_measured([*self.prefix, *argv], self.timeout, cwd=code, env=env)
             after = os.times()
             cpu = (after.children_user - before.children_user) + (
                 after.children_system - before.children_system
             )
             code, seconds, rss, out, err = m.code, m.seconds, m.rss_mib, m.out, m.err
-            if method == "abeval" and code == 2 and "--quiet" in err and self.abeval_flags:
+            if method != "duckdb" and code == 2 and "--quiet" in err and self.abeval_flags:
                 self.abeval_flags = ["--json"]  # an older ingest without --quiet
                 return self.once(method, path)
             if code != 0:
@@ -215,9 +238,8 @@ class Bench:
                     method, seconds, rss, None, False, f"exit {code}: {why[:200]}", 0, cpu, load
                 )
             try:
-                rows = (
-                    _find_rows(json.loads(out)) if method == "abeval" else json.loads(out)["rows"]
-                )
+                doc = json.loads(out)
+                rows = doc["rows"] if method == "duckdb" else _find_rows(doc)
             except (ValueError, KeyError, TypeError):
                 rows = None
             return Run(method, seconds, rss, rows, True, "", 0, cpu, load)
@@ -262,6 +284,41 @@ def _fmt(x: float | None, spec: str = ".2f", unit: str = "") -> str:
 
 
 def markdown(results: list[FileResult], runs: int) -> str:
+    return _main_table(results, runs) + _before_table(results)
+
+
+def _before_table(results: list[FileResult]) -> str:
+    """With ``--before``: each abeval side against duckdb's CTAS by wall and CPU
+    seconds, the medians and the median of the within-round ratios."""
+    if not any(r.of(BEFORE) for r in results):
+        return ""
+    lines = [
+        "",
+        "| file | code | wall s (median) | CPU s (median) | wall ratio within rounds "
+        "| CPU ratio within rounds | peak RSS |",
+        "|---|---|---:|---:|---:|---:|---:|",
+    ]
+    for r in results:
+        for method in (BEFORE, "abeval", "duckdb"):
+            if not r.of(method):
+                continue
+            shown = {"abeval": "after", "duckdb": "duckdb CTAS"}.get(method, method)
+            ratios = (
+                ("1", "1")
+                if method == "duckdb"
+                else (
+                    _fmt(r.paired_ratio(method), ".2f", "x"),
+                    _fmt(r.paired_ratio(method, True), ".2f", "x"),
+                )
+            )
+            lines.append(
+                f"| {r.path.name} | {shown} | {_fmt(r.median(method))} | {_fmt(r.cpu(method))} "
+                f"| {ratios[0]} | {ratios[1]} | {_fmt(r.rss(method), ',.0f', ' MiB')} |"
+            )
+    return "\n".join(lines) + "\n"
+
+
+def _main_table(results: list[FileResult], runs: int) -> str:
     head = (
         "| file | rows | size | abeval ingest (median / min) | duckdb read_csv (median / min) "
         "| ratio | ratio within rounds | CPU s abeval / duckdb | abeval peak RSS "
@@ -293,7 +350,7 @@ def markdown(results: list[FileResult], runs: int) -> str:
         lines.append("| " + " | ".join(cells) + " |")
     notes = []
     for r in results:
-        for method in METHODS:
+        for method in (*METHODS, BEFORE):
             for run in r.failures(method)[:1]:
                 notes.append(f"- {r.path.name}, {method}: {run.message}")
     text = head + "\n".join(lines) + "\n"
@@ -353,6 +410,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--files", nargs="*", type=Path, help="benchmark these CSV files instead")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--only", choices=METHODS, help="time one side only")
+    parser.add_argument(
+        "--before",
+        type=code_copy,
+        help="also time the ingest of the abeval code in this folder (a git archive)",
+    )
+    parser.add_argument("--nice", type=int, default=0, help="run every side under nice -n")
     parser.add_argument("--data-dir", type=Path, default=DATA_DIR)
     parser.add_argument("--no-generate", action="store_true", help="do not create missing files")
     parser.add_argument("--timeout", type=float, default=1800, help="seconds per load")
@@ -396,7 +459,9 @@ def main(argv: list[str] | None = None) -> int:
         print(profile(paths[0], work_dir, args.python, args.profile_store, args.top))
         return 0
     methods = (args.only,) if args.only else METHODS
-    bench = Bench(args.python, args.timeout, work_dir)
+    if args.before is not None:
+        methods = (BEFORE, *methods)
+    bench = Bench(args.python, args.timeout, work_dir, args.before, args.nice)
     results = []
     for path in paths:
         print(f"{path.name}:", file=sys.stderr, flush=True)

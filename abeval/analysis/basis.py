@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
+from datetime import date
 
 from abeval.analysis.ope import OpeSection, agreement
 from abeval.analysis.report_model import (
@@ -79,9 +80,18 @@ def with_shown_end(
     """The daily points with each series' last cumulative point replaced by its
     metric's shown lift and interval (CUPED where the tables use it, corrected
     once adjusted), so the chart ends where the tables and the decision stand;
-    ``shown`` marks that point."""
+    ``shown`` marks that point. A metric decided on an earlier day (its
+    ``decided_day``) is shown at that day's point instead: its numbers are that
+    day's."""
     shown = {(m.metric, m.arm): m for m in metrics}
-    last = {(p.metric, p.arm): i for i, p in enumerate(daily)}
+    first = min((date.fromisoformat(p.day[:10]) for p in daily), default=None)
+    last: dict[tuple[str, str], int] = {}
+    for i, p in enumerate(daily):
+        m = shown.get((p.metric, p.arm))
+        decided = None if m is None or first is None else m.decided_day
+        number = None if first is None else (date.fromisoformat(p.day[:10]) - first).days + 1
+        if decided is None or number == decided:
+            last[p.metric, p.arm] = i
     out = list(daily)
     for key, i in last.items():
         m = shown.get(key)

@@ -126,7 +126,8 @@ def judged_results(
         # past its expected size: the result of the day that reached it stands
         if i not in then:
             then[i] = metric_results(daily[i][1], control, treatments, o, catalog)[0]
-        picked.append(next(x for x in then[i] if (x.metric, x.arm) == (r.metric, r.arm)))
+        reached = next(x for x in then[i] if (x.metric, x.arm) == (r.metric, r.arm))
+        picked.append(replace(reached, decided_day=_day_number(daily, i)))
     return adjust_families(picked, o, looks), basis, progress
 
 
@@ -146,6 +147,12 @@ def planned_look(
         if progress is not None and progress.reached:
             return number, i
     return None
+
+
+def _day_number(daily: Sequence[tuple[str, dict[str, Moments]]], i: int) -> int:
+    """The day number (1 = the first day of ``daily``) of ``daily[i]``."""
+    first = date.fromisoformat(daily[0][0][:10])
+    return (date.fromisoformat(daily[i][0][:10]) - first).days + 1
 
 
 def look_users(daily: Sequence[tuple[str, dict[str, Moments]]], users: int) -> tuple[int, ...]:
@@ -390,7 +397,7 @@ def decide(
     if better and underpowered:
         return "keep_running", (
             f"{_names(better, catalog, lift=True)} significantly better, "
-            f"but {_margins(underpowered, catalog)}"
+            f"but {margin_words(underpowered, catalog)}"
         )
     if better:
         return "ship", (
@@ -410,7 +417,8 @@ def decide(
     )
 
 
-def _margins(items: Sequence[DecisionInput], catalog: Catalog) -> str:
+def margin_words(items: Sequence[DecisionInput], catalog: Catalog) -> str:
+    """Why each guardrail of ``items`` (underpowered) blocks a ship, in words."""
     return "; ".join(
         f"guardrail {catalog.label(g.metric)} is underpowered: its interval allows a harm of "
         f"{share(g.largest_harm, 2)}, past its {share(g.margin, 2)} margin"

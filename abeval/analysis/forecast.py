@@ -310,7 +310,7 @@ def build_forecast(
     if o.history is not None:
         entries: Sequence[HistoryEntry] = read_history(o.history)
         where = f"{o.history}"
-        rates: dict[str, tuple[float, ...]] = {}
+        rates: dict[str, tuple[tuple[str, float], ...]] = {}
         metrics = list(dict.fromkeys(e.metric for e in entries))
         ranking: dict[str, tuple[str, ...]] | None = None
         board_rows: tuple[SignalSummary, ...] | None = None

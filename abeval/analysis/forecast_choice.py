@@ -126,22 +126,26 @@ def signal_choice(
 class Traffic(JsonResult):
     """The users per day a new test of ``metric`` runs at: ``given``
     (``--users-per-day``), the ``median_of_experiments`` (the users per day of each of
-    the store's ``experiments`` measuring ``metric``), or ``unknown``."""
+    the store's ``experiments`` measuring ``metric``, from its first exposure to its
+    last event; ``names`` says which), or ``unknown``."""
 
     metric: str
     source: TrafficSource
     users_per_day: float | None = None
     experiments: int = 0
+    names: tuple[str, ...] = ()
 
 
-def traffic(metric: str, given: float | None, rates: Iterable[float]) -> Traffic:
-    """``given``, else the median of ``rates`` (each experiment's users per day)."""
+def traffic(metric: str, given: float | None, rates: Iterable[tuple[str, float]]) -> Traffic:
+    """``given``, else the median of ``rates`` (each experiment's name and users per
+    day)."""
     if given is not None:
         return Traffic(metric, "given", given)
-    found = [r for r in rates if r > 0]
+    found = [(name, r) for name, r in rates if r > 0]
     if not found:
         return Traffic(metric, "unknown")
-    return Traffic(metric, "median_of_experiments", statistics.median(found), len(found))
+    median = statistics.median(r for _, r in found)
+    return Traffic(metric, "median_of_experiments", median, len(found), tuple(n for n, _ in found))
 
 
 @dataclass(frozen=True)

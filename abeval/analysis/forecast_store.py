@@ -11,7 +11,7 @@ which signal predicts best.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -40,7 +40,7 @@ class StoreHistory:
 
     entries: tuple[HistoryEntry, ...]
     ranking: dict[str, tuple[str, ...]]
-    rates: dict[str, tuple[float, ...]]
+    rates: dict[str, tuple[tuple[str, float], ...]]
     skipped: tuple[str, ...]
     #: The store's metrics the board was read with.
     catalog: Catalog
@@ -63,7 +63,7 @@ def store_history(
     instead of building it again (then only ``o.primary`` is read from it)."""
     from abeval.analysis.agreement import AgreementOptions
     from abeval.analysis.agreement_board import agreement_board
-    from abeval.store.experiments import list_experiments
+    from abeval.store.experiments import exposure_starts, list_experiments
 
     # a board built for other options may carry more metrics than were asked for:
     # from one given, only ``o``'s primary metrics are read
@@ -77,6 +77,7 @@ def store_history(
         )
         board = agreement_board(store, options)
     summaries = {e.experiment: e for e in list_experiments(store)}
+    starts = exposure_starts(store)
     controls = {c.experiment: c.control for c in board.experiments}
     entries: list[HistoryEntry] = []
     skipped: list[str] = []
@@ -122,7 +123,7 @@ def store_history(
     return StoreHistory(
         entries=tuple(entries),
         ranking={m: tuple(dict.fromkeys(v)) for m, v in ranking.items()},
-        rates={m: _rates(summaries[e] for e in names if e in summaries)
+        rates={m: _rates((summaries[e] for e in names if e in summaries), starts)
                for m, names in measuring.items()},
         catalog=board.catalog,
         skipped=tuple(dict.fromkeys(skipped)),
@@ -130,10 +131,15 @@ def store_history(
     )  # fmt: skip
 
 
-def _rates(experiments: Iterable[ExperimentSummary]) -> tuple[float, ...]:
-    """Each experiment's users (all arms) per day of its span (a day at least)."""
+def _rates(
+    experiments: Iterable[ExperimentSummary], starts: Mapping[str, str]
+) -> tuple[tuple[str, float], ...]:
+    """Each experiment's name and users (all arms) per day of its analysis window:
+    from its first exposure (``starts``; its first event where it logs none) to its
+    last event, a day at least. Not from its first event: a pre-period would dilute
+    the rate."""
     return tuple(
-        sum(a.users for a in e.arms) / days
+        (e.experiment, sum(a.users for a in e.arms) / days)
         for e in experiments
-        if (days := _days(e.first_ts, e.last_ts)) is not None and e.arms
+        if (days := _days(starts.get(e.experiment, e.first_ts), e.last_ts)) is not None and e.arms
     )

@@ -82,7 +82,7 @@ def build_report(
         arms=_arm_infos(seen),
         health=seen.health,
         caps=cap_infos(seen.caps, catalog, seen.labels),
-        verdicts=verdicts(judged, seen.health, o, decided),
+        verdicts=verdicts(judged, seen.health, o, decided, catalog=catalog),
         metrics=tuple(judged),
         daily=with_shown_end(
             daily_points(seen.daily, seen.own_days, control, treatments, shown_o, catalog), judged

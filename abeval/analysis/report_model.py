@@ -175,7 +175,10 @@ class OnlineMetricResult(JsonResult):
     lift, its shown interval (corrected once adjusted) and its p-value (adjusted
     once adjusted) at the top of the JSON object; ``reference_fixed_horizon`` is
     the fixed-horizon comparison while the basis is always-valid, shown only as a
-    reference."""
+    reference. ``decided_day`` (group-sequential, no plan) is the day (1 = the first
+    day) that reached the metric's expected size, when that is before today: the
+    design spent its α there, so the comparison is that day's data and stays the
+    decision, while ``reference_fixed_horizon`` is today's."""
 
     metric: str
     label: str
@@ -183,6 +186,7 @@ class OnlineMetricResult(JsonResult):
     role: Role
     arm: str
     basis: IntervalBasis = field(default="fixed_horizon", kw_only=True)
+    decided_day: int | None = field(default=None, kw_only=True)
     lift: float | None = field(default=None, init=False)
     interval: tuple[float, float] | None = field(default=None, init=False)
     p_value: float | None = field(default=None, init=False)

@@ -25,7 +25,13 @@ from abeval.report.agreement_text import (
     signal_name,
     source_label,
 )
-from abeval.report.agreement_words import GLOSSARY, SOURCE_TAGS, HeadlineWords, headline_words
+from abeval.report.agreement_words import (
+    GLOSSARY,
+    SOURCE_TAGS,
+    HeadlineWords,
+    headline_words,
+    ratio_text,
+)
 from abeval.report.templates import environment
 from abeval.report.words import store_shown
 from abeval.stats.forecast import MIN_EXPERIMENTS
@@ -58,6 +64,8 @@ class SignalCard:
     slope_ci: str
     model_slope_ci: str
     ceiling: str
+    #: ρ / ceiling, ``≥ 1`` at the noise ceiling (:func:`ratio_text`)
+    ratio: str
 
 
 @dataclass(frozen=True)
@@ -124,6 +132,7 @@ def _card(board: AgreementBoard, s: SignalSummary, index: int) -> SignalCard:
         slope_ci=coefficient_interval(s.slope_ci),
         model_slope_ci=coefficient_interval(s.model_slope_ci),
         ceiling=ceiling_text(s),
+        ratio=ratio_text(s.rho_over_ceiling),
     )
 
 

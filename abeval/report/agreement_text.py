@@ -15,7 +15,13 @@ from collections.abc import Callable, Sequence
 
 from abeval.analysis.agreement import AgreementBoard, SignalSummary
 from abeval.formatting import NA, fixed, printable, share
-from abeval.report.agreement_words import GLOSSARY, SOURCE_TAGS, headline_words
+from abeval.report.agreement_words import (
+    AT_CEILING,
+    GLOSSARY,
+    SOURCE_TAGS,
+    headline_words,
+    ratio_text,
+)
 
 
 def coefficient_interval(ci: Sequence[float] | None) -> str:
@@ -109,7 +115,7 @@ def _noise_header() -> str:
 def _noise_row(s: SignalSummary) -> str:
     return (
         f"{_lead(s)} {share(s.reliability, 0):>11} "
-        f"{ceiling_text(s):>17} {fixed(s.rho_over_ceiling, 2):>11} "
+        f"{ceiling_text(s):>17} {ratio_text(s.rho_over_ceiling):>11} "
         f"{share(s.expected_precision, 0):>14} {share(s.precision, 0):>5} "
         f"{p_text(s.familywise_p):>6} "
         f"{fixed(s.model_slope, 2):>11} {coefficient_interval(s.model_slope_ci):>16} "
@@ -247,6 +253,12 @@ def render_text(board: AgreementBoard) -> str:
             lines.append(f"     {printable(s.signal)} ({source_label(s)}): {printable(s.message)}")
         lines += ["", f"  Noise and prediction ({printable(metric)}):", _noise_header()]
         lines += grouped(rows, _noise_row)
+        if any(ratio_text(s.rho_over_ceiling) == "≥ 1" for s in rows):
+            lines += [
+                "",
+                f"  ≥ 1: {AT_CEILING}; Spearman / ceiling is a ratio of two noisy estimates "
+                "and can pass 1",
+            ]
         lines += z_lines(rows)
     if any(not s.independent and s.source == "replay" for s in board.summary):
         lines += [

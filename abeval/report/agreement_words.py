@@ -73,6 +73,18 @@ GLOSSARY: tuple[tuple[str, str], ...] = (
 )
 
 
+#: What a ρ / ceiling at or above 1 says (a ratio of two noisy estimates can pass 1).
+AT_CEILING = "at the noise ceiling"
+
+
+def ratio_text(value: float | None) -> str:
+    """ρ / ceiling with two decimals, or ``≥ 1`` once it reaches 1: the signal ranks
+    the experiments as well as their noise allows, and the ratio's excess is noise."""
+    if value is not None and value >= 1:
+        return "≥ 1"
+    return fixed(value, 2)
+
+
 def source_tag(source: str, independent: bool) -> str:
     """The source a row says: ``evaluation``, ``replay``, ``off-policy``, or
     ``off-policy, post hoc`` for an estimate from the treatment's own impressions."""
@@ -109,6 +121,8 @@ def criterion_text(h: BoardHeadline | BestSignal, gain: float | None) -> str:
 
 def _ceiling(h: BoardHeadline) -> str:
     if h.rho_over_ceiling is not None:
+        if ratio_text(h.rho_over_ceiling) == "≥ 1":
+            return f", ρ / ceiling ≥ 1 ({AT_CEILING} {fixed(h.ceiling, 2)})"
         return f", ρ / ceiling {fixed(h.rho_over_ceiling, 2)} (noise ceiling {fixed(h.ceiling, 2)})"
     if h.ceiling_status == "no_signal_variance":
         return "; the online lifts are all noise, so there is no ceiling to read it against"

@@ -213,11 +213,13 @@ class LiftChart:
 
 @dataclass(frozen=True)
 class DayLift:
-    """The input of :func:`lift_chart`: one day's cumulative lift and interval."""
+    """The input of :func:`lift_chart`: one day's cumulative lift and interval;
+    ``shown`` marks the point the report's tables stand at (the labelled one)."""
 
     day: str
     lift: float | None
     ci: Sequence[float] | None
+    shown: bool = False
 
 
 def _x_scale(days: int, left: float, right: float) -> Scale:
@@ -285,7 +287,9 @@ def lift_chart(
     band = _band_path(points)
     line = _line_path(points)
     last = None
-    final = next((p for p in reversed(series) if p.lift is not None), None)
+    final = next((p for p in series if p.shown and p.lift is not None), None) or next(
+        (p for p in reversed(series) if p.lift is not None), None
+    )
     if final is not None:
         fp = points[days.index(final.day)]
         assert fp.y is not None

@@ -146,15 +146,23 @@ def rule_text(max_days: float) -> str:
     )
 
 
+#: How many of the experiments behind the traffic the line names.
+_NAMED = 4
+
+
 def traffic_line(t: Traffic) -> str:
     """Where the users per day of a new test come from."""
     if t.source == "given" and t.users_per_day is not None:
         return f"Traffic: {t.users_per_day:,.0f} users a day (given with --users-per-day)"
     if t.source == "median_of_experiments" and t.users_per_day is not None:
+        shown = ", ".join(t.names[:_NAMED])
+        more = f" and {len(t.names) - _NAMED} more" if len(t.names) > _NAMED else ""
         return (
             f"Traffic: {t.users_per_day:,.0f} users a day: the median of {t.experiments} "
-            f"experiment{'s' if t.experiments != 1 else ''} measuring {t.metric} "
-            "(--users-per-day sets it)"
+            f"experiment{'s' if t.experiments != 1 else ''} measuring {t.metric}"
+            + (f" ({shown}{more})" if shown else "")
+            + ", each over its days from first exposure to last event (--users-per-day "
+            "sets it)"
         )
     return "Traffic: unknown (give --users-per-day)"
 

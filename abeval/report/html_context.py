@@ -95,6 +95,9 @@ class OnlineMetricRow:
     reference: str = ""
     # What the metric's cap does to a lift, in words (abeval.report.words.capping_bias).
     capped: str = ""
+    # Which day the shown numbers are from, once the metric reached its expected
+    # size before today (abeval.report.method_text.decided_words), shown unfolded.
+    decided: str = ""
 
 
 @dataclass(frozen=True)

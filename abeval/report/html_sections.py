@@ -52,7 +52,7 @@ from abeval.report.html_context import (
     SegmentTable,
     StatisticsTable,
 )
-from abeval.report.method_text import reference_words
+from abeval.report.method_text import decided_words, reference_words
 from abeval.report.offline_view import offline_view, significant
 from abeval.report.tones import offline_lower_is_better, tone
 from abeval.report.words import capping_bias, said
@@ -291,6 +291,7 @@ def _metric_table(
                 absolute=signed(m.comparison.absolute.effect),
                 reference=reference_words(m),
                 capped=capped.get(m.metric, ""),
+                decided=decided_words(m),
             )
         )
     anchor, title, note = _ROLE_TITLES[role]
@@ -326,7 +327,9 @@ def lift_charts(report: ExperimentReport) -> tuple[LiftChart, ...]:
     cumulative: dict[tuple[str, str], list[DayLift]] = {}
     own: dict[tuple[str, str], list[DayLift]] = {}
     for p in report.daily:
-        cumulative.setdefault((p.metric, p.arm), []).append(DayLift(p.day, p.relative_lift, p.ci))
+        cumulative.setdefault((p.metric, p.arm), []).append(
+            DayLift(p.day, p.relative_lift, p.ci, shown=p.shown)
+        )
         own.setdefault((p.metric, p.arm), []).append(DayLift(p.day, p.day_lift, p.day_ci))
     charts = []
     for (metric, arm), points in cumulative.items():

@@ -115,7 +115,22 @@ def reference_words(m: OnlineMetricResult) -> str:
     if ref is None:
         return ""
     return (
-        f"fixed horizon: {pct(ref.relative.effect)} "
+        ("fixed horizon: " if m.decided_day is None else "today's fixed horizon: ")
+        + f"{pct(ref.relative.effect)} "
         f"{lift_interval(ref.relative)} (valid only when read once, at a planned end; "
         "not what this report judges by)"
+    )
+
+
+def decided_words(m: OnlineMetricResult) -> str:
+    """Which day a group-sequential metric's shown numbers are from, once it reached
+    its expected size before today (``decided_day``): ``decided on day 9, when it
+    reached its expected size: the lift, interval and p-value shown are that day's;
+    today's fixed-horizon interval is for reference``; empty otherwise."""
+    if m.decided_day is None:
+        return ""
+    return (
+        f"decided on day {m.decided_day}, when it reached its expected size: the lift, "
+        "interval and p-value shown are that day's"
+        + ("; today's fixed-horizon interval is for reference" if m.reference_fixed_horizon else "")
     )

@@ -38,6 +38,7 @@ from abeval.report.interleaving_text import header_line, interleaving_lines
 from abeval.report.method_text import (
     basis_words,
     cuped_text,
+    decided_words,
     events_text,
     reference_words,
     span_text,
@@ -193,6 +194,8 @@ def _metric_tables(r: ExperimentReport) -> list[str]:
             lines += ["", title, header]
             for m in rows:
                 lines.append(_metric_row(m))
+                decided = decided_words(m)
+                lines += [f"      {decided}"] if decided else []
                 reference = reference_words(m)
                 lines += [f"      for reference, {reference}"] if reference else []
     lines.append(

@@ -41,21 +41,24 @@ of the last look, and its interval is effect ± c_K(a)·se, the repeated
 confidence interval at its level (Holm's step-down over group-sequential tests
 at the levels of each step: Maurer and Bretz 2013, "Multiple testing in group
 sequential trials using graphical approaches", Statistics in Biopharmaceutical
-Research 5(4)). The adjusted p-values are then left out (None): the decision
-reads the intervals.
+Research 5(4)). Each hypothesis's p-value is then its repeated p-value
+(:func:`abeval.stats.spending.repeated_p_value`: the smallest level whose last
+boundary its |z| reaches, the z of the absolute lift for a Fieller relative
+lift), its unadjusted interval the repeated confidence interval at 1 − α, and
+the adjustment above runs on those p-values: an adjusted p-value is below α
+exactly when the adjusted interval excludes 0.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Literal
 
-from abeval.stats.distributions import norm_sf
 from abeval.stats.frequentist import critical_value, fieller_lift
 from abeval.stats.results import Adjustment, Comparison, Lift
 from abeval.stats.sequential import DEFAULT_TUNING_N, sequential_rho
-from abeval.stats.spending import spending_critical_value
+from abeval.stats.spending import repeated_p_value, spending_critical_value
 
 HolmIntervals = Literal["stepwise", "bonferroni"]
 
@@ -71,16 +74,24 @@ def _check(p_values: Sequence[float], method: str) -> None:
         raise ValueError("p-values must be in [0, 1]")
 
 
-def _z_p_value(lift: Lift) -> float:
-    """The two-sided normal p-value of a lift's z = effect/se."""
-    if lift.effect is None or not lift.se:
-        return 1.0
-    return float(2 * norm_sf(abs(lift.effect / lift.se)))
-
-
-def _nominal(looks: tuple[float, ...], level: float) -> float:
-    """The p-value a z test must reach to cross the last look's boundary at ``level``."""
-    return float(2 * norm_sf(spending_critical_value(looks, level)))
+def _repeated(
+    lift: Lift, r: Comparison, scale: Literal["absolute", "relative"], looks: tuple[float, ...]
+) -> Lift:
+    """A fixed-horizon lift as the group-sequential design reads it: its repeated
+    p-value and repeated confidence interval at 1 − α (module doc)."""
+    fieller = scale == "relative" and r.relative_interval == "fieller" and r.fieller is not None
+    tested = r.absolute if fieller else lift
+    if tested.effect is None or not tested.se:
+        return replace(lift, p_value=1.0)
+    p = repeated_p_value(tested.effect / tested.se, looks)
+    critical = spending_critical_value(looks, r.alpha)
+    if fieller:
+        assert r.fieller is not None
+        return replace(lift, p_value=p, ci=fieller_lift(r.absolute, lift, r.fieller, critical).ci)
+    if lift.effect is None or lift.se is None:
+        return replace(lift, p_value=p)
+    ci = (lift.effect - critical * lift.se, lift.effect + critical * lift.se)
+    return replace(lift, p_value=p, ci=ci)
 
 
 def adjust_pvalues(p_values: Sequence[float], method: Adjustment = "holm") -> list[float]:
@@ -109,24 +120,16 @@ def adjusted_alphas(
     method: Adjustment = "holm",
     *,
     holm_intervals: HolmIntervals = "stepwise",
-    nominal: Callable[[int, float], float] | None = None,
 ) -> list[float]:
-    """Per-hypothesis α of the interval that matches the adjustment (module doc);
-    ``nominal(i, level)`` is the p-value hypothesis i must reach to pass a step of
-    ``level`` (the level itself by default; a group-sequential design's is smaller)."""
+    """Per-hypothesis α of the interval that matches the adjustment (module doc)."""
     _check(p_values, method)
-    reach = nominal or (lambda _, level: level)
     m = len(p_values)
     if m == 0:
         return []
     order = _order(p_values)
     if method == "bh":
         rejections = max(
-            (
-                rank + 1
-                for rank, i in enumerate(order)
-                if p_values[i] <= reach(i, (rank + 1) * alpha / m)
-            ),
+            (rank + 1 for rank, i in enumerate(order) if p_values[i] <= (rank + 1) * alpha / m),
             default=0,
         )
         return [alpha * max(rejections, 1) / m] * m
@@ -136,7 +139,7 @@ def adjusted_alphas(
     stopped: float | None = None
     for rank, i in enumerate(order):
         step = alpha / (m - rank)
-        if stopped is None and p_values[i] > reach(i, step):
+        if stopped is None and p_values[i] > step:
             stopped = step
         levels[i] = step if stopped is None else stopped
     return levels
@@ -151,18 +154,15 @@ def _adjust_lifts(
 ) -> list[Lift]:
     lifts = [getattr(r, scale) for r in results]
     family = [i for i, lift in enumerate(lifts) if lift.p_value is not None]
-    p = [lifts[i].p_value for i in family]
-    adjusted: list[float | None] = list(adjust_pvalues(p, method))
-    nominal = None
     if looks is not None:
-        # the z test's p-value against the boundary's nominal level (module doc)
-        p = [_z_p_value(lifts[i]) for i in family]
-        adjusted = [None] * len(p)
-        of_family = [looks[i] for i in family]
-        nominal = lambda k, level: _nominal(of_family[k], level)  # noqa: E731
-    levels = adjusted_alphas(
-        p, results[0].alpha, method, holm_intervals=holm_intervals, nominal=nominal
-    )
+        # each lift's repeated p-value and interval at 1 − α (module doc)
+        lifts = [
+            _repeated(lift, r, scale, looks[i]) if i in family else lift
+            for i, (lift, r) in enumerate(zip(lifts, results, strict=True))
+        ]
+    p = [lifts[i].p_value for i in family]
+    adjusted = adjust_pvalues(p, method)
+    levels = adjusted_alphas(p, results[0].alpha, method, holm_intervals=holm_intervals)
     out = list(lifts)
     for i, p_adj, level in zip(family, adjusted, levels, strict=True):
         lift, r = lifts[i], results[i]

@@ -32,7 +32,10 @@ convolved with the normal increment to the next look.
 
 The repeated confidence interval at look K, effect ± c_K·se, covers the true
 effect at every look at once with probability ≥ 1 − α (Jennison and Turnbull
-2000, ch. 9).
+2000, ch. 9). Its p-value is the repeated p-value (ibid., section 9.1): the
+smallest α whose boundary at the current look |Z_K| reaches, so that
+p ≤ α exactly when the repeated confidence interval at level 1 − α excludes 0
+(:func:`repeated_p_value`).
 """
 
 from __future__ import annotations
@@ -162,6 +165,55 @@ def spending_critical_value(fractions: tuple[float, ...], alpha: float = 0.05) -
     """The multiple of the standard error the repeated confidence interval spans at
     the last of the looks ``fractions``: c_K of :func:`spending_boundaries`."""
     return spending_boundaries(fractions, alpha)[-1]
+
+
+#: The repeated p-value's search range over α: below it the p-value is reported
+#: as this floor (no boundary tells such errors apart: :data:`MAX_BOUNDARY`).
+P_FLOOR = 1e-15
+_P_CEILING = 1.0 - 1e-12
+
+
+def repeated_p_value(z: float, fractions: tuple[float, ...]) -> float:
+    """The repeated p-value of a z statistic at the last of the looks ``fractions``
+    (module docstring): the α with c_K(α) = |z|, found by Ridders' method on
+    log α (c_K falls as α grows); 1 when |z| is below the boundary
+    of every α < 1, :data:`P_FLOOR` when above the boundary of that α."""
+    _check(fractions)
+    if not math.isfinite(z):
+        raise ValueError(f"z must be finite, got {z}")
+    return _repeated_p(abs(float(z)), tuple(float(t) for t in fractions))
+
+
+@lru_cache(maxsize=256)
+def _repeated_p(target: float, looks: tuple[float, ...]) -> float:
+
+    def gap(u: float) -> float:
+        return _boundaries.__wrapped__(looks, math.exp(u))[-1] - target
+
+    lo, hi = math.log(P_FLOOR), math.log(_P_CEILING)
+    f_lo, f_hi = gap(lo), gap(hi)
+    if f_hi >= 0:
+        return 1.0
+    if f_lo <= 0:
+        return P_FLOOR
+    # Ridders' method: the bracket [lo, hi] keeps gap(lo) > 0 ≥ gap(hi)
+    while hi - lo > 1e-12:
+        mid = 0.5 * (lo + hi)
+        f_mid = gap(mid)
+        root = math.sqrt(f_mid * f_mid - f_lo * f_hi)
+        x = mid + (mid - lo) * f_mid / root  # gap falls: f_lo − f_hi > 0
+        f_x = gap(x)
+        points = sorted([(lo, f_lo), (mid, f_mid), (x, f_x), (hi, f_hi)])
+        # the tightest neighbours across the sign change
+        for (a, f_a), (b, f_b) in itertools.pairwise(points):
+            if f_a > 0 >= f_b:
+                lo, f_lo, hi, f_hi = a, f_a, b, f_b
+                break
+        if -f_hi <= 1e-11:
+            break
+        if f_lo <= 1e-11:
+            return math.exp(lo)
+    return math.exp(hi)
 
 
 def information_fractions(users: tuple[int, ...], maximum: float) -> tuple[float, ...]:

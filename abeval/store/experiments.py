@@ -84,6 +84,21 @@ def first_events(store: Database) -> dict[str, str | None]:
     return {str(e): _iso(first) for e, first in sorted(rows)}
 
 
+def exposure_starts(store: Database) -> dict[str, str]:
+    """Each ingested experiment's first exposure (ISO), where it logs exposures: the
+    start of its analysis window (its first event may be of the pre-period)."""
+    from sqlalchemy import text
+
+    with store.connect() as conn:
+        rows = conn.execute(
+            text(
+                "SELECT experiment, MIN(ts) FROM events WHERE event_type = 'exposure' "
+                "GROUP BY experiment"
+            )
+        ).fetchall()
+    return {str(name): start for name, first in rows if (start := _iso(first)) is not None}
+
+
 def summaries(conn: Connection, only: str | None = None) -> list[ExperimentSummary]:
     """The experiments ``events`` and ``experiments`` hold, on one connection."""
     from sqlalchemy import text

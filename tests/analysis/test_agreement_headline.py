@@ -334,3 +334,37 @@ def test_too_few_experiments_is_said_in_words() -> None:
         "  CTR: too few experiments to say which signal predicts it: the most any signal has "
         "is 2; a correlation needs 1 more."
     ) in text.splitlines()
+
+
+def test_a_ratio_past_the_noise_ceiling_is_said_in_words(board: AgreementBoard) -> None:
+    """A replayed copy of the online lift has ρ = 1 against a ceiling below 1: its
+    ρ / ceiling passes 1, and every presenter says "≥ 1" (at the noise ceiling)
+    rather than a ratio above 1; the JSON keeps the ratio."""
+    from html_tree import parse
+
+    from abeval.report.agreement_html import render_html
+    from abeval.report.agreement_text import render_text
+    from abeval.report.agreement_words import headline_words
+
+    replayed = next(s for s in board.summary if s.source == "replay")
+    assert replayed.ceiling is not None and replayed.ceiling < 1
+    assert replayed.rho_over_ceiling == pytest.approx(1.0 / replayed.ceiling)
+    assert replayed.rho_over_ceiling > 1
+    text = render_text(board)
+    row = next(
+        line for line in text.splitlines() if "precision@10" in line and "%" in line and "≥" in line
+    )
+    assert f"{replayed.rho_over_ceiling:.2f}" not in row
+    assert "  ≥ 1: at the noise ceiling; Spearman / ceiling is a ratio of two noisy" in text
+    page = parse(render_html(board))
+    (cell,) = [
+        td
+        for tr in page.find_all("tr", data_source="replay")
+        for td in tr.find_all("td", data_field="rho-over-ceiling")
+    ]
+    assert cell.clean() == "≥ 1"
+    (h,) = board.headlines
+    words = headline_words(replace(h, rho_over_ceiling=1.07), "CTR")
+    assert f"ρ / ceiling ≥ 1 (at the noise ceiling {h.ceiling:.2f});" in words.numbers
+    assert "1.07" not in words.numbers
+    assert "ρ / ceiling 0.93 " in headline_words(replace(h, rho_over_ceiling=0.93)).numbers

@@ -185,7 +185,7 @@ def test_decision_table(ctr, conversion, guardrail, srm, detectable, expected) -
     assert [p.metric for p in decision.primaries] == ["ctr", "conversion"]
     assert [g.metric for g in decision.guardrails] == ["impressions_per_user"]
     # No per-metric verdict says ship when the arm's decision is not ship.
-    cards = verdicts(metrics, _health(srm), OPTIONS, [decision])
+    cards = verdicts(metrics, _health(srm), OPTIONS, [decision], catalog=BUILTIN_CATALOG)
     if expected != "ship":
         assert all(v.verdict != "ship" for v in cards)
     else:
@@ -220,7 +220,7 @@ def test_each_arm_is_decided_on_its_own_results() -> None:
     ]
     out = decisions([*good, *bad], _health(), [], OPTIONS, BUILTIN_CATALOG)
     assert [(d.arm, d.decision) for d in out] == [("b", "ship"), ("c", "roll_back")]
-    cards = verdicts([*good, *bad], _health(), OPTIONS, out)
+    cards = verdicts([*good, *bad], _health(), OPTIONS, out, catalog=BUILTIN_CATALOG)
     assert [(v.arm, v.verdict) for v in cards] == [("b", "ship"), ("c", "no_effect")]
 
 
@@ -294,6 +294,38 @@ def test_underpowered_guardrail_says_why() -> None:
         "CTR +5.00% [+2.00%, +8.00%] significantly better, but guardrail Impressions per "
         "user is underpowered: its interval allows a harm of 3.10%, past its 2.00% margin"
     )
+
+
+@pytest.mark.parametrize(
+    ("guardrail", "margin", "block"),
+    [
+        (
+            LOOSE,
+            MARGIN,
+            "guardrail Impressions per user is underpowered: its interval allows a harm of "
+            "3.10%, past its 2.00% margin",
+        ),
+        (BROKEN, MARGIN, "guardrail Impressions per user could not be checked"),
+    ],
+    ids=["underpowered", "unchecked"],
+)
+def test_a_blocked_win_keeps_its_verdict_and_says_what_blocks_it(guardrail, margin, block) -> None:
+    """Every primary gets a verdict when a guardrail blocks the arm: the significant
+    one is named once, with its interval, followed by the block."""
+    metrics = [
+        _result("ctr", "primary", BETTER),
+        _result("conversion", "primary", WIDE),
+        _result("impressions_per_user", "guardrail", guardrail),
+    ]
+    o = replace(OPTIONS, margins=(("impressions_per_user", margin),))
+    out = decisions(metrics, _health(), [], o, BUILTIN_CATALOG)
+    ctr, conversion = verdicts(metrics, _health(), o, out, catalog=BUILTIN_CATALOG)
+    assert (ctr.metric, ctr.verdict) == ("ctr", "keep_running")
+    assert ctr.reason == (
+        "ctr +5.00% [+2.00%, +8.00%] significantly better after holm correction, but the "
+        f"arm's decision is keep running: {block}"
+    )
+    assert (conversion.metric, conversion.verdict) == ("conversion", "keep_running")
 
 
 # --- what the decision reads: the plan (docs/metrics.md#decision) ---

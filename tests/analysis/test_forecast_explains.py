@@ -36,12 +36,15 @@ EXPERIMENTS = {
 }
 
 
-def _rate(events: Path) -> float:
-    """Users (every arm) per day of the experiment's span, a day at least, from the file."""
+def _rate(events: Path, *, from_exposure: bool = True) -> float:
+    """Users (every arm) per day of the experiment's analysis window, from its first
+    exposure (else its first event, the pre-period's) to its last event, a day at
+    least, from the file."""
     import pandas as pd
 
     ev = pd.read_csv(events, parse_dates=["ts"])
-    days = (ev.ts.max() - ev.ts.min()).total_seconds() / 86400.0
+    start = ev.ts[ev.event_type == "exposure"].min() if from_exposure else ev.ts.min()
+    days = (ev.ts.max() - start).total_seconds() / 86400.0
     return ev.user_id.nunique() / max(days, 1.0)
 
 
@@ -55,13 +58,16 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, dict[str, floa
         for seed, (name, (start, users, days, lift, diff)) in enumerate(EXPERIMENTS.items()):
             config = SimulationConfig(
                 experiment=name, users=users, seed=40 + seed, start=start, days=days,
-                pre_period_days=0, segments={}, true_ctr_lift={"treatment": lift},
+                pre_period_days=3, segments={}, true_ctr_lift={"treatment": lift},
                 true_conversion_lift={"treatment": 0.0},
             )  # fmt: skip
             events, _ = simulate_with_target(config)
             path = folder / f"{name}.csv"
             write_events(events, path)
             rates[name] = _rate(path)
+            # the pre-period is not the experiment's traffic: the rate from the first
+            # event would be another
+            assert _rate(path, from_exposure=False) < 0.9 * rates[name]
             ingest_file(s, path)
             RECORDED[name] = (0.20, diff, 0.003)
             try:
@@ -93,8 +99,17 @@ def test_traffic_is_the_median_of_the_experiments_not_the_latest(
         "source": "median_of_experiments",
         "users_per_day": pytest.approx(expected, rel=1e-6),
         "experiments": 3,
+        "names": ["big-jan", "mid-feb", "small-mar"],
     }
     assert f["users_per_day"] == pytest.approx(expected, rel=1e-6)
+    text = run(
+        "forecast", "--db", db, "--offline-lift", "0.02", "--offline-se", "0.004",
+        "--primary", "ctr", "-f", "text", "-o", "-",
+    ).stdout  # fmt: skip
+    assert (
+        f"  Traffic: {expected:,.0f} users a day: the median of 3 experiments measuring ctr "
+        "(big-jan, mid-feb, small-mar), each over its days from first exposure to last event"
+    ) in text
     if f["users"] is not None:
         assert f["days"] == pytest.approx(f["users"] / expected, rel=1e-6)
 
@@ -160,9 +175,10 @@ def test_the_rule(p: float | None, days: float | None, verdict: str) -> None:
 
 
 def test_traffic_given_median_unknown() -> None:
-    assert traffic("ctr", 500.0, [1.0, 2.0]).users_per_day == 500.0
-    t = traffic("ctr", None, [3000.0, 100.0, 800.0, 90.0])
+    assert traffic("ctr", 500.0, [("a", 1.0), ("b", 2.0)]).users_per_day == 500.0
+    t = traffic("ctr", None, [("a", 3000.0), ("b", 100.0), ("c", 800.0), ("d", 90.0)])
     assert (t.source, t.users_per_day, t.experiments) == ("median_of_experiments", 450.0, 4)
+    assert t.names == ("a", "b", "c", "d")
     assert traffic("ctr", None, []).source == "unknown"
 
 

@@ -11,6 +11,7 @@ here with scipy (the group-sequential one: wider than the fixed, same centre).
 from __future__ import annotations
 
 import math
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -102,22 +103,43 @@ def test_json_carries_the_basis_and_its_interval_first(case: dict[str, Any]) -> 
         shown = rel["ci_adjusted"] if rel["ci_adjusted"] is not None else rel["ci"]
         assert m["basis"] == basis
         assert m["lift"] == rel["effect"] and m["interval"] == shown
-        if basis != "group_sequential":  # its p-value is the spending's, not Holm's
-            assert m["p_value"] == rel["p_adjusted"]
+        assert m["p_value"] == rel["p_adjusted"]
+        if m["p_value"] is not None:  # the p-value, the star and the interval agree
+            assert m["significant"] == (m["p_value"] < doc["settings"]["alpha"])
         method = "sequential" if basis == "always_valid" else "welch"
         assert m["comparison"]["method"] == method
         reference = m["reference_fixed_horizon"]
         if basis != "fixed_horizon":
             assert reference["method"] == "welch"
-            if basis == "always_valid":  # (group-sequential: a metric past its expected
-                # size keeps the result of the day that reached it)
-                assert reference["relative"]["effect"] == pytest.approx(m["lift"])
         else:
             assert reference is None
+        if m["decided_day"] is None:  # today's numbers, the reference's effect
+            if reference is not None:
+                assert reference["relative"]["effect"] == pytest.approx(m["lift"])
+        else:  # decided at its expected size: that day's numbers (the chart's point
+            # of that day), today's fixed horizon for reference
+            assert basis == "group_sequential"
+            if m["role"] == "primary":  # (the chart draws the primary metrics)
+                point = _point(doc, m)
+                assert point["shown"] and point["relative_lift"] == m["lift"]
         if m["interval"] is not None:
             excludes_zero = m["interval"][0] > 0 or m["interval"][1] < 0
             assert m["significant"] == excludes_zero
     assert doc["settings"]["method"] == ("sequential" if basis == "always_valid" else "fixed")
+
+
+def _point(doc: dict[str, Any], m: dict[str, Any]) -> dict[str, Any]:
+    """The daily point a metric is shown at: its decided day's, else the last."""
+    points = [p for p in doc["daily"] if (p["metric"], p["arm"]) == (m["metric"], m["arm"])]
+    if m["decided_day"] is None:
+        return max(points, key=lambda p: p["day"])
+    first = min(date.fromisoformat(p["day"][:10]) for p in doc["daily"])
+    (point,) = [
+        p
+        for p in points
+        if (date.fromisoformat(p["day"][:10]) - first).days + 1 == m["decided_day"]
+    ]
+    return point
 
 
 def test_the_shown_interval_is_the_one_the_basis_defines(case: dict[str, Any]) -> None:
@@ -140,8 +162,9 @@ def test_the_shown_interval_is_the_one_the_basis_defines(case: dict[str, Any]) -
     assert fixed["ci"] == pytest.approx(welch, rel=1e-6)
     expected = always_valid if basis == "always_valid" else welch
     if basis == "group_sequential":  # wider than the fixed one: the spending's c_K > t
-        # (a metric past its expected size keeps the result of the day that reached it)
-        assert shown["ci"][1] - shown["ci"][0] > welch[1] - welch[0]
+        if m["decided_day"] is None:  # (else that day's, wider than that day's fixed)
+            assert shown["effect"] == pytest.approx(effect)
+            assert shown["ci"][1] - shown["ci"][0] > welch[1] - welch[0]
     else:
         assert shown["effect"] == pytest.approx(effect)
         assert shown["ci"] == pytest.approx(expected, rel=1e-6)
@@ -187,13 +210,13 @@ def test_no_verdict_contradicts_the_basis(case: dict[str, Any]) -> None:
         assert up["verdict"] == "keep_running"
 
 
-def _row(text: str, m: dict[str, Any]) -> tuple[str, str]:
-    """The text table's row of ``m`` and the line after it."""
+def _row(text: str, m: dict[str, Any]) -> tuple[str, list[str]]:
+    """The text table's row of ``m`` and the two lines after it."""
     lines = text.splitlines()
     for i, line in enumerate(lines):
         cells = line[2:].split()
         if line[2:].startswith(f"{m['label']} ") and m["arm"] in cells[len(m["label"].split())]:
-            return line, lines[i + 1]
+            return line, lines[i + 1 : i + 3]
     raise AssertionError(f"no row for {m['label']} ({m['arm']})")
 
 
@@ -206,16 +229,24 @@ def test_text_shows_the_basis_interval_and_the_other_only_for_reference(
     assert ("group-sequential intervals" in method) == (basis == "group_sequential")
     assert ("fixed horizon: the plan of" in method) == (basis == "fixed_horizon")
     for m in doc["metrics"]:
-        row, after = _row(text, m)
+        row, (after, then) = _row(text, m)
         assert row.startswith("*" if m["significant"] else " ")
         assert f"{pct(m['lift'])} " in row and interval(m["interval"]) in row
+        if m["decided_day"] is not None:  # which day the row's numbers are from
+            assert after == (
+                f"      decided on day {m['decided_day']}, when it reached its expected size: "
+                "the lift, interval and p-value shown are that day's; today's fixed-horizon "
+                "interval is for reference"
+            )
+            after = then
         reference = m["reference_fixed_horizon"]
         if reference is None:
             assert "for reference" not in after
         else:
             fixed = reference["relative"]
             shown = fixed["ci_adjusted"] if fixed["ci_adjusted"] is not None else fixed["ci"]
-            assert after.startswith("      for reference, fixed horizon:")
+            today = "today's " if m["decided_day"] is not None else ""
+            assert after.startswith(f"      for reference, {today}fixed horizon:")
             assert interval(shown) in after and "*" not in after
     for line in text.splitlines():
         if line.startswith(("DECISION", "VERDICT")):
@@ -236,6 +267,10 @@ def test_html_shows_the_basis_interval_everywhere(case: dict[str, Any]) -> None:
         assert ("tone-" in row.attrs.get("class", "")) == m["significant"]
         details = row.find_all("details", data_field="reference-fixed-horizon")
         assert len(details) == (1 if basis != "fixed_horizon" else 0)
+        decided = row.find_all(data_field="decided-day")
+        assert len(decided) == (m["decided_day"] is not None)
+        if decided:
+            assert decided[0].clean().startswith(f"decided on day {m['decided_day']}, when")
     for v in doc["verdicts"]:
         card = page.find("li", data_metric=v["metric"], data_arm=v["arm"])
         assert card.attrs["data-verdict"] == v["verdict"]
@@ -247,17 +282,12 @@ def test_html_shows_the_basis_interval_everywhere(case: dict[str, Any]) -> None:
         assert card.find(data_field="decision-basis").attrs["data-basis"] == d["basis"]
 
 
-def _cumulative_end(doc: dict[str, Any], metric: str, arm: str) -> dict[str, Any]:
-    points = [p for p in doc["daily"] if (p["metric"], p["arm"]) == (metric, arm)]
-    return max(points, key=lambda p: p["day"])
-
-
 def test_the_chart_ends_where_the_tables_stand(case: dict[str, Any]) -> None:
     doc, page = case["doc"], case["page"]
     for m in doc["metrics"]:
         if m["role"] != "primary":
             continue
-        end = _cumulative_end(doc, m["metric"], m["arm"])
+        end = _point(doc, m)
         assert end["shown"] and end["relative_lift"] == m["lift"] and end["ci"] == m["interval"]
         figure = page.find("figure", data_metric=m["metric"], data_arm=m["arm"])
         assert pct(m["lift"]) in _all_text(figure)

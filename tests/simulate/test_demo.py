@@ -338,9 +338,14 @@ def test_demo_ends_with_a_forecast_beside_the_true_lift(demo: Demo) -> None:
     assert true == pytest.approx(CANDIDATE_CTR_LIFT)
     assert offline > 0 and low < point < high
     candidate = demo.folder / "candidate"
+    # the test is sized at the main experiment's users per day of its days, read
+    # from its JSON report (not the small history series' median)
+    main = json.loads((demo.folder / "home-reco-v2.json").read_text())
+    days = len({p["day"] for p in main["daily"]})
+    main_rate = main["health"]["users_analysed"] / days
     explore = (
         f"explore: abeval forecast --db {demo.folder / 'demo.duckdb'} -t {candidate / 'truth.csv'} "
         f"-r control={candidate / 'control.csv'} -r candidate={candidate / 'candidate.csv'} "
-        "--signal ndcg@10"
+        f"--signal ndcg@10 --users-per-day {round(main_rate)}   (the main experiment's traffic)"
     )
     assert lines[lines.index(forecast) + 2] == explore

@@ -9,11 +9,13 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from scipy import stats
+from scipy import optimize, stats
 
 from abeval.stats.spending import (
+    P_FLOOR,
     information_fractions,
     obf_spending,
+    repeated_p_value,
     spending_boundaries,
     spending_critical_value,
 )
@@ -86,4 +88,64 @@ def test_adjusted_comparisons_over_looks_span_the_last_boundary() -> None:
     assert lift.effect is not None and lift.se is not None and lift.ci_adjusted is not None
     c = spending_critical_value(looks, 0.05)
     assert lift.ci_adjusted == pytest.approx((lift.effect - c * lift.se, lift.effect + c * lift.se))
-    assert lift.p_adjusted is None
+    # one hypothesis: its p-value is the repeated one, the α whose last boundary
+    # |z| reaches (found here by scipy's root finder on the boundaries)
+    z = lift.effect / lift.se
+    expected = optimize.brentq(lambda a: spending_critical_value(looks, a) - abs(z), 1e-9, 0.999)
+    assert lift.p_value == pytest.approx(expected, rel=1e-6)
+    assert lift.p_adjusted == pytest.approx(expected, rel=1e-6)
+    assert lift.ci == pytest.approx(lift.ci_adjusted)  # the repeated interval at 1 − α
+
+
+@pytest.mark.parametrize(("t", "z"), [(1.0, 2.0), (0.5, 3.0), (0.3, 1.0), (0.8, -2.7)])
+def test_one_look_has_the_closed_form_repeated_p_value(t: float, z: float) -> None:
+    # one look at fraction t: c = Φ⁻¹(1 − α(t)/2) with α(t) = 4·(1 − Φ(z_{1−α/4}/√t)),
+    # so |z| = c gives z_{1−α/4} = √t·Φ⁻¹(1 − (1 − Φ(|z|))/2)
+    q = math.sqrt(t) * stats.norm.isf(stats.norm.sf(abs(z)) / 2)
+    assert repeated_p_value(z, (t,)) == pytest.approx(4 * stats.norm.sf(q), rel=1e-8)
+    if t == 1.0:  # one look at the end: the fixed-horizon z test's p-value
+        assert repeated_p_value(z, (t,)) == pytest.approx(2 * stats.norm.sf(abs(z)), rel=1e-8)
+
+
+@pytest.mark.parametrize("z", [1.5, 2.2, 2.9, 3.6, 5.0])
+def test_the_repeated_p_value_inverts_the_last_boundary(z: float) -> None:
+    looks = tuple((k + 1) / 20 for k in range(14))
+    expected = optimize.brentq(lambda a: spending_critical_value(looks, a) - z, 1e-12, 0.999)
+    p = repeated_p_value(z, looks)
+    assert p == pytest.approx(expected, rel=1e-6)
+    assert p > 2 * stats.norm.sf(z)  # looking every day costs: above the fixed-horizon p
+
+
+def test_the_repeated_p_value_is_below_alpha_exactly_when_the_boundary_is_crossed() -> None:
+    looks = (0.1, 0.3, 0.45, 0.7)
+    for alpha in (0.01, 0.05, 0.1):
+        c = spending_critical_value(looks, alpha)
+        for z in np.linspace(c - 0.05, c + 0.05, 21):
+            if abs(z - c) > 1e-6:
+                assert (repeated_p_value(float(z), looks) < alpha) == (z > c)
+    assert repeated_p_value(0.0, looks) == 1.0
+    assert repeated_p_value(60.0, looks) == P_FLOOR
+
+
+@pytest.mark.parametrize("scale", ["absolute", "relative"])
+def test_adjusted_p_values_over_looks_agree_with_the_intervals(scale: str) -> None:
+    """Over a grid of effects, three hypotheses with their own looks, Holm-adjusted:
+    the adjusted p-value is below α exactly when the adjusted interval excludes 0
+    (one side: p < α/2 one-sided), for the absolute lift and Fieller's relative one."""
+    from abeval.stats import adjust_comparisons, compare
+    from abeval.stats.sufficient import MeanStats
+
+    control = MeanStats.from_sums(4000, 40_000.0, 4000 * (100.0 + 4.0))
+    schedules = [(0.2, 0.5), (0.3, 0.6, 0.9), (1.0,)]
+    for shift in np.linspace(-0.6, 0.6, 25):
+        results = []
+        for k in range(3):
+            mean = 10.0 + float(shift) * (k + 1) / 3
+            treatment = MeanStats.from_sums(4000, 4000 * mean, 4000 * (mean**2 + 4.0))
+            results.append(compare(control, treatment))
+        for r in adjust_comparisons(results, looks=schedules):
+            lift = getattr(r, scale)
+            assert lift.p_adjusted is not None and lift.interval is not None
+            excludes = lift.interval[0] > 0 or lift.interval[1] < 0
+            assert (lift.p_adjusted < 0.05) == excludes
+            assert (lift.p_value < 0.05) == (lift.ci[0] > 0 or lift.ci[1] < 0)

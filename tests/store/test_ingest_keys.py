@@ -261,3 +261,45 @@ def test_a_spark_events_table_with_rows_and_no_keys_is_refused() -> None:
     _add_new_columns(empty, "events")
     altered = [s for s in empty.sent if s.startswith("ALTER")]
     assert len(altered) == 1 and "request_no BIGINT" in altered[0]
+
+
+def test_the_direct_load_numbers_the_identifiers_as_stored(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The direct load takes the keys from the text as read and trims only the
+    distinct ones: identifiers with spaces around them, outside ASCII or behind a
+    byte-order mark are numbered as the trimmed values they are stored as, once
+    each, and a file without request_id or item_id numbers nothing of them."""
+    import abeval.store.ingest.staged as staged
+
+    def no_staging(*_args: object, **_kwargs: object) -> None:
+        raise AssertionError("the file went to the staged load")
+
+    monkeypatch.setattr(staged, "load_staged", no_staging)
+    header = "experiment,arm,user_id,ts,event_type,request_id,item_id,position,event_id"
+    lines = [
+        "e1,A,u1,2024-05-01T10:00:01Z,impression,r1,i1,1,x1",
+        "e1 ,A,u1,2024-05-01T10:00:01Z,impression, r1,i2 ,2,x2",  # the same request
+        "\ufeffe1,A,u1,2024-05-01T10:00:02Z,impression,r2,  i1,1,x3",  # e1 behind a mark
+        "e2,B,u2,2024-05-01T10:00:03Z,impression,ré1 ,ï3,1,x4",
+        "e2,B,u2,2024-05-01T10:00:04Z,impression,ré1,ï3 ,2,x5",
+        "e2,B,u2,2024-05-01T10:00:05Z,exposure,,,,x6",
+    ]
+    path = tmp_path / "spaced.csv"
+    path.write_text("\n".join([header, *lines]) + "\n", encoding="utf-8")
+    clean = [
+        (c[0].strip(" \ufeff"), c[5].strip(), c[6].strip()) for c in (x.split(",") for x in lines)
+    ]
+    keys: list[Keys] = [(e, r or None, i or None) for e, r, i in clean]
+    with open_store(str(tmp_path / "s.duckdb")) as store:
+        summary = ingest_file(store, path)
+        assert (summary.inserted, summary.rejected) == (6, 0)
+        check_numbers(store, [keys])
+        assert dictionaries(store) == (
+            {("e1", "r1"): 1, ("e1", "r2"): 2, ("e2", "ré1"): 3},
+            {"i1": 1, "i2": 2, "ï3": 3},
+        )
+        exposures = tmp_path / "exposures.csv"
+        exposures.write_text("experiment,arm,user_id,ts,event_type\ne3,A,u9,2024-05-02,exposure\n")
+        ingest_file(store, exposures)
+        check_numbers(store, [keys, [("e3", None, None)]])

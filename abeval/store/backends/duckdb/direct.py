@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from abeval.store.backends.duckdb.direct_sql import direct_select
+from abeval.store.backends.duckdb.direct_sql import direct_select, key_values
 from abeval.store.ingest.keys import KEYS, add_keys, key_joins
 from abeval.store.ingest.notes import Normalised
 from abeval.store.ingest.record import Job, finish, next_ingest_id
@@ -153,8 +153,7 @@ def _insert_checked(duck: Any, src: Source, ingest_id: int) -> int:
     failed at the default 3 GiB (benchmarks/RESULTS.md)."""
     if src.fmt == "csv" and src.long:  # the reader would drop the longest without a word
         raise _NeedsStaging
-    keys = ", ".join(dict.fromkeys(c for k in KEYS for c in k.text))
-    add_keys(duck.execute, f"(SELECT {keys} FROM ({direct_select(src)}) s) k")
+    add_keys(duck.execute, f"({key_values(src)}) k")
     drop_rejects(duck)  # the insert reads the file again, into the same reject tables
     cols = ", ".join(EVENT_COLUMNS)
     numbers, joins = key_joins("s")
