@@ -26,6 +26,14 @@ ReportFormat = Literal["html", "json", "text"]
 EvaluateFormat = Literal["text", "json", "html"]
 #: A treatment arm's decision (``report --fail-on``; docs/metrics.md#decision).
 DecisionName = Literal["ship", "roll_back", "keep_running", "no_effect", "invalid"]
+#: What became of an experiment (``experiment set --status``; docs/usage.md#what-was-decided).
+ExperimentStatus = Literal["running", "shipped", "rolled_back", "abandoned"]
+EXPERIMENT_STATUSES: tuple[ExperimentStatus, ...] = (
+    "running",
+    "shipped",
+    "rolled_back",
+    "abandoned",
+)
 #: Multiple-testing correction (``report --correction``).
 Correction = Literal["holm", "bh"]
 #: How a relative lift's interval is made (``report --relative-interval``):

@@ -24,6 +24,7 @@ from abeval.formatting import days_text
 from abeval.report.experiment_lines import (
     config_lines,
     experiments_lines,
+    outcome_line,
     recordable_options,
     settings_document,
     settings_line,
@@ -44,8 +45,10 @@ from abeval.report.store_lines import (
 if TYPE_CHECKING:
     from abeval.analysis.agreement import AgreementBoard
     from abeval.analysis.evaluate.results import EvaluationResult
+    from abeval.analysis.experiment_record import ExperimentRecord
     from abeval.analysis.forecast import ForecastReport
     from abeval.analysis.program import ProgramReport
+    from abeval.analysis.program_store import StoreProgram
     from abeval.analysis.report_model import ExperimentReport
 
 __all__ = [
@@ -60,6 +63,7 @@ __all__ = [
     "mapping_dict",
     "mapping_text",
     "metrics_lines",
+    "outcome_line",
     "page_path",
     "plan_lines",
     "power_lines",
@@ -196,11 +200,53 @@ def _no_program_page(report: ProgramReport, **options: Any) -> Any:
     raise OptionError("format", "html", "a program has no HTML page yet: choose text or json")
 
 
+def _store_program_text(program: StoreProgram) -> str:
+    from abeval.report.program_store import store_program_text
+
+    return store_program_text(program)
+
+
+def _store_program_html(program: StoreProgram, **options: Any) -> str:
+    from abeval.report.program_html import render_html
+
+    _flag("show_store", options.get("show_store", False))
+    return render_html(program, **options)
+
+
+def _store_program_page(program: StoreProgram) -> Path:
+    from abeval.report.program_html import DEFAULT_PATH
+
+    return DEFAULT_PATH
+
+
+def _store_program_json(program: StoreProgram) -> Any:
+    from abeval.report.program_store import store_program_document
+
+    return store_program_document(program)
+
+
+def _record_text(record: ExperimentRecord) -> str:
+    from abeval.report.experiment_text import record_lines
+
+    lines = settings_lines(record.experiment, record.settings, record.config)
+    return "\n".join([*lines, *record_lines(record)]) + "\n"
+
+
+def _no_record_page(record: ExperimentRecord, **options: Any) -> Any:
+    from abeval.errors import OptionError
+
+    raise OptionError("format", "html", "what is recorded has no HTML page: choose text or json")
+
+
+_RECORD = _Presenters(_record_text, _no_record_page, _no_record_page)
 _REPORT = _Presenters(_report_text, _report_html, _report_page)
 _EVALUATION = _Presenters(_evaluation_text, _evaluation_html, _evaluation_page)
 _FORECAST = _Presenters(_forecast_text, _forecast_html, _forecast_page, _forecast_json)
 _BOARD = _Presenters(_board_text, _board_html, _board_page)
 _PROGRAM = _Presenters(_program_text, _no_program_page, _no_program_page, _program_json)
+_STORE_PROGRAM = _Presenters(
+    _store_program_text, _store_program_html, _store_program_page, _store_program_json
+)
 
 
 def _presenters(result: object) -> _Presenters:
@@ -209,6 +255,12 @@ def _presenters(result: object) -> _Presenters:
     imported only when the ones before it did not match: the type of the result is
     loaded already, so a report never loads the evaluation's modules, and an
     evaluation not the agreement board's."""
+    import sys
+
+    # what is recorded for an experiment: its module is loaded when one exists
+    record = sys.modules.get("abeval.analysis.experiment_record")
+    if record is not None and isinstance(result, record.ExperimentRecord):
+        return _RECORD
     from abeval.analysis.report_model import ExperimentReport
 
     if isinstance(result, ExperimentReport):
@@ -228,7 +280,9 @@ def _presenters(result: object) -> _Presenters:
     from abeval.analysis.program import ProgramReport
 
     if isinstance(result, ProgramReport):
-        return _PROGRAM
+        from abeval.analysis.program_store import StoreProgram
+
+        return _STORE_PROGRAM if isinstance(result, StoreProgram) else _PROGRAM
     raise TypeError(f"no presenter for {type(result).__name__}")
 
 

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from abeval.api import AgreementBoard, IngestSummary, Store
+    from abeval.choices import ExperimentStatus
     from abeval.simulate.series import ExperimentFiles
 
 
@@ -148,6 +149,11 @@ def _history(out_dir: Path, db: Path, seed: int, users_per_day: float) -> Iterat
         f"explore: abeval agreement --db {_q(db)} --format text   (every experiment; off-policy "
         "estimates from the target probabilities recorded with each)"
     )
+    yield _record_outcomes(db, board, [f.experiment.name for f in files])
+    yield (
+        f"explore: abeval program --db {_q(db)}   (every experiment: status, decision, lift; "
+        "win rate and shipped impact; -f html -o program.html --with-reports reports)"
+    )
     yield from _forecast(out_dir, db, seed, board, users_per_day)
 
 
@@ -202,6 +208,35 @@ def _record_evaluation(db: Path, files: ExperimentFiles) -> None:
 
     abeval.evaluate(
         files.truth, dict(files.recommendations), experiment=files.experiment.name, db=db
+    )
+
+
+def _record_outcomes(db: Path, board: AgreementBoard, names: list[str]) -> str:
+    """Record what was decided about each history experiment, as ``abeval
+    experiment set X --status shipped|rolled_back --decided-on DATE --owner demo
+    --tag history`` does: the team shipped an experiment whose online CTR lift (the
+    board's) was above 0 and rolled the others back, on the day after its last
+    event (a decision on the point estimate, as the program's winner's curse
+    correction assumes a team makes)."""
+    from datetime import date, timedelta
+
+    import abeval
+
+    lifts = {p.experiment: p.online_lift for p in board.pairs if p.online_metric == "ctr"}
+    shipped = 0
+    with abeval.open(db) as store:
+        last = {e.experiment: e.last_ts for e in store.experiments()}
+        for name in names:
+            lift = lifts.get(name)
+            if lift is None or last.get(name) is None:
+                continue
+            status: ExperimentStatus = "shipped" if lift > 0 else "rolled_back"
+            shipped += status == "shipped"
+            day = date.fromisoformat(str(last[name])[:10]) + timedelta(days=1)
+            store.set(name, status=status, decided_on=day, owner="demo", tag="history")
+    return (
+        f"recorded: what was decided about the history experiments ({shipped} shipped where "
+        f"the online CTR lift was above 0, {len(names) - shipped} rolled back)"
     )
 
 

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
 
     from abeval.store.database import Database
+    from abeval.store.experiment_outcomes import OutcomeChange
     from abeval.store.experiments import (
         ExperimentSettings,
         SettingsChange,
@@ -311,13 +312,22 @@ def record(
     removed: Iterable[str] = (),
     *,
     targets: TargetFile | None = None,
+    outcome: OutcomeChange | None = None,
 ) -> tuple[ExperimentSettings, ExperimentConfig, TargetsRecorded | None]:
-    """Record ``settings`` (and the target's probabilities ``targets``) and the
-    options ``changes`` gives, and forget those ``removed`` names (``control``,
-    ``split``, ``window`` or keys of :data:`OPTIONS`), everything checked before
-    anything is written: the whole change or nothing (one transaction; on Spark,
-    under the writer lock, the target's tables and then ``experiments`` each
-    replaced by one pointer swap)."""
+    """Record ``settings`` (and the target's probabilities ``targets``), the
+    options ``changes`` gives and what was decided (``outcome``), and forget those
+    ``removed`` names (``control``, ``split``, ``window``, keys of :data:`OPTIONS`
+    or of :data:`~abeval.store.experiment_outcomes.OUTCOME_FIELDS`), everything
+    checked before anything is written: the whole change or nothing (one
+    transaction; on Spark, under the writer lock, the target's tables, the
+    outcome and then ``experiments`` each replaced by one pointer swap)."""
+    from abeval.store.experiment_outcomes import (
+        OUTCOME_FIELDS,
+        OutcomeChange,
+        changed,
+        read_outcome,
+        write_outcome,
+    )
     from abeval.store.experiments import (
         apply_change,
         checked_change,
@@ -338,12 +348,19 @@ def record(
         check_cappable(changes.caps or (), catalog)
         _, values = checked_change(conn, experiment, settings)
         values |= cleared(removed)
+        forgotten = [n for n in removed if n in OUTCOME_FIELDS]
+        before = after = None
+        if (outcome is not None and outcome.given()) or forgotten:
+            before = read_outcome(conn, experiment)
+            after = changed(before, outcome or OutcomeChange(), forgotten)
         config = read_config(conn, experiment)
         if changes.recorded() or set(removed) & set(OPTIONS):
             config = without(merged(config, changes), set(removed) & set(OPTIONS))
             config = stamped(conn, experiment, config, changes, removed)
             values |= config_column(config.recorded())
         done = record_targets(conn, experiment, targets) if targets is not None else None
+        if after is not None and after != before:
+            write_outcome(conn, after)
         apply_change(conn, experiment, values)
         current = get_settings(conn, experiment)
     return current, config, done

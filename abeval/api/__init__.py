@@ -21,7 +21,8 @@ One module per family of commands, each name importable from here:
 - :mod:`~abeval.api.configuration`: metrics, sources and experiment settings
   (``source_mapping``, ``experiment_config``);
 - :mod:`~abeval.api.planning`: ``Store.power``, ``Store.plan`` and ``plan_power``;
-- :mod:`~abeval.api.programs`: ``program`` (a program of experiments from a history);
+- :mod:`~abeval.api.programs`: ``program`` (a program of experiments from a history;
+  ``Store.program``: from the store);
 - :mod:`~abeval.api.options` (the checks and the CLI's parsers: ``cutoffs``,
   ``metric_names``, ``parse_bound``) and :mod:`~abeval.api.opened` (what the
   parts of a store share).
@@ -48,6 +49,7 @@ from abeval.api.across import (
 from abeval.api.configuration import (
     checked_settings,
     experiment_config,
+    outcome_options,
     set_options,
     source_mapping,
     unset_options,
@@ -56,7 +58,7 @@ from abeval.api.offline import evaluate, model_argument, named_models
 from abeval.api.options import Names as Names
 from abeval.api.options import cutoffs, metric_names, parse_bound
 from abeval.api.planning import plan_power, power_inputs
-from abeval.api.programs import program
+from abeval.api.programs import program, program_filters, program_inputs
 from abeval.api.reporting import report_options
 from abeval.api.store import Experiments, Store, ingest_options, open, rejects_options
 
@@ -87,10 +89,13 @@ __all__ = [
     "model_argument",
     "named_models",
     "open",
+    "outcome_options",
     "parse_bound",
     "plan_power",
     "power_inputs",
     "program",
+    "program_filters",
+    "program_inputs",
     "rejects_options",
     "report_options",
     "set_options",

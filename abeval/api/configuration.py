@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -17,7 +17,10 @@ from abeval.errors import OptionError
 
 if TYPE_CHECKING:
     from abeval.analysis.experiment_config import ExperimentConfig
+    from abeval.analysis.experiment_record import ExperimentRecord
     from abeval.analysis.metric_records import Added, MetricRow
+    from abeval.choices import ExperimentStatus
+    from abeval.store.experiment_outcomes import OutcomeChange
     from abeval.store.experiments import ExperimentSettings, TargetsRecorded
     from abeval.store.source_mapping import Mapping as Mapping_
     from abeval.store.sources import Source, SourceCheck
@@ -112,6 +115,19 @@ class Configuring(Opened):
         with self._refusing_sources(experiment):
             return show(self._store, experiment)
 
+    def experiment(self, experiment: str) -> ExperimentRecord:
+        """Everything recorded for ``experiment`` (what ``abeval experiment show``
+        prints): settings, saved configuration, what was decided (owner,
+        hypothesis, tags, status, date), the target probabilities recorded and the
+        evaluations recorded; ``to_dict()`` is its JSON.
+
+        >>> store.experiment("home-reco-v2").outcome.status
+        """
+        from abeval.analysis.experiment_record import read_record
+
+        with self._refusing_sources(experiment):
+            return read_record(self._store, experiment)
+
     @forwards("abeval.api.configuration:experiment_config")
     def set(
         self,
@@ -123,20 +139,30 @@ class Configuring(Opened):
         window_from: str | datetime | None = None,
         window_to: str | datetime | None = None,
         target_propensities: str | Path | None = None,
+        owner: str | None = None,
+        hypothesis: str | None = None,
+        tag: str | Sequence[str] | None = None,
+        status: ExperimentStatus | None = None,
+        decided_on: str | date | None = None,
         **options: Any,
     ) -> tuple[ExperimentSettings, ExperimentConfig, TargetsRecorded | None]:
         """Record ``experiment``'s control arm, expected split (``control=50,treatment=50``),
-        analysis window, target probabilities (a file) and the recordable options
+        analysis window, target probabilities (a file), the recordable options
         (:func:`experiment_config` takes them, or ``checked`` already; or ``checked``
-        is all of it from :func:`checked_settings`), all or nothing. Returns the
-        settings and the configuration now recorded, and what was recorded of the
-        target's probabilities.
+        is all of it from :func:`checked_settings`) and what was decided
+        (:func:`outcome_options`: owner, hypothesis, tags added to those recorded,
+        status, the date of the decision), all or nothing. Returns the settings and
+        the configuration now recorded, and what was recorded of the target's
+        probabilities; :meth:`experiment` shows the rest.
 
         >>> store.set("home-reco-v2", control="control", primary="ctr", alpha=0.01)
+        >>> store.set("home-reco-v2", owner="ana", tag=["ranking"], status="shipped",
+        ...           decided_on="2026-03-20")
         """
         from abeval.analysis.experiment_config import record
 
-        settings = (control, split, window_from, window_to, target_propensities)
+        settings = (control, split, window_from, window_to, target_propensities,
+                    owner, hypothesis, tag, status, decided_on)  # fmt: skip
         if isinstance(checked, CheckedSettings):
             if options or any(x is not None for x in settings):
                 raise TypeError("give either checked settings or keyword settings, not both")
@@ -145,7 +171,7 @@ class Configuring(Opened):
             if checked is not None and options:
                 raise TypeError("give either checked options or keyword options, not both")
             config = checked if checked is not None else experiment_config(**options)
-            given: dict[str, Any] = dict(zip(SETTINGS, settings, strict=True))
+            given: dict[str, Any] = dict(zip((*SETTINGS, *OUTCOME), settings, strict=True))
             s = checked_settings(config, **given)
         targets = None
         if s.target_propensities is not None:
@@ -154,13 +180,14 @@ class Configuring(Opened):
             targets = target_file(s.target_propensities)
         recorded = (s.control, s.split, s.window_from, s.window_to)
         with self._refusing_sources(experiment), self._writing() as store:
-            return record(store, experiment, recorded, s.config, targets=targets)
+            return record(store, experiment, recorded, s.config, targets=targets, outcome=s.outcome)
 
     def unset(
         self, experiment: str, names: Iterable[str]
     ) -> tuple[ExperimentSettings, ExperimentConfig]:
-        """Forget the recorded settings ``names`` (``control``, ``split``, ``window``
-        or a recordable option such as ``guardrails``) of ``experiment``; the
+        """Forget the recorded settings ``names`` (``control``, ``split``, ``window``,
+        a recordable option such as ``guardrails``, or what was decided: ``owner``,
+        ``hypothesis``, ``tags``, ``status``, ``decided_on``) of ``experiment``; the
         settings and the configuration left.
 
         >>> store.unset("home-reco-v2", ["alpha", "window"])
@@ -195,13 +222,16 @@ class Configuring(Opened):
 
 #: The settings :meth:`Store.set` records besides the options, in its parameters' order.
 SETTINGS = ("control", "split", "window_from", "window_to", "target_propensities")
+#: What was decided about the experiment (:func:`outcome_options`), in :meth:`Store.set`'s order.
+OUTCOME = ("owner", "hypothesis", "tag", "status", "decided_on")
 
 
 @dataclass(frozen=True)
 class CheckedSettings:
     """What :meth:`Store.set` records, checked without a store by
     :func:`checked_settings`: the recordable options, the control arm, the split,
-    the analysis window's bounds (naive UTC) and the target probabilities' file."""
+    the analysis window's bounds (naive UTC), the target probabilities' file and
+    what was decided (None: nothing given)."""
 
     config: ExperimentConfig
     control: str | None
@@ -209,6 +239,7 @@ class CheckedSettings:
     window_from: datetime | None
     window_to: datetime | None
     target_propensities: str | Path | None
+    outcome: OutcomeChange | None = None
 
 
 @keywords_checked
@@ -220,19 +251,32 @@ def checked_settings(
     window_from: str | datetime | None = None,
     window_to: str | datetime | None = None,
     target_propensities: str | Path | None = None,
+    owner: str | None = None,
+    hypothesis: str | None = None,
+    tag: str | Sequence[str] | None = None,
+    status: str | None = None,
+    decided_on: str | date | None = None,
 ) -> CheckedSettings:
     """:meth:`Store.set`'s options checked without a store, once (the CLI checks
     them before it opens one and hands them to ``store.set`` as they are):
-    something to record (a setting, or an option of ``config`` from
-    :func:`experiment_config`), and the analysis window.
+    something to record (a setting, an option of ``config`` from
+    :func:`experiment_config`, or what was decided, checked by
+    :func:`outcome_options`), and the analysis window.
 
     >>> checked = abeval.api.checked_settings(control="control", window_from="2026-03-01")
     >>> store.set("home-reco-v2", checked)
     """
     from abeval.analysis.experiment_config import ExperimentConfig
 
+    outcome = outcome_options(
+        owner=owner, hypothesis=hypothesis, tag=tag, status=status, decided_on=decided_on
+    )
     settings = (control, split, window_from, window_to, target_propensities)
-    if all(x is None for x in settings) and (config is None or not config.recorded()):
+    if (
+        all(x is None for x in settings)
+        and (config is None or not config.recorded())
+        and not outcome.given()
+    ):
         raise OptionError(
             "",
             None,
@@ -242,7 +286,10 @@ def checked_settings(
         )
     start, end = window(window_from, window_to)
     given_config = config if config is not None else ExperimentConfig()
-    return CheckedSettings(given_config, control, split, start, end, target_propensities)
+    return CheckedSettings(
+        given_config, control, split, start, end, target_propensities,
+        outcome if outcome.given() else None,
+    )  # fmt: skip
 
 
 @keywords_checked
@@ -270,13 +317,78 @@ def unset_options(names: Iterable[str]) -> tuple[str, ...]:
     ('alpha', 'window')
     """
     from abeval.analysis.experiment_config import OPTIONS
+    from abeval.store.experiment_outcomes import OUTCOME_FIELDS
 
     removed = tuple(names)
     reason = "name at least one setting to remove, such as {guardrails}"
     given("names", bool(removed), reason, mentions=("guardrails",))
     for name in removed:
-        choice("names", name, ("control", "split", "window", *OPTIONS))
+        choice("names", name, ("control", "split", "window", *OPTIONS, *OUTCOME_FIELDS))
     return removed
+
+
+@keywords_checked
+def outcome_options(
+    *,
+    owner: str | None = None,
+    hypothesis: str | None = None,
+    tag: str | Sequence[str] | None = None,
+    status: str | None = None,
+    decided_on: str | date | None = None,
+) -> OutcomeChange:
+    """What was decided about an experiment, as :meth:`Store.set` records it,
+    checked: an owner and a hypothesis not blank, tags (each not blank, without
+    ``;`` or ``,``), a status (running, shipped, rolled_back, abandoned) and the
+    date of the decision (``YYYY-MM-DD``; not with the status running).
+
+    >>> abeval.api.outcome_options(status="shipped", decided_on="2026-03-20", tag="ranking")
+    """
+    from abeval.choices import EXPERIMENT_STATUSES
+    from abeval.store.experiment_outcomes import OutcomeChange
+
+    for name, value in (("owner", owner), ("hypothesis", hypothesis)):
+        if value is not None:
+            given(name, bool(value.strip()), f"give the experiment's {name}, not a blank")
+    tags = (tag,) if isinstance(tag, str) else tuple(tag or ())
+    for t in tags:
+        if not t.strip() or ";" in t or "," in t:
+            raise OptionError(
+                "tag", t, "give one tag per option, not blank and without ; or , "
+                "(repeat the option for several tags)", allowed="a word such as ranking",
+            )  # fmt: skip
+    if status is not None:
+        choice("status", status, EXPERIMENT_STATUSES)
+    day = None
+    if decided_on is not None:
+        day = _day(decided_on)
+        if status == "running":
+            raise OptionError(
+                "decided_on", decided_on, "a running experiment is not decided; give {status} "
+                "shipped, rolled_back or abandoned with the date of the decision",
+                mentions=("status",),
+            )  # fmt: skip
+    return OutcomeChange(
+        owner=owner.strip() if owner is not None else None,
+        hypothesis=hypothesis.strip() if hypothesis is not None else None,
+        tags=tuple(dict.fromkeys(t.strip() for t in tags)),
+        status=status,
+        decided_on=day,
+    )
+
+
+def _day(value: str | date) -> str:
+    """A date as ``YYYY-MM-DD``; an OptionError on ``decided_on`` for anything else."""
+    if isinstance(value, datetime):
+        return value.date().isoformat()
+    if isinstance(value, date):
+        return value.isoformat()
+    try:
+        return date.fromisoformat(str(value).strip()).isoformat()
+    except ValueError:
+        raise OptionError(
+            "decided_on", value, "give the date of the decision as YYYY-MM-DD, such as "
+            "2026-03-20", allowed="YYYY-MM-DD",
+        ) from None  # fmt: skip
 
 
 @keywords_checked

@@ -15,6 +15,7 @@ from abeval.api.configuration import Configuring
 from abeval.api.offline import Offline
 from abeval.api.options import at_least, choice, given, keywords_checked, within
 from abeval.api.planning import Planning
+from abeval.api.programs import Programs
 from abeval.api.reporting import Reporting
 from abeval.errors import OptionError
 
@@ -130,7 +131,7 @@ class Experiments(list["ExperimentSummary"]):
         )
 
 
-class Store(Reporting, Planning, Across, Offline, Configuring):
+class Store(Reporting, Planning, Across, Offline, Configuring, Programs):
     """An open store: ``with abeval.open("abeval.duckdb") as store: ...``.
 
     >>> store = abeval.open("demo/demo.duckdb", read_only=True)

@@ -20,17 +20,17 @@ def experiment_show(
     as_json: JsonAlias = False,
     db: DbOption = None,
 ) -> None:
-    """Print what is recorded for an experiment: control, split, window and configuration."""
+    """Print what is recorded for an experiment: control, split, window, configuration,
+    what was decided, the target probabilities and the evaluations recorded."""
     fmt = chosen_format(fmt, as_json)
     from abeval import api, render
 
     with api.open(db, read_only=True) as store:
-        s, config = store.settings(experiment)
+        record = store.experiment(experiment)
     if fmt == "json":
-        typer.echo(json.dumps(render.settings_document(experiment, s, config), indent=2))
+        typer.echo(json.dumps(render.json_document(record), indent=2))
         return
-    for line in render.settings_lines(experiment, s, config):
-        typer.echo(line)
+    typer.echo(render.text(record), nl=False)
 
 
 @command(experiment_app, "unset")
@@ -49,6 +49,13 @@ def experiment_unset(
     correction: Annotated[bool, typer.Option("--correction")] = False,
     plan_users: Annotated[bool, typer.Option("--plan-users")] = False,
     plan_days: Annotated[bool, typer.Option("--plan-days")] = False,
+    owner: Annotated[bool, typer.Option("--owner")] = False,
+    hypothesis: Annotated[bool, typer.Option("--hypothesis")] = False,
+    tags: Annotated[bool, typer.Option("--tags", help="Every tag recorded.")] = False,
+    status: Annotated[
+        bool, typer.Option("--status", help="The status (and the date of the decision).")
+    ] = False,
+    decided_on: Annotated[bool, typer.Option("--decided-on")] = False,
     db: DbOption = None,
 ) -> None:
     """Forget recorded settings of an experiment (each flag names one); the defaults apply again."""
@@ -68,12 +75,18 @@ def experiment_unset(
         "correction": correction,
         "plan_users": plan_users,
         "plan_days": plan_days,
+        "owner": owner,
+        "hypothesis": hypothesis,
+        "tags": tags,
+        "status": status,
+        "decided_on": decided_on,
     }
     removed = api.unset_options(name for name, on in chosen.items() if on)  # before opening
     with api.open(db, create=False) as store:
         s, config = store.unset(experiment, removed)
     flags = {"control": "--control", "split": "--split", "window": "--window"}
     flags |= render.recordable_options()
+    flags |= {n: f"--{n.replace('_', '-')}" for n in chosen if n not in flags}
     typer.echo(f"{experiment}: removed {', '.join(flags[n] for n in removed)}", err=True)
     typer.echo(render.settings_line(experiment, s), err=True)
     for line in render.config_lines(config):

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Any, cast, get_args
 
 import typer
 
-from abeval.choices import EpochUnit, FileFormat, OnError, OutputFormat
+from abeval.choices import EpochUnit, ExperimentStatus, FileFormat, OnError, OutputFormat
 from abeval.cli.app import DbOption, app, command
 from abeval.cli.options import (
     AlphaOption,
@@ -271,16 +271,50 @@ def experiment_set(
     correction: CorrectionOption = None,
     plan_users: PlanUsersOption = None,
     plan_days: PlanDaysOption = None,
+    owner: Annotated[
+        str | None, typer.Option(metavar="NAME", help="Who owns the experiment.")
+    ] = None,
+    hypothesis: Annotated[
+        str | None, typer.Option(metavar="TEXT", help="What the change is expected to do.")
+    ] = None,
+    tag: Annotated[
+        list[str] | None,
+        typer.Option(
+            metavar="TAG",
+            help="A tag, added to those recorded (repeat for several; "
+            "`experiment unset --tags` forgets them).",
+        ),
+    ] = None,
+    status: Annotated[
+        ExperimentStatus | None,
+        typer.Option(help="What became of it (running until decided).", show_default=False),
+    ] = None,
+    decided_on: Annotated[
+        str | None,
+        typer.Option(
+            "--decided-on",
+            metavar="DATE",
+            help="The date of the decision (YYYY-MM-DD); needs a status other than running.",
+        ),
+    ] = None,
     db: DbOption = None,
 ) -> None:
     """Record an experiment's control arm, expected traffic split, analysis window,
-    target probabilities and configuration (metrics, guardrail margins, caps, CUPED,
-    target MDE, alpha, correction, planned horizon); `report` and `power` use them
-    unless a flag says otherwise."""
+    target probabilities, configuration (metrics, guardrail margins, caps, CUPED,
+    target MDE, alpha, correction, planned horizon) and what was decided (owner,
+    hypothesis, tags, status, date); `report` and `power` use the settings unless
+    a flag says otherwise, `program` what was decided."""
     from abeval import api, render
 
     config = config_flags(locals())
     given = (control, split, window_from, window_to, target_propensities)
+    decided: dict[str, Any] = {
+        "owner": owner,
+        "hypothesis": hypothesis,
+        "tag": tag,
+        "status": status,
+        "decided_on": decided_on,
+    }
     checked = api.checked_settings(  # before the store is opened, and only here
         config,
         control=control,
@@ -288,9 +322,13 @@ def experiment_set(
         window_from=window_from,
         window_to=window_to,
         target_propensities=target_propensities,
+        **decided,
     )
     with api.open(db, create=False) as store:
         s, _, recorded = store.set(experiment, checked)
+        shown = store.experiment(experiment) if any(decided.values()) else None
+    if shown is not None:
+        typer.echo(render.outcome_line(shown), err=True)
     if any(x is not None for x in given[:4]) or config.recorded():
         typer.echo(render.settings_line(experiment, s), err=True)
     for line in render.config_lines(config):

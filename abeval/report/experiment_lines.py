@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from abeval.analysis.experiment_config import ExperimentConfig
+    from abeval.analysis.experiment_record import ExperimentRecord
     from abeval.store.experiments import ExperimentSettings, ExperimentSummary, TargetsRecorded
 
 
@@ -67,16 +68,24 @@ def settings_lines(experiment: str, s: ExperimentSettings, config: ExperimentCon
 def settings_document(
     experiment: str, s: ExperimentSettings, config: ExperimentConfig
 ) -> dict[str, Any]:
-    """``abeval experiment show -f json``: what is recorded for one experiment."""
-    return {
-        "experiment": experiment,
-        "arms": s.arms,
-        "control": s.control_arm,
-        "split": s.split,
-        "window_from": s.window_from.isoformat() if s.window_from else None,
-        "window_to": s.window_to.isoformat() if s.window_to else None,
-        "config": config.recorded(),
-    }
+    """The settings part of ``abeval experiment show -f json`` (which is
+    ``json_document(store.experiment(X))``)."""
+    from abeval.analysis.experiment_record import settings_fields
+
+    return settings_fields(experiment, s, config)
+
+
+def outcome_line(record: ExperimentRecord) -> str:
+    """``home-reco-v2: shipped on 2026-03-20; owner ana; tags ranking``: what was
+    decided about an experiment (``abeval experiment set``)."""
+    from abeval.report.experiment_text import status_text
+
+    o = record.outcome
+    parts = [f"{record.experiment}: {status_text(o.status, o.decided_on)}"]
+    parts += [f"owner {o.owner}"] if o.owner else []
+    parts += [f"tags {', '.join(o.tags)}"] if o.tags else []
+    parts += [f"hypothesis {o.hypothesis!r}"] if o.hypothesis else []
+    return "; ".join(parts)
 
 
 def targets_line(experiment: str, done: TargetsRecorded) -> str:

@@ -23,7 +23,7 @@ def prior_line(metric: str, p: Prior) -> str:
     )
 
 
-def _stats_lines(metric: str, s: ProgramStats, indent: str = "") -> list[str]:
+def stats_lines(metric: str, s: ProgramStats, indent: str = "") -> list[str]:
     w, i = s.win_rate, s.impact
     won = (
         f"{w.wins} of {w.decided} decided won: {share(w.value)} [{share(w.low)}, {share(w.high)}]"
@@ -43,18 +43,25 @@ def _stats_lines(metric: str, s: ProgramStats, indent: str = "") -> list[str]:
     return [f"{indent}Win rate: {won}", f"{indent}Impact ({metric}): {shipped}"]
 
 
-def program_text(report: ProgramReport) -> str:
-    """The program's statistics, its tags and every experiment's raw and shrunken lift."""
+def summary_lines(report: ProgramReport, what: str) -> list[str]:
+    """``Program SOURCE: N {what}, primary metric ...``, each metric's prior, the
+    win rate and the impact, overall and per tag."""
     level = f"{(1 - report.alpha) * 100:g}%"
     lines = [
-        f"Program {report.source}: {report.experiments} experiments, primary metric "
+        f"Program {report.source}: {report.experiments} {what}, primary metric "
         f"{report.primary}, {level} intervals",
         *(prior_line(m, p) for m, p in report.priors),
-        *_stats_lines(report.primary, report.overall),
+        *stats_lines(report.primary, report.overall),
     ]
     for s in report.tags:
         lines += [f"Tag {s.tag} ({s.experiments} experiments):"]
-        lines += _stats_lines(report.primary, s, "  ")
+        lines += stats_lines(report.primary, s, "  ")
+    return lines
+
+
+def program_text(report: ProgramReport) -> str:
+    """The program's statistics, its tags and every experiment's raw and shrunken lift."""
+    lines = summary_lines(report, "experiments")
     header = ("experiment", "metric", "status", "lift", "interval", "shrunk", "interval")
     table = [header]
     from scipy.special import ndtri

@@ -93,6 +93,11 @@ STATUS_WORDS: dict[str, str] = {
     "worse": "significantly worse",
     "underpowered": "underpowered",
     "unchecked": "could not be checked",
+    # What became of an experiment (experiment set --status).
+    "running": "running",
+    "shipped": "shipped",
+    "rolled_back": "rolled back",
+    "abandoned": "abandoned",
     # Agreement consistency.
     "consistent": "consistent",
     "inconsistent": "inconsistent",

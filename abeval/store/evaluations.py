@@ -27,6 +27,8 @@ from abeval.store.schema import TABLES
 from abeval.store.store_keys import signature, signed_by
 
 if TYPE_CHECKING:
+    from sqlalchemy.engine import Connection
+
     from abeval.store.database import Database
 
 _COLUMNS = TABLES["offline_evaluations"].names
@@ -303,4 +305,42 @@ def _metric_of(row: Any) -> RecordedMetric:
         difference_low=opt_float(row.difference_low),
         difference_high=opt_float(row.difference_high),
         paired_users=None if row.paired_users is None else int(row.paired_users),
+    )
+
+
+@dataclass(frozen=True)
+class EvaluationListed:
+    """One evaluation recorded against an experiment, as ``experiment show`` lists
+    it: its id, when (naive UTC), its arms and its metrics."""
+
+    evaluation_id: str
+    recorded_at: datetime
+    arms: tuple[str, ...]
+    metrics: tuple[str, ...]
+
+
+def listed_evaluations(conn: Connection, experiment: str) -> tuple[EvaluationListed, ...]:
+    """Every evaluation recorded against ``experiment``, the earliest first."""
+    from sqlalchemy import text
+
+    if not has_own_table(conn, "offline_evaluations"):
+        return ()
+    rows = conn.execute(
+        text(
+            "SELECT evaluation_id, recorded_at, arm, metric FROM offline_evaluations "
+            "WHERE experiment = :e ORDER BY recorded_at, evaluation_id, arm, metric"
+        ),
+        {"e": experiment},
+    ).fetchall()
+    grouped: dict[str, list[Any]] = {}
+    for row in rows:
+        grouped.setdefault(str(row[0]), []).append(row)
+    return tuple(
+        EvaluationListed(
+            evaluation_id=eid,
+            recorded_at=group[0][1],
+            arms=tuple(dict.fromkeys(str(r[2]) for r in group)),
+            metrics=tuple(dict.fromkeys(str(r[3]) for r in group)),
+        )
+        for eid, group in grouped.items()
     )

@@ -224,6 +224,18 @@ TABLES: dict[str, Table] = {
             created_at timestamp not null
             """,
         ),
+        _table(  # 0013
+            "experiment_outcomes",
+            """
+            experiment text key
+            owner text
+            hypothesis text
+            tags text
+            status text
+            decided_on text
+            updated_at timestamp not null
+            """,
+        ),
         _table(  # 0014
             "kept_summaries",
             """
@@ -247,4 +259,5 @@ OWN_TABLES = (
     "target_propensities",
     "target_files",
     "store_keys",
+    "experiment_outcomes",
 )

@@ -73,6 +73,12 @@ BAD_TEXT: dict[str, str] = {
     "--predictions": "=",
     "--signal": None,  # named against the history: a data error
     "--format": "pdf",
+    "--owner": " ",
+    "--hypothesis": " ",
+    "--tag": "a;b",
+    "--decided-on": "2026-13-01",
+    "--since": "not-a-date",
+    "--until": "not-a-date",
 }
 
 #: Options no value of which is a usage error: names looked up in the store or a
@@ -84,6 +90,7 @@ LOOKED_UP = {
     "--truth",
     "--items",
     "--history",
+    "--with-reports",
     "--per-user",
     "--target-propensities",
     "--control",

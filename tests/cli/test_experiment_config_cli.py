@@ -124,6 +124,9 @@ def test_set_show_unset_round_trip(store: Path) -> None:  # noqa: F811
         f"  plan recorded {at}, on data to 2024-05-02 11:00 UTC: day 2, 2 users\n"
         "  not recorded (the defaults apply): --secondary, --cuped-days, --target-mde, "
         "--correction\n"
+        "  status: not recorded\n"
+        "  target probabilities: none recorded\n"
+        "  evaluations: none recorded\n"
     )
     as_json = json.loads(invoke("experiment", "show", "home", "--format", "json").stdout)
     assert as_json == {
@@ -134,6 +137,13 @@ def test_set_show_unset_round_trip(store: Path) -> None:  # noqa: F811
         "window_from": None,
         "window_to": None,
         "config": RECORDED | {"plan_recorded": plan},
+        "owner": None,
+        "hypothesis": None,
+        "tags": [],
+        "status": None,
+        "decided_on": None,
+        "target_propensities": None,
+        "evaluations": [],
     }
 
     # A second set changes only what it names.

@@ -349,3 +349,43 @@ def test_demo_ends_with_a_forecast_beside_the_true_lift(demo: Demo) -> None:
         f"--signal ndcg@10 --users-per-day {round(main_rate)}   (the main experiment's traffic)"
     )
     assert lines[lines.index(forecast) + 2] == explore
+
+
+def test_demo_records_what_was_decided_and_says_how_to_see_the_program(demo: Demo) -> None:
+    """The history experiments are recorded shipped or rolled back (owner demo, tag
+    history), decided the day after their last event; the line counts them and the
+    next one names `abeval program`."""
+    from datetime import date, timedelta
+
+    import abeval
+
+    db = demo.folder / "demo.duckdb"
+    lines = demo.stderr.splitlines()
+    match = next(
+        re.fullmatch(
+            r"recorded: what was decided about the history experiments \((\d+) shipped where "
+            r"the online CTR lift was above 0, (\d+) rolled back\)",
+            line,
+        )
+        for line in lines
+        if line.startswith("recorded: what was decided")
+    )
+    assert match is not None
+    explore = f"explore: abeval program --db {db}   (every experiment: status, decision, lift;"
+    assert lines[lines.index(match.group(0)) + 1].startswith(explore)
+    statuses: dict[str, int] = {}
+    with abeval.open(db, read_only=True) as store:
+        last = {e.experiment: e.last_ts for e in store.experiments()}
+        for name in sorted(last):
+            o = store.experiment(name).outcome
+            if name == "home-reco-v2":
+                assert o.status is None
+                continue
+            assert (o.owner, o.tags) == ("demo", ("history",))
+            assert o.status in ("shipped", "rolled_back")
+            day = date.fromisoformat(str(last[name])[:10]) + timedelta(days=1)
+            assert o.decided_on == day.isoformat()
+            statuses[o.status] = statuses.get(o.status, 0) + 1
+    assert statuses == {
+        k: int(v) for k, v in zip(("shipped", "rolled_back"), match.groups(), strict=True) if int(v)
+    }
