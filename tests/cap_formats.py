@@ -33,4 +33,14 @@ def check_cap_formats(
     assert runner.invoke(app, [*args, "-o", str(page)]).exit_code == 0
     html = page.read_text()
     assert f"Per-user {variable} capped at its {q} quantile over both arms, {shown}" in html
+    # the bias the cap brings, with its size from the data, beside the cap and each
+    # capped metric's row (docs/metrics.md#outlier-capping)
+    kept = info["lift_kept"]
+    said = (
+        f"the cap keeps about {kept:.0%} of a lift that scales every user's value: "
+        f"a true +5.0% reads about {0.05 * kept:+.1%}"
+    )
+    assert f"; {said}" in text
+    rows = html.count('data-field="capping-bias">' + said.capitalize().replace("'", "&#39;"))
+    assert rows == len(doc["caps"][0]["metrics"]) * (len(doc["arms"]) - 1)
     return doc

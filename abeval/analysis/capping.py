@@ -152,6 +152,24 @@ def cap_infos(
             cap=v.cap,
             users_capped=dict(v.users_capped),
             users_capped_total=sum(v.users_capped.values()),
+            lift_kept=lift_kept(v),
         )
         for v in values.values()
     )
+
+
+def lift_kept(v: CapValue) -> float | None:
+    """The share of a true lift the capped metric reads, for a lift that scales
+    every user's value by 1 + ρ: d/dρ Σ min((1 + ρ)xᵢ, cap) = Σ_{xᵢ ≤ cap} xᵢ, so
+    the capped relative lift is about ρ·κ with::
+
+        κ = Σ_{xᵢ ≤ cap} xᵢ / Σ min(xᵢ, cap) = 1 − cap·(users above) / Σ min(xᵢ, cap)
+
+    over both arms (the pooled cap moves with the lift by the same amount in both
+    arms, so it adds nothing to the difference; docs/metrics.md#outlier-capping,
+    measured in benchmarks/bench_capping.py). None without a cap or a capped sum."""
+    total = sum(v.capped_sums.values())
+    if v.cap is None or not total > 0 or not math.isfinite(total):
+        return None
+    kept = 1.0 - v.cap * sum(v.users_capped.values()) / total
+    return kept if math.isfinite(kept) else None

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from abeval.analysis.capping import check_cappable
 from abeval.analysis.online_metrics import Catalog, check_known, parse_online_metrics
-from abeval.analysis.report_model import ReportOptions
+from abeval.analysis.report_model import PlanRecord, ReportOptions
 from abeval.analysis.team_metrics import read_catalog
 from abeval.choices import Correction
 from abeval.errors import OptionError
@@ -86,6 +86,8 @@ class ExperimentConfig:
     #: The A/B test of the same two rankers this interleaved experiment compared
     #: (``--interleaving-of``): its Δ_AB is a signal of that test on the board.
     interleaving_of: str | None = None
+    #: When the plan was recorded and on what data (set by :func:`record`, no flag).
+    plan_recorded: PlanRecord | None = None
 
     def recorded(self) -> dict[str, Any]:
         """The recorded options as JSON values, in :data:`OPTIONS` order."""
@@ -98,6 +100,8 @@ class ExperimentConfig:
                 out[f.name] = [{"metric": g.metric, "margin": g.margin} for g in value]
             elif f.name == "caps":
                 out[f.name] = dict(value)
+            elif f.name == "plan_recorded":
+                out[f.name] = value.to_dict()
             elif isinstance(value, tuple):
                 out[f.name] = list(value)
             else:
@@ -109,6 +113,7 @@ class ExperimentConfig:
         values set, and ``flags`` naming them (the record fills the others)."""
         given = {f.name: getattr(self, f.name) for f in fields(self)}
         given = {k: v for k, v in given.items() if v is not None and k not in LINKS}
+        given.pop("plan_recorded", None)  # how the plan was recorded, not an option
         guardrails = given.pop("guardrails", None)
         if guardrails is not None:
             given["guardrails"] = tuple(g.metric for g in guardrails)
@@ -129,6 +134,8 @@ class ExperimentConfig:
                 values[key] = tuple((str(k), float(v)) for k, v in value.items())
             elif key in ("primary", "secondary"):
                 values[key] = tuple(value)
+            elif key == "plan_recorded":
+                values[key] = PlanRecord(**value)
             elif key in OPTIONS:
                 values[key] = value
         return cls(**values)
@@ -256,6 +263,8 @@ def with_record(
                 values[name] = recorded
         else:
             sources[name] = "default"
+    if config.plan_recorded is not None and not flags & {"plan_users", "plan_days"}:
+        values["plan_recorded"] = config.plan_recorded
     return replace(o, **values, sources=tuple(sources.items()))
 
 
@@ -362,6 +371,7 @@ def record(
         config = read_config(conn, experiment)
         if changes.recorded() or set(removed) & set(OPTIONS):
             config = without(merged(config, changes), set(removed) & set(OPTIONS))
+            config = stamped(conn, experiment, config, changes, removed)
             values |= config_column(config.recorded())
         done = record_targets(conn, experiment, targets) if targets is not None else None
         if after is not None and after != before:
@@ -396,6 +406,42 @@ def check_link(conn: Connection, experiment: str, ab_test: str) -> None:
             f"experiment {ab_test!r} is itself interleaved: name the A/B test of the "
             "same two rankers"
         )
+
+
+def stamped(
+    conn: Connection,
+    experiment: str,
+    config: ExperimentConfig,
+    changes: ExperimentConfig,
+    removed: Iterable[str],
+) -> ExperimentConfig:
+    """``config`` with its plan stamped against the data when this change records
+    or removes a part of the plan (:class:`PlanRecord`): the time and what the
+    store holds of the experiment now; no stamp once no plan is left."""
+    from datetime import UTC, datetime
+
+    from abeval.store.data_stamp import data_stamp
+
+    plan = ("plan_users", "plan_days")
+    touched = any(getattr(changes, n) is not None for n in plan) or set(removed) & set(plan)
+    if not touched:
+        return config
+    if config.plan_users is None and config.plan_days is None:
+        return replace(config, plan_recorded=None)
+    now = data_stamp(conn, experiment)
+    reached = (config.plan_users is None or now.users >= config.plan_users) and (
+        config.plan_days is None or now.days >= config.plan_days
+    )
+    record_ = PlanRecord(
+        recorded_at=datetime.now(UTC).replace(tzinfo=None).isoformat(timespec="seconds"),
+        data_until=now.last_event.isoformat(timespec="seconds") if now.last_event else None,
+        days=now.days,
+        users=now.users,
+        plan_users=config.plan_users,
+        plan_days=config.plan_days,
+        after_data=reached,
+    )
+    return replace(config, plan_recorded=record_)
 
 
 def show(store: Database, experiment: str) -> tuple[ExperimentSettings, ExperimentConfig]:

@@ -227,7 +227,12 @@ def forecast_metric(
     assurance = None
     days = None
     if scale is not None and forecast.status == "ok":
-        assurance = users_for_assurance(forecast, scale, o.assurance, o.alpha)
+        # at the α the decision uses (α over the primary metrics, Holm's smallest
+        # step) and under its default basis: α spent over a look a day
+        alpha = o.alpha / max(len(o.primary), 1)
+        assurance = users_for_assurance(
+            forecast, scale, o.assurance, alpha, spending=True, users_per_day=users_per_day
+        )
         if assurance.users is not None and users_per_day:
             days = assurance.users / users_per_day
     return MetricForecast(

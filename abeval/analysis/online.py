@@ -144,6 +144,7 @@ def _settings(seen: Observed, o: ReportOptions) -> Settings:
         plan_days=o.plan_days,
         planning_alpha=planning_alpha(o.alpha, family),
         planning_rule=planning_rule(o.correction, family),
+        plan_recorded=o.plan_recorded,
     )
 
 

@@ -19,6 +19,7 @@ single real effect among m must beat it to be declared, whatever the others do
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -45,6 +46,14 @@ def baseline(control: ArmStats, treatment: ArmStats) -> tuple[float, float]:
 def planning_alpha(alpha: float, comparisons: int) -> float:
     """The α a family of ``comparisons`` tests is planned at: α/m (module docstring)."""
     return alpha / max(comparisons, 1)
+
+
+def guardrail_planning_power(power: float, guardrails: int) -> float:
+    """The power each of ``guardrails`` comparisons is planned at so that all of them
+    at once reach ``power``: 1 − (1 − power)/g, the misses shared out as Bonferroni
+    shares out α (Schultzberg, Ankargren and Frånberg 2024, as Spotify's Confidence
+    plans guardrails: a ship needs every guardrail shown non-inferior)."""
+    return 1.0 - (1.0 - power) / max(guardrails, 1)
 
 
 def planning_rule(correction: str, comparisons: int) -> str:
@@ -82,7 +91,7 @@ def power_info(
     if needed.total_users is not None and users_per_day:
         current = (c.n + t.n) * n_arms / 2
         more_days = max(0.0, (needed.total_users - current) / users_per_day)
-    return PowerInfo(
+    row = PowerInfo(
         metric=metric,
         arm=arm,
         detectable=detectable,
@@ -90,6 +99,37 @@ def power_info(
         users_per_day=users_per_day,
         more_days_needed=more_days,
         feasible=more_days is None or more_days <= FEASIBLE_DAYS,
+    )
+    if o.sequential or o.plan_users is not None or o.plan_days is not None or not row.feasible:
+        return row
+    return with_looks(row, alpha, o.power)
+
+
+def with_looks(row: PowerInfo, alpha: float, power: float) -> PowerInfo:
+    """``row`` with its power under the default basis: group-sequential spending of
+    ``alpha`` over a look a day up to the users the target needs
+    (:mod:`abeval.stats.spending_power`): the chance of crossing a boundary by then,
+    and the users for which it is ``power`` (the fixed test's, inflated)."""
+    from abeval.stats.power import _noncentrality
+    from abeval.stats.spending_power import (
+        daily_fractions,
+        planned_looks,
+        spending_noncentrality,
+        spending_power,
+    )
+
+    need = row.needed_for_target
+    if need.status != "ok" or need.total_users is None or need.critical_value is None:
+        return row
+    looks = planned_looks(need.total_users, row.users_per_day)
+    fractions = daily_fractions(looks)
+    fixed = _noncentrality(need.critical_value, power)
+    inflation = (spending_noncentrality(fractions, power, alpha) / fixed) ** 2
+    return replace(
+        row,
+        looks=looks,
+        power_with_looks=spending_power(fractions, fixed, alpha),
+        users_with_looks=math.ceil(need.total_users * inflation),
     )
 
 
@@ -101,12 +141,15 @@ def guardrail_power(
     planned: tuple[int | None, str],
     o: ReportOptions,
     family: int = 1,
+    powered: int = 1,
 ) -> GuardrailPower | None:
     """Whether a guardrail with a margin can be shown non-inferior at the planned
     size: the users for which, with no true change, its interval's worse end stays
-    within the margin with probability ``o.power`` at the guardrails' planning α
-    (the two-sided power of a lift equal to the margin: its far tail is negligible
-    at any useful power). None when the guardrail has no margin."""
+    within the margin at the guardrails' planning α (the two-sided power of a lift
+    equal to the margin: its far tail is negligible at any useful power) with the
+    power that gives ``o.power`` to all ``powered`` guardrail comparisons with a
+    margin at once (:func:`guardrail_planning_power`). None when the guardrail has
+    no margin."""
     margin = o.margin(metric)
     if margin is None:
         return None
@@ -116,7 +159,7 @@ def guardrail_power(
         variance,
         margin,
         alpha=planning_alpha(o.alpha, family),
-        power=o.power,
+        power=guardrail_planning_power(o.power, powered),
         n_arms=n_arms,
         sequential=o.sequential,
         tuning_n=o.tuning_n,
@@ -205,8 +248,11 @@ def guardrail_powers(
         known = [n for n in needs if n is not None]
         planned = (max(known) if known else None, "target_mde")
     family = len(o.guardrails) * len(treatments)
+    powered = sum(o.margin(name) is not None for name in o.guardrails) * len(treatments)
     rows = (
-        guardrail_power(name, arm, plain[(name, arm)], 1 + len(treatments), planned, o, family)
+        guardrail_power(
+            name, arm, plain[(name, arm)], 1 + len(treatments), planned, o, family, powered
+        )
         for name in o.guardrails
         for arm in treatments
         if (name, arm) in plain

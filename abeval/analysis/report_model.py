@@ -45,6 +45,23 @@ ControlRule = Literal["option", "recorded", "named_control"]
 
 
 @dataclass(frozen=True)
+class PlanRecord(JsonResult):
+    """When the plan (``plan_users``, ``plan_days``) was recorded and what the store
+    held of the experiment then (:mod:`abeval.store.data_stamp`): the time (naive
+    UTC, ISO), the last event, the days from the first exposure and the users
+    exposed. ``after_data``: the data had already reached every recorded part of
+    the plan, so it was made after the result could be seen."""
+
+    recorded_at: str
+    data_until: str | None
+    days: int
+    users: int
+    plan_users: int | None
+    plan_days: int | None
+    after_data: bool
+
+
+@dataclass(frozen=True)
 class ReportOptions:
     """What ``abeval report`` lets a user choose."""
 
@@ -81,6 +98,8 @@ class ReportOptions:
     sources: tuple[tuple[str, str], ...] = ()
     # The settings given as flags for this run; None: the record is not read.
     flags: frozenset[str] | None = None
+    # When the recorded plan was recorded, on what data (None: no recorded plan read).
+    plan_recorded: PlanRecord | None = None
 
     def margin(self, metric: str) -> float | None:
         return dict(self.margins).get(metric)
@@ -119,6 +138,7 @@ class Settings(JsonResult):
     plan_days: int | None = None
     planning_alpha: float | None = None
     planning_rule: str | None = None
+    plan_recorded: PlanRecord | None = None
 
 
 @dataclass(frozen=True)
@@ -281,6 +301,9 @@ class CapInfo(JsonResult):
     cap: float | None
     users_capped: dict[str, int]
     users_capped_total: int
+    #: The share of a lift that scales every user's value that the capped metric
+    #: keeps (:func:`abeval.analysis.capping.lift_kept`); None when undefined.
+    lift_kept: float | None = None
 
 
 @dataclass(frozen=True)
@@ -347,6 +370,14 @@ class PowerInfo(JsonResult):
     users_per_day: float | None
     more_days_needed: float | None
     feasible: bool = True  # False when more than a year more would be needed
+    #: Under the default basis (no plan recorded: α spent over a look a day up to
+    #: the users needed, :mod:`abeval.stats.spending_power`): the looks counted, the
+    #: chance of crossing a boundary by the last of them with those users, and the
+    #: users for which that chance is the planned power. None when a plan is
+    #: recorded or the test is sequential (the fixed or sequential power holds).
+    looks: int | None = None
+    power_with_looks: float | None = None
+    users_with_looks: int | None = None
 
 
 @dataclass(frozen=True)

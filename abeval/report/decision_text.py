@@ -6,12 +6,15 @@ guardrails' non-inferiority plan, and where each setting came from
 
 from __future__ import annotations
 
+import math
+
 from abeval.analysis.online_metrics import Catalog
 from abeval.analysis.report_model import (
     Decision,
     DecisionInput,
     GuardrailPower,
     PlanProgress,
+    PowerInfo,
     Settings,
 )
 from abeval.formatting import count, share
@@ -91,6 +94,21 @@ def guardrail_power_line(g: GuardrailPower) -> str:
     planned = "the recorded plan" if g.planned_rule == "plan" else "the target MDE's size"
     verdict = "enough" if g.enough else "cannot be shown non-inferior at the planned size"
     return f"{needs}; {planned} is {count(g.planned_users)}: {verdict}"
+
+
+def looks_text(p: PowerInfo) -> str | None:
+    """The power under the default basis, when computed: ``with a look a day and no
+    plan recorded (the default), 78% power after 14 daily looks; 80% needs 41,200 users``."""
+    if p.power_with_looks is None or p.users_with_looks is None or p.looks is None:
+        return None
+    days = p.needed_for_target.total_users or 0
+    days = math.ceil(days / p.users_per_day) if p.users_per_day else 0
+    counted = f" (the first {p.looks} of {days:,} days counted)" if days > p.looks else ""
+    return (
+        f"with a look a day and no plan recorded (the default), "
+        f"{share(p.power_with_looks, 0)} power after {p.looks} daily looks{counted}; "
+        f"{share(p.needed_for_target.power, 0)} needs {count(p.users_with_looks)} users"
+    )
 
 
 SOURCE_NAMES = {

@@ -55,6 +55,10 @@ def settings_lines(experiment: str, s: ExperimentSettings, config: ExperimentCon
     """``abeval experiment show``: the settings line, one line per recorded option, and
     the options left to their defaults."""
     lines = [settings_line(experiment, s), *(f"  {line}" for line in config_lines(config))]
+    if config.plan_recorded is not None:
+        from abeval.report.method_text import plan_record_text
+
+        lines.append(f"  plan {plan_record_text(config.plan_recorded)}")
     from abeval.analysis.experiment_config import LINKS
 
     missing = [

@@ -4,6 +4,8 @@ Nothing here computes a statistic."""
 
 from __future__ import annotations
 
+import math
+
 from abeval.analysis.forecast import ForecastReport, MetricForecast
 from abeval.analysis.forecast_choice import (
     GO_P,
@@ -179,7 +181,13 @@ def test_line(m: MetricForecast) -> str:
         if m.days is None or m.users_per_day is None
         else (f", {days_text(m.days, m.users_per_day)}")
     )
-    return f"Test size: {count(a.users)} users for {share(a.target, 0)} assurance{days}"
+    looks = f", {a.looks} daily looks" if a.looks > 1 else ""
+    if a.looks > 1 and m.days is not None and math.ceil(m.days) > a.looks:
+        looks = f", the first {a.looks} of {math.ceil(m.days)} daily looks counted"
+    return (
+        f"Test size: {count(a.users)} users for {share(a.target, 0)} assurance{days} "
+        f"(alpha {a.alpha:.3g}{looks})"
+    )
 
 
 def forecast_lines(m: MetricForecast, level: str, target: float) -> list[str]:

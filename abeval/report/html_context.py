@@ -93,6 +93,8 @@ class OnlineMetricRow:
     # The fixed-horizon interval while the basis is always-valid, in words, shown
     # only in a folded detail (abeval.report.method_text.reference_words).
     reference: str = ""
+    # What the metric's cap does to a lift, in words (abeval.report.words.capping_bias).
+    capped: str = ""
     # Which day the shown numbers are from, once the metric reached its expected
     # size before today (abeval.report.method_text.decided_words), shown unfolded.
     decided: str = ""
@@ -121,6 +123,8 @@ class PowerLine:
     info: PowerInfo
     label: str
     progress: float | None
+    #: The power under the default basis in words (``looks_text``), or None.
+    looks: str | None = None
 
 
 @dataclass(frozen=True)

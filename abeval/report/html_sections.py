@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from abeval.analysis.online_metrics import Catalog, direction
-from abeval.analysis.report_model import ExperimentReport, OnlineMetricResult, Role
+from abeval.analysis.report_model import CapInfo, ExperimentReport, OnlineMetricResult, Role
 from abeval.formatting import (
     count,
     fixed,
@@ -39,6 +39,7 @@ from abeval.report.charts import (
     lift_chart,
     users_chart,
 )
+from abeval.report.decision_text import looks_text
 from abeval.report.html_context import (
     CheckState,
     HealthCheck,
@@ -54,7 +55,7 @@ from abeval.report.html_context import (
 from abeval.report.method_text import decided_words, reference_words
 from abeval.report.offline_view import offline_view, significant
 from abeval.report.tones import offline_lower_is_better, tone
-from abeval.report.words import said
+from abeval.report.words import capping_bias, said
 from abeval.stats.results import Lift
 
 # --------------------------------------------------------------------------- names
@@ -196,7 +197,10 @@ def _window_and_cap_checks(report: ExperimentReport) -> tuple[HealthCheck, ...]:
                 "",
                 f"Per-user {c.variable} capped at its {c.quantile:g} quantile over both arms, "
                 f"{number(c.cap)} ({', '.join(c.metrics)}): {count(c.users_capped_total)} "
-                f"users above it ({arms}).",
+                f"users above it ({arms})."
+                + (
+                    f" {capping_bias(c.lift_kept).capitalize()}." if c.lift_kept is not None else ""
+                ),
             )
         )
     return tuple(rows)
@@ -259,7 +263,13 @@ def _bars(lifts: Sequence[Lift]) -> tuple[list[IntervalBar], tuple[Tick, ...]]:
     return [interval_bar(scale, lift.interval, lift.effect) for lift in lifts], bar_axis(scale)
 
 
-def _metric_table(role: Role, results: list[OnlineMetricResult], catalog: Catalog) -> MetricTable:
+def _metric_table(
+    role: Role,
+    results: list[OnlineMetricResult],
+    catalog: Catalog,
+    caps: Sequence[CapInfo] = (),
+) -> MetricTable:
+    capped = {m: capping_bias(c.lift_kept) for c in caps for m in c.metrics}
     lifts = [m.comparison.relative for m in results]
     bars, axis = _bars(lifts)
     rows = []
@@ -280,6 +290,7 @@ def _metric_table(role: Role, results: list[OnlineMetricResult], catalog: Catalo
                 bar=bar,
                 absolute=signed(m.comparison.absolute.effect),
                 reference=reference_words(m),
+                capped=capped.get(m.metric, ""),
                 decided=decided_words(m),
             )
         )
@@ -300,7 +311,9 @@ def metric_tables(report: ExperimentReport) -> tuple[MetricTable, ...]:
     roles: tuple[Role, ...] = ("primary", "guardrail", "secondary")
     by_role = {role: [m for m in report.metrics if m.role == role] for role in roles}
     return tuple(
-        _metric_table(role, by_role[role], report.catalog) for role in roles if by_role[role]
+        _metric_table(role, by_role[role], report.catalog, report.caps)
+        for role in roles
+        if by_role[role]
     )
 
 
@@ -358,7 +371,8 @@ def power_lines(report: ExperimentReport, total_users: int) -> tuple[PowerLine, 
     for p in report.power:
         needed = p.needed_for_target.total_users
         progress = min(total_users / needed, 1.0) if needed else None
-        lines.append(PowerLine(info=p, label=metric_label(report, p.metric), progress=progress))
+        label = metric_label(report, p.metric)
+        lines.append(PowerLine(info=p, label=label, progress=progress, looks=looks_text(p)))
     return tuple(lines)
 
 

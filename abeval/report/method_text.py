@@ -5,7 +5,7 @@ used it; the test's days, with the pre-period's events apart."""
 
 from __future__ import annotations
 
-from abeval.analysis.report_model import ExperimentReport, OnlineMetricResult
+from abeval.analysis.report_model import ExperimentReport, OnlineMetricResult, PlanRecord
 from abeval.formatting import lift_interval, parse_time, pct, when
 
 
@@ -82,9 +82,29 @@ def basis_words(r: ExperimentReport) -> str:
         )
         if part
     )
+    stamp = r.settings.plan_recorded
+    recorded = f" ({plan_record_text(stamp)})" if stamp is not None else ""
     if d.basis == "fixed_plan_reached":
-        return f"fixed horizon: the plan of {plan} is reached"
-    return f"fixed horizon: the plan of {plan} is not reached yet, so no decision before it"
+        return f"fixed horizon: the plan of {plan} is reached{recorded}"
+    return (
+        f"fixed horizon: the plan of {plan} is not reached yet, so no decision before it{recorded}"
+    )
+
+
+def plan_record_text(p: PlanRecord) -> str:
+    """When and on what data the plan was recorded: ``recorded 2026-11-29 12:30 UTC,
+    on data to 2025-03-09 23:50 UTC: day 7, 15,040 users``; with, when the data had
+    reached the plan then, ``; the data had reached it already: a plan made after
+    the result could be seen``."""
+    data = (
+        f"on data to {when(p.data_until)}: day {p.days}, {p.users:,} users"
+        if p.data_until
+        else "before any data"
+    )
+    text = f"recorded {when(p.recorded_at)}, {data}"
+    if p.after_data:
+        text += "; the data had reached it already: a plan made after the result could be seen"
+    return text
 
 
 def reference_words(m: OnlineMetricResult) -> str:

@@ -33,6 +33,7 @@ def plan_lines(experiment: str, plan: Plan) -> list[str]:
     """The design and level of the plan, what each metric and arm detects now and
     what the target needs, and each guardrail's plan (``abeval power --experiment``)."""
     from abeval.formatting import count, number, pct
+    from abeval.report.decision_text import looks_text
     from abeval.report.words import said
 
     if plan.interleaving is not None:
@@ -61,6 +62,9 @@ def plan_lines(experiment: str, plan: Plan) -> list[str]:
         )
         if r.more_days_needed is not None and r.users_per_day:
             lines.append(f"  {days_text(r.more_days_needed, r.users_per_day, 'more ')}")
+        looks = looks_text(r)
+        if looks:
+            lines.append(f"  {looks}")
     lines += [guardrail_power_line(g) for g in plan.guardrails]
     return lines
 

@@ -31,6 +31,7 @@ from abeval.report.decision_text import (
     basis_sentence,
     guardrail_power_line,
     guardrail_sentence,
+    looks_text,
     sources_line,
 )
 from abeval.report.interleaving_text import header_line, interleaving_lines
@@ -50,7 +51,7 @@ from abeval.report.offline_view import (
 )
 from abeval.report.ope_text import ope_lines
 from abeval.report.predicted_text import predicted_lines
-from abeval.report.words import decision_reason, said
+from abeval.report.words import capping_bias, decision_reason, said
 from abeval.stats.results import Lift
 
 #: Why the replayed metrics are not judged against the online lift (docs/metrics.md#log-replay).
@@ -143,9 +144,11 @@ def cap_line(c: CapInfo) -> str:
     """``capped revenue at its 0.99 quantile, 512.3 (revenue_per_user, aov): 8 users
     above (control 3, treatment 5)``."""
     arms = ", ".join(f"{arm} {n:,}" for arm, n in c.users_capped.items())
+    bias = capping_bias(c.lift_kept)
     return (
         f"capped {c.variable} at its {c.quantile:g} quantile, {number(c.cap)} "
         f"({', '.join(c.metrics)}): {c.users_capped_total:,} users above ({arms})"
+        + (f"; {bias}" if bias else "")
     )
 
 
@@ -279,6 +282,9 @@ def _power(r: ExperimentReport) -> list[str]:
                 else f"an unknown number of users ({NA})"
             )
         )
+        looks = looks_text(p)
+        if looks:
+            lines.append(f"    {looks}")
     lines += [f"  {guardrail_power_line(g)}" for g in r.guardrail_power]
     return lines
 

@@ -175,3 +175,21 @@ def history_shown(history: str, show: bool) -> str:
     if show or not history.startswith("the store "):
         return history
     return f"the {store_kind(history.removeprefix('the store '))}"
+
+
+#: The lift a capped metric is said to read for: the +5% of the issue's review.
+CAPPED_EXAMPLE_LIFT = 0.05
+
+
+def capping_bias(kept: float | None) -> str:
+    """What a cap does to a lift, with its size from the data
+    (:attr:`CapInfo.lift_kept <abeval.analysis.report_model.CapInfo.lift_kept>`):
+    ``the cap keeps about 54% of a lift that scales every user's value: a true
+    +5.0% reads about +2.7%``; empty when unknown."""
+    if kept is None:
+        return ""
+    reads = CAPPED_EXAMPLE_LIFT * kept
+    return (
+        f"the cap keeps about {kept:.0%} of a lift that scales every user's value: "
+        f"a true {CAPPED_EXAMPLE_LIFT:+.1%} reads about {reads:+.1%}"
+    )

@@ -74,6 +74,9 @@ def check_capped(report: ExperimentReport, quantile: float) -> None:
     assert info.cap == pytest.approx(cap, rel=1e-12)
     above = {arm: int((per_user(arm) > cap).sum()) for arm in ("control", "treatment")}
     assert info.users_capped == above and info.users_capped_total == sum(above.values())
+    # the share of a lift the cap keeps: Σ of the values at or below the cap over Σ capped
+    below = pooled[pooled <= cap].sum()
+    assert info.lift_kept == pytest.approx(below / np.minimum(pooled, cap).sum(), rel=1e-9)
     stats = report.methodology.sufficient_statistics
     for arm in ("control", "treatment"):
         x = np.clip(per_user(arm), None, cap)
@@ -175,3 +178,31 @@ def test_caps_repeat_and_combine(duck: str) -> None:
     doc = json.loads(result.stdout)
     assert doc["settings"]["caps"] == {"revenue_per_user": 0.9, "aov": 0.9}
     assert [c["variable"] for c in doc["caps"]] == ["revenue"]
+
+
+@pytest.mark.parametrize("quantile", [0.9, 0.99])
+def test_lift_kept_is_the_capped_lift_of_a_small_scaling(quantile: float) -> None:
+    """κ (abeval.analysis.capping.lift_kept) is the capped relative lift per unit of
+    a small lift that scales every user's value: the treatment the control's users
+    with every value times 1 + ε, the cap recomputed on both arms pooled (numpy),
+    the capped lift divided by ε."""
+    from abeval.analysis.capping import lift_kept
+    from abeval.store.sql.online_caps import CapValue
+
+    rng = np.random.default_rng(3)
+    x = np.where(rng.random(200_000) < 0.2, rng.lognormal(3.0, 1.2, 200_000), 0.0)
+    cap = float(np.quantile(np.concatenate([x, x]), quantile))
+    value = CapValue(
+        "revenue",
+        quantile,
+        cap,
+        {"control": int((x > cap).sum()), "treatment": int((x > cap).sum())},
+        {"control": float(np.minimum(x, cap).sum()), "treatment": float(np.minimum(x, cap).sum())},
+    )
+    eps = 1e-4
+    t = x * (1 + eps)
+    moved = float(np.quantile(np.concatenate([x, t]), quantile))
+    capped_lift = np.minimum(t, moved).mean() / np.minimum(x, moved).mean() - 1
+    kept = lift_kept(value)
+    assert kept is not None and 0 < kept < 1
+    assert capped_lift / eps == pytest.approx(kept, rel=2e-3)

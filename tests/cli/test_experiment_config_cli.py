@@ -6,7 +6,7 @@ overrides it for one run, and ``settings.sources`` says where each came from."""
 from __future__ import annotations
 
 import json
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import duckdb
@@ -53,6 +53,34 @@ def stored(db: Path) -> tuple[object, ...]:
     return (row[0], row[1], json.loads(row[2]) if row[2] else None)
 
 
+def stamp(db: Path, started: datetime) -> dict[str, object]:
+    """The plan's stamp as stored, checked against the fixture's events: the last
+    event 2024-05-02 11:00, two days from the first exposure (05-01 08:00), u2 and
+    u3 exposed to one arm each (u1 to both), and a time within the test's run."""
+    recorded = stored(db)[2]
+    assert isinstance(recorded, dict)
+    found = recorded["plan_recorded"]
+    at = datetime.fromisoformat(found.pop("recorded_at")).replace(tzinfo=UTC)
+    assert started - timedelta(seconds=1) <= at <= datetime.now(UTC)
+    assert found == {
+        "data_until": "2024-05-02T11:00:00",
+        "days": 2,
+        "users": 2,
+        "plan_users": recorded.get("plan_users"),
+        "plan_days": recorded.get("plan_days"),
+        "after_data": False,
+    }
+    return {**found, "recorded_at": at.replace(tzinfo=None).isoformat()}
+
+
+def unstamped(db: Path) -> tuple[object, ...]:
+    """:func:`stored` without the plan's stamp."""
+    control, split, config = stored(db)
+    if isinstance(config, dict):
+        config = {k: v for k, v in config.items() if k != "plan_recorded"}
+    return control, split, config
+
+
 RECORDED = {
     "primary": ["conversion"],
     "guardrails": [
@@ -67,6 +95,7 @@ RECORDED = {
 
 
 def test_set_show_unset_round_trip(store: Path) -> None:  # noqa: F811
+    started = datetime.now(UTC)
     result = invoke(*SET)
     assert (result.exit_code, result.stdout) == (0, "")
     assert result.stderr == (
@@ -78,7 +107,9 @@ def test_set_show_unset_round_trip(store: Path) -> None:  # noqa: F811
         "  recorded plan-users: 20000\n"
         "  recorded plan-days: 14\n"
     )
-    assert stored(store) == (None, None, RECORDED)
+    assert unstamped(store) == (None, None, RECORDED)
+    plan = stamp(store, started)
+    at = datetime.fromisoformat(str(plan["recorded_at"])).strftime("%Y-%m-%d %H:%M UTC")
 
     shown = invoke("experiment", "show", "home")
     assert (shown.exit_code, shown.stderr) == (0, "")
@@ -90,6 +121,7 @@ def test_set_show_unset_round_trip(store: Path) -> None:  # noqa: F811
         "  alpha: 0.1\n"
         "  plan-users: 20000\n"
         "  plan-days: 14\n"
+        f"  plan recorded {at}, on data to 2024-05-02 11:00 UTC: day 2, 2 users\n"
         "  not recorded (the defaults apply): --secondary, --cuped-days, --target-mde, "
         "--correction\n"
         "  status: not recorded\n"
@@ -104,7 +136,7 @@ def test_set_show_unset_round_trip(store: Path) -> None:  # noqa: F811
         "split": None,
         "window_from": None,
         "window_to": None,
-        "config": RECORDED,
+        "config": RECORDED | {"plan_recorded": plan},
         "owner": None,
         "hypothesis": None,
         "tags": [],
@@ -119,14 +151,17 @@ def test_set_show_unset_round_trip(store: Path) -> None:  # noqa: F811
         invoke("experiment", "set", "home", "--control", "treatment", "--alpha", "0.01").exit_code
         == 0
     )
-    assert stored(store) == ("treatment", None, RECORDED | {"alpha": 0.01})
+    assert stored(store) == ("treatment", None, RECORDED | {"alpha": 0.01, "plan_recorded": plan})
 
     removed = invoke("experiment", "unset", "home", "--guardrails", "--control")
     assert removed.exit_code == 0
     assert removed.stderr.splitlines()[0] == "home: removed --control, --guardrails"
     rest = {k: v for k, v in RECORDED.items() if k != "guardrails"} | {"alpha": 0.01}
-    assert stored(store) == (None, None, rest)
-    everything = ["--primary", "--cap", "--alpha", "--plan-users", "--plan-days"]
+    assert stored(store) == (None, None, rest | {"plan_recorded": plan})
+    # a part of the plan removed: the plan left is stamped anew
+    assert invoke("experiment", "unset", "home", "--plan-days").exit_code == 0
+    assert stamp(store, started)["plan_days"] is None
+    everything = ["--primary", "--cap", "--alpha", "--plan-users"]
     assert invoke("experiment", "unset", "home", *everything).exit_code == 0
     assert stored(store) == (None, None, None)
 
@@ -399,3 +434,32 @@ def test_tables_show_the_absolute_lift(sim: str, tmp_path: Path) -> None:
         assert row.split()[len(m["label"].split()) + 3] == signed(effect)
         assert "absolute lift: treatment − control" in html
         assert f">{signed(effect)} absolute</span>" in html
+
+
+def test_a_plan_recorded_after_the_data_reached_it_is_flagged(store: Path) -> None:  # noqa: F811
+    """The fixture's data have two days and two users: a plan of 2 users and 2 days
+    was reached when recorded (a plan made after peeking), one of 3 users was not."""
+    assert invoke("experiment", "set", "home", "--plan-users", "3").exit_code == 0
+    assert stored(store)[2]["plan_recorded"]["after_data"] is False  # type: ignore[index]
+    assert (
+        invoke("experiment", "set", "home", "--plan-users", "2", "--plan-days", "2").exit_code == 0
+    )
+    found = stored(store)[2]["plan_recorded"]  # type: ignore[index]
+    assert (found["after_data"], found["plan_users"], found["plan_days"]) == (True, 2, 2)
+    shown = invoke("experiment", "show", "home").stdout
+    assert (
+        "on data to 2024-05-02 11:00 UTC: day 2, 2 users; the data had reached it already: "
+        "a plan made after the result could be seen\n"
+    ) in shown
+    # the report says it on its METHOD line, and a run's own stricter plan is not stamped
+    text = invoke("report", "-e", "home", "--no-offline", "--no-ope", "-f", "text", "-o", "-")
+    method = next(line for line in text.stdout.splitlines() if line.startswith("METHOD"))
+    assert method.endswith(
+        "day 2, 2 users; the data had reached it already: a plan made after the result "
+        "could be seen)"
+    )
+    args = ("report", "-e", "home", "--no-offline", "--no-ope", "-f", "json")
+    doc = json.loads(invoke(*args).stdout)
+    assert doc["settings"]["plan_recorded"]["after_data"] is True
+    stricter = invoke(*args, "--plan-users", "5")
+    assert json.loads(stricter.stdout)["settings"]["plan_recorded"] is None

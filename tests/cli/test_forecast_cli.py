@@ -19,6 +19,7 @@ from ingest_store import run
 
 from abeval.stats.assurance import assurance
 from abeval.stats.forecast import HistoryRow, fit, predict
+from abeval.stats.spending_power import planned_looks
 
 COLUMNS = ["experiment", "signal", "offline_lift", "offline_se", "online_lift", "online_se"]
 
@@ -185,7 +186,12 @@ def test_history_round_trip_gives_the_model_s_numbers(tmp_path: Path, kind: str)
     scale = statistics.median(float(r["online_se"]) * 200_000**0.5 for r in rows)  # type: ignore[arg-type]
     assert f["lift_se_per_sqrt_user"] == pytest.approx(scale)
     users = f["users"]
-    assert assurance(expected, users, scale) >= 0.8 > assurance(expected, users * 0.99, scale)
+
+    # at α over the two default primary metrics, read once a day up to the users
+    def reached(n: float) -> float:
+        return assurance(expected, n, scale, 0.025, planned_looks(n, 20_000))
+
+    assert reached(users) >= 0.8 > reached(users * 0.99)
     assert f["days"] == pytest.approx(users / 20000)
 
 

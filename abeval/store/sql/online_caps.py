@@ -6,7 +6,7 @@ above it.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from abeval.store.sql.online_pass import user_metrics_cte
@@ -27,6 +27,9 @@ class CapValue:
     quantile: float
     cap: float | None
     users_capped: dict[str, int]
+    #: Per arm, the sum of the capped values, Σ min(xᵢ, cap) (what the capped
+    #: metric sums; with ``users_capped``, the share of a lift the cap keeps).
+    capped_sums: dict[str, float] = field(default_factory=dict)
 
 
 def cap_values_sql(
@@ -34,7 +37,7 @@ def cap_values_sql(
 ) -> str:
     """The pooled ``quantile`` of the per-user ``variable`` (linear interpolation,
     ``percentile_cont``: the same on DuckDB and PostgreSQL) and, per arm, how many
-    users lie above it."""
+    users lie above it and the sum of the capped values."""
     if variable not in {name for name, _ in variables.columns}:
         raise ValueError(f"cannot cap {variable!r}")
     q = float(quantile)
@@ -46,7 +49,9 @@ def cap_values_sql(
     )
     return base.then(*user_metrics_cte(variables=variables), cap).sql(
         "SELECT u.arm, MIN(c.value) AS cap, "
-        f"SUM(CASE WHEN u.{variable} > c.value THEN 1 ELSE 0 END) AS above "
+        f"SUM(CASE WHEN u.{variable} > c.value THEN 1 ELSE 0 END) AS above, "
+        f"SUM(CASE WHEN u.{variable} > c.value THEN c.value "
+        f"ELSE CAST(u.{variable} AS DOUBLE PRECISION) END) AS capped_sum "
         "FROM user_metrics u CROSS JOIN cap c GROUP BY u.arm ORDER BY u.arm"
     )
 
@@ -72,5 +77,6 @@ def cap_values(
             quantile=quantile,
             cap=cap,
             users_capped={str(r.arm): int(r.above or 0) for r in rows},
+            capped_sums={str(r.arm): as_float(r.capped_sum or 0.0) for r in rows},
         )
     return out
