@@ -73,8 +73,7 @@ def write_kept(database: Database, rows: Sequence[KeptRow]) -> bool:
         with database.begin() as conn:
             if not has_own_table(conn, TABLE):
                 return False
-            if database.dialect == "postgresql":  # never wait long for another writer
-                conn.execute(text("SET LOCAL lock_timeout = '2s'"))
+            database.backend.wait_briefly(conn)  # never wait long for another writer
             for r in rows:
                 conn.execute(
                     text(

@@ -181,6 +181,11 @@ class Backend:
     def analyze_temporary(self, conn: Connection, table: str) -> None:
         """Whatever the planner needs after a temporary table is filled."""
 
+    def wait_briefly(self, conn: Connection) -> None:
+        """Inside a transaction that may give up (a shortcut such as a kept summary):
+        wait at most a moment for another writer's lock. DuckDB takes a file lock
+        when it opens, so there is nothing to wait for inside a transaction."""
+
     def materialize(
         self, conn: Connection, table: str, query: str, params: Mapping[str, Any]
     ) -> None:

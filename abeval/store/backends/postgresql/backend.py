@@ -58,6 +58,11 @@ class PostgresBackend(Backend):
             )
         return {str(r[0]): str(r[1]) for r in rows}
 
+    def wait_briefly(self, conn: Connection) -> None:
+        from sqlalchemy import text
+
+        conn.execute(text("SET LOCAL lock_timeout = '2s'"))
+
     def analyze_temporary(self, conn: Connection, table: str) -> None:
         # Fresh temporary tables have no statistics: without them the planner
         # picks nested loops over them.
