@@ -18,16 +18,18 @@ small. Old versions of ``experiments`` are dropped, but the live one and the one
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
 import pytest
+from history_files import _write
 from spark_tables import drop_abeval_tables
 from team_log import EXP, METRICS_TOML, team_log
-from test_forecast_cli import _write
 from test_postgres_report import assert_same
 from typer.testing import CliRunner
 
@@ -99,15 +101,21 @@ def _live(url: str) -> str:
 
 
 def _both(s: Stores, *args: str) -> tuple[Any, Any]:
-    """The command's result on DuckDB and on Spark, the store's name made the same."""
+    """The command's result on DuckDB and on Spark, the store's name made the same,
+    and so the clock time a plan was recorded at (``plan_recorded.recorded_at``: the
+    two stores record it seconds apart; the data's own times are from 2024)."""
+    today = re.compile(datetime.now(UTC).strftime("%Y-%m-%d") + r"[T ]\d\d:\d\d:\d\d")
     out = []
     for db in (s.duck, s.spark):
         result = runner.invoke(app, [*args, "--db", db])
         out.append(
-            (
-                result.exit_code,
-                result.stdout.replace(db, "STORE"),
-                result.stderr.replace(db, "STORE"),
+            tuple(
+                today.sub("RECORDED", text) if isinstance(text, str) else text
+                for text in (
+                    result.exit_code,
+                    result.stdout.replace(db, "STORE"),
+                    result.stderr.replace(db, "STORE"),
+                )
             )
         )
     return out[0], out[1]
