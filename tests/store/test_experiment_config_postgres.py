@@ -4,6 +4,7 @@ set``/``unset`` keep it there, and the report reads it as on DuckDB."""
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -53,8 +54,22 @@ def test_postgres_keeps_the_configuration(tmp_path: Path, postgres_database: str
         "guardrails": [{"metric": "impressions_per_user", "margin": 0.015}],
         "correction": "bh",
         "plan_users": 400,
+        # The plan stamped against the data it was recorded on (the four exposures
+        # above: the last at 2024-05-02 11:00, over two calendar days, 400 not reached).
+        "plan_recorded": {
+            "data_until": "2024-05-02T11:00:00",
+            "days": 2,
+            "users": 4,
+            "plan_users": 400,
+            "plan_days": None,
+            "after_data": False,
+        },
     }
-    assert config(postgres_database) == recorded
+    kept = config(postgres_database)
+    at = kept["plan_recorded"]["recorded_at"]
+    assert at.startswith(datetime.now(UTC).strftime("%Y-%m-%d"))  # the clock, not the data
+    recorded["plan_recorded"]["recorded_at"] = at
+    assert kept == recorded
     # A re-ingest keeps it.
     assert runner.invoke(app, ["ingest", str(events), "-q", *db]).exit_code == 0
     assert config(postgres_database) == recorded
@@ -74,4 +89,5 @@ def test_postgres_keeps_the_configuration(tmp_path: Path, postgres_database: str
     bad = runner.invoke(app, ["experiment", "set", "home", "--plan-users", "0", *db])
     assert bad.exit_code == 2 and config(postgres_database) == recorded
     assert runner.invoke(app, ["experiment", "unset", "home", "--guardrails", *db]).exit_code == 0
-    assert config(postgres_database) == {"correction": "bh", "plan_users": 400}
+    unset = {k: v for k, v in recorded.items() if k != "guardrails"}  # the plan's stamp stays
+    assert config(postgres_database) == unset
