@@ -362,7 +362,12 @@ def forecast_evidence(
     if truth is None and not recommendations:
         if offline_lift is None or offline_se is None:
             missing, other = ("offline_lift", "offline_se")[:: 1 if offline_lift is None else -1]
-            raise OptionError(missing, None, f"give it with {{{other}}}", mentions=(other,))
+            raise OptionError(
+                missing,
+                None,
+                f"needed with {{{other}}}: an offline lift and its standard error go together",
+                mentions=(other,),
+            )
         if not math.isfinite(offline_lift):
             raise OptionError("offline_lift", offline_lift, "give a finite relative lift")
         if not 0 <= offline_se < math.inf:

@@ -142,8 +142,9 @@ def test_a_bad_value_reads_the_same_through_the_cli_and_the_api(
 def test_a_reason_naming_another_option_spells_it_as_the_caller_knows_it(tmp_path: Path) -> None:
     result = runner.invoke(app, ["forecast", "--offline-lift", "0.03", "--db", "none.duckdb"])
     assert result.exit_code == 2
-    assert result.stderr == "Error: --offline-se: give it with --offline-lift\n"
-    with pytest.raises(OptionError, match=r"^offline_se: give it with offline_lift$"):
+    together = "an offline lift and its standard error go together"
+    assert result.stderr == f"Error: --offline-se: needed with --offline-lift: {together}\n"
+    with pytest.raises(OptionError, match=f"^offline_se: needed with offline_lift: {together}$"):
         api.forecast_evidence(offline_lift=0.03)
 
 

@@ -47,7 +47,8 @@ ONCE = (
     ("args", "message"),
     [
         ([], f"--offline-lift: {ONCE}"),
-        (["--offline-lift", "0.03"], "--offline-se: give it with --offline-lift"),
+        (["--offline-lift", "0.03"], "--offline-se: needed with --offline-lift: an "
+                                     "offline lift and its standard error go together"),
         ([*TYPED, "-t", "truth.csv"], f"--offline-lift: {ONCE}"),
         ([*TYPED, "--alpha", "1.5"], "--alpha 1.5: must be between 0 and 1 "
                                      "(exclusive)"),
