@@ -169,6 +169,7 @@ def test_a_store_held_elsewhere_keeps_nothing_and_reads(history: Path, tmp_path:
         assert count_kept(conn, "exp-d") == 4
 
 
+@pytest.mark.slow
 @pytest.mark.postgres
 def test_kept_summaries_on_postgresql(postgres_database: str, tmp_path: Path) -> None:
     build_store(tmp_path, db=postgres_database, users=400)

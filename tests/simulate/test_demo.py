@@ -34,6 +34,10 @@ from abeval.store.ingest import ingest_file
 
 runner = CliRunner()
 
+# The whole demo is built once for this module (about 45 s on a quiet machine): it runs
+# with the larger simulations under `make test-slow`, which CI runs after `make test`.
+pytestmark = pytest.mark.slow
+
 
 @dataclass(frozen=True)
 class Demo:
