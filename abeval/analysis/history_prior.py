@@ -11,7 +11,8 @@ distribution of a new experiment's true effect averaged over τ's grid (mean
 still leaves the mean's own uncertainty); for the mixture with nulls, the normal
 with the mixture's mean and sd. With fewer than
 :data:`~abeval.stats.program.MIN_EXPERIMENTS` other experiments of a metric, that
-metric keeps the flat prior and the reason is said.
+metric keeps the flat prior and the reason is said. The store is read by
+:func:`abeval.analysis.learned_priors.learned_priors`.
 """
 
 from __future__ import annotations
@@ -24,10 +25,7 @@ from abeval.stats.program import MIN_EXPERIMENTS, Prior
 from abeval.stats.results import JsonResult
 
 if TYPE_CHECKING:
-    from abeval.analysis.online_metrics import Catalog
-    from abeval.analysis.report_model import ReportOptions
     from abeval.stats.bayesian import NormalPrior
-    from abeval.store.database import Database
 
 #: The Bayesian view's prior (``--prior``): flat, or learned from the store's history.
 PriorChoice = Literal["flat", "history"]
@@ -93,34 +91,3 @@ def _too_few(metric: str, k: int, needed: int) -> str:
         f"{metric}: the store holds {others} with a lift of it and a prior needs at least "
         f"{needed}: the flat prior is used"
     )
-
-
-def learned_priors(
-    store: Database,
-    experiment: str,
-    options: ReportOptions,
-    catalog: Catalog,
-    metrics: tuple[str, ...],
-    min_experiments: int | None = None,
-) -> tuple[LearnedPrior, ...]:
-    """The prior of each of ``metrics`` (the report's primary metrics) and of every
-    other metric the program has lifts of, learned from the store's experiments
-    other than ``experiment``, each read as ``abeval program`` reads it under
-    ``options``; a metric needs ``min_experiments`` of them (default
-    :data:`~abeval.stats.program.MIN_EXPERIMENTS`)."""
-    from abeval.analysis.program_store import store_program
-    from abeval.errors import InputError
-
-    if min_experiments is None:
-        min_experiments = MIN_EXPERIMENTS
-
-    try:
-        rows = store_program(store, options, catalog, min_experiments=min_experiments).lifts
-    except InputError:  # fewer than 2 experiments with a lift: none to learn from
-        rows = ()
-    out = []
-    for metric in dict.fromkeys((*metrics, *(r.metric for r in rows))):
-        of = [r for r in rows if r.metric == metric and r.experiment != experiment]
-        lifts, ses = [r.lift for r in of], [r.se for r in of]
-        out.append(learned_prior(metric, lifts, ses, min_experiments))
-    return tuple(out)

@@ -49,7 +49,7 @@ class Reporting(Opened):
         other experiments, read as ``Store.program`` reads them (its options)."""
         from dataclasses import replace
 
-        from abeval.analysis.history_prior import learned_priors
+        from abeval.analysis.learned_priors import learned_priors
 
         program_options = report_options(catalog=catalog)
         priors = learned_priors(self._store, experiment, program_options, catalog, checked.primary)

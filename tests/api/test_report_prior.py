@@ -61,7 +61,7 @@ def _expected_prior(lifts: np.ndarray, ses: np.ndarray) -> tuple[float, float]:
 def test_the_learned_normal_prior_gives_the_conjugate_posterior(
     db: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("abeval.analysis.history_prior.MIN_EXPERIMENTS", 3)
+    monkeypatch.setattr("abeval.analysis.learned_priors.MIN_EXPERIMENTS", 3)
     with abeval.open(db, read_only=True) as store:
         flat = store.report("exp-a")
         learned = store.report("exp-a", prior="history")
