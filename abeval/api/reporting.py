@@ -96,6 +96,10 @@ def report_options(
     ``catalog``, a store's (:meth:`Store.catalog`); without one, a name that is not
     built in is kept for the report to check against its store's.
 
+    ``prior``: the Bayesian view's, ``flat`` (default) or ``history`` (each
+    metric's learned from the store's other experiments;
+    docs/metrics.md#a-prior-learned-from-history).
+
     >>> checked = abeval.api.report_options(primary="ctr", k="5,10", alpha=0.01)
     >>> store.report("home-reco-v2", checked)
     """
