@@ -147,6 +147,8 @@ def _settings(seen: Observed, o: ReportOptions) -> Settings:
         planning_alpha=planning_alpha(o.alpha, family),
         planning_rule=planning_rule(o.correction, family),
         plan_recorded=o.plan_recorded,
+        prior=o.prior,
+        priors=o.priors,
     )
 
 
