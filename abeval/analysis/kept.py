@@ -12,9 +12,11 @@ from ``observed`` under the options. A part is found under two digests:
   (:class:`~abeval.analysis.report_model.ReportOptions`, the saved configuration
   applied, and the size and time of a ``--target-propensities`` file);
 - ``depends``: what it was computed from (:func:`depends`): the experiment's
-  ingests with their checksums and event counts, its recorded settings and saved
-  configuration, whether it has propensities, its recorded target
-  probabilities, the store's metric definitions, and :data:`SUMMARY_VERSION`.
+  row of ``experiments`` (its recorded settings, saved configuration and the
+  stamp every ingest that adds events to it rewrites: the times of its first and
+  last events and of the change), its recorded target probabilities, the
+  store's metric definitions, and :data:`SUMMARY_VERSION`. None of these reads
+  the events, so a warm read runs no statement over them.
 
 An ingest, ``experiment set``, ``metrics add`` or recording target probabilities
 changes ``depends``, so a summary computed before is never read again and is
@@ -50,14 +52,14 @@ if TYPE_CHECKING:
     from abeval.analysis.online_metrics import Catalog
     from abeval.analysis.report_model import ReportOptions
     from abeval.store.database import Database
-    from abeval.store.experiment_facts import ExperimentFacts
+    from abeval.store.experiment_facts import ExperimentRow
 
 #: Raise when what a part holds or how it is computed changes: every summary
 #: kept by an earlier version is then computed again.
-SUMMARY_VERSION = 1
+SUMMARY_VERSION = 2
 
 #: The parts of a session that are kept.
-PARTS = ("observed", "offline", "ope", "compared")
+PARTS = ("observed", "offline", "ope", "compared", "interleaving", "power", "judged")
 
 T = TypeVar("T")
 
@@ -173,8 +175,10 @@ def options_key(o: ReportOptions) -> str:
     return _digest([repr(plain), stat])
 
 
-def depends(conn: Connection, experiment: str, facts: ExperimentFacts, catalog: Catalog) -> str:
-    """The digest of what the experiment's parts are computed from (module doc)."""
+def depends(conn: Connection, experiment: str, row: ExperimentRow, catalog: Catalog) -> str:
+    """The digest of what the experiment's parts are computed from (module doc),
+    read without reading its events: its row's ``stamp`` stands for them (every
+    ingest that adds events to it rewrites the stamp)."""
     from abeval import __version__
     from abeval.store.ope_target import recorded
 
@@ -185,11 +189,9 @@ def depends(conn: Connection, experiment: str, facts: ExperimentFacts, catalog: 
             SUMMARY_VERSION,
             __version__,
             experiment,
-            repr(facts.settings),
-            facts.config,
-            facts.has_propensities,
-            [(i["ingest_id"], i["checksum"], i["rows_inserted"], i["events_in_experiment"])
-             for i in facts.ingests],
+            repr(row.settings),
+            row.config,
+            row.stamp,
             None if targets is None else (targets.checksum, targets.recorded_at.isoformat()),
             metrics,
         ]

@@ -41,7 +41,7 @@ from abeval.analysis.report_model import (
     ReportOptions,
 )
 from abeval.analysis.team_metrics import read_catalog, refused_metrics, without
-from abeval.store.experiment_facts import ExperimentFacts, read_facts
+from abeval.store.experiment_facts import ExperimentFacts, ExperimentRow, read_facts, read_row
 from abeval.store.kept import read_kept
 from abeval.store.shared_ctes import drop
 from abeval.store.sources import read_in_place
@@ -75,7 +75,8 @@ class ExperimentSession:
         self._conn: Connection | None = None
         self._population: list[str] = []
         self.place: Any = None
-        self.facts: ExperimentFacts | None = None
+        #: The experiment's row of ``experiments`` (None: read in place).
+        self.row: ExperimentRow | None = None
         #: A team metric was refused on the data: the parts are not kept.
         self._refused = False
 
@@ -85,15 +86,20 @@ class ExperimentSession:
             self._conn = stack.enter_context(self.store.connect())
             if self._catalog is None:
                 self._catalog = read_catalog(self._conn)
-            # The experiment's row, ingests and propensity probe in one statement;
-            # an experiment the store does not hold may be read in place.
-            self.facts = read_facts(self._conn, self.experiment)
-            if self.facts is None:
+            # The experiment's row alone where parts are kept (its ingests and
+            # propensity probe, which read the events, only when a part is computed:
+            # ``facts``); on Spark all of them in one statement. An experiment the
+            # store does not hold may be read in place.
+            if self.store.backend.runs_migrations:
+                self.row = read_row(self._conn, self.experiment)
+            else:
+                self.row = self.facts = read_facts(self._conn, self.experiment)
+            if self.row is None:
                 self.place = stack.enter_context(read_in_place(self._conn, self.experiment))
             if self.options.flags is not None:  # the saved configuration, under the run's flags
                 config = (
-                    ExperimentConfig.from_json(self.facts.config)
-                    if self.facts is not None
+                    ExperimentConfig.from_json(self.row.config)
+                    if self.row is not None
                     else read_config(self._conn, self.experiment)
                 )
                 self.options = with_record(
@@ -138,13 +144,21 @@ class ExperimentSession:
             drop(self._conn, population)
 
     @cached_property
+    def facts(self) -> ExperimentFacts | None:
+        """The experiment's row, ingests and propensity probe (one statement), read
+        when a part is computed from the events; None for one read in place."""
+        if self.row is None or isinstance(self.row, ExperimentFacts):
+            return self.row
+        return read_facts(self.conn, self.experiment)
+
+    @cached_property
     def _keys(self) -> tuple[str, str] | None:
         """The digests the parts are kept under (:mod:`abeval.analysis.kept`); None
         for an experiment read in place, or on Spark (no ``kept_summaries`` table, and
         each statement's fixed cost), whose parts are not kept."""
-        if self.facts is None or not self.store.backend.runs_migrations:
+        if self.row is None or not self.store.backend.runs_migrations:
             return None
-        found = depends(self.conn, self.experiment, self.facts, self.catalog)
+        found = depends(self.conn, self.experiment, self.row, self.catalog)
         return options_key(self.options), found
 
     @cached_property
@@ -306,10 +320,16 @@ class ExperimentSession:
 
     @cached_property
     def power(self) -> tuple[PowerInfo, ...]:
-        """The power rows of the primary metrics, per treatment arm."""
+        """The power rows of the primary metrics, per treatment arm (kept: their
+        searches cost more than reading them)."""
+        kept = self._kept("power", tuple)
+        if kept is not None:
+            return kept
         seen = self.observed
         rows = power_rows(self.plain, seen.daily, self.control, self.treatments, self.options)
-        return tuple(failed_power(p, self.catalog) for p in rows)
+        found = tuple(failed_power(p, self.catalog) for p in rows)
+        self._keep("power", found)
+        return found
 
     @cached_property
     def guardrail_power(self) -> tuple[GuardrailPower, ...]:
@@ -324,7 +344,12 @@ class ExperimentSession:
         (group-sequential while no plan is recorded, always-valid with --sequential,
         fixed-horizon once the plan is reached, frozen at the planned look), each
         with its fixed-horizon reference while the basis is not the fixed horizon;
-        the basis and the plan's progress."""
+        the basis and the plan's progress. Kept, like ``compared``: a function of the
+        parts above and the options whose group-sequential searches cost the most
+        of a report read from kept parts."""
+        kept = self._kept("judged", tuple)
+        if kept is not None:
+            return kept
         seen, o = self.observed, self.options
         progress = plan_progress(o, days_observed(seen), seen.health.users_analysed)
         shown_o = basis_options(o, decision_basis(o, progress))
@@ -347,7 +372,9 @@ class ExperimentSession:
                 if not o.sequential
                 else self._results(replace(o, sequential=False))
             )
-        return shown_metrics(judged, fixed, basis), basis, progress
+        found = shown_metrics(judged, fixed, basis), basis, progress
+        self._keep("judged", found)
+        return found
 
     def _results(self, o: ReportOptions) -> list[OnlineMetricResult]:
         seen = self.observed
