@@ -241,21 +241,23 @@ def computed_once(
     store: Database,
     part: str,
     inputs: Any,
-    catalog: Catalog,
+    catalog: Catalog | None,
     compute: Callable[[], T],
     kind: type,
 ) -> T:
     """``compute()``, a pure function of ``inputs`` (frozen results and options)
     and of ``catalog``, kept in the store under the digest of both: the board's
     statistics of the pairs its experiments gave (their bootstrap and model fits
-    cost more than reading kept experiments). Another input, another digest:
-    the kept one is replaced."""
+    cost more than reading kept experiments), or the store's listing of its
+    experiments (``catalog`` None: no metric goes into it). Another input, another
+    digest: the kept one is replaced."""
     from abeval import __version__
 
     if not store.backend.runs_migrations:  # Spark: no table to keep it in
         return compute()
     try:
-        depends = _digest([SUMMARY_VERSION, __version__, encode(inputs), _catalog_print(catalog)])
+        metrics = None if catalog is None else _catalog_print(catalog)
+        depends = _digest([SUMMARY_VERSION, __version__, encode(inputs), metrics])
     except CannotKeep:
         return compute()
     with store.connect() as conn:

@@ -107,6 +107,23 @@ def exposure_starts(store: Database) -> dict[str, str]:
     return {str(name): start for name, first in rows if (start := _iso(first)) is not None}
 
 
+def experiment_rows(store: Database) -> tuple[tuple[str | None, ...], ...]:
+    """Every row of ``experiments`` as text, sorted: what :func:`list_experiments`
+    and :func:`exposure_starts` say is a function of them, since every ingest that
+    adds events to an experiment rewrites its row (``updated_at``); one statement
+    that reads no event."""
+    from sqlalchemy import text
+
+    with store.connect() as conn:
+        rows = conn.execute(
+            text(
+                "SELECT experiment, arms, control_arm, split, first_ts, last_ts, updated_at "
+                "FROM experiments"
+            )
+        ).fetchall()
+    return tuple(sorted(tuple(None if v is None else str(v) for v in r) for r in rows))
+
+
 def summaries(conn: Connection, only: str | None = None) -> list[ExperimentSummary]:
     """The experiments ``events`` and ``experiments`` hold, on one connection."""
     from sqlalchemy import text
