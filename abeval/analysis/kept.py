@@ -136,13 +136,24 @@ def _value(v: Any) -> Any:
 
 
 def _instance(name: str, values: dict[str, Any]) -> Any:
-    """An abeval dataclass by its ``module:qualname`` (nothing else is made)."""
-    return _class(name)(**values)
+    """An abeval dataclass by its ``module:qualname`` (nothing else is made). One
+    whose fields are all given to its constructor is made without it: its values
+    were written from an instance that its ``__post_init__`` had checked and
+    cleaned already (running it again costs most of a warm read and changes
+    nothing); one with a field its ``__post_init__`` computes is constructed."""
+    cls, names = _class(name)
+    if names is None or names != values.keys():
+        return cls(**values)
+    made = object.__new__(cls)
+    made.__dict__.update(values)
+    return made
 
 
 @functools.lru_cache(maxsize=512)
-def _class(name: str) -> Any:
-    """The abeval dataclass ``module:qualname`` names (a cache of a pure function)."""
+def _class(name: str) -> tuple[Any, frozenset[str] | None]:
+    """The abeval dataclass ``module:qualname`` names, and the names of its fields
+    when every one is given to the constructor and its instances keep a
+    ``__dict__`` (else None: it is constructed). A cache of a pure function."""
     module, _, qualname = name.partition(":")
     if not module.startswith("abeval."):
         raise CannotKeep(name)
@@ -151,7 +162,9 @@ def _class(name: str) -> Any:
         cls = getattr(cls, part)
     if not (isinstance(cls, type) and dataclasses.is_dataclass(cls)):
         raise CannotKeep(name)
-    return cls
+    found = dataclasses.fields(cls)
+    plain = all(f.init for f in found) and not hasattr(cls, "__slots__")
+    return cls, frozenset(f.name for f in found) if plain else None
 
 
 def _digest(value: Any) -> str:
