@@ -47,12 +47,11 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from abeval.store.kept import KeptRow, read_kept, write_kept
 
 if TYPE_CHECKING:
-    from sqlalchemy.engine import Connection
-
     from abeval.analysis.online_metrics import Catalog
     from abeval.analysis.report_model import ReportOptions
     from abeval.store.database import Database
     from abeval.store.experiment_facts import ExperimentRow
+    from abeval.store.ope_target import RecordedTargets
 
 #: Raise when what a part holds or how it is computed changes: every summary
 #: kept by an earlier version is then computed again.
@@ -188,14 +187,14 @@ def options_key(o: ReportOptions) -> str:
     return _digest([repr(plain), stat])
 
 
-def depends(conn: Connection, experiment: str, row: ExperimentRow, catalog: Catalog) -> str:
-    """The digest of what the experiment's parts are computed from (module doc),
-    read without reading its events: its row's ``stamp`` stands for them (every
-    ingest that adds events to it rewrites the stamp)."""
+def depends(
+    experiment: str, row: ExperimentRow, targets: RecordedTargets | None, catalog: Catalog
+) -> str:
+    """The digest of what the experiment's parts are computed from (module doc):
+    its row, whose ``stamp`` stands for its events (every ingest that adds events
+    to it rewrites the stamp), and its recorded ``targets``."""
     from abeval import __version__
-    from abeval.store.ope_target import recorded
 
-    targets = recorded(conn, experiment)
     metrics = _catalog_print(catalog)
     return _digest(
         [

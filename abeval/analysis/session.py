@@ -43,12 +43,14 @@ from abeval.analysis.report_model import (
 from abeval.analysis.team_metrics import read_catalog, refused_metrics, without
 from abeval.store.experiment_facts import ExperimentFacts, ExperimentRow, read_facts, read_row
 from abeval.store.kept import read_kept
+from abeval.store.ope_target import recorded
 from abeval.store.shared_ctes import drop
 from abeval.store.sources import read_in_place
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
 
+    from abeval.analysis.kept_batch import Prefetched
     from abeval.analysis.online_metrics import Catalog
     from abeval.store.database import Database
 
@@ -66,8 +68,12 @@ class ExperimentSession:
         experiment: str,
         options: ReportOptions | None = None,
         catalog: Catalog | None = None,
+        prefetched: Prefetched | None = None,
     ):
         self.store = store
+        #: The store's rows, target files and kept parts read at once for many
+        #: sessions (:mod:`abeval.analysis.kept_batch`); None: each read here.
+        self._prefetched = prefetched
         self.experiment = experiment
         self.options = options or ReportOptions()
         self._catalog = catalog
@@ -82,25 +88,28 @@ class ExperimentSession:
 
     def __enter__(self) -> ExperimentSession:
         stack = ExitStack()
+        self._stack = stack
         try:
-            self._conn = stack.enter_context(self.store.connect())
             if self._catalog is None:
-                self._catalog = read_catalog(self._conn)
+                self._catalog = read_catalog(self.conn)
             # The experiment's row alone where parts are kept (its ingests and
             # propensity probe, which read the events, only when a part is computed:
             # ``facts``); on Spark all of them in one statement. An experiment the
             # store does not hold may be read in place.
-            if self.store.backend.runs_migrations:
-                self.row = read_row(self._conn, self.experiment)
+            given = self._prefetched
+            if given is not None and self.experiment in given.rows:
+                self.row = given.rows[self.experiment]
+            elif self.store.backend.runs_migrations:
+                self.row = read_row(self.conn, self.experiment)
             else:
-                self.row = self.facts = read_facts(self._conn, self.experiment)
+                self.row = self.facts = read_facts(self.conn, self.experiment)
             if self.row is None:
-                self.place = stack.enter_context(read_in_place(self._conn, self.experiment))
+                self.place = stack.enter_context(read_in_place(self.conn, self.experiment))
             if self.options.flags is not None:  # the saved configuration, under the run's flags
                 config = (
                     ExperimentConfig.from_json(self.row.config)
                     if self.row is not None
-                    else read_config(self._conn, self.experiment)
+                    else read_config(self.conn, self.experiment)
                 )
                 self.options = with_record(
                     self.options, config, self.options.flags, self.experiment
@@ -108,9 +117,9 @@ class ExperimentSession:
         except BaseException as exc:
             # through the connection's own exit, which turns a store fault (a server
             # gone, a lost connection) into its one-line error
+            self._stack = self._conn = None
             stack.__exit__(type(exc), exc, exc.__traceback__)
             raise
-        self._stack = stack
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -127,8 +136,12 @@ class ExperimentSession:
 
     @property
     def conn(self) -> Connection:
+        """The session's connection, opened at its first use (a session whose
+        parts are all kept and prefetched opens none)."""
         if self._conn is None:
-            raise RuntimeError("use the session inside `with`")
+            if self._stack is None:
+                raise RuntimeError("use the session inside `with`")
+            self._conn = self._stack.enter_context(self.store.connect())
         return self._conn
 
     @property
@@ -158,14 +171,23 @@ class ExperimentSession:
         each statement's fixed cost), whose parts are not kept."""
         if self.row is None or not self.store.backend.runs_migrations:
             return None
-        found = depends(self.conn, self.experiment, self.row, self.catalog)
+        given = self._prefetched
+        if given is not None:
+            targets = given.targets.get(self.experiment)
+        else:
+            targets = recorded(self.conn, self.experiment)
+        found = depends(self.experiment, self.row, targets, self.catalog)
         return options_key(self.options), found
 
     @cached_property
     def _kept_parts(self) -> dict[str, str]:
         """The texts of the parts kept under this session's digests, read at once."""
-        keys = self._keys
-        return {} if keys is None else read_kept(self.conn, self.experiment, *keys)
+        keys, given = self._keys, self._prefetched
+        if keys is None:
+            return {}
+        if given is not None:  # every kept row of the parts read: what is not there is not kept
+            return dict(given.kept.get((self.experiment, *keys), {}))
+        return read_kept(self.conn, self.experiment, *keys)
 
     def _kept(self, part: str, kind: type) -> Any:
         """The kept ``part``, or None when it is to be computed."""

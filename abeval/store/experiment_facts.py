@@ -95,6 +95,14 @@ def read_row(conn: Connection, experiment: str) -> ExperimentRow | None:
     return None if found is None else _row(experiment, found)
 
 
+def read_rows(conn: Connection) -> dict[str, ExperimentRow]:
+    """Every experiment's row (as :func:`read_row`), one statement."""
+    from sqlalchemy import text
+
+    found = conn.execute(text(f"SELECT experiment, {', '.join(_ROW)} FROM experiments"))
+    return {str(r[0]): _row(str(r[0]), r[1:]) for r in found}
+
+
 def read_facts(conn: Connection, experiment: str) -> ExperimentFacts | None:
     """The experiment's facts, one statement; None when ``experiments`` has no row
     of it (it may be read in place, or be unknown: the caller asks the slower way,

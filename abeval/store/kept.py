@@ -54,6 +54,27 @@ def read_kept(conn: Connection, experiment: str, options_key: str, depends: str)
     return {str(part): str(body) for part, body in rows}
 
 
+def read_all_kept(
+    conn: Connection, parts: Sequence[str]
+) -> dict[tuple[str, str, str], dict[str, str]]:
+    """Every kept text of ``parts``, by (experiment, options key, depends) → part →
+    text, in one statement: what many experiments' sessions read at once."""
+    from sqlalchemy import bindparam, text
+
+    if not parts or not has_own_table(conn, TABLE):
+        return {}
+    rows = conn.execute(
+        text(
+            f"SELECT experiment, options_key, depends, part, body FROM {TABLE} WHERE part IN :parts"
+        ).bindparams(bindparam("parts", expanding=True)),
+        {"parts": list(parts)},
+    )
+    found: dict[tuple[str, str, str], dict[str, str]] = {}
+    for experiment, key, depends, part, body in rows:
+        found.setdefault((str(experiment), str(key), str(depends)), {})[str(part)] = str(body)
+    return found
+
+
 def write_kept(database: Database, rows: Sequence[KeptRow]) -> bool:
     """Write ``rows`` in one short transaction of the writable ``database``,
     replacing each row of the same key and every row of the experiment computed

@@ -1,7 +1,9 @@
-"""The forecast's listing of the store's experiments (users per arm, first
-exposure) kept (issue 32 item 1): the same as counting them over the events, read
-back without a statement over the events, counted again after an ingest adds to
-an experiment, and kept beside the board's statistics (neither replaces the other)."""
+"""What is kept of the whole store (issue 32 item 1). The forecast's listing of
+the store's experiments (users per arm, first exposure): the same as counting
+them over the events, read back without a statement over the events, counted
+again after an ingest adds to an experiment, and kept beside the board's
+statistics (neither replaces the other). A warm board reads every experiment's
+kept parts in the same few statements whatever the number of experiments."""
 
 from __future__ import annotations
 
@@ -79,3 +81,18 @@ def test_the_listing_and_the_boards_statistics_are_kept_side_by_side(db: str) ->
         agreement_board(store, AgreementOptions())
         with store.connect() as conn:
             assert count_kept(conn, "") == 2
+
+
+def test_a_warm_board_reads_its_experiments_in_the_same_statements_for_2_or_5(db: str) -> None:
+    def board(names: tuple[str, ...] | None) -> tuple[list[str], Any]:
+        with open_store(db) as store:
+            seen: list[str] = []
+            event.listen(store.engine, "before_cursor_execute", lambda *a: seen.append(a[2]))
+            found = agreement_board(store, AgreementOptions(experiments=names))
+        return seen, found
+
+    cold = board(None)[1]
+    few, _ = board(("exp-a", "exp-b"))  # kept by the cold board: read, not computed
+    every, warm = board(None)
+    assert len(few) == len(every) and [s for s in every if EVENTS.search(s)] == []
+    assert warm.to_dict()["pairs"] == cold.to_dict()["pairs"]  # read back to the bit
