@@ -105,8 +105,8 @@ def test_the_board_shows_delta_ab_as_the_ab_tests_interleaving_signal(history: s
         section = deltas[p.experiment]
         assert section is not None and section.team_a == p.arm == "treatment"
         assert p.signal == "interleaving" and p.independent
-        assert p.offline_lift == pytest.approx(section.delta, abs=1e-12)
-        assert p.offline_ci == pytest.approx(section.interval, abs=1e-12)
+        assert p.offline_lift == pytest.approx(section.clicks.delta, abs=1e-12)
+        assert p.offline_ci == pytest.approx(section.clicks.interval, abs=1e-12)
     row = next(s for s in board.summary if s.source == "interleaving" and s.online_metric == "ctr")
     online = [p.online_lift for p in pairs]
     offline = [p.offline_lift for p in pairs]
