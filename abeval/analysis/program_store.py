@@ -12,7 +12,8 @@ under its saved configuration: the lifts are the report's, to the last digit.
 An interleaved run (docs/metrics.md#interleaving) has no lift: its Δ_AB is shown
 under the row of the A/B test it is linked to (``experiment set X
 --interleaving-of Y``), or in a row of its own when that test is not in the
-program; it never enters the program's statistics.
+program; it never enters the program's statistics. A run linked to a test the
+filters keep comes with it, whatever its own tags and date.
 The arm shown is the one the report ships, else its first treatment arm. The
 program's primary metric is ``primary``, else the first primary metric of the
 reports (in their order: ``ctr`` by default) that 2 or more experiments have a
@@ -228,23 +229,25 @@ def store_program(
     summaries = list_experiments(store)
     with store.connect() as conn:
         outcomes = read_outcomes(conn)
-    rows: list[StoredExperiment] = []
+    links = interleaving_links(store)
+    every: list[tuple[StoredExperiment, bool]] = []
     for s in summaries:
         outcome = outcomes.get(s.experiment, Outcome(s.experiment))
         first, last = _day(s.first_ts), _day(s.last_ts)
         row = StoredExperiment(s.experiment, first, last, outcome.decided_on or last or "", outcome)
-        if filters.keeps(outcome, row.date or None):
-            rows.append(row)
+        every.append((row, filters.keeps(outcome, row.date or None)))
+    kept = {row.experiment for row, keep in every if keep}
+    # a run linked to a test the filters keep is shown under it, whatever its own tags
+    rows = [row for row, keep in every if keep or links.get(row.experiment) in kept]
     shown = filters.words()
     source = "of the store" + (f" ({shown})" if shown else "")
-    if len(rows) < 2:
+    if len(kept) < 2:
         which = f" with {shown}" if shown else ""
         raise InputError(
-            f"the store holds {len(rows)} experiment{'' if len(rows) == 1 else 's'}{which}; "
+            f"the store holds {len(kept)} experiment{'' if len(kept) == 1 else 's'}{which}; "
             "a program needs at least 2 (ingest more, or widen {tag}, {owner}, {since}, {until})",
             parameters=("tag", "owner", "since", "until"),
         )
-    links = interleaving_links(store)
     entries: list[ProgramEntry] = []
     done: list[StoredExperiment] = []
     pages: list[tuple[str, str]] = []

@@ -148,3 +148,15 @@ def test_text_and_page_show_the_runs_never_no_report(
     assert f'data-experiment="{UNLINKED}"' in body
     data = json.loads(runner.invoke(app, ["program", "--db", db, "-f", "json"]).stdout)
     assert all("interleaving" in r for r in data["store_experiments"])
+
+
+def test_a_filter_keeps_a_kept_tests_linked_run_under_it(stores: tuple[str, str]) -> None:
+    """Runs carry no tag of their own: ``tag`` keeps the tests and their linked runs."""
+    with abeval.open(stores[1]) as store:
+        for name in ("exp-a", "exp-b"):
+            store.set(name, tag=["ranking"])
+        tagged = store.program(tag="ranking")
+    rows = {r.experiment: r for r in tagged.stored}
+    assert set(rows) == {"exp-a", "exp-b"}
+    assert [x.experiment for x in rows["exp-a"].interleaved] == [_run("exp-a")]
+    assert tagged.experiments == 2
