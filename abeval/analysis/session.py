@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from contextlib import ExitStack
 from dataclasses import replace
+from datetime import date, datetime, time, timedelta
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -45,6 +46,7 @@ from abeval.store.experiment_facts import ExperimentFacts, read_facts
 from abeval.store.kept import read_kept
 from abeval.store.shared_ctes import drop
 from abeval.store.sources import read_in_place
+from abeval.store.sql.online_variables import Moments
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
@@ -339,6 +341,7 @@ class ExperimentSession:
             self.catalog,
             self.power,
             days_observed(seen),
+            self._moments_through,
         )
         fixed = None
         if interval_basis(basis) != "fixed_horizon":
@@ -348,6 +351,30 @@ class ExperimentSession:
                 else self._results(replace(o, sequential=False))
             )
         return shown_metrics(judged, fixed, basis), basis, progress
+
+    def _moments_through(self, index: int) -> dict[str, Moments]:
+        """The per-arm moments a report through the day of ``observed.daily[index]``
+        reads (CUPED's pre-period and the caps as that report has them): the data
+        of a look the decision was made at, read on a later day. Kept like the
+        session's own observation, under the options of that window."""
+        seen = self.observed
+        end = datetime.combine(date.fromisoformat(seen.daily[index][0][:10]), time())
+        end += timedelta(days=1)
+        if seen.window.end is not None and seen.window.end < end:
+            end = seen.window.end
+        o = replace(self.options, window_to=end, daily=False, segment=None)
+        keys = self._keys
+        key = None if keys is None else (options_key(o), keys[1])
+        kept = {} if key is None else read_kept(self.conn, self.experiment, *key)
+        found = kept_part(kept, "observed", Observed)
+        if found is None:
+            found, population = observe(self.conn, self.experiment, o, self.catalog, self.facts)
+            drop(self.conn, population)
+            if key is not None and self.store.keeping is not None and not self._refused:
+                row = keep_row(self.experiment, "observed", *key, found)
+                if row is not None:
+                    self.store.keeping.append(row)
+        return dict(found.moments)
 
     def _results(self, o: ReportOptions) -> list[OnlineMetricResult]:
         seen = self.observed

@@ -351,7 +351,7 @@ def set_settings(
     """Record the control arm, the expected split, the analysis window's bounds and
     the target's probabilities (each only when given; the probabilities checked and
     replacing those recorded before); the whole change or nothing (as
-    ``experiment set`` records them: :func:`abeval.analysis.experiment_config.record`)."""
+    ``experiment set`` records them: :func:`abeval.analysis.config_recording.record`)."""
     with store.writing() as conn:
         values = checked_change(conn, experiment, (control, split, window_from, window_to))[1]
         if targets is not None:
