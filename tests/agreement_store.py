@@ -50,6 +50,27 @@ def simulate_experiment(path: Path, name: str, lift: float, seed: int, users: in
     return path
 
 
+def simulate_interleaved_run(
+    path: Path, name: str, lift: float, seed: int, users: int, days: int = 4
+) -> Path:
+    """A team-draft interleaved run ``name`` of two rankers whose CTRs differ by
+    ``lift`` (the same user model as :func:`simulate_experiment`), written to ``path``."""
+    from abeval.simulate.interleaved import simulate_interleaved
+
+    config = SimulationConfig(
+        experiment=name,
+        users=users,
+        seed=seed,
+        days=days,
+        pre_period_days=0,
+        segments={},
+        true_ctr_lift={"treatment": lift},
+        true_conversion_lift={"treatment": 0.0},
+    )
+    write_events(simulate_interleaved(config), path)
+    return path
+
+
 def targets_of(events: Path) -> Path:
     """Where :func:`simulate_experiment` writes the target's probabilities."""
     return events.with_name(f"{events.stem}.target.csv")

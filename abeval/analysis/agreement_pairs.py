@@ -189,8 +189,8 @@ def _interleaving(
     for section in interleaved:
         if section.team_a != arm and (len(read.treatments) != 1 or section.team_b != read.control):
             continue
-        se = interval_se(section.interval, alpha)
-        lift = _Lift(section.delta, section.interval, section.status, se)
+        c = section.clicks
+        lift = _Lift(c.delta, c.interval, c.status, interval_se(c.interval, alpha))
         out.append(("interleaving", "interleaving", lift))
         break  # one signal per arm: the first linked run that compared it
     return out

@@ -12,7 +12,7 @@ decision: which ranker is preferred.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 from abeval.errors import AbevalError, OptionError
@@ -25,7 +25,7 @@ from abeval.stats.interleaving import (
     sign_test,
 )
 from abeval.stats.power import required_users
-from abeval.stats.results import JsonResult
+from abeval.stats.results import JsonResult, lifted
 from abeval.stats.srm import DEFAULT_SRM_THRESHOLD
 from abeval.stats.sufficient import RatioStats
 from abeval.store.sql.interleaving import interleaving_sums, team_balance
@@ -63,26 +63,23 @@ class TeamBalance(JsonResult):
     flagged: bool
 
 
+#: The keys of the click-credited result that the section's JSON holds at its top
+#: level (issue 33's fixed shape): the headline Δ_AB with its counts.
+HEADLINE_KEYS: tuple[str, ...] = (
+    *("status", "message", "delta", "interval", "p_value", "wins", "losses", "ties"),
+    *("users", "requests", "preference_share", "sign_p_value"),
+)
+
+
 @dataclass(frozen=True)
 class InterleavingSection(JsonResult):
-    """Δ_AB credited by clicks (the top-level numbers), the same credited by
-    purchases, the balance of first picks and the decision."""
+    """Δ_AB credited by clicks (the headline), the same credited by purchases, the
+    balance of first picks and the decision. In JSON the headline's numbers
+    (:data:`HEADLINE_KEYS`) stand at the top level beside the teams."""
 
-    status: str
-    message: str
     team_a: str
     team_b: str
-    delta: float | None
-    interval: tuple[float, float] | None
-    p_value: float | None
-    wins: int
-    losses: int
-    ties: int
-    users: int
-    requests: int
-    #: users preferring A among users preferring either, with its sign test
-    preference_share: float | None
-    sign_p_value: float | None
+    clicks: InterleavingResult = field(metadata=lifted(*HEADLINE_KEYS))
     decision: InterleavingDecision
     #: the preferred ranker when ``decision`` is ``ranker_preferred``
     preferred: str | None
@@ -155,20 +152,9 @@ def section_of(
     """The section from its parts (the click-credited result gives the headline)."""
     decision, preferred = decide(clicks, team_a, team_b)
     return InterleavingSection(
-        status=clicks.status,
-        message=clicks.message,
         team_a=team_a,
         team_b=team_b,
-        delta=clicks.delta,
-        interval=clicks.interval,
-        p_value=clicks.p_value,
-        wins=clicks.wins,
-        losses=clicks.losses,
-        ties=clicks.ties,
-        users=clicks.users,
-        requests=clicks.requests,
-        preference_share=clicks.preference_share,
-        sign_p_value=clicks.sign_p_value,
+        clicks=clicks,
         decision=decision,
         preferred=preferred,
         by_purchases=purchases,

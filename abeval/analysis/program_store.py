@@ -9,6 +9,11 @@ the same :func:`abeval.analysis.program.build_program` as a history file's.
 Each experiment is read by :func:`abeval.analysis.online.build_report`, the
 function behind ``abeval report`` (its :class:`~abeval.analysis.session.ExperimentSession`),
 under its saved configuration: the lifts are the report's, to the last digit.
+An interleaved run (docs/metrics.md#interleaving) has no lift: its Δ_AB is shown
+under the row of the A/B test it is linked to (``experiment set X
+--interleaving-of Y``), or in a row of its own when that test is not in the
+program; it never enters the program's statistics. A run linked to a test the
+filters keep comes with it, whatever its own tags and date.
 The arm shown is the one the report ships, else its first treatment arm. The
 program's primary metric is ``primary``, else the first primary metric of the
 reports (in their order: ``ctr`` by default) that 2 or more experiments have a
@@ -30,6 +35,7 @@ from abeval.errors import AbevalError, InputError
 from abeval.stats.program import MIN_EXPERIMENTS
 
 if TYPE_CHECKING:
+    from abeval.analysis.interleaving import InterleavingSection
     from abeval.analysis.online_metrics import Catalog
     from abeval.analysis.report_model import ExperimentReport, ReportOptions
     from abeval.store.database import Database
@@ -77,6 +83,18 @@ class ShownLift:
 
 
 @dataclass(frozen=True)
+class InterleavedRun:
+    """An interleaved run of the store: its report's section (Δ_AB credited by
+    clicks, the ranker preferred), its users and the A/B test it is linked to
+    (``of``; None when it is not)."""
+
+    experiment: str
+    of: str | None
+    users: int | None
+    section: InterleavingSection
+
+
+@dataclass(frozen=True)
 class StoredExperiment:
     """One experiment of the store as the program page shows it: ``lifts`` holds
     the report's lift of each primary metric for ``arm`` (:meth:`lift` picks
@@ -102,6 +120,14 @@ class StoredExperiment:
     #: agreement).
     predicted: tuple[tuple[str, str, str], ...] = ()
     problem: str | None = None
+    #: The interleaved runs linked to this A/B test; for an interleaved run shown in
+    #: a row of its own (:attr:`run`), the run itself.
+    interleaved: tuple[InterleavedRun, ...] = ()
+
+    @property
+    def run(self) -> InterleavedRun | None:
+        """The interleaved run this row is, None for an A/B test's row."""
+        return next((r for r in self.interleaved if r.experiment == self.experiment), None)
 
     def lift(self, metric: str) -> ShownLift | None:
         """The lift of ``metric`` (None when the experiment has none)."""
@@ -195,6 +221,7 @@ def store_program(
     the place of its page (``pages``)."""
     from dataclasses import replace
 
+    from abeval.analysis.agreement_board import interleaving_links
     from abeval.analysis.online import build_report
     from abeval.store.experiment_outcomes import Outcome, read_outcomes
     from abeval.store.experiments import event_spans
@@ -202,19 +229,22 @@ def store_program(
     spans = event_spans(store)  # the experiments' row alone: counting their events costs
     with store.connect() as conn:
         outcomes = read_outcomes(conn)
-    rows: list[StoredExperiment] = []
+    links = interleaving_links(store)
+    every: list[tuple[StoredExperiment, bool]] = []
     for name, (first_ts, last_ts) in spans.items():
         outcome = outcomes.get(name, Outcome(name))
         first, last = _day(first_ts), _day(last_ts)
         row = StoredExperiment(name, first, last, outcome.decided_on or last or "", outcome)
-        if filters.keeps(outcome, row.date or None):
-            rows.append(row)
+        every.append((row, filters.keeps(outcome, row.date or None)))
+    kept = {row.experiment for row, keep in every if keep}
+    # a run linked to a test the filters keep is shown under it, whatever its own tags
+    rows = [row for row, keep in every if keep or links.get(row.experiment) in kept]
     shown = filters.words()
     source = "of the store" + (f" ({shown})" if shown else "")
-    if len(rows) < 2:
+    if len(kept) < 2:
         which = f" with {shown}" if shown else ""
         raise InputError(
-            f"the store holds {len(rows)} experiment{'' if len(rows) == 1 else 's'}{which}; "
+            f"the store holds {len(kept)} experiment{'' if len(kept) == 1 else 's'}{which}; "
             "a program needs at least 2 (ingest more, or widen {tag}, {owner}, {since}, {until})",
             parameters=("tag", "owner", "since", "until"),
         )
@@ -232,10 +262,33 @@ def store_program(
         if each is not None:
             pages.append((row.experiment, each(report)))
         finished, found = _from_report(row, report, primary)
+        if report.interleaving is not None:
+            run = InterleavedRun(row.experiment, links.get(row.experiment), finished.users,
+                                 report.interleaving)  # fmt: skip
+            finished = replace(finished, interleaved=(run,))
         done.append(finished)
         entries += found
+    done = _attached(done)
     program = _program(source, entries, done, filters, primary, alpha, min_experiments)
     return replace(program, pages=tuple(pages), store=store.display)
+
+
+def _attached(rows: list[StoredExperiment]) -> list[StoredExperiment]:
+    """``rows`` with each interleaved run linked to an A/B test of ``rows`` moved
+    under that test's row; a run whose test is not among them keeps its own."""
+    from dataclasses import replace
+
+    tests = {r.experiment for r in rows if r.run is None}
+    under: dict[str, list[InterleavedRun]] = {}
+    for r in rows:
+        run = r.run
+        if run is not None and run.of in tests:
+            under.setdefault(run.of, []).append(run)
+    return [
+        replace(r, interleaved=(*r.interleaved, *under.get(r.experiment, ())))
+        for r in rows
+        if r.run is None or r.run.of not in tests
+    ]
 
 
 def _program(

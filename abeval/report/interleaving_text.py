@@ -29,16 +29,17 @@ def p_is(p: float | None) -> str:
 
 def decision_line(s: InterleavingSection) -> str:
     """``DECISION candidate PREFERRED over production: ...``, or why none is."""
-    numbers = f"Δ_AB = {signed(s.delta)} {signed_interval(s.interval)}, {p_is(s.p_value)}"
+    c = s.clicks
+    numbers = f"Δ_AB = {signed(c.delta)} {signed_interval(c.interval)}, {p_is(c.p_value)}"
     if s.decision == "ranker_preferred" and s.preferred is not None:
         other = s.team_b if s.preferred == s.team_a else s.team_a
         return f"DECISION {s.preferred} PREFERRED over {other}: {said(s.decision)} ({numbers})"
     if s.decision == "no_preference":
         return f"DECISION NO PREFERENCE: {said(s.decision)} ({numbers})"
-    return f"DECISION UNDETERMINED: {said(s.status, s.message)}"
+    return f"DECISION UNDETERMINED: {said(c.status, c.message)}"
 
 
-def result_row(credit: str, r: InterleavingResult | InterleavingSection) -> str:
+def result_row(credit: str, r: InterleavingResult) -> str:
     """One credit's Δ_AB, interval, p-value and counts."""
     return (
         f"  {credit:<13} {signed(r.delta):>8} {signed_interval(r.interval):>20} "
@@ -62,11 +63,12 @@ def balance_line(s: InterleavingSection) -> str:
 
 def preference_line(s: InterleavingSection) -> str:
     """The users' preference share with its sign test."""
-    if s.preference_share is None:
+    c = s.clicks
+    if c.preference_share is None:
         return "no user prefers either ranker"
     return (
-        f"users preferring {s.team_a}: {share(s.preference_share)} of the users with a "
-        f"preference (sign test {p_is(s.sign_p_value)})"
+        f"users preferring {s.team_a}: {share(c.preference_share)} of the users with a "
+        f"preference (sign test {p_is(c.sign_p_value)})"
     )
 
 
@@ -94,11 +96,11 @@ def interleaving_lines(s: InterleavingSection) -> list[str]:
         "(users are the unit of the interval)",
         f"  {'credit':<13} {'Δ_AB':>8} {'interval':>20} {'p':>8} "
         f"{'wins':>8} {'losses':>8} {'ties':>7} {'requests':>9} {'users':>8}",
-        result_row("clicks", s),
+        result_row("clicks", s.clicks),
     ]
     if s.by_purchases is not None:
         lines.append(result_row("purchases", s.by_purchases))
-    if s.preference_share is not None:
+    if s.clicks.preference_share is not None:
         lines.append(f"  {preference_line(s)}")
     lines += [f"  wins and losses are {s.team_a}'s, of the requests with a credited click", ""]
     return [*lines, balance_line(s), ""]
@@ -135,7 +137,7 @@ class InterleavingView:
     balance_flagged: bool
 
 
-def _row(credit: str, r: InterleavingResult | InterleavingSection) -> InterleavingRow:
+def _row(credit: str, r: InterleavingResult) -> InterleavingRow:
     return InterleavingRow(
         credit=credit,
         delta=signed(r.delta),
@@ -152,7 +154,7 @@ def _row(credit: str, r: InterleavingResult | InterleavingSection) -> Interleavi
 
 def interleaving_view(s: InterleavingSection) -> InterleavingView:
     """What the page shows of ``s``, in the text report's words."""
-    rows = [_row("clicks", s)]
+    rows = [_row("clicks", s.clicks)]
     if s.by_purchases is not None:
         rows.append(_row("purchases", s.by_purchases))
     return InterleavingView(

@@ -77,7 +77,7 @@ class ShownReport(Shown, ExperimentReport):
             preferred = f"{s.preferred} preferred" if s.preferred else said_word(s.decision)
             return (
                 f"ExperimentReport {self.experiment!r}: interleaved, {preferred} "
-                f"(Δ_AB {signed(s.delta)} {signed_interval(s.interval)})"
+                f"(Δ_AB {signed(s.clicks.delta)} {signed_interval(s.clicks.interval)})"
             )
         arms = {m.arm for m in self.metrics}
         metrics = {m.metric for m in self.metrics}

@@ -11,20 +11,37 @@ The template reads one object, ``ctx`` (:class:`ProgramContext`)."""
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from abeval.analysis.program_store import StoredExperiment, StoreProgram
 from abeval.formatting import NA, interval, pct
 from abeval.report.experiment_text import status_text
 from abeval.report.html import _VERDICT_TONES
-from abeval.report.program_store import agreement_parts, decision_words, guardrail_words
+from abeval.report.program_store import (
+    agreement_parts,
+    decision_words,
+    guardrail_words,
+    run_cells,
+)
 from abeval.report.program_text import prior_line, stats_lines
 from abeval.report.templates import environment
 from abeval.report.words import store_shown
 
 TEMPLATE = "program.html.j2"
 DEFAULT_PATH = Path("reports") / "program.html"
+
+
+@dataclass(frozen=True)
+class RunRow:
+    """An interleaved run linked to an experiment, as the line under its row shows it."""
+
+    experiment: str
+    link: str | None
+    preference: str
+    users: str
+    delta: str
+    interval: str
 
 
 @dataclass(frozen=True)
@@ -45,6 +62,8 @@ class ProgramRow:
     guardrails: str
     #: The off-policy estimate's and the prediction's agreement, one text each.
     agreement: tuple[str, ...]
+    #: The interleaved runs linked to this A/B test, each on a line under its row.
+    runs: tuple[RunRow, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -84,23 +103,31 @@ def build_context(
     for r in p.stored:
         shown = r.lift(p.primary)
         post = shrunk.get(r.experiment)
-        rows.append(
-            ProgramRow(
-                row=r,
-                link=_link(pages.get(r.experiment), links_from),
-                status=status_text(r.outcome.status, None),
-                decision=decision_words(r.decision),
-                tone=_VERDICT_TONES.get(r.decision or "", "neutral"),
-                users=f"{r.users:,}" if r.users is not None else NA,
-                lift=pct(shown.lift) if shown else NA,
-                interval=interval(shown.interval) if shown else NA,
-                basis=shown.basis.replace("_", " ") if shown else "",
-                shrunk=pct(post.mean) if post else NA,
-                shrunk_interval=interval((post.low, post.high)) if post else NA,
-                guardrails=guardrail_words(r.guardrails) if r.decision else NA,
-                agreement=agreement_parts(r, p.primary),
-            )
+        runs = tuple(
+            RunRow(x.experiment, _link(pages.get(x.experiment), links_from), *run_cells(x))
+            for x in r.interleaved
+            if x.experiment != r.experiment
         )
+        row = ProgramRow(
+            row=r,
+            link=_link(pages.get(r.experiment), links_from),
+            status=status_text(r.outcome.status, None),
+            decision=decision_words(r.decision),
+            tone=_VERDICT_TONES.get(r.decision or "", "neutral"),
+            users=f"{r.users:,}" if r.users is not None else NA,
+            lift=pct(shown.lift) if shown else NA,
+            interval=interval(shown.interval) if shown else NA,
+            basis=shown.basis.replace("_", " ") if shown else "",
+            shrunk=pct(post.mean) if post else NA,
+            shrunk_interval=interval((post.low, post.high)) if post else NA,
+            guardrails=guardrail_words(r.guardrails) if r.decision else NA,
+            agreement=agreement_parts(r, p.primary),
+            runs=runs,
+        )
+        if r.run is not None:  # an interleaved run of its own: Δ_AB in place of a lift
+            preference, users, delta, ci = run_cells(r.run)
+            row = replace(row, decision=preference, users=users, lift=delta, interval=ci)
+        rows.append(row)
     filters = p.filters.words()
     return ProgramContext(
         title="Program of experiments" + (f": {filters}" if filters else ""),

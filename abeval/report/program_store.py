@@ -8,7 +8,12 @@ The JSON is the history's document (:func:`abeval.report.program_json.program_do
 users, what was decided, the report's decision and its words, the metric's
 ``basis`` and ``interval``, guardrails, agreement, report page), and
 ``store_experiments``: one object per experiment of the store, those without a
-lift (and the ``problem`` that kept their report from being made) included.
+lift (and the ``problem`` that kept their report from being made) included. Each
+of these has ``interleaving``: the interleaved runs linked to the A/B test (or, on
+an interleaved run's own row, the run itself), each with ``experiment``,
+``interleaving_of``, ``team_a``, ``team_b``, ``delta`` (Δ_AB credited by clicks),
+``interval``, ``p_value``, ``decision``, ``preferred``, ``preference_words`` and
+``users``.
 """
 
 from __future__ import annotations
@@ -16,8 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from abeval.analysis.program_store import StoredExperiment, StoreProgram
-from abeval.formatting import NA, interval, pct
+from abeval.analysis.program_store import InterleavedRun, StoredExperiment, StoreProgram
+from abeval.formatting import NA, interval, pct, signed, signed_interval
 from abeval.report import frames
 from abeval.report.experiment_text import status_text
 from abeval.report.program_json import program_document
@@ -32,6 +37,47 @@ WIDTH = 100
 def decision_words(code: str | None) -> str:
     """``keep_running`` → ``keep running``; ``no report`` when there is none."""
     return said(code) if code else "no report"
+
+
+def preference_words(run: InterleavedRun) -> str:
+    """``candidate preferred``, ``no preference yet``, or why Δ_AB is undetermined."""
+    s = run.section
+    if s.decision == "ranker_preferred" and s.preferred is not None:
+        return f"{s.preferred} preferred"
+    if s.decision == "no_preference":
+        return "no preference yet"
+    return said(s.clicks.status, s.clicks.message)
+
+
+def row_decision_words(row: StoredExperiment) -> str:
+    """The decision's words; an interleaved run's own row says its preference."""
+    run = row.run
+    return preference_words(run) if run is not None else decision_words(row.decision)
+
+
+def run_cells(run: InterleavedRun) -> tuple[str, str, str, str]:
+    """An interleaved run's (preference, users, Δ_AB, interval) as the tables show them."""
+    c = run.section.clicks
+    users = f"{run.users:,}" if run.users is not None else NA
+    return preference_words(run), users, f"Δ_AB {signed(c.delta)}", signed_interval(c.interval)
+
+
+def run_json(run: InterleavedRun) -> dict[str, Any]:
+    """An interleaved run of ``store_experiments``' ``interleaving`` (module docstring)."""
+    s, c = run.section, run.section.clicks
+    return {
+        "experiment": run.experiment,
+        "interleaving_of": run.of,
+        "team_a": s.team_a,
+        "team_b": s.team_b,
+        "delta": c.delta,
+        "interval": list(c.interval) if c.interval is not None else None,
+        "p_value": c.p_value,
+        "decision": s.decision,
+        "preferred": s.preferred,
+        "preference_words": preference_words(run),
+        "users": run.users,
+    }
 
 
 def guardrail_words(guardrails: tuple[tuple[str, str], ...]) -> str:
@@ -77,7 +123,7 @@ def store_row(row: StoredExperiment, metric: str, page: str | None) -> dict[str,
         "decided_on": o.decided_on,
         "arm": row.arm,
         "decision": row.decision,
-        "decision_words": decision_words(row.decision),
+        "decision_words": row_decision_words(row),
         "reason": row.reason,
         "metric": metric if shown is not None else None,
         "lift": shown.lift if shown is not None else None,
@@ -91,6 +137,7 @@ def store_row(row: StoredExperiment, metric: str, page: str | None) -> dict[str,
         else {"offline_metric": predicted[0], "agreement": predicted[1]},
         "report": page,
         "problem": row.problem,
+        "interleaving": [run_json(r) for r in row.interleaved],
     }
 
 
@@ -162,14 +209,21 @@ def store_program_text(p: StoreProgram) -> str:
     for r in p.stored:
         shown = r.lift(p.primary)
         post = shrunk.get(r.experiment)
-        decided.append((
-            r.experiment, status_text(r.outcome.status, None), decision_words(r.decision),
-            f"{r.users:,}" if r.users is not None else NA,
-            pct(shown.lift) if shown else NA,
-            interval(shown.interval) if shown else NA,
-            pct(post.mean) if post else NA,
-            guardrail_words(r.guardrails) if r.decision else NA,
-        ))  # fmt: skip
+        status = status_text(r.outcome.status, None)
+        if r.run is not None:  # an interleaved run of its own: Δ_AB, not a lift
+            decided.append((r.experiment, status, *run_cells(r.run), NA, NA))
+        else:
+            decided.append((
+                r.experiment, status, decision_words(r.decision),
+                f"{r.users:,}" if r.users is not None else NA,
+                pct(shown.lift) if shown else NA,
+                interval(shown.interval) if shown else NA,
+                pct(post.mean) if post else NA,
+                guardrail_words(r.guardrails) if r.decision else NA,
+            ))  # fmt: skip
+        for run in r.interleaved:
+            if run.experiment != r.experiment:
+                decided.append((f"  ↳ {run.experiment}", "interleaved", *run_cells(run), "", ""))
         predicted = r.prediction(p.primary)
         when.append((r.experiment, _days(r.first_day, r.last_day), r.outcome.decided_on or "",
                      r.outcome.owner or "", ", ".join(r.outcome.tags), r.off_policy or "—",
@@ -178,6 +232,11 @@ def store_program_text(p: StoreProgram) -> str:
             "guardrails")  # fmt: skip
     lines += ["", f"{p.primary} per experiment, under each decision's basis:"]
     lines += _table(head, decided, 3)
+    if any(r.interleaved for r in p.stored):
+        lines += [
+            "Δ_AB: an interleaved run's preference for its ranker A over the baseline B "
+            "(clicks; ↳ under the A/B test of the same rankers); not in the statistics."
+        ]
     lines += [""]
     heads = ("experiment", "events", "decided", "owner", "tags", "off-policy", "predicted")
     lines += _table(heads, when, 7)
@@ -221,6 +280,8 @@ class ShownStoreProgram(Shown, StoreProgram):
             r["guardrails"] = guardrail_words(tuple((g["metric"], g["guardrail"])
                                                     for g in r["guardrails"]))  # fmt: skip
             r["predicted"] = None if r["predicted"] is None else r["predicted"]["agreement"]
+            runs = [f"{x['experiment']}: {x['preference_words']}" for x in r["interleaving"]]
+            r["interleaving"] = "; ".join(runs) or None
             out.append({**r, "interval_low": pair[0], "interval_high": pair[1]})
         return out
 

@@ -84,13 +84,27 @@ def _clean(value: Any) -> Any:
 NOT_IN_JSON: Mapping[str, bool] = MappingProxyType({"json": False})
 
 
+def lifted(*keys: str) -> Mapping[str, tuple[str, ...]]:
+    """The metadata of a field of a result whose JSON is not nested under its name:
+    its ``keys`` stand at the top level of the result's document instead (a result
+    that holds another but keeps the flat JSON shape it had when it copied it)."""
+    return MappingProxyType({"lift": keys})
+
+
 def _plain(value: Any) -> JsonValue:
     if is_dataclass(value) and not isinstance(value, type):
-        return {
-            f.name: _plain(getattr(value, f.name))
-            for f in fields(value)
-            if f.metadata.get("json", True)
-        }
+        out: dict[str, JsonValue] = {}
+        for f in fields(value):
+            if not f.metadata.get("json", True):
+                continue
+            plain = _plain(getattr(value, f.name))
+            keys = f.metadata.get("lift")
+            if keys is None:
+                out[f.name] = plain
+            else:
+                assert isinstance(plain, dict)
+                out.update((k, plain[k]) for k in keys)
+        return out
     if isinstance(value, tuple | list):
         return [_plain(v) for v in value]
     if isinstance(value, dict):

@@ -17,13 +17,13 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from agreement_store import LIFTS, simulate_experiment, targets_of
+from agreement_store import LIFTS, simulate_experiment, simulate_interleaved_run, targets_of
 from scipy.stats import spearmanr
 from typer.testing import CliRunner
 
 import abeval
 from abeval.cli import app
-from abeval.simulate import SimulationConfig, write_events
+from abeval.simulate import SimulationConfig
 from abeval.simulate.interleaved import simulate_interleaved
 
 runner = CliRunner()
@@ -43,19 +43,8 @@ def history(tmp_path_factory: pytest.TempPathFactory) -> str:
             events = simulate_experiment(work / f"{name}.csv", name, lift, seed, 800)
             store.ingest(events)
             store.set(name, target_propensities=targets_of(events))
-            config = SimulationConfig(
-                experiment=_run(name),
-                users=600,
-                seed=seed + 100,
-                days=4,
-                pre_period_days=0,
-                segments={},
-                true_ctr_lift={"treatment": lift},
-                true_conversion_lift={"treatment": 0.0},
-            )
             run = work / f"{_run(name)}.csv"
-            write_events(simulate_interleaved(config), run)
-            store.ingest(run)
+            store.ingest(simulate_interleaved_run(run, _run(name), lift, seed + 100, 600))
             store.set(_run(name), interleaving_of=name)
     return db
 
@@ -105,8 +94,8 @@ def test_the_board_shows_delta_ab_as_the_ab_tests_interleaving_signal(history: s
         section = deltas[p.experiment]
         assert section is not None and section.team_a == p.arm == "treatment"
         assert p.signal == "interleaving" and p.independent
-        assert p.offline_lift == pytest.approx(section.delta, abs=1e-12)
-        assert p.offline_ci == pytest.approx(section.interval, abs=1e-12)
+        assert p.offline_lift == pytest.approx(section.clicks.delta, abs=1e-12)
+        assert p.offline_ci == pytest.approx(section.clicks.interval, abs=1e-12)
     row = next(s for s in board.summary if s.source == "interleaving" and s.online_metric == "ctr")
     online = [p.online_lift for p in pairs]
     offline = [p.offline_lift for p in pairs]

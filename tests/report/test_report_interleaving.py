@@ -116,6 +116,13 @@ def test_json_section_from_hand_counts(tmp_path: Path) -> None:
 
     doc = _json(_store(tmp_path))
     _check_section(doc)
+    # the shape issue 33 fixes: the click-credited numbers at the top level
+    assert set(doc["interleaving"]) == {
+        *("status", "message", "team_a", "team_b", "delta", "interval", "p_value"),
+        *("wins", "losses", "ties", "users", "requests", "preference_share"),
+        *("sign_p_value", "decision", "preferred", "by_purchases", "balance"),
+        "uncredited_clicks",
+    }
     root = next(p for p in Path(__file__).resolve().parents if (p / "pyproject.toml").exists())
     schema = json.loads((root / "reports" / "report.schema.json").read_text())
     jsonschema.validate(doc, schema)
@@ -192,7 +199,7 @@ def test_api_report_and_frame(tmp_path: Path) -> None:
     with abeval.open(_store(tmp_path), read_only=True) as store:
         report = store.report("il")
     assert report.interleaving is not None
-    assert report.interleaving.wins == 3
+    assert report.interleaving.clicks.wins == 3
     rows = report.rows()
     assert [r["credit"] for r in rows] == ["click", "purchase"]
     assert rows[0]["delta"] == pytest.approx(1 / 12)
