@@ -115,23 +115,20 @@ def _history(out_dir: Path, db: Path, seed: int, users_per_day: float) -> Iterat
 
     files = write_demo_series(out_dir, seed)
     with abeval.open(db) as store:
-        loaded = [
-            _load(
-                store,
-                f.experiment.name,
-                f.experiment.config.control,
-                f.events,
-                f.target_propensities,
-            )
-            for f in files
-        ]
+        loaded = [_load_planned(store, f) for f in files]
     rows = sum(x.inserted for x in loaded)
     seconds = sum(x.seconds for x in loaded)
     folder = files[0].events.parent.parent
+    size = files[0].experiment.config
     yield (
         f"history: {len(files)} experiments ({files[0].experiment.name} .. "
         f"{files[-1].experiment.name}), {rows:,} events ingested in {seconds:.1f} s; "
         f"logs, target propensities and held-out files in {folder}"
+    )
+    yield (
+        f"planned: each history experiment's plan ({size.users:,} users, {size.days} days) "
+        "recorded after its first day's events were ingested, before the rest "
+        "(experiment set X --plan-users N --plan-days D)"
     )
     first = files[0]
     yield f"explore: abeval report -e {_q(first.experiment.name)} --db {_q(db)} --format text"
@@ -151,7 +148,7 @@ def _history(out_dir: Path, db: Path, seed: int, users_per_day: float) -> Iterat
         f"explore: abeval agreement --db {_q(db)} --format text   (every experiment; off-policy "
         "estimates from the target probabilities recorded with each)"
     )
-    yield _record_outcomes(db, board, [f.experiment.name for f in files])
+    yield _record_outcomes(db, [f.experiment.name for f in files])
     yield (
         f"explore: abeval program --db {_q(db)}   (every experiment: status, decision, lift; "
         "win rate and shipped impact; -f html -o program.html --with-reports reports)"
@@ -161,6 +158,33 @@ def _history(out_dir: Path, db: Path, seed: int, users_per_day: float) -> Iterat
 
 #: Users of each history candidate's interleaved run against production.
 INTERLEAVED_USERS = 800
+
+
+def _load_planned(store: Store, files: ExperimentFiles) -> IngestSummary:
+    """Load one history experiment as a team runs it: its first day's events (with
+    the pre-period before it), then its control arm and plan (the simulated users
+    and days) recorded, as ``abeval experiment set X --control ARM --plan-users N
+    --plan-days D`` does, so that the plan is stamped as made before the result
+    could be seen; then the rest of its events and its target probabilities
+    (``--target-propensities FILE``, checked against all its requests). The two
+    ingests' summary, summed."""
+    from dataclasses import replace
+    from datetime import timedelta
+
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    config = files.experiment.config
+    events = pq.read_table(files.events)
+    first_day = pc.less(events["ts"], config.start + timedelta(days=1))
+    first = store.ingest(events.filter(first_day))
+    name = files.experiment.name
+    store.set(name, control=config.control, plan_users=config.users, plan_days=config.days)
+    rest = store.ingest(events.filter(pc.invert(first_day)))
+    store.set(name, target_propensities=files.target_propensities)
+    return replace(
+        rest, inserted=first.inserted + rest.inserted, seconds=first.seconds + rest.seconds
+    )
 
 
 def _interleaved(db: Path, files: list[ExperimentFiles]) -> Generator[str, None, dict[str, str]]:
@@ -283,32 +307,46 @@ def _record_evaluation(db: Path, files: ExperimentFiles) -> None:
     )
 
 
-def _record_outcomes(db: Path, board: AgreementBoard, names: list[str]) -> str:
+#: The status a history experiment is recorded with, by its report's decision at
+#: its planned end: shipped when it decides ship, rolled back when it decides roll
+#: back or no effect, abandoned otherwise (keep running at the plan, or invalid:
+#: the team stops the test without a verdict and keeps production).
+STATUS_OF_DECISION: dict[str, ExperimentStatus] = {
+    "ship": "shipped",
+    "roll_back": "rolled_back",
+    "no_effect": "rolled_back",
+}
+
+
+def _record_outcomes(db: Path, names: list[str]) -> str:
     """Record what was decided about each history experiment, as ``abeval
-    experiment set X --status shipped|rolled_back --decided-on DATE --owner demo
-    --tag history`` does: the team shipped an experiment whose online CTR lift (the
-    board's) was above 0 and rolled the others back, on the day after its last
-    event (a decision on the point estimate, as the program's winner's curse
-    correction assumes a team makes)."""
+    experiment set X --status shipped|rolled_back|abandoned --decided-on DATE
+    --owner demo --tag history`` does: what its report decides at its planned end
+    (:data:`STATUS_OF_DECISION`; the report read without the offline replay and
+    the off-policy estimates, which the decision does not read), on the day after
+    its last event."""
     from datetime import date, timedelta
 
     import abeval
+    from abeval.api import report_options
 
-    lifts = {p.experiment: p.online_lift for p in board.pairs if p.online_metric == "ctr"}
-    shipped = 0
+    quick = report_options(offline=False, ope=False)
+    counts: dict[str, int] = {"shipped": 0, "rolled_back": 0, "abandoned": 0}
     with abeval.open(db) as store:
         last = {e.experiment: e.last_ts for e in store.experiments()}
         for name in names:
-            lift = lifts.get(name)
-            if lift is None or last.get(name) is None:
+            if last.get(name) is None:
                 continue
-            status: ExperimentStatus = "shipped" if lift > 0 else "rolled_back"
-            shipped += status == "shipped"
+            decided = store.report(name, quick).decisions
+            verdict = decided[0].decision if decided else "invalid"
+            status = STATUS_OF_DECISION.get(verdict, "abandoned")
+            counts[status] += 1
             day = date.fromisoformat(str(last[name])[:10]) + timedelta(days=1)
             store.set(name, status=status, decided_on=day, owner="demo", tag="history")
     return (
-        f"recorded: what was decided about the history experiments ({shipped} shipped where "
-        f"the online CTR lift was above 0, {len(names) - shipped} rolled back)"
+        "recorded: what was decided about the history experiments, as each report decides "
+        f"at its planned end ({counts['shipped']} shipped, {counts['rolled_back']} rolled back, "
+        f"{counts['abandoned']} abandoned: not decided at the plan)"
     )
 
 

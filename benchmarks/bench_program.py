@@ -16,6 +16,8 @@ a share is estimated:
 
 - the naive impact's bias: mean of (Σ shipped lifts − Σ shipped θ), and the mean
   true Σ θ for scale;
+- the share of the naive bias the de-biased impact keeps (its bias over the
+  naive one);
 - the de-biased impact's bias and its 95% interval's coverage of Σ shipped θ
   (runs with at least one shipped);
 - the shrunken lifts' mean squared error over the raw lifts' (all experiments);
@@ -24,11 +26,13 @@ a share is estimated:
   prior, so the Wilson interval is somewhat too narrow);
 - how often the mixture prior was chosen.
 
-The prior is fitted at every k here (``min_experiments=0``), so the k = 10 row
-shows why ``abeval program`` uses none below
-:data:`abeval.stats.program.MIN_EXPERIMENTS`::
+The prior is fitted at every k here (``min_experiments=0``). The small-k rows
+(the default sizes, 6 to 20) set :data:`abeval.stats.program.MIN_EXPERIMENTS`
+by the rule :func:`meets_rule` states (docs/metrics.md#a-program-of-experiments);
+after the table the script prints, per k, whether the normal truth's row meets
+it::
 
-    nice -n 10 python benchmarks/bench_program.py [--runs 500] [--sizes 10,20,50,200] \
+    nice -n 10 python benchmarks/bench_program.py [--runs 300] [--sizes 6,8,10,13,16,20] \
         [--priors normal,t3,nulls70]
 """
 
@@ -99,6 +103,31 @@ def run_cell(kind: str, k: int, runs: int, seed: int) -> dict[str, Any]:
     }  # fmt: skip
 
 
+#: The rule's bounds: the de-biased impact keeps at most this share of the
+#: naive bias, and its interval and the posterior intervals cover at least
+#: :data:`RULE_COVERAGE` (the upper end of the coverage's Wilson interval, so a
+#: row is failed only on evidence that it covers less).
+RULE_BIAS_LEFT = 0.25
+RULE_COVERAGE = 0.93
+
+
+def bias_left(r: dict[str, Any]) -> float:
+    """The share of the naive bias the de-biased impact keeps."""
+    return float(r["corrected_bias"] / r["naive_bias"])
+
+
+def meets_rule(r: dict[str, Any]) -> bool:
+    """Whether a cell meets the rule that sets ``MIN_EXPERIMENTS`` (applied to the
+    normal truth): the de-biased impact keeps at most :data:`RULE_BIAS_LEFT` of
+    the naive bias (in absolute value), and neither its interval's coverage nor
+    the posterior intervals' is below :data:`RULE_COVERAGE` beyond doubt (the
+    Wilson interval's upper end at least that)."""
+    covers = all(
+        wilson_interval(*r[key])[1] >= RULE_COVERAGE for key in ("impact_coverage", "coverage")
+    )
+    return abs(bias_left(r)) <= RULE_BIAS_LEFT and covers
+
+
 def _share(pair: tuple[int, int]) -> str:
     n, d = pair
     if d == 0:
@@ -109,18 +138,19 @@ def _share(pair: tuple[int, int]) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=500)
-    parser.add_argument("--sizes", default="10,20,50,200")
+    parser.add_argument("--runs", type=int, default=300)
+    parser.add_argument("--sizes", default="6,8,10,13,16,20")
     parser.add_argument("--seed", type=int, default=32)
     parser.add_argument("--priors", default=",".join(PRIORS))
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     print(
         "| prior | k | runs (with a ship) | mean true Σθ shipped | naive bias | "
-        "de-biased bias (± se) | impact interval coverage | MSE shrunk/raw | "
+        "de-biased bias (± se) | bias left | impact interval coverage | MSE shrunk/raw | "
         "posterior coverage, all | posterior coverage, shipped | mixture chosen | s |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    verdicts: list[str] = []
     for kind in args.priors.split(","):
         for k in sizes:
             started = time.perf_counter()
@@ -129,11 +159,16 @@ def main() -> None:
             print(
                 f"| {kind} | {k} | {r['runs']} ({r['with_shipped']}) | {r['true_sum']:+.4f} | "
                 f"{r['naive_bias']:+.4f} | {r['corrected_bias']:+.4f} "
-                f"(± {r['corrected_bias_se']:.4f}) | {_share(r['impact_coverage'])} | "
+                f"(± {r['corrected_bias_se']:.4f}) | {bias_left(r):.0%} | "
+                f"{_share(r['impact_coverage'])} | "
                 f"{r['mse_ratio']:.2f} | {_share(r['coverage'])} | "
                 f"{_share(r['shipped_coverage'])} | {r['mixture_share']:.0%} | {took:.0f} |",
                 flush=True,
             )
+            if kind == "normal":
+                verdicts.append(f"k = {k}: {'meets' if meets_rule(r) else 'fails'} the rule")
+    if verdicts:
+        print("\n".join(["", "normal truth:", *verdicts]))
 
 
 if __name__ == "__main__":

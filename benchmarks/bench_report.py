@@ -17,6 +17,9 @@ subprocesses on the same store, interleaved, several times; the script prints
 medians, the ratio to the baseline and each command's peak RSS, then the
 fixed start-up cost (``abeval --help`` and the report on a store of a few
 thousand events), and with ``--record`` appends them to ``benchmarks/RESULTS.md``.
+Every report computes from the events: the summaries a report keeps in its store
+(docs/architecture.md#kept-summaries) are deleted before each run (``--warm``
+keeps them, so that the runs after the first read them).
 
     python benchmarks/bench_report.py --rows 10000000 --runs 3 --record
 
@@ -247,10 +250,13 @@ def measure_runs(
     runs: int,
     envs: dict[str, dict[str, str]] | None = None,
     prefix: list[str] | None = None,
+    cold: bool = True,
 ) -> tuple[dict[str, list[float]], dict[str, list[float]], dict[str, str], dict[str, list[float]]]:
     """Each variant ``runs`` times, interleaved: wall seconds, peak RSS MiB, the last
     output, and CPU seconds (user + system of the child and its threads, from the
-    children's rusage: on a loaded machine the steadier measure of the work done)."""
+    children's rusage: on a loaded machine the steadier measure of the work done).
+    ``cold``: every report computes from the events (:func:`forget_kept` first);
+    else each run after the first reads the summaries the first kept."""
     import resource
 
     times: dict[str, list[float]] = {k: [] for k in variants}
@@ -261,6 +267,8 @@ def measure_runs(
         for name, cmd in variants.items():
             env = (envs or {}).get(name)
             cwd = Path(env["PYTHONPATH"]) if env else HERE.parent  # `-m abeval` from there
+            if cold:
+                forget_kept(cmd)
             before = resource.getrusage(resource.RUSAGE_CHILDREN)
             m = run_measured([*(prefix or []), *cmd], TIMEOUT, cwd=cwd, env=env)
             after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -271,6 +279,19 @@ def measure_runs(
             cpu[name].append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
             outs[name] = m.out
     return times, rss, outs, cpu
+
+
+def forget_kept(cmd: list[str]) -> None:
+    """Delete the kept summaries of the store a report command names (``--db``), in
+    a subprocess (this process stays small: a child's peak RSS starts from it)."""
+    if "report" not in cmd or "--db" not in cmd:
+        return
+    db = cmd[cmd.index("--db") + 1]
+    forget = (
+        "import duckdb, sys; c = duckdb.connect(sys.argv[1]); "
+        "c.execute('DELETE FROM kept_summaries'); c.close()"
+    )
+    subprocess.run([sys.executable, "-c", forget, db], check=True)
 
 
 def variant_table(title: str, variants: dict[str, list[str]], runs: int) -> list[str]:
@@ -381,6 +402,7 @@ def statement_profile(db: Path, out: Path, top: int = 12, *extra: str) -> list[s
     """Run the report with every statement timed; its statements, slowest first:
     seconds, share of the run, resident memory after the statement and the peak so
     far (MiB), and the statement's start."""
+    forget_kept(report_command(db, *extra))  # the report computes from the events
     cmd = [sys.executable, "-c", STATEMENTS, str(out), *report_command(db, *extra)[3:]]
     m = run_measured(cmd, GROWTH_TIMEOUT, cwd=HERE.parent)
     if m.code != 0:
@@ -509,6 +531,12 @@ def main() -> None:
     ap.add_argument("--data-dir", type=Path, default=DATA, help="files and stores of --growth")
     ap.add_argument("--nice", type=int, default=0, help="run the commands under nice -n")
     ap.add_argument("--no-startup", action="store_true", help="leave out the start-up table")
+    ap.add_argument(
+        "--warm",
+        action="store_true",
+        help="let the reports after the first read the summaries it kept (default: "
+        "each report computes from the events, its store's kept summaries deleted first)",
+    )
     ap.add_argument("--keep", action="store_true", help="keep --growth's stores")
     ap.add_argument(
         "--profile",
@@ -534,7 +562,7 @@ def main() -> None:
         envs[before] = {"PYTHONPATH": str(args.before.resolve())}
     prefix = ["nice", "-n", str(args.nice)] if args.nice else []
     run_measured([*prefix, *variants[base]], TIMEOUT)  # warm the page cache
-    times, rss, outs, cpu = measure_runs(variants, args.runs, envs, prefix)
+    times, rss, outs, cpu = measure_runs(variants, args.runs, envs, prefix, cold=not args.warm)
     med = {k: statistics.median(v) for k, v in times.items()}
     med_cpu = {k: statistics.median(v) for k, v in cpu.items()}
     b, b_cpu = med[base], med_cpu[base]

@@ -59,6 +59,7 @@ from abeval.analysis.agreement_pairs import (
 )
 from abeval.analysis.agreement_summary import backtests, summarise, with_z_scores
 from abeval.analysis.kept import computed_once
+from abeval.analysis.kept_batch import Prefetched, prefetch
 from abeval.analysis.online_metrics import Catalog
 from abeval.analysis.ope_file import read_target_propensities
 from abeval.analysis.team_metrics import read_catalog
@@ -68,6 +69,10 @@ from abeval.store.experiments import first_events, unknown_experiment_message
 
 if TYPE_CHECKING:
     from abeval.store.database import Database
+
+
+#: The parts of an experiment's session the board reads.
+BOARD_PARTS = ("observed", "offline", "ope", "compared", "interleaving")
 
 
 def agreement_board(
@@ -85,7 +90,9 @@ def agreement_board(
     for file in o.target_propensities.values():
         read_target_propensities(file)  # a file the user gave is an error, not a skipped report
     evaluations = latest_evaluations(store, names)
-    links = interleaving_links(store)
+    # every experiment's row, target file and kept parts at once (none on Spark)
+    given = prefetch(store, BOARD_PARTS)
+    links = interleaving_links(store, given)
     pairs: list[AgreementPair] = []
     coverage: list[ExperimentCoverage] = []
     for name in names:
@@ -94,12 +101,12 @@ def agreement_board(
             coverage.append(ExperimentCoverage(name, None, (), {}, "skipped", why))
             continue
         try:
-            read = experiment_signals(store, name, experiment_options(o, name), catalog)
+            read = experiment_signals(store, name, experiment_options(o, name), catalog, given)
             interleaved = [
                 section
                 for run, ab_test in links.items()
                 if ab_test == name
-                and (section := interleaved_signal(store, run, o.alpha, catalog)) is not None
+                and (section := interleaved_signal(store, run, o.alpha, catalog, given)) is not None
             ]
         except AbevalError as exc:
             coverage.append(ExperimentCoverage(name, None, (), {}, "skipped", exc.message))
@@ -144,14 +151,18 @@ def agreement_board(
     )
 
 
-def interleaving_links(store: Database) -> dict[str, str]:
+def interleaving_links(store: Database, given: Prefetched | None = None) -> dict[str, str]:
     """Interleaved experiment → the A/B test it is recorded as an interleaving of
-    (``abeval experiment set X --interleaving-of Y``), for every experiment of the store."""
-    from abeval.analysis.experiment_config import read_config
+    (``abeval experiment set X --interleaving-of Y``), for every experiment of the store
+    (from the rows ``given`` when they were read)."""
+    from abeval.analysis.experiment_config import ExperimentConfig, read_config
     from abeval.store.experiments import experiment_names
 
-    with store.connect() as conn:
-        configs = {name: read_config(conn, name) for name in experiment_names(conn)}
+    if given is not None:
+        configs = {n: ExperimentConfig.from_json(r.config) for n, r in given.rows.items()}
+    else:
+        with store.connect() as conn:
+            configs = {name: read_config(conn, name) for name in experiment_names(conn)}
     return {n: c.interleaving_of for n, c in configs.items() if c.interleaving_of is not None}
 
 

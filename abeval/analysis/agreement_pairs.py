@@ -26,6 +26,7 @@ from abeval.stats.distributions import norm_isf
 from abeval.store.evaluations import RecordedEvaluation
 
 if TYPE_CHECKING:
+    from abeval.analysis.kept_batch import Prefetched
     from abeval.analysis.online_metrics import Catalog
     from abeval.store.database import Database
 
@@ -47,12 +48,17 @@ class ExperimentSignals:
 
 
 def experiment_signals(
-    store: Database, name: str, options: ReportOptions, catalog: Catalog
+    store: Database,
+    name: str,
+    options: ReportOptions,
+    catalog: Catalog,
+    prefetched: Prefetched | None = None,
 ) -> ExperimentSignals:
     """The parts of ``name`` the board reads, from one session (no daily series,
-    power, decision or prediction) with the store's ``catalog``; an
-    :class:`AbevalError` when it cannot be read."""
-    with ExperimentSession(store, name, options, catalog) as session:
+    power, decision or prediction) with the store's ``catalog`` (and what was
+    ``prefetched`` for every experiment); an :class:`AbevalError` when it cannot
+    be read."""
+    with ExperimentSession(store, name, options, catalog, prefetched) as session:
         primary = tuple(m for m in session.online_comparisons() if m.role == "primary")
         offline = session.offline[0]
         others = tuple(session.observed.arms[1:])  # control first
@@ -85,13 +91,17 @@ class _Lift:
 
 
 def interleaved_signal(
-    store: Database, name: str, alpha: float, catalog: Catalog
+    store: Database,
+    name: str,
+    alpha: float,
+    catalog: Catalog,
+    prefetched: Prefetched | None = None,
 ) -> InterleavingSection | None:
     """Δ_AB of the interleaved experiment ``name`` at the 1 − ``alpha`` level, read
     through its session as ``abeval report`` reads it (None when it is not
     interleaved); an :class:`AbevalError` when it cannot be read."""
     options = ReportOptions(alpha=alpha, daily=False, offline=False, flags=frozenset({"alpha"}))
-    with ExperimentSession(store, name, options, catalog) as session:
+    with ExperimentSession(store, name, options, catalog, prefetched) as session:
         return session.interleaving
 
 

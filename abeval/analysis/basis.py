@@ -75,20 +75,23 @@ def shown_metrics(
 
 
 def with_shown_end(
-    daily: Sequence[DailyPoint], metrics: Sequence[OnlineMetricResult]
+    daily: Sequence[DailyPoint],
+    metrics: Sequence[OnlineMetricResult],
+    look_day: int | None = None,
 ) -> tuple[DailyPoint, ...]:
     """The daily points with each series' last cumulative point replaced by its
     metric's shown lift and interval (CUPED where the tables use it, corrected
     once adjusted), so the chart ends where the tables and the decision stand;
     ``shown`` marks that point. A metric decided on an earlier day (its
-    ``decided_day``) is shown at that day's point instead: its numbers are that
+    ``decided_day``, or every metric once a plan was reached at ``look_day``
+    before today) is shown at that day's point instead: its numbers are that
     day's."""
     shown = {(m.metric, m.arm): m for m in metrics}
     first = min((date.fromisoformat(p.day[:10]) for p in daily), default=None)
     last: dict[tuple[str, str], int] = {}
     for i, p in enumerate(daily):
         m = shown.get((p.metric, p.arm))
-        decided = None if m is None or first is None else m.decided_day
+        decided = None if m is None or first is None else (m.decided_day or look_day)
         number = None if first is None else (date.fromisoformat(p.day[:10]) - first).days + 1
         if decided is None or number == decided:
             last[p.metric, p.arm] = i

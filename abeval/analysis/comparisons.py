@@ -110,6 +110,7 @@ def metric_results(
     statistics of each pair's main comparison (for the power section)."""
     results: list[OnlineMetricResult] = []
     plain: PlainStats = {}
+    learned = {p.metric: p.normal() for p in o.priors}
     for name, metric in catalog.metrics.items():
         if not shown(name, o):
             continue
@@ -127,6 +128,7 @@ def metric_results(
                 used_c,
                 used_t,
                 alpha=o.alpha,
+                prior=learned.get(name),
                 lower_is_better=metric.lower_is_better,
                 relative_interval=o.relative_interval,
             )

@@ -26,7 +26,10 @@ primary metrics need for the target MDE, else the traffic so far over
 :data:`HORIZON_DAYS`), so a team may look every day; with a plan, the
 fixed-horizon intervals at the planned look (read on later days, the data of
 that look: the decision made there stands), and before it only 1 (anything
-else is ``keep_running``, with how far the plan is).
+else is ``keep_running``, with how far the plan is). A look's data, read on a
+later day, are what a report through that day reads (``at_look``: CUPED and
+caps as that report has them), not the daily series' cumulative point, which
+carries no pre-period.
 
 :func:`decide` is the rule on its inputs (:class:`DecisionInput`);
 :func:`decisions` gathers those inputs from the report's metric results, and
@@ -35,7 +38,7 @@ else is ``keep_running``, with how far the plan is).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import date
 
@@ -76,11 +79,14 @@ def judged_results(
     catalog: Catalog,
     power: Sequence[PowerInfo],
     days: int,
+    at_look: Callable[[int], Mapping[str, Moments]] | None = None,
 ) -> tuple[list[OnlineMetricResult], DecisionBasis, PlanProgress | None]:
     """What the decision reads (module docstring): the report's ``comparisons``, or
     with no plan the group-sequential ones over the looks of ``daily`` (the
     cumulative moments at the end of each day); the basis and the plan's progress
-    after ``days`` days."""
+    after ``days`` days. A look decided on an earlier day reads ``at_look(i)``,
+    the moments of a report through day ``daily[i]`` (default: the series' own)."""
+    through = at_look or (lambda i: daily[i][1])
     users = sum(m.n for m in moments.values())
     progress = plan_progress(o, days, users)
     basis = decision_basis(o, progress)
@@ -88,7 +94,7 @@ def judged_results(
         look = planned_look(daily, o)
         if look is not None and look[0] < days:
             # past the planned look: the decision stays the one made there
-            frozen = metric_results(daily[look[1]][1], control, treatments, o, catalog)[0]
+            frozen = metric_results(dict(through(look[1])), control, treatments, o, catalog)[0]
             return frozen, basis, replace(progress, decided_day=look[0])
     if basis != "sequential_no_plan" or users <= 0:
         return comparisons, basis, progress
@@ -125,7 +131,7 @@ def judged_results(
             continue
         # past its expected size: the result of the day that reached it stands
         if i not in then:
-            then[i] = metric_results(daily[i][1], control, treatments, o, catalog)[0]
+            then[i] = metric_results(dict(through(i)), control, treatments, o, catalog)[0]
         reached = next(x for x in then[i] if (x.metric, x.arm) == (r.metric, r.arm))
         picked.append(replace(reached, decided_day=_day_number(daily, i)))
     return adjust_families(picked, o, looks), basis, progress

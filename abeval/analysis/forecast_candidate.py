@@ -107,12 +107,12 @@ def ope_evidence(
     from abeval.analysis.observation import choose_control
     from abeval.analysis.ope_candidate import candidate_estimate
     from abeval.analysis.ope_file import read_target_propensities
-    from abeval.store.experiments import list_experiments
+    from abeval.store.experiments import event_spans, list_experiments
 
-    known = list_experiments(store)
-    found = next((e for e in known if e.experiment == experiment), None)
+    # this experiment's events alone counted (the store's would cost seconds)
+    found = next(iter(list_experiments(store, only=experiment)), None)
     if found is None:
-        near = close_matches(experiment, [e.experiment for e in known], n=3)
+        near = close_matches(experiment, list(event_spans(store)), n=3)
         hint = f"; did you mean {', '.join(near)}?" if near else ""
         raise NotFoundError(
             f"{{experiment}} {experiment}: no such experiment in the store{hint}",

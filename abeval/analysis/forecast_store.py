@@ -63,7 +63,6 @@ def store_history(
     instead of building it again (then only ``o.primary`` is read from it)."""
     from abeval.analysis.agreement import AgreementOptions
     from abeval.analysis.agreement_board import agreement_board
-    from abeval.store.experiments import exposure_starts, list_experiments
 
     # a board built for other options may carry more metrics than were asked for:
     # from one given, only ``o``'s primary metrics are read
@@ -76,8 +75,7 @@ def store_history(
             alpha_given=o.alpha_given,
         )
         board = agreement_board(store, options)
-    summaries = {e.experiment: e for e in list_experiments(store)}
-    starts = exposure_starts(store)
+    summaries, starts = experiment_listing(store)
     controls = {c.experiment: c.control for c in board.experiments}
     entries: list[HistoryEntry] = []
     skipped: list[str] = []
@@ -129,6 +127,26 @@ def store_history(
         skipped=tuple(dict.fromkeys(skipped)),
         rows=rows,
     )  # fmt: skip
+
+
+def experiment_listing(
+    store: Database,
+) -> tuple[dict[str, ExperimentSummary], dict[str, str]]:
+    """Each ingested experiment's summary (users and events per arm,
+    :func:`~abeval.store.experiments.list_experiments`) and first exposure
+    (:func:`~abeval.store.experiments.exposure_starts`): read from the kept
+    summaries while no row of ``experiments`` changed (an ingest rewrites the rows
+    it adds events to), else counted over the events and kept."""
+    from abeval.analysis.kept import computed_once
+    from abeval.store.experiments import experiment_rows, exposure_starts, list_experiments
+
+    def counted() -> tuple[dict[str, ExperimentSummary], dict[str, str]]:
+        return {e.experiment: e for e in list_experiments(store)}, exposure_starts(store)
+
+    found: tuple[dict[str, ExperimentSummary], dict[str, str]] = computed_once(
+        store, "listing", experiment_rows(store), None, counted, tuple
+    )
+    return found
 
 
 def _rates(

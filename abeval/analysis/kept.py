@@ -12,9 +12,11 @@ from ``observed`` under the options. A part is found under two digests:
   (:class:`~abeval.analysis.report_model.ReportOptions`, the saved configuration
   applied, and the size and time of a ``--target-propensities`` file);
 - ``depends``: what it was computed from (:func:`depends`): the experiment's
-  ingests with their checksums and event counts, its recorded settings and saved
-  configuration, whether it has propensities, its recorded target
-  probabilities, the store's metric definitions, and :data:`SUMMARY_VERSION`.
+  row of ``experiments`` (its recorded settings, saved configuration and the
+  stamp every ingest that adds events to it rewrites: the times of its first and
+  last events and of the change), its recorded target probabilities, the
+  store's metric definitions, and :data:`SUMMARY_VERSION`. None of these reads
+  the events, so a warm read runs no statement over them.
 
 An ingest, ``experiment set``, ``metrics add`` or recording target probabilities
 changes ``depends``, so a summary computed before is never read again and is
@@ -45,19 +47,18 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from abeval.store.kept import KeptRow, read_kept, write_kept
 
 if TYPE_CHECKING:
-    from sqlalchemy.engine import Connection
-
     from abeval.analysis.online_metrics import Catalog
     from abeval.analysis.report_model import ReportOptions
     from abeval.store.database import Database
-    from abeval.store.experiment_facts import ExperimentFacts
+    from abeval.store.experiment_facts import ExperimentRow
+    from abeval.store.ope_target import RecordedTargets
 
 #: Raise when what a part holds or how it is computed changes: every summary
 #: kept by an earlier version is then computed again.
-SUMMARY_VERSION = 2
+SUMMARY_VERSION = 3
 
 #: The parts of a session that are kept.
-PARTS = ("observed", "offline", "ope", "compared")
+PARTS = ("observed", "offline", "ope", "compared", "interleaving", "power", "judged")
 
 T = TypeVar("T")
 
@@ -134,13 +135,24 @@ def _value(v: Any) -> Any:
 
 
 def _instance(name: str, values: dict[str, Any]) -> Any:
-    """An abeval dataclass by its ``module:qualname`` (nothing else is made)."""
-    return _class(name)(**values)
+    """An abeval dataclass by its ``module:qualname`` (nothing else is made). One
+    whose fields are all given to its constructor is made without it: its values
+    were written from an instance that its ``__post_init__`` had checked and
+    cleaned already (running it again costs most of a warm read and changes
+    nothing); one with a field its ``__post_init__`` computes is constructed."""
+    cls, names = _class(name)
+    if names is None or names != values.keys():
+        return cls(**values)
+    made = object.__new__(cls)
+    made.__dict__.update(values)
+    return made
 
 
 @functools.lru_cache(maxsize=512)
-def _class(name: str) -> Any:
-    """The abeval dataclass ``module:qualname`` names (a cache of a pure function)."""
+def _class(name: str) -> tuple[Any, frozenset[str] | None]:
+    """The abeval dataclass ``module:qualname`` names, and the names of its fields
+    when every one is given to the constructor and its instances keep a
+    ``__dict__`` (else None: it is constructed). A cache of a pure function."""
     module, _, qualname = name.partition(":")
     if not module.startswith("abeval."):
         raise CannotKeep(name)
@@ -149,7 +161,9 @@ def _class(name: str) -> Any:
         cls = getattr(cls, part)
     if not (isinstance(cls, type) and dataclasses.is_dataclass(cls)):
         raise CannotKeep(name)
-    return cls
+    found = dataclasses.fields(cls)
+    plain = all(f.init for f in found) and not hasattr(cls, "__slots__")
+    return cls, frozenset(f.name for f in found) if plain else None
 
 
 def _digest(value: Any) -> str:
@@ -173,23 +187,23 @@ def options_key(o: ReportOptions) -> str:
     return _digest([repr(plain), stat])
 
 
-def depends(conn: Connection, experiment: str, facts: ExperimentFacts, catalog: Catalog) -> str:
-    """The digest of what the experiment's parts are computed from (module doc)."""
+def depends(
+    experiment: str, row: ExperimentRow, targets: RecordedTargets | None, catalog: Catalog
+) -> str:
+    """The digest of what the experiment's parts are computed from (module doc):
+    its row, whose ``stamp`` stands for its events (every ingest that adds events
+    to it rewrites the stamp), and its recorded ``targets``."""
     from abeval import __version__
-    from abeval.store.ope_target import recorded
 
-    targets = recorded(conn, experiment)
     metrics = _catalog_print(catalog)
     return _digest(
         [
             SUMMARY_VERSION,
             __version__,
             experiment,
-            repr(facts.settings),
-            facts.config,
-            facts.has_propensities,
-            [(i["ingest_id"], i["checksum"], i["rows_inserted"], i["events_in_experiment"])
-             for i in facts.ingests],
+            repr(row.settings),
+            row.config,
+            row.stamp,
             None if targets is None else (targets.checksum, targets.recorded_at.isoformat()),
             metrics,
         ]
@@ -239,21 +253,23 @@ def computed_once(
     store: Database,
     part: str,
     inputs: Any,
-    catalog: Catalog,
+    catalog: Catalog | None,
     compute: Callable[[], T],
     kind: type,
 ) -> T:
     """``compute()``, a pure function of ``inputs`` (frozen results and options)
     and of ``catalog``, kept in the store under the digest of both: the board's
     statistics of the pairs its experiments gave (their bootstrap and model fits
-    cost more than reading kept experiments). Another input, another digest:
-    the kept one is replaced."""
+    cost more than reading kept experiments), or the store's listing of its
+    experiments (``catalog`` None: no metric goes into it). Another input, another
+    digest: the kept one is replaced."""
     from abeval import __version__
 
     if not store.backend.runs_migrations:  # Spark: no table to keep it in
         return compute()
     try:
-        depends = _digest([SUMMARY_VERSION, __version__, encode(inputs), _catalog_print(catalog)])
+        metrics = None if catalog is None else _catalog_print(catalog)
+        depends = _digest([SUMMARY_VERSION, __version__, encode(inputs), metrics])
     except CannotKeep:
         return compute()
     with store.connect() as conn:

@@ -95,8 +95,11 @@ def _notes(o: ReportOptions) -> tuple[str, ...]:
             f"Sequential: always-valid normal-mixture confidence sequences tuned at "
             f"{o.tuning_n:,.0f} users; intervals stay valid however often the report is read."
         )
+    prior = "a flat prior"
+    if any(p.normal() is not None for p in o.priors):
+        prior = "each metric's prior learned from the store's other experiments where shown"
     notes.append(
-        "Bayesian view: normal posterior on the lift with a flat prior; chance to beat control "
+        f"Bayesian view: normal posterior on the lift with {prior}; chance to beat control "
         "and expected loss."
     )
     notes.append(

@@ -85,7 +85,9 @@ def build_report(
         verdicts=verdicts(judged, seen.health, o, decided, catalog=catalog),
         metrics=tuple(judged),
         daily=with_shown_end(
-            daily_points(seen.daily, seen.own_days, control, treatments, shown_o, catalog), judged
+            daily_points(seen.daily, seen.own_days, control, treatments, shown_o, catalog),
+            judged,
+            progress.decided_day if progress is not None else None,
         ),
         segments=segments,
         segment_warning=segment_warning,
@@ -145,6 +147,8 @@ def _settings(seen: Observed, o: ReportOptions) -> Settings:
         planning_alpha=planning_alpha(o.alpha, family),
         planning_rule=planning_rule(o.correction, family),
         plan_recorded=o.plan_recorded,
+        prior=o.prior,
+        priors=o.priors,
     )
 
 

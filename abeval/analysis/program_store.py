@@ -197,16 +197,16 @@ def store_program(
 
     from abeval.analysis.online import build_report
     from abeval.store.experiment_outcomes import Outcome, read_outcomes
-    from abeval.store.experiments import list_experiments
+    from abeval.store.experiments import event_spans
 
-    summaries = list_experiments(store)
+    spans = event_spans(store)  # the experiments' row alone: counting their events costs
     with store.connect() as conn:
         outcomes = read_outcomes(conn)
     rows: list[StoredExperiment] = []
-    for s in summaries:
-        outcome = outcomes.get(s.experiment, Outcome(s.experiment))
-        first, last = _day(s.first_ts), _day(s.last_ts)
-        row = StoredExperiment(s.experiment, first, last, outcome.decided_on or last or "", outcome)
+    for name, (first_ts, last_ts) in spans.items():
+        outcome = outcomes.get(name, Outcome(name))
+        first, last = _day(first_ts), _day(last_ts)
+        row = StoredExperiment(name, first, last, outcome.decided_on or last or "", outcome)
         if filters.keeps(outcome, row.date or None):
             rows.append(row)
     shown = filters.words()

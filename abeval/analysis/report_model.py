@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
+from abeval.analysis.history_prior import LearnedPrior, PriorChoice
 from abeval.analysis.interleaving import InterleavingSection
 from abeval.analysis.online_metrics import (
     BUILTIN_CATALOG,
@@ -34,7 +35,7 @@ from abeval.stats.results import (
 )
 from abeval.stats.sequential import DEFAULT_TUNING_N
 
-SCHEMA_VERSION = "2.1"
+SCHEMA_VERSION = "2.2"
 #: ``offline_status`` when the replay was not asked for (``offline=False``).
 OFFLINE_NOT_REQUESTED = "not_requested"
 
@@ -100,6 +101,9 @@ class ReportOptions:
     flags: frozenset[str] | None = None
     # When the recorded plan was recorded, on what data (None: no recorded plan read).
     plan_recorded: PlanRecord | None = None
+    # The Bayesian view's prior (--prior) and, under history, each metric's learned one.
+    prior: PriorChoice = "flat"
+    priors: tuple[LearnedPrior, ...] = ()
 
     def margin(self, metric: str) -> float | None:
         return dict(self.margins).get(metric)
@@ -139,6 +143,8 @@ class Settings(JsonResult):
     planning_alpha: float | None = None
     planning_rule: str | None = None
     plan_recorded: PlanRecord | None = None
+    prior: PriorChoice = "flat"  # the Bayesian view's (docs/metrics.md, learned prior)
+    priors: tuple[LearnedPrior, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from contextlib import ExitStack
 from dataclasses import replace
+from datetime import date, datetime, time, timedelta
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -41,14 +42,17 @@ from abeval.analysis.report_model import (
     ReportOptions,
 )
 from abeval.analysis.team_metrics import read_catalog, refused_metrics, without
-from abeval.store.experiment_facts import ExperimentFacts, read_facts
+from abeval.store.experiment_facts import ExperimentFacts, ExperimentRow, read_facts, read_row
 from abeval.store.kept import read_kept
+from abeval.store.ope_target import recorded
 from abeval.store.shared_ctes import drop
 from abeval.store.sources import read_in_place
+from abeval.store.sql.online_variables import Moments
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
 
+    from abeval.analysis.kept_batch import Prefetched
     from abeval.analysis.online_metrics import Catalog
     from abeval.store.database import Database
 
@@ -66,8 +70,12 @@ class ExperimentSession:
         experiment: str,
         options: ReportOptions | None = None,
         catalog: Catalog | None = None,
+        prefetched: Prefetched | None = None,
     ):
         self.store = store
+        #: The store's rows, target files and kept parts read at once for many
+        #: sessions (:mod:`abeval.analysis.kept_batch`); None: each read here.
+        self._prefetched = prefetched
         self.experiment = experiment
         self.options = options or ReportOptions()
         self._catalog = catalog
@@ -75,26 +83,35 @@ class ExperimentSession:
         self._conn: Connection | None = None
         self._population: list[str] = []
         self.place: Any = None
-        self.facts: ExperimentFacts | None = None
+        #: The experiment's row of ``experiments`` (None: read in place).
+        self.row: ExperimentRow | None = None
         #: A team metric was refused on the data: the parts are not kept.
         self._refused = False
 
     def __enter__(self) -> ExperimentSession:
         stack = ExitStack()
+        self._stack = stack
         try:
-            self._conn = stack.enter_context(self.store.connect())
             if self._catalog is None:
-                self._catalog = read_catalog(self._conn)
-            # The experiment's row, ingests and propensity probe in one statement;
-            # an experiment the store does not hold may be read in place.
-            self.facts = read_facts(self._conn, self.experiment)
-            if self.facts is None:
-                self.place = stack.enter_context(read_in_place(self._conn, self.experiment))
+                self._catalog = read_catalog(self.conn)
+            # The experiment's row alone where parts are kept (its ingests and
+            # propensity probe, which read the events, only when a part is computed:
+            # ``facts``); on Spark all of them in one statement. An experiment the
+            # store does not hold may be read in place.
+            given = self._prefetched
+            if given is not None and self.experiment in given.rows:
+                self.row = given.rows[self.experiment]
+            elif self.store.backend.runs_migrations:
+                self.row = read_row(self.conn, self.experiment)
+            else:
+                self.row = self.facts = read_facts(self.conn, self.experiment)
+            if self.row is None:
+                self.place = stack.enter_context(read_in_place(self.conn, self.experiment))
             if self.options.flags is not None:  # the saved configuration, under the run's flags
                 config = (
-                    ExperimentConfig.from_json(self.facts.config)
-                    if self.facts is not None
-                    else read_config(self._conn, self.experiment)
+                    ExperimentConfig.from_json(self.row.config)
+                    if self.row is not None
+                    else read_config(self.conn, self.experiment)
                 )
                 self.options = with_record(
                     self.options, config, self.options.flags, self.experiment
@@ -102,9 +119,9 @@ class ExperimentSession:
         except BaseException as exc:
             # through the connection's own exit, which turns a store fault (a server
             # gone, a lost connection) into its one-line error
+            self._stack = self._conn = None
             stack.__exit__(type(exc), exc, exc.__traceback__)
             raise
-        self._stack = stack
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -121,8 +138,12 @@ class ExperimentSession:
 
     @property
     def conn(self) -> Connection:
+        """The session's connection, opened at its first use (a session whose
+        parts are all kept and prefetched opens none)."""
         if self._conn is None:
-            raise RuntimeError("use the session inside `with`")
+            if self._stack is None:
+                raise RuntimeError("use the session inside `with`")
+            self._conn = self._stack.enter_context(self.store.connect())
         return self._conn
 
     @property
@@ -138,20 +159,37 @@ class ExperimentSession:
             drop(self._conn, population)
 
     @cached_property
+    def facts(self) -> ExperimentFacts | None:
+        """The experiment's row, ingests and propensity probe (one statement), read
+        when a part is computed from the events; None for one read in place."""
+        if self.row is None or isinstance(self.row, ExperimentFacts):
+            return self.row
+        return read_facts(self.conn, self.experiment)
+
+    @cached_property
     def _keys(self) -> tuple[str, str] | None:
         """The digests the parts are kept under (:mod:`abeval.analysis.kept`); None
         for an experiment read in place, or on Spark (no ``kept_summaries`` table, and
         each statement's fixed cost), whose parts are not kept."""
-        if self.facts is None or not self.store.backend.runs_migrations:
+        if self.row is None or not self.store.backend.runs_migrations:
             return None
-        found = depends(self.conn, self.experiment, self.facts, self.catalog)
+        given = self._prefetched
+        if given is not None:
+            targets = given.targets.get(self.experiment)
+        else:
+            targets = recorded(self.conn, self.experiment)
+        found = depends(self.experiment, self.row, targets, self.catalog)
         return options_key(self.options), found
 
     @cached_property
     def _kept_parts(self) -> dict[str, str]:
         """The texts of the parts kept under this session's digests, read at once."""
-        keys = self._keys
-        return {} if keys is None else read_kept(self.conn, self.experiment, *keys)
+        keys, given = self._keys, self._prefetched
+        if keys is None:
+            return {}
+        if given is not None:  # every kept row of the parts read: what is not there is not kept
+            return dict(given.kept.get((self.experiment, *keys), {}))
+        return read_kept(self.conn, self.experiment, *keys)
 
     def _kept(self, part: str, kind: type) -> Any:
         """The kept ``part``, or None when it is to be computed."""
@@ -306,10 +344,16 @@ class ExperimentSession:
 
     @cached_property
     def power(self) -> tuple[PowerInfo, ...]:
-        """The power rows of the primary metrics, per treatment arm."""
+        """The power rows of the primary metrics, per treatment arm (kept: their
+        searches cost more than reading them)."""
+        kept = self._kept("power", tuple)
+        if kept is not None:
+            return kept
         seen = self.observed
         rows = power_rows(self.plain, seen.daily, self.control, self.treatments, self.options)
-        return tuple(failed_power(p, self.catalog) for p in rows)
+        found = tuple(failed_power(p, self.catalog) for p in rows)
+        self._keep("power", found)
+        return found
 
     @cached_property
     def guardrail_power(self) -> tuple[GuardrailPower, ...]:
@@ -324,7 +368,12 @@ class ExperimentSession:
         (group-sequential while no plan is recorded, always-valid with --sequential,
         fixed-horizon once the plan is reached, frozen at the planned look), each
         with its fixed-horizon reference while the basis is not the fixed horizon;
-        the basis and the plan's progress."""
+        the basis and the plan's progress. Kept, like ``compared``: a function of the
+        parts above and the options whose group-sequential searches cost the most
+        of a report read from kept parts."""
+        kept = self._kept("judged", tuple)
+        if kept is not None:
+            return kept
         seen, o = self.observed, self.options
         progress = plan_progress(o, days_observed(seen), seen.health.users_analysed)
         shown_o = basis_options(o, decision_basis(o, progress))
@@ -339,6 +388,7 @@ class ExperimentSession:
             self.catalog,
             self.power,
             days_observed(seen),
+            self._moments_through,
         )
         fixed = None
         if interval_basis(basis) != "fixed_horizon":
@@ -347,7 +397,33 @@ class ExperimentSession:
                 if not o.sequential
                 else self._results(replace(o, sequential=False))
             )
-        return shown_metrics(judged, fixed, basis), basis, progress
+        found = shown_metrics(judged, fixed, basis), basis, progress
+        self._keep("judged", found)
+        return found
+
+    def _moments_through(self, index: int) -> dict[str, Moments]:
+        """The per-arm moments a report through the day of ``observed.daily[index]``
+        reads (CUPED's pre-period and the caps as that report has them): the data
+        of a look the decision was made at, read on a later day. Kept like the
+        session's own observation, under the options of that window."""
+        seen = self.observed
+        end = datetime.combine(date.fromisoformat(seen.daily[index][0][:10]), time())
+        end += timedelta(days=1)
+        if seen.window.end is not None and seen.window.end < end:
+            end = seen.window.end
+        o = replace(self.options, window_to=end, daily=False, segment=None)
+        keys = self._keys
+        key = None if keys is None else (options_key(o), keys[1])
+        kept = {} if key is None else read_kept(self.conn, self.experiment, *key)
+        found = kept_part(kept, "observed", Observed)
+        if found is None:
+            found, population = observe(self.conn, self.experiment, o, self.catalog, self.facts)
+            drop(self.conn, population)
+            if key is not None and self.store.keeping is not None and not self._refused:
+                row = keep_row(self.experiment, "observed", *key, found)
+                if row is not None:
+                    self.store.keeping.append(row)
+        return dict(found.moments)
 
     def _results(self, o: ReportOptions) -> list[OnlineMetricResult]:
         seen = self.observed

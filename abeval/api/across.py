@@ -70,7 +70,7 @@ class Across(Opened):
             experiments=None if experiments is None else names(experiments),
             target_propensities={k: str(v) for k, v in (target_propensities or {}).items()},
         )
-        from abeval.report.notebook import ShownBoard
+        from abeval.report.notebook_across import ShownBoard
 
         return ShownBoard.of(agreement_board(self._store, options, catalog))
 
@@ -113,7 +113,7 @@ class Across(Opened):
             forecast_inputs(target_propensities=target_propensities, experiment=experiment)
             assert experiment is not None and target_propensities is not None
             evidence = ope_evidence(self._store, experiment, target_propensities, checked.alpha)
-        from abeval.report.notebook import ShownForecast
+        from abeval.report.notebook_across import ShownForecast
 
         return ShownForecast.of(build_forecast(self._store, evidence, checked, board))
 
@@ -193,7 +193,7 @@ def agreement_history(
     if primary is not None:
         parts = primary.split(",") if isinstance(primary, str) else list(primary)
         metrics = tuple(n.strip() for n in parts if n.strip())
-    from abeval.report.notebook import ShownBoard
+    from abeval.report.notebook_across import ShownBoard
 
     options = _agreement_options(alpha, seed, resamples, metrics, primary, backtest)
     return ShownBoard.of(history_board(history, options))
@@ -409,6 +409,6 @@ def forecast_history(
     if checked is not None and options:
         raise TypeError("give either checked options or keyword options, not both")
     checked = checked if checked is not None else forecast_options(**options)
-    from abeval.report.notebook import ShownForecast
+    from abeval.report.notebook_across import ShownForecast
 
     return ShownForecast.of(build_forecast(None, evidence, replace(checked, history=str(history))))

@@ -110,7 +110,7 @@ class Configuring(Opened):
 
         >>> settings, config = store.settings("home-reco-v2")
         """
-        from abeval.analysis.experiment_config import show
+        from abeval.analysis.config_recording import show
 
         with self._refusing_sources(experiment):
             return show(self._store, experiment)
@@ -159,7 +159,7 @@ class Configuring(Opened):
         >>> store.set("home-reco-v2", owner="ana", tag=["ranking"], status="shipped",
         ...           decided_on="2026-03-20")
         """
-        from abeval.analysis.experiment_config import record
+        from abeval.analysis.config_recording import record
 
         settings = (control, split, window_from, window_to, target_propensities,
                     owner, hypothesis, tag, status, decided_on)  # fmt: skip
@@ -192,7 +192,8 @@ class Configuring(Opened):
 
         >>> store.unset("home-reco-v2", ["alpha", "window"])
         """
-        from abeval.analysis.experiment_config import ExperimentConfig, record
+        from abeval.analysis.config_recording import record
+        from abeval.analysis.experiment_config import ExperimentConfig
 
         removed = unset_options(names)
         with self._refusing_sources(experiment), self._writing() as store:

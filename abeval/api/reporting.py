@@ -37,8 +37,23 @@ class Reporting(Opened):
         catalog = self.catalog()
         if checked is None:
             checked = report_options(catalog=catalog, **options)
+        if checked.prior == "history":
+            checked = self._with_learned_priors(experiment, checked, catalog)
         report = build_report(self._store, experiment, checked, catalog)
         return ShownReport.of(report)
+
+    def _with_learned_priors(
+        self, experiment: str, checked: ReportOptions, catalog: Catalog
+    ) -> ReportOptions:
+        """``checked`` with each primary metric's prior learned from the store's
+        other experiments, read as ``Store.program`` reads them (its options)."""
+        from dataclasses import replace
+
+        from abeval.analysis.learned_priors import learned_priors
+
+        program_options = report_options(catalog=catalog)
+        priors = learned_priors(self._store, experiment, program_options, catalog, checked.primary)
+        return replace(checked, priors=priors)
 
 
 @keywords_checked
@@ -66,6 +81,7 @@ def report_options(
     ope: bool = True,
     plan_users: int | None = None,
     plan_days: int | None = None,
+    prior: str = "flat",
     catalog: Catalog | None = None,
 ) -> ReportOptions:
     """The report's options, checked: the CLI's options under their Python names
@@ -80,15 +96,21 @@ def report_options(
     ``catalog``, a store's (:meth:`Store.catalog`); without one, a name that is not
     built in is kept for the report to check against its store's.
 
+    ``prior``: the Bayesian view's, ``flat`` (default) or ``history`` (each
+    metric's learned from the store's other experiments;
+    docs/metrics.md#a-prior-learned-from-history).
+
     >>> checked = abeval.api.report_options(primary="ctr", k="5,10", alpha=0.01)
     >>> store.report("home-reco-v2", checked)
     """
     from abeval.analysis.experiment_config import parse_config
+    from abeval.analysis.history_prior import PRIOR_CHOICES
     from abeval.analysis.ope import OpeOptions
     from abeval.analysis.report_model import ReportOptions
     from abeval.choices import RelativeIntervalChoice
 
     choice("relative_interval", relative_interval, get_args(RelativeIntervalChoice))
+    choice("prior", prior, PRIOR_CHOICES)
     positive("tuning_n", tuning_n)
     positive("ope_cap", ope_cap)
     start, end = window(window_from, window_to)
@@ -117,5 +139,6 @@ def report_options(
             window_from=start,
             window_to=end,
             ope=OpeOptions(ope, ope_cap, str(target_propensities) if target_propensities else None),
+            prior=prior,  # type: ignore[arg-type]
         )
     )

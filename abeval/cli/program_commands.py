@@ -97,7 +97,7 @@ def program(
         result = api.program(history, primary=primary, alpha=alpha)
     else:
         api.program_filters(tag=tag, owner=owner, since=since, until=until)  # before opening
-        with api.open(db, read_only=True) as store:
+        with api.open(db, create=False) as store:  # held read-only; keeps summaries
             result = store.program(
                 tag=tag, owner=owner, since=since, until=until, primary=primary, alpha=alpha,
                 reports=with_reports, progress=lambda line: typer.echo(line, err=True),

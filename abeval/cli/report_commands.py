@@ -119,6 +119,15 @@ def report(
     ope: Annotated[
         bool, typer.Option(help="Off-policy estimates when impressions carry a propensity.")
     ] = True,
+    prior: Annotated[
+        str,
+        typer.Option(
+            "--prior",
+            metavar="flat|history",
+            help="The Bayesian view's prior: flat, or each metric's learned from the store's "
+            "other experiments (as `abeval program` reads them).",
+        ),
+    ] = "flat",
     db: DbOption = None,
 ) -> None:
     """Analyse one experiment: online lifts, health checks, offline metrics, power."""
@@ -150,6 +159,7 @@ def report(
         ope=ope,
         plan_users=plan_users,
         plan_days=plan_days,
+        prior=prior,
     )
     with api.open(db, create=False) as store:  # held read-only; keeps summaries
         result = store.report(experiment, options)

@@ -44,7 +44,7 @@ from abeval.report.html_sections import (
     statistics_table,
 )
 from abeval.report.interleaving_text import interleaving_view
-from abeval.report.method_text import basis_words, cuped_text, test_span
+from abeval.report.method_text import basis_words, cuped_text, prior_text, test_span
 from abeval.report.offline_view import offline_status_text
 from abeval.report.ope_context import ope_context
 from abeval.report.predicted_context import predicted_context
@@ -111,7 +111,8 @@ def _method(report: ExperimentReport) -> str:
     else:
         how = "Welch t-test, delta method for ratios"
     main = f"{words[:1].upper()}{words[1:]} ({how})"
-    return f"{main} · {cuped_text(report)} · Bayesian view: chance to beat control"
+    prior = "" if s.prior == "flat" else f" (prior {prior_text(s)})"
+    return f"{main} · {cuped_text(report)} · Bayesian view: chance to beat control{prior}"
 
 
 def _settings(report: ExperimentReport) -> tuple[tuple[str, str], ...]:
@@ -127,6 +128,7 @@ def _settings(report: ExperimentReport) -> tuple[tuple[str, str], ...]:
         ("Method", s.method),
         ("Sequential tuning n", count(s.tuning_n) if s.tuning_n else "not sequential"),
         ("CUPED pre-period", f"{s.cuped_days} days" if s.cuped_days else "off"),
+        ("Bayesian view's prior", prior_text(s)),
         ("Primary metrics", ", ".join(s.primary)),
         ("Guardrails", ", ".join(s.guardrails) or "none"),
         ("Segment", s.segment or "none"),

@@ -6,6 +6,9 @@ its result type (same fields, same ``to_dict()``, equal numbers) that adds
 - a ``repr`` of a few lines saying what the result is and how to see more;
 - ``_repr_html_``: a compact table that Jupyter lays out in its own styles.
 
+The board and the forecast, results across experiments, are shown by
+:mod:`abeval.report.notebook_across`, so that a report loads neither.
+
 >>> import abeval
 >>> with abeval.open("demo/demo.duckdb", read_only=True) as store:  # doctest: +SKIP
 ...     report = store.report("home-reco-v2")
@@ -18,10 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from abeval.analysis.agreement import AgreementBoard
-from abeval.analysis.forecast import ForecastReport
 from abeval.analysis.report_model import ExperimentReport
-from abeval.formatting import NA, interval, number, pct, signed, signed_interval
+from abeval.formatting import NA, interval, pct, signed, signed_interval
 from abeval.report import frames
 from abeval.report.shown import Shown, span
 from abeval.report.words import said as said_word
@@ -113,72 +114,3 @@ class ShownReport(Shown, ExperimentReport):
             "chance_to_win": NA if chance is None else f"{chance:.0%}",
         }
         return [shown.get(c, row.get(c)) for c in self.SHOWN]
-
-
-@dataclass(frozen=True, repr=False)
-class ShownBoard(Shown, AgreementBoard):
-    """An AgreementBoard: one row per offline signal × online metric in ``to_frame()``.
-
-    >>> store.agreement().to_frame()[["signal", "source", "online_metric", "spearman"]]
-    """
-
-    SHOWN: ClassVar[tuple[str, ...]] = (
-        "rank",
-        "signal",
-        "source",
-        "online_metric",
-        "experiments",
-        "sign_agreement",
-        "spearman",
-        "spearman_p",
-        "slope",
-        "precision",
-    )
-
-    def rows(self) -> list[frames.Row]:
-        return frames.board_rows(self.to_dict())
-
-    def headline(self) -> str:
-        best: dict[str, Any] = {}
-        for s in self.summary:
-            best.setdefault(s.online_metric, s)
-        tops = ", ".join(
-            f"{m}: {s.signal} (Spearman {number(s.spearman)})" for m, s in best.items()
-        )
-        return (
-            f"AgreementBoard: {len(self.summary)} signal × metric rows over "
-            f"{len(self.experiments)} experiments; best {tops or 'none'}"
-        )
-
-
-@dataclass(frozen=True, repr=False)
-class ShownForecast(Shown, ForecastReport):
-    """A ForecastReport: one row per online metric in ``to_frame()``.
-
-    >>> store.forecast(evidence).to_frame()[["metric", "lift", "interval_low", "interval_high"]]
-    """
-
-    SHOWN: ClassVar[tuple[str, ...]] = (
-        "metric",
-        "signal",
-        "status",
-        "lift",
-        "interval_low",
-        "interval_high",
-        "p_positive",
-        "k",
-        "users",
-        "days",
-    )
-
-    def rows(self) -> list[frames.Row]:
-        from abeval.report.forecast_json import forecast_json
-
-        return frames.forecast_rows(forecast_json(self))
-
-    def headline(self) -> str:
-        said = [
-            f"{f.metric} {pct(f.forecast.point)} {interval(f.forecast.interval)} from {f.signal}"
-            for f in self.forecasts
-        ]
-        return f"ForecastReport: {'; '.join(said) or 'no forecast'}"

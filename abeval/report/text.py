@@ -40,6 +40,7 @@ from abeval.report.method_text import (
     cuped_text,
     decided_words,
     events_text,
+    prior_text,
     reference_words,
     span_text,
 )
@@ -134,6 +135,8 @@ def _header(r: ExperimentReport) -> list[str]:
             "outside it not analysed"
         )
     lines += [cap_line(c) for c in r.caps]
+    if s.prior != "flat":
+        lines.append(f"PRIOR of the Bayesian view (P(win)): {prior_text(s)}")
     sources = sources_line(s)
     if sources:
         lines.append(sources)

@@ -56,6 +56,9 @@ STATUS_WORDS: dict[str, str] = {
     "noise_only": "the offline lifts are indistinguishable from noise",
     "no_forecast": "there is no forecast to plan from",
     "too_few_points": "too few lifts",
+    # A prior learned from the store's other experiments (report --prior history).
+    "used": "the prior learned from the store's other experiments is used",
+    "too_few": "too few other experiments to learn a prior from: the flat prior is used",
     "no_signal_variance": "the lifts are all noise",
     "ceiling_too_small": "the noise ceiling is too small to divide by",
     "no_signals": "no signals were found",

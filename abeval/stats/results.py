@@ -58,7 +58,10 @@ def finite(value: float | None) -> float | None:
 def _clean(value: Any) -> Any:
     """Numbers to plain int / finite float / None; an interval with an undefined end
     to None."""
-    if value is None or isinstance(value, bool | str):
+    kind = type(value)  # the plain numbers first: the ABC checks below are slow
+    if kind is float:
+        return value if math.isfinite(value) else None
+    if kind is int or value is None or isinstance(value, bool | str):
         return value
     np = sys.modules.get("numpy")  # a numpy bool exists only once numpy is loaded
     if np is not None and isinstance(value, np.bool_):

@@ -142,6 +142,11 @@ def _solve(grid: Any, weights: Any, sd: float, target: float, guess: float) -> f
         else:
             hi = b
         step = b - f / slope if slope < 0 else math.nan
+        # converged: Newton's own step is below the tolerance (at the root, f is
+        # rounding noise and the step may fall on the bracket's edge, which must
+        # not send the search on by bisection down to a 1e-12 bracket)
+        if abs(step - b) <= 1e-12 * max(b, 1.0):
+            return step
         if not lo < step < hi:
             step = (lo + hi) / 2
         if abs(step - b) <= 1e-12 * max(b, 1.0) or hi - lo <= 1e-12:
@@ -191,7 +196,10 @@ def _repeated_p(target: float, looks: tuple[float, ...]) -> float:
         return _boundaries.__wrapped__(looks, math.exp(u))[-1] - target
 
     lo, hi = math.log(P_FLOOR), math.log(_P_CEILING)
-    f_lo, f_hi = gap(lo), gap(hi)
+    # the bracket's ends are the same for every z at these looks: their boundaries
+    # are cached (those of the search's own steps are not, to keep the cache small)
+    f_lo = _boundaries(looks, math.exp(lo))[-1] - target
+    f_hi = _boundaries(looks, math.exp(hi))[-1] - target
     if f_hi >= 0:
         return 1.0
     if f_lo <= 0:

@@ -77,11 +77,19 @@ def first_events(store: Database) -> dict[str, str | None]:
     """The store's (ingested) experiments, sorted, each with the time of its first
     event: what :func:`list_experiments` says of them, from ``experiments`` alone
     (without counting the events)."""
+    return {e: first for e, (first, _) in event_spans(store).items()}
+
+
+def event_spans(store: Database) -> dict[str, tuple[str | None, str | None]]:
+    """The store's (ingested) experiments, sorted, each with the times of its first
+    and last events (ISO): :func:`list_experiments`'s ``first_ts`` and ``last_ts``,
+    from ``experiments`` alone, one statement that reads no event."""
     from sqlalchemy import text
 
     with store.connect() as conn:
-        rows = conn.execute(text("SELECT experiment, first_ts FROM experiments")).fetchall()
-    return {str(e): _iso(first) for e, first in sorted(rows)}
+        rows = conn.execute(text("SELECT experiment, first_ts, last_ts FROM experiments"))
+        found = {str(e): (_iso(first), _iso(last)) for e, first, last in rows}
+    return dict(sorted(found.items()))
 
 
 def exposure_starts(store: Database) -> dict[str, str]:
@@ -97,6 +105,23 @@ def exposure_starts(store: Database) -> dict[str, str]:
             )
         ).fetchall()
     return {str(name): start for name, first in rows if (start := _iso(first)) is not None}
+
+
+def experiment_rows(store: Database) -> tuple[tuple[str | None, ...], ...]:
+    """Every row of ``experiments`` as text, sorted: what :func:`list_experiments`
+    and :func:`exposure_starts` say is a function of them, since every ingest that
+    adds events to an experiment rewrites its row (``updated_at``); one statement
+    that reads no event."""
+    from sqlalchemy import text
+
+    with store.connect() as conn:
+        rows = conn.execute(
+            text(
+                "SELECT experiment, arms, control_arm, split, first_ts, last_ts, updated_at "
+                "FROM experiments"
+            )
+        ).fetchall()
+    return tuple(sorted(tuple(None if v is None else str(v) for v in r) for r in rows))
 
 
 def summaries(conn: Connection, only: str | None = None) -> list[ExperimentSummary]:
@@ -351,7 +376,7 @@ def set_settings(
     """Record the control arm, the expected split, the analysis window's bounds and
     the target's probabilities (each only when given; the probabilities checked and
     replacing those recorded before); the whole change or nothing (as
-    ``experiment set`` records them: :func:`abeval.analysis.experiment_config.record`)."""
+    ``experiment set`` records them: :func:`abeval.analysis.config_recording.record`)."""
     with store.writing() as conn:
         values = checked_change(conn, experiment, (control, split, window_from, window_to))[1]
         if targets is not None:

@@ -54,10 +54,32 @@ def read_kept(conn: Connection, experiment: str, options_key: str, depends: str)
     return {str(part): str(body) for part, body in rows}
 
 
+def read_all_kept(
+    conn: Connection, parts: Sequence[str]
+) -> dict[tuple[str, str, str], dict[str, str]]:
+    """Every kept text of ``parts``, by (experiment, options key, depends) → part →
+    text, in one statement: what many experiments' sessions read at once."""
+    from sqlalchemy import bindparam, text
+
+    if not parts or not has_own_table(conn, TABLE):
+        return {}
+    rows = conn.execute(
+        text(
+            f"SELECT experiment, options_key, depends, part, body FROM {TABLE} WHERE part IN :parts"
+        ).bindparams(bindparam("parts", expanding=True)),
+        {"parts": list(parts)},
+    )
+    found: dict[tuple[str, str, str], dict[str, str]] = {}
+    for experiment, key, depends, part, body in rows:
+        found.setdefault((str(experiment), str(key), str(depends)), {})[str(part)] = str(body)
+    return found
+
+
 def write_kept(database: Database, rows: Sequence[KeptRow]) -> bool:
     """Write ``rows`` in one short transaction of the writable ``database``,
     replacing each row of the same key and every row of the experiment computed
-    from something else (``depends``). Whether they were written: a store without
+    from something else (``depends``; of a store-wide result, experiment ``''``,
+    every row of the same part). Whether they were written: a store without
     the table, or one that refuses the write (a lock held elsewhere, a read-only
     disk, a server that waits too long), keeps nothing and says nothing: a kept
     summary is only ever a shortcut."""
@@ -75,9 +97,11 @@ def write_kept(database: Database, rows: Sequence[KeptRow]) -> bool:
                 return False
             database.backend.wait_briefly(conn)  # never wait long for another writer
             for r in rows:
+                # the store-wide results (experiment '') do not depend on one another
+                stale = "depends <> :d" if r.experiment else "part = :p AND depends <> :d"
                 conn.execute(
                     text(
-                        f"DELETE FROM {TABLE} WHERE experiment = :e AND (depends <> :d "
+                        f"DELETE FROM {TABLE} WHERE experiment = :e AND ({stale} "
                         "OR (part = :p AND options_key = :k))"
                     ),
                     {"e": r.experiment, "d": r.depends, "p": r.part, "k": r.options_key},

@@ -312,20 +312,28 @@ def record_rows(
 def recorded(conn: Connection, experiment: str) -> RecordedTargets | None:
     """The target probabilities recorded with ``experiment``, if any (a Spark store
     without the table has none)."""
-    from sqlalchemy import text
-
     if not has_own_table(conn, _FILES):
         return None
-    row = conn.execute(
+    return _recorded(conn, "WHERE experiment = :experiment", experiment).get(experiment)
+
+
+def recorded_all(conn: Connection) -> dict[str, RecordedTargets]:
+    """The target probabilities recorded with every experiment (as :func:`recorded`),
+    one statement."""
+    return _recorded(conn, "", None) if has_own_table(conn, _FILES) else {}
+
+
+def _recorded(conn: Connection, where: str, experiment: str | None) -> dict[str, RecordedTargets]:
+    from sqlalchemy import text
+
+    rows = conn.execute(
         text(
-            f"SELECT file, checksum, rows_recorded, recorded_at FROM {_FILES} "
-            "WHERE experiment = :experiment"
+            f"SELECT experiment, file, checksum, rows_recorded, recorded_at FROM {_FILES} {where}"
         ),
-        {"experiment": experiment},
-    ).fetchone()
-    if row is None:
-        return None
-    return RecordedTargets(experiment, str(row[0]), str(row[1]), int(row[2]), row[3])
+        {"experiment": experiment} if experiment is not None else {},
+    )
+    return {str(r[0]): RecordedTargets(str(r[0]), str(r[1]), str(r[2]), int(r[3]), r[4])
+            for r in rows}  # fmt: skip
 
 
 def load_recorded(conn: Connection, experiment: str) -> RecordedTargets | None:

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from agreement_store import LIFTS, build_store
+from json_close import close
 
 import abeval
 from abeval.analysis import session as session_module
@@ -23,24 +24,9 @@ from abeval.stats.results import Lift
 from abeval.store import open_store
 from abeval.store.kept import count_kept
 
-
-def close(a: Any, b: Any, path: str = "") -> None:
-    """``a`` and ``b`` (plain JSON values) equal, numbers to 1e-9 (relative, or
-    absolute near 0: two reads of the same events differ in the last bits of sums
-    that DuckDB's threads add in any order)."""
-    if isinstance(a, float) or isinstance(b, float):
-        assert isinstance(a, (int, float)) and isinstance(b, (int, float)), path
-        assert math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-9), (path, a, b)
-    elif isinstance(a, dict):
-        assert isinstance(b, dict) and set(a) == set(b), path
-        for k in a:
-            close(a[k], b[k], f"{path}.{k}")
-    elif isinstance(a, list):
-        assert isinstance(b, list) and len(a) == len(b), path
-        for i, (x, y) in enumerate(zip(a, b, strict=True)):
-            close(x, y, f"{path}[{i}]")
-    else:
-        assert a == b, (path, a, b)
+#: The parts a report keeps: what it reads of the events, the comparisons, the
+#: power rows and the comparisons under the decision's basis.
+REPORT_PARTS = ("observed", "offline", "ope", "compared", "power", "judged")
 
 
 def numbers(board: Any) -> dict[str, Any]:
@@ -123,7 +109,7 @@ def test_a_read_only_store_reads_kept_parts_without_the_events(
     with abeval.open(db) as store:
         before = store.report("exp-c").to_dict()
     with open_store(db) as database, database.connect() as conn:
-        assert count_kept(conn, "exp-c") == 4
+        assert count_kept(conn, "exp-c") == len(REPORT_PARTS)
 
     def refused(*args: object, **kwargs: object) -> None:
         raise AssertionError("the events were read again")
@@ -153,7 +139,32 @@ def test_a_changed_setting_is_never_read_from_a_stale_summary(
     for key in ("metrics", "offline", "ope", "health"):
         close(windowed[key], recomputed[key], key)
     with open_store(db) as database, database.connect() as conn:
-        assert count_kept(conn, "exp-c") == 4  # the stale parts were replaced
+        assert count_kept(conn, "exp-c") == len(REPORT_PARTS)  # the stale parts were replaced
+
+
+def test_an_ingest_into_the_experiment_is_never_read_from_a_stale_summary(
+    history: Path, tmp_path: Path
+) -> None:
+    """The parts are keyed by the experiment's row, not its events: an ingest that
+    adds events to it rewrites the row (its last change), so they are computed again."""
+    db, other = fresh(history, tmp_path), fresh(history, tmp_path, "other.duckdb")
+    more = tmp_path / "more.csv"
+    more.write_text(
+        "experiment,arm,user_id,ts,event_type\n"
+        + "".join(f"exp-c,control,late-{u},2025-03-05T10:00:00,exposure\n" for u in range(7))
+    )
+    with abeval.open(db) as store:
+        before = store.report("exp-c").to_dict()
+        store.ingest(more)
+        after = store.report("exp-c").to_dict()
+    with abeval.open(other) as store:
+        store.ingest(more)
+        recomputed = store.report("exp-c").to_dict()
+    users = {a["arm"]: a["users"] for a in after["arms"]}
+    assert users["control"] == {a["arm"]: a["users"] for a in before["arms"]}["control"] + 7
+    assert users == {a["arm"]: a["users"] for a in recomputed["arms"]}
+    for key in ("metrics", "offline", "ope", "health"):
+        close(after[key], recomputed[key], key)
 
 
 def test_a_store_held_elsewhere_keeps_nothing_and_reads(history: Path, tmp_path: Path) -> None:
@@ -166,9 +177,10 @@ def test_a_store_held_elsewhere_keeps_nothing_and_reads(history: Path, tmp_path:
     with abeval.open(db) as store:
         store.report("exp-d")
     with open_store(db, read_only=True) as database, database.connect() as conn:
-        assert count_kept(conn, "exp-d") == 4
+        assert count_kept(conn, "exp-d") == len(REPORT_PARTS)
 
 
+@pytest.mark.slow
 @pytest.mark.postgres
 def test_kept_summaries_on_postgresql(postgres_database: str, tmp_path: Path) -> None:
     build_store(tmp_path, db=postgres_database, users=400)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -24,6 +25,9 @@ class _Store:
     Spark store's ``faults`` does."""
 
     closed = False
+    #: where parts are kept the session reads the experiment's row first, else
+    #: (Spark) its facts
+    backend = SimpleNamespace(runs_migrations=False)
 
     @contextmanager
     def connect(self) -> Iterator[Any]:
@@ -35,12 +39,15 @@ class _Store:
             _Store.closed = True
 
 
-@pytest.mark.parametrize("first_read", ["read_catalog", "read_facts"])
+@pytest.mark.parametrize(
+    ("first_read", "keeps"), [("read_catalog", False), ("read_facts", False), ("read_row", True)]
+)
 def test_a_fault_in_the_first_read_is_the_stores_error(
-    monkeypatch: pytest.MonkeyPatch, first_read: str
+    monkeypatch: pytest.MonkeyPatch, first_read: str, keeps: bool
 ) -> None:
     """The session's first reads are the store's metric catalog, then the
-    experiment's facts: a lost server in either is the store's one line."""
+    experiment's facts (its row alone where parts are kept): a lost server in
+    either is the store's one line."""
 
     def lost(*args: Any) -> None:
         raise _LostServer("UNAVAILABLE")
@@ -51,6 +58,7 @@ def test_a_fault_in_the_first_read_is_the_stores_error(
     _Store.closed = False
     monkeypatch.setattr(session_module, "read_catalog", no_metrics)
     monkeypatch.setattr(session_module, first_read, lost)
+    monkeypatch.setattr(_Store, "backend", SimpleNamespace(runs_migrations=keeps))
     session = ExperimentSession(_Store(), "exp")  # type: ignore[arg-type]
     with pytest.raises(StoreError, match="stopped answering"), session:
         pass

@@ -150,7 +150,7 @@ def test_the_statistics_are_the_history_paths(
     wins = [r["experiment"] for r in rows if r["metric"] == "ctr" and r["status"] is not None
             and r["lift"] - z * r["se"] > 0]  # fmt: skip
     assert program.overall.win_rate.wins == len(wins)
-    assert program.prior.kind == "none" and "at least 20 experiments" in program.prior.message
+    assert program.prior.kind == "none" and "at least 10 experiments" in program.prior.message
 
 
 def test_filters_keep_what_they_say(db: str) -> None:
@@ -202,4 +202,4 @@ def test_the_cli_writes_the_json_a_page_with_links_and_narrow_text(
     for name in NAMES:
         assert (tmp_path / "out" / "reports" / f"{name}.html").is_file()
         assert f'href="reports/{name}.html"' in html
-    assert "a prior needs at least 20 experiments" in html
+    assert "a prior needs at least 10 experiments" in html

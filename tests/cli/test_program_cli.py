@@ -90,7 +90,7 @@ def test_text_says_the_prior_the_win_rate_and_the_impact() -> None:
     lines = result.stdout.splitlines()
     assert lines[0] == f"Program {EXAMPLE}: 24 experiments, primary metric ctr, 95% intervals"
     assert lines[2] == (
-        "Prior of true effects (conversion): none — a prior needs at least 20 experiments "
+        "Prior of true effects (conversion): none — a prior needs at least 10 experiments "
         "of a metric and 5 are given: the shrunken lifts are the raw ones"
     )
     assert lines[3].startswith("Win rate: 4 of 21 decided won: 19.0% [")
@@ -180,7 +180,7 @@ def test_too_few_experiments_say_why_and_keep_raw_lifts(tmp_path: Path) -> None:
     assert doc["program"]["prior"]["kind"] == "none"
     assert doc["program"]["impact"]["raw"] == pytest.approx(0.05)
     assert doc["program"]["impact"]["debiased"] is None
-    assert "at least 20 experiments" in doc["program"]["impact"]["message"]
+    assert "at least 10 experiments" in doc["program"]["impact"]["message"]
     assert not math.isnan(doc["program"]["win_rate"]["value"])
 
 

@@ -18,7 +18,8 @@ import pytest
 import abeval
 from abeval import api
 from abeval.report.evaluate_shown import ShownEvaluation
-from abeval.report.notebook import ShownBoard, ShownForecast, ShownReport
+from abeval.report.notebook import ShownReport
+from abeval.report.notebook_across import ShownBoard, ShownForecast
 from abeval.report.program_json import ShownProgram
 
 RESULTS = (ShownReport, ShownBoard, ShownForecast, ShownEvaluation, ShownProgram, api.Experiments)

@@ -6,8 +6,10 @@ HTML presenters (Jinja), nor pandas, pyarrow or statsmodels, nor scipy.optimize
 (a fixed-horizon test's power needs no general root finder), nor the file readers
 of ``abeval evaluate`` (only a ``--target-propensities`` file needs those);
 commands that only read the store's records (``metrics``, ``experiment show``)
-load no scipy or numpy either. Each command runs in a fresh interpreter, since
-this test session has loaded all of them already.
+load no scipy or numpy either, nor does ``ingest`` (nor anything of
+``abeval.analysis``); a report loads neither the agreement board nor the
+forecast. Each command runs in a fresh interpreter, since this test session has
+loaded all of them already.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from ingest_store import simulated_store
@@ -29,6 +32,8 @@ HEAVY = (
     "numpy",
     "abeval.report.html",
     "abeval.analysis.evaluate",
+    "abeval.analysis.agreement",
+    "abeval.analysis.forecast",
 )
 
 CODE = """
@@ -51,9 +56,9 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> str:
     return simulated_store(tmp_path_factory.mktemp("imports"), users=300, seed=5)
 
 
-def _loaded(*args: str) -> tuple[str, list[str]]:
+def _loaded(*args: str, heavy: tuple[str, ...] = HEAVY) -> tuple[str, list[str]]:
     done = subprocess.run(
-        [sys.executable, "-c", CODE, json.dumps(HEAVY), *args],
+        [sys.executable, "-c", CODE, json.dumps(heavy), *args],
         capture_output=True,
         text=True,
         check=False,
@@ -69,7 +74,8 @@ def test_a_json_report_loads_no_presenter_or_data_frame_library(db: str) -> None
     report = json.loads(printed)
     assert report["experiment"] == "home-reco-v2" and report["metrics"] and report["power"]
     # The statistics need scipy's special functions (and numpy under them), nothing
-    # else: the power's noncentrality is found without scipy.optimize.
+    # else: the power's noncentrality is found without scipy.optimize. Neither the
+    # agreement board nor the forecast is loaded.
     assert sorted(loaded) == ["numpy", "scipy"]
 
 
@@ -87,4 +93,20 @@ def test_commands_that_compute_no_statistic_load_no_scipy(
 ) -> None:
     printed, loaded = _loaded(*command, "--db", db)
     assert printed.strip()
+    assert loaded == []
+
+
+def test_ingest_loads_no_statistic_and_no_analysis(tmp_path: Path) -> None:
+    # A plain file (no line near the 2 MB limit, so no numpy for the long-line scan).
+    events = tmp_path / "events.csv"
+    events.write_text(
+        "experiment,arm,user_id,ts,event_type,request_id,item_id,position\n"
+        "x,control,u1,2025-01-01T00:00:00,impression,r1,i1,1\n"
+        "x,treatment,u2,2025-01-01T00:00:01,impression,r2,i2,1\n"
+        "x,treatment,u2,2025-01-01T00:00:02,click,r2,i2,1\n"
+    )
+    db = str(tmp_path / "store.duckdb")
+    command = ("ingest", str(events), "--db", db, "--json", "--quiet")
+    printed, loaded = _loaded(*command, heavy=(*HEAVY, "abeval.analysis"))
+    assert [f["inserted"] for f in json.loads(printed)["files"]] == [3]
     assert loaded == []

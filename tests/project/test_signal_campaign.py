@@ -221,6 +221,7 @@ def campaign(world: tuple[Path, Path], tmp_path: Path, per_signal: int, seed: in
     return tally
 
 
+@pytest.mark.slow
 def test_signals_at_random_moments_tell_the_truth(world: tuple[Path, Path], tmp_path: Path) -> None:
     tally = campaign(world, tmp_path, per_signal=1, seed=25)
     assert tally.trials == 8 and tally.tracebacks == 0

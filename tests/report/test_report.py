@@ -297,7 +297,7 @@ def test_json_report_is_valid_and_matches_model(hand_store: str) -> None:
     )
     assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout)
-    assert doc["schema_version"] == "2.1"
+    assert doc["schema_version"] == "2.2"
     assert doc["settings"]["control"] == "control"
     ctr = next(m for m in doc["metrics"] if m["metric"] == "ctr")
     assert ctr["control"]["numerator"] == 3 and ctr["control"]["denominator"] == 8

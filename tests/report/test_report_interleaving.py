@@ -119,7 +119,7 @@ def test_json_section_from_hand_counts(tmp_path: Path) -> None:
     root = next(p for p in Path(__file__).resolve().parents if (p / "pyproject.toml").exists())
     schema = json.loads((root / "reports" / "report.schema.json").read_text())
     jsonschema.validate(doc, schema)
-    assert doc["schema_version"] == "2.1"
+    assert doc["schema_version"] == "2.2"
     assert doc["metrics"] == [] and doc["decisions"] == [] and doc["verdicts"] == []
 
 

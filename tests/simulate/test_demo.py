@@ -34,6 +34,10 @@ from abeval.store.ingest import ingest_file
 
 runner = CliRunner()
 
+# The whole demo is built once for this module (about 45 s on a quiet machine): it runs
+# with the larger simulations under `make test-slow`, which CI runs after `make test`.
+pytestmark = pytest.mark.slow
+
 
 @dataclass(frozen=True)
 class Demo:
@@ -382,19 +386,22 @@ def test_demo_links_an_interleaved_run_of_each_candidate_and_boards_it(demo: Dem
 
 
 def test_demo_records_what_was_decided_and_says_how_to_see_the_program(demo: Demo) -> None:
-    """The history experiments are recorded shipped or rolled back (owner demo, tag
-    history), decided the day after their last event; the line counts them and the
-    next one names `abeval program`."""
+    """The history experiments are recorded as their reports decide at the planned
+    end (ship: shipped; roll back or no effect: rolled back; else abandoned; owner
+    demo, tag history), decided the day after their last event; the line counts
+    them and the next one names `abeval program`."""
     from datetime import date, timedelta
 
     import abeval
+    from abeval.api import report_options
 
     db = demo.folder / "demo.duckdb"
     lines = demo.stderr.splitlines()
     match = next(
         re.fullmatch(
-            r"recorded: what was decided about the history experiments \((\d+) shipped where "
-            r"the online CTR lift was above 0, (\d+) rolled back\)",
+            r"recorded: what was decided about the history experiments, as each report decides "
+            r"at its planned end \((\d+) shipped, (\d+) rolled back, (\d+) abandoned: not "
+            r"decided at the plan\)",
             line,
         )
         for line in lines
@@ -403,6 +410,7 @@ def test_demo_records_what_was_decided_and_says_how_to_see_the_program(demo: Dem
     assert match is not None
     explore = f"explore: abeval program --db {db}   (every experiment: status, decision, lift;"
     assert lines[lines.index(match.group(0)) + 1].startswith(explore)
+    expected = {"ship": "shipped", "roll_back": "rolled_back", "no_effect": "rolled_back"}
     statuses: dict[str, int] = {}
     with abeval.open(db, read_only=True) as store:
         last = {e.experiment: e.last_ts for e in store.experiments()}
@@ -412,10 +420,29 @@ def test_demo_records_what_was_decided_and_says_how_to_see_the_program(demo: Dem
                 assert o.status is None  # the runs are evidence about their A/B tests
                 continue
             assert (o.owner, o.tags) == ("demo", ("history",))
-            assert o.status in ("shipped", "rolled_back")
+            decision = store.report(name, report_options(offline=False, ope=False)).decisions[0]
+            assert decision.basis == "fixed_plan_reached"
+            assert o.status == expected.get(decision.decision, "abandoned")
             day = date.fromisoformat(str(last[name])[:10]) + timedelta(days=1)
             assert o.decided_on == day.isoformat()
             statuses[o.status] = statuses.get(o.status, 0) + 1
-    assert statuses == {
-        k: int(v) for k, v in zip(("shipped", "rolled_back"), match.groups(), strict=True) if int(v)
-    }
+    counts = dict(zip(("shipped", "rolled_back", "abandoned"), match.groups(), strict=True))
+    assert statuses == {k: int(v) for k, v in counts.items() if int(v)}
+    assert len(statuses) > 1  # the reports decide, not "keep running" everywhere
+
+
+def test_demo_history_plans_are_recorded_before_the_result(demo: Demo) -> None:
+    """Each history experiment's plan is its simulated size, recorded on its first
+    day's data: the stamp does not say it was made after the result could be seen."""
+    import abeval
+
+    db = demo.folder / "demo.duckdb"
+    with abeval.open(db, read_only=True) as store:
+        for f in _files_of(demo.folder / "series"):
+            config = store.experiment(f.experiment.name).config
+            c = f.experiment.config
+            assert (config.plan_users, config.plan_days) == (c.users, c.days)
+            stamp = config.plan_recorded
+            assert stamp is not None and not stamp.after_data
+            assert stamp.days == 1 and 0 < stamp.users < c.users
+    assert "planned: each history experiment's plan (1,500 users, 14 days)" in demo.stderr

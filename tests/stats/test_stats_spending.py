@@ -149,3 +149,32 @@ def test_adjusted_p_values_over_looks_agree_with_the_intervals(scale: str) -> No
             excludes = lift.interval[0] > 0 or lift.interval[1] < 0
             assert (lift.p_adjusted < 0.05) == excludes
             assert (lift.p_value < 0.05) == (lift.ci[0] > 0 or lift.ci[1] < 0)
+
+
+@pytest.mark.parametrize("target", [0.05, 0.01, 0.001, 1e-6])
+def test_a_boundary_search_stops_at_the_root(
+    target: float, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # P(|S_k| ≥ b) over a continuation region's sub-density (a grid on [-2, 2] with
+    # Simpson's weights of the standard normal density, a step of sd 1) = target:
+    # the root as scipy's brentq finds it, reached in a few Newton steps (each reads
+    # Φ twice), not by bisecting on to a 1e-12 bracket once Newton has converged
+    import scipy.special
+
+    from abeval.stats.spending import _simpson, _solve
+
+    grid = np.linspace(-2.0, 2.0, 241)
+    weights = _simpson(grid) * stats.norm.pdf(grid)
+    calls: list[int] = []
+    ndtr = scipy.special.ndtr
+    monkeypatch.setattr(scipy.special, "ndtr", lambda x: calls.append(1) or ndtr(x))
+    found = _solve(grid, weights, 1.0, target, 2.0)
+    steps = len(calls) // 2
+    monkeypatch.undo()
+
+    def crossing(b: float) -> float:
+        return float(np.sum(weights * (stats.norm.cdf(-b - grid) + stats.norm.sf(b - grid))))
+
+    root = optimize.brentq(lambda b: crossing(b) - target, 0.0, 20.0, xtol=1e-14)
+    assert found == pytest.approx(root, rel=1e-12)
+    assert steps <= 20

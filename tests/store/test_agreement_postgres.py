@@ -16,6 +16,7 @@ from abeval.store import open_store
 pytestmark = pytest.mark.postgres
 
 
+@pytest.mark.slow
 def test_duckdb_and_postgres_give_the_same_board(tmp_path: Path, postgres_database: str) -> None:
     docs = []
     for db in (str(tmp_path / "s.duckdb"), postgres_database):

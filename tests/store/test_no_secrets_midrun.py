@@ -124,6 +124,7 @@ def _sweep(breaker: Breaker, url: str, setup: list[str], args: list[str], tally:
                 assert "***" in shown, (args, at, shown)
 
 
+@pytest.mark.slow
 @pytest.mark.postgres
 def test_a_store_failing_at_each_stage_of_each_writing_command_shows_no_secret(
     tmp_path: Path, postgres_database: str, breaker: Breaker, monkeypatch: pytest.MonkeyPatch

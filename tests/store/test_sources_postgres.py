@@ -20,6 +20,7 @@ from abeval.store.sources import add_source, list_sources
 pytestmark = pytest.mark.postgres
 
 
+@pytest.mark.slow
 def test_a_postgres_table_gives_the_ingested_report(tmp_path: Path, postgres_database: str) -> None:
     events = tmp_path / "events.csv"
     write_events(SimulationConfig(users=700, seed=11, days=4, pre_period_days=3), events)
