@@ -201,7 +201,18 @@ def run_cell(
                     break
             for verdict in ("ship", "roll_back"):
                 counts[mode][verdict] += verdict in seen
+            if (r + 1) % 50 == 0 and r + 1 < runs:  # a long cell stopped early keeps these
+                so_far = {k: counts[mode][k] for k in ("ship", "roll_back")}
+                print(f"  {mode}: {r + 1} runs {so_far}", flush=True)
     return counts
+
+
+def selected(key: str, only: str | None) -> bool:
+    """Whether cell ``key`` is run: every cell without ``only``, the one ``key``
+    with ``only`` ending in ``$`` (e.g. ``primary|14|0.0$``), else those holding it."""
+    if only is None:
+        return True
+    return key == only[:-1] if only.endswith("$") else only in key
 
 
 def cells(
@@ -221,14 +232,14 @@ def cells(
         for lift in (0.0, LIFT):
             s += 1
             key = f"primary|{horizon}|{lift}"
-            if only is not None and only not in key:
+            if not selected(key, only):
                 continue
             out["cells"][key] = run_cell(runs, horizon, lift, 0.0, s, total, primary_modes)
             print(key, out["cells"][key], flush=True)
     for harm in HARMS:
         s += 1
         key = f"guardrail|14|{harm}"
-        if only is not None and only not in key:
+        if not selected(key, only):
             continue
         out["cells"][key] = run_cell(
             guardrail_runs or runs, 14, LIFT, harm, s, total, primary_modes[:2]
@@ -282,7 +293,11 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=300)
     parser.add_argument("--seed", type=int, default=36)
     parser.add_argument("--guardrail-runs", type=int, help="runs of the guardrail cells")
-    parser.add_argument("--only", help="the cells whose key holds this, e.g. 'primary|14|0.0'")
+    parser.add_argument(
+        "--only",
+        help="the cells whose key holds this, e.g. 'primary|14' (with a final $ the one "
+        "cell of that key, e.g. 'primary|14|0.0$': 'primary|14|0.0' also holds the +3% cell)",
+    )
     parser.add_argument("--modes", default="no plan,plan reached,past the plan")
     parser.add_argument("--label", default="current")
     parser.add_argument("--compare", action="append", default=[], help="labels run before")

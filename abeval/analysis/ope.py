@@ -42,6 +42,7 @@ from abeval.stats.ope import (
     MAX_MEAN_SKEW,
     MAX_TOP_SHARE,
     MIN_ESS_USERS,
+    PRODUCTS_OF_THREE,
     Diagnostics,
     Estimate,
     Interval,
@@ -242,7 +243,7 @@ def ope_results(
                     if src not in counts or tgt not in counts:
                         continue
                     covered = (src, tgt) in from_file
-                    sums = source.direction(src, tgt, o.cap, covered)
+                    sums = source.direction(src, tgt, o.cap, covered, PRODUCTS_OF_THREE)
                     varying = None if covered else varying_target(counts[tgt])
                     directions.append(_direction(sums, counts, alpha, origin, varying))
         finally:
@@ -414,8 +415,9 @@ def _direction(
 def user_warnings(head: Estimate) -> tuple[str, ...]:
     """What the headline estimate's weights over users call for: its normal
     interval is unreliable below :data:`~abeval.stats.ope.MIN_ESS_USERS`
-    effective users or above :data:`~abeval.stats.ope.MAX_MEAN_SKEW` skewness of
-    their mean; it rests on a handful of users above
+    effective users, or above :data:`~abeval.stats.ope.MAX_MEAN_SKEW` skewness of
+    their mean when it has no skewness-corrected interval to show instead
+    (:func:`~abeval.stats.ope.shown_interval`); it rests on a handful of users above
     :data:`~abeval.stats.ope.MAX_TOP_SHARE` of its weighted clicks in the top 1%."""
     u = head.users
     if u is None:
@@ -427,7 +429,12 @@ def user_warnings(head: Estimate) -> tuple[str, ...]:
             f"{MIN_ESS_USERS:g}), so its normal interval is unreliable (in simulation such "
             "intervals covered 87-93% of the time, not 95%)"
         )
-    elif "skewed" in u.reasons and u.mean_skewness is not None and u.skewness is not None:
+    elif (
+        u.interval == "unreliable"
+        and "skewed" in u.reasons
+        and u.mean_skewness is not None
+        and u.skewness is not None
+    ):
         out.append(
             f"{head.estimator}: its weights over users are skewed ({u.skewness:.1f}, so "
             f"{u.mean_skewness:.2f} for their mean, above {MAX_MEAN_SKEW:g}): its normal interval "

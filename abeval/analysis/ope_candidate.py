@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from abeval.analysis.ope import DEFAULT_CAP, headline, user_warnings
-from abeval.stats.ope import Estimate, diagnose
+from abeval.stats.ope import PRODUCTS_OF_THREE, Estimate, diagnose
 from abeval.stats.results import JsonResult
 from abeval.store import ope_target
 from abeval.store.memory import memory_capped
@@ -74,7 +74,7 @@ def candidate_estimate(
                     f"experiment {experiment!r}: its control {control!r} has no impressions"
                 )
             memory.fit(counts[control].impressions)
-            sums = source.direction(control, CANDIDATE, cap, True)
+            sums = source.direction(control, CANDIDATE, cap, True, PRODUCTS_OF_THREE)
         finally:
             ope_source.close_ope(conn, source)
     _, head, reason = headline(sums, alpha, None)

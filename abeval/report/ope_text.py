@@ -37,6 +37,13 @@ def _ctr_ci(ci: tuple[float, float] | None) -> str:
     return "n/a" if ci is None else f"[{ci[0]:.6f}, {ci[1]:.6f}]"
 
 
+#: What an estimate's row adds after its interval, by the interval it shows.
+_INTERVAL_MARKS = {
+    "unreliable": "; interval unreliable",
+    "skew_corrected": "; interval corrected for skewness",
+}
+
+
 def _direction(d: OpeDirection, verbose: bool) -> list[str]:
     g = d.diagnostics
     lines = [
@@ -54,7 +61,7 @@ def _direction(d: OpeDirection, verbose: bool) -> list[str]:
             f"{pct(e.relative_error, 1):>8} {pct(e.predicted_lift.value):>14} "
             f"{interval(e.predicted_lift.ci):>22}  {assumption(e.assumption)}"
             + ("" if e.ctr.value is not None or not e.ctr.message else f" ({e.ctr.message})")
-            + ("; interval unreliable" if e.users and e.users.interval == "unreliable" else "")
+            + (_INTERVAL_MARKS.get(e.users.interval, "") if e.users else "")
         )
     o = d.online_lift
     head = next(e for e in d.estimates if e.estimator == d.headline)

@@ -45,8 +45,9 @@ STATUS_WORDS: dict[str, str] = {
     "no_propensities": "the logs carry no propensities",
     "personalised_target": "the target arm's logged propensities vary between requests, "
     "so its context-free frequency stands in for probabilities that depend on the request",
-    "unreliable": "too few effective users for a reliable interval",
+    "unreliable": "too few effective users, or weights too skewed, for a reliable interval",
     "normal": "normal interval",
+    "skew_corrected": "Hall's skewness-corrected interval, as the weights over users are skewed",
     "prediction": "a prediction from the target's given probabilities",
     "post_hoc": "post hoc: the target arm's own logged frequencies stand in for its probabilities",
     # The agreement board, the forecast and the assurance.

@@ -62,6 +62,15 @@ USER_WEIGHTS: Mapping[str, tuple[str, str]] = {
     "sips": ("s", "sc"),
 }
 
+#: Per estimator that is one ratio, the per-user variables of its CTR and of its
+#: predicted lift (× Σn/Σc): the store adds up the products of three of them
+#: (:func:`abeval.stats.skew_interval.triples`) for the skewness of the per-user
+#: influence values and Hall's interval (docs/metrics.md#ope-intervals). ``snrips``,
+#: a sum of ratios over up to ten position groups, would need thousands: it has none.
+INFLUENCE_VARIABLES: Mapping[str, tuple[str, ...]] = {
+    name: (num, den, "n", "c") for name, (num, den) in {**ESTIMATORS, **STEP_ESTIMATORS}.items()
+}
+
 #: A product of per-user means, each variable to its power (one term of
 #: :func:`abeval.stats.ope.monomials`).
 Term = Mapping[str, int]

@@ -19,6 +19,7 @@ from ope_helpers import random_logs, write_impressions, write_target_file
 
 from abeval.analysis.ope import OpeOptions, OpeSection, ope_results
 from abeval.stats.distributions import norm_isf
+from abeval.stats.skew_interval import hall_interval
 from abeval.store import open_store
 from abeval.store.ingest import ingest_file
 
@@ -26,19 +27,26 @@ EXP = "rand"
 CAP = 3.0
 
 
-def _ratio_se(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
-    """Σa/Σb over users and its clustered standard error from the residuals."""
+def _skewness(z: np.ndarray) -> float:
+    d = z - z.mean()
+    return float((d**3).mean() / (d**2).mean() ** 1.5)
+
+
+def _ratio_se(a: np.ndarray, b: np.ndarray) -> tuple[float, float, float]:
+    """Σa/Σb over users, its clustered standard error from the residuals and
+    their skewness (Hall's interval reads it)."""
     r = a.sum() / b.sum()
     m = len(a)
     resid = (a - r * b) / b.mean()
-    return r, float(np.sqrt(resid.var(ddof=1) / m))
+    return r, float(np.sqrt(resid.var(ddof=1) / m)), _skewness(resid)
 
 
-def _influence_se(value: float, parts: dict[str, tuple[np.ndarray, int]]) -> float:
-    """SE of Π mean(x)^p from the per-user influence values value · Σ p (x_u/x̄ − 1)."""
+def _influence_se(value: float, parts: dict[str, tuple[np.ndarray, int]]) -> tuple[float, float]:
+    """SE of Π mean(x)^p from the per-user influence values value · Σ p (x_u/x̄ − 1),
+    and their skewness."""
     m = len(next(iter(parts.values()))[0])
     z = sum(p * (x / x.mean() - 1) for x, p in parts.values()) * value
-    return float(np.sqrt(z.var(ddof=1) / m))
+    return float(np.sqrt(z.var(ddof=1) / m)), _skewness(z)
 
 
 def reference(
@@ -61,13 +69,13 @@ def reference(
         "capped_ips": ("kc", "n"),
         "ncis": ("kc", "k"),
     }.items():
-        value, se = _ratio_se(users[num].to_numpy(), users[den].to_numpy())
+        value, se, skew = _ratio_se(users[num].to_numpy(), users[den].to_numpy())
         lift = users[num].sum() * users.n.sum() / (users[den].sum() * users.c.sum())
         parts = {"num": (users[num].to_numpy(), 1), "den": (users[den].to_numpy(), -1)}
         parts |= {"n": (users.n.to_numpy(), 1), "c": (users.c.to_numpy(), -1)}
         if den == "n":  # n/n cancels
             parts = {"num": parts["num"], "c": parts["c"]}
-        out[name] = (value, se, lift - 1, _influence_se(lift, parts))
+        out[name] = (value, se, skew, lift - 1, *_influence_se(lift, parts), len(users))
     w = src.w.to_numpy()
     out["mean_weight"] = w.mean()
     out["ess"] = w.sum() ** 2 / (w**2).sum()
@@ -114,10 +122,20 @@ def test_estimators_match_numpy(case, source: str, target: str) -> None:  # type
     ref = reference(logs, source, target, pi, CAP)
     z = norm_isf(0.05)
     for e in d.estimates:
-        value, se, lift, lift_se = ref[e.estimator]  # type: ignore[misc]
+        value, se, skew, lift, lift_se, lift_skew, m = ref[e.estimator]  # type: ignore[misc]
         assert e.ctr.value == pytest.approx(value, rel=1e-9)
         assert e.ctr.se == pytest.approx(se, rel=1e-7)
-        assert e.ctr.ci == pytest.approx((value - z * se, value + z * se), rel=1e-7)
+        # The skewness of the influence values, from the SQL's sums of three products.
+        assert e.ctr.skewness == pytest.approx(skew, rel=1e-6, abs=1e-9)
+        assert e.predicted_lift.skewness == pytest.approx(lift_skew, rel=1e-6, abs=1e-9)
+        corrected = e.users is not None and e.users.interval == "skew_corrected"
+        assert (e.ctr.kind, e.predicted_lift.kind) == (
+            ("skew_corrected",) * 2 if corrected else ("normal",) * 2
+        )
+        if corrected:  # Hall's interval (its formula is checked in tests/stats)
+            assert e.ctr.ci == pytest.approx(hall_interval(value, se, skew, m, 0.1), rel=1e-6)
+        else:
+            assert e.ctr.ci == pytest.approx((value - z * se, value + z * se), rel=1e-7)
         assert e.predicted_lift.value == pytest.approx(lift, rel=1e-9)
         assert e.predicted_lift.se == pytest.approx(lift_se, rel=1e-7)
     g = d.diagnostics
@@ -137,7 +155,7 @@ def test_observed_ctr_and_online_lift_match_numpy(case) -> None:  # type: ignore
     logs, section, _ = case
     users = logs.assign(c=logs.clicked.astype(float), n=1.0).groupby(["arm", "user"])[["c", "n"]]
     sums = users.sum()
-    ratio = {arm: _ratio_se(g.c.to_numpy(), g.n.to_numpy()) for arm, g in sums.groupby("arm")}
+    ratio = {arm: _ratio_se(g.c.to_numpy(), g.n.to_numpy())[:2] for arm, g in sums.groupby("arm")}
     d = section.directions[0]
     (rt, st), (rs, ss) = ratio["treatment"], ratio["control"]
     assert d.target_ctr == pytest.approx(rt, rel=1e-12)
@@ -187,7 +205,7 @@ def test_file_probabilities_match_numpy(case, tmp_path: Path) -> None:  # type: 
     assert section.directions[1].target_probabilities == "empirical"
     ref = reference(logs, "control", "treatment", pi, CAP)
     for e in d.estimates[:4]:
-        value, se, _, _ = ref[e.estimator]  # type: ignore[misc]
+        value, se, *_ = ref[e.estimator]  # type: ignore[misc]
         assert (e.ctr.value, e.ctr.se) == pytest.approx((value, se), rel=1e-7)
     # No step probabilities in these logs: the step estimators say so, the headline is snips.
     assert [(e.estimator, e.ctr.status) for e in d.estimates[4:]] == [

@@ -22,6 +22,7 @@ from typer.testing import CliRunner
 
 from abeval.analysis.ope import OpeOptions, ope_results
 from abeval.cli import app
+from abeval.stats.skew_interval import hall_interval
 from abeval.store import open_store
 from abeval.store.ingest import ingest_file
 
@@ -145,8 +146,19 @@ def test_random_predicted_from_bts_logs(section) -> None:  # type: ignore[no-unt
     # skewed: the third central moment over the variance^1.5, over √users.
     c3 = ((w - w.mean()) ** 3).mean() / ((w - w.mean()) ** 2).mean() ** 1.5
     assert users.skewness == pytest.approx(c3, rel=1e-6)
-    assert c3 / np.sqrt(len(w)) > 0.1 and users.interval == "unreliable"
-    assert any(x.startswith("snips: its weights over users are skewed") for x in d.warnings)
+    assert c3 / np.sqrt(len(w)) > 0.1 and users.reasons == ("skewed",)
+    # Skewed only: Hall's interval on snips's per-user influence values is shown
+    # instead of the normal one, and no warning (docs/metrics.md#ope-intervals).
+    assert users.interval == "skew_corrected"
+    r = (w * c).sum() / w.sum()
+    psi = (w * c - r * w) / w.mean()
+    dev = psi - psi.mean()
+    gamma = (dev**3).mean() / (dev**2).mean() ** 1.5
+    snips = by["snips"].ctr
+    assert (snips.kind, snips.skewness) == ("skew_corrected", pytest.approx(gamma, rel=1e-6))
+    se = psi.std(ddof=1) / np.sqrt(len(w))
+    assert snips.ci == pytest.approx(hall_interval(r, se, gamma, len(w), 0.05), rel=1e-6)
+    assert not any("skewed" in x for x in d.warnings)
 
 
 def test_both_directions_and_counts(section) -> None:  # type: ignore[no-untyped-def]
@@ -193,7 +205,11 @@ def test_the_varying_target_in_json_text_and_page(db: str, tmp_path: Path) -> No
     # The skewed weights of random from bts's logs: a code in JSON, a sentence in text.
     back = next(d for d in ope["directions"] if d["source"] == "bts")
     snips = next(e for e in back["estimates"] if e["estimator"] == "snips")
-    assert (snips["users"]["interval"], snips["users"]["reasons"]) == ("unreliable", ["skewed"])
+    assert (snips["users"]["interval"], snips["users"]["reasons"]) == (
+        "skew_corrected",
+        ["skewed"],
+    )
+    assert snips["ctr"]["kind"] == "skew_corrected"
     sentence = (
         f"bts from random's logs: bts's own logged probabilities vary between requests for "
         f"{varying / pairs:.0%} of (item, position) pairs ({varying} of {pairs}), so its "
@@ -205,11 +221,17 @@ def test_the_varying_target_in_json_text_and_page(db: str, tmp_path: Path) -> No
     out = CliRunner().invoke(app, [*args, "-f", "text"]).stdout
     assert f"!! {sentence}" in out.splitlines()
     assert "personalised_target" not in out
+    assert not any(line.startswith("!! ") and "skewed" in line for line in out.splitlines())
+    assert "Hall's skewness-corrected interval, as the weights over users are skewed" in out
+    assert "skew_corrected" not in out
     assert any(
-        line.startswith("!! random from bts's logs: snips: its weights over users are skewed (")
+        line.startswith("  * snips") and line.endswith("; interval corrected for skewness")
         for line in out.splitlines()
     )
     page = tmp_path / "r.html"
     assert CliRunner().invoke(app, [*args, "-o", str(page)]).exit_code == 0
     html = unescape(page.read_text())
     assert sentence in html and "personalised_target" not in html
+    assert '<span class="sub" data-field="interval-status">interval corrected for skewness' in (
+        page.read_text()
+    )

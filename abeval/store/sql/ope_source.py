@@ -13,8 +13,9 @@ events for the requests and items the file names.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from abeval.store.shared_ctes import drop, materialize
@@ -44,6 +45,9 @@ from abeval.store.sql.population import given_population, population_parts
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
+
+
+_NONE: Mapping[str, tuple[str, str, str]] = MappingProxyType({})
 
 
 def _pairs(v: Sequence[str]) -> list[tuple[str, str]]:
@@ -181,10 +185,18 @@ class OpeSource:
             )
         return out
 
-    def direction(self, source: str, target: str, cap: float, from_file: bool) -> DirectionSums:
+    def direction(
+        self,
+        source: str,
+        target: str,
+        cap: float,
+        from_file: bool,
+        products_of_three: Mapping[str, tuple[str, str, str]] = _NONE,
+    ) -> DirectionSums:
         """The per-arm user sums and the per-position weight sums of one direction;
         with the step estimators' sums when the logs and the target carry step
-        probabilities (:class:`StepSupport`)."""
+        probabilities (:class:`StepSupport`), and, under its name, Σ_u x_u·y_u·z_u
+        of each of ``products_of_three`` whose variables the logs have."""
         self.keep((IMPRESSIONS,))
         if from_file:
             self.keep(FILE_ROWS)
@@ -212,6 +224,8 @@ class OpeSource:
             ctes = (*base, user_part(None))
         pairs = _pairs(names)
         ranked = [(w, wc) for w, wc in TOP_VARIABLES if w in names]
+        # Σ x_u·y_u·z_u of the asked products of three variables the logs have.
+        threes = [(k, t) for k, t in sorted(products_of_three.items()) if set(t) <= set(names)]
         select = ", ".join(
             ["COUNT(*)"]
             + [f"SUM({v})" for v in names]
@@ -220,6 +234,7 @@ class OpeSource:
             + [f"SUM(CASE WHEN 100 * t_{w} <= t_m + 99 THEN {wc} ELSE 0 END)" for w, wc in ranked]
             # Σ w_u³ of each weight, for the skewness of the weights over users.
             + [f"SUM({w} * {w} * {w})" for w, _ in ranked]
+            + [f"SUM({x} * {y} * {z})" for _, (x, y, z) in threes]
             # Cascade-DR's (request, position) pairs short of candidates, in the same pass.
             + (["SUM(short)"] if "dr" in names else [])
         )
@@ -244,6 +259,9 @@ class OpeSource:
         # Named as abeval.stats.ope.cube names them ("w^3": Σ_u w_u³).
         user.sums.update({f"{w}^3": v for (w, _), v in zip(ranked, cubes, strict=True)})
         end += len(ranked)
+        thrice = values[end : end + len(threes)]
+        user.sums.update({k: v for (k, _), v in zip(threes, thrice, strict=True)})
+        end += len(threes)
         if steps is not None and steps.ok:
             steps = StepSupport(
                 steps.impressions,
