@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import pytest
 from agreement_store import build_store
+from json_close import close
 from typer.testing import CliRunner
 
 import abeval
@@ -84,8 +85,9 @@ def test_the_learned_normal_prior_gives_the_conjugate_posterior(
     assert after.ci == pytest.approx((expected_mean - half, expected_mean + half), rel=1e-9)
     # shrunk towards the history's mean, and the frequentist numbers untouched
     assert abs(after.mean - mean) < abs(before.mean - mean)
-    assert _ctr(learned).comparison == _ctr(flat).comparison
-    assert learned.decisions == flat.decisions
+    # (each report reads the events afresh: DuckDB's threads may add in another order)
+    close(_ctr(learned).comparison.to_dict(), _ctr(flat).comparison.to_dict(), tol=1e-12)
+    assert [d.decision for d in learned.decisions] == [d.decision for d in flat.decisions]
 
 
 def test_too_few_experiments_keep_the_flat_view_and_say_why(db: str) -> None:
@@ -99,7 +101,7 @@ def test_too_few_experiments_keep_the_flat_view_and_say_why(db: str) -> None:
         "ctr: the store holds 3 other experiments with a lift of it and a prior needs at "
         f"least {MIN_EXPERIMENTS}: the flat prior is used"
     )
-    assert _ctr(learned).bayesian == _ctr(flat).bayesian
+    close(_ctr(learned).bayesian.to_dict(), _ctr(flat).bayesian.to_dict(), tol=1e-12)
     lines = [x for x in abeval.render.text(learned).splitlines() if x.startswith("PRIOR")]
     assert len(lines) == 1
     assert lines[0].startswith("PRIOR of the Bayesian view (P(win)): flat (no metric has enough")
