@@ -80,6 +80,7 @@ BAD_TEXT: dict[str, str] = {
     "--decided-on": "2026-13-01",
     "--since": "not-a-date",
     "--until": "not-a-date",
+    "--prior": "bayes",
 }
 
 #: Options no value of which is a usage error: names looked up in the store or a
