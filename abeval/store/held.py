@@ -100,8 +100,8 @@ class HeldStore:
     def keep_summaries(self) -> None:
         """Write the kept summaries waiting in :attr:`keeping`: the file opened for
         writing for one short transaction if no other process (and no other store
-        of this process) holds it, without waiting; else they are dropped. The
-        file is held read-only again at the next read."""
+        of this process) holds it, without waiting; else they are dropped. Then
+        the file is held read-only again, as between any two calls."""
         from abeval.store.kept import write_kept
 
         rows, self.keeping[:] = list(self.keeping), []
@@ -120,6 +120,7 @@ class HeldStore:
             write_kept(writer, rows)
         finally:
             writer.close()
+        self.current()
 
     @contextmanager
     def writing(self) -> Iterator[Database]:
