@@ -55,7 +55,7 @@ if TYPE_CHECKING:
 
 #: Raise when what a part holds or how it is computed changes: every summary
 #: kept by an earlier version is then computed again.
-SUMMARY_VERSION = 4
+SUMMARY_VERSION = 5
 
 #: The parts of a session that are kept.
 PARTS = ("observed", "offline", "ope", "compared", "interleaving", "power", "judged")

@@ -175,6 +175,9 @@ def monomials(s: UserSums, terms: Sequence[Term], alpha: float, offset: float = 
     gamma = None
     if moments is not None and moments[0] > 0:
         gamma = finite(moments[1] / moments[0] ** 1.5)
+        # no n values have a skewness beyond √n: a larger one is rounding, not data
+        if gamma is not None and abs(gamma) > math.sqrt(s.users):
+            gamma = None
     return Interval(value, se, (value - z * se, value + z * se), "ok", "", gamma)
 
 

@@ -155,3 +155,26 @@ def test_hall_is_monotone_and_finite_at_large_skewness() -> None:
         lo, hi = hall_interval(1.0, 0.5, gamma, 30, 0.05)
         assert np.isfinite(lo) and np.isfinite(hi) and lo < 1.0 < hi
         assert (lo, hi) == pytest.approx(bisected(1.0, 0.5, gamma, 30, 0.05), rel=1e-9)
+
+
+def test_values_too_alike_for_their_skewness_keep_the_normal_interval() -> None:
+    """Per-user values that differ only far below their size (1000 + 1e-6 × a
+    skewed noise) leave their spread to rounding in the raw sums the store
+    returns: no skewness is read from them (it would be noise, and once put an
+    interval beside its estimate), and the interval is the normal one, around the
+    value. A skewness beyond √n, which no n values have, is refused likewise."""
+    rng = np.random.default_rng(8)
+    y = 1000.0 + 1e-6 * rng.lognormal(0.0, 1.5, 500)
+    s = user_sums({"y": y, "n": np.ones_like(y)})
+    iv = log_linear(s, {"y": 1, "n": -1}, 0.05)
+    assert iv.value is not None and iv.se is not None and iv.ci is not None
+    assert iv.skewness is None and skew_corrected(iv, s.users, 0.05) is None
+    assert iv.ci[0] <= iv.value <= iv.ci[1]
+    # sums whose third moment claims a skewness of 40 over 9 users (at most (n−2)/√(n−1) = 2.5)
+    fake = Sums(
+        9,
+        {"y": 9.0, "n": 9.0, triple("y", "y", "y"): 9.0 + 40.0 * 8.0**1.5 / 9.0**0.5}
+        | {triple(*t): 9.0 for t in triples(["y", "n"]) if t != ("y", "y", "y")},
+        {("y", "y"): 17.0, ("n", "n"): 9.0, ("n", "y"): 9.0},
+    )
+    assert log_linear(fake, {"y": 1, "n": -1}, 0.05).skewness is None
