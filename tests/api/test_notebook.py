@@ -32,6 +32,10 @@ pytest.importorskip("nbconvert")
 pytest.importorskip("ipykernel")
 pytest.importorskip("pandas")
 
+# Heavy (a browser, nbconvert or a fuzz over many files): under `make test-slow`, which
+# CI runs after `make test`, so that the default suite keeps to its 15 minutes.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOK = ROOT / "docs" / "notebook.ipynb"
 #: A cell may take long on a loaded machine (the board resamples).

@@ -16,6 +16,10 @@ from typer.testing import CliRunner, Result
 from abeval.cli import app
 from abeval.simulate import SimulationConfig, write_events
 
+# Heavy (a browser, nbconvert or a fuzz over many files): under `make test-slow`, which
+# CI runs after `make test`, so that the default suite keeps to its 15 minutes.
+pytestmark = pytest.mark.slow
+
 runner = CliRunner()
 
 EXPERIMENT = "home-reco-v2"

@@ -28,6 +28,7 @@ def test_a_suggested_command_is_quoted_for_the_shell(tmp_path: Path) -> None:
     assert shlex.split(command)[3] == HOSTILE  # pasted, it names the experiment
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("name", "line"), [("big.csv", 2), ("big.jsonl", 2)])
 def test_a_long_line_in_an_evaluate_input_is_named_by_its_line(
     tmp_path: Path, name: str, line: int

@@ -65,6 +65,7 @@ def big(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, float, float]:
     return path, start, _seconds("ingest", str(path), "--db", str(folder / "timing.duckdb"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("signum", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)], ids=["SIGINT", "SIGTERM"]
 )

@@ -20,7 +20,9 @@ from abeval.analysis.agreement_board import agreement_board
 from abeval.report.agreement_html import render_html
 from abeval.store import open_store
 
-pytestmark = pytest.mark.browser
+# Heavy (a browser, nbconvert or a fuzz over many files): under `make test-slow`, which
+# CI runs after `make test`, so that the default suite keeps to its 15 minutes.
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 LAYOUT = """JSON.stringify({
   scatters: [...document.querySelectorAll('svg.scatter')].map(s => {

@@ -13,7 +13,9 @@ import pytest
 from test_browser import Browser, Page, _need_chromium
 from test_frames import results  # noqa: F401  (the fixture)
 
-pytestmark = pytest.mark.browser
+# Heavy (a browser, nbconvert or a fuzz over many files): under `make test-slow`, which
+# CI runs after `make test`, so that the default suite keeps to its 15 minutes.
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 #: The rules a Jupyter output area applies to rendered HTML, as this test assumes
 #: them; the tables bring no style of their own.

@@ -19,7 +19,9 @@ from typer.testing import CliRunner
 
 from abeval.cli import app
 
-pytestmark = pytest.mark.browser
+# Heavy (a browser, nbconvert or a fuzz over many files): under `make test-slow`, which
+# CI runs after `make test`, so that the default suite keeps to its 15 minutes.
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 #: The pages checked at every width.
 PAGES = ("report", "evaluation", "board", "forecast")

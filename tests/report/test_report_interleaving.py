@@ -269,6 +269,7 @@ def test_power_of_an_interleaved_experiment(tmp_path: Path) -> None:
     assert bad.stderr.strip() == "Error: --delta 0.7: a preference Δ_AB is between 0 and 0.5"
 
 
+@pytest.mark.slow
 def test_users_needed_give_the_power_asked_in_simulation() -> None:
     """The users :func:`interleaving_users` plans from a 200,000-user pilot (Δ_AB
     within about 3% of the truth) detect the preference in about 80% of 300 fresh

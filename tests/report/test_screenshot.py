@@ -12,6 +12,10 @@ from pathlib import Path
 import pytest
 from test_browser import CHROMIUM, decode_png
 
+# Heavy (a browser, nbconvert or a fuzz over many files): under `make test-slow`, which
+# CI runs after `make test`, so that the default suite keeps to its 15 minutes.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "screenshot.py"
 

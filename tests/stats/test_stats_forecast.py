@@ -166,6 +166,7 @@ def _q_profile_taus(xhat, y, s, df, probs, top, extra=0.0):
     return np.array(taus)
 
 
+@pytest.mark.slow
 def test_predictive_matches_q_profile_sampling():
     """P(θ₀ > c), the mean and the interval against the confidence-distribution
     predictive written as Nagashima, Noma and Furukawa (2019) compute it: τ at

@@ -15,6 +15,10 @@ from typer.testing import CliRunner
 
 from abeval.cli import app
 
+# Heavy (a browser, nbconvert or a fuzz over many files): under `make test-slow`, which
+# CI runs after `make test`, so that the default suite keeps to its 15 minutes.
+pytestmark = pytest.mark.slow
+
 runner = CliRunner()
 NAMES = ["device", "$os", "/device", "$.device", "dev ice", 'de"vice', "a.b", "~t/x", "$"]
 # names DuckDB parses though they begin with neither $ nor / (found by benchmarks/campaign.py)

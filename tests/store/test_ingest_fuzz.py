@@ -24,6 +24,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from ingest_store import counts, run
 
+# Heavy (a browser, nbconvert or a fuzz over many files): under `make test-slow`, which
+# CI runs after `make test`, so that the default suite keeps to its 15 minutes.
+pytestmark = pytest.mark.slow
+
 COLUMNS = ["experiment", "arm", "user_id", "ts", "event_type", "item_id", "value", "event_id"]
 ROWS = [
     ["e1", "control", "u1", "2024-05-01T10:00:00Z", "exposure", "", "", "x1"],

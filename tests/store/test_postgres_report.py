@@ -42,6 +42,7 @@ def assert_same(a: Any, b: Any, path: str = "", abs_tol: float = 1e-12) -> None:
         assert a == b, f"{path}: {a!r} != {b!r}"
 
 
+@pytest.mark.slow
 def test_duckdb_and_postgres_give_the_same_report(tmp_path: Path, postgres_database: str) -> None:
     events = tmp_path / "events.csv"
     write_events(SimulationConfig(users=1500, seed=3, days=5, pre_period_days=5), events)
@@ -66,6 +67,7 @@ def test_duckdb_and_postgres_give_the_same_report(tmp_path: Path, postgres_datab
     assert_same(a, b)
 
 
+@pytest.mark.slow
 def test_window_caps_and_segments_agree_on_both_engines(
     tmp_path: Path, postgres_database: str
 ) -> None:
