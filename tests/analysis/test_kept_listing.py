@@ -7,13 +7,12 @@ kept parts in the same few statements whatever the number of experiments."""
 
 from __future__ import annotations
 
-import re
-import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
 from agreement_store import LIFTS, build_store
+from kept_store import EVENTS, copy_of
 from sqlalchemy import event
 
 from abeval.analysis.agreement import AgreementOptions
@@ -24,8 +23,6 @@ from abeval.store.experiments import exposure_starts, list_experiments
 from abeval.store.ingest import ingest_file
 from abeval.store.kept import count_kept
 
-EVENTS = re.compile(r"\bevents\b", re.IGNORECASE)
-
 
 @pytest.fixture(scope="module")
 def history(tmp_path_factory: pytest.TempPathFactory) -> Path:
@@ -34,9 +31,7 @@ def history(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture
 def db(history: Path, tmp_path: Path) -> str:
-    target = tmp_path / "store.duckdb"
-    shutil.copy(history, target)
-    return str(target)
+    return copy_of(history, tmp_path)
 
 
 def counted(db: str) -> tuple[dict[str, Any], dict[str, str]]:

@@ -7,8 +7,6 @@ a ``report`` after it finds the program's parts."""
 from __future__ import annotations
 
 import json
-import re
-import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -17,6 +15,7 @@ from typing import Any
 import pytest
 from agreement_store import BARE, LIFTS, build_store
 from json_close import close
+from kept_store import EVENTS, copy_of
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
 from typer.testing import CliRunner
@@ -25,7 +24,6 @@ from abeval.analysis import session as session_module
 from abeval.cli import app
 
 runner = CliRunner()
-EVENTS = re.compile(r"\bevents\b", re.IGNORECASE)
 
 
 @pytest.fixture(scope="module")
@@ -35,9 +33,7 @@ def history(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture
 def db(history: Path, tmp_path: Path) -> str:
-    target = tmp_path / "store.duckdb"
-    shutil.copy(history, target)
-    return str(target)
+    return copy_of(history, tmp_path)
 
 
 @contextmanager
